@@ -1,0 +1,174 @@
+// Package db holds the SQLite schema, the queries (db/queries/*.sql, compiled to Go by sqlc into
+// the *.gen.go files) and the few functions that open a database and run transactions. It is the
+// only package that contains SQL.
+package db
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:generate go tool sqlc generate -f ../sqlc.yaml
+
+//go:embed schema.sql
+var schemaV1 string
+
+// Migrations upgrade a database one version at a time: Migrations[i] takes a database from
+// version i to version i+1 (PRAGMA user_version). Version 1 is the whole of schema.sql; later
+// versions append statements here and change schema.sql to match, so sqlc sees the result.
+var Migrations = []string{schemaV1}
+
+// Version is the schema version this build writes.
+var Version = len(Migrations)
+
+// ErrNewerSchema is returned by Open for a database written by a newer version of memcascade.
+var ErrNewerSchema = errors.New("database was written by a newer version of memcascade")
+
+// Open opens (creating it with mode 0600 when missing) the SQLite database at path and brings
+// its schema up to date. Every pooled connection uses WAL, a busy timeout, foreign keys and
+// immediate write transactions.
+func Open(ctx context.Context, path string) (*sql.DB, error) {
+	return open(ctx, path, Migrations)
+}
+
+func open(ctx context.Context, path string, migrations []string) (*sql.DB, error) {
+	if path == "" {
+		return nil, errors.New("open database: empty path")
+	}
+	if err := createFile(path); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + url.PathEscape(path) + "?" + q.Encode()
+	sqldb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	var mode string
+	if err := sqldb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if mode != "wal" {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: journal mode is %q, want wal", path, mode)
+	}
+	if err := migrate(ctx, sqldb, migrations); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return sqldb, nil
+}
+
+// createFile creates the database file with mode 0600 so SQLite never creates it with the
+// process umask. SQLite gives its -wal and -shm files the same mode.
+func createFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	return f.Close()
+}
+
+func migrate(ctx context.Context, sqldb *sql.DB, migrations []string) error {
+	return WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+		var version int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+			return err
+		}
+		if version > len(migrations) {
+			return fmt.Errorf("%w (schema version %d, this build knows %d)", ErrNewerSchema, version, len(migrations))
+		}
+		for v := version; v < len(migrations); v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+			}
+		}
+		if version == len(migrations) {
+			return nil
+		}
+		// PRAGMA takes no parameters; the value is an int this code computed.
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations)))
+		return err
+	})
+}
+
+// WithTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it. When SQLite reports
+// the database busy or locked (two writing processes can still meet despite WAL and the busy
+// timeout), the whole transaction is retried with a jittered, growing pause until ctx ends. fn
+// must therefore be safe to run more than once: it may only write through tx.
+func WithTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
+	return retryBusy(ctx, func() error {
+		tx, err := sqldb.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+// ReadTx runs fn in a read-only transaction: one consistent snapshot, no write lock.
+func ReadTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
+	return retryBusy(ctx, func() error {
+		tx, err := sqldb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+func retryBusy(ctx context.Context, fn func() error) error {
+	pause := 5 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !IsBusy(err) {
+			return err
+		}
+		wait := pause/2 + rand.N(pause)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (database busy: %v)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		pause = min(pause*2, 500*time.Millisecond)
+	}
+}
+
+// IsBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED (any extended code).
+func IsBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,59 @@
+-- name: InsertMessage :exec
+INSERT INTO messages (thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: ListMessages :many
+-- The full history of a thread, oldest first.
+SELECT * FROM messages WHERE thread_id = ? ORDER BY seq;
+
+-- name: ListMessagesBefore :many
+-- Messages with seq below before_seq: the pinned head of the active context.
+SELECT * FROM messages WHERE thread_id = ? AND seq < sqlc.arg(before_seq) ORDER BY seq;
+
+-- name: ListMessagesAfter :many
+-- Messages with seq above after_seq: the live tail of the active context.
+SELECT * FROM messages WHERE thread_id = ? AND seq > sqlc.arg(after_seq) ORDER BY seq;
+
+-- name: ListMessagesBetween :many
+SELECT * FROM messages
+WHERE thread_id = ? AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq)
+ORDER BY seq;
+
+-- name: SumActiveTokens :one
+-- Count and tokens of the messages outside a summarized range [from_seq, to_seq].
+SELECT CAST(count(*) AS INTEGER) AS messages, CAST(coalesce(sum(tokens), 0) AS INTEGER) AS tokens
+FROM messages
+WHERE thread_id = sqlc.arg(thread_id)
+  AND (seq < sqlc.arg(from_seq) OR seq > sqlc.arg(to_seq));
+
+-- name: SearchMessages :many
+-- Full-text search over message text. archived: the message is covered by the thread's current
+-- summary, so it is no longer in the active context.
+SELECT m.thread_id, m.seq, m.role,
+       CAST(snippet(messages_fts, 0, '[', ']', '...', 16) AS TEXT) AS snippet,
+       CAST(EXISTS (
+           SELECT 1 FROM compactions c
+           WHERE c.id = (SELECT max(c2.id) FROM compactions c2
+                         WHERE c2.thread_id = m.thread_id AND c2.status = 'applied')
+             AND m.seq BETWEEN c.from_seq AND c.to_seq
+       ) AS INTEGER) AS archived
+FROM messages_fts
+JOIN messages m ON m.id = messages_fts.rowid
+WHERE messages_fts.body MATCH sqlc.arg(query)
+  AND (CAST(sqlc.arg(thread_id) AS TEXT) = '' OR m.thread_id = sqlc.arg(thread_id))
+ORDER BY bm25(messages_fts), m.thread_id, m.seq
+LIMIT sqlc.arg(max_rows);
+
+-- name: SearchSummaries :many
+-- Full-text search over summary text. superseded: a newer applied compaction of the thread
+-- folded this summary in, or it was reverted.
+SELECT c.id, c.thread_id, c.to_seq, c.summary_role, c.status,
+       CAST(snippet(summaries_fts, 0, '[', ']', '...', 16) AS TEXT) AS snippet,
+       CAST(c.id <> coalesce((SELECT max(c2.id) FROM compactions c2
+                              WHERE c2.thread_id = c.thread_id AND c2.status = 'applied'), 0) AS INTEGER) AS superseded
+FROM summaries_fts
+JOIN compactions c ON c.id = summaries_fts.rowid
+WHERE summaries_fts.summary MATCH sqlc.arg(query)
+  AND (CAST(sqlc.arg(thread_id) AS TEXT) = '' OR c.thread_id = sqlc.arg(thread_id))
+ORDER BY bm25(summaries_fts), c.id
+LIMIT sqlc.arg(max_rows);

@@ -1,0 +1,69 @@
+// Package llm holds the few types that the compactor (package memory) and the provider cascade
+// (package cascade) exchange. It lets cascade.Cascade satisfy memory.Summarizer without either
+// package importing the other. It has no logic and imports nothing of this module.
+package llm
+
+import (
+	"context"
+	"errors"
+)
+
+// Message is one chat message of a request sent to a provider.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Request is one chat completion request.
+type Request struct {
+	Messages []Message
+	// MaxTokens bounds the completion; 0 means the provider's configured max_output_tokens.
+	MaxTokens int
+	// Accept, when set, inspects a completion's text. A non-nil error rejects it as a bad
+	// response (class bad_response): the attempt is logged as failed and retried within the
+	// provider's max_attempts.
+	Accept func(text string) error
+}
+
+// Response is a provider's answer to a Request.
+type Response struct {
+	Text             string
+	FinishReason     string
+	Model            string
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// Target describes the provider a Task is running against.
+type Target struct {
+	Name  string
+	Model string
+	// ContextWindow is the number of tokens the provider accepts (prompt and completion);
+	// 0 means unknown (no limit is applied).
+	ContextWindow   int
+	MaxOutputTokens int
+}
+
+// Completer sends requests to one provider, with its retries, timeouts and attempt log.
+type Completer interface {
+	Complete(ctx context.Context, req Request) (Response, error)
+}
+
+// Task is work that one provider does through its Completer, for example summarizing a long
+// text chunk by chunk within that provider's window. A Task returns the final text.
+type Task func(ctx context.Context, target Target, c Completer) (string, error)
+
+// Result is the outcome of a Task that succeeded.
+type Result struct {
+	Text     string
+	Provider string
+	Model    string
+}
+
+// ErrBadResponse marks an answer that cannot be used (empty, truncated, rejected by
+// Request.Accept). Errors that wrap it are classed bad_response.
+var ErrBadResponse = errors.New("bad response")
+
+// ErrContextLength marks a request too large for the provider's window. Errors that wrap it are
+// classed context_length: the provider is not put on cooldown, and the caller may split its input.
+var ErrContextLength = errors.New("context length exceeded")

@@ -1,0 +1,180 @@
+// Package transcript renders conversation messages as the plain-text transcript that a
+// summarizer reads, and parses such a transcript back. The compactor renders; the offline
+// extractive summarizer parses. It imports nothing of this module.
+//
+// The format: each message starts with a header line
+//
+//	=== #12 assistant ===
+//	=== #13 tool name=get_order tool_call_id=call_1 ===
+//
+// followed by its text and, for an assistant message, one line per tool call:
+//
+//	-> call get_order {"order_id":"W123"} (id call_1)
+//
+// A content line that would read as a header or a call line is indented by one space, so a
+// parse finds exactly the messages that were rendered. Long texts are cut in the middle with a
+// visible marker line that says how much was left out.
+package transcript
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Message is one message of a transcript.
+type Message struct {
+	Seq        int64 // its place in the thread (0: not numbered, like a previous summary)
+	Role       string
+	Name       string
+	ToolCallID string
+	Text       string
+	ToolCalls  []ToolCall
+}
+
+// ToolCall is a tool call of an assistant message.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// Options tune Render.
+type Options struct {
+	// MaxTextBytes cuts a message's text (and a call's arguments) longer than this many bytes,
+	// keeping its head and tail around a marker line. 0 means no limit.
+	MaxTextBytes int
+}
+
+// RoleSummary is the role under which a previous summary is rendered.
+const RoleSummary = "summary"
+
+var (
+	headerRE = regexp.MustCompile(`^=== (?:#(\d+) )?([a-z]+)((?: [a-z_]+=\S*)*) ===$`)
+	callRE   = regexp.MustCompile(`^-> call (\S+) (.*?)(?: \(id (\S*)\))?$`)
+)
+
+// Render writes msgs as a transcript.
+func Render(msgs []Message, opt Options) string {
+	var b strings.Builder
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		RenderMessage(&b, m, opt)
+	}
+	return b.String()
+}
+
+// RenderMessage appends one message to b.
+func RenderMessage(b *strings.Builder, m Message, opt Options) {
+	b.WriteString("=== ")
+	if m.Seq > 0 {
+		b.WriteString("#")
+		b.WriteString(strconv.FormatInt(m.Seq, 10))
+		b.WriteByte(' ')
+	}
+	b.WriteString(m.Role)
+	if m.Name != "" {
+		b.WriteString(" name=" + attr(m.Name))
+	}
+	if m.ToolCallID != "" {
+		b.WriteString(" tool_call_id=" + attr(m.ToolCallID))
+	}
+	b.WriteString(" ===\n")
+	if m.Text != "" {
+		for line := range strings.SplitSeq(Trim(m.Text, opt.MaxTextBytes), "\n") {
+			if special(line) {
+				b.WriteByte(' ')
+			}
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	for _, c := range m.ToolCalls {
+		args := strings.ReplaceAll(Trim(c.Arguments, opt.MaxTextBytes), "\n", " ")
+		fmt.Fprintf(b, "-> call %s %s", attr(c.Name), args)
+		if c.ID != "" {
+			fmt.Fprintf(b, " (id %s)", attr(c.ID))
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// special reports whether line, without its leading spaces, reads as a header or a call line.
+func special(line string) bool {
+	line = strings.TrimLeft(line, " ")
+	return headerRE.MatchString(line) || strings.HasPrefix(line, "-> call ")
+}
+
+// attr makes s fit in a header attribute or call line: no spaces.
+func attr(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.Join(strings.Fields(s), "_")
+}
+
+// Trim cuts s to about max bytes by keeping its first two thirds and last third around a
+// marker line that says how many bytes were left out. max <= 0 means no limit.
+func Trim(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	head := max * 2 / 3
+	tail := max - head
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return fmt.Sprintf("%s\n[... %d bytes trimmed ...]\n%s", s[:head], start-head, s[start:])
+}
+
+// Parse reads a transcript written by Render. Text before the first header is ignored.
+func Parse(s string) []Message {
+	var msgs []Message
+	var text []string
+	flush := func() {
+		if len(msgs) > 0 {
+			msgs[len(msgs)-1].Text = strings.TrimRight(strings.Join(text, "\n"), "\n")
+		}
+		text = text[:0]
+	}
+	for line := range strings.SplitSeq(s, "\n") {
+		if m := headerRE.FindStringSubmatch(line); m != nil {
+			flush()
+			msg := Message{Role: m[2]}
+			msg.Seq, _ = strconv.ParseInt(m[1], 10, 64)
+			for kv := range strings.FieldsSeq(m[3]) {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "name":
+					msg.Name = v
+				case "tool_call_id":
+					msg.ToolCallID = v
+				}
+			}
+			msgs = append(msgs, msg)
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if m := callRE.FindStringSubmatch(line); m != nil {
+			last := &msgs[len(msgs)-1]
+			last.ToolCalls = append(last.ToolCalls, ToolCall{Name: m[1], Arguments: m[2], ID: m[3]})
+			continue
+		}
+		if strings.HasPrefix(line, " ") && special(line) {
+			line = line[1:] // a rendered content line that was indented to escape it
+		}
+		text = append(text, line)
+	}
+	flush()
+	return msgs
+}
