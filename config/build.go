@@ -1,0 +1,73 @@
+package config
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/redact"
+)
+
+// Settings returns the compaction settings of the config, defaults filled in.
+func (c Config) Settings() memory.Settings {
+	cp := c.WithDefaults().Compaction
+	return memory.Settings{
+		TokenLimit:       cp.TokenLimit,
+		ReserveTokens:    cp.ReserveTokens,
+		TargetRatio:      cp.TargetRatio,
+		TriggerRatio:     cp.TriggerRatio,
+		SummaryMaxTokens: cp.SummaryMaxTokens,
+		SummaryRole:      cp.SummaryRole,
+		MaxPasses:        cp.MaxPasses,
+		TotalTimeout:     time.Duration(cp.TotalTimeout),
+	}
+}
+
+// Redactor returns the secret redactor: the built-in patterns plus redact_patterns.
+func (c Config) Redactor() (*redact.Redactor, error) {
+	r, err := redact.New(c.RedactPatterns)
+	if err != nil {
+		return nil, &Error{File: c.Source, Key: "redact_patterns", Msg: err.Error(), Err: err}
+	}
+	return r, nil
+}
+
+// Cascade builds the provider cascade of the config on the database sqldb, which holds the
+// cooldowns and the attempt log. count, when not nil, is the token counter the extractive
+// provider sizes its summaries with. API keys are read from the environment at request time.
+func (c Config) Cascade(sqldb *sql.DB, count func(string) int) (*cascade.Cascade, error) {
+	c = c.WithDefaults()
+	red, err := c.Redactor()
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]cascade.Entry, 0, len(c.Cascade))
+	for _, p := range c.Cascade {
+		p = p.WithDefaults()
+		e := cascade.Entry{
+			Name: p.Name, Type: p.Type, Model: p.Model, BaseURL: p.BaseURL,
+			ContextWindow: p.ContextWindow, MaxOutputTokens: p.MaxOutputTokens, MaxAttempts: p.MaxAttempts,
+			Cooldown: time.Duration(p.Cooldown), MaxCooldown: time.Duration(p.MaxCooldown),
+		}
+		switch p.Type {
+		case TypeExtractive:
+			e.BaseURL, e.ContextWindow = "", 0 // no window: the extractive summarizer reads any size
+			e.Provider = &cascade.Extractive{Count: count}
+		case TypeOpenAI:
+			e.Provider = cascade.NewOpenAI(cascade.OpenAIConfig{
+				Name: p.Name, BaseURL: p.BaseURL, Model: p.Model, APIKeyEnv: p.APIKeyEnv, Getenv: os.Getenv,
+				Timeout: time.Duration(p.Timeout), MaxOutputTokens: p.MaxOutputTokens, Temperature: p.Temperature,
+			})
+		default:
+			return nil, fmt.Errorf("cascade: provider %q: unknown type %q", p.Name, p.Type)
+		}
+		entries = append(entries, e)
+	}
+	casc := cascade.New(sqldb, entries...)
+	casc.AttemptTimeout = time.Duration(c.Compaction.AttemptTimeout)
+	casc.Redact = func(s string) string { out, _ := red.Redact(s); return out }
+	return casc, nil
+}

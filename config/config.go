@@ -1,0 +1,277 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Provider types.
+const (
+	// TypeOpenAI is any OpenAI-compatible chat completions endpoint.
+	TypeOpenAI = "openai"
+	// TypeExtractive is the built-in offline summarizer.
+	TypeExtractive = "extractive"
+)
+
+// Summary roles.
+const (
+	RoleSystem = "system"
+	RoleUser   = "user"
+)
+
+// Tokenizer encodings accepted by the encoding key ("" picks one from the model).
+const (
+	EncodingO200K  = "o200k_base"
+	EncodingCL100K = "cl100k_base"
+)
+
+const (
+	// EnvVar names the environment variable that [Locate] consults.
+	EnvVar = "MEMCTL_CONFIG"
+	// DefaultPath is the file [Locate] uses when it exists and nothing else is set.
+	DefaultPath = "./memctl.yaml"
+	// DefaultSource is the Source of the built-in default configuration.
+	DefaultSource = "built-in default"
+)
+
+// Config is the whole memctl configuration.
+type Config struct {
+	// Model is the agent's model; it picks the tokenizer of new threads.
+	Model string `yaml:"model" json:"model"`
+	// Encoding forces a tokenizer ("o200k_base" or "cl100k_base") for models
+	// the tokenizer library does not know; "" picks it from Model.
+	Encoding   string     `yaml:"encoding" json:"encoding"`
+	Compaction Compaction `yaml:"compaction" json:"compaction"`
+	// RedactPatterns are extra regular expressions (Go RE2 syntax) whose
+	// matches never leave the machine.
+	RedactPatterns []string `yaml:"redact_patterns" json:"redact_patterns"`
+	// Cascade is the ordered list of summarization providers.
+	Cascade []Provider `yaml:"cascade" json:"cascade"`
+
+	Source string `yaml:"-" json:"source"` // the file it came from, or "built-in default"
+}
+
+// Compaction holds the budgets and limits of one compaction.
+type Compaction struct {
+	TokenLimit int `yaml:"token_limit" json:"token_limit"`
+	// ReserveTokens are held back for tool definitions and the reply; every
+	// budget is TokenLimit - ReserveTokens.
+	ReserveTokens int `yaml:"reserve_tokens" json:"reserve_tokens"`
+	// TargetRatio bounds the system prompt plus the kept recent messages.
+	TargetRatio float64 `yaml:"target_ratio" json:"target_ratio"`
+	// TriggerRatio: compact when the active context passes this share.
+	TriggerRatio     float64 `yaml:"trigger_ratio" json:"trigger_ratio"`
+	SummaryMaxTokens int     `yaml:"summary_max_tokens" json:"summary_max_tokens"`
+	// SummaryRole is the role of the summary message: "system" or "user".
+	SummaryRole string `yaml:"summary_role" json:"summary_role"`
+	MaxPasses   int    `yaml:"max_passes" json:"max_passes"`
+	// AttemptTimeout bounds one provider's whole turn, retries and waits included.
+	AttemptTimeout Duration `yaml:"attempt_timeout" json:"attempt_timeout"`
+	// TotalTimeout bounds the whole compaction.
+	TotalTimeout Duration `yaml:"total_timeout" json:"total_timeout"`
+}
+
+// Provider is one entry of the cascade.
+type Provider struct {
+	// Name is required and unique; it is the key of the provider's cooldown state.
+	Name string `yaml:"name" json:"name"`
+	// Type is TypeOpenAI (the default) or TypeExtractive.
+	Type    string `yaml:"type" json:"type"`
+	BaseURL string `yaml:"base_url" json:"base_url"`
+	Model   string `yaml:"model" json:"model"`
+	// APIKeyEnv names the environment variable that holds the key; never the key itself.
+	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env"`
+	// ContextWindow is the number of tokens the provider accepts; larger inputs are chunked.
+	ContextWindow   int     `yaml:"context_window" json:"context_window"`
+	MaxOutputTokens int     `yaml:"max_output_tokens" json:"max_output_tokens"`
+	Temperature     float64 `yaml:"temperature" json:"temperature"`
+	// Timeout bounds one request.
+	Timeout     Duration `yaml:"timeout" json:"timeout"`
+	MaxAttempts int      `yaml:"max_attempts" json:"max_attempts"`
+	// Cooldown is the first cooldown; it doubles with each consecutive failure
+	// up to MaxCooldown.
+	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`
+	MaxCooldown Duration `yaml:"max_cooldown" json:"max_cooldown"`
+}
+
+// Per-provider defaults.
+const (
+	defaultBaseURL         = "http://127.0.0.1:11434/v1"
+	defaultProviderModel   = "llama3.2"
+	defaultExtractiveModel = "extractive"
+	defaultContextWindow   = 8192
+	defaultMaxOutputTokens = 1024
+	defaultTimeout         = Duration(60 * time.Second)
+	defaultMaxAttempts     = 2
+	defaultCooldown        = Duration(30 * time.Second)
+	defaultMaxCooldown     = Duration(time.Hour)
+)
+
+func defaultCompaction() Compaction {
+	return Compaction{
+		TokenLimit:       128000,
+		ReserveTokens:    0,
+		TargetRatio:      0.5,
+		TriggerRatio:     0.8,
+		SummaryMaxTokens: 2048,
+		SummaryRole:      RoleSystem,
+		MaxPasses:        3,
+		AttemptTimeout:   Duration(5 * time.Minute),
+		TotalTimeout:     Duration(15 * time.Minute),
+	}
+}
+
+func defaultCascade() []Provider {
+	return []Provider{Provider{Name: "offline", Type: TypeExtractive}.WithDefaults()}
+}
+
+// Default returns the built-in configuration memctl uses when there is no
+// config file: the documented defaults and a cascade of one extractive
+// provider named "offline".
+func Default() Config {
+	return Config{
+		Model:          "gpt-4o",
+		Encoding:       "",
+		Compaction:     defaultCompaction(),
+		RedactPatterns: []string{},
+		Cascade:        defaultCascade(),
+		Source:         DefaultSource,
+	}
+}
+
+// WithDefaults returns a copy of c with every zero-valued field whose zero
+// value is never valid replaced by its default: Model, the compaction fields
+// other than ReserveTokens, and every provider's fields (see
+// [Provider.WithDefaults]). A nil Cascade becomes the default cascade; an
+// empty non-nil one stays empty (and fails Validate, like `cascade: []`). A
+// nil RedactPatterns becomes empty. Zero values that are valid (ReserveTokens,
+// Encoding, Temperature, APIKeyEnv) are kept. Source is kept.
+//
+// It is meant for configs built in Go; [Parse] already fills defaults.
+func (c Config) WithDefaults() Config {
+	d := defaultCompaction()
+	if c.Model == "" {
+		c.Model = Default().Model
+	}
+	cp := &c.Compaction
+	if cp.TokenLimit == 0 {
+		cp.TokenLimit = d.TokenLimit
+	}
+	if cp.TargetRatio == 0 {
+		cp.TargetRatio = d.TargetRatio
+	}
+	if cp.TriggerRatio == 0 {
+		cp.TriggerRatio = d.TriggerRatio
+	}
+	if cp.SummaryMaxTokens == 0 {
+		cp.SummaryMaxTokens = d.SummaryMaxTokens
+	}
+	if cp.SummaryRole == "" {
+		cp.SummaryRole = d.SummaryRole
+	}
+	if cp.MaxPasses == 0 {
+		cp.MaxPasses = d.MaxPasses
+	}
+	if cp.AttemptTimeout == 0 {
+		cp.AttemptTimeout = d.AttemptTimeout
+	}
+	if cp.TotalTimeout == 0 {
+		cp.TotalTimeout = d.TotalTimeout
+	}
+	if c.RedactPatterns == nil {
+		c.RedactPatterns = []string{}
+	} else {
+		c.RedactPatterns = append([]string{}, c.RedactPatterns...)
+	}
+	if c.Cascade == nil {
+		c.Cascade = defaultCascade()
+	} else {
+		ps := make([]Provider, len(c.Cascade))
+		for i, p := range c.Cascade {
+			ps[i] = p.WithDefaults()
+		}
+		c.Cascade = ps
+	}
+	return c
+}
+
+// WithDefaults returns a copy of p with its zero-valued fields set to the
+// per-provider defaults: Type "openai"; for openai providers BaseURL
+// http://127.0.0.1:11434/v1 and Model "llama3.2"; for extractive providers
+// Model "extractive" (BaseURL, APIKeyEnv and Temperature stay as they are);
+// ContextWindow 8192, MaxOutputTokens 1024, Timeout 60s, MaxAttempts 2,
+// Cooldown 30s, MaxCooldown 1h. Name is never filled in.
+func (p Provider) WithDefaults() Provider {
+	if p.Type == "" {
+		p.Type = TypeOpenAI
+	}
+	if p.Type == TypeExtractive {
+		if p.Model == "" {
+			p.Model = defaultExtractiveModel
+		}
+	} else {
+		if p.BaseURL == "" {
+			p.BaseURL = defaultBaseURL
+		}
+		if p.Model == "" {
+			p.Model = defaultProviderModel
+		}
+	}
+	if p.ContextWindow == 0 {
+		p.ContextWindow = defaultContextWindow
+	}
+	if p.MaxOutputTokens == 0 {
+		p.MaxOutputTokens = defaultMaxOutputTokens
+	}
+	if p.Timeout == 0 {
+		p.Timeout = defaultTimeout
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = defaultMaxAttempts
+	}
+	if p.Cooldown == 0 {
+		p.Cooldown = defaultCooldown
+	}
+	if p.MaxCooldown == 0 {
+		p.MaxCooldown = defaultMaxCooldown
+	}
+	return p
+}
+
+// ErrAPIKeyNotSet is matched (with errors.Is) by the error [Provider.APIKey]
+// returns when the named environment variable is unset or empty.
+var ErrAPIKeyNotSet = errors.New("API key environment variable is not set")
+
+type apiKeyError struct{ provider, env string }
+
+func (e *apiKeyError) Error() string {
+	return fmt.Sprintf("provider %q: environment variable %s is not set", e.provider, e.env)
+}
+
+func (e *apiKeyError) Is(target error) bool { return target == ErrAPIKeyNotSet }
+
+// APIKey returns the provider's API key, read from the environment variable
+// named by APIKeyEnv through getenv (os.Getenv when nil). It returns "" and
+// nil when APIKeyEnv is empty (no key needed). When the variable is unset or
+// empty the error names the variable (never a value) and matches
+// [ErrAPIKeyNotSet]. An APIKeyEnv that is not a variable name (a pasted key)
+// is an error that does not repeat it. Surrounding whitespace is trimmed from the key.
+func (p Provider) APIKey(getenv func(string) string) (string, error) {
+	if p.APIKeyEnv == "" {
+		return "", nil
+	}
+	if !isEnvName(p.APIKeyEnv) {
+		return "", fmt.Errorf("provider %q: api_key_env %s", p.Name, msgNotAKey)
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	v := strings.TrimSpace(getenv(p.APIKeyEnv))
+	if v == "" {
+		return "", &apiKeyError{provider: p.Name, env: p.APIKeyEnv}
+	}
+	return v, nil
+}

@@ -1,0 +1,586 @@
+package config_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memcascade/memcascade/config"
+)
+
+const testdata = "../testdata/config"
+
+func dur(s string) config.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return config.Duration(d)
+}
+
+func TestDefault(t *testing.T) {
+	want := config.Config{
+		Model:    "gpt-4o",
+		Encoding: "",
+		Compaction: config.Compaction{
+			TokenLimit:       128000,
+			ReserveTokens:    0,
+			TargetRatio:      0.5,
+			TriggerRatio:     0.8,
+			SummaryMaxTokens: 2048,
+			SummaryRole:      "system",
+			MaxPasses:        3,
+			AttemptTimeout:   dur("5m"),
+			TotalTimeout:     dur("15m"),
+		},
+		RedactPatterns: []string{},
+		Cascade: []config.Provider{{
+			Name:            "offline",
+			Type:            "extractive",
+			BaseURL:         "",
+			Model:           "extractive",
+			APIKeyEnv:       "",
+			ContextWindow:   8192,
+			MaxOutputTokens: 1024,
+			Temperature:     0,
+			Timeout:         dur("60s"),
+			MaxAttempts:     2,
+			Cooldown:        dur("30s"),
+			MaxCooldown:     dur("1h"),
+		}},
+		Source: "built-in default",
+	}
+	got := config.Default()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Default() =\n%#v\nwant\n%#v", got, want)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+	// Each call returns fresh slices.
+	got.Cascade[0].Name = "changed"
+	got.RedactPatterns = append(got.RedactPatterns, "x")
+	if again := config.Default(); again.Cascade[0].Name != "offline" || len(again.RedactPatterns) != 0 {
+		t.Fatalf("Default() shares state between calls: %+v", again)
+	}
+}
+
+func TestParseEmptyIsDefault(t *testing.T) {
+	for _, in := range []string{"", "\n", "# only a comment\n", "---\n", "~\n", "compaction:\ncascade:\n"} {
+		got, err := config.Parse([]byte(in), "memctl.yaml")
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", in, err)
+		}
+		want := config.Default()
+		want.Source = "memctl.yaml"
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Parse(%q) =\n%#v\nwant the defaults", in, got)
+		}
+	}
+}
+
+func fullConfig(source string) config.Config {
+	return config.Config{
+		Model:    "gpt-4.1-mini",
+		Encoding: "o200k_base",
+		Compaction: config.Compaction{
+			TokenLimit:       200000,
+			ReserveTokens:    16000,
+			TargetRatio:      0.4,
+			TriggerRatio:     0.9,
+			SummaryMaxTokens: 4096,
+			SummaryRole:      "user",
+			MaxPasses:        5,
+			AttemptTimeout:   dur("2m"),
+			TotalTimeout:     dur("90m"),
+		},
+		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
+		Cascade: []config.Provider{
+			{
+				Name: "cloud", Type: "openai", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
+				APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 128000, MaxOutputTokens: 4096, Temperature: 0.2,
+				Timeout: dur("90s"), MaxAttempts: 3, Cooldown: dur("1m"), MaxCooldown: dur("2h"),
+			},
+			{
+				Name: "local", Type: "openai", BaseURL: "http://127.0.0.1:11434/v1", Model: "qwen2.5:7b",
+				APIKeyEnv: "", ContextWindow: 32768, MaxOutputTokens: 2048, Temperature: 1.5,
+				Timeout: dur("150s"), MaxAttempts: 1, Cooldown: dur("10s"), MaxCooldown: dur("10m"),
+			},
+			{
+				Name: "offline", Type: "extractive", Model: "extractive",
+				ContextWindow: 16384, MaxOutputTokens: 512,
+				Timeout: dur("5s"), MaxAttempts: 1, Cooldown: dur("1s"), MaxCooldown: dur("1s"),
+			},
+		},
+		Source: source,
+	}
+}
+
+func TestParseFull(t *testing.T) {
+	path := filepath.Join(testdata, "full.yaml")
+	got, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fullConfig(path); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Load(full.yaml) =\n%#v\nwant\n%#v", got, want)
+	}
+	// full.yaml really sets every key to a non-default value, so the test
+	// above would catch a key that is ignored.
+	def := config.Default()
+	if got.Model == def.Model || got.Encoding == def.Encoding {
+		t.Error("full.yaml leaves a top-level key at its default")
+	}
+	gv, dv := reflect.ValueOf(got.Compaction), reflect.ValueOf(def.Compaction)
+	for i := range gv.NumField() {
+		if gv.Field(i).Interface() == dv.Field(i).Interface() {
+			t.Errorf("full.yaml leaves compaction.%s at its default", gv.Type().Field(i).Tag.Get("yaml"))
+		}
+	}
+	pd := config.Provider{Name: "x"}.WithDefaults()
+	pv, dpv := reflect.ValueOf(got.Cascade[0]), reflect.ValueOf(pd)
+	for i := range pv.NumField() {
+		// type openai is the only type with every key meaningful.
+		if pv.Type().Field(i).Name != "Type" && pv.Field(i).Interface() == dpv.Field(i).Interface() {
+			t.Errorf("full.yaml leaves cascade[0].%s at its default", pv.Type().Field(i).Tag.Get("yaml"))
+		}
+	}
+}
+
+func TestParseMinimal(t *testing.T) {
+	path := filepath.Join(testdata, "minimal.yaml")
+	got, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default()
+	want.Source = path
+	want.Cascade = []config.Provider{
+		{
+			Name: "local", Type: "openai", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.2",
+			ContextWindow: 8192, MaxOutputTokens: 1024, Temperature: 0,
+			Timeout: dur("60s"), MaxAttempts: 2, Cooldown: dur("30s"), MaxCooldown: dur("1h"),
+		},
+		config.Default().Cascade[0],
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Load(minimal.yaml) =\n%#v\nwant\n%#v", got, want)
+	}
+}
+
+func TestParseNullMeansDefault(t *testing.T) {
+	got, err := config.Parse([]byte("model: ~\ncompaction:\n  token_limit:\ncascade:\n  - name: a\n    model: null\n"), "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Model != "gpt-4o" || got.Compaction.TokenLimit != 128000 || got.Cascade[0].Model != "llama3.2" {
+		t.Fatalf("null values did not take defaults: %+v", got)
+	}
+}
+
+func TestParseScalarsAndAliases(t *testing.T) {
+	in := `
+model: 4
+compaction:
+  token_limit: 0x10000
+  reserve_tokens: 1_000
+  target_ratio: &r 0.25
+  trigger_ratio: 1
+cascade:
+  - &base
+    name: 1
+    context_window: 4096
+  - name: two
+    model: 2024-01-01
+    timeout: 1.5s
+`
+	got, err := config.Parse([]byte(in), "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Model != "4" || got.Compaction.TokenLimit != 65536 || got.Compaction.ReserveTokens != 1000 ||
+		got.Compaction.TargetRatio != 0.25 || got.Compaction.TriggerRatio != 1 {
+		t.Errorf("scalars decoded as %+v", got)
+	}
+	if got.Cascade[0].Name != "1" || got.Cascade[1].Model != "2024-01-01" || got.Cascade[1].Timeout != dur("1500ms") {
+		t.Errorf("providers decoded as %+v", got.Cascade)
+	}
+	withAlias, err := config.Parse([]byte("redact_patterns: [&p 'x+', *p]\ncascade:\n  - &a {name: a}\n"), "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(withAlias.RedactPatterns, []string{"x+", "x+"}) {
+		t.Errorf("aliases: %q", withAlias.RedactPatterns)
+	}
+}
+
+func TestExtractiveDefaults(t *testing.T) {
+	got, err := config.Parse([]byte("cascade:\n  - name: x\n    type: extractive\n    model: textrank\n"), "m.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.Cascade[0]
+	if p.Model != "textrank" || p.BaseURL != "" || p.APIKeyEnv != "" || p.ContextWindow != 8192 || p.MaxAttempts != 2 {
+		t.Fatalf("extractive provider = %+v", p)
+	}
+	// An extractive provider may have max_output_tokens >= context_window:
+	// it never sends a request.
+	if _, err := config.Parse([]byte("cascade:\n  - name: x\n    type: extractive\n    context_window: 100\n"), "m.yaml"); err != nil {
+		t.Fatalf("extractive with small context_window: %v", err)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	got, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, config.Default()) || got.Source != "built-in default" {
+		t.Fatalf("Load(\"\") = %+v, want Default()", got)
+	}
+
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	_, err = config.Load(missing)
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.File != missing || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Load(missing) = %v, want an *Error for the file wrapping fs.ErrNotExist", err)
+	}
+	if !strings.HasPrefix(err.Error(), missing+": cannot read config file: ") {
+		t.Errorf("Load(missing) error reads %q", err)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("model: x\ncompaction:\n  max_passes: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = config.Load(bad)
+	if err == nil || err.Error() != bad+":3: compaction.max_passes: 0 must be at least 1" {
+		t.Fatalf("Load(bad) = %v", err)
+	}
+}
+
+func TestLocate(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("MEMCTL_CONFIG", "")
+
+	if got := config.Locate(""); got != "" {
+		t.Errorf("nothing set, no file: Locate = %q, want \"\"", got)
+	}
+	if err := os.WriteFile("memctl.yaml", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := config.Locate(""); got != "./memctl.yaml" {
+		t.Errorf("file exists: Locate = %q, want ./memctl.yaml", got)
+	}
+	t.Setenv("MEMCTL_CONFIG", "/etc/memctl/env.yaml")
+	if got := config.Locate(""); got != "/etc/memctl/env.yaml" {
+		t.Errorf("env set: Locate = %q, want the env value", got)
+	}
+	if got := config.Locate("flag.yaml"); got != "flag.yaml" {
+		t.Errorf("flag set: Locate = %q, want the flag", got)
+	}
+	t.Setenv("MEMCTL_CONFIG", "")
+	if got := config.Locate("flag.yaml"); got != "flag.yaml" {
+		t.Errorf("flag set, file exists: Locate = %q, want the flag", got)
+	}
+	if err := os.Remove("memctl.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if got := config.Locate(""); got != "" {
+		t.Errorf("file removed, empty env: Locate = %q, want \"\"", got)
+	}
+}
+
+func TestAPIKey(t *testing.T) {
+	env := map[string]string{"OPENAI_API_KEY": " sk-secret-value\n", "EMPTY": ""}
+	getenv := func(k string) string { return env[k] }
+	tests := []struct {
+		name    string
+		p       config.Provider
+		want    string
+		wantErr string
+	}{
+		{"no key needed", config.Provider{Name: "local"}, "", ""},
+		{"set", config.Provider{Name: "openai", APIKeyEnv: "OPENAI_API_KEY"}, "sk-secret-value", ""},
+		{"unset", config.Provider{Name: "openai", APIKeyEnv: "OTHER_KEY"}, "", `provider "openai": environment variable OTHER_KEY is not set`},
+		{"empty", config.Provider{Name: "openai", APIKeyEnv: "EMPTY"}, "", `provider "openai": environment variable EMPTY is not set`},
+		{"key pasted", config.Provider{Name: "openai", APIKeyEnv: "sk-proj-abc123"}, "", `provider "openai": api_key_env must name an environment variable, not hold a key`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.p.APIKey(getenv)
+			if got != tt.want {
+				t.Errorf("APIKey = %q, want %q", got, tt.want)
+			}
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Errorf("APIKey error = %v", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.wantErr {
+				t.Fatalf("APIKey error = %v, want %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "sk-secret") {
+				t.Errorf("error leaks a key value: %v", err)
+			}
+		})
+	}
+	_, err := config.Provider{Name: "o", APIKeyEnv: "UNSET_VAR"}.APIKey(getenv)
+	if !errors.Is(err, config.ErrAPIKeyNotSet) {
+		t.Errorf("unset variable error %v does not match ErrAPIKeyNotSet", err)
+	}
+	t.Setenv("MEMCTL_TEST_KEY", "k-123")
+	if got, err := (config.Provider{Name: "o", APIKeyEnv: "MEMCTL_TEST_KEY"}).APIKey(nil); got != "k-123" || err != nil {
+		t.Errorf("APIKey(nil) = %q, %v; want the process environment", got, err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := config.Config{Cascade: []config.Provider{{Name: "a"}, {Name: "b", Type: "extractive"}}}.WithDefaults()
+	if err := good.Validate(); err != nil {
+		t.Fatalf("WithDefaults config: %v", err)
+	}
+	if good.Cascade[0].BaseURL != "http://127.0.0.1:11434/v1" || good.Cascade[1].Model != "extractive" ||
+		good.Compaction.TokenLimit != 128000 || good.Model != "gpt-4o" || good.RedactPatterns == nil {
+		t.Fatalf("WithDefaults did not fill defaults: %+v", good)
+	}
+	if got := (config.Config{}).WithDefaults(); !reflect.DeepEqual(got.Cascade, config.Default().Cascade) {
+		t.Errorf("WithDefaults with nil cascade = %+v, want the default cascade", got.Cascade)
+	}
+
+	tests := []struct {
+		name   string
+		modify func(*config.Config)
+		want   string // the whole error text
+	}{
+		{"zero config", func(c *config.Config) { *c = config.Config{Cascade: []config.Provider{}} }, ""},
+		{"target above trigger", func(c *config.Config) { c.Compaction.TargetRatio = 0.9 },
+			"compaction.target_ratio: 0.9 must be below trigger_ratio (0.8)"},
+		{"reserve too big", func(c *config.Config) { c.Compaction.ReserveTokens = 128000 },
+			"compaction.token_limit: 128000 must be above reserve_tokens (128000)"},
+		{"empty cascade", func(c *config.Config) { c.Cascade = nil },
+			"cascade: at least one provider is required"},
+		{"duplicate names", func(c *config.Config) { c.Cascade[1].Name = "a" },
+			`cascade[1].name: duplicate provider name "a" (also cascade[0])`},
+		{"zero type", func(c *config.Config) { c.Cascade[0].Type = "" },
+			`cascade[0].type: "" is not a provider type: use openai or extractive`},
+		{"key in api_key_env", func(c *config.Config) { c.Cascade[0].APIKeyEnv = "sk-live-0123456789" },
+			"cascade[0].api_key_env: must name an environment variable, not hold a key"},
+		{"extractive base_url", func(c *config.Config) { c.Cascade[1].BaseURL = "http://x" },
+			"cascade[1].base_url: not used by type extractive"},
+		{"max_attempts", func(c *config.Config) { c.Cascade[1].MaxAttempts = 0 },
+			"cascade[1].max_attempts: 0 must be at least 1"},
+		{"bad pattern", func(c *config.Config) { c.RedactPatterns = []string{"ok", "(x"} },
+			"redact_patterns[1]: invalid regular expression: error parsing regexp: missing closing ): `(x`"},
+		{"invalid utf-8", func(c *config.Config) { c.Model = "gpt\xff" },
+			"model: is not valid UTF-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good
+			c.Cascade = append([]config.Provider(nil), good.Cascade...)
+			tt.modify(&c)
+			err := c.Validate()
+			if tt.want == "" {
+				if err == nil {
+					t.Fatal("Validate() = nil, want errors")
+				}
+				var ce *config.Error
+				if !errors.As(err, &ce) || ce.Line != 0 || ce.File != "" {
+					t.Fatalf("Validate() = %v, want *Error without file or line", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("Validate() = %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestYAMLRoundTrip(t *testing.T) {
+	full := fullConfig("x")
+	odd := config.Default()
+	odd.Model = "yes"
+	odd.RedactPatterns = []string{`"quoted"`, "#hash", "- dash", "null", "a: b", "\ttab"}
+	odd.Cascade = []config.Provider{
+		config.Provider{Name: "123", Model: "~", Temperature: 0.1 + 0.2, Timeout: config.Duration(1500 * time.Microsecond)}.WithDefaults(),
+		config.Provider{Name: " spaced ", Type: "extractive", Model: "true"}.WithDefaults(),
+	}
+	for name, c := range map[string]config.Config{"default": config.Default(), "full": full, "odd": odd} {
+		t.Run(name, func(t *testing.T) {
+			if err := c.Validate(); err != nil {
+				t.Fatalf("input does not validate: %v", err)
+			}
+			out := c.YAML()
+			got, err := config.Parse(out, "rendered.yaml")
+			if err != nil {
+				t.Fatalf("YAML() output does not parse: %v\n%s", err, out)
+			}
+			got.Source = c.Source
+			if !reflect.DeepEqual(got, c) {
+				t.Fatalf("round trip changed the config:\n%s\ngot  %#v\nwant %#v", out, got, c)
+			}
+		})
+	}
+}
+
+func TestYAMLShowsEveryKey(t *testing.T) {
+	c := config.Default()
+	c.Cascade = append(c.Cascade, config.Provider{Name: "o", APIKeyEnv: "OPENAI_API_KEY"}.WithDefaults())
+	out := string(c.YAML())
+	for _, k := range []string{
+		"model:", "encoding:", "compaction:", "token_limit:", "reserve_tokens:", "target_ratio:", "trigger_ratio:",
+		"summary_max_tokens:", "summary_role:", "max_passes:", "attempt_timeout: 5m", "total_timeout: 15m",
+		"redact_patterns: []", "cascade:", "name: o", "type: openai", "base_url:", "api_key_env: OPENAI_API_KEY",
+		"context_window:", "max_output_tokens:", "temperature:", "timeout: 1m", "max_attempts:", "cooldown: 30s", "max_cooldown: 1h",
+	} {
+		if !strings.Contains(out, k) {
+			t.Errorf("YAML() lacks %q:\n%s", k, out)
+		}
+	}
+	// The extractive provider omits the keys that mean nothing to it.
+	first := out[strings.Index(out, "name: offline"):strings.Index(out, "name: o\n")]
+	for _, k := range []string{"base_url", "api_key_env", "temperature"} {
+		if strings.Contains(first, k) {
+			t.Errorf("extractive provider renders %s:\n%s", k, first)
+		}
+	}
+}
+
+func TestJSON(t *testing.T) {
+	c := fullConfig("full.yaml")
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{
+		`"source":"full.yaml"`, `"attempt_timeout":"2m"`, `"total_timeout":"90m"`, `"api_key_env":"OPENAI_API_KEY"`,
+		`"timeout":"2m30s"`, `"redact_patterns":["ACME-[0-9]{6}"`, `"target_ratio":0.4`, `"summary_role":"user"`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("JSON lacks %s:\n%s", want, s)
+		}
+	}
+	var back config.Config
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, c) {
+		t.Fatalf("JSON round trip:\n%#v\nwant\n%#v", back, c)
+	}
+	if b, _ := json.Marshal(config.Default()); !strings.Contains(string(b), `"redact_patterns":[]`) {
+		t.Errorf("default redact_patterns marshals as %s, want []", b)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{time.Hour, "1h"},
+		{48 * time.Hour, "48h"},
+		{5 * time.Minute, "5m"},
+		{60 * time.Second, "1m"},
+		{90 * time.Minute, "90m"},
+		{90 * time.Second, "1m30s"},
+		{30 * time.Second, "30s"},
+		{1500 * time.Millisecond, "1.5s"},
+		{-5 * time.Minute, "-5m"},
+		{time.Hour + time.Second, "1h0m1s"},
+	} {
+		d := config.Duration(tt.d)
+		if got := d.String(); got != tt.want {
+			t.Errorf("Duration(%v).String() = %q, want %q", tt.d, got, tt.want)
+		}
+		j, err := json.Marshal(d)
+		if err != nil || string(j) != `"`+tt.want+`"` {
+			t.Errorf("json.Marshal(%v) = %s, %v", tt.d, j, err)
+		}
+		var back config.Duration
+		if err := json.Unmarshal(j, &back); err != nil || back != d {
+			t.Errorf("json round trip of %v = %v, %v", tt.d, back, err)
+		}
+		y, err := d.MarshalYAML()
+		if err != nil || y != tt.want {
+			t.Errorf("MarshalYAML(%v) = %v, %v", tt.d, y, err)
+		}
+	}
+	for _, in := range []string{`60`, `"60"`, `"soon"`, `""`, `{}`} {
+		var d config.Duration
+		if err := json.Unmarshal([]byte(in), &d); err == nil {
+			t.Errorf("json.Unmarshal(%s) into Duration succeeded: %v", in, d)
+		}
+	}
+	d := config.Duration(time.Second)
+	if err := json.Unmarshal([]byte(`null`), &d); err != nil || d != config.Duration(time.Second) {
+		t.Errorf("json.Unmarshal(null) = %v, %v; want no change", d, err)
+	}
+	if err := json.Unmarshal([]byte(`"1h30m"`), &d); err != nil || time.Duration(d) != 90*time.Minute {
+		t.Errorf("json.Unmarshal(\"1h30m\") = %v, %v", d, err)
+	}
+}
+
+// awkwardStrings are values that YAML would read as something else, or
+// mangle, if they were written out unquoted.
+var awkwardStrings = []string{
+	"", " lead", "trail ", "\u2028", "a\u2029b", "\ufeffx", "a\u00a0", "#", "a #b", ": ", "a: b", "- ", "-",
+	"'", `"`, "@", "`", "%", "!", "&", "*", "? ", "|", ">", "{", "[", "---", "...", "0o17", "0x1F", "1_000",
+	".inf", ".NaN", "~", "null", "NULL", "y", "on", "off", "yes", "no", "True", "<<", "=", "1e3", "1:20",
+	"2001-12-14t21:59:43.10-05:00", `\`, `a\nb`, "日本", "😀", "\u200b", "\ufffe",
+}
+
+func TestYAMLRoundTripAwkwardValues(t *testing.T) {
+	for _, s := range awkwardStrings {
+		c := config.Default()
+		c.Model = s + "m"
+		c.RedactPatterns = []string{regexp.QuoteMeta(s) + "x"}
+		c.Cascade = []config.Provider{
+			config.Provider{Name: "n" + s, Model: s + "z", APIKeyEnv: "K"}.WithDefaults(),
+			config.Provider{Name: s + "e", Type: "extractive", Model: s + "x"}.WithDefaults(),
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		out := c.YAML()
+		back, err := config.Parse(out, "r.yaml")
+		if err != nil {
+			t.Errorf("%q: YAML() output does not parse: %v\n%s", s, err, out)
+			continue
+		}
+		back.Source = c.Source
+		if !reflect.DeepEqual(back, c) {
+			t.Errorf("%q: round trip changed the config:\n%s", s, out)
+		}
+	}
+	c := config.Default()
+	c.RedactPatterns = []string{"\tx", "a\nb", "\x01x", "\u0085x", "x\r\n", "\x7fx", " x ", "x\u2028"}
+	c.Cascade[0].Model = "m\u2028\u2029"
+	c.Cascade = append(c.Cascade, config.Provider{Name: "u", BaseURL: "http://h/\u2028 x?q=#"}.WithDefaults())
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := config.Parse(c.YAML(), c.Source); err != nil || !reflect.DeepEqual(back, c) {
+		t.Errorf("control characters: %v\n%s", err, c.YAML())
+	}
+	for _, f := range []float64{0, 1e-7, 0.1 + 0.2, 1.9999999999999998, 5e-324, 2} {
+		c := config.Default()
+		c.Cascade = []config.Provider{config.Provider{Name: "n", Temperature: f}.WithDefaults()}
+		back, err := config.Parse(c.YAML(), "r.yaml")
+		if err != nil || back.Cascade[0].Temperature != f {
+			t.Errorf("temperature %v: got %v, %v\n%s", f, back.Cascade, err, c.YAML())
+		}
+	}
+}

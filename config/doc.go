@@ -1,0 +1,64 @@
+// Package config reads, validates and renders the memctl configuration file.
+//
+// It is the same file memctl reads (memctl.yaml, or the file named by
+// --config or $MEMCTL_CONFIG; see [Locate]), exposed as a package so that
+// agents embedding memcascade can share one configuration with the CLI, or
+// build a [Config] in Go and check it with [Config.Validate].
+//
+// # The file
+//
+//	model: gpt-4o                 # the agent's model: picks the tokenizer of new threads
+//	encoding: ""                  # force a tokenizer (o200k_base, cl100k_base)
+//	compaction:
+//	  token_limit: 128000
+//	  reserve_tokens: 0           # every budget is token_limit - reserve_tokens
+//	  target_ratio: 0.5           # system prompt + kept recent messages: up to token_limit × target_ratio
+//	  trigger_ratio: 0.8          # compact when the active context passes token_limit × trigger_ratio
+//	  summary_max_tokens: 2048
+//	  summary_role: system        # system or user
+//	  max_passes: 3
+//	  attempt_timeout: 5m         # one provider's whole turn, retries and waits included
+//	  total_timeout: 15m          # the whole compaction
+//	redact_patterns: []           # extra regular expressions (Go RE2 syntax)
+//	cascade:
+//	  - name: local               # required, unique; the key of its cooldown state
+//	    type: openai              # openai (default) or extractive
+//	    base_url: http://127.0.0.1:11434/v1
+//	    model: llama3.2
+//	    api_key_env: ""           # the NAME of the variable holding the key
+//	    context_window: 8192
+//	    max_output_tokens: 1024
+//	    temperature: 0
+//	    timeout: 60s              # one request
+//	    max_attempts: 2
+//	    cooldown: 30s             # first cooldown; doubles with each consecutive failure
+//	    max_cooldown: 1h
+//	  - name: offline
+//	    type: extractive
+//
+// Every key is optional and takes the default shown; a key whose value is
+// null (`key:` or `key: ~`) counts as absent. A cascade list replaces the
+// default cascade, and each provider entry takes the per-provider defaults
+// for the keys it omits. With no file at all ([Default]) the cascade is a
+// single extractive provider named "offline", so memctl works offline.
+//
+// An extractive provider is built in and runs offline: base_url, api_key_env
+// and temperature mean nothing to it, and setting any of them to a non-empty
+// (non-zero) value is an error ("not used by type extractive"). Its model is
+// only a label and defaults to "extractive".
+//
+// # Strictness
+//
+// Unknown keys, duplicate keys, values of the wrong type and impossible
+// values are errors of type [*Error] naming the file, the line and the key
+// ("memctl.yaml:12: compaction.target_ratio: 1.5 is outside (0, 1]"). [Parse]
+// reports every problem it finds, in line order, joined with [errors.Join]
+// (a single problem is returned as the *Error itself), so errors.As with an
+// *Error target always finds the first one. Messages never repeat the value of
+// api_key_env, in case a key was pasted there by mistake.
+//
+// Durations are written as Go durations ("60s", "5m", "1h"); a bare number is
+// an error because its unit would be a guess. Integers must be YAML integers
+// (1e5 is a float and is rejected). YAML aliases are followed; merge keys
+// (<<) are not supported. The file holds exactly one YAML document.
+package config

@@ -1,0 +1,313 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Validate checks a Config built in Go with the same rules [Parse] applies
+// to a file, returning *Error values that name the key (without file or
+// line), joined with errors.Join when there are several. It checks the
+// values as they are: zero values are not replaced by defaults, so call
+// [Config.WithDefaults] first to get them.
+func (c Config) Validate() error {
+	ck := &checker{}
+	ck.validate(c)
+	return joinErrors(ck.errs)
+}
+
+// checker applies the validation rules. When it runs for Parse, lines holds
+// the line of every key present in the file and bad the keys whose values
+// did not decode (which are not checked again).
+type checker struct {
+	file  string
+	lines map[string]int
+	bad   map[string]bool
+	errs  []*Error
+}
+
+// parent strips the last segment of a key path: "cascade[1].name" ->
+// "cascade[1]" -> "cascade" -> "".
+func parent(key string) string {
+	i := strings.LastIndexAny(key, ".[")
+	if i < 0 {
+		return ""
+	}
+	return key[:i]
+}
+
+// line is the line of key, or of its nearest ancestor present in the file.
+func (ck *checker) line(key string) int {
+	for k := key; k != ""; k = parent(k) {
+		if l := ck.lines[k]; l > 0 {
+			return l
+		}
+	}
+	return 0
+}
+
+// skip reports whether key or one of its ancestors failed to decode.
+func (ck *checker) skip(keys ...string) bool {
+	for _, key := range keys {
+		for k := key; k != ""; k = parent(k) {
+			if ck.bad[k] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (ck *checker) add(key, format string, args ...any) {
+	ck.errs = append(ck.errs, &Error{File: ck.file, Line: ck.line(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// pair reports a conflict between keys a and b on a, unless only b is
+// present in the file, in which case it reports on b. fmtA is formatted with
+// a's value and b's (plus b's line when known); fmtB the other way round.
+func (ck *checker) pair(a, b, fmtA, fmtB, va, vb string) {
+	la, lb := ck.lines[a], ck.lines[b]
+	if la == 0 && lb > 0 {
+		ck.add(b, fmtB, vb, va)
+		return
+	}
+	if lb > 0 {
+		vb += fmt.Sprintf(", line %d", lb)
+	}
+	ck.add(a, fmtA, va, vb)
+}
+
+func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+const msgNotAKey = "must name an environment variable, not hold a key"
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// isEnvName reports whether s is a plausible environment variable name
+// rather than a pasted key: an identifier, and not a long mixed-case string
+// with digits (which is what keys look like; variable names are words).
+func isEnvName(s string) bool {
+	if !envNameRE.MatchString(s) {
+		return false
+	}
+	if len(s) >= 20 {
+		var upper, lower, digit bool
+		for _, r := range s {
+			switch {
+			case r >= 'A' && r <= 'Z':
+				upper = true
+			case r >= 'a' && r <= 'z':
+				lower = true
+			case r >= '0' && r <= '9':
+				digit = true
+			}
+		}
+		if upper && lower && digit {
+			return false
+		}
+	}
+	return true
+}
+
+// checkText reports empty (or blank) and malformed strings.
+func (ck *checker) checkText(key, v string, required bool) bool {
+	if ck.skip(key) {
+		return false
+	}
+	switch {
+	case !utf8.ValidString(v):
+		ck.add(key, "is not valid UTF-8")
+	case required && strings.TrimSpace(v) == "":
+		ck.add(key, "must not be empty")
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		ck.add(key, "must not contain control characters")
+	default:
+		return true
+	}
+	return false
+}
+
+func (ck *checker) atLeast1(key string, v int) bool {
+	if ck.skip(key) {
+		return false
+	}
+	if v < 1 {
+		ck.add(key, "%d must be at least 1", v)
+		return false
+	}
+	return true
+}
+
+func (ck *checker) positive(key string, d Duration) bool {
+	if ck.skip(key) {
+		return false
+	}
+	if d <= 0 {
+		ck.add(key, "%s must be positive", d)
+		return false
+	}
+	return true
+}
+
+func (ck *checker) ratio(key string, v float64) bool {
+	if ck.skip(key) {
+		return false
+	}
+	if !(v > 0 && v <= 1) {
+		ck.add(key, "%s is outside (0, 1]", num(v))
+		return false
+	}
+	return true
+}
+
+func (ck *checker) validate(c Config) {
+	ck.checkText("model", c.Model, true)
+	if !ck.skip("encoding") {
+		switch c.Encoding {
+		case "", EncodingO200K, EncodingCL100K:
+		default:
+			ck.add("encoding", "%s is not a known encoding: use o200k_base or cl100k_base, or \"\" to pick it from the model", quote(c.Encoding))
+		}
+	}
+	ck.validateCompaction(c.Compaction)
+
+	for i, p := range c.RedactPatterns {
+		key := fmt.Sprintf("redact_patterns[%d]", i)
+		if ck.skip(key) {
+			continue
+		}
+		re, err := regexp.Compile(p)
+		switch {
+		case err != nil:
+			ck.add(key, "invalid regular expression: %v", err)
+		case re.MatchString(""):
+			ck.add(key, "%s matches the empty string", quote(p))
+		}
+	}
+
+	if ck.skip("cascade") {
+		return
+	}
+	if len(c.Cascade) == 0 {
+		ck.add("cascade", "at least one provider is required")
+		return
+	}
+	names := map[string]int{}
+	for i, p := range c.Cascade {
+		prefix := fmt.Sprintf("cascade[%d]", i)
+		if ck.skip(prefix) {
+			continue
+		}
+		if p.Name == "" && !ck.skip(prefix+".name") {
+			ck.add(prefix+".name", "is required: every provider needs a unique name")
+		} else if ck.checkText(prefix+".name", p.Name, true) {
+			if j, dup := names[p.Name]; dup {
+				first := fmt.Sprintf("cascade[%d]", j)
+				where := ""
+				if l := ck.line(first + ".name"); l > 0 {
+					where = fmt.Sprintf(" at line %d", l)
+				}
+				ck.add(prefix+".name", "duplicate provider name %s (also %s%s)", quote(p.Name), first, where)
+			} else {
+				names[p.Name] = i
+			}
+		}
+		ck.validateProvider(prefix, p)
+	}
+}
+
+func (ck *checker) validateCompaction(c Compaction) {
+	const (
+		limit   = "compaction.token_limit"
+		reserve = "compaction.reserve_tokens"
+		target  = "compaction.target_ratio"
+		trigger = "compaction.trigger_ratio"
+	)
+	limitOK := ck.atLeast1(limit, c.TokenLimit)
+	reserveOK := !ck.skip(reserve)
+	if reserveOK && c.ReserveTokens < 0 {
+		ck.add(reserve, "%d must not be negative", c.ReserveTokens)
+		reserveOK = false
+	}
+	if limitOK && reserveOK && c.TokenLimit <= c.ReserveTokens {
+		ck.pair(limit, reserve,
+			"%s must be above reserve_tokens (%s)", "%s must be below token_limit (%s)",
+			strconv.Itoa(c.TokenLimit), strconv.Itoa(c.ReserveTokens))
+	}
+	targetOK := ck.ratio(target, c.TargetRatio)
+	triggerOK := ck.ratio(trigger, c.TriggerRatio)
+	if targetOK && triggerOK && c.TargetRatio >= c.TriggerRatio {
+		ck.pair(target, trigger,
+			"%s must be below trigger_ratio (%s)", "%s must be above target_ratio (%s)",
+			num(c.TargetRatio), num(c.TriggerRatio))
+	}
+	ck.atLeast1("compaction.summary_max_tokens", c.SummaryMaxTokens)
+	if !ck.skip("compaction.summary_role") && c.SummaryRole != RoleSystem && c.SummaryRole != RoleUser {
+		ck.add("compaction.summary_role", "%s must be system or user", quote(c.SummaryRole))
+	}
+	ck.atLeast1("compaction.max_passes", c.MaxPasses)
+	// attempt_timeout > total_timeout is allowed: the total wins.
+	ck.positive("compaction.attempt_timeout", c.AttemptTimeout)
+	ck.positive("compaction.total_timeout", c.TotalTimeout)
+}
+
+func (ck *checker) validateProvider(prefix string, p Provider) {
+	key := func(k string) string { return prefix + "." + k }
+	typ := key("type")
+	if !ck.skip(typ) && p.Type != TypeOpenAI && p.Type != TypeExtractive {
+		ck.add(typ, "%s is not a provider type: use openai or extractive", quote(p.Type))
+	}
+	extractive := p.Type == TypeExtractive
+
+	ck.checkText(key("model"), p.Model, true)
+	if extractive {
+		const unused = "not used by type extractive"
+		if !ck.skip(key("base_url")) && p.BaseURL != "" {
+			ck.add(key("base_url"), unused)
+		}
+		if !ck.skip(key("api_key_env")) && p.APIKeyEnv != "" {
+			ck.add(key("api_key_env"), unused)
+		}
+		if !ck.skip(key("temperature")) && p.Temperature != 0 {
+			ck.add(key("temperature"), unused)
+		}
+	} else {
+		if k := key("base_url"); !ck.skip(k) && !isHTTPURL(p.BaseURL) {
+			ck.add(k, "%s is not an http(s) URL", quote(p.BaseURL))
+		}
+		if k := key("api_key_env"); !ck.skip(k) && p.APIKeyEnv != "" && !isEnvName(p.APIKeyEnv) {
+			ck.add(k, msgNotAKey)
+		}
+		if k := key("temperature"); !ck.skip(k) && !(p.Temperature >= 0 && p.Temperature <= 2) {
+			ck.add(k, "%s is outside [0, 2]", num(p.Temperature))
+		}
+	}
+
+	cwOK := ck.atLeast1(key("context_window"), p.ContextWindow)
+	outOK := ck.atLeast1(key("max_output_tokens"), p.MaxOutputTokens)
+	if !extractive && cwOK && outOK && p.MaxOutputTokens >= p.ContextWindow {
+		ck.pair(key("max_output_tokens"), key("context_window"),
+			"%s must be below context_window (%s)", "%s must be above max_output_tokens (%s)",
+			strconv.Itoa(p.MaxOutputTokens), strconv.Itoa(p.ContextWindow))
+	}
+	ck.positive(key("timeout"), p.Timeout)
+	ck.atLeast1(key("max_attempts"), p.MaxAttempts)
+	if ck.positive(key("cooldown"), p.Cooldown) && !ck.skip(key("max_cooldown")) && p.MaxCooldown < p.Cooldown {
+		ck.pair(key("max_cooldown"), key("cooldown"),
+			"%s must be at least cooldown (%s)", "%s must not exceed max_cooldown (%s)",
+			p.MaxCooldown.String(), p.Cooldown.String())
+	}
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
+	}
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Hostname() != ""
+}

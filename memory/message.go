@@ -1,0 +1,262 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Roles a message may have.
+const (
+	RoleSystem    = "system"
+	RoleDeveloper = "developer"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one OpenAI chat message as the agent gave it. Fields this type does not model are
+// kept in Extra and written back unchanged, so a message survives a round trip through the store.
+type Message struct {
+	Role string
+	// Content is the message's content as given: a JSON string, null, or an array of content
+	// parts. It is nil when the message has no content field.
+	Content    json.RawMessage
+	Name       string
+	ToolCalls  []ToolCall
+	ToolCallID string
+	// Extra holds every field not named above, as given.
+	Extra map[string]json.RawMessage
+}
+
+// ToolCall is one entry of an assistant message's tool_calls.
+type ToolCall struct {
+	ID       string
+	Type     string
+	Function FunctionCall
+	// Extra holds every field of the call not named above, as given.
+	Extra map[string]json.RawMessage
+}
+
+// FunctionCall is the function a ToolCall invokes.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// TextMessage returns a message with a plain string content.
+func TextMessage(role, text string) Message {
+	b, _ := json.Marshal(text) // a string always marshals
+	return Message{Role: role, Content: b}
+}
+
+// Text returns the message's textual content: the string content, or the text of its text parts
+// joined by newlines. It is "" for null or absent content.
+func (m Message) Text() string {
+	return contentText(m.Content)
+}
+
+func contentText(c json.RawMessage) string {
+	c = bytes.TrimSpace(c)
+	if len(c) == 0 {
+		return ""
+	}
+	switch c[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(c, &s) == nil {
+			return s
+		}
+	case '[':
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(c, &parts) == nil {
+			var texts []string
+			for _, p := range parts {
+				if p.Text != "" {
+					texts = append(texts, p.Text)
+				}
+			}
+			return strings.Join(texts, "\n")
+		}
+	}
+	return ""
+}
+
+// MarshalJSON writes the modelled fields in the usual OpenAI order, then Extra in key order.
+func (m Message) MarshalJSON() ([]byte, error) {
+	w := objectWriter{}
+	w.field("role", m.Role)
+	if m.Content != nil {
+		w.raw("content", m.Content)
+	}
+	if m.Name != "" {
+		w.field("name", m.Name)
+	}
+	if m.ToolCalls != nil {
+		w.field("tool_calls", m.ToolCalls)
+	}
+	if m.ToolCallID != "" {
+		w.field("tool_call_id", m.ToolCallID)
+	}
+	w.extra(m.Extra)
+	return w.finish()
+}
+
+// UnmarshalJSON reads a message, keeping unknown fields in Extra. It checks the types of the
+// modelled fields, not their values: Validate does that.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	if fields == nil {
+		return fmt.Errorf("message is null, want an object")
+	}
+	*m = Message{}
+	for k, v := range fields {
+		var err error
+		switch k {
+		case "role":
+			err = unmarshalString(v, &m.Role)
+		case "content":
+			m.Content = compactJSON(v)
+			if c := m.Content[0]; c != '"' && c != '[' && !bytes.Equal(m.Content, []byte("null")) {
+				err = fmt.Errorf("want a string, null or an array of parts")
+			}
+		case "name":
+			err = unmarshalString(v, &m.Name)
+		case "tool_calls":
+			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+				m.Extra = setExtra(m.Extra, k, v)
+				continue
+			}
+			err = json.Unmarshal(v, &m.ToolCalls)
+			if err == nil && m.ToolCalls == nil {
+				m.ToolCalls = []ToolCall{}
+			}
+		case "tool_call_id":
+			err = unmarshalString(v, &m.ToolCallID)
+		default:
+			m.Extra = setExtra(m.Extra, k, v)
+		}
+		if err != nil {
+			return fmt.Errorf("field %q: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes id, type and function, then Extra in key order.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	w := objectWriter{}
+	w.field("id", c.ID)
+	w.field("type", c.Type)
+	w.field("function", c.Function)
+	w.extra(c.Extra)
+	return w.finish()
+}
+
+// UnmarshalJSON reads a tool call, keeping unknown fields in Extra.
+func (c *ToolCall) UnmarshalJSON(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	*c = ToolCall{}
+	for k, v := range fields {
+		var err error
+		switch k {
+		case "id":
+			err = unmarshalString(v, &c.ID)
+		case "type":
+			err = unmarshalString(v, &c.Type)
+		case "function":
+			err = json.Unmarshal(v, &c.Function)
+		default:
+			c.Extra = setExtra(c.Extra, k, v)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+func unmarshalString(v json.RawMessage, dst *string) error {
+	if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return nil
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		return fmt.Errorf("want a string")
+	}
+	return nil
+}
+
+func setExtra(m map[string]json.RawMessage, k string, v json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m[k] = compactJSON(v)
+	return m
+}
+
+func compactJSON(v json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v); err != nil {
+		return slices.Clone(v)
+	}
+	return buf.Bytes()
+}
+
+// objectWriter writes a JSON object with fields in the order they are added.
+type objectWriter struct {
+	buf bytes.Buffer
+	err error
+}
+
+func (w *objectWriter) raw(key string, v json.RawMessage) {
+	if w.buf.Len() == 0 {
+		w.buf.WriteByte('{')
+	} else {
+		w.buf.WriteByte(',')
+	}
+	k, _ := json.Marshal(key) // a string always marshals
+	w.buf.Write(k)
+	w.buf.WriteByte(':')
+	w.buf.Write(v)
+}
+
+func (w *objectWriter) field(key string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("%s: %w", key, err)
+	}
+	w.raw(key, b)
+}
+
+func (w *objectWriter) extra(m map[string]json.RawMessage) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		w.raw(k, m[k])
+	}
+}
+
+func (w *objectWriter) finish() ([]byte, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	if w.buf.Len() == 0 {
+		return []byte("{}"), nil
+	}
+	w.buf.WriteByte('}')
+	return w.buf.Bytes(), nil
+}

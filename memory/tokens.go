@@ -1,0 +1,383 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Encoding names.
+const (
+	EncodingO200k  = "o200k_base"
+	EncodingCL100k = "cl100k_base"
+)
+
+// ReplyPriming is the 3 tokens every reply is primed with (<|start|>assistant<|message|>).
+const ReplyPriming = 3
+
+// Token costs of the chat format, from OpenAI's cookbook "How to count tokens with tiktoken"
+// (examples/How_to_count_tokens_with_tiktoken.ipynb in openai/openai-cookbook).
+const (
+	// tokensPerMessage frames every message: <|start|>{role}<|message|>{content}<|end|>.
+	tokensPerMessage = 3
+	// tokensPerName is added on top of the name's own tokens when a message has a name.
+	tokensPerName = 1
+	// imagePartTokens is what an image_url content part is counted as: OpenAI's price of a
+	// low-detail image. It is an estimate: a high-detail image costs 85 plus 170 per 512-pixel
+	// tile, which cannot be known without fetching the image.
+	imagePartTokens = 85
+	// toolCallOverhead is added per entry of an assistant message's tool_calls, on top of the
+	// function name and arguments. The cookbook gives no rule for tool calls; this is an
+	// estimate of the framing the model sees around each call.
+	toolCallOverhead = 3
+)
+
+// Costs of the tool (function) definitions, from the cookbook's num_tokens_for_tools.
+const (
+	funcInitO200k  = 7  // start of each function, gpt-4o and newer (o200k_base)
+	funcInitCL100k = 10 // start of each function, gpt-4 and gpt-3.5 (cl100k_base)
+	propInit       = 3  // start of a set of properties
+	propKey        = 3  // each property
+	enumInit       = -3 // a property with an enum
+	enumItem       = 3  // each enum value, on top of the value's own tokens
+	funcEnd        = 12 // once after all functions, when there is at least one
+)
+
+// o200kPrefixes and cl100kPrefixes map model-name prefixes to encodings. Order matters: the
+// o200k prefixes are checked first so "gpt-4o" and "gpt-4.1" are not taken for "gpt-4".
+var (
+	o200kPrefixes  = []string{"gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4"}
+	cl100kPrefixes = []string{"gpt-4-", "gpt-3.5", "text-embedding-3", "text-embedding-ada-002"}
+)
+
+// ResolveEncoding picks the encoding for a model.
+//
+// When override is non-empty it is the answer, provided it is o200k_base or cl100k_base (any
+// other name is an error naming it), and known is true: the caller chose the encoding.
+//
+// Otherwise the model name decides. A provider prefix is dropped first ("openai/gpt-4o" is
+// "gpt-4o": everything up to the last '/' goes), and the name is compared in lower case.
+//   - o200k_base: gpt-4o*, chatgpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, o1*, o3*, o4*.
+//   - cl100k_base: gpt-4, gpt-4-* (which includes gpt-4-turbo* and gpt-4-32k*), gpt-3.5*,
+//     text-embedding-3*, text-embedding-ada-002*.
+//
+// Any other model, including "", gets o200k_base (the encoding of every current OpenAI chat
+// model) with known false, so the caller can print one warning that counts may be off.
+func ResolveEncoding(model, override string) (encoding string, known bool, err error) {
+	if override != "" {
+		switch override {
+		case EncodingO200k, EncodingCL100k:
+			return override, true, nil
+		}
+		return "", false, fmt.Errorf("unknown encoding %q: want %q or %q", override, EncodingO200k, EncodingCL100k)
+	}
+	m := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	for _, p := range o200kPrefixes {
+		if strings.HasPrefix(m, p) {
+			return EncodingO200k, true, nil
+		}
+	}
+	if m == "gpt-4" {
+		return EncodingCL100k, true, nil
+	}
+	for _, p := range cl100kPrefixes {
+		if strings.HasPrefix(m, p) {
+			return EncodingCL100k, true, nil
+		}
+	}
+	return EncodingO200k, false, nil
+}
+
+// setLoader makes tiktoken-go read the BPE ranks embedded in tiktoken-go-loader instead of
+// downloading them. It must run before the first tiktoken.GetEncoding.
+var setLoader sync.Once
+
+// encoders loads each encoding at most once per process, on first use: tiktoken.GetEncoding
+// parses the whole BPE file (tens to hundreds of milliseconds) every time it is called.
+var encoders = map[string]func() (*tiktoken.Tiktoken, error){
+	EncodingO200k:  sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return loadEncoding(EncodingO200k) }),
+	EncodingCL100k: sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return loadEncoding(EncodingCL100k) }),
+}
+
+func loadEncoding(name string) (*tiktoken.Tiktoken, error) {
+	setLoader.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
+	return tiktoken.GetEncoding(name)
+}
+
+// TokenCounter counts tokens as OpenAI's cookbook "How to count tokens with tiktoken" does,
+// with the extensions documented on each method. The counts are what the API reported for the
+// cookbook's examples; for anything else they are a close estimate, not a guarantee.
+//
+// Text is encoded with special-token text (such as "<|endoftext|>") treated as ordinary text,
+// as tiktoken's Encode(text, nil, nil) and encode_ordinary do, so any user text can be counted.
+//
+// The encoding is loaded on first use, once per process per encoding, and shared by all
+// counters of that encoding. A TokenCounter is safe for concurrent use: encoding only reads the
+// loaded tables, and the regular expressions it runs are safe for concurrent use.
+type TokenCounter struct {
+	encoding string
+	load     func() (*tiktoken.Tiktoken, error)
+}
+
+// NewTokenCounter returns a counter for an encoding, o200k_base or cl100k_base; any other name
+// is an error. It does not load the encoding: the first count does.
+func NewTokenCounter(encoding string) (*TokenCounter, error) {
+	load, ok := encoders[encoding]
+	if !ok {
+		return nil, fmt.Errorf("unknown encoding %q: want %q or %q", encoding, EncodingO200k, EncodingCL100k)
+	}
+	return &TokenCounter{encoding: encoding, load: load}, nil
+}
+
+// Encoding returns the counter's encoding name.
+func (c *TokenCounter) Encoding() string { return c.encoding }
+
+// Encode returns the tokens of s, treating special-token text as ordinary text. It loads the
+// encoding on first use and panics if the encoding embedded in the binary cannot be loaded,
+// which would mean the build itself is broken.
+func (c *TokenCounter) Encode(s string) []int {
+	if s == "" {
+		return []int{}
+	}
+	tk, err := c.load()
+	if err != nil {
+		panic(fmt.Sprintf("memory: loading token encoding %s: %v", c.encoding, err))
+	}
+	// EncodeOrdinary returns the same tokens as Encode(s, nil, nil): no special token is allowed
+	// or disallowed, so special-token text is encoded as text and nothing panics.
+	return tk.EncodeOrdinary(s)
+}
+
+// CountText returns the number of tokens of s: len(Encode(s)).
+func (c *TokenCounter) CountText(s string) int {
+	if s == "" {
+		return 0
+	}
+	return len(c.Encode(s))
+}
+
+// CountMessage returns the tokens of one message with its per-message overhead, not counting
+// the reply priming (see CountMessages):
+//
+//   - 3 for the message framing, plus the tokens of the role;
+//   - the content: a string is encoded; null or absent content is 0; in an array of parts a
+//     "text" part counts its text, an "image_url" part counts 85 (OpenAI's cost of a
+//     low-detail image: an estimate, since a high-detail image costs more), and any other part
+//     counts the tokens of its JSON; content that is neither counts the tokens of its JSON;
+//   - a name: its tokens plus 1;
+//   - tool_call_id: its tokens;
+//   - each tool call (the cookbook has no rule for these; this is an estimate): the tokens of
+//     the function name and of the arguments, plus 3. The call's id and type are not counted:
+//     the model does not see them as text the way it sees the name and arguments.
+//
+// Fields kept in Extra (and in a tool call's Extra) are not counted: they are not part of what
+// OpenAI renders into the prompt, or their cost is unknown.
+func (c *TokenCounter) CountMessage(m Message) int {
+	n := tokensPerMessage + c.CountText(m.Role) + c.countContent(m.Content)
+	if m.Name != "" {
+		n += c.CountText(m.Name) + tokensPerName
+	}
+	n += c.CountText(m.ToolCallID)
+	for _, tc := range m.ToolCalls {
+		n += toolCallOverhead + c.CountText(tc.Function.Name) + c.CountText(tc.Function.Arguments)
+	}
+	return n
+}
+
+// CountMessages returns the tokens of a request's messages: the sum of CountMessage over them
+// plus ReplyPriming (3, also for an empty list), as the cookbook's num_tokens_from_messages.
+func (c *TokenCounter) CountMessages(ms []Message) int {
+	n := ReplyPriming
+	for _, m := range ms {
+		n += c.CountMessage(m)
+	}
+	return n
+}
+
+func (c *TokenCounter) countContent(content json.RawMessage) int {
+	content = bytes.TrimSpace(content)
+	if len(content) == 0 || bytes.Equal(content, []byte("null")) {
+		return 0
+	}
+	switch content[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(content, &s) == nil {
+			return c.CountText(s)
+		}
+	case '[':
+		var parts []json.RawMessage
+		if json.Unmarshal(content, &parts) == nil {
+			n := 0
+			for _, p := range parts {
+				n += c.countPart(p)
+			}
+			return n
+		}
+	}
+	return c.CountText(string(content))
+}
+
+func (c *TokenCounter) countPart(p json.RawMessage) int {
+	var part struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(p, &part) == nil {
+		switch part.Type {
+		case "text":
+			return c.CountText(part.Text)
+		case "image_url":
+			return imagePartTokens
+		}
+	}
+	return c.CountText(string(compactJSON(p)))
+}
+
+// Tool is one entry of a request's tools.
+type Tool struct {
+	Type     string       `json:"type"`
+	Function ToolFunction `json:"function"`
+}
+
+// ToolFunction is the function a Tool defines; Parameters is its JSON Schema.
+type ToolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// CountTools returns the tokens the tool definitions add to a request: the function part of the
+// cookbook's num_tokens_for_tools (add CountMessages for the whole prompt). Type is not
+// inspected: every tool is counted by its Function.
+//
+// Each function counts 7 with o200k_base (gpt-4o and every newer model) or 10 with cl100k_base
+// (gpt-4, gpt-3.5), plus the tokens of "name:description". If the parameters have a non-empty
+// "properties", that set counts 3, and each property in it counts 3 plus the tokens of
+// "key:type:description". Once there is at least one tool, 12 more are added at the end. Every
+// description loses one trailing '.'.
+//
+// The cookbook covers flat properties with a string type, a description and maybe an enum.
+// The rest is defined here:
+//   - a property with no description (or one that is not a string) is "key:type:";
+//   - a missing type is empty, a list of types is joined with "," ("string,null"), and a type
+//     that is neither is its JSON;
+//   - an "enum" (on a property, or on the items of an array property) counts -3, and each value
+//     3 plus the tokens of the value (a string) or of its JSON (anything else);
+//   - a property with its own non-empty "properties" (an object) counts that set recursively as
+//     above: 3 for the set, then each nested property;
+//   - a property with "items" that is an object: the items' enum and non-empty properties count
+//     as above, and the items' own "items" likewise (arrays of arrays);
+//   - nothing else is counted: not the parameters' own type or description, not "required",
+//     "additionalProperties", "anyOf", "default" and other keywords, not tuple-form items.
+//
+// Parameters that are not valid JSON, or not an object, add nothing beyond name and description.
+func (c *TokenCounter) CountTools(tools []Tool) int {
+	if len(tools) == 0 {
+		return 0
+	}
+	funcInit := funcInitO200k
+	if c.encoding == EncodingCL100k {
+		funcInit = funcInitCL100k
+	}
+	n := 0
+	for _, t := range tools {
+		f := t.Function
+		n += funcInit + c.CountText(f.Name+":"+strings.TrimSuffix(f.Description, "."))
+		n += c.countProperties(schemaFields(f.Parameters)["properties"])
+	}
+	return n + funcEnd
+}
+
+// countProperties counts a schema's "properties" object: 3 for the set and each property, or 0
+// when it is absent, empty or not an object.
+func (c *TokenCounter) countProperties(raw json.RawMessage) int {
+	var props map[string]json.RawMessage
+	if json.Unmarshal(raw, &props) != nil || len(props) == 0 {
+		return 0
+	}
+	n := propInit
+	for key, p := range props {
+		s := schemaFields(p)
+		desc := strings.TrimSuffix(jsonString(s["description"]), ".")
+		n += propKey + c.CountText(key+":"+schemaType(s["type"])+":"+desc)
+		n += c.countEnum(s["enum"]) + c.countProperties(s["properties"]) + c.countItems(s["items"])
+	}
+	return n
+}
+
+// countItems counts the enum, properties and items of an array's "items" schema.
+func (c *TokenCounter) countItems(raw json.RawMessage) int {
+	s := schemaFields(raw)
+	if s == nil {
+		return 0
+	}
+	return c.countEnum(s["enum"]) + c.countProperties(s["properties"]) + c.countItems(s["items"])
+}
+
+// countEnum counts an "enum" array: -3, then 3 plus its tokens per value. It is 0 when absent
+// or not an array.
+func (c *TokenCounter) countEnum(raw json.RawMessage) int {
+	var values []json.RawMessage
+	if json.Unmarshal(raw, &values) != nil || values == nil {
+		return 0
+	}
+	n := enumInit
+	for _, v := range values {
+		s, ok := asString(v)
+		if !ok {
+			s = string(compactJSON(v))
+		}
+		n += enumItem + c.CountText(s)
+	}
+	return n
+}
+
+// schemaFields decodes a JSON object into its fields; it is nil for anything else.
+func schemaFields(raw json.RawMessage) map[string]json.RawMessage {
+	var fields map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &fields) != nil {
+		return nil
+	}
+	return fields
+}
+
+// schemaType renders a schema's "type": a string as is, a list of strings joined with ",", absent
+// or null as "", anything else as its JSON.
+func schemaType(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return ""
+	}
+	if s, ok := asString(raw); ok {
+		return s
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return strings.Join(list, ",")
+	}
+	return string(compactJSON(raw))
+}
+
+// jsonString returns a JSON string's value, or "" for anything else.
+func jsonString(raw json.RawMessage) string {
+	s, _ := asString(raw)
+	return s
+}
+
+func asString(raw json.RawMessage) (string, bool) {
+	var s string
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
