@@ -1,0 +1,71 @@
+package cascade_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sashabaranov/go-openai"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/llm"
+)
+
+// A provider that fails hands over to the next one; its attempts are logged and it cools
+// down.
+func ExampleCascade_Complete() {
+	dir, _ := os.MkdirTemp("", "cascade-example")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	sqldb, err := db.Open(ctx, filepath.Join(dir, "memctl.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sqldb.Close()
+
+	down := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) {
+		return llm.Response{}, &openai.APIError{HTTPStatusCode: 503, HTTPStatus: "503 Service Unavailable", Message: "overloaded"}
+	}}
+	c := cascade.New(sqldb,
+		cascade.Entry{Name: "local", Type: "fake", Model: "llama3.2", Provider: down, MaxAttempts: 2},
+		cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: cascade.Extractive{}},
+	)
+	c.Sleep = func(context.Context, time.Duration) error { return nil } // no waiting in an example
+	c.Observe = func(ev cascade.Event) {
+		if ev.Kind == cascade.EventRetry || ev.Kind == cascade.EventFail {
+			fmt.Printf("%s: %s %s\n", ev.Provider, ev.Kind, ev.Class)
+		}
+	}
+
+	res, err := c.Complete(ctx, 0, llm.Request{MaxTokens: 100, Messages: []llm.Message{
+		{Role: "user", Content: "=== #1 user ===\nBook flight HAT170.\n=== #2 assistant ===\nBooked HAT170."},
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Provider)
+	fmt.Println(res.Text)
+
+	rows, _ := cascade.Attempts(ctx, sqldb, "", 0)
+	for i := len(rows) - 1; i >= 0; i-- {
+		fmt.Println(rows[i].Provider, rows[i].Outcome, rows[i].HTTPStatus, rows[i].ErrorClass)
+	}
+	// Output:
+	// local: retry server
+	// local: fail server
+	// offline
+	// Summary of messages #1-#2 (extractive, offline).
+	// User requests:
+	// - #1: Book flight HAT170.
+	// Assistant answers and decisions:
+	// - #2: Booked HAT170.
+	// Identifiers: HAT170
+	// local error 503 server
+	// local error 503 server
+	// offline ok 0
+}

@@ -1,0 +1,238 @@
+package cascade_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/transcript"
+)
+
+// loadConversation reads a testdata JSONL conversation as transcript messages.
+func loadConversation(t *testing.T, path string) []transcript.Message {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var msgs []transcript.Message
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var m struct {
+			Role       string          `json:"role"`
+			Content    json.RawMessage `json:"content"`
+			Name       string          `json:"name"`
+			ToolCallID string          `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s line %d: %v", path, len(msgs)+1, err)
+		}
+		tm := transcript.Message{Seq: int64(len(msgs) + 1), Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+		var s string
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		switch {
+		case json.Unmarshal(m.Content, &s) == nil:
+			tm.Text = s
+		case json.Unmarshal(m.Content, &parts) == nil:
+			for _, p := range parts {
+				tm.Text += p.Text
+			}
+		}
+		for _, c := range m.ToolCalls {
+			tm.ToolCalls = append(tm.ToolCalls, transcript.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
+		msgs = append(msgs, tm)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+func summarize(t *testing.T, x cascade.Extractive, input string, maxTokens int) llm.Response {
+	t.Helper()
+	resp, err := x.Complete(context.Background(), llm.Request{MaxTokens: maxTokens, Messages: []llm.Message{
+		{Role: "system", Content: "Summarize the conversation below."},
+		{Role: "user", Content: input},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(resp.Text) == "" || resp.FinishReason != "stop" || resp.Model != "extractive" {
+		t.Fatalf("response = %+v", resp)
+	}
+	return resp
+}
+
+func TestExtractiveConversations(t *testing.T) {
+	paths, err := filepath.Glob("../testdata/conversations/*.jsonl")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no testdata conversations: %v", err)
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			msgs := loadConversation(t, path)
+			input := transcript.Render(msgs[1:], transcript.Options{MaxTextBytes: 4000}) // without the system prompt
+			for _, budget := range []int{150, 600, 2000} {
+				x := cascade.Extractive{}
+				resp := summarize(t, x, input, budget)
+				if again := summarize(t, x, input, budget); again.Text != resp.Text {
+					t.Fatalf("budget %d: not deterministic", budget)
+				}
+				if got := (len(resp.Text) + 3) / 4; got > budget {
+					t.Errorf("budget %d: summary has %d tokens", budget, got)
+				}
+				if len(resp.Text) >= len(input) {
+					t.Errorf("budget %d: summary (%d bytes) not shorter than its input (%d)", budget, len(resp.Text), len(input))
+				}
+				if resp.CompletionTokens != (len(resp.Text)+3)/4 || resp.PromptTokens != (len(input)+3)/4 {
+					t.Errorf("token counts %d/%d", resp.PromptTokens, resp.CompletionTokens)
+				}
+				if !strings.Contains(resp.Text, "User requests:") {
+					t.Errorf("budget %d: no user requests:\n%s", budget, resp.Text)
+				}
+			}
+			// With room, every tool call is there with its name.
+			resp := summarize(t, cascade.Extractive{}, input, 8000)
+			for _, m := range msgs {
+				for _, c := range m.ToolCalls {
+					if !strings.Contains(resp.Text, c.Name+"(") {
+						t.Errorf("tool call %s missing from:\n%s", c.Name, resp.Text)
+						return
+					}
+				}
+			}
+			first := ""
+			for _, m := range msgs {
+				if m.Role == "user" {
+					first = strings.Join(strings.Fields(m.Text), " ")
+					break
+				}
+			}
+			if len(first) > 30 {
+				first = first[:30]
+			}
+			if !strings.Contains(resp.Text, first) {
+				t.Errorf("first user request %q missing", first)
+			}
+		})
+	}
+}
+
+func TestExtractiveContent(t *testing.T) {
+	msgs := []transcript.Message{
+		{Role: transcript.RoleSummary, Text: "The user is Omar (omar_davis_3817)."},
+		{Seq: 4, Role: "user", Text: "  Please cancel reservation ZFA04Y.  "},
+		{Seq: 5, Role: "assistant", Text: "Looking it up.", ToolCalls: []transcript.ToolCall{
+			{ID: "call_1", Name: "get_reservation_details", Arguments: `{"reservation_id":"ZFA04Y"}`},
+			{ID: "call_2", Name: "cancel_reservation", Arguments: `{"reservation_id":"ZFA04Y","reason":"change of plan"}`},
+		}},
+		{Seq: 6, Role: "tool", Name: "get_reservation_details", ToolCallID: "call_1", Text: "{\"flights\": [\"HAT170\"]}\nmore"},
+		{Seq: 7, Role: "tool", Name: "cancel_reservation", ToolCallID: "call_2", Text: "Error: reservation ZFA04Y cannot be cancelled"},
+		{Seq: 8, Role: "assistant", Text: "I could not cancel it: the fare is not refundable."},
+	}
+	resp := summarize(t, cascade.Extractive{}, transcript.Render(msgs, transcript.Options{}), 1000)
+	for _, want := range []string{
+		"messages #4-#8",
+		"Earlier summary:\n- The user is Omar (omar_davis_3817).",
+		"User requests:\n- #4: Please cancel reservation ZFA04Y.",
+		"- #5: Looking it up.",
+		`- #5 get_reservation_details(reservation_id=ZFA04Y) -> {"flights": ["HAT170"]}`,
+		"- #5 cancel_reservation(reason=change of plan, reservation_id=ZFA04Y) -> error: Error: reservation ZFA04Y cannot be cancelled",
+		"Errors:\n- #7: Error: reservation ZFA04Y cannot be cancelled",
+		"- #8: I could not cancel it",
+		"Identifiers: omar_davis_3817, ZFA04Y, HAT170",
+	} {
+		if !strings.Contains(resp.Text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, resp.Text)
+		}
+	}
+	if strings.Contains(resp.Text, "call_1") {
+		t.Errorf("call ids listed as identifiers:\n%s", resp.Text)
+	}
+
+	// A tight budget drops assistant lines before user requests.
+	tight := summarize(t, cascade.Extractive{}, transcript.Render(msgs, transcript.Options{}), 60)
+	if !strings.Contains(tight.Text, "Please cancel reservation") || strings.Contains(tight.Text, "Looking it up") {
+		t.Errorf("tight summary:\n%s", tight.Text)
+	}
+}
+
+func TestExtractivePlainText(t *testing.T) {
+	var b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&b, "log line %04d: something happened\n", i)
+	}
+	input := b.String()
+	resp := summarize(t, cascade.Extractive{}, input, 200)
+	if !strings.HasPrefix(resp.Text, "log line 0000") || !strings.HasSuffix(resp.Text, "log line 1999: something happened") ||
+		!strings.Contains(resp.Text, "lines omitted") {
+		t.Errorf("plain summary:\n%s", resp.Text)
+	}
+	if got := (len(resp.Text) + 3) / 4; got > 200 {
+		t.Errorf("%d tokens, budget 200", got)
+	}
+	// A custom counter is used for the budget.
+	words := func(s string) int { return len(strings.Fields(s)) }
+	resp = summarize(t, cascade.Extractive{Count: words}, input, 50)
+	if n := words(resp.Text); n > 50 || n < 20 || resp.CompletionTokens != n {
+		t.Errorf("%d words (reported %d), budget 50:\n%s", n, resp.CompletionTokens, resp.Text)
+	}
+	// Short text is kept whole; no text still gives a non-empty answer.
+	if resp := summarize(t, cascade.Extractive{}, "just this", 100); resp.Text != "just this" {
+		t.Errorf("short text = %q", resp.Text)
+	}
+	summarize(t, cascade.Extractive{}, "", 100)
+	one := strings.Repeat("x", 10000)
+	if resp := summarize(t, cascade.Extractive{}, one, 100); len(resp.Text) > 400 {
+		t.Errorf("one long line gives %d bytes", len(resp.Text))
+	}
+}
+
+// FuzzExtractive states the summarizer's invariants: a non-empty answer, the same for the
+// same input, within the budget (a few tokens at least), and no error.
+func FuzzExtractive(f *testing.F) {
+	f.Add("=== #1 user ===\nfix bug #12 in main.go\n=== #2 assistant ===\n-> call bash {\"cmd\":\"go test\"} (id c1)\n=== #3 tool name=bash tool_call_id=c1 ===\nFAIL: main.go:3: error: x", 40)
+	f.Add("plain text\nwith lines\n", 1)
+	f.Add("", 0)
+	f.Add("=== summary ===\n- earlier\n=== #9 tool tool_call_id=zz ===\n", 3)
+	f.Add(strings.Repeat("=== #1 user ===\nW123 ZFA04Y\n", 200), 25)
+	f.Fuzz(func(t *testing.T, input string, budget int) {
+		budget %= 5000
+		x := cascade.Extractive{}
+		req := llm.Request{MaxTokens: budget, Messages: []llm.Message{{Role: "user", Content: input}}}
+		a, err := x.Complete(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := x.Complete(context.Background(), req)
+		if strings.TrimSpace(a.Text) == "" || a.Text != b.Text {
+			t.Fatalf("text %q then %q", a.Text, b.Text)
+		}
+		limit := budget
+		if limit <= 0 {
+			limit = cascade.DefaultExtractiveTokens
+		}
+		if got := (len(a.Text) + 3) / 4; got > max(limit, 5) {
+			t.Fatalf("%d tokens for a budget of %d:\n%s", got, limit, a.Text)
+		}
+	})
+}

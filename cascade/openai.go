@@ -1,0 +1,273 @@
+package cascade
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sashabaranov/go-openai"
+
+	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/redact"
+)
+
+// OpenAIConfig configures an OpenAI-compatible provider.
+type OpenAIConfig struct {
+	Name    string // the cascade entry's name, used in errors
+	BaseURL string // e.g. http://127.0.0.1:11434/v1; "" means OpenAI's
+	Model   string
+	// APIKeyEnv names the environment variable that holds the API key, read at each request.
+	// "" sends no Authorization header (local servers). Set but unset or empty in the
+	// environment, a request fails at once with class auth, naming the variable.
+	APIKeyEnv string
+	// Getenv reads the environment; default os.Getenv.
+	Getenv func(string) string
+	// Timeout bounds one HTTP request (go-openai's default client has none); 0: none.
+	Timeout time.Duration
+	// MaxOutputTokens is sent when a request's MaxTokens is 0 (0: the server's default).
+	MaxOutputTokens int
+	// Temperature is sent, even when 0, except to reasoning models.
+	Temperature float64
+	// HTTPClient, when set, is copied and used; its Timeout is replaced when Timeout is set
+	// and its Transport is wrapped (see OpenAI).
+	HTTPClient *http.Client
+}
+
+// OpenAI is a Provider for any OpenAI-compatible chat completions endpoint, through
+// go-openai. Its HTTP transport records each response's status and Retry-After (seconds or
+// HTTP-date; OpenAI's retry-after-ms first) in a per-request holder carried by the request's
+// context, so a failure's *ProviderError has them.
+//
+// Reasoning models (names that, after any "vendor/" prefix, start with o1, o3, o4, gpt-5 or
+// gpt-6) get max_completion_tokens and no temperature; others get max_tokens and
+// temperature, sent even when it is 0 (go-openai omits a zero temperature, which would leave
+// the server's default, often 0.7 or 1).
+//
+// The API key never appears in an error: the provider removes it from every error text the
+// server sent back before returning it.
+type OpenAI struct {
+	cfg    OpenAIConfig
+	client *http.Client
+}
+
+var _ Provider = (*OpenAI)(nil)
+
+// NewOpenAI returns a provider for cfg.
+func NewOpenAI(cfg OpenAIConfig) *OpenAI {
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	var hc http.Client
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	}
+	if cfg.Timeout > 0 {
+		hc.Timeout = cfg.Timeout
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &recordingTransport{base: base}
+	return &OpenAI{cfg: cfg, client: &hc}
+}
+
+// Complete sends one chat completion request.
+func (p *OpenAI) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	var key string
+	if p.cfg.APIKeyEnv != "" {
+		key = p.cfg.Getenv(p.cfg.APIKeyEnv)
+		if key == "" {
+			return llm.Response{}, &ProviderError{Provider: p.cfg.Name, Model: p.cfg.Model, Class: ClassAuth,
+				Err: fmt.Errorf("%w: %s", ErrNoAPIKey, p.cfg.APIKeyEnv)}
+		}
+	}
+	conf := openai.DefaultConfig(key)
+	if p.cfg.BaseURL != "" {
+		conf.BaseURL = p.cfg.BaseURL
+	}
+	conf.HTTPClient = p.client
+	client := openai.NewClientWithConfig(conf)
+
+	creq := openai.ChatCompletionRequest{Model: p.cfg.Model}
+	for _, m := range req.Messages {
+		creq.Messages = append(creq.Messages, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = p.cfg.MaxOutputTokens
+	}
+	st := callStateFrom(ctx)
+	if st == nil {
+		st = &callState{}
+		ctx = withCallState(ctx, st)
+	}
+	st.mu.Lock()
+	if ReasoningModel(p.cfg.Model) {
+		creq.MaxCompletionTokens = maxTokens
+		st.zeroTemperature = false
+	} else {
+		creq.MaxTokens = maxTokens
+		creq.Temperature = float32(p.cfg.Temperature)
+		st.zeroTemperature = creq.Temperature == 0
+	}
+	st.mu.Unlock()
+
+	resp, err := client.CreateChatCompletion(ctx, creq)
+	status, retryAfter := st.result()
+	if err != nil {
+		class, s, _ := Classify(err)
+		if s == 0 {
+			s = status
+		}
+		return llm.Response{}, &ProviderError{Provider: p.cfg.Name, Model: p.cfg.Model, Class: class,
+			HTTPStatus: s, RetryAfter: retryAfter, Err: scrubKey(err, key)}
+	}
+	if len(resp.Choices) == 0 {
+		return llm.Response{}, &ProviderError{Provider: p.cfg.Name, Model: p.cfg.Model, Class: ClassBadResponse,
+			HTTPStatus: status, Err: fmt.Errorf("%w: no choices in the response", llm.ErrBadResponse)}
+	}
+	choice := resp.Choices[0]
+	return llm.Response{
+		Text:             choice.Message.Content,
+		FinishReason:     string(choice.FinishReason),
+		Model:            resp.Model,
+		PromptTokens:     resp.Usage.PromptTokens,
+		CompletionTokens: resp.Usage.CompletionTokens,
+	}, nil
+}
+
+// ReasoningModel reports whether model is an OpenAI reasoning model (o1, o3, o4, gpt-5,
+// gpt-6 families, after any "vendor/" prefix), which takes max_completion_tokens and no
+// temperature.
+func ReasoningModel(model string) bool {
+	m := strings.ToLower(model)
+	if i := strings.LastIndex(m, "/"); i >= 0 {
+		m = m[i+1:]
+	}
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
+		if strings.HasPrefix(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// recordingTransport records each response's status and Retry-After in the request
+// context's callState, and adds an explicit "temperature": 0 to the body when asked.
+type recordingTransport struct {
+	base http.RoundTripper
+}
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	st := callStateFrom(req.Context())
+	if st == nil {
+		return t.base.RoundTrip(req)
+	}
+	st.mu.Lock()
+	zero := st.zeroTemperature
+	st.mu.Unlock()
+	if zero {
+		var err error
+		if req, err = withZeroTemperature(req); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if resp != nil {
+		st.record(resp.StatusCode, retryAfter(resp.Header, time.Now()))
+	}
+	return resp, err
+}
+
+// withZeroTemperature returns req with "temperature": 0 in its JSON body when the body has
+// no temperature (go-openai drops a zero value as empty).
+func withZeroTemperature(req *http.Request) (*http.Request, error) {
+	if req.Body == nil || req.Method != http.MethodPost {
+		return req, nil
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil {
+		if _, ok := fields["temperature"]; !ok {
+			fields["temperature"] = json.RawMessage("0")
+			if b, err := json.Marshal(fields); err == nil {
+				body = b
+			}
+		}
+	}
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return out, nil
+}
+
+// retryAfter reads how long a server asked to wait: OpenAI's retry-after-ms, else
+// Retry-After in delay-seconds or HTTP-date form. 0 when absent or unreadable.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e10 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs <= 0 || secs > 1e7 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
+
+// scrubKey returns err with every occurrence of the API key removed from the texts a server
+// sent back (some echo the request's headers). The typed go-openai errors stay typed.
+func scrubKey(err error, key string) error {
+	if key == "" || err == nil {
+		return err
+	}
+	marker := redact.Marker(redact.KindAPIKey)
+	scrub := func(s string) string { return strings.ReplaceAll(s, key, marker) }
+	var apiErr *openai.APIError
+	var reqErr *openai.RequestError
+	switch {
+	case errors.As(err, &apiErr) && err == error(apiErr):
+		cp := *apiErr
+		cp.Message = scrub(cp.Message)
+		if cp.Param != nil {
+			param := scrub(*cp.Param)
+			cp.Param = &param
+		}
+		return &cp
+	case errors.As(err, &reqErr) && err == error(reqErr):
+		cp := *reqErr
+		cp.Body = []byte(strings.Join(strings.Fields(scrub(string(cp.Body))), " "))
+		if cp.Err != nil && strings.Contains(cp.Err.Error(), key) {
+			cp.Err = scrubKey(cp.Err, key)
+		}
+		return &cp
+	}
+	if strings.Contains(err.Error(), key) {
+		return errors.New(scrub(err.Error()))
+	}
+	return err
+}

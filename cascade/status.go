@@ -1,0 +1,121 @@
+package cascade
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// ProviderStatus is one entry of the cascade with its cooldown state, as `memctl providers`
+// shows it.
+type ProviderStatus struct {
+	Name          string `json:"name"`
+	Type          string `json:"type"`
+	Model         string `json:"model"`
+	BaseURL       string `json:"base_url"`
+	ContextWindow int    `json:"context_window"`
+	// CoolingUntil is the end of the cooldown, in UTC; nil when the provider is not cooling
+	// down now.
+	CoolingUntil        *time.Time `json:"cooling_until"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	LastError           string     `json:"last_error"` // redacted when stored
+}
+
+// Status lists each entry, in cascade order, with its cooldown state.
+func (c *Cascade) Status(ctx context.Context) ([]ProviderStatus, error) {
+	rows, err := db.New(c.db).ListCooldowns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cascade: list cooldowns: %w", err)
+	}
+	byName := make(map[string]db.ProviderCooldown, len(rows))
+	for _, r := range rows {
+		byName[r.Provider] = r
+	}
+	now := c.now().UnixMilli()
+	out := make([]ProviderStatus, len(c.Entries))
+	for i, e := range c.Entries {
+		r := byName[e.Name]
+		st := ProviderStatus{
+			Name:                e.Name,
+			Type:                e.Type,
+			Model:               e.Model,
+			BaseURL:             e.BaseURL,
+			ContextWindow:       e.ContextWindow,
+			ConsecutiveFailures: int(r.ConsecutiveFailures),
+			LastError:           r.LastError,
+		}
+		if r.CoolingUntil > now {
+			t := time.UnixMilli(r.CoolingUntil).UTC()
+			st.CoolingUntil = &t
+		}
+		out[i] = st
+	}
+	return out, nil
+}
+
+// Attempt is one row of the attempt log, as `memctl attempts` and `memctl report` show it.
+type Attempt struct {
+	ID               int64     `json:"id"`
+	CompactionID     *int64    `json:"compaction_id"` // nil: not part of a compaction
+	Provider         string    `json:"provider"`
+	Model            string    `json:"model"`
+	Outcome          string    `json:"outcome"` // OutcomeOK, OutcomeError or OutcomeSkippedCooldown
+	HTTPStatus       int       `json:"http_status"`
+	ErrorClass       string    `json:"error_class"`
+	Error            string    `json:"error"` // redacted
+	DurationMs       int64     `json:"duration_ms"`
+	PromptTokens     int       `json:"prompt_tokens"`
+	CompletionTokens int       `json:"completion_tokens"`
+	StartedAt        time.Time `json:"started_at"` // UTC
+}
+
+// Attempts reads the attempt log newest first: every provider's when provider is "", at most
+// limit rows (limit <= 0: all).
+func Attempts(ctx context.Context, sqldb *sql.DB, provider string, limit int) ([]Attempt, error) {
+	maxRows := int64(limit)
+	if limit <= 0 {
+		maxRows = -1 // SQLite: no limit
+	}
+	rows, err := db.New(sqldb).ListAttempts(ctx, db.ListAttemptsParams{Provider: provider, MaxRows: maxRows})
+	if err != nil {
+		return nil, fmt.Errorf("cascade: list attempts: %w", err)
+	}
+	return attempts(rows), nil
+}
+
+// CompactionAttempts reads the attempts made for one compaction, oldest first.
+func CompactionAttempts(ctx context.Context, sqldb *sql.DB, compactionID int64) ([]Attempt, error) {
+	rows, err := db.New(sqldb).ListCompactionAttempts(ctx, nullID(compactionID))
+	if err != nil {
+		return nil, fmt.Errorf("cascade: list attempts of compaction %d: %w", compactionID, err)
+	}
+	return attempts(rows), nil
+}
+
+func attempts(rows []db.CascadeAttempt) []Attempt {
+	out := make([]Attempt, len(rows))
+	for i, r := range rows {
+		a := Attempt{
+			ID:               r.ID,
+			Provider:         r.Provider,
+			Model:            r.Model,
+			Outcome:          r.Outcome,
+			HTTPStatus:       int(r.HttpStatus),
+			ErrorClass:       r.ErrorClass,
+			Error:            r.Error,
+			DurationMs:       r.DurationMs,
+			PromptTokens:     int(r.PromptTokens),
+			CompletionTokens: int(r.CompletionTokens),
+			StartedAt:        time.UnixMilli(r.StartedAt).UTC(),
+		}
+		if r.CompactionID.Valid {
+			id := r.CompactionID.Int64
+			a.CompactionID = &id
+		}
+		out[i] = a
+	}
+	return out
+}
