@@ -422,8 +422,8 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 }
 
 const setCompactionStatus = `-- name: SetCompactionStatus :execrows
-UPDATE compactions SET status = ?4, error = ?, updated_at = ?
-WHERE id = ? AND status = ?5
+UPDATE compactions SET status = ?1, error = ?2, updated_at = ?3
+WHERE id = ?4 AND status = ?5
 `
 
 type SetCompactionStatusParams struct {

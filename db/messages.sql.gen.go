@@ -85,7 +85,7 @@ func (q *Queries) ListMessages(ctx context.Context, threadID string) ([]Message,
 }
 
 const listMessagesAfter = `-- name: ListMessagesAfter :many
-SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at FROM messages WHERE thread_id = ? AND seq > ?2 ORDER BY seq
+SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at FROM messages WHERE thread_id = ?1 AND seq > ?2 ORDER BY seq
 `
 
 type ListMessagesAfterParams struct {
@@ -130,7 +130,7 @@ func (q *Queries) ListMessagesAfter(ctx context.Context, arg ListMessagesAfterPa
 }
 
 const listMessagesBefore = `-- name: ListMessagesBefore :many
-SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at FROM messages WHERE thread_id = ? AND seq < ?2 ORDER BY seq
+SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at FROM messages WHERE thread_id = ?1 AND seq < ?2 ORDER BY seq
 `
 
 type ListMessagesBeforeParams struct {
@@ -176,7 +176,7 @@ func (q *Queries) ListMessagesBefore(ctx context.Context, arg ListMessagesBefore
 
 const listMessagesBetween = `-- name: ListMessagesBetween :many
 SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at FROM messages
-WHERE thread_id = ? AND seq >= ?2 AND seq <= ?3
+WHERE thread_id = ?1 AND seq >= ?2 AND seq <= ?3
 ORDER BY seq
 `
 

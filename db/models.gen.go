@@ -97,6 +97,7 @@ type Thread struct {
 	Encoding  string
 	Metadata  string
 	LastSeq   int64
+	OpenCalls string
 	CreatedAt int64
 	UpdatedAt int64
 }

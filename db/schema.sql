@@ -8,6 +8,7 @@ CREATE TABLE threads (
     encoding    TEXT    NOT NULL,          -- the tiktoken encoding resolved for it at creation
     metadata    TEXT    NOT NULL DEFAULT '{}',
     last_seq    INTEGER NOT NULL DEFAULT 0, -- seq of the newest message (0: none yet)
+    open_calls  TEXT    NOT NULL DEFAULT '[]', -- ids of tool calls not answered yet (JSON array)
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL
 ) STRICT;

@@ -22,7 +22,7 @@ func (q *Queries) DeleteThread(ctx context.Context, id string) (int64, error) {
 }
 
 const getThread = `-- name: GetThread :one
-SELECT id, model, encoding, metadata, last_seq, created_at, updated_at FROM threads WHERE id = ?
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at FROM threads WHERE id = ?
 `
 
 func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
@@ -34,6 +34,7 @@ func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
 		&i.Encoding,
 		&i.Metadata,
 		&i.LastSeq,
+		&i.OpenCalls,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
@@ -41,8 +42,8 @@ func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
 }
 
 const insertThread = `-- name: InsertThread :exec
-INSERT INTO threads (id, model, encoding, metadata, last_seq, created_at, updated_at)
-VALUES (?, ?, ?, ?, 0, ?, ?)
+INSERT INTO threads (id, model, encoding, metadata, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?)
 `
 
 type InsertThreadParams struct {
@@ -67,7 +68,7 @@ func (q *Queries) InsertThread(ctx context.Context, arg InsertThreadParams) erro
 }
 
 const listThreads = `-- name: ListThreads :many
-SELECT t.id, t.model, t.encoding, t.metadata, t.last_seq, t.created_at, t.updated_at,
+SELECT t.id, t.model, t.encoding, t.metadata, t.last_seq, t.open_calls, t.created_at, t.updated_at,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions
 FROM threads t
 ORDER BY t.updated_at DESC, t.id
@@ -79,6 +80,7 @@ type ListThreadsRow struct {
 	Encoding    string
 	Metadata    string
 	LastSeq     int64
+	OpenCalls   string
 	CreatedAt   int64
 	UpdatedAt   int64
 	Compactions int64
@@ -99,6 +101,7 @@ func (q *Queries) ListThreads(ctx context.Context) ([]ListThreadsRow, error) {
 			&i.Encoding,
 			&i.Metadata,
 			&i.LastSeq,
+			&i.OpenCalls,
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Compactions,
@@ -116,17 +119,23 @@ func (q *Queries) ListThreads(ctx context.Context) ([]ListThreadsRow, error) {
 	return items, nil
 }
 
-const setThreadLastSeq = `-- name: SetThreadLastSeq :exec
-UPDATE threads SET last_seq = ?, updated_at = ? WHERE id = ?
+const setThreadTail = `-- name: SetThreadTail :exec
+UPDATE threads SET last_seq = ?, open_calls = ?, updated_at = ? WHERE id = ?
 `
 
-type SetThreadLastSeqParams struct {
+type SetThreadTailParams struct {
 	LastSeq   int64
+	OpenCalls string
 	UpdatedAt int64
 	ID        string
 }
 
-func (q *Queries) SetThreadLastSeq(ctx context.Context, arg SetThreadLastSeqParams) error {
-	_, err := q.db.ExecContext(ctx, setThreadLastSeq, arg.LastSeq, arg.UpdatedAt, arg.ID)
+func (q *Queries) SetThreadTail(ctx context.Context, arg SetThreadTailParams) error {
+	_, err := q.db.ExecContext(ctx, setThreadTail,
+		arg.LastSeq,
+		arg.OpenCalls,
+		arg.UpdatedAt,
+		arg.ID,
+	)
 	return err
 }

@@ -40,8 +40,8 @@ UPDATE compactions SET
 WHERE id = ? AND status IN ('running', 'applied');
 
 -- name: SetCompactionStatus :execrows
-UPDATE compactions SET status = sqlc.arg(new_status), error = ?, updated_at = ?
-WHERE id = ? AND status = sqlc.arg(old_status);
+UPDATE compactions SET status = sqlc.arg(new_status), error = sqlc.arg(error), updated_at = sqlc.arg(updated_at)
+WHERE id = sqlc.arg(id) AND status = sqlc.arg(old_status);
 
 -- name: ListCompactions :many
 -- Reports newest first; thread_id '' lists every thread.

@@ -8,15 +8,15 @@ SELECT * FROM messages WHERE thread_id = ? ORDER BY seq;
 
 -- name: ListMessagesBefore :many
 -- Messages with seq below before_seq: the pinned head of the active context.
-SELECT * FROM messages WHERE thread_id = ? AND seq < sqlc.arg(before_seq) ORDER BY seq;
+SELECT * FROM messages WHERE thread_id = sqlc.arg(thread_id) AND seq < sqlc.arg(before_seq) ORDER BY seq;
 
 -- name: ListMessagesAfter :many
 -- Messages with seq above after_seq: the live tail of the active context.
-SELECT * FROM messages WHERE thread_id = ? AND seq > sqlc.arg(after_seq) ORDER BY seq;
+SELECT * FROM messages WHERE thread_id = sqlc.arg(thread_id) AND seq > sqlc.arg(after_seq) ORDER BY seq;
 
 -- name: ListMessagesBetween :many
 SELECT * FROM messages
-WHERE thread_id = ? AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq)
+WHERE thread_id = sqlc.arg(thread_id) AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq)
 ORDER BY seq;
 
 -- name: SumActiveTokens :one

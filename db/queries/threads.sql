@@ -2,11 +2,11 @@
 SELECT * FROM threads WHERE id = ?;
 
 -- name: InsertThread :exec
-INSERT INTO threads (id, model, encoding, metadata, last_seq, created_at, updated_at)
-VALUES (?, ?, ?, ?, 0, ?, ?);
+INSERT INTO threads (id, model, encoding, metadata, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?);
 
--- name: SetThreadLastSeq :exec
-UPDATE threads SET last_seq = ?, updated_at = ? WHERE id = ?;
+-- name: SetThreadTail :exec
+UPDATE threads SET last_seq = ?, open_calls = ?, updated_at = ? WHERE id = ?;
 
 -- name: ListThreads :many
 SELECT t.*,

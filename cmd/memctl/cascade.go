@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/db"
+)
+
+// version is the release of memctl; a build may set it with -ldflags "-X main.version=...".
+var version = "0.1.0"
+
+func (a *app) providersCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "providers",
+		Short:   "List the configured cascade with each provider's cooldown",
+		Example: "  memctl providers\n  memctl providers --json | jq '.[] | select(.cooling_until != null)'",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			casc, err := cfg.NewCascade(s.DB(), nil)
+			if err != nil {
+				return err
+			}
+			st, err := casc.Status(ctx)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(st)
+			}
+			tw := newTable(a.stdout, "NAME\tTYPE\tMODEL\tWINDOW\tCOOLING UNTIL (UTC)\tFAILURES\tLAST ERROR")
+			for _, p := range st {
+				until := "-"
+				if p.CoolingUntil != nil {
+					until = timeText(*p.CoolingUntil)
+				}
+				tw.row(p.Name, p.Type, p.Model, fmt.Sprint(p.ContextWindow), until, fmt.Sprint(p.ConsecutiveFailures), oneLine(p.LastError))
+			}
+			tw.flush()
+			return nil
+		},
+	}
+}
+
+func (a *app) attemptsCommand() *cobra.Command {
+	var provider string
+	var limit int
+	cmd := &cobra.Command{
+		Use:     "attempts",
+		Short:   "Print the provider attempt log, newest first",
+		Example: "  memctl attempts --provider local --limit 20",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 {
+				return usagef("attempts: --limit %d must be at least 1", limit)
+			}
+			ctx := cmd.Context()
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			at, err := cascade.Attempts(ctx, s.DB(), provider, limit)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(at)
+			}
+			tw := newTable(a.stdout, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED (UTC)\tERROR")
+			for _, x := range at {
+				comp := "-"
+				if x.CompactionID != nil {
+					comp = fmt.Sprint(*x.CompactionID)
+				}
+				tw.row(fmt.Sprint(x.ID), comp, x.Provider, x.Model, x.Outcome, fmt.Sprint(x.HTTPStatus), x.ErrorClass,
+					fmt.Sprint(x.DurationMs), timeText(x.StartedAt), oneLine(x.Error))
+			}
+			tw.flush()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&provider, "provider", "", "only this provider's attempts")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many attempts")
+	return cmd
+}
+
+func (a *app) configCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Print the effective configuration",
+		Long: `Print the effective configuration, defaults filled in. API keys appear as the names of the
+environment variables that hold them, never as values.`,
+		Example: "  memctl config\n  memctl --config agent.yaml config --json",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(cfg)
+			}
+			fmt.Fprintf(a.stdout, "# source: %s\n%s", cfg.Source, cfg.YAML())
+			return nil
+		},
+	}
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print the version",
+		Example: "  memctl version --json",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := map[string]any{"version": version, "schema": db.Version, "go": runtime.Version()}
+			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+				v["module"] = bi.Main.Version
+			}
+			if a.json {
+				return a.printJSON(v)
+			}
+			fmt.Fprintf(a.stdout, "memctl %s (schema %d, %s)\n", version, db.Version, runtime.Version())
+			return nil
+		},
+	}
+}

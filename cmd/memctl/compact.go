@@ -1,0 +1,276 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/memory"
+)
+
+func (a *app) compactCommand() *cobra.Command {
+	var limit int
+	var ratio, trigger float64
+	var force, dryRun bool
+	cmd := &cobra.Command{
+		Use:   "compact THREAD",
+		Short: "Compact a thread's active context",
+		Long: `Compact THREAD: keep its system prompt and its most recent messages up to limit x ratio,
+and replace the middle with a summary written by the configured cascade of providers. The
+originals are never lost; if no provider can summarize, nothing changes (exit 1). Without
+--force a thread under limit x trigger is left alone (not_needed). --dry-run prints the plan.`,
+		Example: `  memctl compact support-42
+  memctl compact support-42 --limit 8000 --force --json
+  memctl compact support-42 --dry-run`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			settings := cfg.Settings()
+			flags := cmd.Flags()
+			if flags.Changed("limit") {
+				settings.TokenLimit = limit
+			}
+			if flags.Changed("ratio") {
+				settings.TargetRatio = ratio
+			}
+			if flags.Changed("trigger") {
+				settings.TriggerRatio = trigger
+			}
+			if err := settings.Validate(); err != nil {
+				return usagef("compact: %v", err)
+			}
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			t, err := s.Thread(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			counter, err := s.Counter(t.Encoding)
+			if err != nil {
+				return err
+			}
+			casc, err := cfg.NewCascade(s.DB(), counter.CountText)
+			if err != nil {
+				return err
+			}
+			red, err := cfg.Redactor()
+			if err != nil {
+				return err
+			}
+			c := memory.NewCompactor(s, casc, settings)
+			c.Redact = func(text string) string { out, _ := red.Redact(text); return out }
+			if isTerminal(a.stderr) {
+				casc.Observe = func(e cascade.Event) {
+					if text := eventText(e); text != "" {
+						fmt.Fprintf(a.stderr, "memctl: %s\n", text)
+					}
+				}
+				c.Progress = func(p memory.Progress) {
+					fmt.Fprintf(a.stderr, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
+				}
+			}
+			rep, err := c.Compact(ctx, t.ID, memory.CompactOptions{Force: force, DryRun: dryRun})
+			if rep.Status == "" { // no report: the thread could not be read
+				return err
+			}
+			if perr := a.printReport(rep); perr != nil && err == nil {
+				err = perr
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&limit, "limit", 0, "token_limit: the model's context window (default from the config)")
+	f.Float64Var(&ratio, "ratio", 0, "target_ratio: pinned + kept messages fit in limit x ratio")
+	f.Float64Var(&trigger, "trigger", 0, "trigger_ratio: compact when the context passes limit x trigger")
+	f.BoolVar(&force, "force", false, "compact even under the trigger")
+	f.BoolVar(&dryRun, "dry-run", false, "print the plan; call no provider, write nothing")
+	return cmd
+}
+
+// eventText describes a cascade event for a person.
+func eventText(e cascade.Event) string {
+	s := e.Provider + ": " + e.Kind
+	switch e.Kind {
+	case "try":
+		s = fmt.Sprintf("%s: trying (attempt %d)", e.Provider, e.Attempt)
+	case "skip":
+		s = fmt.Sprintf("%s: cooling down, skipped", e.Provider)
+	case "wait":
+		return "" // a retry event already said how long it waits
+	case "retry":
+		s = fmt.Sprintf("%s: %s, retry in %s", e.Provider, e.Class, e.Wait.Round(time.Millisecond))
+	case "fail":
+		s = fmt.Sprintf("%s: failed (%s)", e.Provider, e.Class)
+	case "ok":
+		s = fmt.Sprintf("%s: ok", e.Provider)
+	}
+	if e.Err != "" {
+		s += ": " + e.Err
+	}
+	return s
+}
+
+func (a *app) printReport(r memory.Report) error {
+	if a.json {
+		return a.printJSON(r)
+	}
+	writeReport(a.stdout, r)
+	return nil
+}
+
+func writeReport(w io.Writer, r memory.Report) {
+	id := "-"
+	if r.ID != nil {
+		id = strconv.FormatInt(*r.ID, 10)
+	}
+	fmt.Fprintf(w, "compaction %s on thread %s: %s (%s)\n", id, r.Thread, r.Status, r.Reason)
+	if r.Detail != "" {
+		fmt.Fprintf(w, "  %s\n", r.Detail)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", r.Error)
+	}
+	fmt.Fprintf(w, "  tokens    %d -> %d (limit %d)\n", r.TokensBefore, r.TokensAfter, r.TokenLimit)
+	fmt.Fprintf(w, "  messages  %d -> %d: %d summarized", r.MessagesBefore, r.MessagesAfter, r.SummarizedMessages)
+	if r.FromSeq > 0 {
+		fmt.Fprintf(w, " (#%d-#%d)", r.FromSeq, r.ToSeq)
+	}
+	fmt.Fprintf(w, ", %d kept\n", r.KeptMessages)
+	if r.Provider != "" {
+		fmt.Fprintf(w, "  summary   %d tokens by %s (%s), %d passes, %d chunks, %d ms\n", r.SummaryTokens, r.Provider, r.Model, r.Passes, r.Chunks, r.DurationMs)
+	}
+	if r.FactsTotal > 0 {
+		fmt.Fprintf(w, "  facts     %d of %d kept by the model; the missing ones appended\n", r.FactsKept, r.FactsTotal)
+	}
+	if r.Superseded {
+		fmt.Fprintln(w, "  superseded by a later compaction of the thread")
+	}
+	if len(r.Attempts) > 0 {
+		fmt.Fprintln(w, "  attempts:")
+		tw := newTable(w, "    PROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tERROR")
+		for _, at := range r.Attempts {
+			tw.row("    "+at.Provider, at.Model, at.Outcome, fmt.Sprint(at.HTTPStatus), at.ErrorClass, fmt.Sprint(at.DurationMs), oneLine(at.Error))
+		}
+		tw.flush()
+	}
+	if r.Summary != nil && *r.Summary != "" {
+		fmt.Fprintln(w, "  summary:")
+		for line := range strings.SplitSeq(*r.Summary, "\n") {
+			fmt.Fprintln(w, "    "+line)
+		}
+	}
+}
+
+func (a *app) reportsCommand() *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:     "reports [THREAD]",
+		Short:   "List compaction reports, newest first",
+		Example: "  memctl reports\n  memctl reports support-42 --json",
+		Args:    args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			thread := ""
+			if len(args) == 1 {
+				thread = args[0]
+			}
+			reps, err := s.Reports(ctx, thread, limit)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(reps)
+			}
+			tw := newTable(a.stdout, "ID\tTHREAD\tSTATUS\tREASON\tTOKENS\tMESSAGES\tPROVIDER\tCREATED (UTC)\tERROR")
+			for _, r := range reps {
+				status := r.Status
+				if r.Superseded {
+					status += " (superseded)"
+				}
+				tw.row(fmt.Sprint(*r.ID), r.Thread, status, r.Reason, fmt.Sprintf("%d -> %d", r.TokensBefore, r.TokensAfter),
+					fmt.Sprintf("%d -> %d", r.MessagesBefore, r.MessagesAfter), r.Provider, timeText(r.CreatedAt), oneLine(r.Error))
+			}
+			tw.flush()
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many reports")
+	return cmd
+}
+
+func (a *app) reportCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "report ID",
+		Short:   "Show one compaction report with its attempts and summary",
+		Example: "  memctl report 7\n  memctl report 7 --json | jq .summary",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := compactionID(args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			r, err := s.Report(ctx, id)
+			if err != nil {
+				return err
+			}
+			return a.printReport(r)
+		},
+	}
+}
+
+func (a *app) revertCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "revert ID",
+		Short: "Undo the latest applied compaction of a thread",
+		Long: `Undo compaction ID, which must be the latest applied compaction of its thread: the messages
+it covered are active again, with everything appended since. Reverting an older one is
+refused (exit 1).`,
+		Example: "  memctl revert 7",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := compactionID(args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			r, err := s.Revert(ctx, id)
+			if err != nil {
+				return err
+			}
+			return a.printReport(r)
+		},
+	}
+}
+
+func compactionID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, usagef("%q is not a compaction id (a positive integer)", s)
+	}
+	return id, nil
+}

@@ -1,0 +1,311 @@
+package memory
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// AppendOptions set how a thread is created by its first append.
+type AppendOptions struct {
+	// Model is the model whose tokenizer counts a new thread (default Store.DefaultModel). It is
+	// ignored for an existing thread.
+	Model string
+}
+
+// AppendResult says what an append did.
+type AppendResult struct {
+	Thread   string
+	Appended int   // messages written by this call
+	FirstSeq int64 // seq of the first of them
+	LastSeq  int64 // seq of the last of them: also the thread's message count
+	Created  bool  // the call created the thread
+	// Warning is set when the thread was created for a model the tokenizer does not know
+	// (counted with o200k_base).
+	Warning string
+}
+
+// Append appends msgs to a thread, creating it when it does not exist. It is all-or-nothing:
+// every message is validated (roles, tool calls answered in order, ids not repeated while
+// unanswered) against the thread's history before anything is written; an *InputError names
+// the first bad message. Token counts are computed once, here, and stored.
+func (s *Store) Append(ctx context.Context, thread string, msgs []Message, opt AppendOptions) (AppendResult, error) {
+	if len(msgs) == 0 {
+		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, ErrNoMessages)
+	}
+	return s.write(ctx, thread, opt, func(add func(Message, int) error) error {
+		for _, m := range msgs {
+			if err := add(m, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Import appends the messages read from r to a thread, all or nothing, reading r as a stream
+// (a large file is never held in memory whole). r holds JSONL (one message per line), a JSON
+// array of messages, or an object {"messages": [...]}. Errors name the line (JSONL) or index.
+func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt AppendOptions) (AppendResult, error) {
+	consumed := false
+	return s.write(ctx, thread, opt, func(add func(Message, int) error) error {
+		if consumed {
+			// The transaction is being retried after the input was read: it cannot be read again.
+			return errors.New("import: database busy after the input was read; nothing was written")
+		}
+		consumed = true
+		return readMessages(r, add)
+	})
+}
+
+// write runs one append transaction: produce calls add for each message in order.
+func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
+	if thread == "" {
+		return AppendResult{}, errors.New("append: empty thread id")
+	}
+	var res AppendResult
+	err := db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+		res = AppendResult{Thread: thread}
+		q := s.q.WithTx(tx)
+		now := s.now()
+		t, err := q.GetThread(ctx, thread)
+		if errors.Is(err, sql.ErrNoRows) {
+			if t, res.Warning, err = s.createThread(ctx, q, thread, opt.Model, now); err != nil {
+				return err
+			}
+			res.Created = true
+		} else if err != nil {
+			return err
+		}
+		counter, err := s.Counter(t.Encoding)
+		if err != nil {
+			return err
+		}
+		var calls callTracker
+		if err := json.Unmarshal([]byte(t.OpenCalls), &calls.open); err != nil {
+			return fmt.Errorf("thread %q: stored open calls: %w", thread, err)
+		}
+		seq := t.LastSeq
+		res.FirstSeq = seq + 1
+		index := 0
+		add := func(m Message, line int) error {
+			defer func() { index++ }()
+			if field, msg := calls.check(m); msg != "" {
+				return &InputError{Line: line, Index: index, Field: field, Msg: msg}
+			}
+			raw, err := json.Marshal(m)
+			if err != nil {
+				return &InputError{Line: line, Index: index, Msg: err.Error()}
+			}
+			seq++
+			return q.InsertMessage(ctx, db.InsertMessageParams{
+				ThreadID: thread, Seq: seq, Role: m.Role,
+				Content:    nullString(m.Text()),
+				Name:       nullString(m.Name),
+				ToolCalls:  nullString(toolCallsJSON(m.ToolCalls)),
+				ToolCallID: nullString(m.ToolCallID),
+				Raw:        string(raw), Tokens: int64(counter.CountMessage(m)), CreatedAt: now,
+			})
+		}
+		if err := produce(add); err != nil {
+			return err
+		}
+		if seq == t.LastSeq {
+			return ErrNoMessages
+		}
+		open, _ := json.Marshal(calls.open) // a []string always marshals
+		if calls.open == nil {
+			open = []byte("[]")
+		}
+		res.Appended, res.LastSeq = int(seq-t.LastSeq), seq
+		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: seq, OpenCalls: string(open), UpdatedAt: now, ID: thread})
+	})
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, err)
+	}
+	return res, nil
+}
+
+func (s *Store) createThread(ctx context.Context, q *db.Queries, id, model string, now int64) (db.Thread, string, error) {
+	if model == "" {
+		model = s.DefaultModel
+	}
+	enc, known, err := ResolveEncoding(model, s.Encoding)
+	if err != nil {
+		return db.Thread{}, "", err
+	}
+	warning := ""
+	if !known {
+		warning = fmt.Sprintf("the tokenizer does not know model %q: counting with %s", model, enc)
+	}
+	if err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: model, Encoding: enc, Metadata: "{}", CreatedAt: now, UpdatedAt: now}); err != nil {
+		return db.Thread{}, "", err
+	}
+	t, err := q.GetThread(ctx, id)
+	return t, warning, err
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func toolCallsJSON(calls []ToolCall) string {
+	if len(calls) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(calls) // tool calls always marshal
+	return string(b)
+}
+
+// readMessages reads JSONL, a JSON array of messages or {"messages": [...]} from r as a stream
+// and calls add for each message with its line (JSONL) or 0.
+func readMessages(r io.Reader, add func(Message, int) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	first, err := firstByte(br)
+	if err == io.EOF {
+		return &InputError{Msg: "the input holds no message (it is empty)"}
+	}
+	if err != nil {
+		return err
+	}
+	switch first {
+	case '[':
+		return readArray(json.NewDecoder(br), add)
+	case '{':
+		head, _ := br.Peek(4096)
+		if isMessagesObject(head) {
+			dec := json.NewDecoder(br)
+			if err := expectMessagesKey(dec); err != nil {
+				return err
+			}
+			return readArray(dec, add)
+		}
+		return readJSONL(br, add)
+	default:
+		return &InputError{Line: 1, Msg: fmt.Sprintf("not a message: the input starts with %q (want JSONL, a JSON array of messages or {\"messages\": [...]})", first)}
+	}
+}
+
+// firstByte returns the first byte that is not white space (or a UTF-8 byte order mark)
+// without consuming it.
+func firstByte(br *bufio.Reader) (byte, error) {
+	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
+		br.Discard(3)
+	}
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return b, br.UnreadByte()
+	}
+}
+
+// isMessagesObject reports whether an object's first key is "messages".
+func isMessagesObject(head []byte) bool {
+	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("{")), " \t\r\n")
+	return bytes.HasPrefix(head, []byte(`"messages"`))
+}
+
+func expectMessagesKey(dec *json.Decoder) error {
+	for _, want := range []any{json.Delim('{'), "messages"} {
+		tok, err := dec.Token()
+		if err != nil || tok != want {
+			return &InputError{Msg: "malformed JSON object: want {\"messages\": [...]}"}
+		}
+	}
+	return nil
+}
+
+func readArray(dec *json.Decoder, add func(Message, int) error) error {
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('[') {
+		return &InputError{Field: "messages", Msg: "want a JSON array of messages"}
+	}
+	n := 0
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return &InputError{Index: n, Msg: "malformed JSON: " + err.Error()}
+		}
+		m, err := decodeMessage(raw)
+		if err != nil {
+			return &InputError{Index: n, Msg: err.Error()}
+		}
+		if err := add(m, 0); err != nil {
+			return err
+		}
+		n++
+	}
+	if _, err := dec.Token(); err != nil {
+		return &InputError{Index: n, Msg: "malformed JSON: " + err.Error()}
+	}
+	if n == 0 {
+		return &InputError{Msg: "the input holds no message (an empty array)"}
+	}
+	return nil
+}
+
+func readJSONL(br *bufio.Reader, add func(Message, int) error) error {
+	line, n := 0, 0
+	for {
+		b, err := br.ReadBytes('\n')
+		if len(b) > 0 {
+			line++
+			if t := bytes.TrimSpace(b); len(t) > 0 {
+				m, derr := decodeMessage(t)
+				if derr != nil {
+					return &InputError{Line: line, Index: n, Msg: derr.Error()}
+				}
+				if err := add(m, line); err != nil {
+					return err
+				}
+				n++
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if n == 0 {
+		return &InputError{Msg: "the input holds no message"}
+	}
+	return nil
+}
+
+// decodeMessage parses one message, rejecting invalid UTF-8 (which encoding/json would
+// silently replace) and values that are not objects.
+func decodeMessage(b []byte) (Message, error) {
+	if !utf8.Valid(b) {
+		return Message{}, errors.New("invalid UTF-8")
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		if json.Valid(b) {
+			return Message{}, errors.New("not a message: want a JSON object")
+		}
+		return Message{}, errors.New("malformed JSON")
+	}
+	var m Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return Message{}, fmt.Errorf("malformed JSON: %v", err)
+		}
+		return Message{}, err
+	}
+	return m, nil
+}

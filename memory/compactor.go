@@ -1,0 +1,375 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/llm"
+)
+
+// Summarizer writes summaries: it runs a task against its providers, in order, until one
+// succeeds. cascade.Cascade satisfies it.
+type Summarizer interface {
+	Run(ctx context.Context, compactionID int64, task llm.Task) (llm.Result, error)
+}
+
+// Errors of Compact.
+var (
+	// ErrConflict: another compaction of the thread was applied (or reverted) while this one
+	// ran; this one was not applied.
+	ErrConflict = errors.New("conflict")
+	// ErrOverLimit: after compaction the active context is still over the token limit.
+	ErrOverLimit = errors.New("active context still over the token limit")
+	// ErrSummarize: no provider could write the summary; the originals are kept.
+	ErrSummarize = errors.New("summarization failed")
+)
+
+// Compactor keeps threads inside their model's context window.
+type Compactor struct {
+	Store      *Store
+	Summarizer Summarizer
+	Settings   Settings
+
+	// Redact, when set, is applied to every text that leaves the machine (the summarizer's
+	// input) and to the summary before it is stored.
+	Redact func(string) string
+	// OnReport is called with the report of every compaction that reached a decision (not
+	// dry runs). Its error or panic never fails the compaction; it goes to HookError.
+	OnReport func(context.Context, Report) error
+	// OnSummarized is called after a summary was applied, with the messages it replaced, for
+	// hosts that keep long-term memory elsewhere. Its error or panic goes to HookError.
+	OnSummarized func(context.Context, Span) error
+	// HookError receives the errors of OnReport and OnSummarized (nil: dropped).
+	HookError func(error)
+	// Progress receives progress events (nil: none).
+	Progress func(Progress)
+}
+
+// Span is what one pass of a compaction summarized.
+type Span struct {
+	Thread       string
+	CompactionID int64
+	// Messages are the entries the summary replaced (a previous summary among them has
+	// CompactionID set).
+	Messages []Entry
+	Summary  string
+	// Facts is the ledger of the facts of Messages (see package facts).
+	Facts []facts.Fact
+}
+
+// Progress is a step of a running compaction.
+type Progress struct {
+	Thread   string
+	Pass     int
+	Provider string
+	Chunk    int // 1-based chunk being summarized
+	Chunks   int
+	Message  string
+}
+
+// CompactOptions change one Compact call.
+type CompactOptions struct {
+	// Force compacts even under the trigger, and even when the last compaction saw no new
+	// messages since.
+	Force bool
+	// DryRun returns the plan as a "planned" report: no provider is called, nothing is written.
+	DryRun bool
+}
+
+// NewCompactor returns a Compactor with the given settings.
+func NewCompactor(store *Store, summarizer Summarizer, s Settings) *Compactor {
+	return &Compactor{Store: store, Summarizer: summarizer, Settings: s}
+}
+
+// ShouldCompact reports whether an unforced Compact of the thread would do anything: its
+// active context is over L * trigger_ratio and new messages arrived since the last compaction
+// that was applied or found ineffective.
+func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, error) {
+	a, err := c.Store.Active(ctx, thread)
+	if err != nil {
+		return false, err
+	}
+	s := c.Settings.withDefaults()
+	if !overTrigger(a.Tokens, s) {
+		return false, nil
+	}
+	wait, err := c.waiting(ctx, a)
+	return wait == "", err
+}
+
+func overTrigger(tokens int, s Settings) bool {
+	return float64(tokens) > float64(s.Budget())*s.TriggerRatio
+}
+
+// waiting returns why automatic compaction waits: the latest applied or ineffective compaction
+// of the thread saw every message there is. "" when it does not wait.
+func (c *Compactor) waiting(ctx context.Context, a Active) (string, error) {
+	last, err := c.Store.q.LatestSettledCompaction(ctx, a.Thread.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if last.LastSeq < int64(a.Thread.Messages) {
+		return "", nil
+	}
+	return fmt.Sprintf("compaction %d (%s) already saw every message of the thread: automatic compaction waits for new messages", last.ID, last.Status), nil
+}
+
+// Compact compacts a thread's active context and returns the report. Unless forced, a thread
+// under the trigger is left alone (status not_needed). On failure every message stays as it
+// was, a failed report is recorded, and the error wraps each provider's cause.
+func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptions) (Report, error) {
+	s := c.Settings.withDefaults()
+	if err := s.Validate(); err != nil {
+		return Report{}, fmt.Errorf("compact %q: settings: %w", thread, err)
+	}
+	if s.TotalTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.TotalTimeout)
+		defer cancel()
+	}
+	start := c.Store.Now()
+	a, err := c.Store.Active(ctx, thread)
+	if err != nil {
+		return Report{}, fmt.Errorf("compact %q: %w", thread, err)
+	}
+	rep := Report{
+		Thread: thread, Reason: ReasonThreshold, TokenLimit: s.TokenLimit,
+		TokensBefore: a.Tokens, TokensAfter: a.Tokens, MessagesBefore: len(a.Entries), MessagesAfter: len(a.Entries),
+		CreatedAt: start.UTC(),
+	}
+	if opt.Force {
+		rep.Reason = ReasonForced
+	} else {
+		rep.Status = StatusNotNeeded
+		if !overTrigger(a.Tokens, s) {
+			rep.Detail = fmt.Sprintf("%d tokens, under the trigger %d (%.2f of %d)", a.Tokens, int(float64(s.Budget())*s.TriggerRatio), s.TriggerRatio, s.Budget())
+			return rep, nil
+		}
+		if rep.Detail, err = c.waiting(ctx, a); err != nil || rep.Detail != "" {
+			return rep, err
+		}
+	}
+
+	keep := int(float64(s.Budget()) * s.TargetRatio)
+	plan := MakePlan(a.Entries, s, keep)
+	rep.SummarizedMessages, rep.KeptMessages = plan.MiddleLen(), len(a.Entries)-plan.Kept
+	rep.FromSeq, rep.ToSeq, rep.SummaryBudget = plan.FromSeq, plan.ToSeq, plan.SummaryBudget
+	if opt.DryRun {
+		rep.Status = StatusPlanned
+		rep.Detail = plan.describe(a)
+		if plan.Ineffective {
+			rep.Detail = "ineffective: " + plan.Why
+		}
+		return rep, nil
+	}
+	if plan.Ineffective {
+		rep.Status, rep.Detail = StatusIneffective, plan.Why
+		rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-plan.Pinned, 0, 0
+		id, err := c.insert(ctx, a, rep)
+		if err != nil {
+			return rep, fmt.Errorf("compact %q: %w", thread, err)
+		}
+		rep.ID = &id
+		c.report(ctx, rep)
+		return rep, nil
+	}
+
+	id, err := c.insert(ctx, a, rep)
+	if err != nil {
+		return rep, fmt.Errorf("compact %q: %w", thread, err)
+	}
+	rep.ID = &id
+	rep.Status = StatusRunning
+	err = c.passes(ctx, id, a, plan, keep, s, &rep)
+	rep.DurationMs = c.Store.Now().Sub(start).Milliseconds()
+	if err != nil && rep.Status != StatusApplied {
+		rep.Status = StatusFailed
+	}
+	rep.Error = errorText(err, c.Redact)
+	// The report's final figures are written even when the caller's context ended.
+	if ferr := c.finish(context.WithoutCancel(ctx), id, rep); ferr != nil && err == nil {
+		err = ferr
+	}
+	if full, rerr := c.Store.Report(context.WithoutCancel(ctx), id); rerr == nil {
+		full.Detail = rep.Detail
+		rep = full
+	}
+	c.report(ctx, rep)
+	if err != nil {
+		return rep, fmt.Errorf("compact %q: %w", thread, err)
+	}
+	return rep, nil
+}
+
+// passes summarizes and commits until the context fits L or max_passes is reached.
+func (c *Compactor) passes(ctx context.Context, id int64, a Active, plan Plan, keep int, s Settings, rep *Report) error {
+	base := a.Summary
+	for pass := 1; ; pass++ {
+		sum, err := c.summarize(ctx, id, pass, a, plan, s)
+		rep.Chunks += sum.chunks
+		if err != nil {
+			return err
+		}
+		tokens := sum.tokens
+		if err := c.apply(ctx, id, base, a, plan, sum, s, rep); err != nil {
+			return err
+		}
+		rep.Passes, rep.Status = pass, StatusApplied
+		rep.Provider, rep.Model, rep.SummaryTokens = sum.provider, sum.model, tokens
+		rep.FactsTotal, rep.FactsKept = sum.factsTotal, sum.factsKept
+		c.summarized(ctx, Span{Thread: a.Thread.ID, CompactionID: id, Messages: a.Entries[plan.Pinned:plan.Kept], Summary: sum.text, Facts: sum.facts})
+
+		if a, err = c.Store.Active(ctx, a.Thread.ID); err != nil {
+			return err
+		}
+		rep.TokensAfter, rep.MessagesAfter = a.Tokens, len(a.Entries)
+		if a.Tokens <= s.Budget() {
+			return nil
+		}
+		next := MakePlan(a.Entries, s, keep/2)
+		if pass == s.MaxPasses || next.Ineffective {
+			return c.overLimit(a, next, s, pass)
+		}
+		keep /= 2
+		base, plan = id, next
+		rep.SummarizedMessages += next.MiddleLen() - 1 // the summary of this pass is one of them
+		rep.KeptMessages = len(a.Entries) - next.Kept
+	}
+}
+
+func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error {
+	newest := next.KeptTokens
+	if !next.Ineffective {
+		return fmt.Errorf("%w: %d tokens after %d passes (max_passes), limit %d", ErrOverLimit, a.Tokens, passes, s.Budget())
+	}
+	return fmt.Errorf("%w: %d tokens, limit %d: the pinned messages (%d tokens) and the newest unit of messages (%d tokens) alone keep it there",
+		ErrOverLimit, a.Tokens, s.Budget(), next.PinnedTokens, newest)
+}
+
+// insert records a compaction row: running, or ineffective when rep says so.
+func (c *Compactor) insert(ctx context.Context, a Active, rep Report) (int64, error) {
+	host, _ := os.Hostname()
+	status := StatusRunning
+	if rep.Status == StatusIneffective {
+		status = StatusIneffective
+	}
+	var id int64
+	err := db.WithTx(ctx, c.Store.db, func(tx *sql.Tx) error {
+		now := c.Store.now()
+		var err error
+		id, err = c.Store.q.WithTx(tx).InsertCompaction(ctx, db.InsertCompactionParams{
+			ThreadID: a.Thread.ID, Status: status, Reason: rep.Reason,
+			BaseID:  sql.NullInt64{Int64: a.Summary, Valid: a.Summary != 0},
+			LastSeq: int64(a.Thread.Messages), TokenLimit: int64(rep.TokenLimit),
+			TokensBefore: int64(rep.TokensBefore), MessagesBefore: int64(rep.MessagesBefore),
+			OwnerHost: host, OwnerPid: int64(os.Getpid()), Error: rep.Detail, CreatedAt: now, UpdatedAt: now,
+		})
+		return err
+	})
+	return id, err
+}
+
+// apply commits one pass: in one transaction, checks that the thread's current compaction is
+// still the one the pass was planned on, and records the summary and the range it covers.
+func (c *Compactor) apply(ctx context.Context, id, base int64, a Active, plan Plan, sum summary, s Settings, rep *Report) error {
+	return db.WithTx(ctx, c.Store.db, func(tx *sql.Tx) error {
+		q := c.Store.q.WithTx(tx)
+		cur, err := currentID(ctx, q, a.Thread.ID)
+		if err != nil {
+			return err
+		}
+		if cur != base {
+			if cur == 0 {
+				return fmt.Errorf("%w: compaction %d, which this one folds in, was reverted meanwhile", ErrConflict, base)
+			}
+			return fmt.Errorf("%w: compaction %d of thread %q was applied meanwhile", ErrConflict, cur, a.Thread.ID)
+		}
+		n, err := q.ApplyCompaction(ctx, db.ApplyCompactionParams{
+			FromSeq: sql.NullInt64{Int64: plan.FromSeq, Valid: true}, ToSeq: sql.NullInt64{Int64: plan.ToSeq, Valid: true},
+			Summary: sql.NullString{String: sum.text, Valid: true}, SummaryRole: sql.NullString{String: s.SummaryRole, Valid: true},
+			SummaryTokens: int64(sum.tokens), Passes: int64(rep.Passes + 1), Chunks: int64(rep.Chunks),
+			TokensAfter:        int64(a.Tokens - plan.MiddleTokens + sum.tokens),
+			MessagesAfter:      int64(len(a.Entries) - plan.MiddleLen() + 1),
+			SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
+			FactsTotal: int64(sum.factsTotal), FactsKept: int64(sum.factsKept),
+			Provider: sum.provider, Model: sum.model, UpdatedAt: c.Store.now(), ID: id,
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: compaction %d is no longer running (marked failed meanwhile)", ErrConflict, id)
+		}
+		return nil
+	})
+}
+
+// finish records the final figures and status of a compaction.
+func (c *Compactor) finish(ctx context.Context, id int64, rep Report) error {
+	return db.WithTx(ctx, c.Store.db, func(tx *sql.Tx) error {
+		_, err := c.Store.q.WithTx(tx).FinishCompaction(ctx, db.FinishCompactionParams{
+			Status: rep.Status, TokensAfter: int64(rep.TokensAfter), MessagesAfter: int64(rep.MessagesAfter),
+			SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
+			Passes: int64(rep.Passes), Chunks: int64(rep.Chunks), Provider: rep.Provider, Model: rep.Model,
+			DurationMs: rep.DurationMs, Error: rep.Error, UpdatedAt: c.Store.now(), ID: id,
+		})
+		return err
+	})
+}
+
+func errorText(err error, redact func(string) string) string {
+	if err == nil {
+		return ""
+	}
+	if redact != nil {
+		return redact(err.Error())
+	}
+	return err.Error()
+}
+
+func (c *Compactor) report(ctx context.Context, rep Report) {
+	if c.OnReport != nil {
+		c.hook(func() error { return c.OnReport(ctx, rep) })
+	}
+}
+
+func (c *Compactor) summarized(ctx context.Context, span Span) {
+	if c.OnSummarized != nil {
+		c.hook(func() error { return c.OnSummarized(ctx, span) })
+	}
+}
+
+// hook runs a host's hook: its error or panic goes to HookError and never further.
+func (c *Compactor) hook(f func() error) {
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("hook panicked: %v", p)
+			}
+		}()
+		return f()
+	}()
+	if err != nil && c.HookError != nil {
+		c.HookError(err)
+	}
+}
+
+func (c *Compactor) progress(p Progress) {
+	if c.Progress != nil {
+		c.Progress(p)
+	}
+}
+
+// describe explains a plan for a dry run.
+func (p Plan) describe(a Active) string {
+	return fmt.Sprintf("keep %d pinned (%d tokens); summarize %d messages, seq %d-%d (%d tokens) into at most %d tokens; keep the newest %d (%d tokens)",
+		p.Pinned, p.PinnedTokens, p.MiddleLen(), p.FromSeq, p.ToSeq, p.MiddleTokens, p.SummaryBudget, len(a.Entries)-p.Kept, p.KeptTokens)
+}

@@ -1,0 +1,237 @@
+package memory
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Settings tune compaction. The zero value of a field means its default (DefaultSettings).
+type Settings struct {
+	// TokenLimit is the model's context window in tokens.
+	TokenLimit int
+	// ReserveTokens are held back for tool definitions and the reply. Every budget is in tokens
+	// of L = TokenLimit - ReserveTokens.
+	ReserveTokens int
+	// TargetRatio: the pinned messages plus the kept recent ones fit in L * TargetRatio.
+	TargetRatio float64
+	// TriggerRatio: compaction is due when the active context passes L * TriggerRatio.
+	TriggerRatio float64
+	// SummaryMaxTokens bounds the summary.
+	SummaryMaxTokens int
+	// SummaryRole is the role of the summary message: system or user.
+	SummaryRole string
+	// MaxPasses bounds the passes of one compaction (each halves the kept budget).
+	MaxPasses int
+	// TotalTimeout bounds a whole compaction (0: none).
+	TotalTimeout time.Duration
+	// MaxResultBytes trims each long message text or tool result in the summarizer's input,
+	// keeping its head and tail around a visible marker.
+	MaxResultBytes int
+}
+
+// Defaults of Settings, the same as the config file's.
+const (
+	DefaultTokenLimit       = 128000
+	DefaultTargetRatio      = 0.5
+	DefaultTriggerRatio     = 0.8
+	DefaultSummaryMaxTokens = 2048
+	DefaultSummaryRole      = RoleSystem
+	DefaultMaxPasses        = 3
+	DefaultTotalTimeout     = 15 * time.Minute
+	DefaultMaxResultBytes   = 4000
+)
+
+// minSummaryTokens is the smallest summary budget worth a provider call.
+const minSummaryTokens = 32
+
+// withDefaults fills zero fields.
+func (s Settings) withDefaults() Settings {
+	if s.TokenLimit == 0 {
+		s.TokenLimit = DefaultTokenLimit
+	}
+	if s.TargetRatio == 0 {
+		s.TargetRatio = DefaultTargetRatio
+	}
+	if s.TriggerRatio == 0 {
+		s.TriggerRatio = DefaultTriggerRatio
+	}
+	if s.SummaryMaxTokens == 0 {
+		s.SummaryMaxTokens = DefaultSummaryMaxTokens
+	}
+	if s.SummaryRole == "" {
+		s.SummaryRole = DefaultSummaryRole
+	}
+	if s.MaxPasses == 0 {
+		s.MaxPasses = DefaultMaxPasses
+	}
+	if s.TotalTimeout == 0 {
+		s.TotalTimeout = DefaultTotalTimeout
+	}
+	if s.MaxResultBytes == 0 {
+		s.MaxResultBytes = DefaultMaxResultBytes
+	}
+	return s
+}
+
+// Validate reports impossible settings.
+func (s Settings) Validate() error {
+	s = s.withDefaults()
+	switch {
+	case s.ReserveTokens < 0:
+		return fmt.Errorf("reserve_tokens %d is negative", s.ReserveTokens)
+	case s.TokenLimit <= s.ReserveTokens:
+		return fmt.Errorf("token_limit %d must be above reserve_tokens %d", s.TokenLimit, s.ReserveTokens)
+	case s.TargetRatio <= 0 || s.TargetRatio > 1:
+		return fmt.Errorf("target_ratio %g is outside (0, 1]", s.TargetRatio)
+	case s.TriggerRatio <= 0 || s.TriggerRatio > 1:
+		return fmt.Errorf("trigger_ratio %g is outside (0, 1]", s.TriggerRatio)
+	case s.TargetRatio >= s.TriggerRatio:
+		return fmt.Errorf("target_ratio %g must be below trigger_ratio %g", s.TargetRatio, s.TriggerRatio)
+	case s.SummaryMaxTokens < 1:
+		return fmt.Errorf("summary_max_tokens %d must be at least 1", s.SummaryMaxTokens)
+	case s.SummaryRole != RoleSystem && s.SummaryRole != RoleUser:
+		return fmt.Errorf("summary_role %q must be system or user", s.SummaryRole)
+	case s.MaxPasses < 1:
+		return fmt.Errorf("max_passes %d must be at least 1", s.MaxPasses)
+	}
+	return nil
+}
+
+// Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens.
+func (s Settings) Budget() int { return s.withDefaults().TokenLimit - s.ReserveTokens }
+
+// Plan is what one compaction pass does to an active context: entries [0, Pinned) stay, the
+// middle [Pinned, Kept) is replaced by one summary, entries [Kept, len) stay. It refers to
+// entries by index.
+type Plan struct {
+	Pinned int // number of leading pinned entries (system/developer messages)
+	Kept   int // index of the first kept entry; len(entries) when nothing is kept
+
+	PinnedTokens, MiddleTokens, KeptTokens int
+	// SummaryBudget is the most tokens the summary message may take.
+	SummaryBudget int
+	// FromSeq and ToSeq are the range of messages the summary will cover (a previous summary in
+	// the middle extends it back to the range that summary covered).
+	FromSeq, ToSeq int64
+	// Ineffective is set, with Why, when the pass cannot save enough to be worth a provider call.
+	Ineffective bool
+	Why         string
+}
+
+// MiddleLen is the number of entries the summary replaces.
+func (p Plan) MiddleLen() int { return p.Kept - p.Pinned }
+
+// MakePlan plans one compaction pass over an active context. It is a pure function.
+//
+//   - The leading system/developer messages are pinned. A summary entry (CompactionID != 0) is
+//     never pinned, whatever its role: it belongs to the middle, so the new summary folds it in.
+//   - The rest is cut only between units: a unit is a user message, or an assistant message with
+//     the tool results that answer its calls (a result answers the latest unanswered call with
+//     its id). No cut separates a call from its result, and the kept part never starts with a
+//     tool result. A call still waiting for its result stays with its unit.
+//   - Walking back from the newest, whole units are kept while pinned + kept fits in keepBudget;
+//     the newest unit is always kept.
+//   - The summary may take min(SummaryMaxTokens, L - pinned - kept, middle - minSave) tokens,
+//     where minSave is 10% of the active context: a summary within budget always saves 10%. When
+//     that budget is under a useful minimum the plan is Ineffective and no provider is called.
+func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
+	s = s.withDefaults()
+	n := len(entries)
+	p := Plan{Kept: n}
+	for p.Pinned < n && isPinnable(entries[p.Pinned]) {
+		p.PinnedTokens += entries[p.Pinned].Tokens
+		p.Pinned++
+	}
+	cuts := validCuts(entries, p.Pinned)
+	// cuts are ascending indexes i (Pinned < i < n) where kept may start.
+	if len(cuts) == 0 {
+		p.Ineffective, p.Why = true, "nothing to summarize: the context is pinned messages and one unit"
+		p.KeptTokens = sumTokens(entries[p.Pinned:])
+		return p
+	}
+	// The newest unit is always kept; then whole units while they fit.
+	k := len(cuts) - 1
+	kept := sumTokens(entries[cuts[k]:])
+	for k > 0 {
+		more := sumTokens(entries[cuts[k-1]:cuts[k]])
+		if p.PinnedTokens+kept+more > keepBudget {
+			break
+		}
+		kept += more
+		k--
+	}
+	p.Kept, p.KeptTokens = cuts[k], kept
+	p.MiddleTokens = sumTokens(entries[p.Pinned:p.Kept])
+	p.FromSeq, p.ToSeq = middleRange(entries[p.Pinned:p.Kept])
+
+	active := p.PinnedTokens + p.MiddleTokens + p.KeptTokens + ReplyPriming
+	minSave := int(math.Ceil(0.1 * float64(active)))
+	p.SummaryBudget = min(s.SummaryMaxTokens, s.Budget()-p.PinnedTokens-p.KeptTokens, p.MiddleTokens-minSave)
+	if p.SummaryBudget < minSummaryTokens {
+		p.Ineffective = true
+		p.Why = fmt.Sprintf("the middle (%d messages, %d tokens) cannot save 10%% of %d tokens with a summary of at least %d tokens",
+			p.MiddleLen(), p.MiddleTokens, active, minSummaryTokens)
+	}
+	return p
+}
+
+func isPinnable(e Entry) bool {
+	return e.CompactionID == 0 && (e.Message.Role == RoleSystem || e.Message.Role == RoleDeveloper)
+}
+
+// validCuts returns the indexes i in (pinned, len) where the kept part may start: entries[i] is
+// not a tool result, and no tool call before i is answered at or after i.
+func validCuts(entries []Entry, pinned int) []int {
+	n := len(entries)
+	// blocked[i] > 0 when a call made before i is answered at or after i.
+	blocked := make([]int, n+1)
+	open := map[string][]int{} // call id -> indexes of the messages with unanswered calls, oldest first
+	for i := pinned; i < n; i++ {
+		m := entries[i].Message
+		if m.Role == RoleTool && m.ToolCallID != "" {
+			if calls := open[m.ToolCallID]; len(calls) > 0 {
+				from := calls[len(calls)-1]
+				open[m.ToolCallID] = calls[:len(calls)-1]
+				blocked[from+1]++
+				blocked[i+1]--
+			}
+		}
+		for _, c := range m.ToolCalls {
+			open[c.ID] = append(open[c.ID], i)
+		}
+	}
+	var cuts []int
+	depth := blocked[pinned] // always 0: no call is made before pinned
+	for i := pinned + 1; i < n; i++ {
+		depth += blocked[i]
+		if depth == 0 && entries[i].Message.Role != RoleTool {
+			cuts = append(cuts, i)
+		}
+	}
+	return cuts
+}
+
+func sumTokens(es []Entry) int {
+	t := 0
+	for _, e := range es {
+		t += e.Tokens
+	}
+	return t
+}
+
+// middleRange returns the seq range a summary of middle covers: a previous summary in it
+// contributes the range it covered.
+func middleRange(middle []Entry) (from, to int64) {
+	for _, e := range middle {
+		lo, hi := e.Seq, e.Seq
+		if e.CompactionID != 0 {
+			lo, hi = e.CoversFrom, e.CoversTo
+		}
+		if from == 0 {
+			from = lo
+		}
+		to = hi
+	}
+	return from, to
+}

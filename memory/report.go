@@ -1,0 +1,215 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// Compaction statuses.
+const (
+	StatusApplied     = "applied"     // the summary replaced the middle in the active context
+	StatusNotNeeded   = "not_needed"  // under the trigger and not forced; not recorded
+	StatusPlanned     = "planned"     // a dry run; not recorded
+	StatusIneffective = "ineffective" // would save under 10%; recorded, no provider called
+	StatusFailed      = "failed"      // no provider could summarize, or the commit lost a race
+	StatusRunning     = "running"     // in progress (or interrupted, until the next Open)
+	StatusReverted    = "reverted"    // was applied, then reverted
+)
+
+// Compaction reasons.
+const (
+	ReasonThreshold = "threshold"
+	ReasonForced    = "forced"
+)
+
+// Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
+// prints.
+type Report struct {
+	ID                 *int64    `json:"id"`
+	Thread             string    `json:"thread"`
+	Status             string    `json:"status"`
+	Reason             string    `json:"reason"`
+	TokenLimit         int       `json:"token_limit"`
+	TokensBefore       int       `json:"tokens_before"`
+	TokensAfter        int       `json:"tokens_after"`
+	MessagesBefore     int       `json:"messages_before"`
+	MessagesAfter      int       `json:"messages_after"`
+	SummarizedMessages int       `json:"summarized_messages"`
+	KeptMessages       int       `json:"kept_messages"`
+	Passes             int       `json:"passes"`
+	Chunks             int       `json:"chunks"`
+	Provider           string    `json:"provider"`
+	Model              string    `json:"model"`
+	SummaryTokens      int       `json:"summary_tokens"`
+	DurationMs         int64     `json:"duration_ms"`
+	Error              string    `json:"error"`
+	CreatedAt          time.Time `json:"created_at"`
+	// FromSeq and ToSeq are the messages the summary covers (or would cover: dry run).
+	FromSeq int64 `json:"from_seq"`
+	ToSeq   int64 `json:"to_seq"`
+	// FactsTotal is the number of facts in the middle's ledger; FactsKept how many the
+	// provider's summary held before the missing ones were appended.
+	FactsTotal int `json:"facts_total"`
+	FactsKept  int `json:"facts_kept"`
+	// Superseded: an applied compaction whose summary a newer one folded in.
+	Superseded bool `json:"superseded,omitempty"`
+	// Detail explains a not_needed, planned or ineffective outcome.
+	Detail string `json:"detail,omitempty"`
+	// SummaryBudget is the planned maximum size of the summary (dry run).
+	SummaryBudget int `json:"summary_budget,omitempty"`
+	// Summary and Attempts are filled by Compact and Store.Report, not by Store.Reports.
+	Summary  *string   `json:"summary,omitzero"`
+	Attempts []Attempt `json:"attempts,omitzero"`
+}
+
+// Attempt is one provider attempt made for a compaction.
+type Attempt struct {
+	Provider   string `json:"provider"`
+	Model      string `json:"model"`
+	Outcome    string `json:"outcome"`
+	HTTPStatus int    `json:"http_status"`
+	ErrorClass string `json:"error_class"`
+	Error      string `json:"error,omitempty"`
+	DurationMs int64  `json:"duration_ms"`
+}
+
+func reportFromRow(c db.Compaction, current int64) Report {
+	id := c.ID
+	r := Report{
+		ID: &id, Thread: c.ThreadID, Status: c.Status, Reason: c.Reason,
+		TokenLimit: int(c.TokenLimit), TokensBefore: int(c.TokensBefore), TokensAfter: int(c.TokensAfter),
+		MessagesBefore: int(c.MessagesBefore), MessagesAfter: int(c.MessagesAfter),
+		SummarizedMessages: int(c.SummarizedMessages), KeptMessages: int(c.KeptMessages),
+		Passes: int(c.Passes), Chunks: int(c.Chunks), Provider: c.Provider, Model: c.Model,
+		SummaryTokens: int(c.SummaryTokens), DurationMs: c.DurationMs, Error: c.Error,
+		CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), FromSeq: c.FromSeq.Int64, ToSeq: c.ToSeq.Int64,
+		FactsTotal: int(c.FactsTotal), FactsKept: int(c.FactsKept),
+	}
+	r.Superseded = c.Status == StatusApplied && c.ID != current
+	return r
+}
+
+// Reports lists compaction reports newest first (thread "" = every thread; limit 0 = 100),
+// without summaries and attempts.
+func (s *Store) Reports(ctx context.Context, thread string, limit int) ([]Report, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	out := []Report{}
+	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+		q := s.q.WithTx(tx)
+		if thread != "" {
+			if _, err := q.GetThread(ctx, thread); errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+			}
+		}
+		rows, err := q.ListCompactions(ctx, db.ListCompactionsParams{ThreadID: thread, MaxRows: int64(limit)})
+		if err != nil {
+			return err
+		}
+		current := map[string]int64{}
+		for _, c := range rows {
+			cur, ok := current[c.ThreadID]
+			if !ok {
+				if cur, err = currentID(ctx, q, c.ThreadID); err != nil {
+					return err
+				}
+				current[c.ThreadID] = cur
+			}
+			out = append(out, reportFromRow(c, cur))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Report returns one compaction report with its summary and every provider attempt.
+func (s *Store) Report(ctx context.Context, id int64) (Report, error) {
+	var r Report
+	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+		var err error
+		r, err = s.report(ctx, s.q.WithTx(tx), id)
+		return err
+	})
+	return r, err
+}
+
+func (s *Store) report(ctx context.Context, q *db.Queries, id int64) (Report, error) {
+	c, err := q.GetCompaction(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Report{}, fmt.Errorf("%w: %d", ErrCompactionNotFound, id)
+	}
+	if err != nil {
+		return Report{}, err
+	}
+	cur, err := currentID(ctx, q, c.ThreadID)
+	if err != nil {
+		return Report{}, err
+	}
+	r := reportFromRow(c, cur)
+	summary := c.Summary.String
+	r.Summary = &summary
+	rows, err := q.ListCompactionAttempts(ctx, sql.NullInt64{Int64: id, Valid: true})
+	if err != nil {
+		return Report{}, err
+	}
+	r.Attempts = make([]Attempt, len(rows))
+	for i, a := range rows {
+		r.Attempts[i] = Attempt{Provider: a.Provider, Model: a.Model, Outcome: a.Outcome, HTTPStatus: int(a.HttpStatus),
+			ErrorClass: a.ErrorClass, Error: a.Error, DurationMs: a.DurationMs}
+	}
+	return r, nil
+}
+
+// currentID is the id of the thread's current (newest applied) compaction, 0 when none.
+func currentID(ctx context.Context, q *db.Queries, thread string) (int64, error) {
+	c, err := q.CurrentCompaction(ctx, thread)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return c.ID, err
+}
+
+// Revert undoes the latest applied compaction of its thread: the messages it covered are
+// active again, with everything appended since; the summary it folded in (if any) is current
+// again. Reverting any other compaction is refused (ErrNotLatest).
+func (s *Store) Revert(ctx context.Context, id int64) (Report, error) {
+	var r Report
+	err := db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+		q := s.q.WithTx(tx)
+		c, err := q.GetCompaction(ctx, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %d", ErrCompactionNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		cur, err := currentID(ctx, q, c.ThreadID)
+		if err != nil {
+			return err
+		}
+		if c.Status != StatusApplied || cur != id {
+			why := fmt.Sprintf("it is %s", c.Status)
+			if c.Status == StatusApplied {
+				why = fmt.Sprintf("compaction %d is the latest applied one of thread %q", cur, c.ThreadID)
+			}
+			return fmt.Errorf("%w: compaction %d: %s", ErrNotLatest, id, why)
+		}
+		if _, err := q.SetCompactionStatus(ctx, db.SetCompactionStatusParams{
+			NewStatus: StatusReverted, Error: c.Error, UpdatedAt: s.now(), ID: id, OldStatus: StatusApplied,
+		}); err != nil {
+			return err
+		}
+		r, err = s.report(ctx, q, id)
+		return err
+	})
+	return r, err
+}
+
+// ErrNotLatest: only the latest applied compaction of a thread can be reverted.
+var ErrNotLatest = errors.New("revert refused: only the latest applied compaction of a thread can be reverted")

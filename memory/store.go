@@ -1,0 +1,428 @@
+// Package memory is the domain of memcascade: conversations kept as append-only threads in one
+// SQLite file (Store), exact token counts (TokenCounter), and compaction of a thread's active
+// context (Compactor, Plan, Report).
+//
+// A thread's history is never rewritten. Its active context, what the agent sends to its
+// model, is derived: the leading system/developer messages, then the current summary (if the
+// thread was compacted), then every message after the range the summary covers.
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// Sentinel errors.
+var (
+	// ErrThreadNotFound: no thread has that id.
+	ErrThreadNotFound = errors.New("thread not found")
+	// ErrCompactionNotFound: no compaction has that id.
+	ErrCompactionNotFound = errors.New("compaction not found")
+	// ErrNoMessages: an append or import held no message.
+	ErrNoMessages = errors.New("no messages")
+	// ErrNewerSchema: the database was written by a newer version.
+	ErrNewerSchema = db.ErrNewerSchema
+)
+
+// Store is a conversation memory in one SQLite file. It is safe for concurrent use, and several
+// processes may use the same file.
+type Store struct {
+	// Now is the clock; it defaults to time.Now.
+	Now func() time.Time
+	// DefaultModel is the model of a thread created without one (default "gpt-4o").
+	DefaultModel string
+	// Encoding, when set, is the tokenizer of new threads whatever their model.
+	Encoding string
+
+	db       *sql.DB
+	q        *db.Queries
+	mu       sync.Mutex
+	counters map[string]*TokenCounter
+}
+
+// Open opens the store at path, creating the file (mode 0600) when missing and migrating an
+// older schema. A compaction left running by a process that no longer exists is marked failed
+// with the error "interrupted".
+func Open(ctx context.Context, path string) (*Store, error) {
+	sqldb, err := db.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		Now:          time.Now,
+		DefaultModel: "gpt-4o",
+		db:           sqldb,
+		q:            db.New(sqldb),
+		counters:     map[string]*TokenCounter{},
+	}
+	if err := s.failInterrupted(ctx); err != nil {
+		sqldb.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// DB returns the database handle, for the cascade's cooldowns and attempt log.
+func (s *Store) DB() *sql.DB { return s.db }
+
+func (s *Store) now() int64 { return s.Now().UnixMilli() }
+
+// Counter returns the token counter for an encoding, shared by every thread that uses it.
+func (s *Store) Counter(encoding string) (*TokenCounter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.counters[encoding]; ok {
+		return c, nil
+	}
+	c, err := NewTokenCounter(encoding)
+	if err != nil {
+		return nil, err
+	}
+	s.counters[encoding] = c
+	return c, nil
+}
+
+// Thread describes a thread and its active context.
+type Thread struct {
+	ID             string    `json:"id"`
+	Model          string    `json:"model"`
+	Encoding       string    `json:"encoding"`
+	Messages       int       `json:"messages"`
+	ActiveMessages int       `json:"active_messages"`
+	ActiveTokens   int       `json:"active_tokens"`
+	Compactions    int       `json:"compactions"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// Threads lists every thread, most recently updated first. It reads stored counts only.
+func (s *Store) Threads(ctx context.Context) ([]Thread, error) {
+	var out []Thread
+	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+		q := s.q.WithTx(tx)
+		rows, err := q.ListThreads(ctx)
+		if err != nil {
+			return err
+		}
+		out = make([]Thread, 0, len(rows))
+		for _, r := range rows {
+			t := threadFromRow(r.ID, r.Model, r.Encoding, r.LastSeq, r.CreatedAt, r.UpdatedAt)
+			t.Compactions = int(r.Compactions)
+			if err := s.fillActive(ctx, q, &t); err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	return out, nil
+}
+
+// Thread returns one thread.
+func (s *Store) Thread(ctx context.Context, id string) (Thread, error) {
+	var t Thread
+	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+		q := s.q.WithTx(tx)
+		r, err := q.GetThread(ctx, id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrThreadNotFound, id)
+		}
+		if err != nil {
+			return err
+		}
+		t = threadFromRow(r.ID, r.Model, r.Encoding, r.LastSeq, r.CreatedAt, r.UpdatedAt)
+		return s.fillActive(ctx, q, &t)
+	})
+	return t, err
+}
+
+func threadFromRow(id, model, enc string, lastSeq, created, updated int64) Thread {
+	return Thread{ID: id, Model: model, Encoding: enc, Messages: int(lastSeq),
+		CreatedAt: time.UnixMilli(created).UTC(), UpdatedAt: time.UnixMilli(updated).UTC()}
+}
+
+// fillActive sets the active-context figures of t from stored counts.
+func (s *Store) fillActive(ctx context.Context, q *db.Queries, t *Thread) error {
+	p := db.SumActiveTokensParams{ThreadID: t.ID, FromSeq: 1, ToSeq: 0}
+	cur, err := q.CurrentCompaction(ctx, t.ID)
+	compacted := err == nil
+	if compacted {
+		p.FromSeq, p.ToSeq = cur.FromSeq.Int64, cur.ToSeq.Int64
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	sum, err := q.SumActiveTokens(ctx, p)
+	if err != nil {
+		return err
+	}
+	t.ActiveMessages, t.ActiveTokens = int(sum.Messages), int(sum.Tokens)
+	if compacted {
+		t.ActiveMessages++
+		t.ActiveTokens += int(cur.SummaryTokens)
+	}
+	if t.ActiveMessages > 0 {
+		t.ActiveTokens += ReplyPriming
+	}
+	return nil
+}
+
+// Entry is a message of a thread with its place and its token count.
+type Entry struct {
+	// Seq is the message's place in the thread (1, 2, ...); 0 for a summary.
+	Seq     int64
+	Tokens  int
+	Message Message
+	// CompactionID is set on the summary entry of an active context: the compaction that wrote
+	// it, which covers the messages CoversFrom to CoversTo.
+	CompactionID         int64
+	CoversFrom, CoversTo int64
+}
+
+// Active is a thread's active context: what the agent sends to its model.
+type Active struct {
+	Thread  Thread
+	Entries []Entry
+	// Tokens is the prompt size of Entries: their stored counts plus the reply priming.
+	Tokens int
+	// Summary is the compaction whose summary is in the context (0: none). It covers the
+	// messages FromSeq to ToSeq.
+	Summary        int64
+	FromSeq, ToSeq int64
+}
+
+// Messages returns the messages of the active context.
+func (a Active) Messages() []Message {
+	out := make([]Message, len(a.Entries))
+	for i, e := range a.Entries {
+		out[i] = e.Message
+	}
+	return out
+}
+
+// Active reads the active context of a thread in one consistent snapshot. Its cost grows with
+// the active context, not the history.
+func (s *Store) Active(ctx context.Context, thread string) (Active, error) {
+	var a Active
+	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+		var err error
+		a, err = s.active(ctx, s.q.WithTx(tx), thread)
+		return err
+	})
+	return a, err
+}
+
+func (s *Store) active(ctx context.Context, q *db.Queries, thread string) (Active, error) {
+	r, err := q.GetThread(ctx, thread)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Active{}, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+	}
+	if err != nil {
+		return Active{}, err
+	}
+	a := Active{Thread: threadFromRow(r.ID, r.Model, r.Encoding, r.LastSeq, r.CreatedAt, r.UpdatedAt)}
+	cur, err := q.CurrentCompaction(ctx, thread)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Active{}, err
+	}
+	var tail []db.Message
+	if err == nil {
+		head, err := q.ListMessagesBefore(ctx, db.ListMessagesBeforeParams{ThreadID: thread, BeforeSeq: cur.FromSeq.Int64})
+		if err != nil {
+			return Active{}, err
+		}
+		if a.Entries, err = entries(head); err != nil {
+			return Active{}, err
+		}
+		role := cur.SummaryRole.String
+		a.Entries = append(a.Entries, Entry{
+			Tokens:       int(cur.SummaryTokens),
+			Message:      TextMessage(role, cur.Summary.String),
+			CompactionID: cur.ID,
+			CoversFrom:   cur.FromSeq.Int64,
+			CoversTo:     cur.ToSeq.Int64,
+		})
+		a.Summary, a.FromSeq, a.ToSeq = cur.ID, cur.FromSeq.Int64, cur.ToSeq.Int64
+		tail, err = q.ListMessagesAfter(ctx, db.ListMessagesAfterParams{ThreadID: thread, AfterSeq: cur.ToSeq.Int64})
+		if err != nil {
+			return Active{}, err
+		}
+	} else {
+		tail, err = q.ListMessagesAfter(ctx, db.ListMessagesAfterParams{ThreadID: thread, AfterSeq: 0})
+		if err != nil {
+			return Active{}, err
+		}
+	}
+	more, err := entries(tail)
+	if err != nil {
+		return Active{}, err
+	}
+	a.Entries = append(a.Entries, more...)
+	for _, e := range a.Entries {
+		a.Tokens += e.Tokens
+	}
+	if len(a.Entries) > 0 {
+		a.Tokens += ReplyPriming
+	}
+	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
+	return a, nil
+}
+
+func entries(rows []db.Message) ([]Entry, error) {
+	out := make([]Entry, len(rows))
+	for i, r := range rows {
+		if err := json.Unmarshal([]byte(r.Raw), &out[i].Message); err != nil {
+			return nil, fmt.Errorf("message %d of thread %q: stored JSON: %w", r.Seq, r.ThreadID, err)
+		}
+		out[i].Seq, out[i].Tokens = r.Seq, int(r.Tokens)
+	}
+	return out, nil
+}
+
+// History returns every message of a thread as appended, oldest first.
+func (s *Store) History(ctx context.Context, thread string) ([]Entry, error) {
+	var out []Entry
+	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.GetThread(ctx, thread); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+		} else if err != nil {
+			return err
+		}
+		rows, err := q.ListMessages(ctx, thread)
+		if err != nil {
+			return err
+		}
+		out, err = entries(rows)
+		return err
+	})
+	return out, err
+}
+
+// DeleteThread deletes a thread with its whole history, its compaction reports and their
+// attempt log.
+func (s *Store) DeleteThread(ctx context.Context, thread string) error {
+	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+		n, err := s.q.WithTx(tx).DeleteThread(ctx, thread)
+		if err != nil {
+			return fmt.Errorf("delete thread %q: %w", thread, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+		}
+		return nil
+	})
+}
+
+// SearchHit is a message or summary that matched a search.
+type SearchHit struct {
+	Thread string `json:"thread"`
+	// Seq is the message's place; for a summary, the last message it covers.
+	Seq  int64  `json:"seq"`
+	Role string `json:"role"`
+	// Archived: the message is no longer in the active context (a summary covers it), or the
+	// summary was superseded or reverted.
+	Archived bool   `json:"archived"`
+	Snippet  string `json:"snippet"`
+	// CompactionID is set when the hit is a summary.
+	CompactionID int64 `json:"compaction_id,omitempty"`
+}
+
+// SearchOptions narrow a search.
+type SearchOptions struct {
+	Thread string // only this thread ("" = all)
+	Limit  int    // at most this many hits (0 = 20)
+}
+
+// Search finds stored messages and summaries, archived ones included, that contain every word
+// of query. Any text is a valid query: words are matched as quoted phrases, never as FTS5
+// syntax. Message hits come first, best match first, then summary hits.
+func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]SearchHit, error) {
+	if opt.Limit <= 0 {
+		opt.Limit = 20
+	}
+	match := ftsQuery(query)
+	if match == "" {
+		return []SearchHit{}, nil
+	}
+	out := []SearchHit{}
+	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+		q := s.q.WithTx(tx)
+		msgs, err := q.SearchMessages(ctx, db.SearchMessagesParams{Query: match, ThreadID: opt.Thread, MaxRows: int64(opt.Limit)})
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			out = append(out, SearchHit{Thread: m.ThreadID, Seq: m.Seq, Role: m.Role, Archived: m.Archived != 0, Snippet: m.Snippet})
+		}
+		if len(out) >= opt.Limit {
+			return nil
+		}
+		sums, err := q.SearchSummaries(ctx, db.SearchSummariesParams{Query: match, ThreadID: opt.Thread, MaxRows: int64(opt.Limit - len(out))})
+		if err != nil {
+			return err
+		}
+		for _, m := range sums {
+			out = append(out, SearchHit{Thread: m.ThreadID, Seq: m.ToSeq.Int64, Role: m.SummaryRole.String,
+				Archived: m.Superseded != 0, Snippet: m.Snippet, CompactionID: m.ID})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", query, err)
+	}
+	return out, nil
+}
+
+// ftsQuery turns user text into an FTS5 query that requires every word: each word becomes a
+// quoted phrase (inner quotes doubled), so no user text is read as FTS5 syntax. Words without
+// a letter or digit match nothing the tokenizer indexes and are dropped.
+func ftsQuery(text string) string {
+	var parts []string
+	for w := range strings.FieldsSeq(text) {
+		if !strings.ContainsFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			continue
+		}
+		parts = append(parts, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
+	}
+	return strings.Join(parts, " ")
+}
+
+// failInterrupted marks failed every running compaction whose process is gone: on this host, a
+// process id that no longer runs. Rows of live processes (this one included) are left alone.
+func (s *Store) failInterrupted(ctx context.Context) error {
+	running, err := s.q.ListRunningCompactions(ctx)
+	if err != nil || len(running) == 0 {
+		return err
+	}
+	host, _ := os.Hostname()
+	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+		q := s.q.WithTx(tx)
+		for _, c := range running {
+			if c.OwnerHost != host || processAlive(int(c.OwnerPid)) {
+				continue
+			}
+			if _, err := q.SetCompactionStatus(ctx, db.SetCompactionStatusParams{
+				NewStatus: StatusFailed, Error: "interrupted", UpdatedAt: s.now(), ID: c.ID, OldStatus: StatusRunning,
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,356 @@
+package memory_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/memory"
+)
+
+func openStore(t *testing.T) (*memory.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "memory.db")
+	s, err := memory.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+// conversations returns the recorded conversations of testdata.
+func conversations(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob("../testdata/conversations/*.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata conversations: %v", err)
+	}
+	return files
+}
+
+// normalized parses JSON values (one per line, or an array) into generic values, so two
+// encodings of the same data compare equal.
+func normalized(t testing.TB, data []byte) []any {
+	t.Helper()
+	var out []any
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(line, &v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestImportRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	for _, file := range conversations(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			thread := filepath.Base(file)
+			res, err := s.Import(ctx, thread, bytes.NewReader(data), memory.AppendOptions{Model: "gpt-4o"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := normalized(t, data)
+			if got := res.Appended; got != len(want) {
+				t.Fatalf("appended %d, want %d", got, len(want))
+			}
+			hist, err := s.History(ctx, thread)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msgs []memory.Message
+			for i, e := range hist {
+				if e.Seq != int64(i+1) {
+					t.Fatalf("entry %d has seq %d", i, e.Seq)
+				}
+				msgs = append(msgs, e.Message)
+			}
+			out, err := json.Marshal(msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := normalized(t, out); !reflect.DeepEqual(got, want) {
+				t.Fatalf("history differs from the input after a round trip")
+			}
+		})
+	}
+}
+
+func TestImportFormats(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	lines := `{"role":"system","content":"be brief"}
+{"role":"user","content":"hi","x_custom":{"a":[1,2.50]}}`
+	array := `[{"role":"system","content":"be brief"},{"role":"user","content":"hi","x_custom":{"a":[1,2.50]}}]`
+	object := "\ufeff" + `{
+  "messages": [{"role":"system","content":"be brief"},{"role":"user","content":"hi","x_custom":{"a":[1,2.50]}}]
+}`
+	for name, in := range map[string]string{"jsonl": lines, "array": array, "object": object} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := s.Import(ctx, name, strings.NewReader(in), memory.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			hist, err := s.History(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hist) != 2 {
+				t.Fatalf("got %d messages, want 2", len(hist))
+			}
+			got, _ := json.Marshal(hist[1].Message)
+			if want := `{"role":"user","content":"hi","x_custom":{"a":[1,2.50]}}`; string(got) != want {
+				t.Fatalf("unknown field not kept as given:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+func TestImportRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+	tests := []struct {
+		name, in   string
+		line, idx  int
+		field, msg string
+	}{
+		{"malformed JSONL line", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\",\n", 2, 1, "", "malformed JSON"},
+		{"unknown role", `{"role":"robot","content":"a"}`, 1, 0, "role", `unknown role "robot"`},
+		{"missing role", `{"content":"a"}`, 1, 0, "role", "missing"},
+		{"orphan tool result", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"tool\",\"tool_call_id\":\"c9\",\"content\":\"r\"}", 2, 1, "tool_call_id", "answers no unanswered tool call"},
+		{"id repeated while unanswered", call + "\n" + call, 2, 1, "tool_calls[0].id", "repeated while a call with that id is unanswered"},
+		{"id repeated in one message", `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c1","type":"function","function":{"name":"g","arguments":"{}"}}]}`, 1, 0, "tool_calls[1].id", "repeated"},
+		{"invalid UTF-8", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\",\"content\":\"\xff\xfe\"}", 2, 1, "", "invalid UTF-8"},
+		{"value holds no messages", `{"model":"gpt-4o"}`, 1, 0, "role", "missing"},
+		{"number", `42`, 1, 0, "", "not a message"},
+		{"empty array", `[]`, 0, 0, "", "no message"},
+		{"empty file", "", 0, 0, "", "no message"},
+		{"blank lines only", "\n\n  \n", 0, 0, "", "no message"},
+		{"content of wrong type", `{"role":"user","content":42}`, 1, 0, "", "content"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openStore(t)
+			// A valid history first: the bad import must leave it exactly as it was.
+			if _, err := s.Import(ctx, "t", strings.NewReader(`{"role":"user","content":"first"}`), memory.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Import(ctx, "t", strings.NewReader(tc.in), memory.AppendOptions{})
+			var ie *memory.InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("got %v, want an *InputError", err)
+			}
+			if ie.Line != tc.line || ie.Index != tc.idx || ie.Field != tc.field {
+				t.Errorf("got line %d index %d field %q, want %d %d %q (%v)", ie.Line, ie.Index, ie.Field, tc.line, tc.idx, tc.field, err)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %q does not say %q", err, tc.msg)
+			}
+			hist, err := s.History(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hist) != 1 {
+				t.Fatalf("history has %d messages after a rejected import, want 1", len(hist))
+			}
+		})
+	}
+}
+
+func TestAppendAcrossBatches(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	call := memory.Message{Role: memory.RoleAssistant, Content: json.RawMessage("null"),
+		ToolCalls: []memory.ToolCall{{ID: "c1", Type: "function", Function: memory.FunctionCall{Name: "f", Arguments: "{}"}}}}
+	result := memory.TextMessage(memory.RoleTool, "done")
+	result.ToolCallID = "c1"
+	steps := []struct {
+		msg memory.Message
+		ok  bool
+	}{
+		{call, true},
+		{call, false},  // c1 still unanswered
+		{result, true}, // answers c1 in a later batch
+		{result, false},
+		{call, true}, // recorded agents reuse an id once it was answered
+	}
+	for i, st := range steps {
+		_, err := s.Append(ctx, "t", []memory.Message{st.msg}, memory.AppendOptions{})
+		if (err == nil) != st.ok {
+			t.Fatalf("step %d: err = %v, want ok=%v", i, err, st.ok)
+		}
+	}
+	th, err := s.Thread(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Messages != 3 {
+		t.Fatalf("thread has %d messages, want 3", th.Messages)
+	}
+}
+
+func TestTokensCountedAtAppend(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	msgs := []memory.Message{memory.TextMessage("system", "You are terse."), memory.TextMessage("user", "hello world")}
+	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Active(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := memory.NewTokenCounter(memory.EncodingCL100k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := a.Tokens, c.CountMessages(msgs); got != want {
+		t.Fatalf("active tokens %d, want %d", got, want)
+	}
+	if a.Thread.Encoding != memory.EncodingCL100k {
+		t.Fatalf("encoding %q, want cl100k_base for gpt-4", a.Thread.Encoding)
+	}
+	th, err := s.Threads(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(th) != 1 || th[0].ActiveTokens != a.Tokens || th[0].ActiveMessages != 2 {
+		t.Fatalf("threads = %+v, want one with %d active tokens", th, a.Tokens)
+	}
+}
+
+func TestUnknownModelWarns(t *testing.T) {
+	s, _ := openStore(t)
+	res, err := s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", "hi")}, memory.AppendOptions{Model: "llama3.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Warning, "llama3.2") {
+		t.Fatalf("warning %q does not name the model", res.Warning)
+	}
+	res, err = s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", "again")}, memory.AppendOptions{Model: "llama3.2"})
+	if err != nil || res.Warning != "" {
+		t.Fatalf("a second append warned again (%q, %v)", res.Warning, err)
+	}
+}
+
+func TestSearch(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	data, err := os.ReadFile("../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Import(ctx, "air", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := s.Search(ctx, "get_reservation_details", memory.SearchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 {
+		t.Fatal("no hit for a tool name in the conversation")
+	}
+	for _, q := range []string{"gpt-4o", "C++", `"quoted"`, "a AND", "OR", "NEAR(", "*", `"`, "col:umn", "-x", "^start", "(", "🙂", ""} {
+		if _, err := s.Search(ctx, q, memory.SearchOptions{}); err != nil {
+			t.Errorf("search %q: %v", q, err)
+		}
+	}
+	hits, err = s.Search(ctx, "nosuchwordanywhere", memory.SearchOptions{})
+	if err != nil || len(hits) != 0 {
+		t.Fatalf("search for an absent word: %v, %v", hits, err)
+	}
+}
+
+func TestOpenCreatesPrivateFile(t *testing.T) {
+	_, path := openStore(t)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Mode().Perm(); got != 0o600 {
+		t.Fatalf("database mode %o, want 600", got)
+	}
+}
+
+func TestOpenRejectsNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	s, path := openStore(t)
+	if _, err := s.DB().ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err := memory.Open(ctx, path)
+	if !errors.Is(err, memory.ErrNewerSchema) {
+		t.Fatalf("got %v, want ErrNewerSchema", err)
+	}
+	if !strings.Contains(err.Error(), "99") {
+		t.Fatalf("error %q does not say which version", err)
+	}
+	_ = db.Version
+}
+
+func TestDeleteThread(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", "secretword")}, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteThread(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Thread(ctx, "t"); !errors.Is(err, memory.ErrThreadNotFound) {
+		t.Fatalf("thread still there: %v", err)
+	}
+	if hits, err := s.Search(ctx, "secretword", memory.SearchOptions{}); err != nil || len(hits) != 0 {
+		t.Fatalf("deleted text still found: %v %v", hits, err)
+	}
+	if err := s.DeleteThread(ctx, "t"); !errors.Is(err, memory.ErrThreadNotFound) {
+		t.Fatalf("second delete: %v, want ErrThreadNotFound", err)
+	}
+}
+
+func TestOpenAIConversion(t *testing.T) {
+	in := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get","arguments":"{\"id\":1}"}}]}`
+	var m memory.Message
+	if err := json.Unmarshal([]byte(in), &m); err != nil {
+		t.Fatal(err)
+	}
+	om, err := m.OpenAI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(om.ToolCalls) != 1 || om.ToolCalls[0].Function.Name != "get" || om.ToolCalls[0].ID != "c1" {
+		t.Fatalf("tool call lost: %+v", om)
+	}
+	back, err := memory.FromOpenAI(om)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Role != "assistant" || len(back.ToolCalls) != 1 || back.ToolCalls[0].Function.Arguments != `{"id":1}` {
+		t.Fatalf("round trip through go-openai: %+v", back)
+	}
+}

@@ -1,0 +1,309 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/transcript"
+)
+
+// The summarization prompt: a system message (the instructions) and a request template that
+// frames the transcript as data.
+var (
+	//go:embed prompt/system.txt
+	systemPrompt string
+	//go:embed prompt/request.txt
+	requestText     string
+	requestTemplate = template.Must(template.New("request").Parse(requestText))
+)
+
+// Sizes of the summarizer's input, in tokens of the thread's tokenizer.
+const (
+	// windowShare of a provider's context window is used: its own tokenizer may count the
+	// same text differently from the thread's.
+	windowShare = 0.9
+	// requestFraming covers the request template around the transcript.
+	requestFraming = 120
+	// minChunkTokens is the smallest chunk worth a request: a provider whose window leaves
+	// less is treated as too small (class context_length) and the cascade moves on.
+	minChunkTokens = 256
+	// maxResplits bounds how often a provider that answers context_length gets a smaller split.
+	maxResplits = 3
+	// factsShare of the summary budget is left free for the facts the provider may drop.
+	factsShare = 0.2
+)
+
+// summary is the outcome of one pass's summarization.
+type summary struct {
+	text                  string // the summary message's text, header and facts included
+	tokens                int    // its count as a message
+	provider, model       string
+	chunks                int
+	facts                 []facts.Fact
+	factsTotal, factsKept int
+}
+
+// block is one rendered message of the middle.
+type block struct {
+	text   string
+	tokens int
+}
+
+// RenderRequest returns the chat messages that ask for a summary of transcriptText: the
+// system prompt and the request. chunk and chunks number the part (1 of 1 when not chunked);
+// running is the summary of the parts before it.
+func RenderRequest(transcriptText, running string, chunk, chunks, maxTokens int) []llm.Message {
+	var b bytes.Buffer
+	err := requestTemplate.Execute(&b, map[string]any{
+		"Transcript": transcriptText, "Running": running, "Chunk": chunk, "Chunks": chunks,
+		"Words": max(1, maxTokens*3/4),
+	})
+	if err != nil {
+		panic(err) // the template is embedded and tested: it cannot fail on these values
+	}
+	return []llm.Message{{Role: RoleSystem, Content: systemPrompt}, {Role: RoleUser, Content: b.String()}}
+}
+
+// summarize asks the summarizer for a summary of plan's middle and completes it with the
+// facts it dropped.
+func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active, plan Plan, s Settings) (summary, error) {
+	counter, err := c.Store.Counter(a.Thread.Encoding)
+	if err != nil {
+		return summary{}, err
+	}
+	redact := c.redact
+	middle := a.Entries[plan.Pinned:plan.Kept]
+	header := fmt.Sprintf("Summary of the earlier conversation (messages %d to %d):\n\n", plan.FromSeq, plan.ToSeq)
+	// The body may use what is left of the budget after the message framing and header; two
+	// tokens of slack cover the join of header and body.
+	bodyBudget := plan.SummaryBudget - counter.CountMessage(TextMessage(s.SummaryRole, header)) - 2
+	if bodyBudget < minSummaryTokens/2 {
+		return summary{}, fmt.Errorf("%w: no room for a summary (%d tokens)", ErrSummarize, bodyBudget)
+	}
+	blocks := make([]block, len(middle))
+	for i, e := range middle {
+		var sb strings.Builder
+		transcript.RenderMessage(&sb, transcriptMessage(e), transcript.Options{MaxTextBytes: s.MaxResultBytes})
+		text := redact(sb.String())
+		blocks[i] = block{text: text, tokens: counter.CountText(text)}
+	}
+	units := append([]int{0}, validCuts(middle, 0)...)
+	ledger := redactFacts(facts.Extract(factMessages(middle)), redact)
+
+	asked := max(minSummaryTokens/2, int(float64(bodyBudget)*(1-factsShare)))
+	systemTokens := counter.CountText(systemPrompt) + requestFraming
+	accept := func(text string) error {
+		if n := counter.CountText(redact(text)); n > bodyBudget {
+			return fmt.Errorf("summary of %d tokens is over its budget of %d (not smaller than it must be)", n, bodyBudget)
+		}
+		return nil
+	}
+	chunks := 0
+	task := func(ctx context.Context, t llm.Target, comp llm.Completer) (string, error) {
+		out := bodyBudget
+		if t.MaxOutputTokens > 0 {
+			out = min(out, t.MaxOutputTokens)
+		}
+		limit := 0 // tokens of transcript per request; 0: no limit
+		if t.ContextWindow > 0 {
+			limit = int(float64(t.ContextWindow)*windowShare) - systemTokens - out
+		}
+		parts := split(blocks, units, limit)
+		if limit > 0 && len(parts) > 1 {
+			// Later parts carry the running summary: leave room for it.
+			limit -= out
+			if limit < minChunkTokens {
+				return "", fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript", llm.ErrContextLength, t.ContextWindow, limit)
+			}
+			parts = split(blocks, units, limit)
+		}
+		running := ""
+		resplits := 0
+		for k := 0; k < len(parts); k++ {
+			n := len(parts)
+			c.progress(Progress{Thread: a.Thread.ID, Pass: pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
+			req := llm.Request{Messages: RenderRequest(parts[k].text(blocks), running, k+1, n, asked), MaxTokens: out}
+			if k == n-1 {
+				req.Accept = accept
+			}
+			chunks++
+			resp, err := comp.Complete(ctx, req)
+			if errors.Is(err, llm.ErrContextLength) && resplits < maxResplits {
+				// Too large for this provider after all: split what is left smaller and go on.
+				resplits++
+				size := splitTokens(parts[k:k+1], blocks)
+				if limit > 0 {
+					size = min(size, limit)
+				}
+				if limit = size / 2; limit < minChunkTokens {
+					return "", err
+				}
+				from := parts[k].from
+				rest := split(blocks[from:], shift(units, from), limit)
+				for i := range rest {
+					rest[i].from += from
+					rest[i].to += from
+				}
+				parts = append(parts[:k], rest...)
+				k--
+				continue
+			}
+			if err != nil {
+				return "", err
+			}
+			running = strings.TrimSpace(resp.Text)
+		}
+		return running, nil
+	}
+	res, err := c.Summarizer.Run(ctx, id, task)
+	if err != nil {
+		return summary{chunks: chunks}, fmt.Errorf("%w: %w", ErrSummarize, err)
+	}
+	body := strings.TrimSpace(redact(res.Text))
+	kept := facts.Kept(ledger, body)
+	var missing []facts.Fact
+	nKept := 0
+	for i, ok := range kept {
+		if ok {
+			nKept++
+		} else {
+			missing = append(missing, ledger[i])
+		}
+	}
+	text := header + body
+	if room := bodyBudget - counter.CountText(body) - 2; len(missing) > 0 && room > 0 {
+		if section, n := facts.Section(missing, room, counter.CountText); n > 0 {
+			text += "\n\n" + section
+		}
+	}
+	return summary{
+		text: text, tokens: counter.CountMessage(TextMessage(s.SummaryRole, text)),
+		provider: res.Provider, model: res.Model, chunks: chunks,
+		facts: ledger, factsTotal: len(ledger), factsKept: nKept,
+	}, nil
+}
+
+func (c *Compactor) redact(s string) string {
+	if c.Redact == nil {
+		return s
+	}
+	return c.Redact(s)
+}
+
+// part is a run of blocks [from, to) sent in one request.
+type part struct{ from, to int }
+
+func (p part) text(blocks []block) string {
+	var b strings.Builder
+	for i := p.from; i < p.to; i++ {
+		if i > p.from {
+			b.WriteByte('\n')
+		}
+		b.WriteString(blocks[i].text)
+	}
+	return b.String()
+}
+
+// split groups blocks into parts of at most limit tokens (0: one part), cutting between units
+// (units holds the index where each unit starts, ascending, from 0). A unit larger than limit is
+// cut between its messages; a message larger than limit goes alone.
+func split(blocks []block, units []int, limit int) []part {
+	if limit <= 0 {
+		return []part{{0, len(blocks)}}
+	}
+	var parts []part
+	cur, size := part{}, 0
+	flush := func() {
+		if cur.to > cur.from {
+			parts = append(parts, cur)
+		}
+		cur, size = part{from: cur.to, to: cur.to}, 0
+	}
+	for u, start := range units {
+		end := len(blocks)
+		if u+1 < len(units) {
+			end = units[u+1]
+		}
+		ut := 0
+		for i := start; i < end; i++ {
+			ut += blocks[i].tokens
+		}
+		if size+ut > limit {
+			flush()
+		}
+		if ut <= limit {
+			cur.to, size = end, size+ut
+			continue
+		}
+		for i := start; i < end; i++ { // a unit too large: cut it between messages
+			if size+blocks[i].tokens > limit {
+				flush()
+			}
+			cur.to, size = i+1, size+blocks[i].tokens
+		}
+	}
+	flush()
+	return parts
+}
+
+func splitTokens(parts []part, blocks []block) int {
+	t := 0
+	for _, p := range parts {
+		for i := p.from; i < p.to; i++ {
+			t += blocks[i].tokens
+		}
+	}
+	return t
+}
+
+// shift returns the unit starts at or after from, relative to from (0 always included).
+func shift(units []int, from int) []int {
+	out := []int{0}
+	for _, u := range units {
+		if u > from {
+			out = append(out, u-from)
+		}
+	}
+	return out
+}
+
+func transcriptMessage(e Entry) transcript.Message {
+	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: e.Message.Name, ToolCallID: e.Message.ToolCallID, Text: e.Message.Text()}
+	if e.CompactionID != 0 {
+		m.Role, m.Seq = transcript.RoleSummary, 0
+	}
+	for _, tc := range e.Message.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, transcript.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return m
+}
+
+func factMessages(es []Entry) []facts.Message {
+	out := make([]facts.Message, len(es))
+	for i, e := range es {
+		m := e.Message
+		out[i] = facts.Message{Role: m.Role, Content: m.Text(), Name: m.Name, ToolCallID: m.ToolCallID}
+		if e.CompactionID != 0 {
+			out[i].Role = RoleAssistant // a previous summary: its facts count like the assistant's
+		}
+		for _, tc := range m.ToolCalls {
+			out[i].ToolCalls = append(out[i].ToolCalls, facts.ToolCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+	}
+	return out
+}
+
+// redactFacts redacts every fact's text, so a secret never reaches a summary through the ledger.
+func redactFacts(ledger []facts.Fact, redact func(string) string) []facts.Fact {
+	for i := range ledger {
+		ledger[i].Text = redact(ledger[i].Text)
+	}
+	return ledger
+}
