@@ -173,12 +173,22 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 	if plan.Ineffective {
 		rep.Status, rep.Detail = StatusIneffective, plan.Why
 		rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-plan.Pinned, 0, 0
+		// Over the limit with nothing worth summarizing: the pinned messages and the newest
+		// unit alone keep it there. Recorded, and an error for the caller.
+		var over error
+		if a.Tokens > s.Budget() {
+			over = c.overLimit(a, plan, s, 0)
+			rep.Error = errorText(over, c.Redact)
+		}
 		id, err := c.insert(ctx, a, rep)
 		if err != nil {
 			return rep, fmt.Errorf("compact %q: %w", thread, err)
 		}
 		rep.ID = &id
 		c.report(ctx, rep)
+		if over != nil {
+			return rep, fmt.Errorf("compact %q: %w", thread, over)
+		}
 		return rep, nil
 	}
 
@@ -245,13 +255,14 @@ func (c *Compactor) passes(ctx context.Context, id int64, a Active, plan Plan, k
 	}
 }
 
+// overLimit explains why the context stays over L: the next plan cannot help (the pinned
+// messages and the newest unit alone are too large), or max_passes was reached.
 func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error {
-	newest := next.KeptTokens
 	if !next.Ineffective {
 		return fmt.Errorf("%w: %d tokens after %d passes (max_passes), limit %d", ErrOverLimit, a.Tokens, passes, s.Budget())
 	}
 	return fmt.Errorf("%w: %d tokens, limit %d: the pinned messages (%d tokens) and the newest unit of messages (%d tokens) alone keep it there",
-		ErrOverLimit, a.Tokens, s.Budget(), next.PinnedTokens, newest)
+		ErrOverLimit, a.Tokens, s.Budget(), next.PinnedTokens, next.KeptTokens)
 }
 
 // insert records a compaction row: running, or ineffective when rep says so.
@@ -270,7 +281,7 @@ func (c *Compactor) insert(ctx context.Context, a Active, rep Report) (int64, er
 			BaseID:  sql.NullInt64{Int64: a.Summary, Valid: a.Summary != 0},
 			LastSeq: int64(a.Thread.Messages), TokenLimit: int64(rep.TokenLimit),
 			TokensBefore: int64(rep.TokensBefore), MessagesBefore: int64(rep.MessagesBefore),
-			OwnerHost: host, OwnerPid: int64(os.Getpid()), Error: rep.Detail, CreatedAt: now, UpdatedAt: now,
+			OwnerHost: host, OwnerPid: int64(os.Getpid()), Error: rep.Error, CreatedAt: now, UpdatedAt: now,
 		})
 		return err
 	})

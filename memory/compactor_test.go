@@ -51,7 +51,6 @@ func checkActive(t testing.TB, a memory.Active, firstRole string, limit int) {
 		t.Fatalf("active context does not start with the pinned %s message", firstRole)
 	}
 	open := map[string]bool{}
-	answered := map[string]bool{}
 	for _, e := range a.Entries {
 		m := e.Message
 		if m.Role == memory.RoleTool {
@@ -59,50 +58,37 @@ func checkActive(t testing.TB, a memory.Active, firstRole string, limit int) {
 				t.Fatalf("seq %d: tool result %q without its call in the active context", e.Seq, m.ToolCallID)
 			}
 			delete(open, m.ToolCallID)
-			answered[m.ToolCallID] = true
 		}
 		for _, c := range m.ToolCalls {
 			open[c.ID] = true
 		}
 	}
-	_ = answered
 	if limit > 0 && a.Tokens > limit {
 		t.Fatalf("active context has %d tokens, over the limit %d", a.Tokens, limit)
 	}
 }
 
-// checkCallsAnswered asserts that every call of the active context whose result exists in the
-// history still has it in the active context.
+// checkCallsAnswered asserts, replaying the history, that a call and its result are either
+// both in the active context or both out of it.
 func checkCallsAnswered(t testing.TB, a memory.Active, hist []memory.Entry) {
 	t.Helper()
-	results := map[string]int{} // call id -> results in history after the call
-	inActive := map[string]int{}
+	active := map[int64]bool{}
 	for _, e := range a.Entries {
-		if e.Message.Role == memory.RoleTool {
-			inActive[e.Message.ToolCallID]++
+		if e.CompactionID == 0 {
+			active[e.Seq] = true
 		}
 	}
-	first := int64(0)
-	for _, e := range a.Entries {
-		for range e.Message.ToolCalls {
-			if first == 0 {
-				first = e.Seq
-			}
-		}
-	}
-	if first == 0 {
-		return
-	}
+	open := map[string]int64{} // call id -> seq of the message with the unanswered call
 	for _, e := range hist {
-		if e.Seq > first && e.Message.Role == memory.RoleTool {
-			results[e.Message.ToolCallID]++
-		}
-	}
-	for _, e := range a.Entries {
-		for _, c := range e.Message.ToolCalls {
-			if results[c.ID] > 0 && inActive[c.ID] == 0 {
-				t.Fatalf("seq %d: call %q is answered in the history but its result is not in the active context", e.Seq, c.ID)
+		if e.Message.Role == memory.RoleTool {
+			call := open[e.Message.ToolCallID]
+			delete(open, e.Message.ToolCallID)
+			if active[call] != active[e.Seq] {
+				t.Fatalf("call at seq %d (active %v) and its result at seq %d (active %v) were split", call, active[call], e.Seq, active[e.Seq])
 			}
+		}
+		for _, c := range e.Message.ToolCalls {
+			open[c.ID] = e.Seq
 		}
 	}
 }

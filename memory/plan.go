@@ -132,9 +132,10 @@ func (p Plan) MiddleLen() int { return p.Kept - p.Pinned }
 //     tool result. A call still waiting for its result stays with its unit.
 //   - Walking back from the newest, whole units are kept while pinned + kept fits in keepBudget;
 //     the newest unit is always kept.
-//   - The summary may take min(SummaryMaxTokens, L - pinned - kept, middle - minSave) tokens,
-//     where minSave is 10% of the active context: a summary within budget always saves 10%. When
-//     that budget is under a useful minimum the plan is Ineffective and no provider is called.
+//   - The summary may take min(SummaryMaxTokens, L - pinned - kept - 3, middle - minSave)
+//     tokens (3: the reply priming), where minSave is 10% of the active context: a summary
+//     within budget always saves 10%, and leaves the context within L. When that budget is
+//     under a useful minimum the plan is Ineffective and no provider is called.
 func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 	s = s.withDefaults()
 	n := len(entries)
@@ -167,7 +168,7 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 
 	active := p.PinnedTokens + p.MiddleTokens + p.KeptTokens + ReplyPriming
 	minSave := int(math.Ceil(0.1 * float64(active)))
-	p.SummaryBudget = min(s.SummaryMaxTokens, s.Budget()-p.PinnedTokens-p.KeptTokens, p.MiddleTokens-minSave)
+	p.SummaryBudget = min(s.SummaryMaxTokens, s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming, p.MiddleTokens-minSave)
 	if p.SummaryBudget < minSummaryTokens {
 		p.Ineffective = true
 		p.Why = fmt.Sprintf("the middle (%d messages, %d tokens) cannot save 10%% of %d tokens with a summary of at least %d tokens",

@@ -1,0 +1,459 @@
+package memory_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
+)
+
+func fakeEntry(name string, p cascade.Provider, window int) cascade.Entry {
+	return cascade.Entry{Name: name, Type: "fake", Model: name + "-model", Provider: p, ContextWindow: window,
+		MaxOutputTokens: 256, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
+}
+
+// longThread appends n user/assistant pairs of about size bytes each after a system prompt.
+func longThread(t testing.TB, s *memory.Store, thread string, n, size int) {
+	t.Helper()
+	msgs := []memory.Message{memory.TextMessage("system", "You are a careful assistant.")}
+	for i := range n {
+		msgs = append(msgs,
+			memory.TextMessage("user", fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum dolor ", size/18))),
+			memory.TextMessage("assistant", fmt.Sprintf("answer %d: %s", i, strings.Repeat("sit amet consectetur ", size/21))))
+	}
+	if _, err := s.Append(context.Background(), thread, msgs, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// transcriptOf returns the transcript part of a summarization request.
+func transcriptOf(req llm.Request) string {
+	u := req.Messages[len(req.Messages)-1].Content
+	i, j := strings.Index(u, "<transcript>"), strings.LastIndex(u, "</transcript>")
+	if i < 0 || j < i {
+		return ""
+	}
+	return u[i+len("<transcript>") : j]
+}
+
+func TestChunkingSmallWindow(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	longThread(t, s, "t", 200, 400)
+	a, _ := s.Active(ctx, "t")
+	counter, _ := s.Counter(a.Thread.Encoding)
+	settings := memory.Settings{TokenLimit: a.Tokens / 4, SummaryMaxTokens: 400}
+	plan := memory.MakePlan(a.Entries, settings, int(float64(settings.TokenLimit)*0.5))
+	window := plan.MiddleTokens / 10
+
+	var mu sync.Mutex
+	var maxTranscript int
+	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n := counter.CountText(transcriptOf(req)); n > maxTranscript {
+			maxTranscript = n
+		}
+		return llm.Response{Text: "Running summary: questions about lorem ipsum were answered.", FinishReason: "stop"}, nil
+	}}
+	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("small", fake, window)), settings)
+	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if err != nil {
+		t.Fatalf("compact: %v", err)
+	}
+	if rep.Status != memory.StatusApplied || rep.Chunks < 10 {
+		t.Fatalf("status %s with %d chunks, want applied with at least 10 (middle %d tokens, window %d)", rep.Status, rep.Chunks, plan.MiddleTokens, window)
+	}
+	if got := len(fake.Calls()); got != rep.Chunks {
+		t.Fatalf("%d requests, report counts %d chunks", got, rep.Chunks)
+	}
+	if maxTranscript > window {
+		t.Fatalf("a chunk of %d tokens was sent to a window of %d", maxTranscript, window)
+	}
+	// Every chunk after the first carries the running summary.
+	for i, req := range fake.Calls()[1:] {
+		if !strings.Contains(req.Messages[1].Content, "<summary_so_far>") {
+			t.Fatalf("chunk %d does not carry the running summary", i+2)
+		}
+	}
+}
+
+func TestChunkingResplitsOnContextLength(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	longThread(t, s, "t", 60, 400)
+	a, _ := s.Active(ctx, "t")
+	counter, _ := s.Counter(a.Thread.Encoding)
+	// The provider claims a big window but rejects any transcript over 1500 tokens.
+	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		if counter.CountText(transcriptOf(req)) > 1500 {
+			return llm.Response{}, fmt.Errorf("this model's maximum context length is 2000 tokens: %w", llm.ErrContextLength)
+		}
+		return llm.Response{Text: "A short running summary.", FinishReason: "stop"}, nil
+	}}
+	casc := cascade.New(s.DB(), fakeEntry("liar", fake, 1_000_000))
+	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 3, SummaryMaxTokens: 300})
+	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if err != nil || rep.Status != memory.StatusApplied {
+		t.Fatalf("compact: %+v, %v", rep, err)
+	}
+	if rep.Chunks < 3 {
+		t.Fatalf("%d chunks: the middle was not split smaller after context_length", rep.Chunks)
+	}
+	st, _ := casc.Status(ctx)
+	if st[0].ConsecutiveFailures != 0 || st[0].CoolingUntil != nil {
+		t.Fatalf("context_length put the provider on cooldown: %+v", st[0])
+	}
+	var ctxErrs int
+	for _, at := range rep.Attempts {
+		if at.ErrorClass == cascade.ClassContextLength {
+			ctxErrs++
+		}
+	}
+	if ctxErrs == 0 {
+		t.Fatal("no context_length attempt logged")
+	}
+}
+
+func TestMultiplePasses(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	longThread(t, s, "t", 40, 400)
+	a, _ := s.Active(ctx, "t")
+	limit := a.Tokens / 2
+	appended := false
+	// While the first pass summarizes, the agent appends a burst that pushes the context back
+	// over the limit: a second pass must follow.
+	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		if !appended {
+			appended = true
+			longThread2(t, s, "t", 12, 600)
+		}
+		return llm.Response{Text: "Summary: questions and answers about lorem ipsum.", FinishReason: "stop"}, nil
+	}}
+	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 300})
+	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if err != nil {
+		t.Fatalf("compact: %v (%+v)", err, rep)
+	}
+	if rep.Passes != 2 {
+		t.Fatalf("%d passes, want 2", rep.Passes)
+	}
+	after, _ := s.Active(ctx, "t")
+	checkActive(t, after, "system", limit)
+	// The second summary folds the first: one summary in the active context.
+	n := 0
+	for _, e := range after.Entries {
+		if e.CompactionID != 0 {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d summaries in the active context, want 1", n)
+	}
+}
+
+// longThread2 appends more pairs without a system prompt.
+func longThread2(t testing.TB, s *memory.Store, thread string, n, size int) {
+	var msgs []memory.Message
+	for i := range n {
+		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("late question %d: %s", i, strings.Repeat("tempor incididunt ", size/18))),
+			memory.TextMessage("assistant", fmt.Sprintf("late answer %d: %s", i, strings.Repeat("ut labore et dolore ", size/20))))
+	}
+	if _, err := s.Append(context.Background(), thread, msgs, memory.AppendOptions{}); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestOverLimitNewestUnit(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	longThread(t, s, "t", 5, 200)
+	huge := memory.TextMessage("user", strings.Repeat("enormous pasted log line ", 800))
+	if _, err := s.Append(ctx, "t", []memory.Message{huge}, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fake := &cascade.Fake{}
+	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: 2000})
+	rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
+	if !errors.Is(err, memory.ErrOverLimit) || !strings.Contains(err.Error(), "newest unit") {
+		t.Fatalf("got %v, want ErrOverLimit naming the newest unit", err)
+	}
+	if rep.ID == nil || rep.Error == "" {
+		t.Fatalf("report %+v does not record the problem", rep)
+	}
+	if len(fake.Calls()) != 0 {
+		t.Fatal("a provider was called for a compaction that cannot help")
+	}
+}
+
+func TestConcurrentCompactionsOneWins(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	longThread(t, s, "t", 30, 300)
+	a, _ := s.Active(ctx, "t")
+	before, _ := json.Marshal(a.Messages())
+	var ready sync.WaitGroup
+	ready.Add(2)
+	release := make(chan struct{})
+	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		ready.Done()
+		<-release // both compactions are summarizing at once
+		return llm.Response{Text: "Summary of the lorem ipsum discussion.", FinishReason: "stop"}, nil
+	}}
+	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: a.Tokens / 2})
+	var wg sync.WaitGroup
+	reps := make([]memory.Report, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() { reps[i], errs[i] = c.Compact(ctx, "t", memory.CompactOptions{Force: true}) })
+	}
+	ready.Wait()
+	close(release)
+	wg.Wait()
+	applied, failed := 0, 0
+	for i := range 2 {
+		switch {
+		case errs[i] == nil && reps[i].Status == memory.StatusApplied:
+			applied++
+		case errors.Is(errs[i], memory.ErrConflict) && reps[i].Status == memory.StatusFailed && strings.Contains(reps[i].Error, "conflict"):
+			failed++
+		default:
+			t.Errorf("compaction %d: %s, %v", i, reps[i].Status, errs[i])
+		}
+	}
+	if applied != 1 || failed != 1 {
+		t.Fatalf("%d applied, %d failed; want 1 and 1", applied, failed)
+	}
+	hist := exportAll(t, s, "t")
+	var msgs []memory.Message
+	json.Unmarshal(before, &msgs)
+	if got := len(normalized(t, hist)); got != len(msgs) {
+		t.Fatalf("history has %d messages, want %d", got, len(msgs))
+	}
+}
+
+func TestConcurrentCompactionsTwoProcesses(t *testing.T) {
+	if os.Getenv("MEMCASCADE_HELPER") == "compact-slowly" {
+		helperCompactSlowly()
+		return
+	}
+	ctx := context.Background()
+	s, path := openStore(t)
+	longThread(t, s, "t", 30, 300)
+	s.Close()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestConcurrentCompactionsTwoProcesses$")
+		cmd.Env = append(os.Environ(), "MEMCASCADE_HELPER=compact-slowly", "MEMCASCADE_DB="+path)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, &out)
+	}
+	for _, cmd := range cmds {
+		cmd.Wait()
+	}
+	joined := outs[0].String() + outs[1].String()
+	if strings.Count(joined, "status=applied") != 1 || strings.Count(joined, "status=failed") != 1 || !strings.Contains(joined, "conflict") {
+		t.Fatalf("want one applied and one failed with a conflict:\n%s", joined)
+	}
+	s2, err := memory.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if h, _ := s2.History(ctx, "t"); len(h) != 61 {
+		t.Fatalf("history has %d messages, want 61", len(h))
+	}
+}
+
+func helperCompactSlowly() {
+	ctx := context.Background()
+	s, err := memory.Open(ctx, os.Getenv("MEMCASCADE_DB"))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(3)
+	}
+	fake := &cascade.Fake{Script: []cascade.FakeStep{{Response: llm.Response{Text: "Summary of the lorem ipsum talk.", FinishReason: "stop"}, Delay: 1500 * time.Millisecond}}}
+	a, _ := s.Active(ctx, "t")
+	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: a.Tokens / 2})
+	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	fmt.Printf("status=%s err=%v\n", rep.Status, err)
+	os.Exit(0)
+}
+
+func TestRevert(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	longThread(t, s, "t", 30, 300)
+	original, _ := s.Active(ctx, "t")
+	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: original.Tokens / 2})
+	first, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterFirst, _ := s.Active(ctx, "t")
+	longThread2(t, s, "t", 10, 300)
+	second, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Revert(ctx, *first.ID); !errors.Is(err, memory.ErrNotLatest) {
+		t.Fatalf("reverting an older compaction: %v, want ErrNotLatest", err)
+	}
+	longThread2(t, s, "t", 2, 100) // appended after the second compaction
+	hist, _ := s.History(ctx, "t")
+	r, err := s.Revert(ctx, *second.ID)
+	if err != nil || r.Status != memory.StatusReverted {
+		t.Fatalf("revert: %+v, %v", r, err)
+	}
+	// The active context is the one after the first compaction plus every message since.
+	got, _ := s.Active(ctx, "t")
+	want := afterFirst.Messages()
+	for _, e := range hist {
+		if e.Seq > afterFirst.Entries[len(afterFirst.Entries)-1].Seq {
+			want = append(want, e.Message)
+		}
+	}
+	gj, _ := json.Marshal(got.Messages())
+	wj, _ := json.Marshal(want)
+	if !bytes.Equal(gj, wj) {
+		t.Fatal("after revert the active context is not the previous one plus the appended messages")
+	}
+	if _, err := s.Revert(ctx, *second.ID); !errors.Is(err, memory.ErrNotLatest) {
+		t.Fatalf("reverting twice: %v", err)
+	}
+	// Reverting the first one too gives back every original message.
+	if _, err := s.Revert(ctx, *first.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Active(ctx, "t")
+	if len(got.Entries) != len(hist) {
+		t.Fatalf("%d active messages after reverting both, want all %d", len(got.Entries), len(hist))
+	}
+	_ = original
+}
+
+// genConversation generates a random valid conversation: tool-call fan-out and parallel
+// calls, ids reused after their answer, huge tool results, and maybe a pending call at the end.
+func genConversation(r *rand.Rand, n int) []memory.Message {
+	msgs := []memory.Message{memory.TextMessage("system", "System prompt. "+strings.Repeat("rule ", r.IntN(400)))}
+	if r.IntN(3) == 0 {
+		msgs = append(msgs, memory.TextMessage("developer", "Developer note."))
+	}
+	word := func() string { return fmt.Sprintf("fact-%d", r.IntN(1_000_000)) }
+	for len(msgs) < n {
+		switch r.IntN(3) {
+		case 0:
+			msgs = append(msgs, memory.TextMessage("user", "please "+word()+" "+strings.Repeat("x ", r.IntN(300))))
+		case 1:
+			msgs = append(msgs, memory.TextMessage("assistant", "ok "+word()+" "+strings.Repeat("y ", r.IntN(300))))
+		default:
+			calls := 1 + r.IntN(4)
+			m := memory.Message{Role: "assistant", Content: json.RawMessage("null")}
+			for range calls {
+				id := fmt.Sprintf("call_%d", r.IntN(3)) // few ids: reused once answered
+				for _, c := range m.ToolCalls {
+					if c.ID == id {
+						id += fmt.Sprintf("_%d", len(m.ToolCalls))
+					}
+				}
+				m.ToolCalls = append(m.ToolCalls, memory.ToolCall{ID: id, Type: "function",
+					Function: memory.FunctionCall{Name: "lookup", Arguments: fmt.Sprintf(`{"key":%q}`, word())}})
+			}
+			msgs = append(msgs, m)
+			if len(msgs) >= n && r.IntN(2) == 0 {
+				return msgs // pending calls at the end
+			}
+			for _, c := range r.Perm(calls) {
+				size := r.IntN(200)
+				if r.IntN(10) == 0 {
+					size = 20000 // a huge tool result
+				}
+				res := memory.TextMessage("tool", word()+" "+strings.Repeat("z ", size))
+				res.ToolCallID = m.ToolCalls[c].ID
+				msgs = append(msgs, res)
+			}
+		}
+	}
+	return msgs
+}
+
+// TestPropertyGrowingThreads compacts generated threads as they grow, checking the invariants
+// of the active context after every step and that the history only ever grows.
+func TestPropertyGrowingThreads(t *testing.T) {
+	ctx := context.Background()
+	seeds := 12
+	if testing.Short() {
+		seeds = 4
+	}
+	for seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(seed), 7))
+			s, _ := openStore(t)
+			msgs := genConversation(r, 40+r.IntN(120))
+			total, _ := s.Counter(memory.EncodingO200k)
+			limit := max(total.CountMessages(msgs)/3, 4*total.CountMessage(msgs[0])+3000)
+			c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
+			var prev []byte
+			applied := 0
+			for i := 0; i < len(msgs); {
+				step := 1 + r.IntN(12)
+				batch := msgs[i:min(i+step, len(msgs))]
+				if _, err := s.Append(ctx, "t", batch, memory.AppendOptions{}); err != nil {
+					t.Fatalf("append at %d: %v", i, err)
+				}
+				i += len(batch)
+				rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
+				if err != nil && !errors.Is(err, memory.ErrOverLimit) {
+					t.Fatalf("compact after %d messages: %v", i, err)
+				}
+				if rep.Status == memory.StatusApplied {
+					applied++
+				}
+				a, _ := s.Active(ctx, "t")
+				checkActive(t, a, "system", 0)
+				if err == nil && rep.Status == memory.StatusApplied && a.Tokens > limit {
+					t.Fatalf("applied, yet %d tokens over the limit %d", a.Tokens, limit)
+				}
+				hist := exportAll(t, s, "t")
+				if !bytes.HasPrefix(hist[:len(hist)-1], prev[:max(len(prev)-1, 0)]) {
+					t.Fatal("history changed: it must only grow")
+				}
+				prev = hist
+				h, _ := s.History(ctx, "t")
+				checkCallsAnswered(t, a, h)
+			}
+			if applied == 0 {
+				t.Fatal("the thread grew past its limit and was never compacted")
+			}
+			t.Logf("%d messages, limit %d, %d compactions applied", len(msgs), limit, applied)
+			// Every generated fact is still in the full history.
+			for _, m := range msgs {
+				for _, tc := range m.ToolCalls {
+					if !bytes.Contains(prev, []byte(strings.ReplaceAll(tc.Function.Arguments, `"`, `\"`))) {
+						t.Fatalf("history lost %s", tc.Function.Arguments)
+					}
+				}
+			}
+		})
+	}
+}
+
+
