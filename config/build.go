@@ -35,10 +35,10 @@ func (c Config) Redactor() (*redact.Redactor, error) {
 	return r, nil
 }
 
-// Cascade builds the provider cascade of the config on the database sqldb, which holds the
+// NewCascade builds the provider cascade of the config on the database sqldb, which holds the
 // cooldowns and the attempt log. count, when not nil, is the token counter the extractive
 // provider sizes its summaries with. API keys are read from the environment at request time.
-func (c Config) Cascade(sqldb *sql.DB, count func(string) int) (*cascade.Cascade, error) {
+func (c Config) NewCascade(sqldb *sql.DB, count func(string) int) (*cascade.Cascade, error) {
 	c = c.WithDefaults()
 	red, err := c.Redactor()
 	if err != nil {

@@ -455,5 +455,3 @@ func TestPropertyGrowingThreads(t *testing.T) {
 		})
 	}
 }
-
-
