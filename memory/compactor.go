@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/redact"
 )
 
 // Summarizer writes summaries: it runs a task against its providers, in order, until one
@@ -35,8 +37,10 @@ type Compactor struct {
 	Summarizer Summarizer
 	Settings   Settings
 
-	// Redact, when set, is applied to every text that leaves the machine (the summarizer's
-	// input) and to the summary before it is stored.
+	// Redact is applied to every text that leaves the machine (the summarizer's input, each
+	// fact of the ledger) and to the summary and error text before they are stored.
+	// NewCompactor sets it to the built-in secret patterns (package redact); nil turns
+	// redaction off.
 	Redact func(string) string
 	// OnReport is called with the report of every compaction that reached a decision (not
 	// dry runs). Its error or panic never fails the compaction; it goes to HookError.
@@ -81,10 +85,20 @@ type CompactOptions struct {
 	DryRun bool
 }
 
-// NewCompactor returns a Compactor with the given settings.
+// NewCompactor returns a Compactor with the given settings, redacting secrets with the
+// built-in patterns of package redact.
 func NewCompactor(store *Store, summarizer Summarizer, s Settings) *Compactor {
-	return &Compactor{Store: store, Summarizer: summarizer, Settings: s}
+	return &Compactor{Store: store, Summarizer: summarizer, Settings: s, Redact: builtinRedact()}
 }
+
+// builtinRedact is the redaction of the built-in patterns, compiled once.
+var builtinRedact = sync.OnceValue(func() func(string) string {
+	r, err := redact.New(nil)
+	if err != nil {
+		panic(err) // no extra pattern: New cannot fail
+	}
+	return func(s string) string { out, _ := r.Redact(s); return out }
+})
 
 // ShouldCompact reports whether an unforced Compact of the thread would do anything: its
 // active context is over L * trigger_ratio and new messages arrived since the last compaction

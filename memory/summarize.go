@@ -95,7 +95,9 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 		blocks[i] = block{text: text, tokens: counter.CountText(text)}
 	}
 	units := append([]int{0}, validCuts(middle, 0)...)
-	ledger := redactFacts(facts.Extract(factMessages(middle)), redact)
+	// The ledger is extracted from redacted text: a secret cut out of its context (a key's
+	// body without its BEGIN line) would no longer be recognised as one.
+	ledger := facts.Extract(factMessages(middle, redact))
 
 	asked := max(minSummaryTokens/2, int(float64(bodyBudget)*(1-factsShare)))
 	systemTokens := counter.CountText(systemPrompt) + requestFraming
@@ -285,25 +287,18 @@ func transcriptMessage(e Entry) transcript.Message {
 	return m
 }
 
-func factMessages(es []Entry) []facts.Message {
+// factMessages converts entries for the fact ledger, their text redacted.
+func factMessages(es []Entry, redact func(string) string) []facts.Message {
 	out := make([]facts.Message, len(es))
 	for i, e := range es {
 		m := e.Message
-		out[i] = facts.Message{Role: m.Role, Content: m.Text(), Name: m.Name, ToolCallID: m.ToolCallID}
+		out[i] = facts.Message{Role: m.Role, Content: redact(m.Text()), Name: m.Name, ToolCallID: m.ToolCallID}
 		if e.CompactionID != 0 {
 			out[i].Role = RoleAssistant // a previous summary: its facts count like the assistant's
 		}
 		for _, tc := range m.ToolCalls {
-			out[i].ToolCalls = append(out[i].ToolCalls, facts.ToolCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			out[i].ToolCalls = append(out[i].ToolCalls, facts.ToolCall{Name: tc.Function.Name, Arguments: redact(tc.Function.Arguments)})
 		}
 	}
 	return out
-}
-
-// redactFacts redacts every fact's text, so a secret never reaches a summary through the ledger.
-func redactFacts(ledger []facts.Fact, redact func(string) string) []facts.Fact {
-	for i := range ledger {
-		ledger[i].Text = redact(ledger[i].Text)
-	}
-	return ledger
 }

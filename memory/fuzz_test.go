@@ -1,0 +1,731 @@
+package memory_test
+
+// Fuzz targets of the store and the planner. `go test ./memory` runs their seeds (the f.Add
+// calls below and memory/testdata/fuzz/<Target>/); `go test ./memory -run XXX -fuzz FuzzImport`
+// (or FuzzPlan, FuzzSearch) explores further. Helpers here carry an fz prefix so they never
+// collide with the package's other test helpers.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// fzSeedThread is imported before the fuzz input into an existing thread; it leaves the call
+// "open-1" unanswered, so an input may answer it.
+const fzSeedThread = `{"role":"system","content":"You are terse."}
+{"role":"user","content":"look it up"}
+{"role":"assistant","content":null,"tool_calls":[{"id":"open-1","type":"function","function":{"name":"lookup","arguments":"{}"}}]}
+`
+
+// fzImportSeeds are inputs of every shape the importer reads, and of every kind of bad input.
+var fzImportSeeds = []string{
+	// Valid: JSONL, an array, an object, blank lines, CRLF, a BOM, fields kept as given.
+	`{"role":"user","content":"hi"}`,
+	"\xef\xbb\xbf{\"role\":\"user\",\"content\":\"bom\"}\r\n\r\n{\"role\":\"assistant\",\"content\":\"ok\"}\r\n",
+	`[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"parts"},{"type":"image_url","image_url":{"url":"data:x"}}]}]`,
+	`{"messages": [{"role":"developer","content":"d"},{"role":"user","content":"u","name":"ann","x-extra":{"k":[1,2.50,1e3]}}]}`,
+	`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"[]"}}]}
+{"role":"tool","tool_call_id":"b","content":"B"}
+{"role":"tool","tool_call_id":"a","content":"A","name":"f"}
+{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}
+{"role":"tool","tool_call_id":"a","content":"again"}`,
+	`{"role":"tool","tool_call_id":"open-1","content":"answers the seed thread's open call"}`,
+	`{"role":"user","content":"escapes \u00e9\ud83d\ude00 \"q\" \\ \u0000 <|endoftext|>"}`,
+	`{"role":"assistant","content":"","refusal":null,"tool_calls":null,"reasoning_content":"r"}`,
+	// Bad: empty, no message, malformed, not objects, invalid UTF-8, roles, tool calls.
+	``,
+	"  \n\t\n",
+	`[]`,
+	`{"messages": []}`,
+	`{"messages": [{"role":"user","content":"x"}]`,
+	`[{"role":"user","content":"x"}] trailing`,
+	`{"messages": [{"role":"user","content":"x"}]} {"role":"user"}`,
+	`{"role":"user","content":"x"`,
+	`{"role":"user","content":"x"} {"role":"user","content":"y"}`,
+	`null`,
+	`[null]`,
+	`[1, "two"]`,
+	`"just a string"`,
+	"{\"role\":\"user\",\"content\":\"\xff\xfe\"}",
+	"\u00a0{\"role\":\"user\",\"content\":\"nbsp\"}",
+	`{"role":"robot","content":"x"}`,
+	`{"content":"no role"}`,
+	`{"role":"user","content":42}`,
+	`{"role":"user","content":"x","name":7}`,
+	`{"role":"tool","tool_call_id":"nobody","content":"orphan"}`,
+	`{"role":"tool","content":"no id"}`,
+	`{"role":"user","content":"x","tool_call_id":"a"}`,
+	`{"role":"user","content":"x","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+	`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+	`{"role":"assistant","content":null,"tool_calls":[{"id":"open-1","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+	`{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+	`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"arguments":"{}"}}]}`,
+	`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":{"obj":1}}}]}`,
+	`{"role":"user","content":"ok"}
+{"role":"user","content":"then bad"
+{"role":"user","content":"never"}`,
+}
+
+func FuzzImport(f *testing.F) {
+	for _, s := range fzImportSeeds {
+		f.Add([]byte(s))
+	}
+	files, _ := filepath.Glob("../testdata/conversations/*.jsonl")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+		// The same messages as a JSON array and as an object.
+		var msgs []json.RawMessage
+		for line := range bytes.SplitSeq(data, []byte("\n")) {
+			if len(bytes.TrimSpace(line)) > 0 {
+				msgs = append(msgs, line)
+			}
+		}
+		arr, _ := json.Marshal(msgs)
+		f.Add(arr)
+		f.Add([]byte(`{"messages": ` + string(arr) + `}`))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ctx := context.Background()
+		s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "fuzz.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		want, oracleErr := fzParseInput(data)
+
+		// Into a new thread: all of it or nothing, and the thread does not exist after a failure.
+		_, err = s.Import(ctx, "new", bytes.NewReader(data), memory.AppendOptions{})
+		fzCheckImport(t, s, "new", nil, want, oracleErr, err)
+
+		// Into an existing thread with an open call: unchanged after a failure.
+		if _, err := s.Import(ctx, "old", strings.NewReader(fzSeedThread), memory.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		before := fzHistory(t, s, "old")
+		_, err = s.Import(ctx, "old", bytes.NewReader(data), memory.AppendOptions{})
+		fzCheckImport(t, s, "old", before, want, oracleErr, err)
+	})
+}
+
+// fzCheckImport checks the outcome of importing want (the input's messages, or oracleErr when
+// the input is not a well-formed list of JSON objects) into thread, which held before.
+func fzCheckImport(t *testing.T, s *memory.Store, thread string, before, want []any, oracleErr, err error) {
+	t.Helper()
+	ctx := context.Background()
+	if err != nil {
+		var ie *memory.InputError
+		if !errors.As(err, &ie) {
+			t.Fatalf("import into %s failed with %T, want *memory.InputError: %v", thread, err, err)
+		}
+		if before == nil {
+			if _, herr := s.History(ctx, thread); !errors.Is(herr, memory.ErrThreadNotFound) {
+				t.Fatalf("thread %s exists after a failed import (%v): %v", thread, err, herr)
+			}
+			return
+		}
+		if got := fzHistory(t, s, thread); !reflect.DeepEqual(got, before) {
+			t.Fatalf("thread %s changed by a failed import (%v)", thread, err)
+		}
+		if _, aerr := s.Active(ctx, thread); aerr != nil {
+			t.Fatalf("active context of %s after a failed import: %v", thread, aerr)
+		}
+		// The rejection must have a reason the spec lists, or a problem with a named field.
+		if oracleErr == nil && fzClearlyValid(want, before) {
+			t.Fatalf("import into %s rejected input that is valid: %v", thread, err)
+		}
+		return
+	}
+	if oracleErr != nil {
+		t.Fatalf("import into %s accepted input that is not a list of JSON messages (%v)", thread, oracleErr)
+	}
+	if why := fzSpecViolation(want, before); why != "" {
+		t.Fatalf("import into %s accepted input the spec rejects: %s", thread, why)
+	}
+	got := fzHistory(t, s, thread)
+	wantAll := append(append([]any{}, before...), want...)
+	if !reflect.DeepEqual(got, wantAll) {
+		g, _ := json.Marshal(got[len(before):])
+		w, _ := json.Marshal(want)
+		t.Fatalf("history of %s differs from the input\n got: %s\nwant: %s", thread, g, w)
+	}
+	hist, herr := s.History(ctx, thread)
+	if herr != nil {
+		t.Fatal(herr)
+	}
+	for i, e := range hist {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("thread %s: entry %d has seq %d", thread, i, e.Seq)
+		}
+	}
+	a, aerr := s.Active(ctx, thread)
+	if aerr != nil {
+		t.Fatalf("active context of %s: %v", thread, aerr)
+	}
+	if len(a.Entries) != len(hist) {
+		t.Fatalf("active context of %s has %d entries, history %d (never compacted)", thread, len(a.Entries), len(hist))
+	}
+}
+
+// fzHistory returns a thread's history, each message re-marshalled and normalised.
+func fzHistory(t *testing.T, s *memory.Store, thread string) []any {
+	t.Helper()
+	hist, err := s.History(context.Background(), thread)
+	if err != nil {
+		t.Fatalf("history of %s: %v", thread, err)
+	}
+	out := make([]any, len(hist))
+	for i, e := range hist {
+		b, err := json.Marshal(e.Message)
+		if err != nil {
+			t.Fatalf("marshal message %d of %s: %v", e.Seq, thread, err)
+		}
+		if out[i], err = fzNormalize(b); err != nil {
+			t.Fatalf("message %d of %s re-marshals to bad JSON %s: %v", e.Seq, thread, b, err)
+		}
+	}
+	return out
+}
+
+// fzNormalize parses one JSON value; numbers keep their literal text.
+func fzNormalize(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("data after the JSON value")
+	}
+	return v, nil
+}
+
+// fzParseInput reads an import file independently of the importer: a JSON array of objects,
+// an object whose first key is "messages" holding such an array, or JSONL (one object per
+// non-blank line). It returns the normalised messages, or why the input is not one of these.
+func fzParseInput(data []byte) ([]any, error) {
+	if !utf8.Valid(data) {
+		return nil, errors.New("invalid UTF-8")
+	}
+	body := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	var list []any
+	switch {
+	case len(trimmed) == 0:
+		return nil, errors.New("empty")
+	case trimmed[0] == '[':
+		v, err := fzNormalize(trimmed)
+		if err != nil {
+			return nil, err
+		}
+		list, _ = v.([]any)
+	case trimmed[0] == '{' && fzFirstKeyIsMessages(trimmed):
+		v, err := fzNormalize(trimmed)
+		if err != nil {
+			return nil, err
+		}
+		obj := v.(map[string]any)
+		arr, ok := obj["messages"].([]any)
+		if !ok {
+			return nil, errors.New(`"messages" is not an array`)
+		}
+		list = arr
+	default:
+		for line := range bytes.SplitSeq(body, []byte("\n")) {
+			line = bytes.Trim(line, " \t\r\n")
+			if len(line) == 0 {
+				continue
+			}
+			v, err := fzNormalize(line)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+	}
+	if len(list) == 0 {
+		return nil, errors.New("no message")
+	}
+	for i, m := range list {
+		if _, ok := m.(map[string]any); !ok {
+			return nil, fmt.Errorf("message %d is not an object", i)
+		}
+	}
+	return list, nil
+}
+
+// fzFirstKeyIsMessages reports whether a JSON object's first key is "messages".
+func fzFirstKeyIsMessages(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	tok, err := dec.Token()
+	return err == nil && tok == "messages"
+}
+
+// fzMsg is the part of a normalised message the spec's rules look at.
+type fzMsg struct {
+	role, toolCallID string
+	hasCallID        bool
+	calls            []string // tool-call ids
+}
+
+func fzFields(m any) fzMsg {
+	o := m.(map[string]any)
+	var r fzMsg
+	r.role, _ = o["role"].(string)
+	r.toolCallID, r.hasCallID = o["tool_call_id"].(string)
+	if calls, ok := o["tool_calls"].([]any); ok {
+		for _, c := range calls {
+			if co, ok := c.(map[string]any); ok {
+				id, _ := co["id"].(string)
+				r.calls = append(r.calls, id)
+			}
+		}
+	}
+	return r
+}
+
+// fzSpecViolation checks accepted messages against the rules of CLI.md ("Messages"): a known
+// role, a tool message answers an unanswered call, no call id repeated while unanswered.
+func fzSpecViolation(msgs, before []any) string {
+	open := map[string]bool{}
+	for i, m := range append(append([]any{}, before...), msgs...) {
+		f := fzFields(m)
+		switch f.role {
+		case "system", "developer", "user", "assistant", "tool":
+		default:
+			return fmt.Sprintf("message %d: role %q", i, f.role)
+		}
+		if f.role == "tool" {
+			if !open[f.toolCallID] {
+				return fmt.Sprintf("message %d: tool result %q answers no unanswered call", i, f.toolCallID)
+			}
+			delete(open, f.toolCallID)
+		}
+		for _, id := range f.calls {
+			if open[id] {
+				return fmt.Sprintf("message %d: call id %q repeated while unanswered", i, id)
+			}
+			open[id] = true
+		}
+	}
+	return ""
+}
+
+// fzClearlyValid reports whether msgs are plainly valid: the usual OpenAI shapes (string or
+// null content, well-formed tool calls, string names) that follow the rules. The importer must
+// accept these.
+func fzClearlyValid(msgs, before []any) bool {
+	if fzSpecViolation(msgs, before) != "" {
+		return false
+	}
+	isString := func(v any) bool { _, ok := v.(string); return ok }
+	for _, m := range msgs {
+		o := m.(map[string]any)
+		role := o["role"].(string)
+		for k, v := range o {
+			switch k {
+			case "role":
+			case "content":
+				if v != nil && !isString(v) {
+					return false
+				}
+			case "name":
+				if !isString(v) {
+					return false
+				}
+			case "tool_call_id":
+				if role != "tool" || !isString(v) || v == "" {
+					return false
+				}
+			case "tool_calls":
+				calls, ok := v.([]any)
+				if !ok || role != "assistant" {
+					return false
+				}
+				for _, c := range calls {
+					co, ok := c.(map[string]any)
+					if !ok || !isString(co["id"]) || co["id"] == "" || !isString(co["type"]) {
+						return false
+					}
+					fn, ok := co["function"].(map[string]any)
+					if !ok || !isString(fn["name"]) || fn["name"] == "" || !isString(fn["arguments"]) {
+						return false
+					}
+				}
+			}
+		}
+		if role == "tool" && !isString(o["tool_call_id"]) {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzPlan checks MakePlan's invariants on active contexts generated from the fuzz bytes:
+// roles, tool calls with reused, parallel and pending ids, an earlier summary, token sizes,
+// settings and the keep budget.
+func FuzzPlan(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+	f.Add(bytes.Repeat([]byte{4, 5, 6, 7, 1, 200}, 20))
+	f.Add([]byte("system prompt, then a summary, then tool calls answered out of order"))
+	f.Add(bytes.Repeat([]byte{255, 0, 128, 64, 32, 16, 8, 4, 2, 1}, 12))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, s, keep := fzPlanInput(data)
+		p := memory.MakePlan(entries, s, keep)
+		if why := fzPlanViolation(entries, s, keep, p); why != "" {
+			t.Fatalf("%s\nplan %+v\nsettings %+v keep %d\nentries:\n%s", why, p, s, keep, fzDescribe(entries))
+		}
+	})
+}
+
+type fzReader struct{ b []byte }
+
+func (r *fzReader) next() int {
+	if len(r.b) == 0 {
+		return 0
+	}
+	v := int(r.b[0])
+	r.b = r.b[1:]
+	return v
+}
+
+// fzPlanInput builds an active context, settings and a keep budget from data. Messages follow
+// the store's rules (tool calls only on assistant messages, results answer an unanswered call,
+// ids not repeated while unanswered), as the planner only ever sees validated history.
+func fzPlanInput(data []byte) ([]memory.Entry, memory.Settings, int) {
+	r := &fzReader{b: data}
+	s := memory.Settings{
+		TokenLimit:       200 + (r.next()<<8|r.next())%30000,
+		TargetRatio:      []float64{0.5, 0.1, 0.3, 0.7, 0.9, 0.05}[r.next()%6],
+		TriggerRatio:     0.95,
+		SummaryMaxTokens: []int{0, 1, 50, 500, 2048, 100000}[r.next()%6],
+	}
+	if v := r.next(); v%4 == 0 {
+		s.ReserveTokens = s.TokenLimit * (v / 4) / 80
+	}
+	if s.ReserveTokens >= s.TokenLimit {
+		s.ReserveTokens = s.TokenLimit - 1
+	}
+	keep := int(float64(s.Budget()) * s.TargetRatio)
+	if v := r.next(); v%5 == 0 {
+		keep = (v << 4) % (s.Budget() + 1)
+	}
+	tokens := func() int {
+		n := 1 + r.next()%120
+		if r.next()%16 == 0 {
+			n *= 60
+		}
+		return n
+	}
+	var es []memory.Entry
+	seq := int64(0)
+	add := func(m memory.Message) {
+		seq++
+		es = append(es, memory.Entry{Seq: seq, Tokens: tokens(), Message: m})
+	}
+	for range r.next() % 4 {
+		add(memory.TextMessage([]string{"system", "developer"}[r.next()%2], "pinned"))
+	}
+	if r.next()%3 == 0 { // a summary of earlier messages
+		from := seq + 1
+		seq += int64(1 + r.next()%30)
+		es = append(es, memory.Entry{Tokens: tokens(), Message: memory.TextMessage([]string{"system", "user"}[r.next()%2], "summary"),
+			CompactionID: 7, CoversFrom: from, CoversTo: seq})
+	}
+	var open []string // unanswered call ids, oldest first
+	n := r.next() % 80
+	for range n {
+		switch op := r.next() % 10; {
+		case op < 3:
+			add(memory.TextMessage("user", "u"))
+		case op == 3:
+			add(memory.TextMessage([]string{"system", "developer"}[r.next()%2], "late"))
+		case op == 4:
+			add(memory.TextMessage("assistant", "a"))
+		case op < 7: // 1-3 parallel calls; ids come from a small pool, so they are reused
+			m := memory.Message{Role: "assistant", Content: json.RawMessage("null")}
+			for range 1 + r.next()%3 {
+				id := fmt.Sprintf("c%d", r.next()%5)
+				if fzContains(open, id) {
+					continue
+				}
+				open = append(open, id)
+				m.ToolCalls = append(m.ToolCalls, memory.ToolCall{ID: id, Type: "function", Function: memory.FunctionCall{Name: "f", Arguments: "{}"}})
+			}
+			if len(m.ToolCalls) == 0 {
+				m = memory.TextMessage("assistant", "no free id")
+			}
+			add(m)
+		default: // a result, for any open call (parallel results come in any order)
+			if len(open) == 0 {
+				add(memory.TextMessage("user", "u"))
+				continue
+			}
+			i := r.next() % len(open)
+			m := memory.TextMessage("tool", "result")
+			m.ToolCallID = open[i]
+			open = append(open[:i], open[i+1:]...)
+			add(m)
+		}
+	}
+	return es, s, keep
+}
+
+func fzContains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func fzDescribe(es []memory.Entry) string {
+	var b strings.Builder
+	for i, e := range es {
+		fmt.Fprintf(&b, "  %d seq=%d tokens=%d role=%s", i, e.Seq, e.Tokens, e.Message.Role)
+		if e.CompactionID != 0 {
+			fmt.Fprintf(&b, " summary of %d-%d", e.CoversFrom, e.CoversTo)
+		}
+		for _, c := range e.Message.ToolCalls {
+			fmt.Fprintf(&b, " call=%s", c.ID)
+		}
+		if e.Message.ToolCallID != "" {
+			fmt.Fprintf(&b, " answers=%s", e.Message.ToolCallID)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// fzPlanViolation checks the invariants of MakePlan's doc comment, computed independently.
+func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p memory.Plan) string {
+	n := len(es)
+	sum := func(from, to int) int {
+		t := 0
+		for _, e := range es[from:to] {
+			t += e.Tokens
+		}
+		return t
+	}
+	pinned := 0
+	for pinned < n && es[pinned].CompactionID == 0 && (es[pinned].Message.Role == "system" || es[pinned].Message.Role == "developer") {
+		pinned++
+	}
+	if p.Pinned != pinned {
+		return fmt.Sprintf("pinned %d, want the leading system/developer run of %d", p.Pinned, pinned)
+	}
+	if p.Pinned < 0 || p.Pinned > p.Kept || p.Kept > n {
+		return fmt.Sprintf("want 0 <= pinned %d <= kept %d <= len %d", p.Pinned, p.Kept, n)
+	}
+	if p.Kept == n && !p.Ineffective {
+		return "nothing kept, yet the plan is not ineffective"
+	}
+	// Pair each result with the latest unanswered call of its id.
+	type pair struct{ call, result int }
+	var pairs []pair
+	open := map[string][]int{}
+	for i, e := range es {
+		if id := e.Message.ToolCallID; e.Message.Role == "tool" && len(open[id]) > 0 {
+			c := open[id][len(open[id])-1]
+			open[id] = open[id][:len(open[id])-1]
+			pairs = append(pairs, pair{c, i})
+		}
+		for _, c := range e.Message.ToolCalls {
+			open[c.ID] = append(open[c.ID], i)
+		}
+	}
+	splits := func(at int) bool {
+		for _, pr := range pairs {
+			if pr.call < at && at <= pr.result {
+				return true
+			}
+		}
+		return false
+	}
+	var cuts []int
+	for i := pinned + 1; i < n; i++ {
+		if es[i].Message.Role != "tool" && !splits(i) {
+			cuts = append(cuts, i)
+		}
+	}
+	if p.Kept < n {
+		if es[p.Kept].Message.Role == "tool" {
+			return "the kept part starts with a tool result"
+		}
+		if splits(p.Kept) {
+			return "a call before the kept part has its result in it"
+		}
+		if splits(p.Pinned) {
+			return "a call in the pinned part has its result after it"
+		}
+	}
+	if len(cuts) == 0 {
+		if p.Kept != n || !p.Ineffective {
+			return "no unit boundary after the pinned messages, yet the plan summarizes"
+		}
+		return ""
+	}
+	newest := cuts[len(cuts)-1]
+	if p.Kept > newest {
+		return fmt.Sprintf("the newest unit (from %d) is not kept (kept from %d)", newest, p.Kept)
+	}
+	k := -1
+	for i, c := range cuts {
+		if c == p.Kept {
+			k = i
+		}
+	}
+	if k < 0 {
+		return fmt.Sprintf("kept starts at %d, not at a unit boundary %v", p.Kept, cuts)
+	}
+	if p.PinnedTokens != sum(0, p.Pinned) || p.MiddleTokens != sum(p.Pinned, p.Kept) || p.KeptTokens != sum(p.Kept, n) {
+		return "token sums differ from the entries"
+	}
+	if p.PinnedTokens+p.KeptTokens > keep && p.Kept != newest {
+		return fmt.Sprintf("pinned + kept = %d over the keep budget %d with more than the newest unit kept", p.PinnedTokens+p.KeptTokens, keep)
+	}
+	if k > 0 && p.PinnedTokens+sum(cuts[k-1], n) <= keep {
+		return fmt.Sprintf("the unit before the kept part (from %d) would fit the keep budget %d", cuts[k-1], keep)
+	}
+	maxSummary := s.SummaryMaxTokens
+	if maxSummary == 0 {
+		maxSummary = memory.DefaultSummaryMaxTokens
+	}
+	if p.SummaryBudget > maxSummary {
+		return fmt.Sprintf("summary budget %d over summary_max_tokens %d", p.SummaryBudget, maxSummary)
+	}
+	if p.SummaryBudget > s.Budget()-p.PinnedTokens-p.KeptTokens {
+		return fmt.Sprintf("summary budget %d over L - pinned - kept = %d", p.SummaryBudget, s.Budget()-p.PinnedTokens-p.KeptTokens)
+	}
+	// The range covers exactly the middle's messages (a summary contributes its range).
+	covered := map[int64]bool{}
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, e := range es[p.Pinned:p.Kept] {
+		from, to := e.Seq, e.Seq
+		if e.CompactionID != 0 {
+			from, to = e.CoversFrom, e.CoversTo
+		}
+		for q := from; q <= to; q++ {
+			covered[q] = true
+		}
+		lo, hi = min(lo, from), max(hi, to)
+	}
+	if p.FromSeq != lo || p.ToSeq != hi || int64(len(covered)) != hi-lo+1 {
+		return fmt.Sprintf("range %d-%d, the middle covers %d-%d (%d messages)", p.FromSeq, p.ToSeq, lo, hi, len(covered))
+	}
+	active := p.PinnedTokens + p.MiddleTokens + p.KeptTokens + memory.ReplyPriming
+	if !p.Ineffective {
+		if p.MiddleLen() < 1 || p.SummaryBudget < 32 {
+			return fmt.Sprintf("effective plan with %d middle entries and a summary budget of %d", p.MiddleLen(), p.SummaryBudget)
+		}
+		if saved := p.MiddleTokens - p.SummaryBudget; float64(saved) < 0.1*float64(active) {
+			return fmt.Sprintf("a summary within budget saves %d of %d tokens, under 10%%", saved, active)
+		}
+	} else if p.SummaryBudget >= 32 {
+		return fmt.Sprintf("ineffective (%s) with a summary budget of %d", p.Why, p.SummaryBudget)
+	}
+	return ""
+}
+
+// fzSearchStore is the store FuzzSearch queries: three conversations, one of them compacted so
+// that summaries are searched too. It is built once per process.
+var fzSearchStore = sync.OnceValues(func() (*memory.Store, error) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "memcascade-fuzzsearch")
+	if err != nil {
+		return nil, err
+	}
+	s, err := memory.Open(ctx, filepath.Join(dir, "search.db"))
+	if err != nil {
+		return nil, err
+	}
+	files, _ := filepath.Glob("../testdata/conversations/*.jsonl")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.Import(ctx, filepath.Base(file), bytes.NewReader(data), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+			return nil, err
+		}
+	}
+	odd := []memory.Message{
+		memory.TextMessage("user", `quotes "a" 'b' and AND OR NOT NEAR(x y) col:z * ^ - + ( ) {c} Ünïcödé 日本語 🙂`),
+		memory.TextMessage("assistant", "nul\x00byte and <|endoftext|>"),
+	}
+	if _, err := s.Append(ctx, "odd", odd, memory.AppendOptions{}); err != nil {
+		return nil, err
+	}
+	if len(files) > 0 {
+		counter, err := s.Counter(memory.EncodingO200k)
+		if err != nil {
+			return nil, err
+		}
+		casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
+			Provider: &cascade.Extractive{Count: counter.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+		c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
+		if _, err := c.Compact(ctx, filepath.Base(files[0]), memory.CompactOptions{Force: true}); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+})
+
+func FuzzSearch(f *testing.F) {
+	for _, q := range []string{
+		"", " ", "reservation", "flight cancel", `"`, `""`, `a"b`, `"unterminated`, "AND", "a OR b", "NOT x",
+		"NEAR(a b)", "*", "a*", "^a", "-a", "+a", "col:x", "body:x", "(", ")", "{a b}", "'", "\x00", "a\x00b",
+		"\xff\xfe", "Ünïcödé", "日本語", "🙂", "<|endoftext|>", "Summary earlier", strings.Repeat("x ", 300),
+		"\u0301", "ꙮ", "a\u200bb", "ǅ", "\t\n\r",
+	} {
+		f.Add(q, "", uint8(0))
+		f.Add(q, "odd", uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, query, thread string, limit uint8) {
+		s, err := fzSearchStore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := s.Search(context.Background(), query, memory.SearchOptions{Thread: thread, Limit: int(limit)})
+		if err != nil {
+			t.Fatalf("search %q (thread %q, limit %d): %v", query, thread, limit, err)
+		}
+		max := int(limit)
+		if max == 0 {
+			max = 20
+		}
+		if len(hits) > max {
+			t.Fatalf("search %q: %d hits, limit %d", query, len(hits), max)
+		}
+		for _, h := range hits {
+			if h.Thread == "" || (thread != "" && h.Thread != thread) {
+				t.Fatalf("search %q in thread %q: hit in thread %q", query, thread, h.Thread)
+			}
+		}
+	})
+}
