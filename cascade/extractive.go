@@ -29,7 +29,7 @@ const DefaultExtractiveTokens = 1024
 //
 // Its entry's Type and Model are "extractive".
 type Extractive struct {
-	// Count counts the tokens of a text; nil: an estimate of one token per 4 bytes.
+	// Count counts the tokens of a text; nil: an estimate of one token per 3 bytes.
 	Count func(string) int
 }
 
@@ -45,6 +45,9 @@ func (x Extractive) Complete(ctx context.Context, req llm.Request) (llm.Response
 		count = estimateTokens
 	}
 	budget := req.MaxTokens
+	if req.TargetTokens > 0 && (budget <= 0 || req.TargetTokens < budget) {
+		budget = req.TargetTokens
+	}
 	if budget <= 0 {
 		budget = DefaultExtractiveTokens
 	}
@@ -67,7 +70,10 @@ func (x Extractive) Complete(ctx context.Context, req llm.Request) (llm.Response
 	}, nil
 }
 
-func estimateTokens(s string) int { return (len(s) + 3) / 4 }
+// estimateTokens is the count used without a Count function: one token per 3 bytes, on the
+// safe side of the 3.5 to 4.5 bytes a token of English or JSON takes with OpenAI's encodings,
+// so a summary sized with it fits its budget in the caller's tokens.
+func estimateTokens(s string) int { return (len(s) + 2) / 3 }
 
 // lastUserText is the content of the last user message, else of the last message.
 func lastUserText(msgs []llm.Message) string {

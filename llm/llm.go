@@ -19,6 +19,9 @@ type Request struct {
 	Messages []Message
 	// MaxTokens bounds the completion; 0 means the provider's configured max_output_tokens.
 	MaxTokens int
+	// TargetTokens is the size the caller would like the answer to have (0: none). A model
+	// reads it from the prompt; a local summarizer may size its output with it.
+	TargetTokens int
 	// Accept, when set, inspects a completion's text. A non-nil error rejects it as a bad
 	// response (class bad_response): the attempt is logged as failed and retried within the
 	// provider's max_attempts.

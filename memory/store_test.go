@@ -15,7 +15,7 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-func openStore(t *testing.T) (*memory.Store, string) {
+func openStore(t testing.TB) (*memory.Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "memory.db")
 	s, err := memory.Open(context.Background(), path)

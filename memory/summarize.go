@@ -38,6 +38,8 @@ const (
 	maxResplits = 3
 	// factsShare of the summary budget is left free for the facts the provider may drop.
 	factsShare = 0.2
+	// blockHeaderTokens is what a message's transcript header and call ids add to its count.
+	blockHeaderTokens = 12
 )
 
 // summary is the outcome of one pass's summarization.
@@ -90,16 +92,26 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	blocks := make([]block, len(middle))
 	for i, e := range middle {
 		var sb strings.Builder
-		transcript.RenderMessage(&sb, transcriptMessage(e), transcript.Options{MaxTextBytes: s.MaxResultBytes})
+		tm := transcriptMessage(e)
+		transcript.RenderMessage(&sb, tm, transcript.Options{MaxTextBytes: s.MaxResultBytes})
 		text := redact(sb.String())
-		blocks[i] = block{text: text, tokens: counter.CountText(text)}
+		// A block's size is the message's stored count plus its header, unless trimming made
+		// it smaller: then it is counted (only long messages are trimmed).
+		tokens := e.Tokens + blockHeaderTokens
+		if rendered := len(tm.Text) + argsLen(tm.ToolCalls); len(text) < rendered {
+			tokens = counter.CountText(text)
+		}
+		blocks[i] = block{text: text, tokens: tokens}
 	}
 	units := append([]int{0}, validCuts(middle, 0)...)
 	// The ledger is extracted from redacted text: a secret cut out of its context (a key's
 	// body without its BEGIN line) would no longer be recognised as one.
 	ledger := facts.Extract(factMessages(middle, redact))
 
-	asked := max(minSummaryTokens/2, int(float64(bodyBudget)*(1-factsShare)))
+	// The size asked for: a quarter of the middle, within what the budget leaves for the
+	// facts the provider may drop. The budget itself is only the hard limit.
+	asked := min(max(plan.MiddleTokens/4, 2*minSummaryTokens), int(float64(bodyBudget)*(1-factsShare)))
+	asked = max(asked, minSummaryTokens/2)
 	systemTokens := counter.CountText(systemPrompt) + requestFraming
 	accept := func(text string) error {
 		if n := counter.CountText(redact(text)); n > bodyBudget {
@@ -131,7 +143,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 		for k := 0; k < len(parts); k++ {
 			n := len(parts)
 			c.progress(Progress{Thread: a.Thread.ID, Pass: pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
-			req := llm.Request{Messages: RenderRequest(parts[k].text(blocks), running, k+1, n, asked), MaxTokens: out}
+			req := llm.Request{Messages: RenderRequest(parts[k].text(blocks), running, k+1, n, asked), MaxTokens: out, TargetTokens: asked}
 			if k == n-1 {
 				req.Accept = accept
 			}
@@ -253,6 +265,14 @@ func split(blocks []block, units []int, limit int) []part {
 	}
 	flush()
 	return parts
+}
+
+func argsLen(calls []transcript.ToolCall) int {
+	n := 0
+	for _, c := range calls {
+		n += len(c.Arguments)
+	}
+	return n
 }
 
 func splitTokens(parts []part, blocks []block) int {

@@ -1,0 +1,83 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// instant is a summarizer that answers at once: what is measured is the compactor's own work.
+type instant struct{}
+
+func (instant) Run(ctx context.Context, id int64, task llm.Task) (llm.Result, error) {
+	text, err := task(ctx, llm.Target{Name: "instant"}, instantCompleter{})
+	return llm.Result{Text: text, Provider: "instant", Model: "instant"}, err
+}
+
+type instantCompleter struct{}
+
+func (instantCompleter) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	return llm.Response{Text: "The user asked about many orders; all were answered.", FinishReason: "stop"}, nil
+}
+
+func benchMessages(n int) []memory.Message {
+	msgs := []memory.Message{memory.TextMessage("system", "You are a support agent.")}
+	for i := range n {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, memory.TextMessage(role, fmt.Sprintf("message %d about order W%06d and flight HAT%03d", i, i, i%300)))
+	}
+	return msgs
+}
+
+func BenchmarkCompact(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ctx := context.Background()
+			s, _ := openStore(b)
+			msgs := benchMessages(n)
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				thread := fmt.Sprint("t", i)
+				if _, err := s.Append(ctx, thread, msgs, memory.AppendOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				a, _ := s.Active(ctx, thread)
+				c := memory.NewCompactor(s, instant{}, memory.Settings{TokenLimit: a.Tokens / 2})
+				b.StartTimer()
+				if _, err := c.Compact(ctx, thread, memory.CompactOptions{Force: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkActive(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openStore(b)
+	if _, err := s.Append(ctx, "t", benchMessages(200), memory.AppendOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := s.Active(ctx, "t"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openStore(b)
+	msgs := benchMessages(100)
+	for i := 0; b.Loop(); i++ {
+		if _, err := s.Append(ctx, fmt.Sprint("t", i), msgs, memory.AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package memory_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// The quick start: keep a conversation in a store, read back what to send to the model.
+func Example() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "memcascade")
+	defer os.RemoveAll(dir)
+
+	store, err := memory.Open(ctx, filepath.Join(dir, "agent.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+
+	_, err = store.Append(ctx, "support-42", []memory.Message{
+		memory.TextMessage(memory.RoleSystem, "You are a helpful support agent."),
+		memory.TextMessage(memory.RoleUser, "My order W1234 has not arrived."),
+	}, memory.AppendOptions{Model: "gpt-4o"})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	active, err := store.Active(ctx, "support-42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(active.Messages()), "messages,", active.Tokens, "tokens")
+	// Output: 2 messages, 32 tokens
+}
+
+// An agent loop: append each turn, and compact when ShouldCompact says so. The cascade here is
+// the built-in offline summarizer; an agent would configure its OpenAI-compatible providers
+// first (see package config).
+func Example_agentLoop() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "memcascade")
+	defer os.RemoveAll(dir)
+
+	store, err := memory.Open(ctx, filepath.Join(dir, "agent.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	summarizer := cascade.New(store.DB(), cascade.Entry{Name: "offline", Type: "extractive", Provider: &cascade.Extractive{}})
+	compactor := memory.NewCompactor(store, summarizer, memory.Settings{TokenLimit: 2000})
+
+	store.Append(ctx, "t", []memory.Message{memory.TextMessage(memory.RoleSystem, "You are a travel agent.")}, memory.AppendOptions{})
+	for turn := range 30 {
+		question := fmt.Sprintf("Question %d: what about flight HAT%03d? %s", turn, turn, strings.Repeat("details ", 20))
+		answer := fmt.Sprintf("Flight HAT%03d leaves at %02d:00. %s", turn, turn%24, strings.Repeat("more ", 20))
+		if _, err := store.Append(ctx, "t", []memory.Message{
+			memory.TextMessage(memory.RoleUser, question),
+			memory.TextMessage(memory.RoleAssistant, answer), // the model's reply
+		}, memory.AppendOptions{}); err != nil {
+			log.Fatal(err)
+		}
+		due, err := compactor.ShouldCompact(ctx, "t")
+		if err != nil {
+			log.Fatal(err)
+		}
+		if due {
+			rep, err := compactor.Compact(ctx, "t", memory.CompactOptions{})
+			if err != nil {
+				log.Fatal(err) // the originals are kept; the agent can go on
+			}
+			fmt.Printf("turn %d: %s, %d -> %d tokens\n", turn, rep.Status, rep.TokensBefore, rep.TokensAfter)
+		}
+	}
+	active, _ := store.Active(ctx, "t")
+	fmt.Println("under the limit:", active.Tokens <= 2000)
+	// Output:
+	// turn 19: applied, 1617 -> 1089 tokens
+	// under the limit: true
+}
