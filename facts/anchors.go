@@ -1,0 +1,326 @@
+package facts
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// A finder runs a span pattern only where a match can start. Go's regexp engine is slow on
+// patterns without a literal prefix, which all the span patterns are; so each finder lists
+// candidate starts from a cheap scan for a byte or word its matches contain (the '-' of a
+// date, the '@' of an email, the ':' of a clock time), and tries its pattern, anchored with
+// ^, at those starts only. A pattern that began with \b relies on its candidates to start
+// after a non-word byte.
+type finder struct {
+	re     *regexp.Regexp
+	window int // bytes a match may span from its start
+	starts func(w, lower string) []int
+}
+
+func newFinder(re *regexp.Regexp, window int, starts func(w, lower string) []int) finder {
+	src := strings.TrimPrefix(re.String(), `\b`)
+	return finder{re: regexp.MustCompile(`^(?:` + src + `)`), window: window, starts: starts}
+}
+
+// find returns the non-overlapping matches in w (submatch index slices), in order. lower
+// is w with ASCII letters lower-cased.
+func (f finder) find(w, lower string) [][]int {
+	starts := f.starts(w, lower)
+	if len(starts) == 0 {
+		return nil
+	}
+	slices.Sort(starts)
+	starts = slices.Compact(starts)
+	var out [][]int
+	end := 0
+	for _, st := range starts {
+		if st < end || st < 0 || st >= len(w) {
+			continue
+		}
+		m := f.re.FindStringSubmatchIndex(w[st:min(len(w), st+f.window)])
+		if m == nil {
+			continue
+		}
+		for i := range m {
+			if m[i] >= 0 {
+				m[i] += st
+			}
+		}
+		out = append(out, m)
+		end = m[1]
+	}
+	return out
+}
+
+// indexAll returns the offsets of every occurrence of sub in s.
+func indexAll(s, sub string) []int {
+	var out []int
+	for i := 0; ; {
+		j := strings.Index(s[i:], sub)
+		if j < 0 {
+			return out
+		}
+		out = append(out, i+j)
+		i += j + 1
+		if i >= len(s) {
+			return out
+		}
+	}
+}
+
+// back moves from i to the left over bytes accepted by ok, at most max bytes.
+func back(w string, i int, max int, ok func(byte) bool) int {
+	for n := 0; i > 0 && n < max && ok(w[i-1]); n++ {
+		i--
+	}
+	return i
+}
+
+// wordStart reports whether a match may begin at i under a leading \b: the byte before is
+// not a word byte (or i is the start).
+func wordStart(w string, i int) bool { return i == 0 || !isWordByte(w[i-1]) }
+
+func isHexByte(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F'
+}
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+// digitsBack returns the start of the run of up to max digits ending before i.
+func digitsBack(w string, i, max int) int { return back(w, i, max, isDigit) }
+
+var (
+	urlFinder = newFinder(urlRE, 4096, func(w, _ string) []int {
+		var out []int
+		for _, p := range indexAll(w, "://") {
+			if st := back(w, p, 8, isAlnum); st < p && wordStart(w, st) {
+				out = append(out, st)
+			}
+		}
+		return out
+	})
+	emailFinder = newFinder(emailRE, 512, func(w, _ string) []int {
+		var out []int
+		for _, p := range indexAll(w, "@") {
+			st := back(w, p, 256, func(b byte) bool { return isAlnum(b) || strings.IndexByte("._%+-", b) >= 0 })
+			for st < p && !isAlnum(w[st]) {
+				st++
+			}
+			if st < p && wordStart(w, st) {
+				out = append(out, st)
+			}
+		}
+		return out
+	})
+	winFinder = newFinder(winRE, 1024, func(w, _ string) []int {
+		var out []int
+		for _, p := range indexAll(w, `:\`) {
+			if p > 0 && isLetter(w[p-1]) && wordStart(w, p-1) {
+				out = append(out, p-1)
+			}
+		}
+		return out
+	})
+	pathFinder = newFinder(pathRE, 1024, func(w, _ string) []int {
+		var out []int
+		for _, p := range indexAll(w, "/") {
+			out = append(out, back(w, p, 1024, func(b byte) bool { return isAlnum(b) || strings.IndexByte("_.@+~-", b) >= 0 }))
+		}
+		return out
+	})
+	uuidFinder = newFinder(uuidRE, 40, func(w, _ string) []int {
+		var out []int
+		for _, p := range indexAll(w, "-") {
+			if st := back(w, p, 8, isHexByte); p-st == 8 && wordStart(w, st) {
+				out = append(out, st)
+			}
+		}
+		return out
+	})
+	isoDateFinder = newFinder(isoDateRE, 40, func(w, _ string) []int {
+		var out []int
+		for _, p := range indexAll(w, "-") {
+			if st := digitsBack(w, p, 4); p-st == 4 && wordStart(w, st) {
+				out = append(out, st)
+			}
+		}
+		return out
+	})
+	monthDayFinder = newFinder(monthDayRE, 40, monthStarts)
+	dayMonthFinder = newFinder(dayMonthRE, 40, func(w, lower string) []int {
+		var out []int
+		for _, p := range monthStarts(w, lower) {
+			i := back(w, p, 8, func(b byte) bool { return b == ' ' || b == '\t' })
+			if i == p {
+				continue
+			}
+			if i >= 2 && isLetter(w[i-1]) && isLetter(w[i-2]) {
+				i -= 2 // 17th
+			}
+			if st := digitsBack(w, i, 2); st < i && wordStart(w, st) {
+				out = append(out, st)
+			}
+		}
+		return out
+	})
+	slashDateFinders = func() []finder {
+		starts := func(w, _ string) []int {
+			var out []int
+			for i := 1; i+1 < len(w); i++ {
+				if (w[i] == '/' || w[i] == '.') && isDigit(w[i-1]) && isDigit(w[i+1]) {
+					if st := digitsBack(w, i, 4); wordStart(w, st) {
+						out = append(out, st)
+					}
+				}
+			}
+			return out
+		}
+		return []finder{newFinder(slashYMDRE, 16, starts), newFinder(slashDMYRE, 16, starts)}
+	}()
+	amountFinder = newFinder(amountRE, 64, func(w, _ string) []int {
+		var out []int
+		for _, sym := range []string{"$", "€", "£", "¥", "₹"} {
+			for _, p := range indexAll(w, sym) {
+				if sym == "$" && p >= 2 && w[p-2:p] == "US" {
+					p -= 2
+				}
+				out = append(out, p)
+			}
+		}
+		for _, code := range []string{"USD", "EUR", "GBP", "CAD", "AUD", "JPY", "CHF", "CNY", "INR", "dollar", "euro"} {
+			for _, p := range indexAll(w, code) {
+				if wordStart(w, p) {
+					out = append(out, p) // EUR 30
+				}
+				i := p
+				if i > 0 && (w[i-1] == ' ' || w[i-1] == '\t') {
+					i--
+				}
+				if st := back(w, i, 32, func(b byte) bool { return isDigit(b) || b == ',' || b == '.' }); st < i && isDigit(w[st]) && wordStart(w, st) {
+					out = append(out, st) // 30 EUR
+				}
+			}
+		}
+		return out
+	})
+	percentFinder = newFinder(percentRE, 32, func(w, _ string) []int {
+		var out []int
+		add := func(p int) {
+			i := p
+			if i > 0 && (w[i-1] == ' ' || w[i-1] == '\t') {
+				i--
+			}
+			if st := back(w, i, 24, func(b byte) bool { return isDigit(b) || b == '.' }); st < i && isDigit(w[st]) && wordStart(w, st) {
+				out = append(out, st)
+			}
+		}
+		for _, p := range indexAll(w, "%") {
+			add(p)
+		}
+		for _, p := range indexAll(w, "percent") {
+			add(p)
+		}
+		return out
+	})
+	clockFinder = newFinder(clockRE, 24, func(w, lower string) []int {
+		var out []int
+		for _, p := range indexAll(w, ":") {
+			if p > 0 && p+1 < len(w) && isDigit(w[p-1]) && isDigit(w[p+1]) {
+				if st := digitsBack(w, p, 2); wordStart(w, st) {
+					out = append(out, st)
+				}
+			}
+		}
+		for _, suffix := range []string{"am", "pm", "a.m.", "p.m."} {
+			for _, p := range indexAll(lower, suffix) {
+				i := p
+				if i > 0 && (w[i-1] == ' ' || w[i-1] == '\t') {
+					i--
+				}
+				if st := digitsBack(w, i, 2); st < i && wordStart(w, st) {
+					out = append(out, st)
+				}
+			}
+		}
+		return out
+	})
+	issueFinder  = newFinder(issueRE, 16, func(w, _ string) []int { return indexAll(w, "#") })
+	shaCtxFinder = newFinder(shaCtxRE, 96, func(w, lower string) []int {
+		var out []int
+		for _, kw := range []string{"commit", "sha", "revision", "rev", "hash", "checkout", "cherry-pick", "head is now at"} {
+			for _, p := range indexAll(lower, kw) {
+				if wordStart(w, p) {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	})
+	hyphenIDFinder = newFinder(hyphenIDRE, 64, func(w, _ string) []int {
+		var out []int
+		for _, p := range indexAll(w, "-") {
+			if p+1 < len(w) && isDigit(w[p+1]) && p > 0 && (w[p-1] >= 'A' && w[p-1] <= 'Z' || isDigit(w[p-1])) {
+				st := back(w, p, 48, func(b byte) bool { return b >= 'A' && b <= 'Z' || isDigit(b) || b == '-' })
+				for st < p && !(w[st] >= 'A' && w[st] <= 'Z') {
+					st++
+				}
+				if st < p && wordStart(w, st) {
+					out = append(out, st)
+				}
+			}
+		}
+		return out
+	})
+	snakeIDFinder = newFinder(snakeIDRE, 128, func(w, _ string) []int {
+		var out []int
+		for _, p := range indexAll(w, "_") {
+			if p+1 < len(w) && isDigit(w[p+1]) {
+				st := back(w, p, 96, func(b byte) bool { return b >= 'a' && b <= 'z' || isDigit(b) || b == '_' })
+				for st < p && !(w[st] >= 'a' && w[st] <= 'z') {
+					st++
+				}
+				if st < p && wordStart(w, st) {
+					out = append(out, st)
+				}
+			}
+		}
+		return out
+	})
+	ctxIDFinder = newFinder(ctxIDRE, 96, func(w, lower string) []int {
+		var out []int
+		for _, kw := range []string{"order", "reservation", "booking", "confirmation", "ticket", "invoice", "account",
+			"transaction", "tracking", "reference", "customer", "user", "issue", "incident", "pr", "pull request"} {
+			for _, p := range indexAll(lower, kw) {
+				if e := p + len(kw); wordStart(w, p) && (e == len(w) || !isWordByte(w[e])) {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	})
+)
+
+// monthStarts finds month names (capitalised: "may" is a verb) at a word start.
+func monthStarts(w, _ string) []int {
+	var out []int
+	for _, mo := range monthPrefixes {
+		for _, p := range indexAll(w, mo) {
+			if wordStart(w, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// asciiLower lower-cases ASCII letters only, so offsets stay those of s.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,332 @@
+package facts
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// ctx says where a text comes from, which decides what is looked for in it.
+type ctx struct {
+	ref         bool // said by the user or the assistant, or passed to a tool
+	constraints bool // user messages only
+	prose       bool // times and percentages are read only where they are not data dumps
+	allErrors   bool // tool output: unanchored error phrases too (exit status, HTTP 404, ...)
+}
+
+var (
+	ctxUser      = ctx{ref: true, constraints: true, prose: true}
+	ctxAssistant = ctx{ref: true, prose: true}
+	ctxArgs      = ctx{ref: true, prose: true}
+	ctxTool      = ctx{allErrors: true}
+)
+
+type extractor struct {
+	c *collector
+}
+
+// message extracts from a message content: a JSON document is walked (keys are not
+// facts, values are), anything else is read as text.
+func (x *extractor) message(content string, cx ctx) {
+	if strings.TrimSpace(content) == "" {
+		return
+	}
+	if v, ok := parseJSONDoc(content); ok {
+		x.walk(v, "", "", cx)
+		return
+	}
+	x.text(content, cx)
+}
+
+// toolCall records name(key=value, ...) and extracts from the argument values.
+func (x *extractor) toolCall(tc ToolCall) {
+	name := strings.Join(strings.Fields(strings.ToValidUTF8(tc.Name, "\uFFFD")), " ")
+	args := strings.ToValidUTF8(tc.Arguments, "\uFFFD")
+	v, ok := parseJSONDoc(args)
+	if name != "" {
+		text, required := toolCallText(name, v, ok, args)
+		base := weightKey
+		if required == 0 {
+			base = weightValue // think(thought=…), submit(): only the name to keep
+		}
+		x.c.addBase(KindToolCall, text, "", true, base)
+	}
+	if ok {
+		x.walk(v, "", "", ctxArgs)
+	} else if strings.TrimSpace(args) != "" {
+		x.text(args, ctxArgs)
+	}
+}
+
+// Tool call facts show scalar arguments up to this many characters; longer values are cut
+// and marked with an ellipsis, and do not have to be kept.
+const (
+	maxArgValue     = 40
+	maxToolCallText = 200
+	ellipsis        = "…"
+)
+
+// toolCallText renders name(key=value, ...) from the parsed arguments, and counts the values
+// a summary has to keep.
+func toolCallText(name string, v any, parsed bool, raw string) (string, int) {
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteByte('(')
+	required := 0
+	obj, isObj := v.(jsonObject)
+	switch {
+	case parsed && isObj:
+		n := 0
+		for _, kv := range obj {
+			if !isArgKey(kv.key) {
+				continue
+			}
+			var val string
+			switch t := kv.val.(type) {
+			case string:
+				val = oneLine(t)
+				if val == "" {
+					continue
+				}
+				if utf8.RuneCountInString(val) > maxArgValue || val != strings.TrimSpace(t) {
+					val = cutRunes(val, maxArgValue) + ellipsis
+				} else if val != "true" && val != "false" && val != "null" {
+					required++
+				}
+			case json.Number:
+				val = t.String()
+				required++
+			case bool:
+				val = "false"
+				if t {
+					val = "true"
+				}
+			case nil:
+				val = "null"
+			default:
+				continue // arrays and objects: their ids and dates are facts of their own
+			}
+			if b.Len() > maxToolCallText {
+				b.WriteString(", " + ellipsis)
+				break
+			}
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(kv.key)
+			b.WriteByte('=')
+			b.WriteString(val)
+			n++
+		}
+	case strings.TrimSpace(raw) != "" && !(parsed && isEmptyJSON(v)):
+		b.WriteString(ellipsis)
+	}
+	b.WriteByte(')')
+	return b.String(), required
+}
+
+func isEmptyJSON(v any) bool {
+	switch t := v.(type) {
+	case jsonObject:
+		return len(t) == 0
+	case []any:
+		return len(t) == 0
+	}
+	return false
+}
+
+// isArgKey accepts argument names that parse back out of name(key=value, ...).
+func isArgKey(k string) bool {
+	if k == "" || len(k) > 64 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
+		case (c >= '0' && c <= '9' || c == '.' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// oneLine returns the first non-empty line of s, trimmed.
+func oneLine(s string) string {
+	for _, line := range splitLines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			return line
+		}
+	}
+	return ""
+}
+
+// splitLines splits s at \n, \r\n and lone \r.
+func splitLines(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+}
+
+// cutRunes returns s cut to at most n runes.
+func cutRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return strings.TrimSpace(s[:j])
+		}
+		i++
+	}
+	return s
+}
+
+// cutWords returns s cut to at most n runes, at a space when one is not too far back.
+func cutWords(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	c := cutRunes(s, n)
+	if sp := strings.LastIndexByte(c, ' '); sp > len(c)/2 {
+		c = c[:sp]
+	}
+	return strings.TrimSpace(c)
+}
+
+// walk extracts from a parsed JSON value: string values are read as text, and some keys
+// mark their values as ids, amounts or errors.
+func (x *extractor) walk(v any, key, parent string, cx ctx) {
+	switch t := v.(type) {
+	case jsonObject:
+		for _, kv := range t {
+			x.walk(kv.val, kv.key, key, cx)
+		}
+	case []any:
+		for _, e := range t {
+			x.walk(e, key, parent, cx)
+		}
+	case string:
+		x.keyed(key, parent, t, false, cx)
+		x.text(t, cx)
+	case json.Number:
+		x.keyed(key, parent, t.String(), true, cx)
+	}
+}
+
+// keyed applies the rules that depend on a JSON key.
+func (x *extractor) keyed(key, parent, val string, number bool, cx ctx) {
+	if key == "" {
+		return
+	}
+	k := strings.ToLower(key)
+	v := strings.TrimSpace(val)
+	switch {
+	case isMoneyKey(k):
+		n := strings.TrimPrefix(v, "-")
+		if n == "" || !isPlainNumber(n) || numberCore(n) == "0" {
+			return
+		}
+		x.c.add(KindAmount, n, numberCore(n), cx.ref)
+	case isIDKey(key, k):
+		if v == "" || len(v) > 64 || strings.ContainsAny(v, " \t\r\n") || (number && strings.ContainsAny(v, ".eE")) {
+			return
+		}
+		if !hasDigit(v) && !(len(v) >= 5 && isUpperAlnum(v)) {
+			return
+		}
+		x.c.add(KindID, v, "", cx.ref)
+	case !number && (isErrorKey(k) || isErrorKey(strings.ToLower(parent)) && isMessageKey(k)):
+		if line := oneLine(v); line != "" {
+			x.c.add(KindError, cutWords(line, maxErrorLen), "", cx.ref)
+		}
+	}
+}
+
+var moneyKeys = map[string]bool{
+	"amount": true, "price": true, "total": true, "cost": true, "balance": true,
+	"refund": true, "fee": true, "fees": true, "paid": true, "charge": true,
+	"subtotal": true, "tax": true, "discount": true, "payment": true,
+}
+
+func isMoneyKey(k string) bool {
+	if moneyKeys[k] {
+		return true
+	}
+	for _, s := range []string{"_amount", "_price", "_total", "_cost", "_balance", "_fee", "_refund", "_paid", "_charge"} {
+		if strings.HasSuffix(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+var idKeys = map[string]bool{
+	"id": true, "uuid": true, "sku": true, "confirmation": true, "confirmation_code": true,
+	"confirmation_number": true, "booking_reference": true, "booking_code": true,
+	"tracking_number": true, "ticket": true, "ticket_number": true, "reference": true,
+	"order_number": true, "flight_number": true, "invoice_number": true, "account_number": true,
+	"case_number": true, "reservation": true, "pnr": true,
+}
+
+// isIDKey: id, *_id, camelCase *Id, and the keys above.
+func isIDKey(key, lower string) bool {
+	if idKeys[lower] || strings.HasSuffix(lower, "_id") || strings.HasSuffix(lower, "-id") {
+		return true
+	}
+	n := len(key)
+	return n > 2 && (key[n-2:] == "Id" || key[n-2:] == "ID") && key[n-3] >= 'a' && key[n-3] <= 'z'
+}
+
+func isErrorKey(k string) bool {
+	switch k {
+	case "error", "errors", "error_message", "errormessage", "err", "exception", "fault", "stderr_error":
+		return true
+	}
+	return false
+}
+
+func isMessageKey(k string) bool {
+	switch k {
+	case "message", "detail", "details", "description", "reason", "msg":
+		return true
+	}
+	return false
+}
+
+func isPlainNumber(s string) bool {
+	digits, dots := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			dots++
+		case c == ',' && i > 0:
+		default:
+			return false
+		}
+	}
+	return digits > 0 && dots <= 1
+}
+
+func hasDigit(s string) bool { return strings.ContainsAny(s, "0123456789") }
+
+func isUpperAlnum(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// text extracts from free text: constraints (user), error lines, and the spans.
+func (x *extractor) text(s string, cx ctx) {
+	if strings.TrimSpace(s) == "" {
+		return
+	}
+	if cx.constraints {
+		x.constraints(s)
+	}
+	x.errors(s, cx)
+	x.spans(s, cx)
+}

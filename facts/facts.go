@@ -1,0 +1,187 @@
+package facts
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Message is the minimal view of a chat message facts needs (the caller converts).
+type Message struct {
+	Role       string
+	Content    string // text content ("" for null)
+	Name       string
+	ToolCalls  []ToolCall // assistant tool calls
+	ToolCallID string
+}
+
+// ToolCall is one tool call of an assistant message. Arguments is the JSON string as sent.
+type ToolCall struct{ Name, Arguments string }
+
+// Kind is the kind of a fact.
+type Kind string
+
+// The kinds of facts, most important tier first.
+const (
+	KindConstraint Kind = "constraint" // a user's sentence with must, never, only, at least, ...
+	KindError      Kind = "error"      // an error line: ValueError: ..., Error: ..., exit status 2
+	KindToolCall   Kind = "tool_call"  // name(key=value, ...) of an assistant tool call
+	KindID         Kind = "id"         // ZFA04Y, mia_li_3668, HAT136, a UUID, a git SHA, #1867
+	KindAmount     Kind = "amount"     // $1,286, 1,286 USD, EUR 30, "price": 1859
+	KindPercent    Kind = "percent"    // 15%, 2.5 percent
+	KindDate       Kind = "date"       // 2024-05-15, May 15, 2024, 15/05/2024
+	KindPath       Kind = "path"       // /src/app/main.go, src/marshmallow/fields.py, C:\x\y.txt
+	KindURL        Kind = "url"        // https://..., file:///...
+	KindEmail      Kind = "email"      // a@b.com
+	KindTime       Kind = "time"       // 15:00, 3pm
+	KindQuantity   Kind = "quantity"   // 12 kg, 3.5 GB, 200 ms, 2 bags, 45 minutes
+)
+
+// Kinds lists every kind, most important tier first.
+func Kinds() []Kind {
+	return []Kind{KindConstraint, KindError, KindToolCall, KindID, KindAmount, KindPercent,
+		KindDate, KindPath, KindURL, KindEmail, KindTime, KindQuantity}
+}
+
+// Fact is one entry of the ledger.
+type Fact struct {
+	Kind Kind `json:"kind"`
+	// Text is the exact string to look for in a summary ("/src/marshmallow/fields.py",
+	// "ZFA04Y", "$1,286", "2024-05-17"). For a tool call it is
+	// "name(key=value, ...)"; see [Kept] for what must be kept of it.
+	Text string `json:"text"`
+	// Weight is the importance: higher first.
+	Weight int `json:"weight"`
+	// Seq is the index of the message where the fact was first seen.
+	Seq int `json:"seq"`
+}
+
+// Base weights of the kinds. Bonuses (at most 7) never lift a fact into the tier above.
+const (
+	weightConstraint = 90
+	weightError      = 70
+	weightKey        = 50 // ids and tool calls
+	weightValue      = 30 // amounts, percentages, dates, paths, URLs, emails
+	weightDetail     = 10 // times and quantities
+
+	bonusReferenced = 3 // said by the user or the assistant, or passed to a tool
+	maxRepeatBonus  = 4 // one per further message that mentions the fact
+)
+
+func baseWeight(k Kind) int {
+	switch k {
+	case KindConstraint:
+		return weightConstraint
+	case KindError:
+		return weightError
+	case KindToolCall, KindID:
+		return weightKey
+	case KindTime, KindQuantity:
+		return weightDetail
+	}
+	return weightValue
+}
+
+func kindRank(k Kind) int {
+	if i := slices.Index(Kinds(), k); i >= 0 {
+		return i
+	}
+	return len(Kinds())
+}
+
+// Extract returns the ledger of the messages, deduplicated, most important first (stable
+// order). See the package documentation for what is extracted.
+func Extract(msgs []Message) []Fact {
+	c := newCollector()
+	x := &extractor{c: c}
+	for i, m := range msgs {
+		role := strings.ToLower(strings.TrimSpace(m.Role))
+		if role == "system" || role == "developer" {
+			continue
+		}
+		c.seq = i
+		content := strings.ToValidUTF8(m.Content, "\uFFFD")
+		switch role {
+		case "user":
+			x.message(content, ctxUser)
+		case "assistant":
+			x.message(content, ctxAssistant)
+			for _, tc := range m.ToolCalls {
+				x.toolCall(tc)
+			}
+		default: // tool, function, and any other role: output to read
+			x.message(content, ctxTool)
+		}
+	}
+	return c.ledger()
+}
+
+// sortFacts orders facts by weight (higher first), then by first sighting, kind and text.
+func sortFacts(fs []Fact) {
+	slices.SortStableFunc(fs, func(a, b Fact) int {
+		return cmp.Or(
+			cmp.Compare(b.Weight, a.Weight),
+			cmp.Compare(a.Seq, b.Seq),
+			cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)),
+			strings.Compare(a.Text, b.Text),
+		)
+	})
+}
+
+// collector deduplicates facts and counts where they were seen.
+type collector struct {
+	byKey map[string]*entry
+	seq   int
+}
+
+type entry struct {
+	fact    Fact
+	base    int
+	lastSeq int
+	msgs    int
+	ref     bool
+}
+
+func newCollector() *collector { return &collector{byKey: map[string]*entry{}} }
+
+// add records a fact of kind k with the given text, deduplicated by key (the normalised
+// text when key is ""). ref marks a mention by the user, the assistant or a tool call.
+func (c *collector) add(k Kind, text, key string, ref bool) {
+	c.addBase(k, text, key, ref, baseWeight(k))
+}
+
+// addBase is add with a base weight other than the kind's.
+func (c *collector) addBase(k Kind, text, key string, ref bool, base int) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	if key == "" {
+		key = normalize(text)
+	}
+	key = string(k) + "\x00" + key
+	e := c.byKey[key]
+	if e == nil {
+		e = &entry{fact: Fact{Kind: k, Text: text, Seq: c.seq}, base: base, lastSeq: c.seq, msgs: 1}
+		c.byKey[key] = e
+	} else if e.lastSeq != c.seq {
+		e.lastSeq = c.seq
+		e.msgs++
+	}
+	e.ref = e.ref || ref
+	e.base = max(e.base, base)
+}
+
+func (c *collector) ledger() []Fact {
+	out := make([]Fact, 0, len(c.byKey))
+	for _, e := range c.byKey {
+		f := e.fact
+		f.Weight = e.base + min(e.msgs-1, maxRepeatBonus)
+		if e.ref {
+			f.Weight += bonusReferenced
+		}
+		out = append(out, f)
+	}
+	sortFacts(out)
+	return out
+}

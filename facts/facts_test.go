@@ -1,0 +1,618 @@
+package facts
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// find returns the fact of kind k with text t.
+func find(ledger []Fact, k Kind, t string) (Fact, bool) {
+	for _, f := range ledger {
+		if f.Kind == k && f.Text == t {
+			return f, true
+		}
+	}
+	return Fact{}, false
+}
+
+func mustHave(t *testing.T, ledger []Fact, k Kind, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		if _, ok := find(ledger, k, s); !ok {
+			t.Errorf("ledger lacks %s %q", k, s)
+		}
+	}
+}
+
+func mustNotHave(t *testing.T, ledger []Fact, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		for _, f := range ledger {
+			if strings.Contains(f.Text, s) {
+				t.Errorf("ledger has %s %q (contains %q)", f.Kind, f.Text, s)
+			}
+		}
+	}
+}
+
+func countKinds(ledger []Fact) map[Kind]int {
+	n := map[Kind]int{}
+	for _, f := range ledger {
+		n[f.Kind]++
+	}
+	return n
+}
+
+func TestExtractTauBenchDowngrade(t *testing.T) {
+	msgs := loadConversation(t, "tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	ledger := Extract(msgs)
+
+	// The user id the user typed, the six reservations, payment methods, flight numbers.
+	mustHave(t, ledger, KindID, "omar_davis_3817", "JG7FMM", "LQ940Q", "2FBBAH", "X7BYG1", "EQ1G6C", "BOH180",
+		"credit_card_2929732", "gift_card_3481935", "credit_card_9525117", "gift_card_6847880", "HAT028", "HAT277", "HAT017")
+	// The total the assistant announced, what each reservation cost, and the refunds.
+	mustHave(t, ledger, KindAmount, "$23,553", "7136", "6594", "5164", "1859")
+	mustHave(t, ledger, KindDate, "2024-05-21", "1982-10-19")
+	mustHave(t, ledger, KindEmail, "omar.davis7857@example.com")
+	mustHave(t, ledger, KindToolCall,
+		"get_user_details(user_id=omar_davis_3817)",
+		"get_reservation_details(reservation_id=JG7FMM)",
+		"search_direct_flight(origin=MCO, destination=BOS, date=2024-05-21)",
+		"update_reservation_flights(reservation_id=JG7FMM, cabin=economy, payment_id=credit_card_2929732)")
+	mustHave(t, ledger, KindConstraint,
+		"I need to downgrade all of these reservations",
+		"It's been a tough time financially, and I just need to save where I can, without changing the flights or passengers")
+
+	// Nothing from the system prompt (its "current time" date appears nowhere else), no JSON
+	// keys, no clock times from flight listings, no tool call ids, no errors.
+	mustNotHave(t, ledger, "2024-05-15", "Airline Agent Policy", "scheduled_departure_time_est", "call_", "7MqMjJMaXLRTpdPdzCjzjfpE")
+	n := countKinds(ledger)
+	if n[KindTime] != 0 || n[KindError] != 0 || n[KindPath] != 0 {
+		t.Errorf("unexpected kinds: %v", n)
+	}
+
+	// Order: constraints first; an id the user and assistant used outranks one a search
+	// merely printed; an id outranks a date.
+	if ledger[0].Kind != KindConstraint {
+		t.Errorf("first fact is %v", ledger[0])
+	}
+	jg, _ := find(ledger, KindID, "JG7FMM")
+	hat017, _ := find(ledger, KindID, "HAT017")
+	date, _ := find(ledger, KindDate, "2024-05-21")
+	if !(jg.Weight > hat017.Weight && hat017.Weight > date.Weight) {
+		t.Errorf("weights: JG7FMM %d, HAT017 %d, 2024-05-21 %d", jg.Weight, hat017.Weight, date.Weight)
+	}
+	if jg.Seq != 5 {
+		t.Errorf("JG7FMM first seen in message %d, want 5 (get_user_details result)", jg.Seq)
+	}
+}
+
+func TestExtractTauBenchChangeFlight(t *testing.T) {
+	ledger := Extract(loadConversation(t, "tau_bench_airline_gpt4o_task13_trial2_success.jsonl"))
+	mustHave(t, ledger, KindID, "XEWRD9", "james_lee_6136", "HAT030", "HAT102", "gift_card_4643416")
+	mustHave(t, ledger, KindAmount, "$117", "786")
+	mustHave(t, ledger, KindConstraint, "I need to change one of my upcoming flights", "Can we ensure that change first?")
+	mustHave(t, ledger, KindToolCall, "search_direct_flight(origin=ATL, destination=LAS, date=2024-05-21)")
+
+	// The same error four times is one fact, first seen in message 13, weighted for the
+	// repeats.
+	e, ok := find(ledger, KindError, "Error: flight HAT030 not available on date 2024-05-13")
+	if !ok || e.Seq != 13 || e.Weight != weightError+3 {
+		t.Errorf("error fact = %+v, %v", e, ok)
+	}
+	if n := countKinds(ledger)[KindError]; n != 1 {
+		t.Errorf("%d error facts, want 1", n)
+	}
+	// "May 13, 2024" in the assistant's words is the date 2024-05-13 of the tool result.
+	d, ok := find(ledger, KindDate, "2024-05-13")
+	if !ok || d.Seq != 5 {
+		t.Errorf("date fact = %+v, %v", d, ok)
+	}
+	mustNotHave(t, ledger, "May 13")
+	// A long argument is cut, and the call then weighs as a value.
+	for _, f := range ledger {
+		if f.Kind == KindToolCall && strings.HasPrefix(f.Text, "transfer_to_human_agents(summary=") {
+			if !strings.HasSuffix(f.Text, "…)") || f.Weight >= weightKey {
+				t.Errorf("transfer call = %+v", f)
+			}
+		}
+	}
+}
+
+func TestExtractSWEAgent(t *testing.T) {
+	ledger := Extract(loadConversation(t, "sweagent_marshmallow1867_function_calling.jsonl"))
+	// The file the agent edited, as opened, as listed by find_file, and as reproduced.
+	mustHave(t, ledger, KindPath, "src/marshmallow/fields.py", "/testbed/src/marshmallow/fields.py", "/testbed/reproduce.py")
+	mustHave(t, ledger, KindURL, "https://github.com/marshmallow-code/marshmallow/blob/dev/src/marshmallow/fields.py#L1474")
+	mustHave(t, ledger, KindToolCall,
+		"open(path=src/marshmallow/fields.py, line_number=1474)",
+		"bash(command=python reproduce.py)",
+		"edit(search=return int(value.total_seconds() / base_…, replace=# round to nearest int…)")
+	mustHave(t, ledger, KindConstraint, "Remember, YOU SHOULD ALWAYS INCLUDE EXACTLY ONE TOOL CALL/FUNCTION CALL PER RESPONSE")
+	// The diff header's a/ and b/ are not part of the path; pip's site-packages and wheel
+	// cache are directories, not files; the "raise ValueError(msg)" lines are a numbered
+	// listing of code, not errors: the run had no error.
+	mustNotHave(t, ledger, "a/src", "b/src", "site-packages", "pip-ephem", "/opt/", "python3.9")
+	if n := countKinds(ledger); n[KindError] != 0 || n[KindID] != 0 {
+		t.Errorf("kinds = %v: want no error and no id", n)
+	}
+	// The path the agent passed to a tool outranks one only printed by setup.py.
+	p1, _ := find(ledger, KindPath, "src/marshmallow/fields.py")
+	p2, ok := find(ledger, KindPath, "src/marshmallow/__init__.py")
+	if !ok || p1.Weight <= p2.Weight {
+		t.Errorf("path weights %d <= %d", p1.Weight, p2.Weight)
+	}
+}
+
+func TestExtractKinds(t *testing.T) {
+	msgs := []Message{
+		{Role: "system", Content: "Policy 2024-01-01: never reveal SYSTEM1234 or /etc/secret.conf."},
+		{Role: "developer", Content: "Reservation DEV9999 is for testing only."},
+		{Role: "user", Content: "My user id is mia_li_3668 and my reservation is ZFA04Y; the other one is 4OG6T3. " +
+			"I must not fly before 3pm. Please don't book basic economy. I forgot my password yesterday."},
+		{Role: "assistant", Content: "Flight HAT136 on May 17, 2024 costs $1,286 (EUR 30 fee, 15% off). " +
+			"Your 2 bags weigh 12 kg; the upload is 3.5 GB and took 200 ms; the layover is 45 minutes. " +
+			"Ticket 88231 was sent to mia.li@example.com, see https://example.com/trips?id=ZZ123 and C:\\Users\\mia\\itinerary.pdf."},
+		{Role: "assistant", ToolCalls: []ToolCall{{Name: "book", Arguments: `{"user_id":"mia_li_3668","flights":[{"flight_number":"HAT136","date":"2024-05-17"}],"passengers":2,"insurance":false}`}}},
+		{Role: "tool", Content: `{"booking_id": 5512093, "status": "confirmed", "total": 1286, "uuid": "550e8400-e29b-41d4-a716-446655440000", "created": "2024-05-15T10:00:00"}`},
+		{Role: "tool", Content: "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    main()\nValueError: invalid literal for int() with base 10: 'abc'\nProcess exited with code 2\nHEAD is now at 9fceb02 Fix rounding (#1867)\n"},
+		{Role: "tool", Content: "commit 9fceb02d0ae598e95dc970b74767f19372d61af8\nDate: 28/05/2024\n[100%] done, 3 failed, 12 passed in 0.5s"},
+	}
+	ledger := Extract(msgs)
+	mustHave(t, ledger, KindID, "mia_li_3668", "ZFA04Y", "4OG6T3", "HAT136", "88231", "5512093",
+		"550e8400-e29b-41d4-a716-446655440000", "9fceb02", "#1867", "9fceb02d0ae598e95dc970b74767f19372d61af8")
+	mustHave(t, ledger, KindAmount, "$1,286", "EUR 30")
+	mustHave(t, ledger, KindPercent, "15%")
+	mustHave(t, ledger, KindDate, "May 17, 2024", "2024-05-15", "28/05/2024")
+	mustHave(t, ledger, KindTime, "3pm")
+	mustHave(t, ledger, KindQuantity, "2 bags", "12 kg", "3.5 GB", "200 ms", "45 minutes")
+	mustHave(t, ledger, KindEmail, "mia.li@example.com")
+	mustHave(t, ledger, KindURL, "https://example.com/trips?id=ZZ123")
+	mustHave(t, ledger, KindPath, `C:\Users\mia\itinerary.pdf`)
+	mustHave(t, ledger, KindError,
+		"ValueError: invalid literal for int() with base 10: 'abc'",
+		"Process exited with code 2",
+		"[100%] done, 3 failed, 12 passed in 0.5s")
+	mustHave(t, ledger, KindConstraint, "I must not fly before 3pm", "Please don't book basic economy")
+	mustHave(t, ledger, KindToolCall, "book(user_id=mia_li_3668, passengers=2, insurance=false)")
+	// Deduplicated: the JSON total 1286 is the amount $1,286; the date in the tool call is
+	// May 17, 2024.
+	mustNotHave(t, ledger, "SYSTEM1234", "/etc/secret.conf", "2024-01-01", "DEV9999", "Traceback", "forgot my password", "ZZ123\"")
+	for _, s := range []string{"1286", "2024-05-17"} {
+		if _, ok := find(ledger, KindAmount, s); ok {
+			t.Errorf("duplicate %q", s)
+		}
+		if _, ok := find(ledger, KindDate, s); ok {
+			t.Errorf("duplicate %q", s)
+		}
+	}
+	if _, ok := find(ledger, KindPercent, "100%"); ok {
+		t.Errorf("progress [100%%] taken as a percentage")
+	}
+	if ledger[0].Kind != KindConstraint || ledger[2].Kind != KindError {
+		t.Errorf("order: %v, %v, %v", ledger[0], ledger[1], ledger[2])
+	}
+}
+
+func TestExtractIgnoresOrdinaryText(t *testing.T) {
+	msgs := []Message{
+		{Role: "assistant", Content: "Python3 and GPT4o use SHA256 and UTF16; version 3.13.0 of numpy. " +
+			"Use $1 in the shell, read/write the I/O and/or km/h in application/json; " +
+			"install to /opt/conda/lib/python3.9/site-packages. TimeDelta rounds 345 milliseconds."},
+		{Role: "tool", Content: "1466:            raise ValueError(msg)\n1480:        except (TypeError, ValueError) as error:\n    if failed:\n        return"},
+	}
+	ledger := Extract(msgs)
+	for _, f := range ledger {
+		if f.Kind != KindQuantity {
+			t.Errorf("unexpected fact %+v", f)
+		}
+	}
+	mustHave(t, ledger, KindQuantity, "345 milliseconds")
+}
+
+func TestExtractDeterministic(t *testing.T) {
+	var all []Message
+	for _, f := range conversationFiles {
+		all = append(all, loadConversation(t, f)...)
+	}
+	first := Extract(all)
+	if len(first) == 0 {
+		t.Fatal("empty ledger")
+	}
+	// Map iteration order changes from run to run; the ledger must not.
+	for range 20 {
+		if got := Extract(all); !reflect.DeepEqual(got, first) {
+			t.Fatal("Extract is not deterministic")
+		}
+	}
+	for i := 1; i < len(first); i++ {
+		if first[i].Weight > first[i-1].Weight {
+			t.Fatalf("not sorted by weight at %d: %v then %v", i, first[i-1], first[i])
+		}
+	}
+	seen := map[string]bool{}
+	for _, f := range first {
+		k := string(f.Kind) + "\x00" + normalize(f.Text)
+		if seen[k] {
+			t.Errorf("duplicate fact %v", f)
+		}
+		seen[k] = true
+	}
+}
+
+// The ledger counts on each recorded conversation, by kind; see TestLedgerCounts.
+var wantCounts = map[string]map[Kind]int{
+	"sweagent_marshmallow1867_function_calling.jsonl": {
+		KindConstraint: 15, KindToolCall: 11, KindPath: 5, KindURL: 8, KindEmail: 1,
+	},
+	"tau_bench_airline_gpt4o_task13_trial2_success.jsonl": {
+		KindConstraint: 2, KindError: 1, KindID: 12, KindToolCall: 6, KindDate: 6, KindAmount: 10, KindTime: 9,
+	},
+	"tau_bench_airline_gpt4o_task2_trial1.jsonl": {
+		KindConstraint: 3, KindID: 48, KindToolCall: 27, KindDate: 17, KindAmount: 41, KindEmail: 1,
+	},
+}
+
+func TestLedgerCounts(t *testing.T) {
+	for _, f := range conversationFiles {
+		got := countKinds(Extract(loadConversation(t, f)))
+		if !reflect.DeepEqual(got, wantCounts[f]) {
+			t.Errorf("%s: counts %v, want %v", f, got, wantCounts[f])
+		}
+	}
+}
+
+func TestKeptHalf(t *testing.T) {
+	for _, file := range conversationFiles {
+		ledger := Extract(loadConversation(t, file))
+		// Facts that neither contain nor are contained in another fact's text, so that a
+		// summary can hold one without the other.
+		var pool []Fact
+		for i, f := range ledger {
+			alone := true
+			for j, g := range ledger {
+				if i != j && (strings.Contains(normalize(g.Text), normalize(f.Text)) || strings.Contains(normalize(f.Text), normalize(g.Text))) {
+					alone = false
+					break
+				}
+			}
+			if alone && f.Kind != KindToolCall {
+				pool = append(pool, f)
+			}
+		}
+		if len(pool) < 10 {
+			t.Fatalf("%s: only %d independent facts", file, len(pool))
+		}
+		var b strings.Builder
+		b.WriteString("Summary of the conversation so far.\n")
+		want := make([]bool, len(pool))
+		for i, f := range pool {
+			if i%2 == 0 {
+				want[i] = true
+				b.WriteString("- Noted: " + f.Text + ".\n")
+			}
+		}
+		got := Kept(pool, b.String())
+		for i := range pool {
+			if got[i] != want[i] {
+				t.Errorf("%s: Kept(%s %q) = %v, want %v", file, pool[i].Kind, pool[i].Text, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestKeptRules(t *testing.T) {
+	ledger := []Fact{
+		{Kind: KindID, Text: "HAT028"},
+		{Kind: KindID, Text: "HAT02"},
+		{Kind: KindToolCall, Text: "update_reservation_flights(reservation_id=JG7FMM, cabin=economy, payment_id=credit_card_2929732)"},
+		{Kind: KindToolCall, Text: "get_user_details(user_id=omar_davis_3817)"},
+		{Kind: KindToolCall, Text: "think(thought=To proceed with downgrading the reservat…)"},
+		{Kind: KindDate, Text: "2024-05-13"},
+		{Kind: KindDate, Text: "May 21, 2024"},
+		{Kind: KindDate, Text: "2024-05-30"},
+		{Kind: KindAmount, Text: "1859"},
+		{Kind: KindAmount, Text: "$23,553"},
+		{Kind: KindAmount, Text: "22"},
+		{Kind: KindQuantity, Text: "12 kg"},
+		{Kind: KindPath, Text: "src/marshmallow/fields.py"},
+		{Kind: KindConstraint, Text: "Please don’t book basic economy"},
+		{Kind: KindEmail, Text: "Omar.Davis7857@example.com"},
+		{Kind: KindID, Text: ""},
+	}
+	summary := `The user (OMAR.DAVIS7857@EXAMPLE.COM) downgraded JG7FMM to economy with
+update_reservation_flights, paying with credit_card_2929732, flight hat028. The failing
+date was May 13, 2024; the new one 2024-05-21. The segment cost $1,859 and total savings
+are 23553 dollars, refund on 2024-05-22. Bag: 12kg. Edited /testbed/src/marshmallow/fields.py.
+Please don't   book basic
+economy. The agent used think.`
+	want := []bool{true, false, true, false, true, true, true, false, true, true, false, true, true, true, true, false}
+	got := Kept(ledger, summary)
+	for i := range ledger {
+		if got[i] != want[i] {
+			t.Errorf("Kept(%s %q) = %v, want %v", ledger[i].Kind, ledger[i].Text, got[i], want[i])
+		}
+	}
+}
+
+func wordsCount(s string) int { return int(math.Ceil(float64(len(strings.Fields(s))) * 1.3)) }
+
+func TestSection(t *testing.T) {
+	ledger := Extract(loadConversation(t, "tau_bench_airline_gpt4o_task2_trial1.jsonl"))
+	missing := slices.Clone(ledger)
+	slices.Reverse(missing) // Section sorts by itself
+
+	full, n := Section(missing, 1<<30, wordsCount)
+	if n != len(ledger) || !strings.HasPrefix(full, "## Key facts\n- Constraints:\n  - ") {
+		t.Fatalf("unbounded section: %d facts of %d:\n%s", n, len(ledger), full)
+	}
+	var prev int
+	for _, max := range []int{20, 60, 150, 400, 1000} {
+		sec, n := Section(missing, max, wordsCount)
+		if c := wordsCount(sec); c > max {
+			t.Errorf("max %d: section counts %d", max, c)
+		}
+		if n < prev {
+			t.Errorf("max %d holds %d facts, fewer than %d with a smaller budget", max, n, prev)
+		}
+		prev = n
+		// It holds the n heaviest facts: all of them are in it, and the next one did not fit.
+		kept := Kept(ledger[:n], sec)
+		for i, k := range kept {
+			if !k {
+				t.Errorf("max %d: fact %d %q held but not in the section", max, i, ledger[i].Text)
+			}
+		}
+		if n < len(ledger) {
+			more, _ := Section(ledger[:n+1], 1<<30, wordsCount)
+			if wordsCount(more) <= max {
+				t.Errorf("max %d: the next fact would have fit", max)
+			}
+		}
+		// Groups appear in order of their heaviest fact.
+		if n > 0 && !strings.HasPrefix(sec, "## Key facts\n- Constraints:") {
+			t.Errorf("max %d: section does not start with the constraints:\n%s", max, sec)
+		}
+		t.Logf("max %d tokens: %d facts, %d tokens", max, n, wordsCount(sec))
+	}
+	if sec, n := Section(missing, 3, wordsCount); sec != "" || n != 0 {
+		t.Errorf("tiny budget: %q, %d", sec, n)
+	}
+	if sec, n := Section(nil, 100, wordsCount); sec != "" || n != 0 {
+		t.Errorf("nothing missing: %q, %d", sec, n)
+	}
+}
+
+func TestSectionLayout(t *testing.T) {
+	missing := []Fact{
+		{Kind: KindDate, Text: "2024-05-21", Weight: 37, Seq: 13},
+		{Kind: KindID, Text: "JG7FMM", Weight: 57, Seq: 5},
+		{Kind: KindConstraint, Text: "Never book basic economy", Weight: 93, Seq: 1},
+		{Kind: KindToolCall, Text: "get_reservation_details(reservation_id=JG7FMM)", Weight: 53, Seq: 12},
+		{Kind: KindID, Text: "LQ940Q", Weight: 57, Seq: 5},
+		{Kind: KindAmount, Text: "$23,553", Weight: 33, Seq: 52},
+	}
+	sec, n := Section(missing, 1000, wordsCount)
+	want := "## Key facts\n" +
+		"- Constraints:\n  - Never book basic economy\n" +
+		"- IDs: LQ940Q\n" +
+		"- Tool calls:\n  - get_reservation_details(reservation_id=JG7FMM)\n" +
+		"- Dates: 2024-05-21\n" +
+		"- Amounts: $23,553"
+	if sec != want || n != 6 {
+		t.Errorf("got (%d):\n%s\nwant:\n%s", n, sec, want)
+	}
+}
+
+// haystack is every text of msgs that facts may come from: contents, tool names and
+// arguments, and the decoded strings of JSON contents and arguments.
+func haystack(msgs []Message) string {
+	var b strings.Builder
+	addJSON := func(s string) {
+		if v, ok := parseJSONDoc(s); ok {
+			var walk func(any)
+			walk = func(v any) {
+				switch t := v.(type) {
+				case jsonObject:
+					for _, kv := range t {
+						walk(kv.val)
+					}
+				case []any:
+					for _, e := range t {
+						walk(e)
+					}
+				case string:
+					b.WriteString(t + "\n")
+				}
+			}
+			walk(v)
+		}
+	}
+	for _, m := range msgs {
+		if r := strings.ToLower(strings.TrimSpace(m.Role)); r == "system" || r == "developer" {
+			continue
+		}
+		c := strings.ToValidUTF8(m.Content, "\uFFFD")
+		b.WriteString(c + "\n")
+		addJSON(c)
+		for _, tc := range m.ToolCalls {
+			a := strings.ToValidUTF8(tc.Arguments, "\uFFFD")
+			b.WriteString(tc.Name + "\n" + a + "\n")
+			addJSON(a)
+		}
+	}
+	return b.String()
+}
+
+// fuzzMessages turns fuzz input into messages: a line that is a JSON chat message is one,
+// any other line becomes a user, an assistant tool call or a tool message in turn.
+func fuzzMessages(data string) []Message {
+	var msgs []Message
+	for i, line := range strings.Split(data, "\n") {
+		var r rawMessage
+		if json.Unmarshal([]byte(line), &r) == nil && r.Role != "" {
+			msgs = append(msgs, r.message())
+			continue
+		}
+		switch i % 3 {
+		case 0:
+			msgs = append(msgs, Message{Role: "user", Content: line})
+		case 1:
+			msgs = append(msgs, Message{Role: "assistant", Content: line, ToolCalls: []ToolCall{{Name: "run", Arguments: line}}})
+		default:
+			msgs = append(msgs, Message{Role: "tool", Content: line})
+		}
+	}
+	return msgs
+}
+
+func FuzzExtract(f *testing.F) {
+	for _, file := range conversationFiles {
+		raw, err := os.ReadFile(filepath.Join(convDir, file))
+		if err != nil {
+			f.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			f.Add(sc.Text())
+		}
+	}
+	f.Add("I must leave by 3pm on May 17, 2024.\n{\"error\": {\"message\": \"404 Not Found\"}}\nValueError: bad\nsee src/a/b.py and #1867 $1,286 12 kg")
+	f.Fuzz(func(t *testing.T, data string) {
+		checkJSONParser(t, data)
+		msgs := fuzzMessages(data)
+		ledger := Extract(msgs)
+		hay := normalize(haystack(msgs))
+		var texts []string
+		for _, fact := range ledger {
+			if strings.TrimSpace(fact.Text) == "" || !utf8.ValidString(fact.Text) || strings.ContainsAny(fact.Text, "\n\r") {
+				t.Fatalf("bad text %+v", fact)
+			}
+			if fact.Seq < 0 || fact.Seq >= len(msgs) || fact.Weight < weightDetail || fact.Weight > weightConstraint+bonusReferenced+maxRepeatBonus {
+				t.Fatalf("bad seq or weight %+v", fact)
+			}
+			if fact.Kind == KindToolCall {
+				name, values := parseToolCallText(fact.Text)
+				for _, s := range append(values, name) {
+					if !strings.Contains(hay, normalize(s)) {
+						t.Fatalf("tool call part %q of %q not in the input", s, fact.Text)
+					}
+				}
+			} else if !strings.Contains(hay, normalize(fact.Text)) {
+				t.Fatalf("%s %q not in the input", fact.Kind, fact.Text)
+			}
+			texts = append(texts, fact.Text)
+		}
+		for i, k := range Kept(ledger, strings.Join(texts, "\n")) {
+			if !k {
+				t.Fatalf("fact %+v not kept by a summary listing every fact", ledger[i])
+			}
+		}
+		if again := Extract(msgs); !reflect.DeepEqual(again, ledger) {
+			t.Fatal("not deterministic")
+		}
+		sec, n := Section(ledger, 200, wordsCount)
+		if wordsCount(sec) > 200 || n > len(ledger) {
+			t.Fatalf("section over budget: %d facts, %d tokens", n, wordsCount(sec))
+		}
+	})
+}
+
+// plainJSON converts parseJSONDoc's ordered values to what encoding/json decodes.
+func plainJSON(v any) any {
+	switch t := v.(type) {
+	case jsonObject:
+		m := map[string]any{}
+		for _, kv := range t {
+			m[kv.key] = plainJSON(kv.val) // the last duplicate key wins, as in encoding/json
+		}
+		return m
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = plainJSON(e)
+		}
+		return out
+	}
+	return v
+}
+
+// checkJSONParser compares parseJSONDoc with encoding/json on s.
+func checkJSONParser(t *testing.T, s string) {
+	t.Helper()
+	got, ok := parseJSONDoc(s)
+	trimmed := strings.TrimSpace(s)
+	isDoc := trimmed != "" && (trimmed[0] == '{' || trimmed[0] == '[')
+	valid := isDoc && json.Valid([]byte(trimmed))
+	if ok && !valid {
+		t.Fatalf("parseJSONDoc accepted invalid JSON %q", s)
+	}
+	if !valid || strings.Count(trimmed, "[")+strings.Count(trimmed, "{") > maxJSONDepth {
+		return
+	}
+	if !ok {
+		t.Fatalf("parseJSONDoc rejected valid JSON %q", s)
+	}
+	dec := json.NewDecoder(strings.NewReader(trimmed))
+	dec.UseNumber()
+	var want any
+	if err := dec.Decode(&want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(plainJSON(got), want) {
+		t.Fatalf("parseJSONDoc(%q) = %#v, want %#v", s, plainJSON(got), want)
+	}
+}
+
+func TestParseJSONDoc(t *testing.T) {
+	for _, s := range []string{
+		`{}`, `[]`, ` {"a": [1, -2.5e3, true, false, null, "x\ny\u00e9\"", {"b": {}}]} `,
+		`{"a":1,"a":2}`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `[01]`, `[1.]`, `[-]`, `["\x"]`, "[\"a\tb\"]",
+		`{"a":1} x`, `"just a string"`, `42`, `[`, `{"a":`, `[1 2]`, `[true false]`, `{"k":"v"}{}`,
+	} {
+		checkJSONParser(t, s)
+	}
+	deep := strings.Repeat("[", maxJSONDepth+2) + strings.Repeat("]", maxJSONDepth+2)
+	if _, ok := parseJSONDoc(deep); ok {
+		t.Error("nesting deeper than maxJSONDepth accepted")
+	}
+	v, _ := parseJSONDoc(`{"z": 1, "a": 2, "m": 3}`)
+	var keys []string
+	for _, kv := range v.(jsonObject) {
+		keys = append(keys, kv.key)
+	}
+	if strings.Join(keys, ",") != "z,a,m" {
+		t.Errorf("key order %v", keys)
+	}
+}
+
+func BenchmarkExtract(b *testing.B) {
+	var convs [][]Message
+	size := 0
+	for _, f := range conversationFiles {
+		msgs := loadConversation(b, f)
+		convs = append(convs, msgs)
+		for _, m := range msgs {
+			size += len(m.Content)
+			for _, tc := range m.ToolCalls {
+				size += len(tc.Name) + len(tc.Arguments)
+			}
+		}
+	}
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		for _, msgs := range convs {
+			Extract(msgs)
+		}
+	}
+}

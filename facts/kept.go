@@ -1,0 +1,251 @@
+package facts
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Kept reports which facts appear in summary, as a slice parallel to ledger.
+//
+// Matching is case-insensitive, with whitespace runs collapsed, typographic quotes and
+// dashes made plain, and thousands separators ignored ("$23,553" matches "$23553"). A
+// fact must stand as its own token: "HAT02" is not found in "HAT028". On top of that:
+//
+//   - a tool_call fact is kept when its tool name and every one of its key argument values
+//     appear (values cut with "…", true, false and null need not);
+//   - a date is kept when the summary has the same day in any supported format
+//     (2024-05-13, May 13, 2024, 13 May 2024, 2024/05/13, 13/05/2024);
+//   - an amount is kept when the summary has the same number (1859 matches $1,859);
+//   - a quantity is kept with or without the space before its unit (12 kg, 12kg).
+func Kept(ledger []Fact, summary string) []bool {
+	idx := newSummaryIndex(summary)
+	out := make([]bool, len(ledger))
+	for i, f := range ledger {
+		out[i] = idx.has(f)
+	}
+	return out
+}
+
+// summaryIndex is a summary prepared for matching.
+type summaryIndex struct {
+	raw     string
+	norm    string
+	dates   map[string]bool // canonical dates, and --MM-DD for each
+	numbers map[string]bool // canonical numbers
+	nospace string          // norm without the spaces between a number and a unit
+}
+
+func newSummaryIndex(summary string) *summaryIndex {
+	summary = strings.ToValidUTF8(summary, "\uFFFD")
+	return &summaryIndex{raw: summary, norm: normalize(summary)}
+}
+
+func (s *summaryIndex) has(f Fact) bool {
+	text := strings.TrimSpace(f.Text)
+	if text == "" {
+		return false
+	}
+	switch f.Kind {
+	case KindToolCall:
+		return s.hasToolCall(text)
+	case KindAmount:
+		// By number only: the 22 of 2024-05-22 is not the amount 22.
+		if n := numberCore(text); n != "" {
+			return s.numberSet()[n]
+		}
+	}
+	if containsToken(s.norm, normalize(text)) {
+		return true
+	}
+	switch f.Kind {
+	case KindDate:
+		key := dateKey(text)
+		if key == "" || strings.HasPrefix(key, "ambiguous:") {
+			return false
+		}
+		return s.dateSet()[key]
+	case KindQuantity:
+		if s.nospace == "" {
+			s.nospace = unitSpaceRE.ReplaceAllString(s.norm, "$1$2")
+		}
+		return containsToken(s.nospace, unitSpaceRE.ReplaceAllString(normalize(text), "$1$2"))
+	}
+	return false
+}
+
+var unitSpaceRE = regexp.MustCompile(`(\d)[ -]([^\d\s])`)
+
+// hasToolCall checks the name and the key argument values of "name(k=v, k=v)".
+func (s *summaryIndex) hasToolCall(text string) bool {
+	name, values := parseToolCallText(text)
+	if name == "" || !containsToken(s.norm, normalize(name)) {
+		return false
+	}
+	for _, v := range values {
+		if !containsToken(s.norm, normalize(v)) {
+			return false
+		}
+	}
+	return true
+}
+
+var argKeyRE = regexp.MustCompile(`(?:^|, )([A-Za-z_][A-Za-z0-9_.-]*)=`)
+
+// parseToolCallText splits "name(k=v, k=v)" into the name and the values a summary must
+// keep.
+func parseToolCallText(text string) (string, []string) {
+	open := strings.IndexByte(text, '(')
+	if open <= 0 || !strings.HasSuffix(text, ")") {
+		return strings.TrimSpace(text), nil
+	}
+	name := strings.TrimSpace(text[:open])
+	args := text[open+1 : len(text)-1]
+	locs := argKeyRE.FindAllStringSubmatchIndex(args, -1)
+	var values []string
+	for i, loc := range locs {
+		end := len(args)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		v := strings.TrimSpace(args[loc[1]:end])
+		switch {
+		case v == "", strings.HasSuffix(v, ellipsis), v == "true", v == "false", v == "null":
+			continue
+		}
+		values = append(values, v)
+	}
+	return name, values
+}
+
+func (s *summaryIndex) dateSet() map[string]bool {
+	if s.dates != nil {
+		return s.dates
+	}
+	s.dates = map[string]bool{}
+	add := func(key string) {
+		if key == "" || strings.HasPrefix(key, "ambiguous:") {
+			return
+		}
+		s.dates[key] = true
+		s.dates["--"+key[len(key)-5:]] = true
+	}
+	for _, g := range isoDateRE.FindAllStringSubmatch(s.raw, -1) {
+		add(g[1] + "-" + g[2] + "-" + g[3])
+	}
+	for _, re := range []*regexp.Regexp{dayMonthRE, monthDayRE, slashYMDRE, slashDMYRE} {
+		for _, t := range re.FindAllString(s.raw, -1) {
+			add(dateKey(t))
+		}
+	}
+	return s.dates
+}
+
+// numberSet collects the standalone numbers of the summary: not parts of dates, times,
+// versions, words or paths.
+func (s *summaryIndex) numberSet() map[string]bool {
+	if s.numbers != nil {
+		return s.numbers
+	}
+	s.numbers = map[string]bool{}
+	h := s.norm
+	for _, loc := range numberRunRE.FindAllStringIndex(h, -1) {
+		st, e := loc[0], loc[1]
+		if st > 0 {
+			b := h[st-1]
+			if isWordByte(b) || b == '.' || b == ':' || b == '/' || b == '-' && st > 1 && isWordByte(h[st-2]) {
+				continue
+			}
+		}
+		if e < len(h) {
+			b := h[e]
+			if b == ':' || b == '/' || b == '_' || b == '-' && e+1 < len(h) && isDigit(h[e+1]) || b == '.' && e+1 < len(h) && isDigit(h[e+1]) {
+				continue
+			}
+			if isWordByte(b) && !unitSuffix(h[e:]) {
+				continue
+			}
+		}
+		s.numbers[canonNumber(h[st:e])] = true
+	}
+	return s.numbers
+}
+
+// unitSuffix accepts 12k, 1.2m, 3bn after an amount.
+func unitSuffix(rest string) bool {
+	for _, u := range []string{"k", "m", "bn"} {
+		if strings.HasPrefix(rest, u) && (len(rest) == len(u) || !isWordByte(rest[len(u)])) {
+			return true
+		}
+	}
+	return false
+}
+
+// normalize lower-cases s, collapses whitespace, makes typographic quotes and dashes
+// plain, and drops commas between digits.
+func normalize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for i, r := range s {
+		switch r {
+		case '‘', '’', '′':
+			r = '\''
+		case '“', '”', '″':
+			r = '"'
+		case '–', '—', '−':
+			r = '-'
+		case ',':
+			if i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1]) {
+				continue
+			}
+		}
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// containsToken reports whether needle occurs in hay (both normalised) not glued to a
+// letter or digit on a side where needle itself starts or ends with one.
+func containsToken(hay, needle string) bool {
+	if needle == "" {
+		return false
+	}
+	first, _ := utf8.DecodeRuneInString(needle)
+	last, _ := utf8.DecodeLastRuneInString(needle)
+	for off := 0; off <= len(hay)-len(needle); {
+		i := strings.Index(hay[off:], needle)
+		if i < 0 {
+			return false
+		}
+		i += off
+		okL, okR := true, true
+		if isWordRune(first) && i > 0 {
+			r, _ := utf8.DecodeLastRuneInString(hay[:i])
+			okL = !isWordRune(r)
+		}
+		if isWordRune(last) && i+len(needle) < len(hay) {
+			r, _ := utf8.DecodeRuneInString(hay[i+len(needle):])
+			okR = !isWordRune(r)
+		}
+		if okL && okR {
+			return true
+		}
+		_, size := utf8.DecodeRuneInString(hay[i:])
+		off = i + size
+	}
+	return false
+}
+
+func isWordRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
+}

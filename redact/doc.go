@@ -1,0 +1,40 @@
+// Package redact removes secrets from text before it leaves the machine.
+//
+// memcascade sends the middle of a conversation to summarising providers, some of them
+// remote. Conversations of coding and tool-using agents routinely contain API keys, tokens,
+// passwords and connection strings (pasted by the user, printed by a tool, read from a .env
+// file). A [Redactor] replaces each of them with a marker naming its kind:
+//
+//	OPENAI_API_KEY=sk-proj-Ab3...   ->  OPENAI_API_KEY=[REDACTED:openai_key]
+//	Authorization: Bearer 4f9a...   ->  Authorization: Bearer [REDACTED:bearer_token]
+//	"password": "hunter2"           ->  "password": "[REDACTED:password]"
+//	postgres://app:s3cret@db:5432   ->  postgres://[REDACTED:connection_string]@db:5432
+//
+// # Rules
+//
+//   - Only the secret is replaced: key names, the word Bearer, quotes, URL schemes and hosts
+//     stay, so the summary still says what the secret was for. A PEM private key block is
+//     replaced whole, from its BEGIN line to its END line (or to the end of the text when the
+//     END line was cut off).
+//   - Token formats with a distinctive prefix (sk-, sk-ant-, ghp_, github_pat_, glpat-, xox?-,
+//     sk_live_, AKIA, AIza, hf_, SG., npm_, pypi-, eyJ...) are matched by their format.
+//   - Values of assignments whose key names a secret (password, passwd, passphrase, secret,
+//     client_secret, api_key, access_token, token, private_key, ...; in the forms key=value,
+//     key: value, "key": "value", --key value) are replaced, with checks that keep ordinary
+//     prose and code intact: "I forgot my password yesterday", `password: str`,
+//     `password=request.form["password"]`, `"token": null`, `max_token=512`,
+//     `password=${DB_PASSWORD}` and `password: <your password>` are left alone. After a colon
+//     an unquoted value is replaced only when it ends the line or looks like a secret (digits,
+//     symbols or inner capitals), so "Password: must be 8 characters" stays.
+//   - Generic strings (UUIDs, git SHAs, reservation ids, file paths, URLs without
+//     credentials, "risk-free") are never redacted: only formats and contexts that mark a
+//     secret are.
+//   - Redaction is idempotent: text inside a marker is never matched again, so redacting
+//     redacted text changes nothing.
+//   - Redact is fast on ordinary text: one scan finds where the literal anchors of all the
+//     built-in patterns occur (sk-, ghp_, ://, password, ...), and each pattern's regular
+//     expression is tried only there, so no pattern makes more than one pass and none runs
+//     at every byte. Extra patterns make one FindAll pass each.
+//
+// A Redactor is immutable after [New] and safe for concurrent use.
+package redact

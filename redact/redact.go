@@ -1,0 +1,297 @@
+package redact
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// KindCustom is the kind of secrets matched by the extra patterns given to [New].
+const KindCustom = "custom"
+
+// Marker returns the text that replaces a secret of the given kind: "[REDACTED:kind]".
+func Marker(kind string) string { return "[REDACTED:" + kind + "]" }
+
+const markerPrefix = "[REDACTED:"
+
+// Redactor replaces secrets in text with "[REDACTED:kind]". It is immutable and safe for
+// concurrent use.
+type Redactor struct {
+	extra []*pattern // the user's patterns, run after the built-in ones
+}
+
+// pattern is one compiled rule.
+//
+// A built-in pattern is anchored: one scan of the text finds where the literal anchors of
+// every built-in pattern occur, and each pattern's regular expression, compiled with a
+// leading ^, is tried only at those places. No regular expression runs at every byte, and
+// no pattern makes more than one pass. Extra patterns run unanchored, with FindAll.
+type pattern struct {
+	kind string
+	re   *regexp.Regexp
+	// anchors are literals every match contains; when fold is set they are lower-case and
+	// looked up in the ASCII-lowered text.
+	anchors []string
+	fold    bool
+	// back is how many bytes before its anchor a match starts; start, when set, computes
+	// the start from the anchor's position instead.
+	back  int
+	start func(text string, pos int) int
+	// window bounds the text a match may span (default 320 bytes; -1: to the end).
+	window int
+	// pre, when set, is a cheap test of a candidate start before the regular expression.
+	pre func(text string, st int) bool
+	// wordStart requires a non-word byte (or the start of the text) before the match.
+	wordStart bool
+	// groups are the capture groups that may hold the secret; the first that took part in
+	// the match is replaced. Empty means the whole match.
+	groups []int
+	// valid, when set, vets a match: m is the submatch index slice and [s, e) the secret.
+	valid func(text string, m []int, s, e int) bool
+	// kindOf, when set, names the kind of a match instead of kind.
+	kindOf func(text string, m []int) string
+}
+
+// New returns a Redactor with the built-in patterns plus extra user regular expressions
+// (Go RE2 syntax), whose whole matches are replaced with the kind "custom". An invalid
+// extra pattern, or one that matches the empty string, is an error naming its index.
+func New(extra []string) (*Redactor, error) {
+	r := &Redactor{}
+	for i, src := range extra {
+		re, err := regexp.Compile(src)
+		if err != nil {
+			return nil, fmt.Errorf("redact: extra pattern %d: %w", i, err)
+		}
+		if re.MatchString("") {
+			return nil, fmt.Errorf("redact: extra pattern %d: %q matches the empty string", i, src)
+		}
+		r.extra = append(r.extra, &pattern{kind: KindCustom, re: re})
+	}
+	return r, nil
+}
+
+// Kinds lists the built-in kinds, in the order the patterns run. It does not include
+// [KindCustom].
+func Kinds() []string {
+	var out []string
+	for _, k := range kindList {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Redact returns text with every secret replaced, and the number of replacements.
+func (r *Redactor) Redact(text string) (string, int) {
+	if text == "" {
+		return text, 0
+	}
+	total := 0
+	starts := builtinScan.scan(text)
+	markers := markerSpans(text)
+	for i, p := range builtins {
+		if len(starts[i]) == 0 {
+			continue
+		}
+		ms := p.find(text, starts[i])
+		if len(ms) == 0 {
+			continue
+		}
+		var edits []edit
+		text, edits = p.replace(text, ms, markers)
+		if len(edits) > 0 {
+			total += len(edits)
+			for j := i + 1; j < len(starts); j++ {
+				starts[j] = shift(starts[j], edits)
+			}
+			markers = shiftMarkers(markers, edits)
+		}
+	}
+	for _, p := range r.extra {
+		ms := p.re.FindAllStringSubmatchIndex(text, -1)
+		if len(ms) == 0 {
+			continue
+		}
+		var edits []edit
+		text, edits = p.replace(text, ms, markers)
+		if len(edits) > 0 {
+			total += len(edits)
+			markers = shiftMarkers(markers, edits)
+		}
+	}
+	return text, total
+}
+
+// defaultWindow bounds the bytes an anchored match may span, so that trying a candidate
+// costs in proportion to the match, not to the rest of the text.
+const defaultWindow = 320
+
+// find returns the non-overlapping matches of an anchored pattern tried at the candidate
+// starts (ascending).
+func (p *pattern) find(text string, starts []int) [][]int {
+	var ms [][]int
+	end := 0
+	for _, st := range starts {
+		if st < end {
+			continue // inside the previous match
+		}
+		if p.wordStart && st > 0 && isWordByte(text[st-1]) {
+			continue
+		}
+		if p.pre != nil && !p.pre(text, st) {
+			continue
+		}
+		lim := len(text)
+		switch {
+		case p.window == 0:
+			lim = min(lim, st+defaultWindow)
+		case p.window > 0:
+			lim = min(lim, st+p.window)
+		}
+		m := p.re.FindStringSubmatchIndex(text[st:lim])
+		if m == nil {
+			continue
+		}
+		for i := range m {
+			if m[i] >= 0 {
+				m[i] += st
+			}
+		}
+		ms = append(ms, m)
+		end = max(m[1], st+1)
+	}
+	return ms
+}
+
+// edit records that text[s:e] became a marker of n bytes.
+type edit struct{ s, e, n int }
+
+// shift moves candidate starts from the offsets of a text to those of the text after
+// edits (ascending). A start inside a replaced secret moves to the end of its marker.
+func shift(starts []int, edits []edit) []int {
+	if len(starts) == 0 {
+		return starts
+	}
+	out := starts[:0]
+	delta, k := 0, 0
+	for _, st := range starts {
+		for k < len(edits) && edits[k].e <= st {
+			delta += edits[k].n - (edits[k].e - edits[k].s)
+			k++
+		}
+		if k < len(edits) && edits[k].s <= st {
+			out = append(out, edits[k].s+edits[k].n+delta) // inside a secret: after its marker
+			continue
+		}
+		out = append(out, st+delta)
+	}
+	return slices.Compact(out)
+}
+
+// shiftMarkers returns the marker spans after edits: the old ones moved, and the new ones.
+// Edits never overlap an old marker.
+func shiftMarkers(markers [][]int, edits []edit) [][]int {
+	out := make([][]int, 0, len(markers)+len(edits))
+	delta, k := 0, 0
+	for _, m := range markers {
+		for k < len(edits) && edits[k].e <= m[0] {
+			s := edits[k].s + delta
+			out = append(out, []int{s, s + edits[k].n})
+			delta += edits[k].n - (edits[k].e - edits[k].s)
+			k++
+		}
+		out = append(out, []int{m[0] + delta, m[1] + delta})
+	}
+	for ; k < len(edits); k++ {
+		s := edits[k].s + delta
+		out = append(out, []int{s, s + edits[k].n})
+		delta += edits[k].n - (edits[k].e - edits[k].s)
+	}
+	return out
+}
+
+// replace replaces the secret of each match with its marker, and returns the new text
+// and the replacements made.
+func (p *pattern) replace(text string, ms [][]int, markers [][]int) (string, []edit) {
+	var b strings.Builder
+	var edits []edit
+	last := 0
+	for _, m := range ms {
+		s, e := m[0], m[1]
+		if len(p.groups) > 0 {
+			s, e = -1, -1
+			for _, g := range p.groups {
+				if m[2*g] >= 0 {
+					s, e = m[2*g], m[2*g+1]
+					break
+				}
+			}
+		}
+		if s < 0 || s >= e || s < last {
+			continue
+		}
+		if overlaps(markers, s, e) {
+			continue
+		}
+		if p.valid != nil && !p.valid(text, m, s, e) {
+			continue
+		}
+		kind := p.kind
+		if p.kindOf != nil {
+			kind = p.kindOf(text, m)
+		}
+		if len(edits) == 0 {
+			b.Grow(len(text))
+		}
+		b.WriteString(text[last:s])
+		mk := Marker(kind)
+		b.WriteString(mk)
+		edits = append(edits, edit{s, e, len(mk)})
+		last = e
+	}
+	if len(edits) == 0 {
+		return text, nil
+	}
+	b.WriteString(text[last:])
+	return b.String(), edits
+}
+
+// markerSpans returns the spans of the markers already in text.
+func markerSpans(text string) [][]int {
+	var spans [][]int
+	for i := 0; ; {
+		j := strings.Index(text[i:], markerPrefix)
+		if j < 0 {
+			return spans
+		}
+		s := i + j
+		e := s + len(markerPrefix)
+		for e < len(text) && isWordByte(text[e]) {
+			e++
+		}
+		if e < len(text) && text[e] == ']' && e > s+len(markerPrefix) {
+			spans = append(spans, []int{s, e + 1})
+			i = e + 1
+		} else {
+			i = s + 1
+		}
+	}
+}
+
+func overlaps(spans [][]int, s, e int) bool {
+	for _, sp := range spans {
+		if sp[0] < e && s < sp[1] {
+			return true
+		}
+		if sp[0] >= e {
+			break
+		}
+	}
+	return false
+}
+
+func isWordByte(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b == '_'
+}
