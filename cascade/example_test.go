@@ -59,12 +59,14 @@ func ExampleCascade_Complete() {
 	// local: retry server
 	// local: fail server
 	// offline
-	// Summary of messages #1-#2 (extractive, offline).
-	// User requests:
-	// - #1: Book flight HAT170.
-	// Assistant answers and decisions:
-	// - #2: Booked HAT170.
-	// Identifiers: HAT170
+	// ## Goal and constraints
+	// - Goal: Book flight HAT170.
+	//
+	// ## Decisions
+	// - Booked HAT170.
+	//
+	// ## Open tasks and next step
+	// - Last assistant step: Booked HAT170.
 	// local error 503 server
 	// local error 503 server
 	// offline ok 0

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/transcript"
 )
@@ -20,12 +21,11 @@ const DefaultExtractiveTokens = 1024
 
 // Extractive is the built-in offline summarizer: deterministic, no network. It reads the
 // transcript (package transcript) in the request's last user message and writes, within the
-// request's MaxTokens, the user's requests, the assistant's answers and decisions, each tool
-// call as name(key args) with the first line of its result (or its error line), the error
-// lines, and the identifiers that appear. When the text is too long for the budget it cuts
-// each line shorter, then drops the least important lines, oldest first (assistant texts,
-// then tool calls, then lines of an earlier summary, then errors, then user requests). A text
-// that is not a transcript is summarized by keeping its first and last lines.
+// request's TargetTokens (else MaxTokens), the sections a model is asked for: the goal and
+// the user's constraints, the decisions, the work done (each tool call with its result or
+// error), the last state, and the key facts of the fact ledger (package facts). See
+// summarizeTranscript for what is dropped first when the budget is short. A text that is not
+// a transcript is summarized by keeping its first and last lines.
 //
 // Its entry's Type and Model are "extractive".
 type Extractive struct {
@@ -88,39 +88,62 @@ func lastUserText(msgs []llm.Message) string {
 	return ""
 }
 
-// Sections of an extractive summary, in output order.
+// The sections of an extractive summary: the headings the summarization prompt asks a model
+// to write, so a later summary (by a model or by Extractive) folds an earlier one section by
+// section.
 const (
-	secEarlier = iota
-	secUser
-	secAssistant
-	secTools
-	secErrors
+	secGoal = iota
+	secDecisions
+	secWork
+	secNext
+	secFacts
 	numSections
 )
 
 var sectionTitles = [numSections]string{
-	secEarlier:   "Earlier summary:",
-	secUser:      "User requests:",
-	secAssistant: "Assistant answers and decisions:",
-	secTools:     "Tool calls:",
-	secErrors:    "Errors:",
+	secGoal:      "## Goal and constraints",
+	secDecisions: "## Decisions",
+	secWork:      "## Work done",
+	secNext:      "## Open tasks and next step",
+	secFacts:     "## Key facts",
 }
 
-// dropRank orders sections by how soon their lines are dropped to fit the budget.
-var dropRank = [numSections]int{
-	secAssistant: 0,
-	secTools:     1,
-	secEarlier:   2,
-	secErrors:    3,
-	secUser:      4,
+// sectionOf recognises a heading of an earlier summary; -1 when it is none of ours.
+func sectionOf(line string) int {
+	l := strings.ToLower(strings.TrimLeft(line, "# "))
+	switch {
+	case !strings.HasPrefix(line, "#"):
+		return -1
+	case strings.HasPrefix(l, "goal"):
+		return secGoal
+	case strings.HasPrefix(l, "decision"):
+		return secDecisions
+	case strings.HasPrefix(l, "work"):
+		return secWork
+	case strings.HasPrefix(l, "open") || strings.HasPrefix(l, "next"):
+		return secNext
+	case strings.Contains(l, "fact"):
+		return secFacts
+	}
+	return -1
 }
+
+// Ranks: an item of higher rank is kept longer when the budget is short.
+const (
+	rankGoal       = 100
+	rankConstraint = 95
+	rankNext       = 90
+	rankError      = 60
+	rankEarlier    = 50 // a line of an earlier summary
+	rankWork       = 40
+	rankDecision   = 30
+)
 
 // item is one line of a summary.
 type item struct {
-	section int
-	order   int    // position in the transcript, for dropping oldest first
-	prefix  string // "#12" or "#12 get_order(id=1)": kept when the text is cut
-	text    string
+	section, rank, order int
+	text                 string
+	tokens               int
 }
 
 var (
@@ -132,11 +155,8 @@ var (
 		`|^(?-i:[A-Z]\w*(?:Error|Exception))(?::|$)` +
 		`|"error"\s*:` +
 		`|\b(?:permission denied|no such file or directory|command not found|connection refused|not found|does not exist|cannot be|could not|unable to)\b`)
-	identRE = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9_.:/#@-]*[A-Za-z0-9]`)
 	// lineNumberRE matches the "12:" that code listings put before a line.
 	lineNumberRE = regexp.MustCompile(`^\d+:`)
-	// dateRE matches ISO dates and timestamps, which are not identifiers.
-	dateRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
 )
 
 // isErrorLine reports whether a (trimmed) line reports an error. Lines of a numbered code
@@ -145,191 +165,213 @@ func isErrorLine(line string) bool {
 	return !lineNumberRE.MatchString(line) && errorLineRE.MatchString(line)
 }
 
+// summarizeTranscript writes the sections of a summary of msgs within budget tokens:
+//
+//   - Goal and constraints: the first user request, and the user's constraints as the fact
+//     ledger (package facts) finds them, quoted;
+//   - Decisions: the first sentence of each assistant message;
+//   - Work done: each tool call as name(key args) -> the first line of its result, or its
+//     error line;
+//   - Open tasks and next step: the last user message and the assistant's last step;
+//   - Key facts: the rest of the ledger (ids, paths, URLs, amounts, dates, errors...).
+//
+// The lines of an earlier summary in the transcript are carried into the section of the same
+// heading. When the budget is short, lines are dropped lowest rank first, oldest first:
+// decisions, then work done, then earlier lines, then errors; the goal, the constraints and
+// the last state go last. The facts take at most half of what the goal and last state leave.
 func summarizeTranscript(msgs []transcript.Message, budget int, count func(string) int) string {
 	var items []item
-	var idents []string
-	seen := map[string]bool{}
-	errSeen := map[string]bool{}
-	callIDs := map[string]bool{}
+	add := func(sec, rank int, text string) {
+		text = strings.TrimSpace(text)
+		if text == "" {
+			return
+		}
+		items = append(items, item{section: sec, rank: rank, order: len(items), text: "- " + text})
+	}
+	var factMsgs []facts.Message
+	results := map[int]string{} // index of a call item -> its result
+	open := map[string][]int{}  // call id -> items waiting for their result
+	goal, lastUser, lastStep := "", "", ""
+	folded := false // an earlier summary holds the goal already
 	for _, m := range msgs {
-		for _, tc := range m.ToolCalls {
-			callIDs[tc.ID] = true
-		}
-	}
-	// Identifiers the conversation itself mentions come first, then those of tool results.
-	var resultIdents []string
-	addIdents := func(s string, fromResult bool) {
-		for _, w := range identRE.FindAllString(s, -1) {
-			if identifierLike(w) && !seen[w] && !callIDs[w] {
-				seen[w] = true
-				if fromResult {
-					resultIdents = append(resultIdents, w)
-				} else {
-					idents = append(idents, w)
-				}
-			}
-		}
-	}
-	addErrors := func(order int, prefix, text string) {
-		for line := range strings.SplitSeq(text, "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" || !isErrorLine(line) || errSeen[line] {
-				continue
-			}
-			errSeen[line] = true
-			items = append(items, item{section: secErrors, order: order, prefix: prefix, text: line})
-		}
-	}
-
-	// calls waiting for their result: a result answers the latest unanswered call with its id.
-	type pending struct{ item int }
-	open := map[string][]pending{}
-	first, last := int64(0), int64(0)
-	for i, m := range msgs {
-		if m.Seq > 0 {
-			if first == 0 {
-				first = m.Seq
-			}
-			last = m.Seq
-		}
-		prefix := seqPrefix(m.Seq, i)
 		text := strings.TrimSpace(m.Text)
+		fm := facts.Message{Role: m.Role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID}
 		switch m.Role {
 		case transcript.RoleSummary:
-			for line := range strings.SplitSeq(text, "\n") {
-				if line = strings.TrimPrefix(strings.TrimSpace(line), "- "); line != "" {
-					items = append(items, item{section: secEarlier, order: i, text: line})
-				}
-			}
-			addIdents(text, false)
+			fm.Role = "assistant"
+			earlier(text, add)
+			folded = true
 		case "user":
 			if text != "" {
-				items = append(items, item{section: secUser, order: i, prefix: prefix, text: oneLine(text)})
-				addIdents(text, false)
-				addErrors(i, prefix, text)
+				if goal == "" {
+					goal = text
+				} else {
+					lastUser = text
+				}
 			}
 		case "assistant":
 			if text != "" {
-				items = append(items, item{section: secAssistant, order: i, prefix: prefix, text: oneLine(text)})
-				addIdents(text, false)
+				add(secDecisions, rankDecision, cut(firstSentence(text), 200))
+				lastStep = text
 			}
 			for _, tc := range m.ToolCalls {
-				items = append(items, item{section: secTools, order: i, prefix: prefix + " " + callText(tc)})
-				open[tc.ID] = append(open[tc.ID], pending{item: len(items) - 1})
-				addIdents(tc.Arguments, false)
+				fm.ToolCalls = append(fm.ToolCalls, facts.ToolCall{Name: tc.Name, Arguments: tc.Arguments})
+				add(secWork, rankWork, callText(tc))
+				open[tc.ID] = append(open[tc.ID], len(items)-1)
+				lastStep = "called " + callText(tc)
 			}
 		case "tool":
 			result := resultLine(text)
 			if p := open[m.ToolCallID]; len(p) > 0 {
 				open[m.ToolCallID] = p[:len(p)-1]
-				items[p[len(p)-1].item].text = "-> " + result
-			} else {
-				name := m.Name
-				if name == "" {
-					name = "tool"
-				}
-				items = append(items, item{section: secTools, order: i, prefix: prefix + " " + name + " result", text: "-> " + result})
+				results[p[len(p)-1]] = result
 			}
-			addErrors(i, prefix, text)
-			addIdents(text, true)
+		}
+		factMsgs = append(factMsgs, fm)
+	}
+	for i, r := range results {
+		items[i].text += " -> " + cut(r, 100)
+		if strings.HasPrefix(r, "error: ") {
+			items[i].rank = rankError
 		}
 	}
-	idents = append(idents, resultIdents...)
-
-	header := fmt.Sprintf("Summary of %d earlier messages (extractive, offline).", len(msgs))
-	if first > 0 {
-		header = fmt.Sprintf("Summary of messages #%d-#%d (extractive, offline).", first, last)
+	label := "Goal: "
+	if folded {
+		label = "Later request: "
 	}
-
-	// Drop order: by section rank, oldest first.
-	dropOrder := make([]int, len(items))
-	for i := range dropOrder {
-		dropOrder[i] = i
-	}
-	sort.SliceStable(dropOrder, func(a, b int) bool {
-		ia, ib := items[dropOrder[a]], items[dropOrder[b]]
-		if ra, rb := dropRank[ia.section], dropRank[ib.section]; ra != rb {
-			return ra < rb
+	add(secGoal, rankGoal, label+cut(oneLine(goal), 300))
+	ledger := facts.Extract(factMsgs)
+	var rest []facts.Fact
+	for _, f := range ledger {
+		switch f.Kind {
+		case facts.KindConstraint:
+			if !strings.Contains(oneLine(goal), f.Text) {
+				add(secGoal, rankConstraint, `The user: "`+f.Text+`"`)
+			}
+		case facts.KindToolCall: // in Work done already
+		default:
+			rest = append(rest, f)
 		}
-		return ia.order < ib.order
+	}
+	if lastUser != "" {
+		add(secNext, rankNext, "Last user message: "+cut(oneLine(lastUser), 300))
+	}
+	if lastStep != "" {
+		add(secNext, rankNext, "Last assistant step: "+cut(oneLine(lastStep), 300))
+	}
+	return fitItems(items, rest, budget, count)
+}
+
+// earlier carries the lines of an earlier summary into the sections of the same heading.
+func earlier(text string, add func(sec, rank int, text string)) {
+	sec := secFacts
+	for line := range strings.SplitSeq(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "Summary of ") {
+			continue
+		}
+		if s := sectionOf(line); s >= 0 {
+			sec = s
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			sec = secFacts // another heading: its lines are kept as facts
+			continue
+		}
+		rank := rankEarlier
+		if sec == secGoal {
+			rank = rankConstraint
+		}
+		if sec == secNext {
+			sec = secWork // the earlier "next step" is history now
+		}
+		add(sec, rank, strings.TrimPrefix(line, "- "))
+	}
+}
+
+// fitItems renders the items and the facts section within budget.
+func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) int) string {
+	used := 0
+	var titled [numSections]bool // the section's title is counted in used
+	cost := func(sec, tokens int) int {
+		if titled[sec] {
+			return tokens
+		}
+		return tokens + count(sectionTitles[sec]) + 2
+	}
+	byRank := make([]int, len(items))
+	for i := range items {
+		items[i].tokens = count(items[i].text) + 1
+		byRank[i] = i
+	}
+	sort.SliceStable(byRank, func(a, b int) bool {
+		ia, ib := items[byRank[a]], items[byRank[b]]
+		if ia.rank != ib.rank {
+			return ia.rank > ib.rank
+		}
+		return ia.order > ib.order // newest first
 	})
-
-	render := func(lineMax, identMax, dropped int) string {
-		skip := make([]bool, len(items))
-		for _, i := range dropOrder[:dropped] {
-			skip[i] = true
+	keep := make([]bool, len(items))
+	take := func(minRank int) {
+		for _, i := range byRank {
+			if c := cost(items[i].section, items[i].tokens); !keep[i] && items[i].rank >= minRank && used+c <= budget {
+				keep[i], titled[items[i].section] = true, true
+				used += c
+			}
 		}
+	}
+	take(rankNext)
+	factLines, _ := facts.Section(ledger, (budget-used)/2-cost(secFacts, 0), count)
+	if _, body, ok := strings.Cut(factLines, "\n"); ok {
+		factLines = body // the section's own title: ours is "## Key facts"
+		used += cost(secFacts, count(factLines)+1)
+		titled[secFacts] = true
+	} else {
+		factLines = ""
+	}
+	take(0)
+	render := func() string {
 		var b strings.Builder
-		b.WriteString(header)
-		hidden := 0 // lines of sections dropped whole
 		for sec := range numSections {
 			var lines []string
-			omitted := 0
 			for i, it := range items {
-				if it.section != sec {
-					continue
+				if keep[i] && it.section == sec {
+					lines = append(lines, it.text)
 				}
-				if skip[i] {
-					omitted++
-					continue
-				}
-				line := "- " + it.prefix
-				switch {
-				case it.text == "":
-				case it.prefix == "":
-					line += cut(it.text, lineMax)
-				case strings.HasPrefix(it.text, "->"):
-					line += " " + cut(it.text, lineMax)
-				default:
-					line += ": " + cut(it.text, lineMax)
-				}
-				lines = append(lines, line)
+			}
+			if sec == secFacts && factLines != "" {
+				lines = append(lines, factLines)
 			}
 			if len(lines) == 0 {
-				hidden += omitted
 				continue
 			}
-			b.WriteString("\n" + sectionTitles[sec])
-			for _, l := range lines {
-				b.WriteString("\n" + l)
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
 			}
-			if omitted > 0 {
-				fmt.Fprintf(&b, "\n- (%d more omitted)", omitted)
-			}
-		}
-		if n := min(len(idents), identMax); n > 0 {
-			b.WriteString("\nIdentifiers: " + strings.Join(idents[:n], ", "))
-			if n < len(idents) {
-				fmt.Fprintf(&b, " (+%d more)", len(idents)-n)
-			}
-		}
-		if hidden > 0 {
-			fmt.Fprintf(&b, "\n(%d less important lines omitted)", hidden)
+			b.WriteString(sectionTitles[sec] + "\n" + strings.Join(lines, "\n"))
 		}
 		return b.String()
 	}
-
-	levels := []struct{ line, idents int }{{400, 60}, {240, 40}, {160, 30}, {120, 20}}
-	for _, lv := range levels {
-		if s := render(lv.line, lv.idents, 0); count(s) <= budget {
-			return s
+	out := render()
+	// Token counts do not always add up line by line: drop the lowest lines until it fits.
+	for k := len(byRank) - 1; k >= 0 && count(out) > budget; k-- {
+		if keep[byRank[k]] {
+			keep[byRank[k]] = false
+			out = render()
 		}
 	}
-	lv := levels[len(levels)-1]
-	// The fewest dropped lines that fit: render grows shorter as more lines are dropped.
-	n := sort.Search(len(items)+1, func(d int) bool { return count(render(lv.line, lv.idents, d)) <= budget })
-	if n <= len(items) {
-		return render(lv.line, lv.idents, n)
-	}
-	return fitChars(render(lv.line, 0, len(items)), budget, count)
+	return fitChars(out, budget, count)
 }
 
-// seqPrefix names a message: "#12", or its position when it has no number.
-func seqPrefix(seq int64, i int) string {
-	if seq > 0 {
-		return fmt.Sprintf("#%d", seq)
+// firstSentence is the text up to the end of its first sentence or line.
+func firstSentence(s string) string {
+	s = oneLine(s)
+	for i := 0; i+1 < len(s); i++ {
+		if (s[i] == '.' || s[i] == '!' || s[i] == '?') && s[i+1] == ' ' && i > 20 {
+			return s[:i+1]
+		}
 	}
-	return fmt.Sprintf("[%d]", i+1)
+	return s
 }
 
 // callText renders a tool call as name(key=value, ...), with short scalar arguments only.
@@ -388,42 +430,6 @@ func resultLine(text string) string {
 		return "(empty)"
 	}
 	return firstLine
-}
-
-// identifierLike keeps tokens that name things: ids with capitals and digits (W123, ZFA04Y,
-// HAT170), snake or kebab names with digits (omar_davis_3817, gift_card_3481935), file paths,
-// e-mail addresses. Words, numbers, dates, times, line-number prefixes ("12:") and short
-// lower-case names with a digit (python3, address1) are not.
-func identifierLike(w string) bool {
-	if len(w) < 4 || len(w) > 80 || strings.HasPrefix(w, "call_") || strings.HasPrefix(w, "REDACTED") ||
-		lineNumberRE.MatchString(w) || dateRE.MatchString(w) || strings.Contains(w, "://") {
-		return false
-	}
-	if strings.Contains(w, "@") && strings.Contains(w, ".") {
-		return true
-	}
-	if strings.Contains(w, "/") && strings.Contains(w, ".") {
-		return true
-	}
-	var lower, upper, digits int
-	for _, r := range w {
-		switch {
-		case r >= '0' && r <= '9':
-			digits++
-		case r >= 'A' && r <= 'Z':
-			upper++
-		case r >= 'a' && r <= 'z':
-			lower++
-		}
-	}
-	switch {
-	case digits == 0 || lower+upper == 0:
-		return false
-	case upper > 0:
-		return true // ZFA04Y, HAT170, W123
-	default:
-		return strings.ContainsAny(w, "_-") && lower >= 2 // omar_davis_3817; not 2024-05-15
-	}
 }
 
 // oneLine joins a text's lines and spaces into one line.

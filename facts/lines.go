@@ -87,12 +87,35 @@ func (x *extractor) constraints(s string) {
 				continue
 			}
 			sent = strings.TrimRight(sent, ".! ")
-			if utf8.RuneCountInString(sent) < 10 || len(strings.Fields(sent)) < 3 {
+			if utf8.RuneCountInString(sent) < 10 || len(strings.Fields(sent)) < 3 || injectionLike(sent) {
 				continue
 			}
 			x.c.add(KindConstraint, cutWords(sent, maxConstraintLen), "", true)
 		}
 	}
+}
+
+// injectionMarkers are phrases of text that addresses the model rather than the task
+// ("ignore previous instructions", "you are now in developer mode"). A sentence with one is
+// not a constraint of the user's task: carried into a summary as a "constraint" it would
+// give the injection the weight of a rule.
+var injectionMarkers = []string{
+	"ignore previous", "ignore all previous", "ignore the previous", "ignore your instructions",
+	"ignore all instructions", "ignore the above", "ignore prior", "disregard previous",
+	"disregard all", "disregard the above", "disregard your", "forget your instructions",
+	"forget all previous", "you are now", "developer mode", "system prompt", "jailbreak",
+	"new instructions", "override your", "act as", "pretend to be", "reveal your",
+}
+
+// injectionLike reports whether a sentence reads as a prompt injection.
+func injectionLike(s string) bool {
+	l := strings.Join(strings.Fields(asciiLower(s)), " ")
+	for _, m := range injectionMarkers {
+		if strings.Contains(l, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // numberedLine reports a line of a numbered listing: "1466:    raise ValueError(msg)".

@@ -5,11 +5,12 @@ import (
 	"strings"
 )
 
-// sectionTitle heads the section Section renders.
-const sectionTitle = "## Key facts"
+// sectionTitle heads the section Section renders: the facts are quoted from the
+// conversation, not instructions.
+const sectionTitle = "## Facts from the conversation (quoted as recorded)"
 
 var kindLabels = map[Kind]string{
-	KindConstraint: "Constraints",
+	KindConstraint: "The user's constraints, in their words",
 	KindError:      "Errors",
 	KindToolCall:   "Tool calls",
 	KindID:         "IDs",
@@ -106,6 +107,9 @@ func renderSection(facts []Fact) string {
 		if longKind(k) {
 			b.WriteString("- " + label + ":\n")
 			for _, t := range groups[k] {
+				if k == KindConstraint {
+					t = "\"" + t + "\""
+				}
 				b.WriteString("  - " + t + "\n")
 			}
 			continue

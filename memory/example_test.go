@@ -37,7 +37,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println(len(active.Messages()), "messages,", active.Tokens, "tokens")
-	// Output: 2 messages, 32 tokens
+	// Output: 2 messages, 27 tokens
 }
 
 // An agent loop: append each turn, and compact when ShouldCompact says so. The cascade here is
@@ -81,6 +81,7 @@ func Example_agentLoop() {
 	active, _ := store.Active(ctx, "t")
 	fmt.Println("under the limit:", active.Tokens <= 2000)
 	// Output:
-	// turn 19: applied, 1617 -> 1089 tokens
+	// turn 22: applied, 1669 -> 1190 tokens
+	// turn 28: applied, 1622 -> 1234 tokens
 	// under the limit: true
 }

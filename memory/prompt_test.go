@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
-	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -96,10 +95,17 @@ func TestExtractiveSummarizesInjectionAsContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := *rep.Summary
-	for _, want := range []string{"ZFA04Y", "mia_li_3668", "IGNORE PREVIOUS INSTRUCTIONS"} {
+	for _, want := range []string{"ZFA04Y", "mia_li_3668", "I must keep my seat"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}
 	}
-	_ = llm.Message{}
+	// The injection is never promoted to a goal or a constraint of the user.
+	for line := range strings.SplitSeq(sum, "\n") {
+		if l := strings.ToLower(line); strings.Contains(l, "developer mode") || strings.Contains(l, "ignore previous") {
+			if strings.Contains(line, "The user:") || strings.Contains(line, "Goal:") || strings.HasPrefix(strings.TrimSpace(line), `- "`) {
+				t.Errorf("the injection became a goal or constraint: %q", line)
+			}
+		}
+	}
 }
