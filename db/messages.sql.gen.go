@@ -344,29 +344,3 @@ func (q *Queries) SearchSummaries(ctx context.Context, arg SearchSummariesParams
 	}
 	return items, nil
 }
-
-const sumActiveTokens = `-- name: SumActiveTokens :one
-SELECT CAST(count(*) AS INTEGER) AS messages, CAST(coalesce(sum(tokens), 0) AS INTEGER) AS tokens
-FROM messages
-WHERE thread_id = ?1
-  AND (seq < ?2 OR seq > ?3)
-`
-
-type SumActiveTokensParams struct {
-	ThreadID string
-	FromSeq  int64
-	ToSeq    int64
-}
-
-type SumActiveTokensRow struct {
-	Messages int64
-	Tokens   int64
-}
-
-// Count and tokens of the messages outside a summarized range [from_seq, to_seq].
-func (q *Queries) SumActiveTokens(ctx context.Context, arg SumActiveTokensParams) (SumActiveTokensRow, error) {
-	row := q.db.QueryRowContext(ctx, sumActiveTokens, arg.ThreadID, arg.FromSeq, arg.ToSeq)
-	var i SumActiveTokensRow
-	err := row.Scan(&i.Messages, &i.Tokens)
-	return i, err
-}

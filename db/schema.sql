@@ -65,6 +65,7 @@ CREATE TABLE compactions (
 ) STRICT;
 
 CREATE INDEX compactions_thread ON compactions (thread_id, id);
+CREATE INDEX compactions_current ON compactions (thread_id, status, id);
 CREATE INDEX compactions_running ON compactions (status) WHERE status = 'running';
 
 -- One row per provider attempt, skipped ones included.

@@ -68,26 +68,40 @@ func (q *Queries) InsertThread(ctx context.Context, arg InsertThreadParams) erro
 }
 
 const listThreads = `-- name: ListThreads :many
-SELECT t.id, t.model, t.encoding, t.metadata, t.last_seq, t.open_calls, t.created_at, t.updated_at,
-       CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions
+SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at,
+       CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions,
+       CAST(cur.id IS NOT NULL AS INTEGER) AS compacted,
+       CAST(coalesce(cur.summary_tokens, 0) AS INTEGER) AS summary_tokens,
+       CAST((SELECT count(*) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
+          + (SELECT count(*) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) AS INTEGER) AS active_messages,
+       CAST((SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
+          + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) AS INTEGER) AS active_tokens
 FROM threads t
+LEFT JOIN compactions cur ON cur.id = (
+    SELECT max(c2.id) FROM compactions c2 WHERE c2.thread_id = t.id AND c2.status = 'applied')
+WHERE CAST(?1 AS TEXT) = '' OR t.id = ?1
 ORDER BY t.updated_at DESC, t.id
 `
 
 type ListThreadsRow struct {
-	ID          string
-	Model       string
-	Encoding    string
-	Metadata    string
-	LastSeq     int64
-	OpenCalls   string
-	CreatedAt   int64
-	UpdatedAt   int64
-	Compactions int64
+	ID             string
+	Model          string
+	Encoding       string
+	LastSeq        int64
+	CreatedAt      int64
+	UpdatedAt      int64
+	Compactions    int64
+	Compacted      int64
+	SummaryTokens  int64
+	ActiveMessages int64
+	ActiveTokens   int64
 }
 
-func (q *Queries) ListThreads(ctx context.Context) ([]ListThreadsRow, error) {
-	rows, err := q.db.QueryContext(ctx, listThreads)
+// Every thread (or only the one named) with the size of its active context, from stored
+// counts: the messages outside the range of its current (newest applied) compaction, plus
+// that compaction's summary.
+func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRow, error) {
+	rows, err := q.db.QueryContext(ctx, listThreads, only)
 	if err != nil {
 		return nil, err
 	}
@@ -99,12 +113,14 @@ func (q *Queries) ListThreads(ctx context.Context) ([]ListThreadsRow, error) {
 			&i.ID,
 			&i.Model,
 			&i.Encoding,
-			&i.Metadata,
 			&i.LastSeq,
-			&i.OpenCalls,
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Compactions,
+			&i.Compacted,
+			&i.SummaryTokens,
+			&i.ActiveMessages,
+			&i.ActiveTokens,
 		); err != nil {
 			return nil, err
 		}

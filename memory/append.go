@@ -176,7 +176,12 @@ func readMessages(r io.Reader, add func(Message, int) error) error {
 	}
 	switch first {
 	case '[':
-		return readArray(json.NewDecoder(br), add)
+		dec := json.NewDecoder(br)
+		n, err := readArray(dec, add)
+		if err != nil {
+			return err
+		}
+		return expectEnd(dec, n)
 	case '{':
 		head, _ := br.Peek(4096)
 		if isMessagesObject(head) {
@@ -184,7 +189,14 @@ func readMessages(r io.Reader, add func(Message, int) error) error {
 			if err := expectMessagesKey(dec); err != nil {
 				return err
 			}
-			return readArray(dec, add)
+			n, err := readArray(dec, add)
+			if err != nil {
+				return err
+			}
+			if err := skipObjectRest(dec, n); err != nil {
+				return err
+			}
+			return expectEnd(dec, n)
 		}
 		return readJSONL(br, add)
 	default:
@@ -227,33 +239,71 @@ func expectMessagesKey(dec *json.Decoder) error {
 	return nil
 }
 
-func readArray(dec *json.Decoder, add func(Message, int) error) error {
+// readArray reads a JSON array of messages and returns how many it held.
+func readArray(dec *json.Decoder, add func(Message, int) error) (int, error) {
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('[') {
-		return &InputError{Field: "messages", Msg: "want a JSON array of messages"}
+		return 0, &InputError{Field: "messages", Msg: "want a JSON array of messages"}
 	}
 	n := 0
 	for dec.More() {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return &InputError{Index: n, Msg: "malformed JSON: " + err.Error()}
+			return n, &InputError{Index: n, Msg: "malformed JSON: " + err.Error()}
 		}
 		m, err := decodeMessage(raw)
 		if err != nil {
-			return &InputError{Index: n, Msg: err.Error()}
+			return n, &InputError{Index: n, Msg: err.Error()}
 		}
 		if err := add(m, 0); err != nil {
-			return err
+			return n, err
 		}
 		n++
 	}
 	if _, err := dec.Token(); err != nil {
-		return &InputError{Index: n, Msg: "malformed JSON: " + err.Error()}
+		return n, &InputError{Index: n, Msg: "malformed JSON: " + err.Error()}
 	}
 	if n == 0 {
-		return &InputError{Msg: "the input holds no message (an empty array)"}
+		return 0, &InputError{Msg: "the input holds no message (an empty array)"}
+	}
+	return n, nil
+}
+
+// skipObjectRest reads what follows the "messages" array of an {"messages": [...]} object up to
+// its closing brace: other keys are ignored, but must hold well-formed JSON. n is the number of
+// messages read, for the error.
+func skipObjectRest(dec *json.Decoder, n int) error {
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return &InputError{Index: n, Msg: "malformed JSON after the messages: " + err.Error()}
+		}
+		if key == "messages" {
+			return &InputError{Index: n, Field: "messages", Msg: "the object has a second \"messages\" key"}
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return &InputError{Index: n, Msg: fmt.Sprintf("malformed JSON after the messages, at key %q: %v", key, err)}
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return &InputError{Index: n, Msg: "malformed JSON: the object {\"messages\": [...]} is not closed"}
 	}
 	return nil
+}
+
+// expectEnd rejects anything but white space after the input's JSON value. n is the number of
+// messages read, for the error.
+func expectEnd(dec *json.Decoder, n int) error {
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return nil
+	}
+	what := fmt.Sprintf("%v", tok)
+	if err != nil {
+		what = err.Error()
+	}
+	return &InputError{Index: n, Msg: "malformed JSON: data after the end of the messages: " + what}
 }
 
 func readJSONL(br *bufio.Reader, add func(Message, int) error) error {
@@ -262,7 +312,7 @@ func readJSONL(br *bufio.Reader, add func(Message, int) error) error {
 		b, err := br.ReadBytes('\n')
 		if len(b) > 0 {
 			line++
-			if t := bytes.TrimSpace(b); len(t) > 0 {
+			if t := bytes.Trim(b, jsonSpace); len(t) > 0 {
 				m, derr := decodeMessage(t)
 				if derr != nil {
 					return &InputError{Line: line, Index: n, Msg: derr.Error()}
@@ -286,13 +336,16 @@ func readJSONL(br *bufio.Reader, add func(Message, int) error) error {
 	return nil
 }
 
+// jsonSpace is JSON's white space: a JSONL line may be padded with it, and with nothing else.
+const jsonSpace = " \t\r\n"
+
 // decodeMessage parses one message, rejecting invalid UTF-8 (which encoding/json would
 // silently replace) and values that are not objects.
 func decodeMessage(b []byte) (Message, error) {
 	if !utf8.Valid(b) {
 		return Message{}, errors.New("invalid UTF-8")
 	}
-	b = bytes.TrimSpace(b)
+	b = bytes.Trim(b, jsonSpace)
 	if len(b) == 0 || b[0] != '{' {
 		if json.Valid(b) {
 			return Message{}, errors.New("not a message: want a JSON object")

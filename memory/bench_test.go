@@ -81,3 +81,18 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	}
 }
+func BenchmarkThreads1000(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openStore(b)
+	for i := range 1000 {
+		if _, err := s.Append(ctx, fmt.Sprintf("thread-%04d", i), benchMessages(20), memory.AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.Threads(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -48,6 +48,18 @@ var fzImportSeeds = []string{
 	`{"role":"tool","tool_call_id":"open-1","content":"answers the seed thread's open call"}`,
 	`{"role":"user","content":"escapes \u00e9\ud83d\ude00 \"q\" \\ \u0000 <|endoftext|>"}`,
 	`{"role":"assistant","content":"","refusal":null,"tool_calls":null,"reasoning_content":"r"}`,
+	// Named fields given as null or empty, absent or extra fields of a call: kept as given.
+	`{"role":"user","content":"x","name":null}`,
+	`{"role":"user","content":"x","name":""}`,
+	`{"role":"user","content":"x","tool_call_id":null}`,
+	`{"role":"user","content":"x","tool_call_id":""}`,
+	`{"role":"user","content":"x","tool_calls":[]}`,
+	`{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"f"}}]}
+{"role":"tool","tool_call_id":"a","content":"A"}`,
+	`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":null,"function":{"name":"f","arguments":null,"strict":true}}]}
+{"role":"tool","tool_call_id":"a","content":"A"}`,
+	`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"","function":{"name":"f","arguments":"","parsed":{"q":1}},"index":0}]}
+{"role":"tool","tool_call_id":"a","content":"A"}`,
 	// Bad: empty, no message, malformed, not objects, invalid UTF-8, roles, tool calls.
 	``,
 	"  \n\t\n",
@@ -64,6 +76,10 @@ var fzImportSeeds = []string{
 	`"just a string"`,
 	"{\"role\":\"user\",\"content\":\"\xff\xfe\"}",
 	"\u00a0{\"role\":\"user\",\"content\":\"nbsp\"}",
+	"{\"role\":\"user\",\"content\":\"x\"}\n\u00a0{\"role\":\"user\",\"content\":\"nbsp\"}\u2028\n",
+	`{"messages": [{"role":"user","content":"x"}], "tools": [{"type":"function"}]}`,
+	`{"messages": [{"role":"user","content":"x"}], "messages": []}`,
+	`{"messages": [{"role":"user","content":"x"}], "tools": [}`,
 	`{"role":"robot","content":"x"}`,
 	`{"content":"no role"}`,
 	`{"role":"user","content":42}`,
@@ -82,6 +98,97 @@ var fzImportSeeds = []string{
 {"role":"user","content":"never"}`,
 }
 
+// TestImportRejectsMalformedJSON: data after the messages, an unclosed object, and JSONL lines
+// padded with characters JSON does not count as white space are malformed input.
+func TestImportRejectsMalformedJSON(t *testing.T) {
+	for _, in := range []string{
+		`[{"role":"user","content":"x"}] trailing`,
+		`[{"role":"user","content":"x"}][]`,
+		`{"messages": [{"role":"user","content":"x"}]`,
+		`{"messages": [{"role":"user","content":"x"}]} {"role":"user","content":"y"}`,
+		`{"messages": [{"role":"user","content":"x"}], "tools": [}`,
+		`{"messages": [{"role":"user","content":"x"}], "messages": []}`,
+		"{\"role\":\"user\",\"content\":\"x\"}\n\u00a0{\"role\":\"user\",\"content\":\"y\"}",
+		"{\"role\":\"user\",\"content\":\"x\"}\u0085\n",
+	} {
+		s, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Import(context.Background(), "t", strings.NewReader(in), memory.AppendOptions{})
+		var ie *memory.InputError
+		if !errors.As(err, &ie) {
+			t.Errorf("import %q: error %v, want an *InputError", in, err)
+		}
+		if _, herr := s.History(context.Background(), "t"); !errors.Is(herr, memory.ErrThreadNotFound) {
+			t.Errorf("import %q: the thread exists after the error %v", in, err)
+		}
+		s.Close()
+	}
+	// Keys after "messages" are ignored when well-formed, as before.
+	s, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := `{"messages": [{"role":"user","content":"x"}], "tools": [{"type":"function"}]}` + "\n"
+	if res, err := s.Import(context.Background(), "t", strings.NewReader(in), memory.AppendOptions{}); err != nil || res.Appended != 1 {
+		t.Fatalf("import %q: %+v, %v", in, res, err)
+	}
+}
+
+// TestMessageKeepsFieldsAsGiven: a message is written back as it was given: named fields that
+// are null or "", a call without type or arguments, and unknown fields of a call's function.
+func TestMessageKeepsFieldsAsGiven(t *testing.T) {
+	for _, in := range []string{
+		`{"role":"user","content":"x","name":null}`,
+		`{"role":"user","content":"x","name":""}`,
+		`{"role":"user","content":"x","tool_call_id":null}`,
+		`{"role":"tool","content":"x","tool_call_id":""}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"f"}}]}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":null,"function":{"name":"f","arguments":null}}]}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"","function":{"name":"f","arguments":"","strict":true,"parsed":{"q":[1,2]}}}]}`,
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+	} {
+		var m memory.Message
+		if err := json.Unmarshal([]byte(in), &m); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		want, _ := fzNormalize([]byte(in))
+		got, err := fzNormalize(out)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("round trip of %s gives %s", in, out)
+		}
+	}
+}
+
+// TestSearchQueryWithNUL: FTS5 reads a query string up to its first NUL; a word holding one must
+// not make the query malformed.
+func TestSearchQueryWithNUL(t *testing.T) {
+	ctx := context.Background()
+	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", "alpha\x00beta gamma")}, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"alpha\x00beta", "a\x00\"", "\x00gamma\x00"} {
+		hits, err := s.Search(ctx, q, memory.SearchOptions{})
+		if err != nil {
+			t.Fatalf("search %q: %v", q, err)
+		}
+		if q != "a\x00\"" && len(hits) != 1 {
+			t.Fatalf("search %q: %d hits, want 1", q, len(hits))
+		}
+	}
+}
+
 func FuzzImport(f *testing.F) {
 	for _, s := range fzImportSeeds {
 		f.Add([]byte(s))
@@ -93,37 +200,54 @@ func FuzzImport(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(data)
-		// The same messages as a JSON array and as an object.
+		// The first messages (small inputs mutate faster) as JSONL, a JSON array and an object.
 		var msgs []json.RawMessage
 		for line := range bytes.SplitSeq(data, []byte("\n")) {
-			if len(bytes.TrimSpace(line)) > 0 {
+			if len(bytes.TrimSpace(line)) > 0 && len(msgs) < 8 {
 				msgs = append(msgs, line)
 			}
 		}
+		var head []byte
+		for _, m := range msgs[1:] {
+			head = append(append(head, m...), '\n')
+		}
+		f.Add(head)
 		arr, _ := json.Marshal(msgs)
 		f.Add(arr)
 		f.Add([]byte(`{"messages": ` + string(arr) + `}`))
 	}
+	// One store per process (a fresh file per input would make the fuzzer wait on the disk):
+	// each input gets two threads of its own, deleted afterwards.
+	ctx := context.Background()
+	s, err := memory.Open(ctx, filepath.Join(f.TempDir(), "fuzz.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	var inputs atomic.Int64
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ctx := context.Background()
-		s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "fuzz.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		n := inputs.Add(1)
+		newThread, oldThread := fmt.Sprintf("new-%d", n), fmt.Sprintf("old-%d", n)
+		defer func() {
+			for _, th := range []string{newThread, oldThread} {
+				if err := s.DeleteThread(ctx, th); err != nil && !errors.Is(err, memory.ErrThreadNotFound) {
+					t.Fatal(err)
+				}
+			}
+		}()
 		want, oracleErr := fzParseInput(data)
 
 		// Into a new thread: all of it or nothing, and the thread does not exist after a failure.
-		_, err = s.Import(ctx, "new", bytes.NewReader(data), memory.AppendOptions{})
-		fzCheckImport(t, s, "new", nil, want, oracleErr, err)
+		_, err := s.Import(ctx, newThread, bytes.NewReader(data), memory.AppendOptions{})
+		fzCheckImport(t, s, newThread, nil, want, oracleErr, err)
 
 		// Into an existing thread with an open call: unchanged after a failure.
-		if _, err := s.Import(ctx, "old", strings.NewReader(fzSeedThread), memory.AppendOptions{}); err != nil {
+		if _, err := s.Import(ctx, oldThread, strings.NewReader(fzSeedThread), memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		before := fzHistory(t, s, "old")
-		_, err = s.Import(ctx, "old", bytes.NewReader(data), memory.AppendOptions{})
-		fzCheckImport(t, s, "old", before, want, oracleErr, err)
+		before := fzHistory(t, s, oldThread)
+		_, err = s.Import(ctx, oldThread, bytes.NewReader(data), memory.AppendOptions{})
+		fzCheckImport(t, s, oldThread, before, want, oracleErr, err)
 	})
 }
 
@@ -652,14 +776,10 @@ func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p memory.Pl
 	return ""
 }
 
-// fzSearchStore is the store FuzzSearch queries: three conversations, one of them compacted so
-// that summaries are searched too. It is built once per process.
-var fzSearchStore = sync.OnceValues(func() (*memory.Store, error) {
+// fzSearchStore builds the store FuzzSearch queries: three conversations, one of them compacted
+// so that summaries are searched too.
+func fzSearchStore(dir string) (*memory.Store, error) {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "memcascade-fuzzsearch")
-	if err != nil {
-		return nil, err
-	}
 	s, err := memory.Open(ctx, filepath.Join(dir, "search.db"))
 	if err != nil {
 		return nil, err
@@ -694,7 +814,7 @@ var fzSearchStore = sync.OnceValues(func() (*memory.Store, error) {
 		}
 	}
 	return s, nil
-})
+}
 
 func FuzzSearch(f *testing.F) {
 	for _, q := range []string{
@@ -706,11 +826,12 @@ func FuzzSearch(f *testing.F) {
 		f.Add(q, "", uint8(0))
 		f.Add(q, "odd", uint8(3))
 	}
+	s, err := fzSearchStore(f.TempDir())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
 	f.Fuzz(func(t *testing.T, query, thread string, limit uint8) {
-		s, err := fzSearchStore()
-		if err != nil {
-			t.Fatal(err)
-		}
 		hits, err := s.Search(context.Background(), query, memory.SearchOptions{Thread: thread, Limit: int(limit)})
 		if err != nil {
 			t.Fatalf("search %q (thread %q, limit %d): %v", query, thread, limit, err)

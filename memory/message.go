@@ -19,6 +19,8 @@ const (
 
 // Message is one OpenAI chat message as the agent gave it. Fields this type does not model are
 // kept in Extra and written back unchanged, so a message survives a round trip through the store.
+// So are modelled string fields given as null or "" (name, tool_call_id): the field is "" and
+// Extra keeps the value as given.
 type Message struct {
 	Role string
 	// Content is the message's content as given: a JSON string, null, or an array of content
@@ -42,8 +44,11 @@ type ToolCall struct {
 
 // FunctionCall is the function a ToolCall invokes.
 type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	Name      string
+	Arguments string
+	// Extra holds every field of the function not named above, and arguments given as null or
+	// "", as given.
+	Extra map[string]json.RawMessage
 }
 
 // TextMessage returns a message with a plain string content.
@@ -129,6 +134,10 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 				err = fmt.Errorf("want a string, null or an array of parts")
 			}
 		case "name":
+			if isNullOrEmpty(v) {
+				m.Extra = setExtra(m.Extra, k, v)
+				continue
+			}
 			err = unmarshalString(v, &m.Name)
 		case "tool_calls":
 			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
@@ -140,6 +149,10 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 				m.ToolCalls = []ToolCall{}
 			}
 		case "tool_call_id":
+			if isNullOrEmpty(v) {
+				m.Extra = setExtra(m.Extra, k, v)
+				continue
+			}
 			err = unmarshalString(v, &m.ToolCallID)
 		default:
 			m.Extra = setExtra(m.Extra, k, v)
@@ -151,17 +164,20 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes id, type and function, then Extra in key order.
+// MarshalJSON writes id, type (when set) and function, then Extra in key order.
 func (c ToolCall) MarshalJSON() ([]byte, error) {
 	w := objectWriter{}
 	w.field("id", c.ID)
-	w.field("type", c.Type)
+	if c.Type != "" {
+		w.field("type", c.Type)
+	}
 	w.field("function", c.Function)
 	w.extra(c.Extra)
 	return w.finish()
 }
 
-// UnmarshalJSON reads a tool call, keeping unknown fields in Extra.
+// UnmarshalJSON reads a tool call, keeping unknown fields, and a type given as null or "", in
+// Extra.
 func (c *ToolCall) UnmarshalJSON(b []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
@@ -174,6 +190,10 @@ func (c *ToolCall) UnmarshalJSON(b []byte) error {
 		case "id":
 			err = unmarshalString(v, &c.ID)
 		case "type":
+			if isNullOrEmpty(v) {
+				c.Extra = setExtra(c.Extra, k, v)
+				continue
+			}
 			err = unmarshalString(v, &c.Type)
 		case "function":
 			err = json.Unmarshal(v, &c.Function)
@@ -185,6 +205,53 @@ func (c *ToolCall) UnmarshalJSON(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// MarshalJSON writes name and arguments (when set), then Extra in key order.
+func (f FunctionCall) MarshalJSON() ([]byte, error) {
+	w := objectWriter{}
+	w.field("name", f.Name)
+	if f.Arguments != "" {
+		w.field("arguments", f.Arguments)
+	}
+	w.extra(f.Extra)
+	return w.finish()
+}
+
+// UnmarshalJSON reads a function, keeping unknown fields, and arguments given as null or "", in
+// Extra.
+func (f *FunctionCall) UnmarshalJSON(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	*f = FunctionCall{}
+	for k, v := range fields {
+		var err error
+		switch k {
+		case "name":
+			err = unmarshalString(v, &f.Name)
+		case "arguments":
+			if isNullOrEmpty(v) {
+				f.Extra = setExtra(f.Extra, k, v)
+				continue
+			}
+			err = unmarshalString(v, &f.Arguments)
+		default:
+			f.Extra = setExtra(f.Extra, k, v)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// isNullOrEmpty reports whether a JSON value is null or the empty string: a modelled string
+// field holding it is "", and the value goes to Extra so that it is written back as given.
+func isNullOrEmpty(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return bytes.Equal(v, []byte("null")) || bytes.Equal(v, []byte(`""`))
 }
 
 func unmarshalString(v json.RawMessage, dst *string) error {

@@ -108,78 +108,56 @@ type Thread struct {
 	UpdatedAt      time.Time `json:"updated_at"`
 }
 
-// Threads lists every thread, most recently updated first. It reads stored counts only.
+// Threads lists every thread, most recently updated first. It reads stored counts only: no
+// message is decoded and no tokenizer is loaded.
 func (s *Store) Threads(ctx context.Context) ([]Thread, error) {
-	var out []Thread
-	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
-		q := s.q.WithTx(tx)
-		rows, err := q.ListThreads(ctx)
-		if err != nil {
-			return err
-		}
-		out = make([]Thread, 0, len(rows))
-		for _, r := range rows {
-			t := threadFromRow(r.ID, r.Model, r.Encoding, r.LastSeq, r.CreatedAt, r.UpdatedAt)
-			t.Compactions = int(r.Compactions)
-			if err := s.fillActive(ctx, q, &t); err != nil {
-				return err
-			}
-			out = append(out, t)
-		}
-		return nil
-	})
+	ts, err := s.threads(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("list threads: %w", err)
 	}
-	return out, nil
+	return ts, nil
 }
 
 // Thread returns one thread.
 func (s *Store) Thread(ctx context.Context, id string) (Thread, error) {
-	var t Thread
-	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
-		q := s.q.WithTx(tx)
-		r, err := q.GetThread(ctx, id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %q", ErrThreadNotFound, id)
+	if id == "" {
+		return Thread{}, fmt.Errorf("%w: empty id", ErrThreadNotFound)
+	}
+	ts, err := s.threads(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	if len(ts) == 0 {
+		return Thread{}, fmt.Errorf("%w: %q", ErrThreadNotFound, id)
+	}
+	return ts[0], nil
+}
+
+func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
+	rows, err := s.q.ListThreads(ctx, only)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Thread, len(rows))
+	for i, r := range rows {
+		t := threadFromRow(r.ID, r.Model, r.Encoding, r.LastSeq, r.CreatedAt, r.UpdatedAt)
+		t.Compactions = int(r.Compactions)
+		t.ActiveMessages, t.ActiveTokens = int(r.ActiveMessages), int(r.ActiveTokens)
+		if r.Compacted != 0 {
+			t.ActiveMessages++
+			t.ActiveTokens += int(r.SummaryTokens)
 		}
-		if err != nil {
-			return err
+		if t.ActiveMessages > 0 {
+			t.ActiveTokens += ReplyPriming
 		}
-		t = threadFromRow(r.ID, r.Model, r.Encoding, r.LastSeq, r.CreatedAt, r.UpdatedAt)
-		return s.fillActive(ctx, q, &t)
-	})
-	return t, err
+		out[i] = t
+	}
+	return out, nil
 }
 
 func threadFromRow(id, model, enc string, lastSeq, created, updated int64) Thread {
 	return Thread{ID: id, Model: model, Encoding: enc, Messages: int(lastSeq),
 		CreatedAt: time.UnixMilli(created).UTC(), UpdatedAt: time.UnixMilli(updated).UTC()}
-}
-
-// fillActive sets the active-context figures of t from stored counts.
-func (s *Store) fillActive(ctx context.Context, q *db.Queries, t *Thread) error {
-	p := db.SumActiveTokensParams{ThreadID: t.ID, FromSeq: 1, ToSeq: 0}
-	cur, err := q.CurrentCompaction(ctx, t.ID)
-	compacted := err == nil
-	if compacted {
-		p.FromSeq, p.ToSeq = cur.FromSeq.Int64, cur.ToSeq.Int64
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	sum, err := q.SumActiveTokens(ctx, p)
-	if err != nil {
-		return err
-	}
-	t.ActiveMessages, t.ActiveTokens = int(sum.Messages), int(sum.Tokens)
-	if compacted {
-		t.ActiveMessages++
-		t.ActiveTokens += int(cur.SummaryTokens)
-	}
-	if t.ActiveMessages > 0 {
-		t.ActiveTokens += ReplyPriming
-	}
-	return nil
 }
 
 // Entry is a message of a thread with its place and its token count.
@@ -391,10 +369,12 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 
 // ftsQuery turns user text into an FTS5 query that requires every word: each word becomes a
 // quoted phrase (inner quotes doubled), so no user text is read as FTS5 syntax. Words without
-// a letter or digit match nothing the tokenizer indexes and are dropped.
+// a letter or digit match nothing the tokenizer indexes and are dropped. A NUL byte separates
+// words: FTS5 reads a query string only up to its first NUL, which would leave a phrase
+// unterminated (and the tokenizer treats NUL as a separator in indexed text too).
 func ftsQuery(text string) string {
 	var parts []string
-	for w := range strings.FieldsSeq(text) {
+	for w := range strings.FieldsFuncSeq(text, func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) {
 		if !strings.ContainsFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
 			continue
 		}

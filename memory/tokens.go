@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/memcascade/memcascade/tokenizer"
 )
 
 // Encoding names.
@@ -96,22 +94,6 @@ func ResolveEncoding(model, override string) (encoding string, known bool, err e
 	return EncodingO200k, false, nil
 }
 
-// setLoader makes tiktoken-go read the BPE ranks embedded in tiktoken-go-loader instead of
-// downloading them. It must run before the first tiktoken.GetEncoding.
-var setLoader sync.Once
-
-// encoders loads each encoding at most once per process, on first use: tiktoken.GetEncoding
-// parses the whole BPE file (tens to hundreds of milliseconds) every time it is called.
-var encoders = map[string]func() (*tiktoken.Tiktoken, error){
-	EncodingO200k:  sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return loadEncoding(EncodingO200k) }),
-	EncodingCL100k: sync.OnceValues(func() (*tiktoken.Tiktoken, error) { return loadEncoding(EncodingCL100k) }),
-}
-
-func loadEncoding(name string) (*tiktoken.Tiktoken, error) {
-	setLoader.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
-	return tiktoken.GetEncoding(name)
-}
-
 // TokenCounter counts tokens as OpenAI's cookbook "How to count tokens with tiktoken" does,
 // with the extensions documented on each method. The counts are what the API reported for the
 // cookbook's examples; for anything else they are a close estimate, not a guarantee.
@@ -119,22 +101,24 @@ func loadEncoding(name string) (*tiktoken.Tiktoken, error) {
 // Text is encoded with special-token text (such as "<|endoftext|>") treated as ordinary text,
 // as tiktoken's Encode(text, nil, nil) and encode_ordinary do, so any user text can be counted.
 //
+// The tokens are exactly those of tiktoken (package tokenizer is checked token for token
+// against tiktoken-go), computed by a much faster encoder.
+//
 // The encoding is loaded on first use, once per process per encoding, and shared by all
 // counters of that encoding. A TokenCounter is safe for concurrent use: encoding only reads the
-// loaded tables, and the regular expressions it runs are safe for concurrent use.
+// loaded tables and a cache of encoded pieces that is itself safe for concurrent use.
 type TokenCounter struct {
 	encoding string
-	load     func() (*tiktoken.Tiktoken, error)
 }
 
 // NewTokenCounter returns a counter for an encoding, o200k_base or cl100k_base; any other name
 // is an error. It does not load the encoding: the first count does.
 func NewTokenCounter(encoding string) (*TokenCounter, error) {
-	load, ok := encoders[encoding]
-	if !ok {
-		return nil, fmt.Errorf("unknown encoding %q: want %q or %q", encoding, EncodingO200k, EncodingCL100k)
+	switch encoding {
+	case EncodingO200k, EncodingCL100k:
+		return &TokenCounter{encoding: encoding}, nil
 	}
-	return &TokenCounter{encoding: encoding, load: load}, nil
+	return nil, fmt.Errorf("unknown encoding %q: want %q or %q", encoding, EncodingO200k, EncodingCL100k)
 }
 
 // Encoding returns the counter's encoding name.
@@ -147,21 +131,28 @@ func (c *TokenCounter) Encode(s string) []int {
 	if s == "" {
 		return []int{}
 	}
-	tk, err := c.load()
-	if err != nil {
-		panic(fmt.Sprintf("memory: loading token encoding %s: %v", c.encoding, err))
-	}
-	// EncodeOrdinary returns the same tokens as Encode(s, nil, nil): no special token is allowed
-	// or disallowed, so special-token text is encoded as text and nothing panics.
-	return tk.EncodeOrdinary(s)
+	return c.load().Encode(s)
 }
 
-// CountText returns the number of tokens of s: len(Encode(s)).
+// CountText returns the number of tokens of s: len(Encode(s)), without building the tokens. It
+// loads the encoding on first use as Encode does.
 func (c *TokenCounter) CountText(s string) int {
 	if s == "" {
 		return 0
 	}
-	return len(c.Encode(s))
+	return c.load().Count(s)
+}
+
+// load returns the counter's encoding. tokenizer.Load parses the BPE ranks embedded in the
+// binary (tens of milliseconds) once per process per encoding, on first use, and returns the
+// same encoding afterwards. load panics if the encoding cannot be loaded, which would mean the
+// build itself is broken.
+func (c *TokenCounter) load() *tokenizer.Encoding {
+	enc, err := tokenizer.Load(c.encoding)
+	if err != nil {
+		panic(fmt.Sprintf("memory: loading token encoding %s: %v", c.encoding, err))
+	}
+	return enc
 }
 
 // CountMessage returns the tokens of one message with its per-message overhead, not counting

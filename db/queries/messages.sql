@@ -19,13 +19,6 @@ SELECT * FROM messages
 WHERE thread_id = sqlc.arg(thread_id) AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq)
 ORDER BY seq;
 
--- name: SumActiveTokens :one
--- Count and tokens of the messages outside a summarized range [from_seq, to_seq].
-SELECT CAST(count(*) AS INTEGER) AS messages, CAST(coalesce(sum(tokens), 0) AS INTEGER) AS tokens
-FROM messages
-WHERE thread_id = sqlc.arg(thread_id)
-  AND (seq < sqlc.arg(from_seq) OR seq > sqlc.arg(to_seq));
-
 -- name: SearchMessages :many
 -- Full-text search over message text. archived: the message is covered by the thread's current
 -- summary, so it is no longer in the active context.

@@ -9,9 +9,21 @@ VALUES (?, ?, ?, ?, ?, ?);
 UPDATE threads SET last_seq = ?, open_calls = ?, updated_at = ? WHERE id = ?;
 
 -- name: ListThreads :many
-SELECT t.*,
-       CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions
+-- Every thread (or only the one named) with the size of its active context, from stored
+-- counts: the messages outside the range of its current (newest applied) compaction, plus
+-- that compaction's summary.
+SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at,
+       CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions,
+       CAST(cur.id IS NOT NULL AS INTEGER) AS compacted,
+       CAST(coalesce(cur.summary_tokens, 0) AS INTEGER) AS summary_tokens,
+       CAST((SELECT count(*) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
+          + (SELECT count(*) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) AS INTEGER) AS active_messages,
+       CAST((SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
+          + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) AS INTEGER) AS active_tokens
 FROM threads t
+LEFT JOIN compactions cur ON cur.id = (
+    SELECT max(c2.id) FROM compactions c2 WHERE c2.thread_id = t.id AND c2.status = 'applied')
+WHERE CAST(sqlc.arg(only) AS TEXT) = '' OR t.id = sqlc.arg(only)
 ORDER BY t.updated_at DESC, t.id;
 
 -- name: DeleteThread :execrows
