@@ -2,8 +2,10 @@ package facts
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Message is the minimal view of a chat message facts needs (the caller converts).
@@ -89,17 +91,43 @@ func kindRank(k Kind) int {
 	return len(Kinds())
 }
 
+// parallelMin is the number of messages from which Extract spreads the work over the CPUs.
+const parallelMin = 512
+
 // Extract returns the ledger of the messages, deduplicated, most important first (stable
-// order). See the package documentation for what is extracted.
+// order). See the package documentation for what is extracted. A long conversation is read by
+// several goroutines, each a run of messages; their collectors merge exactly into the ledger
+// one pass would give.
 func Extract(msgs []Message) []Fact {
-	c := newCollector()
+	workers := min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin)
+	if workers <= 1 {
+		c := newCollector()
+		collect(c, msgs, 0)
+		return c.ledger()
+	}
+	parts := make([]*collector, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(msgs)/workers, (w+1)*len(msgs)/workers
+		parts[w] = newCollector()
+		wg.Go(func() { collect(parts[w], msgs[lo:hi], lo) })
+	}
+	wg.Wait()
+	for _, p := range parts[1:] {
+		parts[0].merge(p)
+	}
+	return parts[0].ledger()
+}
+
+// collect extracts the facts of msgs, the first of which is message first of the conversation.
+func collect(c *collector, msgs []Message, first int) {
 	x := &extractor{c: c}
 	for i, m := range msgs {
 		role := strings.ToLower(strings.TrimSpace(m.Role))
 		if role == "system" || role == "developer" {
 			continue
 		}
-		c.seq = i
+		c.seq = first + i
 		content := strings.ToValidUTF8(m.Content, "\uFFFD")
 		switch role {
 		case "user":
@@ -113,7 +141,6 @@ func Extract(msgs []Message) []Fact {
 			x.message(content, ctxTool)
 		}
 	}
-	return c.ledger()
 }
 
 // sortFacts orders facts by weight (higher first), then by first sighting, kind and text.
@@ -170,6 +197,22 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) {
 	}
 	e.ref = e.ref || ref
 	e.base = max(e.base, base)
+}
+
+// merge adds the entries of d, which saw only messages after every message c saw: the first
+// sighting stays c's, the messages that mention a fact add up.
+func (c *collector) merge(d *collector) {
+	for key, de := range d.byKey {
+		e := c.byKey[key]
+		if e == nil {
+			c.byKey[key] = de
+			continue
+		}
+		e.msgs += de.msgs
+		e.lastSeq = de.lastSeq
+		e.ref = e.ref || de.ref
+		e.base = max(e.base, de.base)
+	}
 }
 
 func (c *collector) ledger() []Fact {

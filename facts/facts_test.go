@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -628,5 +630,29 @@ func BenchmarkExtract(b *testing.B) {
 		for _, msgs := range convs {
 			Extract(msgs)
 		}
+	}
+}
+
+// TestExtractParallelIsExact: a conversation long enough to be read by several goroutines
+// gives the ledger of one sequential pass.
+func TestExtractParallelIsExact(t *testing.T) {
+	var long []Message
+	for k := 0; len(long) < 4*parallelMin; k++ {
+		for _, name := range []string{"tau_bench_airline_gpt4o_task2_trial1.jsonl", "sweagent_marshmallow1867_function_calling.jsonl", "tau_bench_airline_gpt4o_task13_trial2_success.jsonl"} {
+			for _, m := range loadConversation(t, name) {
+				if k%2 == 1 { // later copies mention new ids too
+					m.Content = strings.ReplaceAll(m.Content, "HAT", fmt.Sprintf("H%dT", k))
+				}
+				long = append(long, m)
+			}
+		}
+	}
+	want := newCollector()
+	collect(want, long, 0)
+	prev := runtime.GOMAXPROCS(4)
+	defer runtime.GOMAXPROCS(prev)
+	got := Extract(long)
+	if !reflect.DeepEqual(got, want.ledger()) {
+		t.Fatalf("the parallel ledger (%d facts) differs from the sequential one (%d)", len(got), len(want.ledger()))
 	}
 }

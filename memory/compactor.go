@@ -103,16 +103,17 @@ var builtinRedact = sync.OnceValue(func() func(string) string {
 // ShouldCompact reports whether an unforced Compact of the thread would do anything: its
 // active context is over L * trigger_ratio and new messages arrived since the last compaction
 // that was applied or found ineffective.
+// It reads stored counts only, so it is cheap to call after every turn.
 func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, error) {
-	a, err := c.Store.Active(ctx, thread)
+	t, err := c.Store.Thread(ctx, thread)
 	if err != nil {
 		return false, err
 	}
 	s := c.Settings.withDefaults()
-	if !overTrigger(a.Tokens, s) {
+	if !overTrigger(t.ActiveTokens, s) {
 		return false, nil
 	}
-	wait, err := c.waiting(ctx, a)
+	wait, err := c.waiting(ctx, t)
 	return wait == "", err
 }
 
@@ -122,15 +123,15 @@ func overTrigger(tokens int, s Settings) bool {
 
 // waiting returns why automatic compaction waits: the latest applied or ineffective compaction
 // of the thread saw every message there is. "" when it does not wait.
-func (c *Compactor) waiting(ctx context.Context, a Active) (string, error) {
-	last, err := c.Store.q.LatestSettledCompaction(ctx, a.Thread.ID)
+func (c *Compactor) waiting(ctx context.Context, t Thread) (string, error) {
+	last, err := c.Store.q.LatestSettledCompaction(ctx, t.ID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	if last.LastSeq < int64(a.Thread.Messages) {
+	if last.LastSeq < int64(t.Messages) {
 		return "", nil
 	}
 	return fmt.Sprintf("compaction %d (%s) already saw every message of the thread: automatic compaction waits for new messages", last.ID, last.Status), nil
@@ -150,7 +151,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 		defer cancel()
 	}
 	start := c.Store.Now()
-	a, err := c.Store.Active(ctx, thread)
+	a, err := c.Store.activeLight(ctx, thread)
 	if err != nil {
 		return Report{}, fmt.Errorf("compact %q: %w", thread, err)
 	}
@@ -167,7 +168,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 			rep.Detail = fmt.Sprintf("%d tokens, under the trigger %d (%.2f of %d)", a.Tokens, int(float64(s.Budget())*s.TriggerRatio), s.TriggerRatio, s.Budget())
 			return rep, nil
 		}
-		if rep.Detail, err = c.waiting(ctx, a); err != nil || rep.Detail != "" {
+		if rep.Detail, err = c.waiting(ctx, a.Thread); err != nil || rep.Detail != "" {
 			return rep, err
 		}
 	}
@@ -249,9 +250,8 @@ func (c *Compactor) passes(ctx context.Context, id int64, a Active, plan Plan, k
 		rep.Passes, rep.Status = pass, StatusApplied
 		rep.Provider, rep.Model, rep.SummaryTokens = sum.provider, sum.model, tokens
 		rep.FactsTotal, rep.FactsKept = sum.factsTotal, sum.factsKept
-		c.summarized(ctx, Span{Thread: a.Thread.ID, CompactionID: id, Messages: a.Entries[plan.Pinned:plan.Kept], Summary: sum.text, Facts: sum.facts})
-
-		if a, err = c.Store.Active(ctx, a.Thread.ID); err != nil {
+		c.summarized(ctx, a, plan, id, sum)
+		if a, err = c.after(ctx, id, a, plan, sum, s); err != nil {
 			return err
 		}
 		rep.TokensAfter, rep.MessagesAfter = a.Tokens, len(a.Entries)
@@ -267,6 +267,28 @@ func (c *Compactor) passes(ctx context.Context, id int64, a Active, plan Plan, k
 		rep.SummarizedMessages += next.MiddleLen() - 1 // the summary of this pass is one of them
 		rep.KeptMessages = len(a.Entries) - next.Kept
 	}
+}
+
+// after returns the active context after a pass was applied. When nothing was appended
+// meanwhile it is built from the one the pass was planned on, without reading the thread.
+func (c *Compactor) after(ctx context.Context, id int64, a Active, plan Plan, sum summary, s Settings) (Active, error) {
+	t, err := c.Store.q.GetThread(ctx, a.Thread.ID)
+	if err != nil {
+		return Active{}, err
+	}
+	if t.LastSeq != int64(a.Thread.Messages) {
+		return c.Store.activeLight(ctx, a.Thread.ID)
+	}
+	next := a
+	next.Entries = make([]Entry, 0, plan.Pinned+1+len(a.Entries)-plan.Kept)
+	next.Entries = append(next.Entries, a.Entries[:plan.Pinned]...)
+	next.Entries = append(next.Entries, Entry{Tokens: sum.tokens, Message: TextMessage(s.SummaryRole, sum.text), CompactionID: id,
+		CoversFrom: plan.FromSeq, CoversTo: plan.ToSeq, text: sum.text, light: true})
+	next.Entries = append(next.Entries, a.Entries[plan.Kept:]...)
+	next.Tokens = a.Tokens - plan.MiddleTokens + sum.tokens
+	next.Summary, next.FromSeq, next.ToSeq = id, plan.FromSeq, plan.ToSeq
+	next.Thread.ActiveMessages, next.Thread.ActiveTokens = len(next.Entries), next.Tokens
+	return next, nil
 }
 
 // overLimit explains why the context stays over L: the next plan cannot help (the pinned
@@ -366,10 +388,32 @@ func (c *Compactor) report(ctx context.Context, rep Report) {
 	}
 }
 
-func (c *Compactor) summarized(ctx context.Context, span Span) {
-	if c.OnSummarized != nil {
-		c.hook(func() error { return c.OnSummarized(ctx, span) })
+// summarized calls OnSummarized with the messages a pass replaced, read whole.
+func (c *Compactor) summarized(ctx context.Context, a Active, plan Plan, id int64, sum summary) {
+	if c.OnSummarized == nil {
+		return
 	}
+	c.hook(func() error {
+		middle := a.Entries[plan.Pinned:plan.Kept]
+		msgs := make([]Entry, 0, len(middle))
+		if len(middle) > 0 && middle[0].CompactionID != 0 {
+			msgs = append(msgs, middle[0]) // the earlier summary
+			middle = middle[1:]
+		}
+		if len(middle) > 0 {
+			rows, err := c.Store.q.ListMessagesBetween(ctx, db.ListMessagesBetweenParams{
+				ThreadID: a.Thread.ID, FromSeq: middle[0].Seq, ToSeq: middle[len(middle)-1].Seq})
+			if err != nil {
+				return err
+			}
+			full, err := entries(rows)
+			if err != nil {
+				return err
+			}
+			msgs = append(msgs, full...)
+		}
+		return c.OnSummarized(ctx, Span{Thread: a.Thread.ID, CompactionID: id, Messages: msgs, Summary: sum.text, Facts: sum.facts})
+	})
 }
 
 // hook runs a host's hook: its error or panic goes to HookError and never further.

@@ -170,6 +170,19 @@ type Entry struct {
 	// it, which covers the messages CoversFrom to CoversTo.
 	CompactionID         int64
 	CoversFrom, CoversTo int64
+
+	// text is the message's text when the entry was read light (see Store.activeLight): its
+	// Message then holds role, name, tool calls and tool_call_id, not content or Extra.
+	text  string
+	light bool
+}
+
+// Text returns the entry's text content (see Message.Text).
+func (e Entry) Text() string {
+	if e.light {
+		return e.text
+	}
+	return e.Message.Text()
 }
 
 // Active is a thread's active context: what the agent sends to its model.
@@ -205,7 +218,23 @@ func (s *Store) Active(ctx context.Context, thread string) (Active, error) {
 	return a, err
 }
 
+// activeLight reads the active context for the compactor: the entries are built from the
+// stored columns (role, text, name, tool calls), without decoding each message's JSON.
+func (s *Store) activeLight(ctx context.Context, thread string) (Active, error) {
+	var a Active
+	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+		var err error
+		a, err = s.readActive(ctx, s.q.WithTx(tx), thread, lightEntries)
+		return err
+	})
+	return a, err
+}
+
 func (s *Store) active(ctx context.Context, q *db.Queries, thread string) (Active, error) {
+	return s.readActive(ctx, q, thread, entries)
+}
+
+func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, entries func([]db.Message) ([]Entry, error)) (Active, error) {
 	r, err := q.GetThread(ctx, thread)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Active{}, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
@@ -234,6 +263,8 @@ func (s *Store) active(ctx context.Context, q *db.Queries, thread string) (Activ
 			CompactionID: cur.ID,
 			CoversFrom:   cur.FromSeq.Int64,
 			CoversTo:     cur.ToSeq.Int64,
+			text:         cur.Summary.String,
+			light:        true,
 		})
 		a.Summary, a.FromSeq, a.ToSeq = cur.ID, cur.FromSeq.Int64, cur.ToSeq.Int64
 		tail, err = q.ListMessagesAfter(ctx, db.ListMessagesAfterParams{ThreadID: thread, AfterSeq: cur.ToSeq.Int64})
@@ -268,6 +299,22 @@ func entries(rows []db.Message) ([]Entry, error) {
 			return nil, fmt.Errorf("message %d of thread %q: stored JSON: %w", r.Seq, r.ThreadID, err)
 		}
 		out[i].Seq, out[i].Tokens = r.Seq, int(r.Tokens)
+	}
+	return out, nil
+}
+
+// lightEntries builds entries from the stored columns, decoding only tool calls.
+func lightEntries(rows []db.Message) ([]Entry, error) {
+	out := make([]Entry, len(rows))
+	for i, r := range rows {
+		e := Entry{Seq: r.Seq, Tokens: int(r.Tokens), text: r.Content.String, light: true,
+			Message: Message{Role: r.Role, Name: r.Name.String, ToolCallID: r.ToolCallID.String}}
+		if r.ToolCalls.Valid {
+			if err := json.Unmarshal([]byte(r.ToolCalls.String), &e.Message.ToolCalls); err != nil {
+				return nil, fmt.Errorf("message %d of thread %q: stored tool calls: %w", r.Seq, r.ThreadID, err)
+			}
+		}
+		out[i] = e
 	}
 	return out, nil
 }

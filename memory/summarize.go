@@ -297,7 +297,7 @@ func shift(units []int, from int) []int {
 }
 
 func transcriptMessage(e Entry) transcript.Message {
-	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: e.Message.Name, ToolCallID: e.Message.ToolCallID, Text: e.Message.Text()}
+	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: e.Message.Name, ToolCallID: e.Message.ToolCallID, Text: e.Text()}
 	if e.CompactionID != 0 {
 		m.Role, m.Seq = transcript.RoleSummary, 0
 	}
@@ -312,7 +312,7 @@ func factMessages(es []Entry, redact func(string) string) []facts.Message {
 	out := make([]facts.Message, len(es))
 	for i, e := range es {
 		m := e.Message
-		out[i] = facts.Message{Role: m.Role, Content: redact(m.Text()), Name: m.Name, ToolCallID: m.ToolCallID}
+		out[i] = facts.Message{Role: m.Role, Content: redact(e.Text()), Name: m.Name, ToolCallID: m.ToolCallID}
 		if e.CompactionID != 0 {
 			out[i].Role = RoleAssistant // a previous summary: its facts count like the assistant's
 		}
