@@ -42,8 +42,9 @@ func main() {
 	js := flag.String("js", "", "a directory with node_modules/tiktoken installed (for the comparison row)")
 	scale := flag.Int("scale", 150, "copies of the testdata conversations in the append corpus")
 	quick := flag.Bool("quick", false, "smaller sizes, for a fast check that the bench runs")
+	only := flag.String("only", "", "run only these steps, comma-separated: append, active, compact, tokens, import, threads")
 	flag.Parse()
-	b := &bench{memctl: *memctl, js: *js, scale: *scale, quick: *quick}
+	b := &bench{memctl: *memctl, js: *js, scale: *scale, quick: *quick, only: *only}
 	if b.quick {
 		b.scale = 10
 	}
@@ -57,6 +58,7 @@ type bench struct {
 	memctl, js string
 	scale      int
 	quick      bool
+	only       string
 	dir        string
 	rows       []row
 }
@@ -87,10 +89,16 @@ func (b *bench) run() error {
 	if err != nil {
 		return err
 	}
-	steps := []func([]conversation) error{b.append, b.activeRead, b.compaction, b.tokenizer, b.bigImport, b.threads}
+	steps := []struct {
+		name string
+		run  func([]conversation) error
+	}{{"append", b.append}, {"active", b.activeRead}, {"compact", b.compaction}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"threads", b.threads}}
 	for _, step := range steps {
-		if err := step(corpus); err != nil {
-			return err
+		if b.only != "" && !slices.Contains(strings.Split(b.only, ","), step.name) {
+			continue
+		}
+		if err := step.run(corpus); err != nil {
+			return fmt.Errorf("%s: %w", step.name, err)
 		}
 	}
 	b.print()

@@ -44,6 +44,109 @@ func (q *Queries) InsertMessage(ctx context.Context, arg InsertMessageParams) er
 	return err
 }
 
+const listMessageColumnsAfter = `-- name: ListMessageColumnsAfter :many
+SELECT seq, role, content, name, tool_calls, tool_call_id, tokens FROM messages
+WHERE thread_id = ?1 AND seq > ?2 ORDER BY seq
+`
+
+type ListMessageColumnsAfterParams struct {
+	ThreadID string
+	AfterSeq int64
+}
+
+type ListMessageColumnsAfterRow struct {
+	Seq        int64
+	Role       string
+	Content    sql.NullString
+	Name       sql.NullString
+	ToolCalls  sql.NullString
+	ToolCallID sql.NullString
+	Tokens     int64
+}
+
+// The live tail without the stored JSON: what the compactor reads.
+func (q *Queries) ListMessageColumnsAfter(ctx context.Context, arg ListMessageColumnsAfterParams) ([]ListMessageColumnsAfterRow, error) {
+	rows, err := q.db.QueryContext(ctx, listMessageColumnsAfter, arg.ThreadID, arg.AfterSeq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListMessageColumnsAfterRow{}
+	for rows.Next() {
+		var i ListMessageColumnsAfterRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.Role,
+			&i.Content,
+			&i.Name,
+			&i.ToolCalls,
+			&i.ToolCallID,
+			&i.Tokens,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listMessageColumnsBefore = `-- name: ListMessageColumnsBefore :many
+SELECT seq, role, content, name, tool_calls, tool_call_id, tokens FROM messages
+WHERE thread_id = ?1 AND seq < ?2 ORDER BY seq
+`
+
+type ListMessageColumnsBeforeParams struct {
+	ThreadID  string
+	BeforeSeq int64
+}
+
+type ListMessageColumnsBeforeRow struct {
+	Seq        int64
+	Role       string
+	Content    sql.NullString
+	Name       sql.NullString
+	ToolCalls  sql.NullString
+	ToolCallID sql.NullString
+	Tokens     int64
+}
+
+func (q *Queries) ListMessageColumnsBefore(ctx context.Context, arg ListMessageColumnsBeforeParams) ([]ListMessageColumnsBeforeRow, error) {
+	rows, err := q.db.QueryContext(ctx, listMessageColumnsBefore, arg.ThreadID, arg.BeforeSeq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListMessageColumnsBeforeRow{}
+	for rows.Next() {
+		var i ListMessageColumnsBeforeRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.Role,
+			&i.Content,
+			&i.Name,
+			&i.ToolCalls,
+			&i.ToolCallID,
+			&i.Tokens,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listMessages = `-- name: ListMessages :many
 SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at FROM messages WHERE thread_id = ? ORDER BY seq
 `

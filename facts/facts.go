@@ -84,11 +84,20 @@ func baseWeight(k Kind) int {
 	return weightValue
 }
 
+// kindRanks is the place of each kind in Kinds, for sorting.
+var kindRanks = func() map[Kind]int {
+	m := map[Kind]int{}
+	for i, k := range Kinds() {
+		m[k] = i
+	}
+	return m
+}()
+
 func kindRank(k Kind) int {
-	if i := slices.Index(Kinds(), k); i >= 0 {
+	if i, ok := kindRanks[k]; ok {
 		return i
 	}
-	return len(Kinds())
+	return len(kindRanks)
 }
 
 // parallelMin is the number of messages from which Extract spreads the work over the CPUs.

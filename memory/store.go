@@ -219,22 +219,23 @@ func (s *Store) Active(ctx context.Context, thread string) (Active, error) {
 }
 
 // activeLight reads the active context for the compactor: the entries are built from the
-// stored columns (role, text, name, tool calls), without decoding each message's JSON.
+// stored columns (role, text, name, tool calls), without reading or decoding each message's
+// JSON.
 func (s *Store) activeLight(ctx context.Context, thread string) (Active, error) {
 	var a Active
 	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
 		var err error
-		a, err = s.readActive(ctx, s.q.WithTx(tx), thread, lightEntries)
+		a, err = s.readActive(ctx, s.q.WithTx(tx), thread, true)
 		return err
 	})
 	return a, err
 }
 
 func (s *Store) active(ctx context.Context, q *db.Queries, thread string) (Active, error) {
-	return s.readActive(ctx, q, thread, entries)
+	return s.readActive(ctx, q, thread, false)
 }
 
-func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, entries func([]db.Message) ([]Entry, error)) (Active, error) {
+func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, light bool) (Active, error) {
 	r, err := q.GetThread(ctx, thread)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Active{}, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
@@ -247,19 +248,14 @@ func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, en
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Active{}, err
 	}
-	var tail []db.Message
+	after := int64(0)
 	if err == nil {
-		head, err := q.ListMessagesBefore(ctx, db.ListMessagesBeforeParams{ThreadID: thread, BeforeSeq: cur.FromSeq.Int64})
-		if err != nil {
+		if a.Entries, err = s.messagesBefore(ctx, q, thread, cur.FromSeq.Int64, light); err != nil {
 			return Active{}, err
 		}
-		if a.Entries, err = entries(head); err != nil {
-			return Active{}, err
-		}
-		role := cur.SummaryRole.String
 		a.Entries = append(a.Entries, Entry{
 			Tokens:       int(cur.SummaryTokens),
-			Message:      TextMessage(role, cur.Summary.String),
+			Message:      TextMessage(cur.SummaryRole.String, cur.Summary.String),
 			CompactionID: cur.ID,
 			CoversFrom:   cur.FromSeq.Int64,
 			CoversTo:     cur.ToSeq.Int64,
@@ -267,21 +263,13 @@ func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, en
 			light:        true,
 		})
 		a.Summary, a.FromSeq, a.ToSeq = cur.ID, cur.FromSeq.Int64, cur.ToSeq.Int64
-		tail, err = q.ListMessagesAfter(ctx, db.ListMessagesAfterParams{ThreadID: thread, AfterSeq: cur.ToSeq.Int64})
-		if err != nil {
-			return Active{}, err
-		}
-	} else {
-		tail, err = q.ListMessagesAfter(ctx, db.ListMessagesAfterParams{ThreadID: thread, AfterSeq: 0})
-		if err != nil {
-			return Active{}, err
-		}
+		after = cur.ToSeq.Int64
 	}
-	more, err := entries(tail)
+	tail, err := s.messagesAfter(ctx, q, thread, after, light)
 	if err != nil {
 		return Active{}, err
 	}
-	a.Entries = append(a.Entries, more...)
+	a.Entries = append(a.Entries, tail...)
 	for _, e := range a.Entries {
 		a.Tokens += e.Tokens
 	}
@@ -292,6 +280,61 @@ func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, en
 	return a, nil
 }
 
+// messagesBefore and messagesAfter read the messages below or above a seq, whole or light.
+func (s *Store) messagesBefore(ctx context.Context, q *db.Queries, thread string, before int64, light bool) ([]Entry, error) {
+	if !light {
+		rows, err := q.ListMessagesBefore(ctx, db.ListMessagesBeforeParams{ThreadID: thread, BeforeSeq: before})
+		if err != nil {
+			return nil, err
+		}
+		return entries(rows)
+	}
+	rows, err := q.ListMessageColumnsBefore(ctx, db.ListMessageColumnsBeforeParams{ThreadID: thread, BeforeSeq: before})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(rows))
+	for i, r := range rows {
+		if out[i], err = lightEntry(db.ListMessageColumnsAfterRow(r)); err != nil {
+			return nil, fmt.Errorf("thread %q: %w", thread, err)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) messagesAfter(ctx context.Context, q *db.Queries, thread string, after int64, light bool) ([]Entry, error) {
+	if !light {
+		rows, err := q.ListMessagesAfter(ctx, db.ListMessagesAfterParams{ThreadID: thread, AfterSeq: after})
+		if err != nil {
+			return nil, err
+		}
+		return entries(rows)
+	}
+	rows, err := q.ListMessageColumnsAfter(ctx, db.ListMessageColumnsAfterParams{ThreadID: thread, AfterSeq: after})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(rows))
+	for i, r := range rows {
+		if out[i], err = lightEntry(r); err != nil {
+			return nil, fmt.Errorf("thread %q: %w", thread, err)
+		}
+	}
+	return out, nil
+}
+
+// lightEntry builds an entry from the stored columns, decoding only the tool calls.
+func lightEntry(r db.ListMessageColumnsAfterRow) (Entry, error) {
+	e := Entry{Seq: r.Seq, Tokens: int(r.Tokens), text: r.Content.String, light: true,
+		Message: Message{Role: r.Role, Name: r.Name.String, ToolCallID: r.ToolCallID.String}}
+	if r.ToolCalls.Valid {
+		if err := json.Unmarshal([]byte(r.ToolCalls.String), &e.Message.ToolCalls); err != nil {
+			return Entry{}, fmt.Errorf("message %d: stored tool calls: %w", r.Seq, err)
+		}
+	}
+	return e, nil
+}
+
 func entries(rows []db.Message) ([]Entry, error) {
 	out := make([]Entry, len(rows))
 	for i, r := range rows {
@@ -299,22 +342,6 @@ func entries(rows []db.Message) ([]Entry, error) {
 			return nil, fmt.Errorf("message %d of thread %q: stored JSON: %w", r.Seq, r.ThreadID, err)
 		}
 		out[i].Seq, out[i].Tokens = r.Seq, int(r.Tokens)
-	}
-	return out, nil
-}
-
-// lightEntries builds entries from the stored columns, decoding only tool calls.
-func lightEntries(rows []db.Message) ([]Entry, error) {
-	out := make([]Entry, len(rows))
-	for i, r := range rows {
-		e := Entry{Seq: r.Seq, Tokens: int(r.Tokens), text: r.Content.String, light: true,
-			Message: Message{Role: r.Role, Name: r.Name.String, ToolCallID: r.ToolCallID.String}}
-		if r.ToolCalls.Valid {
-			if err := json.Unmarshal([]byte(r.ToolCalls.String), &e.Message.ToolCalls); err != nil {
-				return nil, fmt.Errorf("message %d of thread %q: stored tool calls: %w", r.Seq, r.ThreadID, err)
-			}
-		}
-		out[i] = e
 	}
 	return out, nil
 }

@@ -14,6 +14,15 @@ SELECT * FROM messages WHERE thread_id = sqlc.arg(thread_id) AND seq < sqlc.arg(
 -- Messages with seq above after_seq: the live tail of the active context.
 SELECT * FROM messages WHERE thread_id = sqlc.arg(thread_id) AND seq > sqlc.arg(after_seq) ORDER BY seq;
 
+-- name: ListMessageColumnsAfter :many
+-- The live tail without the stored JSON: what the compactor reads.
+SELECT seq, role, content, name, tool_calls, tool_call_id, tokens FROM messages
+WHERE thread_id = sqlc.arg(thread_id) AND seq > sqlc.arg(after_seq) ORDER BY seq;
+
+-- name: ListMessageColumnsBefore :many
+SELECT seq, role, content, name, tool_calls, tool_call_id, tokens FROM messages
+WHERE thread_id = sqlc.arg(thread_id) AND seq < sqlc.arg(before_seq) ORDER BY seq;
+
 -- name: ListMessagesBetween :many
 SELECT * FROM messages
 WHERE thread_id = sqlc.arg(thread_id) AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq)
