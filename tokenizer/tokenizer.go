@@ -1,0 +1,150 @@
+// Package tokenizer is a fast, exact encoder for OpenAI's BPE encodings o200k_base and
+// cl100k_base. Its tokens are those of tiktoken's encode_ordinary (special-token text such as
+// "<|endoftext|>" is encoded as ordinary text), token for token as github.com/pkoukk/tiktoken-go
+// returns them, including for strings that are not valid UTF-8 (each invalid byte is read as
+// U+FFFD, as a conversion to []rune does).
+//
+// The split patterns are hand-written scanners instead of a backtracking regular expression,
+// the token table is an open-addressing hash table over the tokens' bytes, and pieces of text
+// that take several tokens are remembered in a small bounded cache.
+package tokenizer
+
+import (
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/pkoukk/tiktoken-go-loader/assets"
+)
+
+// Encoding names.
+const (
+	O200kBase  = "o200k_base"
+	CL100kBase = "cl100k_base"
+)
+
+// Encoding is a loaded BPE encoding (o200k_base or cl100k_base). Safe for concurrent use.
+type Encoding struct {
+	name    string
+	o200k   bool
+	classes *classTable
+	ranks   *rankTable
+	cache   *pieceCache
+}
+
+var loaders = map[string]func() (*Encoding, error){
+	O200kBase:  sync.OnceValues(func() (*Encoding, error) { return load(O200kBase) }),
+	CL100kBase: sync.OnceValues(func() (*Encoding, error) { return load(CL100kBase) }),
+}
+
+// Load returns the named encoding, o200k_base or cl100k_base; any other name is an error. The
+// ranks are read from the files embedded in github.com/pkoukk/tiktoken-go-loader and parsed at
+// most once per process per encoding; later calls return the same *Encoding.
+func Load(name string) (*Encoding, error) {
+	l, ok := loaders[name]
+	if !ok {
+		return nil, fmt.Errorf("tokenizer: unknown encoding %q: want %q or %q", name, O200kBase, CL100kBase)
+	}
+	return l()
+}
+
+func load(name string) (*Encoding, error) {
+	data, err := assets.Assets.ReadFile(name + ".tiktoken")
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: loading %s: %w", name, err)
+	}
+	ranks, err := parseRanks(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: loading %s: %w", name, err)
+	}
+	return &Encoding{
+		name:    name,
+		o200k:   name == O200kBase,
+		classes: classes(),
+		ranks:   ranks,
+		cache:   newPieceCache(),
+	}, nil
+}
+
+// Name returns the encoding's name.
+func (e *Encoding) Name() string { return e.name }
+
+// Encode returns the tokens of s, special-token text treated as ordinary text (like tiktoken's
+// encode_ordinary).
+func (e *Encoding) Encode(s string) []int {
+	out, _ := e.run(s, make([]int, 0, len(s)/4+4), false)
+	return out
+}
+
+// Count returns len(Encode(s)) without building the slice.
+func (e *Encoding) Count(s string) int {
+	_, n := e.run(s, nil, true)
+	return n
+}
+
+// run splits s into pieces and appends the tokens of each piece to out, or only counts them if
+// count is true. It returns out and the number of tokens.
+func (e *Encoding) run(s string, out []int, count bool) ([]int, int) {
+	if !utf8.ValidString(s) {
+		// The reference reads the text as runes: each invalid byte becomes U+FFFD.
+		s = string([]rune(s))
+	}
+	var scratch [maxLinear]uint32
+	t, ranks, n := e.classes, e.ranks, 0
+	for p := 0; p < len(s); {
+		var q int
+		if e.o200k {
+			q = t.splitO200k(s, p)
+		} else {
+			q = t.splitCL100k(s, p)
+		}
+		piece := s[p:q]
+		p = q
+		switch len(piece) {
+		case 1:
+			n++
+			if !count {
+				out = append(out, int(ranks.single[piece[0]]))
+			}
+			continue
+		case 2:
+			if r := ranks.pairs[int(piece[0])<<8|int(piece[1])]; r != noRank {
+				n++
+				if !count {
+					out = append(out, int(r))
+				}
+			} else {
+				n += 2
+				if !count {
+					out = append(out, int(ranks.single[piece[0]]), int(ranks.single[piece[1]]))
+				}
+			}
+			continue
+		}
+		h, head := hashKey(piece)
+		if r, ok := ranks.lookup(piece, h, head); ok {
+			n++
+			if !count {
+				out = append(out, int(r))
+			}
+			continue
+		}
+		var toks []uint32
+		switch cached, ok := e.cache.get(piece, h); {
+		case ok:
+			toks = cached
+		case len(piece) > maxLinear:
+			toks = ranks.mergeHeap(piece, nil)
+		default:
+			toks = ranks.mergeLinear(piece, scratch[:0])
+			e.cache.put(piece, h, toks)
+		}
+		n += len(toks)
+		if !count {
+			for _, t := range toks {
+				out = append(out, int(t))
+			}
+		}
+	}
+	return out, n
+}
