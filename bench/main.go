@@ -223,11 +223,16 @@ func (b *bench) append(corpus []conversation) error {
 		return err
 	}
 	defer raw.Close()
+	rawQ, err := db.Prepare(ctx, raw)
+	if err != nil {
+		return err
+	}
+	defer rawQ.Close()
 	start = time.Now()
 	k := 0
 	for i, c := range corpus {
 		err := db.WithTx(ctx, raw, func(tx *sql.Tx) error {
-			q := db.New(tx)
+			q := rawQ.WithTx(tx)
 			thread := fmt.Sprintf("c%d", i)
 			if err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
 				return err
@@ -239,7 +244,7 @@ func (b *bench) append(corpus []conversation) error {
 					return err
 				}
 			}
-			return nil
+			return q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: thread, FromSeq: 1, ToSeq: int64(len(c.msgs))})
 		})
 		if err != nil {
 			return err

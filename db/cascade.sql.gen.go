@@ -15,7 +15,7 @@ SELECT provider, cooling_until, consecutive_failures, last_error, updated_at FRO
 `
 
 func (q *Queries) GetCooldown(ctx context.Context, provider string) (ProviderCooldown, error) {
-	row := q.db.QueryRowContext(ctx, getCooldown, provider)
+	row := q.queryRow(ctx, q.getCooldownStmt, getCooldown, provider)
 	var i ProviderCooldown
 	err := row.Scan(
 		&i.Provider,
@@ -50,7 +50,7 @@ type InsertAttemptParams struct {
 }
 
 func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, insertAttempt,
+	row := q.queryRow(ctx, q.insertAttemptStmt, insertAttempt,
 		arg.CompactionID,
 		arg.Provider,
 		arg.Model,
@@ -82,7 +82,7 @@ type ListAttemptsParams struct {
 
 // The attempt log newest first; provider ” lists every provider.
 func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]CascadeAttempt, error) {
-	rows, err := q.db.QueryContext(ctx, listAttempts, arg.Provider, arg.MaxRows)
+	rows, err := q.query(ctx, q.listAttemptsStmt, listAttempts, arg.Provider, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, htt
 `
 
 func (q *Queries) ListCompactionAttempts(ctx context.Context, compactionID sql.NullInt64) ([]CascadeAttempt, error) {
-	rows, err := q.db.QueryContext(ctx, listCompactionAttempts, compactionID)
+	rows, err := q.query(ctx, q.listCompactionAttemptsStmt, listCompactionAttempts, compactionID)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ SELECT provider, cooling_until, consecutive_failures, last_error, updated_at FRO
 `
 
 func (q *Queries) ListCooldowns(ctx context.Context) ([]ProviderCooldown, error) {
-	rows, err := q.db.QueryContext(ctx, listCooldowns)
+	rows, err := q.query(ctx, q.listCooldownsStmt, listCooldowns)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ type UpsertCooldownParams struct {
 }
 
 func (q *Queries) UpsertCooldown(ctx context.Context, arg UpsertCooldownParams) error {
-	_, err := q.db.ExecContext(ctx, upsertCooldown,
+	_, err := q.exec(ctx, q.upsertCooldownStmt, upsertCooldown,
 		arg.Provider,
 		arg.CoolingUntil,
 		arg.ConsecutiveFailures,

@@ -42,7 +42,7 @@ type ApplyCompactionParams struct {
 }
 
 func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, applyCompaction,
+	result, err := q.exec(ctx, q.applyCompactionStmt, applyCompaction,
 		arg.FromSeq,
 		arg.ToSeq,
 		arg.Summary,
@@ -78,7 +78,7 @@ LIMIT 1
 
 // The applied compaction whose summary is in the thread's active context: the newest applied one.
 func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compaction, error) {
-	row := q.db.QueryRowContext(ctx, currentCompaction, threadID)
+	row := q.queryRow(ctx, q.currentCompactionStmt, currentCompaction, threadID)
 	var i Compaction
 	err := row.Scan(
 		&i.ID,
@@ -141,7 +141,7 @@ type FinishCompactionParams struct {
 // Ends a compaction that did not apply a summary (status failed or ineffective), or records the
 // final figures of an applied one.
 func (q *Queries) FinishCompaction(ctx context.Context, arg FinishCompactionParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, finishCompaction,
+	result, err := q.exec(ctx, q.finishCompactionStmt, finishCompaction,
 		arg.Status,
 		arg.TokensAfter,
 		arg.MessagesAfter,
@@ -167,7 +167,7 @@ SELECT id, thread_id, status, reason, base_id, last_seq, from_seq, to_seq, summa
 `
 
 func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, error) {
-	row := q.db.QueryRowContext(ctx, getCompaction, id)
+	row := q.queryRow(ctx, q.getCompactionStmt, getCompaction, id)
 	var i Compaction
 	err := row.Scan(
 		&i.ID,
@@ -229,7 +229,7 @@ type InsertCompactionParams struct {
 }
 
 func (q *Queries) InsertCompaction(ctx context.Context, arg InsertCompactionParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, insertCompaction,
+	row := q.queryRow(ctx, q.insertCompactionStmt, insertCompaction,
 		arg.ThreadID,
 		arg.Status,
 		arg.Reason,
@@ -259,7 +259,7 @@ LIMIT 1
 // The newest applied or ineffective compaction: automatic compaction waits for messages after
 // its last_seq.
 func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) (Compaction, error) {
-	row := q.db.QueryRowContext(ctx, latestSettledCompaction, threadID)
+	row := q.queryRow(ctx, q.latestSettledCompactionStmt, latestSettledCompaction, threadID)
 	var i Compaction
 	err := row.Scan(
 		&i.ID,
@@ -310,7 +310,7 @@ type ListCompactionsParams struct {
 
 // Reports newest first; thread_id ” lists every thread.
 func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams) ([]Compaction, error) {
-	rows, err := q.db.QueryContext(ctx, listCompactions, arg.ThreadID, arg.MaxRows)
+	rows, err := q.query(ctx, q.listCompactionsStmt, listCompactions, arg.ThreadID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +368,7 @@ SELECT id, thread_id, status, reason, base_id, last_seq, from_seq, to_seq, summa
 `
 
 func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, error) {
-	rows, err := q.db.QueryContext(ctx, listRunningCompactions)
+	rows, err := q.query(ctx, q.listRunningCompactionsStmt, listRunningCompactions)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +435,7 @@ type SetCompactionStatusParams struct {
 }
 
 func (q *Queries) SetCompactionStatus(ctx context.Context, arg SetCompactionStatusParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, setCompactionStatus,
+	result, err := q.exec(ctx, q.setCompactionStatusStmt, setCompactionStatus,
 		arg.NewStatus,
 		arg.Error,
 		arg.UpdatedAt,

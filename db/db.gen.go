@@ -7,6 +7,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"fmt"
 )
 
 type DBTX interface {
@@ -20,12 +21,358 @@ func New(db DBTX) *Queries {
 	return &Queries{db: db}
 }
 
+func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
+	q := Queries{db: db}
+	var err error
+	if q.applyCompactionStmt, err = db.PrepareContext(ctx, applyCompaction); err != nil {
+		return nil, fmt.Errorf("error preparing query ApplyCompaction: %w", err)
+	}
+	if q.currentCompactionStmt, err = db.PrepareContext(ctx, currentCompaction); err != nil {
+		return nil, fmt.Errorf("error preparing query CurrentCompaction: %w", err)
+	}
+	if q.deleteThreadStmt, err = db.PrepareContext(ctx, deleteThread); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteThread: %w", err)
+	}
+	if q.finishCompactionStmt, err = db.PrepareContext(ctx, finishCompaction); err != nil {
+		return nil, fmt.Errorf("error preparing query FinishCompaction: %w", err)
+	}
+	if q.getCompactionStmt, err = db.PrepareContext(ctx, getCompaction); err != nil {
+		return nil, fmt.Errorf("error preparing query GetCompaction: %w", err)
+	}
+	if q.getCooldownStmt, err = db.PrepareContext(ctx, getCooldown); err != nil {
+		return nil, fmt.Errorf("error preparing query GetCooldown: %w", err)
+	}
+	if q.getThreadStmt, err = db.PrepareContext(ctx, getThread); err != nil {
+		return nil, fmt.Errorf("error preparing query GetThread: %w", err)
+	}
+	if q.indexMessagesStmt, err = db.PrepareContext(ctx, indexMessages); err != nil {
+		return nil, fmt.Errorf("error preparing query IndexMessages: %w", err)
+	}
+	if q.insertAttemptStmt, err = db.PrepareContext(ctx, insertAttempt); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertAttempt: %w", err)
+	}
+	if q.insertCompactionStmt, err = db.PrepareContext(ctx, insertCompaction); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertCompaction: %w", err)
+	}
+	if q.insertMessageStmt, err = db.PrepareContext(ctx, insertMessage); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertMessage: %w", err)
+	}
+	if q.insertThreadStmt, err = db.PrepareContext(ctx, insertThread); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertThread: %w", err)
+	}
+	if q.latestSettledCompactionStmt, err = db.PrepareContext(ctx, latestSettledCompaction); err != nil {
+		return nil, fmt.Errorf("error preparing query LatestSettledCompaction: %w", err)
+	}
+	if q.listAttemptsStmt, err = db.PrepareContext(ctx, listAttempts); err != nil {
+		return nil, fmt.Errorf("error preparing query ListAttempts: %w", err)
+	}
+	if q.listCompactionAttemptsStmt, err = db.PrepareContext(ctx, listCompactionAttempts); err != nil {
+		return nil, fmt.Errorf("error preparing query ListCompactionAttempts: %w", err)
+	}
+	if q.listCompactionsStmt, err = db.PrepareContext(ctx, listCompactions); err != nil {
+		return nil, fmt.Errorf("error preparing query ListCompactions: %w", err)
+	}
+	if q.listCooldownsStmt, err = db.PrepareContext(ctx, listCooldowns); err != nil {
+		return nil, fmt.Errorf("error preparing query ListCooldowns: %w", err)
+	}
+	if q.listMessageColumnsAfterStmt, err = db.PrepareContext(ctx, listMessageColumnsAfter); err != nil {
+		return nil, fmt.Errorf("error preparing query ListMessageColumnsAfter: %w", err)
+	}
+	if q.listMessageColumnsBeforeStmt, err = db.PrepareContext(ctx, listMessageColumnsBefore); err != nil {
+		return nil, fmt.Errorf("error preparing query ListMessageColumnsBefore: %w", err)
+	}
+	if q.listMessagesStmt, err = db.PrepareContext(ctx, listMessages); err != nil {
+		return nil, fmt.Errorf("error preparing query ListMessages: %w", err)
+	}
+	if q.listMessagesAfterStmt, err = db.PrepareContext(ctx, listMessagesAfter); err != nil {
+		return nil, fmt.Errorf("error preparing query ListMessagesAfter: %w", err)
+	}
+	if q.listMessagesBeforeStmt, err = db.PrepareContext(ctx, listMessagesBefore); err != nil {
+		return nil, fmt.Errorf("error preparing query ListMessagesBefore: %w", err)
+	}
+	if q.listMessagesBetweenStmt, err = db.PrepareContext(ctx, listMessagesBetween); err != nil {
+		return nil, fmt.Errorf("error preparing query ListMessagesBetween: %w", err)
+	}
+	if q.listRunningCompactionsStmt, err = db.PrepareContext(ctx, listRunningCompactions); err != nil {
+		return nil, fmt.Errorf("error preparing query ListRunningCompactions: %w", err)
+	}
+	if q.listThreadsStmt, err = db.PrepareContext(ctx, listThreads); err != nil {
+		return nil, fmt.Errorf("error preparing query ListThreads: %w", err)
+	}
+	if q.searchMessagesStmt, err = db.PrepareContext(ctx, searchMessages); err != nil {
+		return nil, fmt.Errorf("error preparing query SearchMessages: %w", err)
+	}
+	if q.searchSummariesStmt, err = db.PrepareContext(ctx, searchSummaries); err != nil {
+		return nil, fmt.Errorf("error preparing query SearchSummaries: %w", err)
+	}
+	if q.setCompactionStatusStmt, err = db.PrepareContext(ctx, setCompactionStatus); err != nil {
+		return nil, fmt.Errorf("error preparing query SetCompactionStatus: %w", err)
+	}
+	if q.setThreadTailStmt, err = db.PrepareContext(ctx, setThreadTail); err != nil {
+		return nil, fmt.Errorf("error preparing query SetThreadTail: %w", err)
+	}
+	if q.upsertCooldownStmt, err = db.PrepareContext(ctx, upsertCooldown); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertCooldown: %w", err)
+	}
+	return &q, nil
+}
+
+func (q *Queries) Close() error {
+	var err error
+	if q.applyCompactionStmt != nil {
+		if cerr := q.applyCompactionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing applyCompactionStmt: %w", cerr)
+		}
+	}
+	if q.currentCompactionStmt != nil {
+		if cerr := q.currentCompactionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing currentCompactionStmt: %w", cerr)
+		}
+	}
+	if q.deleteThreadStmt != nil {
+		if cerr := q.deleteThreadStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteThreadStmt: %w", cerr)
+		}
+	}
+	if q.finishCompactionStmt != nil {
+		if cerr := q.finishCompactionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing finishCompactionStmt: %w", cerr)
+		}
+	}
+	if q.getCompactionStmt != nil {
+		if cerr := q.getCompactionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getCompactionStmt: %w", cerr)
+		}
+	}
+	if q.getCooldownStmt != nil {
+		if cerr := q.getCooldownStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getCooldownStmt: %w", cerr)
+		}
+	}
+	if q.getThreadStmt != nil {
+		if cerr := q.getThreadStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getThreadStmt: %w", cerr)
+		}
+	}
+	if q.indexMessagesStmt != nil {
+		if cerr := q.indexMessagesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing indexMessagesStmt: %w", cerr)
+		}
+	}
+	if q.insertAttemptStmt != nil {
+		if cerr := q.insertAttemptStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertAttemptStmt: %w", cerr)
+		}
+	}
+	if q.insertCompactionStmt != nil {
+		if cerr := q.insertCompactionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertCompactionStmt: %w", cerr)
+		}
+	}
+	if q.insertMessageStmt != nil {
+		if cerr := q.insertMessageStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertMessageStmt: %w", cerr)
+		}
+	}
+	if q.insertThreadStmt != nil {
+		if cerr := q.insertThreadStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertThreadStmt: %w", cerr)
+		}
+	}
+	if q.latestSettledCompactionStmt != nil {
+		if cerr := q.latestSettledCompactionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing latestSettledCompactionStmt: %w", cerr)
+		}
+	}
+	if q.listAttemptsStmt != nil {
+		if cerr := q.listAttemptsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listAttemptsStmt: %w", cerr)
+		}
+	}
+	if q.listCompactionAttemptsStmt != nil {
+		if cerr := q.listCompactionAttemptsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listCompactionAttemptsStmt: %w", cerr)
+		}
+	}
+	if q.listCompactionsStmt != nil {
+		if cerr := q.listCompactionsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listCompactionsStmt: %w", cerr)
+		}
+	}
+	if q.listCooldownsStmt != nil {
+		if cerr := q.listCooldownsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listCooldownsStmt: %w", cerr)
+		}
+	}
+	if q.listMessageColumnsAfterStmt != nil {
+		if cerr := q.listMessageColumnsAfterStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listMessageColumnsAfterStmt: %w", cerr)
+		}
+	}
+	if q.listMessageColumnsBeforeStmt != nil {
+		if cerr := q.listMessageColumnsBeforeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listMessageColumnsBeforeStmt: %w", cerr)
+		}
+	}
+	if q.listMessagesStmt != nil {
+		if cerr := q.listMessagesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listMessagesStmt: %w", cerr)
+		}
+	}
+	if q.listMessagesAfterStmt != nil {
+		if cerr := q.listMessagesAfterStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listMessagesAfterStmt: %w", cerr)
+		}
+	}
+	if q.listMessagesBeforeStmt != nil {
+		if cerr := q.listMessagesBeforeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listMessagesBeforeStmt: %w", cerr)
+		}
+	}
+	if q.listMessagesBetweenStmt != nil {
+		if cerr := q.listMessagesBetweenStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listMessagesBetweenStmt: %w", cerr)
+		}
+	}
+	if q.listRunningCompactionsStmt != nil {
+		if cerr := q.listRunningCompactionsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listRunningCompactionsStmt: %w", cerr)
+		}
+	}
+	if q.listThreadsStmt != nil {
+		if cerr := q.listThreadsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listThreadsStmt: %w", cerr)
+		}
+	}
+	if q.searchMessagesStmt != nil {
+		if cerr := q.searchMessagesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing searchMessagesStmt: %w", cerr)
+		}
+	}
+	if q.searchSummariesStmt != nil {
+		if cerr := q.searchSummariesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing searchSummariesStmt: %w", cerr)
+		}
+	}
+	if q.setCompactionStatusStmt != nil {
+		if cerr := q.setCompactionStatusStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setCompactionStatusStmt: %w", cerr)
+		}
+	}
+	if q.setThreadTailStmt != nil {
+		if cerr := q.setThreadTailStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setThreadTailStmt: %w", cerr)
+		}
+	}
+	if q.upsertCooldownStmt != nil {
+		if cerr := q.upsertCooldownStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertCooldownStmt: %w", cerr)
+		}
+	}
+	return err
+}
+
+func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	case stmt != nil:
+		return stmt.ExecContext(ctx, args...)
+	default:
+		return q.db.ExecContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryContext(ctx, args...)
+	default:
+		return q.db.QueryContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryRowContext(ctx, args...)
+	default:
+		return q.db.QueryRowContext(ctx, query, args...)
+	}
+}
+
 type Queries struct {
-	db DBTX
+	db                           DBTX
+	tx                           *sql.Tx
+	applyCompactionStmt          *sql.Stmt
+	currentCompactionStmt        *sql.Stmt
+	deleteThreadStmt             *sql.Stmt
+	finishCompactionStmt         *sql.Stmt
+	getCompactionStmt            *sql.Stmt
+	getCooldownStmt              *sql.Stmt
+	getThreadStmt                *sql.Stmt
+	indexMessagesStmt            *sql.Stmt
+	insertAttemptStmt            *sql.Stmt
+	insertCompactionStmt         *sql.Stmt
+	insertMessageStmt            *sql.Stmt
+	insertThreadStmt             *sql.Stmt
+	latestSettledCompactionStmt  *sql.Stmt
+	listAttemptsStmt             *sql.Stmt
+	listCompactionAttemptsStmt   *sql.Stmt
+	listCompactionsStmt          *sql.Stmt
+	listCooldownsStmt            *sql.Stmt
+	listMessageColumnsAfterStmt  *sql.Stmt
+	listMessageColumnsBeforeStmt *sql.Stmt
+	listMessagesStmt             *sql.Stmt
+	listMessagesAfterStmt        *sql.Stmt
+	listMessagesBeforeStmt       *sql.Stmt
+	listMessagesBetweenStmt      *sql.Stmt
+	listRunningCompactionsStmt   *sql.Stmt
+	listThreadsStmt              *sql.Stmt
+	searchMessagesStmt           *sql.Stmt
+	searchSummariesStmt          *sql.Stmt
+	setCompactionStatusStmt      *sql.Stmt
+	setThreadTailStmt            *sql.Stmt
+	upsertCooldownStmt           *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db: tx,
+		db:                           tx,
+		tx:                           tx,
+		applyCompactionStmt:          q.applyCompactionStmt,
+		currentCompactionStmt:        q.currentCompactionStmt,
+		deleteThreadStmt:             q.deleteThreadStmt,
+		finishCompactionStmt:         q.finishCompactionStmt,
+		getCompactionStmt:            q.getCompactionStmt,
+		getCooldownStmt:              q.getCooldownStmt,
+		getThreadStmt:                q.getThreadStmt,
+		indexMessagesStmt:            q.indexMessagesStmt,
+		insertAttemptStmt:            q.insertAttemptStmt,
+		insertCompactionStmt:         q.insertCompactionStmt,
+		insertMessageStmt:            q.insertMessageStmt,
+		insertThreadStmt:             q.insertThreadStmt,
+		latestSettledCompactionStmt:  q.latestSettledCompactionStmt,
+		listAttemptsStmt:             q.listAttemptsStmt,
+		listCompactionAttemptsStmt:   q.listCompactionAttemptsStmt,
+		listCompactionsStmt:          q.listCompactionsStmt,
+		listCooldownsStmt:            q.listCooldownsStmt,
+		listMessageColumnsAfterStmt:  q.listMessageColumnsAfterStmt,
+		listMessageColumnsBeforeStmt: q.listMessageColumnsBeforeStmt,
+		listMessagesStmt:             q.listMessagesStmt,
+		listMessagesAfterStmt:        q.listMessagesAfterStmt,
+		listMessagesBeforeStmt:       q.listMessagesBeforeStmt,
+		listMessagesBetweenStmt:      q.listMessagesBetweenStmt,
+		listRunningCompactionsStmt:   q.listRunningCompactionsStmt,
+		listThreadsStmt:              q.listThreadsStmt,
+		searchMessagesStmt:           q.searchMessagesStmt,
+		searchSummariesStmt:          q.searchSummariesStmt,
+		setCompactionStatusStmt:      q.setCompactionStatusStmt,
+		setThreadTailStmt:            q.setThreadTailStmt,
+		upsertCooldownStmt:           q.upsertCooldownStmt,
 	}
 }

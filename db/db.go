@@ -87,7 +87,21 @@ func createFile(path string) error {
 	return f.Close()
 }
 
+// migrate brings the schema up to date. A database already up to date is only read: taking
+// the write lock at every open would make every reader wait for any long write (an import)
+// in another process.
 func migrate(ctx context.Context, sqldb *sql.DB, migrations []string) error {
+	var current int
+	err := ReadTx(ctx, sqldb, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current)
+	})
+	if err != nil {
+		return err
+	}
+	if current == len(migrations) {
+		return nil
+	}
+	// Read again under the write lock: another process may have migrated meanwhile.
 	return WithTx(ctx, sqldb, func(tx *sql.Tx) error {
 		var version int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {

@@ -10,6 +10,24 @@ import (
 	"database/sql"
 )
 
+const indexMessages = `-- name: IndexMessages :exec
+INSERT INTO messages_fts (rowid, body)
+SELECT id, concat_ws(' ', content, name, tool_calls) FROM messages
+WHERE thread_id = ?1 AND seq >= ?2 AND seq <= ?3
+`
+
+type IndexMessagesParams struct {
+	ThreadID string
+	FromSeq  int64
+	ToSeq    int64
+}
+
+// Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement.
+func (q *Queries) IndexMessages(ctx context.Context, arg IndexMessagesParams) error {
+	_, err := q.exec(ctx, q.indexMessagesStmt, indexMessages, arg.ThreadID, arg.FromSeq, arg.ToSeq)
+	return err
+}
+
 const insertMessage = `-- name: InsertMessage :exec
 INSERT INTO messages (thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -29,7 +47,7 @@ type InsertMessageParams struct {
 }
 
 func (q *Queries) InsertMessage(ctx context.Context, arg InsertMessageParams) error {
-	_, err := q.db.ExecContext(ctx, insertMessage,
+	_, err := q.exec(ctx, q.insertMessageStmt, insertMessage,
 		arg.ThreadID,
 		arg.Seq,
 		arg.Role,
@@ -66,7 +84,7 @@ type ListMessageColumnsAfterRow struct {
 
 // The live tail without the stored JSON: what the compactor reads.
 func (q *Queries) ListMessageColumnsAfter(ctx context.Context, arg ListMessageColumnsAfterParams) ([]ListMessageColumnsAfterRow, error) {
-	rows, err := q.db.QueryContext(ctx, listMessageColumnsAfter, arg.ThreadID, arg.AfterSeq)
+	rows, err := q.query(ctx, q.listMessageColumnsAfterStmt, listMessageColumnsAfter, arg.ThreadID, arg.AfterSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +135,7 @@ type ListMessageColumnsBeforeRow struct {
 }
 
 func (q *Queries) ListMessageColumnsBefore(ctx context.Context, arg ListMessageColumnsBeforeParams) ([]ListMessageColumnsBeforeRow, error) {
-	rows, err := q.db.QueryContext(ctx, listMessageColumnsBefore, arg.ThreadID, arg.BeforeSeq)
+	rows, err := q.query(ctx, q.listMessageColumnsBeforeStmt, listMessageColumnsBefore, arg.ThreadID, arg.BeforeSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +171,7 @@ SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, t
 
 // The full history of a thread, oldest first.
 func (q *Queries) ListMessages(ctx context.Context, threadID string) ([]Message, error) {
-	rows, err := q.db.QueryContext(ctx, listMessages, threadID)
+	rows, err := q.query(ctx, q.listMessagesStmt, listMessages, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +216,7 @@ type ListMessagesAfterParams struct {
 
 // Messages with seq above after_seq: the live tail of the active context.
 func (q *Queries) ListMessagesAfter(ctx context.Context, arg ListMessagesAfterParams) ([]Message, error) {
-	rows, err := q.db.QueryContext(ctx, listMessagesAfter, arg.ThreadID, arg.AfterSeq)
+	rows, err := q.query(ctx, q.listMessagesAfterStmt, listMessagesAfter, arg.ThreadID, arg.AfterSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +261,7 @@ type ListMessagesBeforeParams struct {
 
 // Messages with seq below before_seq: the pinned head of the active context.
 func (q *Queries) ListMessagesBefore(ctx context.Context, arg ListMessagesBeforeParams) ([]Message, error) {
-	rows, err := q.db.QueryContext(ctx, listMessagesBefore, arg.ThreadID, arg.BeforeSeq)
+	rows, err := q.query(ctx, q.listMessagesBeforeStmt, listMessagesBefore, arg.ThreadID, arg.BeforeSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +308,7 @@ type ListMessagesBetweenParams struct {
 }
 
 func (q *Queries) ListMessagesBetween(ctx context.Context, arg ListMessagesBetweenParams) ([]Message, error) {
-	rows, err := q.db.QueryContext(ctx, listMessagesBetween, arg.ThreadID, arg.FromSeq, arg.ToSeq)
+	rows, err := q.query(ctx, q.listMessagesBetweenStmt, listMessagesBetween, arg.ThreadID, arg.FromSeq, arg.ToSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +376,7 @@ type SearchMessagesRow struct {
 // Full-text search over message text. archived: the message is covered by the thread's current
 // summary, so it is no longer in the active context.
 func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
-	rows, err := q.db.QueryContext(ctx, searchMessages, arg.Query, arg.ThreadID, arg.MaxRows)
+	rows, err := q.query(ctx, q.searchMessagesStmt, searchMessages, arg.Query, arg.ThreadID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +436,7 @@ type SearchSummariesRow struct {
 // Full-text search over summary text. superseded: a newer applied compaction of the thread
 // folded this summary in, or it was reverted.
 func (q *Queries) SearchSummaries(ctx context.Context, arg SearchSummariesParams) ([]SearchSummariesRow, error) {
-	rows, err := q.db.QueryContext(ctx, searchSummaries, arg.Query, arg.ThreadID, arg.MaxRows)
+	rows, err := q.query(ctx, q.searchSummariesStmt, searchSummaries, arg.Query, arg.ThreadID, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}

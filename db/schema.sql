@@ -30,6 +30,9 @@ CREATE TABLE messages (
     UNIQUE (thread_id, seq)
 ) STRICT;
 
+-- Sizes of a thread's messages without reading the rows: threads and active-context totals.
+CREATE INDEX messages_tokens ON messages (thread_id, seq, tokens);
+
 -- One row per compaction that got past planning.
 CREATE TABLE compactions (
     id                  INTEGER NOT NULL PRIMARY KEY,
@@ -96,8 +99,10 @@ CREATE TABLE provider_cooldowns (
     updated_at           INTEGER NOT NULL
 ) STRICT;
 
--- Full-text indexes over message and summary text, kept in sync by triggers. They read their
--- text from the tables above (external content), so the text is stored once.
+-- Full-text indexes over message and summary text. They read their text from the tables above
+-- (external content), so the text is stored once. New messages are indexed by one statement
+-- at the end of the transaction that appends them (IndexMessages: a trigger would flush
+-- FTS5's pending terms once per row, three times slower); deletions and summaries by triggers.
 -- The searchable text of a message: its content, name and tool calls.
 CREATE VIEW messages_text (id, body) AS
 SELECT id, concat_ws(' ', content, name, tool_calls) FROM messages;
@@ -106,11 +111,6 @@ CREATE VIRTUAL TABLE messages_fts USING fts5 (
     body,
     content = 'messages_text', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
 );
-
-CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts (rowid, body)
-    VALUES (new.id, concat_ws(' ', new.content, new.name, new.tool_calls));
-END;
 
 CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
     INSERT INTO messages_fts (messages_fts, rowid, body)

@@ -14,7 +14,7 @@ DELETE FROM threads WHERE id = ?
 `
 
 func (q *Queries) DeleteThread(ctx context.Context, id string) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteThread, id)
+	result, err := q.exec(ctx, q.deleteThreadStmt, deleteThread, id)
 	if err != nil {
 		return 0, err
 	}
@@ -26,7 +26,7 @@ SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_
 `
 
 func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
-	row := q.db.QueryRowContext(ctx, getThread, id)
+	row := q.queryRow(ctx, q.getThreadStmt, getThread, id)
 	var i Thread
 	err := row.Scan(
 		&i.ID,
@@ -56,7 +56,7 @@ type InsertThreadParams struct {
 }
 
 func (q *Queries) InsertThread(ctx context.Context, arg InsertThreadParams) error {
-	_, err := q.db.ExecContext(ctx, insertThread,
+	_, err := q.exec(ctx, q.insertThreadStmt, insertThread,
 		arg.ID,
 		arg.Model,
 		arg.Encoding,
@@ -101,7 +101,7 @@ type ListThreadsRow struct {
 // counts: the messages outside the range of its current (newest applied) compaction, plus
 // that compaction's summary.
 func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRow, error) {
-	rows, err := q.db.QueryContext(ctx, listThreads, only)
+	rows, err := q.query(ctx, q.listThreadsStmt, listThreads, only)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ type SetThreadTailParams struct {
 }
 
 func (q *Queries) SetThreadTail(ctx context.Context, arg SetThreadTailParams) error {
-	_, err := q.db.ExecContext(ctx, setThreadTail,
+	_, err := q.exec(ctx, q.setThreadTailStmt, setThreadTail,
 		arg.LastSeq,
 		arg.OpenCalls,
 		arg.UpdatedAt,

@@ -126,6 +126,9 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 			open = []byte("[]")
 		}
 		res.Appended, res.LastSeq = int(seq-t.LastSeq), seq
+		if err := q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: thread, FromSeq: t.LastSeq + 1, ToSeq: seq}); err != nil {
+			return err
+		}
 		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: seq, OpenCalls: string(open), UpdatedAt: now, ID: thread})
 	})
 	if err != nil {

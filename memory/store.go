@@ -58,22 +58,31 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Prepared once: appends run InsertMessage once per message.
+	q, err := db.Prepare(ctx, sqldb)
+	if err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	s := &Store{
 		Now:          time.Now,
 		DefaultModel: "gpt-4o",
 		db:           sqldb,
-		q:            db.New(sqldb),
+		q:            q,
 		counters:     map[string]*TokenCounter{},
 	}
 	if err := s.failInterrupted(ctx); err != nil {
-		sqldb.Close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.q.Close()
+	return s.db.Close()
+}
 
 // DB returns the database handle, for the cascade's cooldowns and attempt log.
 func (s *Store) DB() *sql.DB { return s.db }
@@ -461,16 +470,22 @@ func ftsQuery(text string) string {
 // process id that no longer runs. Rows of live processes (this one included) are left alone.
 func (s *Store) failInterrupted(ctx context.Context) error {
 	running, err := s.q.ListRunningCompactions(ctx)
-	if err != nil || len(running) == 0 {
+	if err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
+	var gone []db.Compaction
+	for _, c := range running {
+		if c.OwnerHost == host && !processAlive(int(c.OwnerPid)) {
+			gone = append(gone, c)
+		}
+	}
+	if len(gone) == 0 {
+		return nil // no write lock: a compaction running in a live process is no reason to wait
+	}
 	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
 		q := s.q.WithTx(tx)
-		for _, c := range running {
-			if c.OwnerHost != host || processAlive(int(c.OwnerPid)) {
-				continue
-			}
+		for _, c := range gone {
 			if _, err := q.SetCompactionStatus(ctx, db.SetCompactionStatusParams{
 				NewStatus: StatusFailed, Error: "interrupted", UpdatedAt: s.now(), ID: c.ID, OldStatus: StatusRunning,
 			}); err != nil {

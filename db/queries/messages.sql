@@ -2,6 +2,12 @@
 INSERT INTO messages (thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
+-- name: IndexMessages :exec
+-- Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement.
+INSERT INTO messages_fts (rowid, body)
+SELECT id, concat_ws(' ', content, name, tool_calls) FROM messages
+WHERE thread_id = sqlc.arg(thread_id) AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq);
+
 -- name: ListMessages :many
 -- The full history of a thread, oldest first.
 SELECT * FROM messages WHERE thread_id = ? ORDER BY seq;
