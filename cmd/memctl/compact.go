@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -220,22 +221,7 @@ func (a *app) reportCommand() *cobra.Command {
 		Short:   "Show one compaction report with its attempts and summary",
 		Example: "  memctl report 7\n  memctl report 7 --json | jq .summary",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := compactionID(args[0])
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			s, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			r, err := s.Report(ctx, id)
-			if err != nil {
-				return err
-			}
-			return a.printReport(r)
-		},
+		RunE: a.withReport((*memory.Store).Report),
 	}
 }
 
@@ -248,22 +234,27 @@ it covered are active again, with everything appended since. Reverting an older 
 refused (exit 1).`,
 		Example: "  memctl revert 7",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := compactionID(args[0])
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			s, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			r, err := s.Revert(ctx, id)
-			if err != nil {
-				return err
-			}
-			return a.printReport(r)
-		},
+		RunE: a.withReport((*memory.Store).Revert),
+	}
+}
+
+// withReport runs a command that does op on the compaction named by its argument and prints
+// the report.
+func (a *app) withReport(op func(*memory.Store, context.Context, int64) (memory.Report, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		id, err := compactionID(args[0])
+		if err != nil {
+			return err
+		}
+		s, err := a.open(cmd.Context())
+		if err != nil {
+			return err
+		}
+		r, err := op(s, cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		return a.printReport(r)
 	}
 }
 
