@@ -221,7 +221,7 @@ func (a *app) reportCommand() *cobra.Command {
 		Short:   "Show one compaction report with its attempts and summary",
 		Example: "  memctl report 7\n  memctl report 7 --json | jq .summary",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.withReport((*memory.Store).Report),
+		RunE:    a.withReport((*memory.Store).Report),
 	}
 }
 
@@ -234,7 +234,7 @@ it covered are active again, with everything appended since. Reverting an older 
 refused (exit 1).`,
 		Example: "  memctl revert 7",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE: a.withReport((*memory.Store).Revert),
+		RunE:    a.withReport((*memory.Store).Revert),
 	}
 }
 
