@@ -14,6 +14,9 @@ import (
 	"github.com/memcascade/memcascade/db"
 )
 
+// indexBatchBytes is how much message text an append writes before indexing it for search.
+var indexBatchBytes = 4 << 20
+
 // AppendOptions set how a thread is created by its first append.
 type AppendOptions struct {
 	// Model is the model whose tokenizer counts a new thread (default Store.DefaultModel). It is
@@ -95,6 +98,15 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 		}
 		seq := t.LastSeq
 		res.FirstSeq = seq + 1
+		indexed, pending := t.LastSeq, 0
+		flushIndex := func() error {
+			if seq == indexed {
+				return nil
+			}
+			err := q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: thread, FromSeq: indexed + 1, ToSeq: seq})
+			indexed = seq
+			return err
+		}
 		index := 0
 		add := func(m Message, line int) error {
 			defer func() { index++ }()
@@ -106,14 +118,23 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 				return &InputError{Line: line, Index: index, Msg: err.Error()}
 			}
 			seq++
-			return q.InsertMessage(ctx, db.InsertMessageParams{
+			if err := q.InsertMessage(ctx, db.InsertMessageParams{
 				ThreadID: thread, Seq: seq, Role: m.Role,
 				Content:    nullString(m.Text()),
 				Name:       nullString(m.Name),
 				ToolCalls:  nullString(toolCallsJSON(m.ToolCalls)),
 				ToolCallID: nullString(m.ToolCallID),
 				Raw:        string(raw), Tokens: int64(counter.CountMessage(m)), CreatedAt: now,
-			})
+			}); err != nil {
+				return err
+			}
+			// A long import indexes as it goes: FTS5 holds an indexing statement's terms in
+			// memory until the statement ends.
+			if pending += len(raw); pending >= indexBatchBytes {
+				pending = 0
+				return flushIndex()
+			}
+			return nil
 		}
 		if err := produce(add); err != nil {
 			return err
@@ -126,7 +147,7 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 			open = []byte("[]")
 		}
 		res.Appended, res.LastSeq = int(seq-t.LastSeq), seq
-		if err := q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: thread, FromSeq: t.LastSeq + 1, ToSeq: seq}); err != nil {
+		if err := flushIndex(); err != nil {
 			return err
 		}
 		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: seq, OpenCalls: string(open), UpdatedAt: now, ID: thread})

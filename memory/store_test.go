@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -352,5 +353,30 @@ func TestOpenAIConversion(t *testing.T) {
 	}
 	if back.Role != "assistant" || len(back.ToolCalls) != 1 || back.ToolCalls[0].Function.Arguments != `{"id":1}` {
 		t.Fatalf("round trip through go-openai: %+v", back)
+	}
+}
+
+// TestSearchAfterBatchedIndexing: an import long enough to be indexed in several batches
+// finds its first, middle and last messages, and none twice.
+func TestSearchAfterBatchedIndexing(t *testing.T) {
+	defer memory.SetIndexBatchBytes(300)()
+	ctx := context.Background()
+	s, _ := openStore(t)
+	var in strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&in, "{\"role\":\"user\",\"content\":\"note number%d with some padding text\"}\n", i)
+	}
+	if _, err := s.Import(ctx, "t", strings.NewReader(in.String()), memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 7, 8, 25, 49} {
+		hits, err := s.Search(ctx, fmt.Sprintf("number%d", i), memory.SearchOptions{})
+		if err != nil || len(hits) != 1 || hits[0].Seq != int64(i+1) {
+			t.Fatalf("search number%d: %+v, %v", i, hits, err)
+		}
+	}
+	hits, _ := s.Search(ctx, "padding", memory.SearchOptions{Limit: 100})
+	if len(hits) != 50 {
+		t.Fatalf("%d hits for a word of every message, want 50", len(hits))
 	}
 }

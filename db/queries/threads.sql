@@ -16,8 +16,8 @@ SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions,
        CAST(cur.id IS NOT NULL AS INTEGER) AS compacted,
        CAST(coalesce(cur.summary_tokens, 0) AS INTEGER) AS summary_tokens,
-       CAST((SELECT count(*) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
-          + (SELECT count(*) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) AS INTEGER) AS active_messages,
+       -- seq runs 1..last_seq without gaps, so the count needs no scan.
+       CAST(coalesce(cur.from_seq, 1) - 1 + t.last_seq - coalesce(cur.to_seq, 0) AS INTEGER) AS active_messages,
        CAST((SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
           + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) AS INTEGER) AS active_tokens
 FROM threads t
