@@ -89,6 +89,12 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	if bodyBudget < minSummaryTokens/2 {
 		return summary{}, fmt.Errorf("%w: no room for a summary (%d tokens)", ErrSummarize, bodyBudget)
 	}
+	// The fact ledger is extracted while the transcript is rendered and the provider writes:
+	// it is only needed once the summary is back. It is extracted from redacted text: a
+	// secret cut out of its context (a key's body without its BEGIN line) would no longer
+	// be recognised as one.
+	ledgerc := make(chan []facts.Fact, 1)
+	go func() { ledgerc <- facts.Extract(factMessages(middle, redact)) }()
 	blocks := make([]block, len(middle))
 	for i, e := range middle {
 		var sb strings.Builder
@@ -104,9 +110,6 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 		blocks[i] = block{text: text, tokens: tokens}
 	}
 	units := append([]int{0}, validCuts(middle, 0)...)
-	// The ledger is extracted from redacted text: a secret cut out of its context (a key's
-	// body without its BEGIN line) would no longer be recognised as one.
-	ledger := facts.Extract(factMessages(middle, redact))
 
 	// The size asked for: a quarter of the middle, within what the budget leaves for the
 	// facts the provider may drop. The budget itself is only the hard limit.
@@ -177,6 +180,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 		return running, nil
 	}
 	res, err := c.Summarizer.Run(ctx, id, task)
+	ledger := <-ledgerc
 	if err != nil {
 		return summary{chunks: chunks}, fmt.Errorf("%w: %w", ErrSummarize, err)
 	}
