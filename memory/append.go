@@ -207,7 +207,7 @@ func readMessages(r io.Reader, add func(Message, int) error) error {
 		}
 		return expectEnd(dec, n)
 	case '{':
-		head, _ := br.Peek(4096)
+		head, _ := br.Peek(br.Size())
 		if isMessagesObject(head) {
 			dec := json.NewDecoder(br)
 			if err := expectMessagesKey(dec); err != nil {

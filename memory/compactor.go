@@ -348,6 +348,7 @@ func (c *Compactor) apply(ctx context.Context, id, base int64, a Active, plan Pl
 			SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
 			FactsTotal: int64(sum.factsTotal), FactsKept: int64(sum.factsKept),
 			Provider: sum.provider, Model: sum.model, UpdatedAt: c.Store.now(), ID: id,
+			DurationMs: c.Store.Now().Sub(rep.CreatedAt).Milliseconds(),
 		})
 		if err != nil {
 			return err

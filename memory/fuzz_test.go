@@ -683,6 +683,11 @@ func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p memory.Pl
 			open[c.ID] = append(open[c.ID], i)
 		}
 	}
+	for _, calls := range open { // a pending call: its result may arrive after the end
+		for _, c := range calls {
+			pairs = append(pairs, pair{c, n})
+		}
+	}
 	splits := func(at int) bool {
 		for _, pr := range pairs {
 			if pr.call < at && at <= pr.result {

@@ -129,7 +129,8 @@ func (p Plan) MiddleLen() int { return p.Kept - p.Pinned }
 //   - The rest is cut only between units: a unit is a user message, or an assistant message with
 //     the tool results that answer its calls (a result answers the latest unanswered call with
 //     its id). No cut separates a call from its result, and the kept part never starts with a
-//     tool result. A call still waiting for its result stays with its unit.
+//     tool result. A call still waiting for its result stays in the kept part with its unit,
+//     even when other messages followed it.
 //   - Walking back from the newest, whole units are kept while pinned + kept fits in keepBudget;
 //     the newest unit is always kept.
 //   - The summary may take min(SummaryMaxTokens, L - pinned - kept - 3, middle - minSave)
@@ -182,7 +183,8 @@ func isPinnable(e Entry) bool {
 }
 
 // validCuts returns the indexes i in (pinned, len) where the kept part may start: entries[i] is
-// not a tool result, and no tool call before i is answered at or after i.
+// not a tool result, no tool call before i is answered at or after i, and no call before i is
+// still waiting for its result.
 func validCuts(entries []Entry, pinned int) []int {
 	n := len(entries)
 	// blocked[i] > 0 when a call made before i is answered at or after i.
@@ -200,6 +202,13 @@ func validCuts(entries []Entry, pinned int) []int {
 		}
 		for _, c := range m.ToolCalls {
 			open[c.ID] = append(open[c.ID], i)
+		}
+	}
+	// A call still waiting for its result stays with its unit in the kept part, whatever
+	// follows it: the result may yet arrive, and must find its call.
+	for _, calls := range open {
+		for _, from := range calls {
+			blocked[from+1]++
 		}
 	}
 	var cuts []int

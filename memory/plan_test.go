@@ -93,6 +93,22 @@ func TestPlanKeepsPendingCallWithItsUnit(t *testing.T) {
 	}
 }
 
+// A pending call followed by other messages still stays in the kept part: its result may
+// arrive later and must find its call in the active context.
+func TestPlanKeepsPendingCallFollowedByMessages(t *testing.T) {
+	es := []memory.Entry{
+		entry("system", 1, 10),
+		entry("user", 2, 100),
+		entry("assistant", 3, 100, "x"), // no result yet
+		entry("user", 4, 100),
+		entry("assistant", 5, 100),
+	}
+	p := memory.MakePlan(es, memory.Settings{TokenLimit: 1000, SummaryMaxTokens: 50}, 250)
+	if p.Kept > 2 {
+		t.Fatalf("kept starts at %d: the pending call at index 2 was summarized", p.Kept)
+	}
+}
+
 func TestPlanNewestUnitAlwaysKept(t *testing.T) {
 	es := []memory.Entry{entry("system", 1, 10), entry("user", 2, 500), entry("assistant", 3, 900)}
 	p := memory.MakePlan(es, planSettings, 100)
