@@ -1,0 +1,205 @@
+//go:build heavy
+
+package reliability
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver the checks open the file with
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// memctlPath is the memctl binary TestMain builds; workDir is the directory memctl runs in
+// (empty, so no memctl.yaml is found there and the built-in extractive cascade is used).
+var memctlPath, workDir string
+
+// helperEnv, when set in the environment, makes the test binary run a helper of the soak
+// (writer or compactor) instead of the tests.
+const helperEnv = "MEMCASCADE_RELIABILITY_HELPER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(runHelper(mode))
+	}
+	dir, err := os.MkdirTemp("", "memcascade-reliability-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	memctlPath, workDir = filepath.Join(dir, "memctl"), filepath.Join(dir, "cwd")
+	if err := os.Mkdir(workDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	build := exec.Command("go", "build", "-o", memctlPath, "./cmd/memctl")
+	build.Dir = ".."
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "build memctl: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cleanEnv is the environment without memctl's own variables, so no user setting leaks in.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MEMCTL_") && !strings.HasPrefix(kv, helperEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// memctlCmd returns the command running memctl on db.
+func memctlCmd(db string, args ...string) *exec.Cmd {
+	cmd := exec.Command(memctlPath, append([]string{"--db", db}, args...)...)
+	cmd.Dir, cmd.Env = workDir, cleanEnv()
+	return cmd
+}
+
+// run is the outcome of a memctl run.
+type run struct {
+	stdout   []byte
+	stderr   string
+	code     int
+	duration time.Duration
+}
+
+// memctl runs memctl on db to completion.
+func memctl(t testing.TB, db string, args ...string) run {
+	t.Helper()
+	cmd := memctlCmd(db, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := run{stdout: out.Bytes(), stderr: errb.String(), duration: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("memctl %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// mustMemctl runs memctl on db and fails the test unless it exits 0.
+func mustMemctl(t testing.TB, db string, args ...string) run {
+	t.Helper()
+	r := memctl(t, db, args...)
+	if r.code != 0 {
+		t.Fatalf("memctl %s: exit %d: %s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "SQLITE_BUSY") || strings.Contains(r.stderr, "database is locked") {
+		t.Fatalf("memctl %s: a busy error reached the caller: %s", strings.Join(args, " "), r.stderr)
+	}
+	return r
+}
+
+// reports returns the compaction reports of db (`memctl reports --json`), newest first.
+func reports(t testing.TB, db string) []memory.Report {
+	t.Helper()
+	var reps []memory.Report
+	if err := json.Unmarshal(mustMemctl(t, db, "reports", "--json", "--limit", "100000").stdout, &reps); err != nil {
+		t.Fatalf("memctl reports --json: %v", err)
+	}
+	return reps
+}
+
+// copyDB copies a closed, checkpointed database file (no -wal) to dst, replacing dst and any
+// -wal and -shm files beside it.
+func copyDB(t testing.TB, src, dst string) {
+	t.Helper()
+	if _, err := os.Stat(src + "-wal"); err == nil {
+		t.Fatalf("copy %s: it has a -wal file (not closed cleanly)", src)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(dst + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkDatabase opens db with database/sql and the modernc driver and checks that SQLite finds
+// it intact: integrity_check, foreign keys, and both full-text indexes against their content.
+func checkDatabase(t testing.TB, path string) {
+	t.Helper()
+	sqldb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqldb.Close()
+	rows, err := sqldb.Query("PRAGMA integrity_check")
+	if err != nil {
+		t.Fatalf("integrity_check: %v", err)
+	}
+	var lines []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, s)
+	}
+	rows.Close()
+	if len(lines) != 1 || lines[0] != "ok" {
+		t.Fatalf("integrity_check of %s: %q", path, lines)
+	}
+	var n int
+	if err := sqldb.QueryRow("SELECT count(*) FROM pragma_foreign_key_check").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("foreign_key_check of %s: %d rows, %v", path, n, err)
+	}
+	for _, fts := range []string{"messages_fts", "summaries_fts"} {
+		if _, err := sqldb.Exec("INSERT INTO " + fts + "(" + fts + ") VALUES ('integrity-check')"); err != nil {
+			t.Fatalf("%s integrity-check of %s: %v", fts, path, err)
+		}
+	}
+}
+
+// envInt reads a positive integer from the environment.
+func envInt(t testing.TB, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
