@@ -178,10 +178,10 @@ func TestSoak(t *testing.T) {
 		r := results[name]
 		t.Logf("  %s: %d appends, %d messages, markers %v", name, r.Appends, r.Messages, r.Counters)
 	}
-	t.Logf("  compactor: %d compactions of %s: %v, %d of the applied ones still over the limit after max_passes (reports: %v)",
+	t.Logf("  compactor: %d compactions of %s: %v, %d over the limit (reports: %v)",
 		comp.Compactions, soakThread, comp.Statuses, comp.OverLimit, statuses)
 	if comp.Orphans > 0 {
-		t.Logf("FINDING: the active contexts read after each compaction held %d tool results without their call in all", comp.Orphans)
+		t.Errorf("the active contexts read after each compaction held %d tool results without their call in all", comp.Orphans)
 	}
 }
 
@@ -258,15 +258,13 @@ func checkSoakActive(t *testing.T, s *memory.Store) {
 		t.Fatalf("active context of %s: messages %v, want %v", soakThread, got, want)
 	}
 	if o := orphans(a); len(o) > 0 {
-		t.Logf("FINDING: the final active context of %s holds %d tool results whose call is not in it: %s",
+		t.Errorf("the final active context of %s holds %d tool results whose call is not in it: %s",
 			soakThread, len(o), strings.Join(o, "; "))
 	}
 }
 
-// orphans lists the tool results of an active context whose call is not before them in it. The
-// planner lets a summary cover a call whose result has not been appended yet when other
-// messages follow the call (here: the other writer's); the result, appended later, then
-// answers a call the model no longer sees.
+// orphans lists the tool results of an active context whose call is not before them in it:
+// what the planner must never leave (a pending call stays kept until its result arrives).
 func orphans(a memory.Active) []string {
 	open := map[string]bool{}
 	var out []string
@@ -423,7 +421,9 @@ func soakCompactor(s *memory.Store, until time.Time) compactorResult {
 		res.Compactions++
 		res.Statuses[rep.Status]++
 		switch {
-		case errors.Is(err, memory.ErrOverLimit) && rep.Status == memory.StatusApplied:
+		case errors.Is(err, memory.ErrOverLimit) && (rep.Status == memory.StatusApplied || rep.Status == memory.StatusIneffective):
+			// The documented outcome when the writers outpace the limit, or a pending tool call
+			// (kept with everything after it) keeps the context over it.
 			res.OverLimit++
 		case err != nil:
 			fail("compaction %d (%s): %v", res.Compactions, rep.Status, err)
