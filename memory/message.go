@@ -113,55 +113,34 @@ func (m Message) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a message, keeping unknown fields in Extra. It checks the types of the
-// modelled fields, not their values: Validate does that.
+// modelled fields, not their values: the store's validation does that.
 func (m *Message) UnmarshalJSON(b []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return err
-	}
-	if fields == nil {
-		return fmt.Errorf("message is null, want an object")
-	}
 	*m = Message{}
-	for k, v := range fields {
-		var err error
-		switch k {
-		case "role":
-			err = unmarshalString(v, &m.Role)
-		case "content":
-			m.Content = compactJSON(v)
-			if c := m.Content[0]; c != '"' && c != '[' && !bytes.Equal(m.Content, []byte("null")) {
-				err = fmt.Errorf("want a string, null or an array of parts")
-			}
-		case "name":
-			if isNullOrEmpty(v) {
-				m.Extra = setExtra(m.Extra, k, v)
-				continue
-			}
-			err = unmarshalString(v, &m.Name)
-		case "tool_calls":
-			if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-				m.Extra = setExtra(m.Extra, k, v)
-				continue
-			}
-			err = json.Unmarshal(v, &m.ToolCalls)
-			if err == nil && m.ToolCalls == nil {
-				m.ToolCalls = []ToolCall{}
-			}
-		case "tool_call_id":
-			if isNullOrEmpty(v) {
-				m.Extra = setExtra(m.Extra, k, v)
-				continue
-			}
-			err = unmarshalString(v, &m.ToolCallID)
-		default:
-			m.Extra = setExtra(m.Extra, k, v)
-		}
-		if err != nil {
-			return fmt.Errorf("field %q: %w", k, err)
-		}
-	}
-	return nil
+	var err error
+	m.Extra, err = decodeObject(b, map[string]*string{"name": &m.Name, "tool_call_id": &m.ToolCallID},
+		map[string]func(json.RawMessage) (bool, error){
+			"role": func(v json.RawMessage) (bool, error) { return true, unmarshalString(v, &m.Role) },
+			"content": func(v json.RawMessage) (bool, error) {
+				m.Content = compactJSON(v)
+				if c := m.Content[0]; c != '"' && c != '[' && !bytes.Equal(m.Content, []byte("null")) {
+					return true, fmt.Errorf("want a string, null or an array of parts")
+				}
+				return true, nil
+			},
+			"tool_calls": func(v json.RawMessage) (bool, error) {
+				if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+					return false, nil // kept in Extra, written back as given
+				}
+				if err := json.Unmarshal(v, &m.ToolCalls); err != nil {
+					return true, err
+				}
+				if m.ToolCalls == nil {
+					m.ToolCalls = []ToolCall{}
+				}
+				return true, nil
+			},
+		})
+	return err
 }
 
 // MarshalJSON writes id, type (when set) and function, then Extra in key order.
@@ -179,32 +158,14 @@ func (c ToolCall) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a tool call, keeping unknown fields, and a type given as null or "", in
 // Extra.
 func (c *ToolCall) UnmarshalJSON(b []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return err
-	}
 	*c = ToolCall{}
-	for k, v := range fields {
-		var err error
-		switch k {
-		case "id":
-			err = unmarshalString(v, &c.ID)
-		case "type":
-			if isNullOrEmpty(v) {
-				c.Extra = setExtra(c.Extra, k, v)
-				continue
-			}
-			err = unmarshalString(v, &c.Type)
-		case "function":
-			err = json.Unmarshal(v, &c.Function)
-		default:
-			c.Extra = setExtra(c.Extra, k, v)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
-		}
-	}
-	return nil
+	var err error
+	c.Extra, err = decodeObject(b, map[string]*string{"type": &c.Type},
+		map[string]func(json.RawMessage) (bool, error){
+			"id":       func(v json.RawMessage) (bool, error) { return true, unmarshalString(v, &c.ID) },
+			"function": func(v json.RawMessage) (bool, error) { return true, json.Unmarshal(v, &c.Function) },
+		})
+	return err
 }
 
 // MarshalJSON writes name and arguments (when set), then Extra in key order.
@@ -221,30 +182,43 @@ func (f FunctionCall) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a function, keeping unknown fields, and arguments given as null or "", in
 // Extra.
 func (f *FunctionCall) UnmarshalJSON(b []byte) error {
+	*f = FunctionCall{}
+	var err error
+	f.Extra, err = decodeObject(b, map[string]*string{"arguments": &f.Arguments},
+		map[string]func(json.RawMessage) (bool, error){
+			"name": func(v json.RawMessage) (bool, error) { return true, unmarshalString(v, &f.Name) },
+		})
+	return err
+}
+
+// decodeObject reads a JSON object and returns the fields to keep in Extra. A field named in
+// strs is a string, except that null or "" goes to Extra (so it is written back as given); a
+// field named in decode is read by its function, which returns false to keep the value in
+// Extra; any other field goes to Extra.
+func decodeObject(b []byte, strs map[string]*string, decode map[string]func(json.RawMessage) (bool, error)) (map[string]json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
-		return err
+		return nil, err
 	}
-	*f = FunctionCall{}
+	if fields == nil {
+		return nil, fmt.Errorf("null, want an object")
+	}
+	var extra map[string]json.RawMessage
 	for k, v := range fields {
-		var err error
-		switch k {
-		case "name":
-			err = unmarshalString(v, &f.Name)
-		case "arguments":
-			if isNullOrEmpty(v) {
-				f.Extra = setExtra(f.Extra, k, v)
-				continue
-			}
-			err = unmarshalString(v, &f.Arguments)
-		default:
-			f.Extra = setExtra(f.Extra, k, v)
+		taken, err := false, error(nil)
+		if dst, ok := strs[k]; ok && !isNullOrEmpty(v) {
+			taken, err = true, unmarshalString(v, dst)
+		} else if f, ok := decode[k]; ok {
+			taken, err = f(v)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
+			return nil, fmt.Errorf("field %q: %w", k, err)
+		}
+		if !taken {
+			extra = setExtra(extra, k, v)
 		}
 	}
-	return nil
+	return extra, nil
 }
 
 // isNullOrEmpty reports whether a JSON value is null or the empty string: a modelled string
