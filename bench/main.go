@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -568,14 +567,50 @@ func (b *bench) bigImport(corpus []conversation) error {
 	f.Close()
 	cmd := exec.Command(b.memctl, "--db", filepath.Join(b.dir, "big.db"), "import", "big", path)
 	cmd.Dir = b.dir
-	d, _, err := timeProcess(cmd)
-	if err != nil {
-		return fmt.Errorf("memctl import: %w", err)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
 	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024 // KiB on Linux
+	// The peak is read from /proc while it runs: the rusage of a child started by this (large)
+	// process would count this process's memory, which the child shares until its exec.
+	rss, done := int64(0), make(chan struct{})
+	go func() {
+		for {
+			rss = max(rss, hwm(cmd.Process.Pid))
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	err = cmd.Wait()
+	d := time.Since(start)
+	close(done)
+	if err != nil {
+		return fmt.Errorf("memctl import: %v: %s", err, errb.String())
+	}
 	b.add(fmt.Sprintf("import of a %d MB JSONL file (one thread)", size>>20), fmt.Sprintf("%s, %.1f MB/s", d.Round(100*time.Millisecond), float64(size)/1e6/d.Seconds()), "", nil)
 	b.add("import of that file: peak RSS", fmt.Sprintf("%d MB", rss>>20), "< 256 MB", ptr(rss < 256<<20))
 	return nil
+}
+
+// hwm is the peak resident memory (VmHWM) of a running process, in bytes; 0 when unknown.
+func hwm(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // threads: memctl threads on a database of 1,000 threads, whole process.
