@@ -12,6 +12,7 @@ package tokenizer
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go-loader/assets"
@@ -48,7 +49,15 @@ func Load(name string) (*Encoding, error) {
 	return l()
 }
 
+// loads counts the encodings this process has loaded (see Loaded).
+var loads atomic.Int32
+
+// Loaded reports how many encodings this process has loaded: for tests that check a path does
+// not load one (the load takes tens of milliseconds and megabytes).
+func Loaded() int { return int(loads.Load()) }
+
 func load(name string) (*Encoding, error) {
+	loads.Add(1)
 	data, err := assets.Assets.ReadFile(name + ".tiktoken")
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: loading %s: %w", name, err)

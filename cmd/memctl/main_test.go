@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/tokenizer"
 )
 
 // memctl runs the command with a database and config of the test and returns its exit code,
@@ -320,5 +324,28 @@ func TestConfigAndVersion(t *testing.T) {
 	}
 	if out := m.must("version"); !strings.HasPrefix(out, "memctl ") {
 		t.Fatalf("version: %q", out)
+	}
+}
+
+// TestThreadsLoadsNoTokenizer: listing threads reads stored counts; a fresh process running
+// `memctl threads` (and `reports`, `export`) never loads an encoding.
+func TestThreadsLoadsNoTokenizer(t *testing.T) {
+	if db := os.Getenv("MEMCTL_TEST_THREADS_DB"); db != "" {
+		for _, args := range [][]string{{"threads"}, {"reports"}, {"export", "t1"}, {"show", "t1"}} {
+			var out, errb bytes.Buffer
+			if code := run(context.Background(), append([]string{"--db", db, "--json"}, args...), strings.NewReader(""), &out, &errb); code != 0 {
+				fmt.Printf("%v: exit %d: %s\n", args, code, errb.String())
+			}
+		}
+		fmt.Printf("loaded=%d\n", tokenizer.Loaded())
+		return
+	}
+	m := newMemctl(t)
+	m.must("import", "t1", conversationFiles(t)[0])
+	cmd := exec.Command(os.Args[0], "-test.run=^TestThreadsLoadsNoTokenizer$")
+	cmd.Env = append(os.Environ(), "MEMCTL_TEST_THREADS_DB="+m.db)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "loaded=0\n") {
+		t.Fatalf("memctl threads loaded an encoding (or failed): %v\n%s", err, out)
 	}
 }
