@@ -345,7 +345,7 @@ func TestThreadsLoadsNoTokenizer(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestThreadsLoadsNoTokenizer$")
 	cmd.Env = append(os.Environ(), "MEMCTL_TEST_THREADS_DB="+m.db)
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "loaded=0\n") {
+	if err != nil || strings.Contains(string(out), "exit") || !strings.Contains(string(out), "loaded=0\n") {
 		t.Fatalf("memctl threads loaded an encoding (or failed): %v\n%s", err, out)
 	}
 }
