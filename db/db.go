@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -172,6 +173,49 @@ func retryBusy(ctx context.Context, fn func() error) error {
 		}
 		pause = min(pause*2, 500*time.Millisecond)
 	}
+}
+
+// Check verifies a database: SQLite's integrity_check, the foreign keys, and both full-text
+// indexes against the text they index. nil means intact.
+func Check(ctx context.Context, sqldb *sql.DB) error {
+	rows, err := sqldb.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("integrity_check: %w", err)
+	}
+	var problems []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return err
+		}
+		if s != "ok" {
+			problems = append(problems, s)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity_check: %s", strings.Join(problems, "; "))
+	}
+	var n int
+	if err := sqldb.QueryRowContext(ctx, "SELECT count(*) FROM pragma_foreign_key_check").Scan(&n); err != nil {
+		return fmt.Errorf("foreign_key_check: %w", err)
+	}
+	if n != 0 {
+		return fmt.Errorf("foreign_key_check: %d rows refer to nothing", n)
+	}
+	for _, stmt := range []string{
+		"INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')",
+		"INSERT INTO summaries_fts (summaries_fts) VALUES ('integrity-check')",
+	} {
+		if _, err := sqldb.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("full-text index: %w", err)
+		}
+	}
+	return nil
 }
 
 // IsBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED (any extended code).

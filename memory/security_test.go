@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,20 +108,33 @@ func TestSecretsNeverLeave(t *testing.T) {
 	if rep.SummarizedMessages < len(secrets) {
 		t.Fatalf("only %d messages summarized: the secrets were not in the middle", rep.SummarizedMessages)
 	}
-	// Everything that left the machine, and everything stored outside the messages table.
+	// Everything that left the machine, and everything stored outside the messages table:
+	// every report with its summary and attempts, the attempt log, the cooldowns.
 	var stored strings.Builder
-	rows, err := s.DB().QueryContext(ctx, "SELECT coalesce(summary, ''), error FROM compactions")
+	reps, err := s.Reports(ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var sum, e string
-		rows.Scan(&sum, &e)
-		stored.WriteString(sum + e)
+	for _, r := range reps {
+		full, err := s.Report(ctx, *r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(full)
+		stored.Write(b)
 	}
-	rows.Close()
-	stored.WriteString(dump(t, s.DB(), "SELECT error FROM cascade_attempts"))
-	stored.WriteString(dump(t, s.DB(), "SELECT last_error FROM provider_cooldowns"))
+	attempts, err := cascade.Attempts(ctx, s.DB(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := casc.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []any{attempts, status} {
+		b, _ := json.Marshal(v)
+		stored.Write(b)
+	}
 	repJSON, _ := json.Marshal(rep)
 	for _, sec := range secrets {
 		for i, body := range rec.bodies {
@@ -145,22 +157,6 @@ func TestSecretsNeverLeave(t *testing.T) {
 	if !strings.Contains(string(hist), secrets[0][1]) {
 		t.Fatal("the original message lost its text")
 	}
-}
-
-func dump(t *testing.T, db *sql.DB, query string) string {
-	t.Helper()
-	rows, err := db.Query(query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var b strings.Builder
-	for rows.Next() {
-		var v string
-		rows.Scan(&v)
-		b.WriteString(v + "\n")
-	}
-	return b.String()
 }
 
 func jsonEscaped(s string) string {

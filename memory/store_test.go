@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -295,23 +294,6 @@ func TestOpenCreatesPrivateFile(t *testing.T) {
 	if got := st.Mode().Perm(); got != 0o600 {
 		t.Fatalf("database mode %o, want 600", got)
 	}
-}
-
-func TestOpenRejectsNewerSchema(t *testing.T) {
-	ctx := context.Background()
-	s, path := openStore(t)
-	if _, err := s.DB().ExecContext(ctx, "PRAGMA user_version = 99"); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	_, err := memory.Open(ctx, path)
-	if !errors.Is(err, memory.ErrNewerSchema) {
-		t.Fatalf("got %v, want ErrNewerSchema", err)
-	}
-	if !strings.Contains(err.Error(), "99") {
-		t.Fatalf("error %q does not say which version", err)
-	}
-	_ = db.Version
 }
 
 func TestDeleteThread(t *testing.T) {

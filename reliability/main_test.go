@@ -4,7 +4,7 @@ package reliability
 
 import (
 	"bytes"
-	"database/sql"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver the checks open the file with
-
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -154,39 +153,18 @@ func copyDB(t testing.TB, src, dst string) {
 	}
 }
 
-// checkDatabase opens db with database/sql and the modernc driver and checks that SQLite finds
-// it intact: integrity_check, foreign keys, and both full-text indexes against their content.
+// checkDatabase opens db and checks that SQLite finds it intact: integrity_check, foreign
+// keys, and both full-text indexes against their content (db.Check).
 func checkDatabase(t testing.TB, path string) {
 	t.Helper()
-	sqldb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	ctx := context.Background()
+	sqldb, err := db.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sqldb.Close()
-	rows, err := sqldb.Query("PRAGMA integrity_check")
-	if err != nil {
-		t.Fatalf("integrity_check: %v", err)
-	}
-	var lines []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, s)
-	}
-	rows.Close()
-	if len(lines) != 1 || lines[0] != "ok" {
-		t.Fatalf("integrity_check of %s: %q", path, lines)
-	}
-	var n int
-	if err := sqldb.QueryRow("SELECT count(*) FROM pragma_foreign_key_check").Scan(&n); err != nil || n != 0 {
-		t.Fatalf("foreign_key_check of %s: %d rows, %v", path, n, err)
-	}
-	for _, fts := range []string{"messages_fts", "summaries_fts"} {
-		if _, err := sqldb.Exec("INSERT INTO " + fts + "(" + fts + ") VALUES ('integrity-check')"); err != nil {
-			t.Fatalf("%s integrity-check of %s: %v", fts, path, err)
-		}
+	if err := db.Check(ctx, sqldb); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }
 
