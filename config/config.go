@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // Provider types.
@@ -110,17 +112,19 @@ const (
 	defaultMaxCooldown     = Duration(time.Hour)
 )
 
+// defaultCompaction is the compaction section's defaults: those of package memory, so a
+// library user without a config file gets the same ones.
 func defaultCompaction() Compaction {
 	return Compaction{
-		TokenLimit:       128000,
+		TokenLimit:       memory.DefaultTokenLimit,
 		ReserveTokens:    0,
-		TargetRatio:      0.5,
-		TriggerRatio:     0.8,
-		SummaryMaxTokens: 2048,
-		SummaryRole:      RoleSystem,
-		MaxPasses:        3,
+		TargetRatio:      memory.DefaultTargetRatio,
+		TriggerRatio:     memory.DefaultTriggerRatio,
+		SummaryMaxTokens: memory.DefaultSummaryMaxTokens,
+		SummaryRole:      memory.DefaultSummaryRole,
+		MaxPasses:        memory.DefaultMaxPasses,
 		AttemptTimeout:   Duration(5 * time.Minute),
-		TotalTimeout:     Duration(15 * time.Minute),
+		TotalTimeout:     Duration(memory.DefaultTotalTimeout),
 	}
 }
 
