@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -162,4 +163,48 @@ func TestSecretsNeverLeave(t *testing.T) {
 func jsonEscaped(s string) string {
 	b, _ := json.Marshal(s)
 	return strings.Trim(string(b), `"`)
+}
+
+// TestSecretCutByTrimNeverLeaves: a secret where a long tool result is trimmed for the
+// summarizer is redacted whole first, so no piece of it is sent.
+func TestSecretCutByTrimNeverLeaves(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	key := secrets[0][1]
+	// The summarizer's input keeps the first two thirds of DefaultMaxResultBytes of a long
+	// text: the cut falls 12 bytes into the key.
+	head := memory.DefaultMaxResultBytes*2/3 - 12
+	output := strings.Repeat("a", head-1) + " " + key + " " + strings.Repeat("b", 3000)
+	call := memory.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []memory.ToolCall{
+		{ID: "c1", Type: "function", Function: memory.FunctionCall{Name: "cat", Arguments: `{"path":".env"}`}}}}
+	res := memory.TextMessage("tool", output)
+	res.ToolCallID = "c1"
+	msgs := []memory.Message{memory.TextMessage("system", "sys"), memory.TextMessage("user", "show me the env file"), call, res}
+	for i := range 4 {
+		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("later question %d", i)))
+	}
+	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		return llm.Response{Text: "The user read the env file.", FinishReason: "stop"}, nil
+	}}
+	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+	a, _ := s.Active(ctx, "t")
+	if _, err := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fake.Calls()) == 0 {
+		t.Fatal("no request")
+	}
+	for _, req := range fake.Calls() {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Content, key[:12]) {
+				t.Fatalf("a piece of the key (%q) was sent", key[:12])
+			}
+			if !strings.Contains(m.Content, "bytes trimmed") && m.Role == "user" {
+				t.Fatal("the tool result was not trimmed: the test does not test the cut")
+			}
+		}
+	}
 }

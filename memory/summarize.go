@@ -89,22 +89,26 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	if bodyBudget < minSummaryTokens/2 {
 		return summary{}, fmt.Errorf("%w: no room for a summary (%d tokens)", ErrSummarize, bodyBudget)
 	}
-	// The fact ledger is extracted while the transcript is rendered and the provider writes:
-	// it is only needed once the summary is back. It is extracted from redacted text: a
-	// secret cut out of its context (a key's body without its BEGIN line) would no longer
-	// be recognised as one.
+	// Each message is redacted once, whole, before its long text is trimmed (a trim could cut
+	// a secret short of what the patterns recognise); the transcript and the fact ledger are
+	// both made of the redacted messages.
+	tms := make([]transcript.Message, len(middle))
+	for i, e := range middle {
+		tms[i] = transcriptMessage(e, redact)
+	}
+	// The ledger is extracted while the transcript is rendered and the provider writes: it is
+	// only needed once the summary is back.
 	ledgerc := make(chan []facts.Fact, 1)
-	go func() { ledgerc <- facts.Extract(factMessages(middle, redact)) }()
+	go func() { ledgerc <- facts.Extract(factMessages(tms)) }()
 	blocks := make([]block, len(middle))
 	for i, e := range middle {
 		var sb strings.Builder
-		tm := transcriptMessage(e)
-		transcript.RenderMessage(&sb, tm, transcript.Options{MaxTextBytes: s.MaxResultBytes})
-		text := redact(sb.String())
+		transcript.RenderMessage(&sb, tms[i], transcript.Options{MaxTextBytes: s.MaxResultBytes})
+		text := sb.String()
 		// A block's size is the message's stored count plus its header, unless trimming made
 		// it smaller: then it is counted (only long messages are trimmed).
 		tokens := e.Tokens + blockHeaderTokens
-		if rendered := len(tm.Text) + argsLen(tm.ToolCalls); len(text) < rendered {
+		if rendered := len(tms[i].Text) + argsLen(tms[i].ToolCalls); len(text) < rendered {
 			tokens = counter.CountText(text)
 		}
 		blocks[i] = block{text: text, tokens: tokens}
@@ -300,28 +304,28 @@ func shift(units []int, from int) []int {
 	return out
 }
 
-func transcriptMessage(e Entry) transcript.Message {
-	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: e.Message.Name, ToolCallID: e.Message.ToolCallID, Text: e.Text()}
+// transcriptMessage is an entry as the summarizer reads it, its text and arguments redacted.
+func transcriptMessage(e Entry, redact func(string) string) transcript.Message {
+	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: e.Message.Name, ToolCallID: e.Message.ToolCallID, Text: redact(e.Text())}
 	if e.CompactionID != 0 {
 		m.Role, m.Seq = transcript.RoleSummary, 0
 	}
 	for _, tc := range e.Message.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, transcript.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		m.ToolCalls = append(m.ToolCalls, transcript.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: redact(tc.Function.Arguments)})
 	}
 	return m
 }
 
-// factMessages converts entries for the fact ledger, their text redacted.
-func factMessages(es []Entry, redact func(string) string) []facts.Message {
-	out := make([]facts.Message, len(es))
-	for i, e := range es {
-		m := e.Message
-		out[i] = facts.Message{Role: m.Role, Content: redact(e.Text()), Name: m.Name, ToolCallID: m.ToolCallID}
-		if e.CompactionID != 0 {
+// factMessages converts the summarizer's (redacted) messages for the fact ledger.
+func factMessages(tms []transcript.Message) []facts.Message {
+	out := make([]facts.Message, len(tms))
+	for i, m := range tms {
+		out[i] = facts.Message{Role: m.Role, Content: m.Text, Name: m.Name, ToolCallID: m.ToolCallID}
+		if m.Role == transcript.RoleSummary {
 			out[i].Role = RoleAssistant // a previous summary: its facts count like the assistant's
 		}
 		for _, tc := range m.ToolCalls {
-			out[i].ToolCalls = append(out[i].ToolCalls, facts.ToolCall{Name: tc.Function.Name, Arguments: redact(tc.Function.Arguments)})
+			out[i].ToolCalls = append(out[i].ToolCalls, facts.ToolCall{Name: tc.Name, Arguments: tc.Arguments})
 		}
 	}
 	return out
