@@ -102,7 +102,7 @@ CREATE TABLE provider_cooldowns (
 -- Full-text indexes over message and summary text. They read their text from the tables above
 -- (external content), so the text is stored once. New messages are indexed by one statement
 -- at the end of the transaction that appends them (IndexMessages: a trigger would flush
--- FTS5's pending terms once per row, three times slower); deletions and summaries by triggers.
+-- FTS5's pending terms once per row: appends took twice as long); deletions and summaries by triggers.
 -- The searchable text of a message: its content, name and tool calls.
 CREATE VIEW messages_text (id, body) AS
 SELECT id, concat_ws(' ', content, name, tool_calls) FROM messages;
