@@ -100,9 +100,10 @@ CREATE TABLE provider_cooldowns (
 ) STRICT;
 
 -- Full-text indexes over message and summary text. They read their text from the tables above
--- (external content), so the text is stored once. New messages are indexed by one statement
--- at the end of the transaction that appends them (IndexMessages: a trigger would flush
--- FTS5's pending terms once per row: appends took twice as long); deletions and summaries by triggers.
+-- (external content), so the text is stored once. New messages are indexed by IndexMessages
+-- in the transaction that appends them, one statement per 4 MB of messages (a trigger would
+-- flush FTS5's pending terms once per row: appends took twice as long); deletions and
+-- summaries by triggers.
 -- The searchable text of a message: its content, name and tool calls.
 CREATE VIEW messages_text (id, body) AS
 SELECT id, concat_ws(' ', content, name, tool_calls) FROM messages;
