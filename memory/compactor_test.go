@@ -157,14 +157,6 @@ func TestCompactEveryConversation(t *testing.T) {
 	}
 }
 
-// failing is a Summarizer whose every provider fails.
-type failing struct{ calls int }
-
-func (f *failing) Run(ctx context.Context, id int64, task llm.Task) (llm.Result, error) {
-	f.calls++
-	return llm.Result{}, fmt.Errorf("provider a: %w", errors.New("server error 503"))
-}
-
 func TestCompactAllProvidersFail(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
