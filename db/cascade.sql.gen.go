@@ -11,7 +11,7 @@ import (
 )
 
 const getCooldown = `-- name: GetCooldown :one
-SELECT provider, cooling_until, consecutive_failures, last_error, updated_at FROM provider_cooldowns WHERE provider = ?
+SELECT provider, cooling_until, consecutive_failures, last_error, updated_at, context_window, context_window_at FROM provider_cooldowns WHERE provider = ?
 `
 
 func (q *Queries) GetCooldown(ctx context.Context, provider string) (ProviderCooldown, error) {
@@ -23,6 +23,8 @@ func (q *Queries) GetCooldown(ctx context.Context, provider string) (ProviderCoo
 		&i.ConsecutiveFailures,
 		&i.LastError,
 		&i.UpdatedAt,
+		&i.ContextWindow,
+		&i.ContextWindowAt,
 	)
 	return i, err
 }
@@ -158,7 +160,7 @@ func (q *Queries) ListCompactionAttempts(ctx context.Context, compactionID sql.N
 }
 
 const listCooldowns = `-- name: ListCooldowns :many
-SELECT provider, cooling_until, consecutive_failures, last_error, updated_at FROM provider_cooldowns ORDER BY provider
+SELECT provider, cooling_until, consecutive_failures, last_error, updated_at, context_window, context_window_at FROM provider_cooldowns ORDER BY provider
 `
 
 func (q *Queries) ListCooldowns(ctx context.Context) ([]ProviderCooldown, error) {
@@ -176,6 +178,8 @@ func (q *Queries) ListCooldowns(ctx context.Context) ([]ProviderCooldown, error)
 			&i.ConsecutiveFailures,
 			&i.LastError,
 			&i.UpdatedAt,
+			&i.ContextWindow,
+			&i.ContextWindowAt,
 		); err != nil {
 			return nil, err
 		}

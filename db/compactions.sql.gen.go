@@ -70,7 +70,7 @@ func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams
 }
 
 const currentCompaction = `-- name: CurrentCompaction :one
-SELECT id, thread_id, status, reason, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, facts_total, facts_kept, provider, model, duration_ms, error, owner_host, owner_pid, created_at, updated_at FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions
 WHERE thread_id = ? AND status = 'applied'
 ORDER BY id DESC
 LIMIT 1
@@ -85,6 +85,7 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 		&i.ThreadID,
 		&i.Status,
 		&i.Reason,
+		&i.Strategy,
 		&i.BaseID,
 		&i.LastSeq,
 		&i.FromSeq,
@@ -93,6 +94,9 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 		&i.SummaryRole,
 		&i.SummaryTokens,
 		&i.TokenLimit,
+		&i.ReserveTokens,
+		&i.TargetRatio,
+		&i.TriggerRatio,
 		&i.TokensBefore,
 		&i.TokensAfter,
 		&i.MessagesBefore,
@@ -101,14 +105,18 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 		&i.KeptMessages,
 		&i.Passes,
 		&i.Chunks,
+		&i.Requests,
 		&i.FactsTotal,
 		&i.FactsKept,
+		&i.FactsDropped,
 		&i.Provider,
 		&i.Model,
 		&i.DurationMs,
 		&i.Error,
+		&i.Detail,
 		&i.OwnerHost,
 		&i.OwnerPid,
+		&i.LeaseUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
@@ -163,7 +171,7 @@ func (q *Queries) FinishCompaction(ctx context.Context, arg FinishCompactionPara
 }
 
 const getCompaction = `-- name: GetCompaction :one
-SELECT id, thread_id, status, reason, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, facts_total, facts_kept, provider, model, duration_ms, error, owner_host, owner_pid, created_at, updated_at FROM compactions WHERE id = ?
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions WHERE id = ?
 `
 
 func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, error) {
@@ -174,6 +182,7 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 		&i.ThreadID,
 		&i.Status,
 		&i.Reason,
+		&i.Strategy,
 		&i.BaseID,
 		&i.LastSeq,
 		&i.FromSeq,
@@ -182,6 +191,9 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 		&i.SummaryRole,
 		&i.SummaryTokens,
 		&i.TokenLimit,
+		&i.ReserveTokens,
+		&i.TargetRatio,
+		&i.TriggerRatio,
 		&i.TokensBefore,
 		&i.TokensAfter,
 		&i.MessagesBefore,
@@ -190,14 +202,18 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 		&i.KeptMessages,
 		&i.Passes,
 		&i.Chunks,
+		&i.Requests,
 		&i.FactsTotal,
 		&i.FactsKept,
+		&i.FactsDropped,
 		&i.Provider,
 		&i.Model,
 		&i.DurationMs,
 		&i.Error,
+		&i.Detail,
 		&i.OwnerHost,
 		&i.OwnerPid,
+		&i.LeaseUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
@@ -250,7 +266,7 @@ func (q *Queries) InsertCompaction(ctx context.Context, arg InsertCompactionPara
 }
 
 const latestSettledCompaction = `-- name: LatestSettledCompaction :one
-SELECT id, thread_id, status, reason, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, facts_total, facts_kept, provider, model, duration_ms, error, owner_host, owner_pid, created_at, updated_at FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions
 WHERE thread_id = ? AND status IN ('applied', 'ineffective')
 ORDER BY id DESC
 LIMIT 1
@@ -266,6 +282,7 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 		&i.ThreadID,
 		&i.Status,
 		&i.Reason,
+		&i.Strategy,
 		&i.BaseID,
 		&i.LastSeq,
 		&i.FromSeq,
@@ -274,6 +291,9 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 		&i.SummaryRole,
 		&i.SummaryTokens,
 		&i.TokenLimit,
+		&i.ReserveTokens,
+		&i.TargetRatio,
+		&i.TriggerRatio,
 		&i.TokensBefore,
 		&i.TokensAfter,
 		&i.MessagesBefore,
@@ -282,14 +302,18 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 		&i.KeptMessages,
 		&i.Passes,
 		&i.Chunks,
+		&i.Requests,
 		&i.FactsTotal,
 		&i.FactsKept,
+		&i.FactsDropped,
 		&i.Provider,
 		&i.Model,
 		&i.DurationMs,
 		&i.Error,
+		&i.Detail,
 		&i.OwnerHost,
 		&i.OwnerPid,
+		&i.LeaseUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 	)
@@ -297,7 +321,7 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 }
 
 const listCompactions = `-- name: ListCompactions :many
-SELECT id, thread_id, status, reason, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, facts_total, facts_kept, provider, model, duration_ms, error, owner_host, owner_pid, created_at, updated_at FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions
 WHERE CAST(?1 AS TEXT) = '' OR thread_id = ?1
 ORDER BY id DESC
 LIMIT ?2
@@ -323,6 +347,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 			&i.ThreadID,
 			&i.Status,
 			&i.Reason,
+			&i.Strategy,
 			&i.BaseID,
 			&i.LastSeq,
 			&i.FromSeq,
@@ -331,6 +356,9 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 			&i.SummaryRole,
 			&i.SummaryTokens,
 			&i.TokenLimit,
+			&i.ReserveTokens,
+			&i.TargetRatio,
+			&i.TriggerRatio,
 			&i.TokensBefore,
 			&i.TokensAfter,
 			&i.MessagesBefore,
@@ -339,14 +367,18 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 			&i.KeptMessages,
 			&i.Passes,
 			&i.Chunks,
+			&i.Requests,
 			&i.FactsTotal,
 			&i.FactsKept,
+			&i.FactsDropped,
 			&i.Provider,
 			&i.Model,
 			&i.DurationMs,
 			&i.Error,
+			&i.Detail,
 			&i.OwnerHost,
 			&i.OwnerPid,
+			&i.LeaseUntil,
 			&i.CreatedAt,
 			&i.UpdatedAt,
 		); err != nil {
@@ -364,7 +396,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 }
 
 const listRunningCompactions = `-- name: ListRunningCompactions :many
-SELECT id, thread_id, status, reason, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, facts_total, facts_kept, provider, model, duration_ms, error, owner_host, owner_pid, created_at, updated_at FROM compactions WHERE status = 'running' ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions WHERE status = 'running' ORDER BY id
 `
 
 func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, error) {
@@ -381,6 +413,7 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 			&i.ThreadID,
 			&i.Status,
 			&i.Reason,
+			&i.Strategy,
 			&i.BaseID,
 			&i.LastSeq,
 			&i.FromSeq,
@@ -389,6 +422,9 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 			&i.SummaryRole,
 			&i.SummaryTokens,
 			&i.TokenLimit,
+			&i.ReserveTokens,
+			&i.TargetRatio,
+			&i.TriggerRatio,
 			&i.TokensBefore,
 			&i.TokensAfter,
 			&i.MessagesBefore,
@@ -397,14 +433,18 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 			&i.KeptMessages,
 			&i.Passes,
 			&i.Chunks,
+			&i.Requests,
 			&i.FactsTotal,
 			&i.FactsKept,
+			&i.FactsDropped,
 			&i.Provider,
 			&i.Model,
 			&i.DurationMs,
 			&i.Error,
+			&i.Detail,
 			&i.OwnerHost,
 			&i.OwnerPid,
+			&i.LeaseUntil,
 			&i.CreatedAt,
 			&i.UpdatedAt,
 		); err != nil {

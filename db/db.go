@@ -6,12 +6,14 @@ package db
 import (
 	"context"
 	"database/sql"
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,13 +23,34 @@ import (
 
 //go:generate go tool sqlc generate -f ../sqlc.yaml
 
-//go:embed schema.sql
-var schemaV1 string
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
 
 // Migrations upgrade a database one version at a time: Migrations[i] takes a database from
-// version i to version i+1 (PRAGMA user_version). Version 1 is the whole of schema.sql; later
-// versions append statements here and change schema.sql to match, so sqlc sees the result.
-var Migrations = []string{schemaV1}
+// version i to version i+1 (PRAGMA user_version). They are the files db/migrations/NNNN.sql in
+// order; a new database runs them all. schema.sql is the schema they build, written whole for
+// sqlc (TestSchemaMatchesMigrations checks that the two agree).
+var Migrations = loadMigrations()
+
+func loadMigrations() []string {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		panic(err)
+	}
+	slices.Sort(names)
+	out := make([]string, len(names))
+	for i, name := range names {
+		if want := fmt.Sprintf("migrations/%04d.sql", i+1); name != want {
+			panic(fmt.Sprintf("db: migration %s out of sequence, want %s", name, want))
+		}
+		b, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = string(b)
+	}
+	return out
+}
 
 // Version is the schema version this build writes.
 var Version = len(Migrations)

@@ -2,10 +2,19 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	_ "embed"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 )
+
+//go:embed schema.sql
+var schemaSQL string
 
 // TestMigrateOlderDatabase: a database written at version 1 is brought to version 2 at open;
 // one written by a newer version is refused.
@@ -72,5 +81,132 @@ func TestMigrationIsAtomic(t *testing.T) {
 	sqldb.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name = 'half'").Scan(&n)
 	if n != 0 {
 		t.Fatal("a failed migration left a table behind")
+	}
+}
+
+// TestSchemaMatchesMigrations: the database the migrations build has the tables, columns,
+// indexes and triggers that schema.sql (what sqlc reads) declares.
+func TestSchemaMatchesMigrations(t *testing.T) {
+	ctx := context.Background()
+	migrated, err := open(ctx, filepath.Join(t.TempDir(), "migrated.db"), Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer migrated.Close()
+	declared, err := open(ctx, filepath.Join(t.TempDir(), "declared.db"), []string{schemaSQL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer declared.Close()
+	a, b := describeSchema(t, migrated), describeSchema(t, declared)
+	if len(a) != len(b) {
+		t.Errorf("migrations build %d schema objects, schema.sql declares %d", len(a), len(b))
+	}
+	for k, v := range b {
+		if a[k] != v {
+			t.Errorf("%s:\n  migrations: %s\n  schema.sql: %s", k, a[k], v)
+		}
+	}
+}
+
+// describeSchema returns each table's columns (name, type, not null, default, primary key) and
+// each index, trigger and view's SQL with its white space folded.
+func describeSchema(t *testing.T, sqldb *sql.DB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	rows, err := sqldb.Query("SELECT type, name, coalesce(sql, '') FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' AND name NOT LIKE '%_fts_%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type obj struct{ typ, name, sql string }
+	var objs []obj
+	for rows.Next() {
+		var o obj
+		if err := rows.Scan(&o.typ, &o.name, &o.sql); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o)
+	}
+	rows.Close()
+	for _, o := range objs {
+		if o.typ != "table" || strings.HasPrefix(o.sql, "CREATE VIRTUAL") {
+			out[o.typ+" "+o.name] = strings.Join(strings.Fields(stripComments(o.sql)), " ")
+			continue
+		}
+		cols, err := sqldb.Query("SELECT name, type, \"notnull\", coalesce(dflt_value, ''), pk FROM pragma_table_info(?)", o.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var desc []string
+		for cols.Next() {
+			var name, typ, dflt string
+			var notnull, pk int
+			if err := cols.Scan(&name, &typ, &notnull, &dflt, &pk); err != nil {
+				t.Fatal(err)
+			}
+			desc = append(desc, fmt.Sprintf("%s %s notnull=%d default=%s pk=%d", name, typ, notnull, dflt, pk))
+		}
+		cols.Close()
+		slices.Sort(desc)
+		checks := regexp.MustCompile(`CHECK \([^()]*\([^()]*\)\)`).FindAllString(o.sql, -1)
+		slices.Sort(checks)
+		out["table "+o.name] = strings.Join(desc, "; ") + " | " + strings.Join(checks, "; ")
+	}
+	return out
+}
+
+func stripComments(s string) string {
+	return regexp.MustCompile(`--[^\n]*`).ReplaceAllString(s, "")
+}
+
+// TestMigrateV1KeepsRows: a version-1 database with a thread, an applied compaction and its
+// attempts keeps every row through the rebuild of version 2, the attempts still linked to
+// their compaction and the summary still searchable, and passes Check.
+func TestMigrateV1KeepsRows(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v1.db")
+	v1, err := open(ctx, path, Migrations[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO threads (id, model, encoding, created_at, updated_at) VALUES ('t', 'gpt-4o', 'o200k_base', 1, 1)`,
+		`INSERT INTO compactions (thread_id, status, reason, last_seq, token_limit, tokens_before, messages_before, summary, chunks, created_at, updated_at)
+		 VALUES ('t', 'applied', 'forced', 3, 1000, 900, 3, 'the order W1234 was refunded', 2, 1, 1)`,
+		`INSERT INTO cascade_attempts (compaction_id, provider, model, started_at, duration_ms, outcome, prompt_tokens) VALUES (1, 'local', 'm', 1, 5, 'ok', 77)`,
+	} {
+		if _, err := v1.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1.Close()
+
+	sqldb, err := open(ctx, path, Migrations)
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	defer sqldb.Close()
+	var attempts, requests, hits int
+	var strategy, dropped string
+	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM cascade_attempts WHERE compaction_id = 1 AND prompt_tokens = 77`).Scan(&attempts); err != nil || attempts != 1 {
+		t.Fatalf("attempts linked to compaction 1: %d (%v), want 1", attempts, err)
+	}
+	if err := sqldb.QueryRowContext(ctx, `SELECT requests, strategy, facts_dropped FROM compactions WHERE id = 1`).Scan(&requests, &strategy, &dropped); err != nil {
+		t.Fatal(err)
+	}
+	if requests != 2 || strategy != "summarize" || dropped != "[]" {
+		t.Errorf("migrated compaction: requests %d strategy %q facts_dropped %q", requests, strategy, dropped)
+	}
+	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM summaries_fts WHERE summaries_fts MATCH '"W1234"'`).Scan(&hits); err != nil || hits != 1 {
+		t.Fatalf("summary search after migration: %d hits (%v), want 1", hits, err)
+	}
+	if _, err := sqldb.ExecContext(ctx, `DELETE FROM compactions WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM cascade_attempts`).Scan(&attempts); err != nil || attempts != 0 {
+		t.Fatalf("attempts of a deleted compaction: %d (%v), want 0 (the foreign key cascades)", attempts, err)
+	}
+	if err := Check(ctx, sqldb); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -28,6 +28,7 @@ type Compaction struct {
 	ThreadID           string
 	Status             string
 	Reason             string
+	Strategy           string
 	BaseID             sql.NullInt64
 	LastSeq            int64
 	FromSeq            sql.NullInt64
@@ -36,6 +37,9 @@ type Compaction struct {
 	SummaryRole        sql.NullString
 	SummaryTokens      int64
 	TokenLimit         int64
+	ReserveTokens      int64
+	TargetRatio        float64
+	TriggerRatio       float64
 	TokensBefore       int64
 	TokensAfter        int64
 	MessagesBefore     int64
@@ -44,14 +48,18 @@ type Compaction struct {
 	KeptMessages       int64
 	Passes             int64
 	Chunks             int64
+	Requests           int64
 	FactsTotal         int64
 	FactsKept          int64
+	FactsDropped       string
 	Provider           string
 	Model              string
 	DurationMs         int64
 	Error              string
+	Detail             string
 	OwnerHost          string
 	OwnerPid           int64
+	LeaseUntil         int64
 	CreatedAt          int64
 	UpdatedAt          int64
 }
@@ -85,6 +93,8 @@ type ProviderCooldown struct {
 	ConsecutiveFailures int64
 	LastError           string
 	UpdatedAt           int64
+	ContextWindow       int64
+	ContextWindowAt     int64
 }
 
 type SummariesFt struct {
@@ -100,4 +110,5 @@ type Thread struct {
 	OpenCalls string
 	CreatedAt int64
 	UpdatedAt int64
+	Settings  string
 }

@@ -1,4 +1,6 @@
--- memcascade schema, version 1. Applied by db.Open (PRAGMA user_version records the version).
+-- memcascade schema, version 2: what the migrations in db/migrations build, written whole for
+-- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). db.Open applies the
+-- migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
 
 -- A conversation. The id is chosen by the caller.
@@ -10,7 +12,8 @@ CREATE TABLE threads (
     last_seq    INTEGER NOT NULL DEFAULT 0, -- seq of the newest message (0: none yet)
     open_calls  TEXT    NOT NULL DEFAULT '[]', -- ids of tool calls not answered yet (JSON array)
     created_at  INTEGER NOT NULL,
-    updated_at  INTEGER NOT NULL
+    updated_at  INTEGER NOT NULL,
+    settings    TEXT    NOT NULL DEFAULT '{}'  -- compaction settings of this thread (JSON object)
 ) STRICT;
 
 -- The append-only log. Compaction never updates or deletes a row; only deleting the whole
@@ -38,7 +41,8 @@ CREATE TABLE compactions (
     id                  INTEGER NOT NULL PRIMARY KEY,
     thread_id           TEXT    NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
     status              TEXT    NOT NULL CHECK (status IN ('running', 'applied', 'ineffective', 'failed', 'reverted')),
-    reason              TEXT    NOT NULL CHECK (reason IN ('threshold', 'forced')),
+    reason              TEXT    NOT NULL CHECK (reason IN ('threshold', 'emergency', 'forced')),
+    strategy            TEXT    NOT NULL DEFAULT 'summarize' CHECK (strategy IN ('summarize', 'mask', 'hybrid', 'window')),
     base_id             INTEGER,           -- the applied compaction this one was planned on (NULL: none)
     last_seq            INTEGER NOT NULL,  -- the thread's newest seq when planned
     from_seq            INTEGER,           -- applied: the first seq the summary covers
@@ -46,7 +50,10 @@ CREATE TABLE compactions (
     summary             TEXT,
     summary_role        TEXT,
     summary_tokens      INTEGER NOT NULL DEFAULT 0,
-    token_limit         INTEGER NOT NULL,
+    token_limit         INTEGER NOT NULL,  -- the settings it ran with: the wait rule compares them
+    reserve_tokens      INTEGER NOT NULL DEFAULT 0,
+    target_ratio        REAL    NOT NULL DEFAULT 0,
+    trigger_ratio       REAL    NOT NULL DEFAULT 0,
     tokens_before       INTEGER NOT NULL,
     tokens_after        INTEGER NOT NULL DEFAULT 0,
     messages_before     INTEGER NOT NULL,
@@ -54,15 +61,19 @@ CREATE TABLE compactions (
     summarized_messages INTEGER NOT NULL DEFAULT 0,
     kept_messages       INTEGER NOT NULL DEFAULT 0,
     passes              INTEGER NOT NULL DEFAULT 0,
-    chunks              INTEGER NOT NULL DEFAULT 0,
+    chunks              INTEGER NOT NULL DEFAULT 0, -- requests of the provider whose summary was used
+    requests            INTEGER NOT NULL DEFAULT 0, -- requests sent to every provider
     facts_total         INTEGER NOT NULL DEFAULT 0,
     facts_kept          INTEGER NOT NULL DEFAULT 0,
+    facts_dropped       TEXT    NOT NULL DEFAULT '[]', -- JSON array of the fact values left out
     provider            TEXT    NOT NULL DEFAULT '',
     model               TEXT    NOT NULL DEFAULT '',
     duration_ms         INTEGER NOT NULL DEFAULT 0,
     error               TEXT    NOT NULL DEFAULT '',
-    owner_host          TEXT    NOT NULL DEFAULT '', -- the process running it: a running row whose
-    owner_pid           INTEGER NOT NULL DEFAULT 0,  -- process is gone was interrupted
+    detail              TEXT    NOT NULL DEFAULT '', -- why it ended as it did, in words
+    owner_host          TEXT    NOT NULL DEFAULT '', -- who ran it (for people; recovery reads the lease)
+    owner_pid           INTEGER NOT NULL DEFAULT 0,
+    lease_until         INTEGER NOT NULL DEFAULT 0,  -- running: renewed while it works; past it, interrupted
     created_at          INTEGER NOT NULL,
     updated_at          INTEGER NOT NULL
 ) STRICT;
@@ -79,7 +90,7 @@ CREATE TABLE cascade_attempts (
     model             TEXT    NOT NULL,
     started_at        INTEGER NOT NULL,
     duration_ms       INTEGER NOT NULL,
-    outcome           TEXT    NOT NULL CHECK (outcome IN ('ok', 'error', 'skipped_cooldown')),
+    outcome           TEXT    NOT NULL CHECK (outcome IN ('ok', 'error', 'skipped_cooldown', 'skipped_window', 'skipped_budget')),
     http_status       INTEGER NOT NULL DEFAULT 0,
     error_class       TEXT    NOT NULL DEFAULT '',
     error             TEXT    NOT NULL DEFAULT '', -- redacted
@@ -96,7 +107,9 @@ CREATE TABLE provider_cooldowns (
     cooling_until        INTEGER NOT NULL DEFAULT 0,
     consecutive_failures INTEGER NOT NULL DEFAULT 0,
     last_error           TEXT    NOT NULL DEFAULT '',
-    updated_at           INTEGER NOT NULL
+    updated_at           INTEGER NOT NULL,
+    context_window       INTEGER NOT NULL DEFAULT 0, -- the window its server reported (0: not asked)
+    context_window_at    INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 -- Full-text indexes over message and summary text. They read their text from the tables above

@@ -22,7 +22,7 @@ func (q *Queries) DeleteThread(ctx context.Context, id string) (int64, error) {
 }
 
 const getThread = `-- name: GetThread :one
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at FROM threads WHERE id = ?
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings FROM threads WHERE id = ?
 `
 
 func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
@@ -37,6 +37,7 @@ func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
 		&i.OpenCalls,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Settings,
 	)
 	return i, err
 }

@@ -1,0 +1,140 @@
+-- memcascade schema, version 1. Applied by db.Open (PRAGMA user_version records the version).
+-- Times are integer Unix milliseconds. Keep this file ASCII-only.
+
+-- A conversation. The id is chosen by the caller.
+CREATE TABLE threads (
+    id          TEXT    NOT NULL PRIMARY KEY,
+    model       TEXT    NOT NULL,          -- the model whose tokenizer counts this thread
+    encoding    TEXT    NOT NULL,          -- the tiktoken encoding resolved for it at creation
+    metadata    TEXT    NOT NULL DEFAULT '{}',
+    last_seq    INTEGER NOT NULL DEFAULT 0, -- seq of the newest message (0: none yet)
+    open_calls  TEXT    NOT NULL DEFAULT '[]', -- ids of tool calls not answered yet (JSON array)
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+) STRICT;
+
+-- The append-only log. Compaction never updates or deletes a row; only deleting the whole
+-- thread removes them.
+CREATE TABLE messages (
+    id            INTEGER NOT NULL PRIMARY KEY,
+    thread_id     TEXT    NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    seq           INTEGER NOT NULL,        -- 1, 2, 3... within the thread
+    role          TEXT    NOT NULL CHECK (role IN ('system', 'developer', 'user', 'assistant', 'tool')),
+    content       TEXT,                    -- the text of the content (string or text parts); NULL when none
+    name          TEXT,
+    tool_calls    TEXT,                    -- the tool calls as JSON, NULL when none
+    tool_call_id  TEXT,
+    raw           TEXT    NOT NULL,        -- the whole message as JSON, unknown fields included
+    tokens        INTEGER NOT NULL,        -- counted once at append, per-message overhead included
+    created_at    INTEGER NOT NULL,
+    UNIQUE (thread_id, seq)
+) STRICT;
+
+-- Sizes of a thread's messages without reading the rows: threads and active-context totals.
+CREATE INDEX messages_tokens ON messages (thread_id, seq, tokens);
+
+-- One row per compaction that got past planning.
+CREATE TABLE compactions (
+    id                  INTEGER NOT NULL PRIMARY KEY,
+    thread_id           TEXT    NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    status              TEXT    NOT NULL CHECK (status IN ('running', 'applied', 'ineffective', 'failed', 'reverted')),
+    reason              TEXT    NOT NULL CHECK (reason IN ('threshold', 'forced')),
+    base_id             INTEGER,           -- the applied compaction this one was planned on (NULL: none)
+    last_seq            INTEGER NOT NULL,  -- the thread's newest seq when planned
+    from_seq            INTEGER,           -- applied: the first seq the summary covers
+    to_seq              INTEGER,           -- applied: the last seq the summary covers
+    summary             TEXT,
+    summary_role        TEXT,
+    summary_tokens      INTEGER NOT NULL DEFAULT 0,
+    token_limit         INTEGER NOT NULL,
+    tokens_before       INTEGER NOT NULL,
+    tokens_after        INTEGER NOT NULL DEFAULT 0,
+    messages_before     INTEGER NOT NULL,
+    messages_after      INTEGER NOT NULL DEFAULT 0,
+    summarized_messages INTEGER NOT NULL DEFAULT 0,
+    kept_messages       INTEGER NOT NULL DEFAULT 0,
+    passes              INTEGER NOT NULL DEFAULT 0,
+    chunks              INTEGER NOT NULL DEFAULT 0,
+    facts_total         INTEGER NOT NULL DEFAULT 0,
+    facts_kept          INTEGER NOT NULL DEFAULT 0,
+    provider            TEXT    NOT NULL DEFAULT '',
+    model               TEXT    NOT NULL DEFAULT '',
+    duration_ms         INTEGER NOT NULL DEFAULT 0,
+    error               TEXT    NOT NULL DEFAULT '',
+    owner_host          TEXT    NOT NULL DEFAULT '', -- the process running it: a running row whose
+    owner_pid           INTEGER NOT NULL DEFAULT 0,  -- process is gone was interrupted
+    created_at          INTEGER NOT NULL,
+    updated_at          INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX compactions_thread ON compactions (thread_id, id);
+CREATE INDEX compactions_current ON compactions (thread_id, status, id);
+CREATE INDEX compactions_running ON compactions (status) WHERE status = 'running';
+
+-- One row per provider attempt, skipped ones included.
+CREATE TABLE cascade_attempts (
+    id                INTEGER NOT NULL PRIMARY KEY,
+    compaction_id     INTEGER REFERENCES compactions (id) ON DELETE CASCADE,
+    provider          TEXT    NOT NULL,
+    model             TEXT    NOT NULL,
+    started_at        INTEGER NOT NULL,
+    duration_ms       INTEGER NOT NULL,
+    outcome           TEXT    NOT NULL CHECK (outcome IN ('ok', 'error', 'skipped_cooldown')),
+    http_status       INTEGER NOT NULL DEFAULT 0,
+    error_class       TEXT    NOT NULL DEFAULT '',
+    error             TEXT    NOT NULL DEFAULT '', -- redacted
+    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE INDEX cascade_attempts_compaction ON cascade_attempts (compaction_id);
+CREATE INDEX cascade_attempts_provider ON cascade_attempts (provider, id);
+
+-- Cooldown state per provider name, shared by every process using the file.
+CREATE TABLE provider_cooldowns (
+    provider             TEXT    NOT NULL PRIMARY KEY,
+    cooling_until        INTEGER NOT NULL DEFAULT 0,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    last_error           TEXT    NOT NULL DEFAULT '',
+    updated_at           INTEGER NOT NULL
+) STRICT;
+
+-- Full-text indexes over message and summary text. They read their text from the tables above
+-- (external content), so the text is stored once. New messages are indexed by IndexMessages
+-- in the transaction that appends them, one statement per 4 MB of messages (a trigger would
+-- flush FTS5's pending terms once per row: appends took twice as long); deletions and
+-- summaries by triggers.
+-- The searchable text of a message: its content, name and tool calls.
+CREATE VIEW messages_text (id, body) AS
+SELECT id, concat_ws(' ', content, name, tool_calls) FROM messages;
+
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    body,
+    content = 'messages_text', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, body)
+    VALUES ('delete', old.id, concat_ws(' ', old.content, old.name, old.tool_calls));
+END;
+
+CREATE VIRTUAL TABLE summaries_fts USING fts5 (
+    summary,
+    content = 'compactions', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER summaries_fts_insert AFTER INSERT ON compactions WHEN new.summary IS NOT NULL BEGIN
+    INSERT INTO summaries_fts (rowid, summary) VALUES (new.id, new.summary);
+END;
+
+CREATE TRIGGER summaries_fts_update AFTER UPDATE OF summary ON compactions
+WHEN old.summary IS NOT new.summary BEGIN
+    INSERT INTO summaries_fts (summaries_fts, rowid, summary)
+    SELECT 'delete', old.id, old.summary WHERE old.summary IS NOT NULL;
+    INSERT INTO summaries_fts (rowid, summary)
+    SELECT new.id, new.summary WHERE new.summary IS NOT NULL;
+END;
+
+CREATE TRIGGER summaries_fts_delete AFTER DELETE ON compactions WHEN old.summary IS NOT NULL BEGIN
+    INSERT INTO summaries_fts (summaries_fts, rowid, summary) VALUES ('delete', old.id, old.summary);
+END;
