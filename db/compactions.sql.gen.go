@@ -14,8 +14,8 @@ const applyCompaction = `-- name: ApplyCompaction :execrows
 UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, summary = ?, summary_role = ?, summary_tokens = ?,
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
-    chunks = ?, facts_total = ?, facts_kept = ?, provider = ?, model = ?, duration_ms = ?, error = ?,
-    updated_at = ?
+    chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
+    duration_ms = ?, error = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied')
 `
 
@@ -33,6 +33,7 @@ type ApplyCompactionParams struct {
 	Chunks             int64
 	FactsTotal         int64
 	FactsKept          int64
+	FactsDropped       string
 	Provider           string
 	Model              string
 	DurationMs         int64
@@ -56,6 +57,7 @@ func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams
 		arg.Chunks,
 		arg.FactsTotal,
 		arg.FactsKept,
+		arg.FactsDropped,
 		arg.Provider,
 		arg.Model,
 		arg.DurationMs,
@@ -67,6 +69,19 @@ func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const compactionRequests = `-- name: CompactionRequests :one
+SELECT CAST(count(*) AS INTEGER) FROM cascade_attempts
+WHERE compaction_id = ? AND outcome IN ('ok', 'error')
+`
+
+// The requests sent to providers for a compaction: its attempts that reached a provider.
+func (q *Queries) CompactionRequests(ctx context.Context, compactionID sql.NullInt64) (int64, error) {
+	row := q.queryRow(ctx, q.compactionRequestsStmt, compactionRequests, compactionID)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const currentCompaction = `-- name: CurrentCompaction :one
@@ -126,7 +141,8 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 const finishCompaction = `-- name: FinishCompaction :execrows
 UPDATE compactions SET
     status = ?, tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?,
-    passes = ?, chunks = ?, provider = ?, model = ?, duration_ms = ?, error = ?, updated_at = ?
+    passes = ?, chunks = ?, requests = ?, provider = ?, model = ?, duration_ms = ?, error = ?,
+    detail = ?, facts_dropped = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied')
 `
 
@@ -138,10 +154,13 @@ type FinishCompactionParams struct {
 	KeptMessages       int64
 	Passes             int64
 	Chunks             int64
+	Requests           int64
 	Provider           string
 	Model              string
 	DurationMs         int64
 	Error              string
+	Detail             string
+	FactsDropped       string
 	UpdatedAt          int64
 	ID                 int64
 }
@@ -157,10 +176,13 @@ func (q *Queries) FinishCompaction(ctx context.Context, arg FinishCompactionPara
 		arg.KeptMessages,
 		arg.Passes,
 		arg.Chunks,
+		arg.Requests,
 		arg.Provider,
 		arg.Model,
 		arg.DurationMs,
 		arg.Error,
+		arg.Detail,
+		arg.FactsDropped,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -222,9 +244,10 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 
 const insertCompaction = `-- name: InsertCompaction :one
 INSERT INTO compactions (
-    thread_id, status, reason, base_id, last_seq, token_limit, tokens_before, messages_before,
-    owner_host, owner_pid, error, created_at, updated_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    thread_id, status, reason, strategy, base_id, last_seq, token_limit, reserve_tokens,
+    target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after,
+    kept_messages, owner_host, owner_pid, lease_until, error, detail, created_at, updated_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id
 `
 
@@ -232,14 +255,23 @@ type InsertCompactionParams struct {
 	ThreadID       string
 	Status         string
 	Reason         string
+	Strategy       string
 	BaseID         sql.NullInt64
 	LastSeq        int64
 	TokenLimit     int64
+	ReserveTokens  int64
+	TargetRatio    float64
+	TriggerRatio   float64
 	TokensBefore   int64
+	TokensAfter    int64
 	MessagesBefore int64
+	MessagesAfter  int64
+	KeptMessages   int64
 	OwnerHost      string
 	OwnerPid       int64
+	LeaseUntil     int64
 	Error          string
+	Detail         string
 	CreatedAt      int64
 	UpdatedAt      int64
 }
@@ -249,14 +281,23 @@ func (q *Queries) InsertCompaction(ctx context.Context, arg InsertCompactionPara
 		arg.ThreadID,
 		arg.Status,
 		arg.Reason,
+		arg.Strategy,
 		arg.BaseID,
 		arg.LastSeq,
 		arg.TokenLimit,
+		arg.ReserveTokens,
+		arg.TargetRatio,
+		arg.TriggerRatio,
 		arg.TokensBefore,
+		arg.TokensAfter,
 		arg.MessagesBefore,
+		arg.MessagesAfter,
+		arg.KeptMessages,
 		arg.OwnerHost,
 		arg.OwnerPid,
+		arg.LeaseUntil,
 		arg.Error,
+		arg.Detail,
 		arg.CreatedAt,
 		arg.UpdatedAt,
 	)
@@ -459,6 +500,48 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 		return nil, err
 	}
 	return items, nil
+}
+
+const markInterrupted = `-- name: MarkInterrupted :execrows
+UPDATE compactions SET
+    status = 'failed', error = 'interrupted', tokens_after = tokens_before,
+    messages_after = messages_before, updated_at = ?1
+WHERE id = ?2 AND status = 'running' AND lease_until < ?3
+`
+
+type MarkInterruptedParams struct {
+	UpdatedAt int64
+	ID        int64
+	Now       int64
+}
+
+// Ends a running compaction whose lease expired; the lease is checked again here, so a
+// compaction that renewed it meanwhile is left alone.
+func (q *Queries) MarkInterrupted(ctx context.Context, arg MarkInterruptedParams) (int64, error) {
+	result, err := q.exec(ctx, q.markInterruptedStmt, markInterrupted, arg.UpdatedAt, arg.ID, arg.Now)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const renewLease = `-- name: RenewLease :execrows
+UPDATE compactions SET lease_until = ? WHERE id = ? AND status = 'running'
+`
+
+type RenewLeaseParams struct {
+	LeaseUntil int64
+	ID         int64
+}
+
+// A running compaction proves it is alive: recovery marks interrupted only a row whose lease
+// has expired, whatever host or process namespace wrote it.
+func (q *Queries) RenewLease(ctx context.Context, arg RenewLeaseParams) (int64, error) {
+	result, err := q.exec(ctx, q.renewLeaseStmt, renewLease, arg.LeaseUntil, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const setCompactionStatus = `-- name: SetCompactionStatus :execrows

@@ -27,6 +27,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.applyCompactionStmt, err = db.PrepareContext(ctx, applyCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query ApplyCompaction: %w", err)
 	}
+	if q.compactionRequestsStmt, err = db.PrepareContext(ctx, compactionRequests); err != nil {
+		return nil, fmt.Errorf("error preparing query CompactionRequests: %w", err)
+	}
 	if q.currentCompactionStmt, err = db.PrepareContext(ctx, currentCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query CurrentCompaction: %w", err)
 	}
@@ -99,6 +102,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listThreadsStmt, err = db.PrepareContext(ctx, listThreads); err != nil {
 		return nil, fmt.Errorf("error preparing query ListThreads: %w", err)
 	}
+	if q.markInterruptedStmt, err = db.PrepareContext(ctx, markInterrupted); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkInterrupted: %w", err)
+	}
+	if q.renewLeaseStmt, err = db.PrepareContext(ctx, renewLease); err != nil {
+		return nil, fmt.Errorf("error preparing query RenewLease: %w", err)
+	}
 	if q.searchMessagesStmt, err = db.PrepareContext(ctx, searchMessages); err != nil {
 		return nil, fmt.Errorf("error preparing query SearchMessages: %w", err)
 	}
@@ -122,6 +131,11 @@ func (q *Queries) Close() error {
 	if q.applyCompactionStmt != nil {
 		if cerr := q.applyCompactionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing applyCompactionStmt: %w", cerr)
+		}
+	}
+	if q.compactionRequestsStmt != nil {
+		if cerr := q.compactionRequestsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing compactionRequestsStmt: %w", cerr)
 		}
 	}
 	if q.currentCompactionStmt != nil {
@@ -244,6 +258,16 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing listThreadsStmt: %w", cerr)
 		}
 	}
+	if q.markInterruptedStmt != nil {
+		if cerr := q.markInterruptedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markInterruptedStmt: %w", cerr)
+		}
+	}
+	if q.renewLeaseStmt != nil {
+		if cerr := q.renewLeaseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing renewLeaseStmt: %w", cerr)
+		}
+	}
 	if q.searchMessagesStmt != nil {
 		if cerr := q.searchMessagesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing searchMessagesStmt: %w", cerr)
@@ -309,6 +333,7 @@ type Queries struct {
 	db                           DBTX
 	tx                           *sql.Tx
 	applyCompactionStmt          *sql.Stmt
+	compactionRequestsStmt       *sql.Stmt
 	currentCompactionStmt        *sql.Stmt
 	deleteThreadStmt             *sql.Stmt
 	finishCompactionStmt         *sql.Stmt
@@ -333,6 +358,8 @@ type Queries struct {
 	listMessagesBetweenStmt      *sql.Stmt
 	listRunningCompactionsStmt   *sql.Stmt
 	listThreadsStmt              *sql.Stmt
+	markInterruptedStmt          *sql.Stmt
+	renewLeaseStmt               *sql.Stmt
 	searchMessagesStmt           *sql.Stmt
 	searchSummariesStmt          *sql.Stmt
 	setCompactionStatusStmt      *sql.Stmt
@@ -345,6 +372,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		db:                           tx,
 		tx:                           tx,
 		applyCompactionStmt:          q.applyCompactionStmt,
+		compactionRequestsStmt:       q.compactionRequestsStmt,
 		currentCompactionStmt:        q.currentCompactionStmt,
 		deleteThreadStmt:             q.deleteThreadStmt,
 		finishCompactionStmt:         q.finishCompactionStmt,
@@ -369,6 +397,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listMessagesBetweenStmt:      q.listMessagesBetweenStmt,
 		listRunningCompactionsStmt:   q.listRunningCompactionsStmt,
 		listThreadsStmt:              q.listThreadsStmt,
+		markInterruptedStmt:          q.markInterruptedStmt,
+		renewLeaseStmt:               q.renewLeaseStmt,
 		searchMessagesStmt:           q.searchMessagesStmt,
 		searchSummariesStmt:          q.searchSummariesStmt,
 		setCompactionStatusStmt:      q.setCompactionStatusStmt,

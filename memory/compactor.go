@@ -3,9 +3,11 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/memcascade/memcascade/db"
@@ -29,6 +31,9 @@ var (
 	ErrOverLimit = errors.New("active context still over the token limit")
 	// ErrSummarize: no provider could write the summary; the originals are kept.
 	ErrSummarize = errors.New("summarization failed")
+	// ErrFactsLost: a summary about to be committed misses facts it does not report as
+	// dropped; it is not committed (a defect of the compactor, never of a provider).
+	ErrFactsLost = errors.New("facts check failed")
 )
 
 // Compactor keeps threads inside their model's context window.
@@ -101,29 +106,34 @@ var builtinRedact = sync.OnceValue(func() func(string) string {
 })
 
 // ShouldCompact reports whether an unforced Compact of the thread would do anything: its
-// active context is over L * trigger_ratio and new messages arrived since the last compaction
-// that was applied or found ineffective.
-// It reads stored counts only, so it is cheap to call after every turn.
+// active context is over L, or it is over L * trigger_ratio and the wait rule (see waiting)
+// does not hold. It reads stored counts only, so it is cheap to call after every turn.
 func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, error) {
 	t, err := c.Store.Thread(ctx, thread)
 	if err != nil {
 		return false, err
 	}
 	s := c.Settings.withDefaults()
-	if !overTrigger(t.ActiveTokens, s) {
-		return false, nil
-	}
-	wait, err := c.waiting(ctx, t)
-	return wait == "", err
+	why, err := c.notNeeded(ctx, t, t.ActiveTokens, s)
+	return why == "", err
 }
 
-func overTrigger(tokens int, s Settings) bool {
-	return float64(tokens) > float64(s.Budget())*s.TriggerRatio
+// notNeeded returns why an unforced compaction of the thread would do nothing, "" when it is
+// due. A context over L is always due: it compacts, or fails saying why it cannot.
+func (c *Compactor) notNeeded(ctx context.Context, t Thread, tokens int, s Settings) (string, error) {
+	if tokens > s.Budget() {
+		return "", nil
+	}
+	if trigger := int(float64(s.Budget()) * s.TriggerRatio); tokens <= trigger {
+		return fmt.Sprintf("%d tokens, under the trigger %d (%.2f of %d)", tokens, trigger, s.TriggerRatio, s.Budget()), nil
+	}
+	return c.waiting(ctx, t, s)
 }
 
 // waiting returns why automatic compaction waits: the latest applied or ineffective compaction
-// of the thread saw every message there is. "" when it does not wait.
-func (c *Compactor) waiting(ctx context.Context, t Thread) (string, error) {
+// of the thread ran with the same limit, reserve and ratios and saw every message there is, so
+// another one would find the same. "" when it does not wait.
+func (c *Compactor) waiting(ctx context.Context, t Thread, s Settings) (string, error) {
 	last, err := c.Store.q.LatestSettledCompaction(ctx, t.ID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
@@ -131,10 +141,12 @@ func (c *Compactor) waiting(ctx context.Context, t Thread) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if last.LastSeq < int64(t.Messages) {
+	same := last.TokenLimit == int64(s.TokenLimit) && last.ReserveTokens == int64(s.ReserveTokens) &&
+		last.TargetRatio == s.TargetRatio && last.TriggerRatio == s.TriggerRatio
+	if last.LastSeq < int64(t.Messages) || !same {
 		return "", nil
 	}
-	return fmt.Sprintf("compaction %d (%s) already saw every message of the thread: automatic compaction waits for new messages", last.ID, last.Status), nil
+	return fmt.Sprintf("compaction %d (%s) ran with the same settings and saw every message of the thread: automatic compaction waits for new messages", last.ID, last.Status), nil
 }
 
 // Compact compacts a thread's active context and returns the report. Unless forced, a thread
@@ -158,17 +170,13 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 	rep := Report{
 		Thread: thread, Reason: ReasonThreshold, TokenLimit: s.TokenLimit,
 		TokensBefore: a.Tokens, TokensAfter: a.Tokens, MessagesBefore: len(a.Entries), MessagesAfter: len(a.Entries),
-		CreatedAt: start.UTC(),
+		CreatedAt: start.UTC(), Strategy: StrategySummarize, FactsDropped: []string{},
 	}
 	if opt.Force {
 		rep.Reason = ReasonForced
 	} else {
 		rep.Status = StatusNotNeeded
-		if !overTrigger(a.Tokens, s) {
-			rep.Detail = fmt.Sprintf("%d tokens, under the trigger %d (%.2f of %d)", a.Tokens, int(float64(s.Budget())*s.TriggerRatio), s.TriggerRatio, s.Budget())
-			return rep, nil
-		}
-		if rep.Detail, err = c.waiting(ctx, a.Thread); err != nil || rep.Detail != "" {
+		if rep.Detail, err = c.notNeeded(ctx, a.Thread, a.Tokens, s); err != nil || rep.Detail != "" {
 			return rep, err
 		}
 	}
@@ -195,7 +203,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 			over = c.overLimit(a, plan, s, 0)
 			rep.Error = errorText(over, c.Redact)
 		}
-		id, err := c.insert(ctx, a, rep)
+		id, err := c.insert(ctx, a, rep, s)
 		if err != nil {
 			return rep, fmt.Errorf("compact %q: %w", thread, err)
 		}
@@ -207,13 +215,15 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 		return rep, nil
 	}
 
-	id, err := c.insert(ctx, a, rep)
+	id, err := c.insert(ctx, a, rep, s)
 	if err != nil {
 		return rep, fmt.Errorf("compact %q: %w", thread, err)
 	}
 	rep.ID = &id
 	rep.Status = StatusRunning
+	stopLease := c.Store.holdLease(ctx, id)
 	err = c.passes(ctx, id, a, plan, keep, s, &rep)
+	stopLease()
 	rep.DurationMs = c.Store.Now().Sub(start).Milliseconds()
 	if err != nil && rep.Status != StatusApplied {
 		rep.Status = StatusFailed
@@ -224,7 +234,6 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 		err = ferr
 	}
 	if full, rerr := c.Store.Report(context.WithoutCancel(ctx), id); rerr == nil {
-		full.Detail = rep.Detail
 		rep = full
 	}
 	c.report(ctx, rep)
@@ -237,12 +246,13 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 // passes summarizes and commits until the context fits L or max_passes is reached.
 func (c *Compactor) passes(ctx context.Context, id int64, a Active, plan Plan, keep int, s Settings, rep *Report) error {
 	base := a.Summary
+	var lost []facts.Fact // facts left out of the active context so far
 	for pass := 1; ; pass++ {
 		sum, err := c.summarize(ctx, id, pass, a, plan, s)
-		rep.Chunks += sum.chunks
 		if err != nil {
 			return err
 		}
+		rep.Chunks += sum.chunks
 		tokens := sum.tokens
 		if err := c.apply(ctx, id, base, a, plan, sum, s, rep); err != nil {
 			return err
@@ -255,6 +265,9 @@ func (c *Compactor) passes(ctx context.Context, id int64, a Active, plan Plan, k
 			return err
 		}
 		rep.TokensAfter, rep.MessagesAfter = a.Tokens, len(a.Entries)
+		// Facts an earlier pass could not fit may be back (a later message repeats them).
+		lost = append(missingFacts(lost, nil, outsideText(a.Entries)), sum.dropped...)
+		rep.FactsDropped = factTexts(lost)
 		if a.Tokens <= s.Budget() {
 			return nil
 		}
@@ -301,9 +314,9 @@ func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error
 		ErrOverLimit, a.Tokens, s.Budget(), next.PinnedTokens, next.KeptTokens)
 }
 
-// insert records a compaction row: running, or ineffective when rep says so.
-func (c *Compactor) insert(ctx context.Context, a Active, rep Report) (int64, error) {
-	host, _ := os.Hostname()
+// insert records a compaction row: running (holding a lease), or ineffective when rep says
+// so. The row records the settings it runs with: the wait rule compares them.
+func (c *Compactor) insert(ctx context.Context, a Active, rep Report, s Settings) (int64, error) {
 	status := StatusRunning
 	if rep.Status == StatusIneffective {
 		status = StatusIneffective
@@ -313,11 +326,15 @@ func (c *Compactor) insert(ctx context.Context, a Active, rep Report) (int64, er
 		now := c.Store.now()
 		var err error
 		id, err = c.Store.q.WithTx(tx).InsertCompaction(ctx, db.InsertCompactionParams{
-			ThreadID: a.Thread.ID, Status: status, Reason: rep.Reason,
+			ThreadID: a.Thread.ID, Status: status, Reason: rep.Reason, Strategy: StrategySummarize,
 			BaseID:  sql.NullInt64{Int64: a.Summary, Valid: a.Summary != 0},
-			LastSeq: int64(a.Thread.Messages), TokenLimit: int64(rep.TokenLimit),
-			TokensBefore: int64(rep.TokensBefore), MessagesBefore: int64(rep.MessagesBefore),
-			OwnerHost: host, OwnerPid: int64(os.Getpid()), Error: rep.Error, CreatedAt: now, UpdatedAt: now,
+			LastSeq: int64(a.Thread.Messages), TokenLimit: int64(s.TokenLimit), ReserveTokens: int64(s.ReserveTokens),
+			TargetRatio: s.TargetRatio, TriggerRatio: s.TriggerRatio,
+			TokensBefore: int64(rep.TokensBefore), TokensAfter: int64(rep.TokensAfter),
+			MessagesBefore: int64(rep.MessagesBefore), MessagesAfter: int64(rep.MessagesAfter),
+			KeptMessages: int64(rep.KeptMessages),
+			OwnerHost:    owner(), OwnerPid: int64(os.Getpid()), LeaseUntil: now + c.Store.lease().Milliseconds(),
+			Error: rep.Error, Detail: rep.Detail, CreatedAt: now, UpdatedAt: now,
 		})
 		return err
 	})
@@ -325,8 +342,19 @@ func (c *Compactor) insert(ctx context.Context, a Active, rep Report) (int64, er
 }
 
 // apply commits one pass: in one transaction, checks that the thread's current compaction is
-// still the one the pass was planned on, and records the summary and the range it covers.
+// still the one the pass was planned on, and records the summary and the range it covers. It
+// is where the facts guarantee is enforced: the summary commits only when every fact of the
+// ledger of what it replaces is in the resulting active context or named as dropped.
 func (c *Compactor) apply(ctx context.Context, id, base int64, a Active, plan Plan, sum summary, s Settings, rep *Report) error {
+	missing := factTexts(missingFacts(sum.facts, sum.outside, sum.text))
+	dropped := factTexts(sum.dropped)
+	if !slices.Equal(missing, dropped) {
+		return fmt.Errorf("%w: the summary misses facts %q but reports %q as dropped", ErrFactsLost, missing, dropped)
+	}
+	allDropped, err := json.Marshal(append(slices.Clone(rep.FactsDropped), dropped...))
+	if err != nil {
+		return err
+	}
 	return db.WithTx(ctx, c.Store.db, func(tx *sql.Tx) error {
 		q := c.Store.q.WithTx(tx)
 		cur, err := currentID(ctx, q, a.Thread.ID)
@@ -346,7 +374,7 @@ func (c *Compactor) apply(ctx context.Context, id, base int64, a Active, plan Pl
 			TokensAfter:        int64(a.Tokens - plan.MiddleTokens + sum.tokens),
 			MessagesAfter:      int64(len(a.Entries) - plan.MiddleLen() + 1),
 			SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
-			FactsTotal: int64(sum.factsTotal), FactsKept: int64(sum.factsKept),
+			FactsTotal: int64(sum.factsTotal), FactsKept: int64(sum.factsKept), FactsDropped: string(allDropped),
 			Provider: sum.provider, Model: sum.model, UpdatedAt: c.Store.now(), ID: id,
 			DurationMs: c.Store.Now().Sub(rep.CreatedAt).Milliseconds(),
 		})
@@ -360,14 +388,28 @@ func (c *Compactor) apply(ctx context.Context, id, base int64, a Active, plan Pl
 	})
 }
 
-// finish records the final figures and status of a compaction.
+// finish records the final figures and status of a compaction. A compaction that applied
+// nothing reports the context as it was: tokens_after = tokens_before.
 func (c *Compactor) finish(ctx context.Context, id int64, rep Report) error {
+	if rep.Status != StatusApplied {
+		rep.TokensAfter, rep.MessagesAfter = rep.TokensBefore, rep.MessagesBefore
+	}
+	dropped, err := json.Marshal(rep.FactsDropped)
+	if err != nil {
+		return err
+	}
 	return db.WithTx(ctx, c.Store.db, func(tx *sql.Tx) error {
-		_, err := c.Store.q.WithTx(tx).FinishCompaction(ctx, db.FinishCompactionParams{
+		q := c.Store.q.WithTx(tx)
+		requests, err := q.CompactionRequests(ctx, sql.NullInt64{Int64: id, Valid: true})
+		if err != nil {
+			return err
+		}
+		_, err = q.FinishCompaction(ctx, db.FinishCompactionParams{
 			Status: rep.Status, TokensAfter: int64(rep.TokensAfter), MessagesAfter: int64(rep.MessagesAfter),
 			SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
-			Passes: int64(rep.Passes), Chunks: int64(rep.Chunks), Provider: rep.Provider, Model: rep.Model,
-			DurationMs: rep.DurationMs, Error: rep.Error, UpdatedAt: c.Store.now(), ID: id,
+			Passes: int64(rep.Passes), Chunks: int64(rep.Chunks), Requests: requests, Provider: rep.Provider, Model: rep.Model,
+			DurationMs: rep.DurationMs, Error: rep.Error, Detail: rep.Detail, FactsDropped: string(dropped),
+			UpdatedAt: c.Store.now(), ID: id,
 		})
 		return err
 	})

@@ -81,7 +81,7 @@ func Example_agentLoop() {
 	active, _ := store.Active(ctx, "t")
 	fmt.Println("under the limit:", active.Tokens <= 2000)
 	// Output:
-	// turn 22: applied, 1669 -> 1190 tokens
-	// turn 28: applied, 1622 -> 1234 tokens
+	// turn 22: applied, 1669 -> 1186 tokens
+	// turn 28: applied, 1618 -> 1230 tokens
 	// under the limit: true
 }

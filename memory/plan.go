@@ -109,8 +109,10 @@ type Plan struct {
 	Kept   int // index of the first kept entry; len(entries) when nothing is kept
 
 	PinnedTokens, MiddleTokens, KeptTokens int
-	// SummaryBudget is the most tokens the summary message may take.
-	SummaryBudget int
+	// SummaryBudget is the most tokens the summary message may take as planned; RoomBudget is
+	// the most the limit and the 10% saving allow whatever summary_max_tokens says: the facts a
+	// provider left out may take the summary up to it (see factFit).
+	SummaryBudget, RoomBudget int
 	// FromSeq and ToSeq are the range of messages the summary will cover (a previous summary in
 	// the middle extends it back to the range that summary covered).
 	FromSeq, ToSeq int64
@@ -169,7 +171,8 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 
 	active := p.PinnedTokens + p.MiddleTokens + p.KeptTokens + ReplyPriming
 	minSave := int(math.Ceil(0.1 * float64(active)))
-	p.SummaryBudget = min(s.SummaryMaxTokens, s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming, p.MiddleTokens-minSave)
+	p.RoomBudget = min(s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming, p.MiddleTokens-minSave)
+	p.SummaryBudget = min(s.SummaryMaxTokens, p.RoomBudget)
 	if p.SummaryBudget < minSummaryTokens {
 		p.Ineffective = true
 		p.Why = fmt.Sprintf("the middle (%d messages, %d tokens) cannot save 10%% of %d tokens with a summary of at least %d tokens",

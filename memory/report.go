@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -24,7 +25,13 @@ const (
 // Compaction reasons.
 const (
 	ReasonThreshold = "threshold"
+	ReasonEmergency = "emergency"
 	ReasonForced    = "forced"
+)
+
+// Compaction strategies.
+const (
+	StrategySummarize = "summarize"
 )
 
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
@@ -42,7 +49,8 @@ type Report struct {
 	SummarizedMessages int       `json:"summarized_messages"`
 	KeptMessages       int       `json:"kept_messages"`
 	Passes             int       `json:"passes"`
-	Chunks             int       `json:"chunks"`
+	Chunks             int       `json:"chunks"`   // requests of the provider whose summary was used
+	Requests           int       `json:"requests"` // requests sent to every provider
 	Provider           string    `json:"provider"`
 	Model              string    `json:"model"`
 	SummaryTokens      int       `json:"summary_tokens"`
@@ -56,9 +64,16 @@ type Report struct {
 	// provider's summary held before the missing ones were appended.
 	FactsTotal int `json:"facts_total"`
 	FactsKept  int `json:"facts_kept"`
+	// FactsDropped are the exact values of the ledger facts that are not in the active
+	// context after the compaction: they did not fit within the limit. [] when none.
+	FactsDropped []string `json:"facts_dropped"`
+	// Strategy is how the compaction shrank the context (summarize).
+	Strategy string `json:"strategy"`
+	// LeaseUntil is when a running compaction's lease ends unless renewed (running only).
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
 	// Superseded: an applied compaction whose summary a newer one folded in.
 	Superseded bool `json:"superseded,omitempty"`
-	// Detail explains a not_needed, planned or ineffective outcome.
+	// Detail explains the outcome in words (stored with the report).
 	Detail string `json:"detail,omitempty"`
 	// SummaryBudget is the planned maximum size of the summary (dry run).
 	SummaryBudget int `json:"summary_budget,omitempty"`
@@ -88,9 +103,17 @@ func reportFromRow(c db.Compaction, current int64) Report {
 		Passes: int(c.Passes), Chunks: int(c.Chunks), Provider: c.Provider, Model: c.Model,
 		SummaryTokens: int(c.SummaryTokens), DurationMs: c.DurationMs, Error: c.Error,
 		CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), FromSeq: c.FromSeq.Int64, ToSeq: c.ToSeq.Int64,
-		FactsTotal: int(c.FactsTotal), FactsKept: int(c.FactsKept),
+		FactsTotal: int(c.FactsTotal), FactsKept: int(c.FactsKept), FactsDropped: []string{},
+		Requests: int(c.Requests), Strategy: c.Strategy, Detail: c.Detail,
+	}
+	if err := json.Unmarshal([]byte(c.FactsDropped), &r.FactsDropped); err != nil || r.FactsDropped == nil {
+		r.FactsDropped = []string{} // a row written by hand; the column's default is "[]"
 	}
 	r.Superseded = c.Status == StatusApplied && c.ID != current
+	if c.Status == StatusRunning {
+		lease := time.UnixMilli(c.LeaseUntil).UTC()
+		r.LeaseUntil = &lease
+	}
 	return r
 }
 

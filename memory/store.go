@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +38,8 @@ var (
 type Store struct {
 	// Now is the clock; it defaults to time.Now.
 	Now func() time.Time
+	// Lease is how long a running compaction's lease lasts (0: DefaultLease); see lease.go.
+	Lease time.Duration
 	// DefaultModel is the model of a thread created without one (default "gpt-4o").
 	DefaultModel string
 	// Encoding, when set, is the tokenizer of new threads whatever their model.
@@ -464,34 +465,4 @@ func ftsQuery(text string) string {
 		parts = append(parts, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
 	}
 	return strings.Join(parts, " ")
-}
-
-// failInterrupted marks failed every running compaction whose process is gone: on this host, a
-// process id that no longer runs. Rows of live processes (this one included) are left alone.
-func (s *Store) failInterrupted(ctx context.Context) error {
-	running, err := s.q.ListRunningCompactions(ctx)
-	if err != nil {
-		return err
-	}
-	host, _ := os.Hostname()
-	var gone []db.Compaction
-	for _, c := range running {
-		if c.OwnerHost == host && !processAlive(int(c.OwnerPid)) {
-			gone = append(gone, c)
-		}
-	}
-	if len(gone) == 0 {
-		return nil // no write lock: a compaction running in a live process is no reason to wait
-	}
-	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
-		q := s.q.WithTx(tx)
-		for _, c := range gone {
-			if _, err := q.SetCompactionStatus(ctx, db.SetCompactionStatusParams{
-				NewStatus: StatusFailed, Error: "interrupted", UpdatedAt: s.now(), ID: c.ID, OldStatus: StatusRunning,
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

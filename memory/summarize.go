@@ -49,7 +49,9 @@ type summary struct {
 	provider, model       string
 	chunks                int
 	facts                 []facts.Fact
-	factsTotal, factsKept int
+	outside               []bool       // facts of the ledger already in the kept or pinned messages
+	factsTotal, factsKept int          // the ledger's size, and the facts the provider's prose held
+	dropped               []facts.Fact // facts that could not fit (see factFit)
 }
 
 // block is one rendered message of the middle.
@@ -128,6 +130,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	}
 	chunks := 0
 	task := func(ctx context.Context, t llm.Target, comp llm.Completer) (string, error) {
+		chunks = 0 // the requests of this provider: the last one to run is the one whose summary is used
 		out := bodyBudget
 		if t.MaxOutputTokens > 0 {
 			out = min(out, t.MaxOutputTokens)
@@ -189,27 +192,41 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 		return summary{chunks: chunks}, fmt.Errorf("%w: %w", ErrSummarize, err)
 	}
 	body := strings.TrimSpace(redact(res.Text))
-	kept := facts.Kept(ledger, body)
-	var missing []facts.Fact
-	nKept := 0
-	for i, ok := range kept {
+	fit := factFit{
+		ledger: ledger, header: header, count: counter.CountText,
+		outside: facts.Kept(ledger, outsideText(a.Entries[:plan.Pinned], a.Entries[plan.Kept:])),
+		soft:    bodyBudget,
+		hard:    plan.RoomBudget - (plan.SummaryBudget - bodyBudget),
+	}
+	nKept := 0 // the facts the provider's prose holds
+	for _, ok := range facts.Kept(ledger, body) {
 		if ok {
 			nKept++
-		} else {
-			missing = append(missing, ledger[i])
 		}
 	}
-	text := header + body
-	if room := bodyBudget - counter.CountText(body) - 2; len(missing) > 0 && room > 0 {
-		if section, n := facts.Section(missing, room, counter.CountText); n > 0 {
-			text += "\n\n" + section
-		}
-	}
+	text, dropped := fit.compose(body)
 	return summary{
 		text: text, tokens: counter.CountMessage(TextMessage(s.SummaryRole, text)),
 		provider: res.Provider, model: res.Model, chunks: chunks,
-		facts: ledger, factsTotal: len(ledger), factsKept: nKept,
+		facts: ledger, outside: fit.outside, factsTotal: len(ledger), factsKept: nKept, dropped: dropped,
 	}, nil
+}
+
+// outsideText is the text of the messages that stay beside the summary, for the facts check.
+func outsideText(parts ...[]Entry) string {
+	var b strings.Builder
+	for _, es := range parts {
+		for _, e := range es {
+			b.WriteString(e.Message.Name)
+			b.WriteByte('\n')
+			b.WriteString(e.Text())
+			b.WriteByte('\n')
+			for _, tc := range e.Message.ToolCalls {
+				b.WriteString(tc.Function.Name + " " + tc.Function.Arguments + "\n")
+			}
+		}
+	}
+	return b.String()
 }
 
 func (c *Compactor) redact(s string) string {
@@ -306,12 +323,13 @@ func shift(units []int, from int) []int {
 
 // transcriptMessage is an entry as the summarizer reads it, its text and arguments redacted.
 func transcriptMessage(e Entry, redact func(string) string) transcript.Message {
-	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: e.Message.Name, ToolCallID: e.Message.ToolCallID, Text: redact(e.Text())}
+	// Every field that reaches the provider is redacted, the header fields included.
+	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: redact(e.Message.Name), ToolCallID: redact(e.Message.ToolCallID), Text: redact(e.Text())}
 	if e.CompactionID != 0 {
 		m.Role, m.Seq = transcript.RoleSummary, 0
 	}
 	for _, tc := range e.Message.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, transcript.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: redact(tc.Function.Arguments)})
+		m.ToolCalls = append(m.ToolCalls, transcript.ToolCall{ID: redact(tc.ID), Name: redact(tc.Function.Name), Arguments: redact(tc.Function.Arguments)})
 	}
 	return m
 }

@@ -152,8 +152,16 @@ func writeReport(w io.Writer, r memory.Report) {
 	if r.Provider != "" {
 		fmt.Fprintf(w, "  summary   %d tokens by %s (%s), %d passes, %d chunks, %d ms\n", r.SummaryTokens, r.Provider, r.Model, r.Passes, r.Chunks, r.DurationMs)
 	}
+	if r.Requests > 0 {
+		fmt.Fprintf(w, "  requests  %d to providers\n", r.Requests)
+	}
 	if r.FactsTotal > 0 {
-		fmt.Fprintf(w, "  facts     %d of %d kept by the model; the missing ones appended\n", r.FactsKept, r.FactsTotal)
+		fmt.Fprintf(w, "  facts     %d in what was summarized, %d in the provider's summary; ", r.FactsTotal, r.FactsKept)
+		if len(r.FactsDropped) == 0 {
+			fmt.Fprintln(w, "every one is in the active context")
+		} else {
+			fmt.Fprintf(w, "%d left out (no room within the limit): %s\n", len(r.FactsDropped), strings.Join(r.FactsDropped, "; "))
+		}
 	}
 	if r.Superseded {
 		fmt.Fprintln(w, "  superseded by a later compaction of the thread")

@@ -1,8 +1,9 @@
 -- name: InsertCompaction :one
 INSERT INTO compactions (
-    thread_id, status, reason, base_id, last_seq, token_limit, tokens_before, messages_before,
-    owner_host, owner_pid, error, created_at, updated_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    thread_id, status, reason, strategy, base_id, last_seq, token_limit, reserve_tokens,
+    target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after,
+    kept_messages, owner_host, owner_pid, lease_until, error, detail, created_at, updated_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id;
 
 -- name: GetCompaction :one
@@ -27,8 +28,8 @@ LIMIT 1;
 UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, summary = ?, summary_role = ?, summary_tokens = ?,
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
-    chunks = ?, facts_total = ?, facts_kept = ?, provider = ?, model = ?, duration_ms = ?, error = ?,
-    updated_at = ?
+    chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
+    duration_ms = ?, error = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied');
 
 -- name: FinishCompaction :execrows
@@ -36,8 +37,22 @@ WHERE id = ? AND status IN ('running', 'applied');
 -- final figures of an applied one.
 UPDATE compactions SET
     status = ?, tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?,
-    passes = ?, chunks = ?, provider = ?, model = ?, duration_ms = ?, error = ?, updated_at = ?
+    passes = ?, chunks = ?, requests = ?, provider = ?, model = ?, duration_ms = ?, error = ?,
+    detail = ?, facts_dropped = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied');
+
+-- name: RenewLease :execrows
+-- A running compaction proves it is alive: recovery marks interrupted only a row whose lease
+-- has expired, whatever host or process namespace wrote it.
+UPDATE compactions SET lease_until = ? WHERE id = ? AND status = 'running';
+
+-- name: MarkInterrupted :execrows
+-- Ends a running compaction whose lease expired; the lease is checked again here, so a
+-- compaction that renewed it meanwhile is left alone.
+UPDATE compactions SET
+    status = 'failed', error = 'interrupted', tokens_after = tokens_before,
+    messages_after = messages_before, updated_at = sqlc.arg(updated_at)
+WHERE id = sqlc.arg(id) AND status = 'running' AND lease_until < sqlc.arg(now);
 
 -- name: SetCompactionStatus :execrows
 UPDATE compactions SET status = sqlc.arg(new_status), error = sqlc.arg(error), updated_at = sqlc.arg(updated_at)
@@ -52,3 +67,8 @@ LIMIT sqlc.arg(max_rows);
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;
+
+-- name: CompactionRequests :one
+-- The requests sent to providers for a compaction: its attempts that reached a provider.
+SELECT CAST(count(*) AS INTEGER) FROM cascade_attempts
+WHERE compaction_id = ? AND outcome IN ('ok', 'error');

@@ -1,0 +1,121 @@
+package memory
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/memcascade/memcascade/facts"
+)
+
+// The facts guarantee: a summary commits only when every fact of the ledger of what it
+// summarizes is in the resulting active context (the pinned messages, the summary, the kept
+// messages), or is named in the report's facts_dropped. factFit composes the summary text so
+// that as few facts as possible are dropped, and missingFacts is the check itself, run again
+// on the exact text that is committed (Compactor.apply).
+
+// factFit composes a summary from the provider's prose and the facts it left out.
+type factFit struct {
+	ledger  []facts.Fact
+	header  string
+	outside []bool // ledger facts already in the pinned or kept messages
+	count   func(string) int
+	// soft is the token budget of the summary's body (header excluded) as planned
+	// (summary_max_tokens and the 10% saving); hard is what the limit leaves for it. The facts
+	// may take the body past soft, up to hard, before any of them is dropped.
+	soft, hard int
+}
+
+// compose returns the summary text and the facts it leaves out: prose with the missing facts
+// appended. When they do not all fit, room is made first by letting the facts use the hard
+// budget, then by giving the facts budget ahead of the prose (the prose is cut at line ends,
+// and what it loses is looked for again); only then are the least important facts left out
+// (facts.Section keeps the most important ones: constraints, errors, tool calls and ids
+// first).
+func (f factFit) compose(prose string) (string, []facts.Fact) {
+	text, dropped := f.with(prose, f.soft)
+	if len(dropped) == 0 {
+		return text, nil
+	}
+	best, bestDropped := text, dropped
+	for _, share := range []float64{1, 0.75, 0.5, 0.25, 0} {
+		cut := cutLines(prose, int(float64(f.count(prose))*share), f.count)
+		text, dropped := f.with(cut, f.hard)
+		if len(dropped) == 0 {
+			return text, nil
+		}
+		if droppedWeight(dropped) < droppedWeight(bestDropped) {
+			best, bestDropped = text, dropped
+		}
+	}
+	return best, bestDropped
+}
+
+// with appends to prose the facts it misses, within budget tokens for the body.
+func (f factFit) with(prose string, budget int) (string, []facts.Fact) {
+	text := f.header + prose
+	missing := f.missing(text)
+	if len(missing) == 0 {
+		return text, nil
+	}
+	room := budget - f.count(prose) - 2 // 2: the blank line before the section
+	if section, n := facts.Section(missing, room, f.count); n > 0 {
+		text += "\n\n" + section
+	}
+	return text, f.missing(text)
+}
+
+// missing returns the ledger facts that are neither outside the summary nor in text.
+func (f factFit) missing(text string) []facts.Fact {
+	return missingFacts(f.ledger, f.outside, text)
+}
+
+// missingFacts returns the facts of ledger that are not in summary and not marked in outside
+// (parallel to ledger; nil: none is outside).
+func missingFacts(ledger []facts.Fact, outside []bool, summary string) []facts.Fact {
+	var out []facts.Fact
+	for i, ok := range facts.Kept(ledger, summary) {
+		if !ok && (outside == nil || !outside[i]) {
+			out = append(out, ledger[i])
+		}
+	}
+	return out
+}
+
+// factTexts returns the exact values of fs, most important first, once each.
+func factTexts(fs []facts.Fact) []string {
+	sorted := slices.Clone(fs)
+	slices.SortStableFunc(sorted, func(a, b facts.Fact) int { return b.Weight - a.Weight })
+	out := make([]string, 0, len(sorted))
+	for _, f := range sorted {
+		if !slices.Contains(out, f.Text) {
+			out = append(out, f.Text)
+		}
+	}
+	return out
+}
+
+func droppedWeight(fs []facts.Fact) int {
+	w := 0
+	for _, f := range fs {
+		w += f.Weight
+	}
+	return w
+}
+
+// cutLines returns the longest run of whole leading lines of text within max tokens.
+func cutLines(text string, max int, count func(string) int) string {
+	if count(text) <= max {
+		return text
+	}
+	lines := strings.SplitAfter(text, "\n")
+	lo, hi := 0, len(lines) // lines[:lo] fits; lines[:hi] does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if count(strings.Join(lines[:mid], "")) <= max {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return strings.TrimRight(strings.Join(lines[:lo], ""), "\n")
+}

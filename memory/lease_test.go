@@ -1,0 +1,138 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/facts"
+)
+
+// runningRow records a running compaction of thread "t" as process pid under owner would,
+// with a lease until leaseUntil.
+func runningRow(t *testing.T, s *Store, owner string, pid int, leaseUntil time.Time) int64 {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Append(ctx, "t", []Message{TextMessage(RoleUser, "hi")}, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.q.InsertCompaction(ctx, db.InsertCompactionParams{
+		ThreadID: "t", Status: StatusRunning, Reason: ReasonForced, Strategy: StrategySummarize,
+		LastSeq: 1, TokenLimit: 1000, OwnerHost: owner, OwnerPid: int64(pid),
+		LeaseUntil: leaseUntil.UnixMilli(), CreatedAt: 1, UpdatedAt: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// deadPID returns the id of a process that has exited.
+func deadPID(t *testing.T) int {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestRecoveryReadsLeases: at open, a running compaction is interrupted when its lease
+// expired, whoever wrote it; a row of another host or process namespace holding a valid
+// lease is left running although its process id means nothing here; a row of this very boot
+// and namespace whose process is gone is interrupted at once.
+func TestRecoveryReadsLeases(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name        string
+		owner       string
+		lease       time.Duration // from now
+		interrupted bool
+	}{
+		{"other namespace, valid lease", "pod-b 1c2d3e4f-boot pid:[4026532999]", time.Minute, false},
+		{"other host, expired lease", "host-x 9a8b-boot pid:[4026531836]", -time.Second, true},
+		{"this namespace, process gone", owner(), time.Minute, owner() != ""},
+		{"no owner recorded, valid lease", "", time.Minute, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.db")
+			s, err := Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := runningRow(t, s, tc.owner, deadPID(t), time.Now().Add(tc.lease))
+			s.Close()
+			s, err = Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			r, err := s.Report(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := r.Status == StatusFailed && r.Error == "interrupted"
+			if got != tc.interrupted || (!got && r.Status != StatusRunning) {
+				t.Fatalf("after open: %s (%q), want interrupted=%v", r.Status, r.Error, tc.interrupted)
+			}
+			if got && (r.TokensAfter != r.TokensBefore || r.MessagesAfter != r.MessagesBefore) {
+				t.Fatalf("interrupted report: tokens %d -> %d", r.TokensBefore, r.TokensAfter)
+			}
+		})
+	}
+}
+
+// TestRecoveryLeaseExpiresLater: a row left valid at one open is interrupted at a later open
+// once its lease ran out (a crashed compaction of another host does not stay running forever).
+func TestRecoveryLeaseExpiresLater(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := runningRow(t, s, "elsewhere boot pid:[1]", 1, time.Now().Add(time.Minute))
+	if err := s.failInterrupted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.Report(ctx, id); r.Status != StatusRunning {
+		t.Fatalf("with a valid lease: %s", r.Status)
+	}
+	s.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	if err := s.failInterrupted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.Report(ctx, id); r.Status != StatusFailed || r.Error != "interrupted" {
+		t.Fatalf("after the lease ran out: %s (%q)", r.Status, r.Error)
+	}
+	s.Close()
+}
+
+// TestCommitRefusesUnreportedLoss: the facts check at commit refuses a summary that misses a
+// fact of its ledger without naming it in facts_dropped, before anything is written.
+func TestCommitRefusesUnreportedLoss(t *testing.T) {
+	ledger := []facts.Fact{{Kind: facts.KindID, Text: "ZQ9XYZ", Weight: 50}, {Kind: facts.KindAmount, Text: "$400", Weight: 30}}
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := &Compactor{Store: s}
+	sum := summary{text: "Summary: the budget is $400.", facts: ledger}
+	err = c.apply(context.Background(), 1, 0, Active{}, Plan{}, sum, Settings{}, &Report{})
+	if !errors.Is(err, ErrFactsLost) || !strings.Contains(err.Error(), "ZQ9XYZ") {
+		t.Fatalf("apply: %v, want ErrFactsLost naming ZQ9XYZ", err)
+	}
+	sum.dropped = ledger[:1]
+	sum.text = "Summary: the budget is 400 dollars." // "$400" is matched by number: still there
+	err = c.apply(context.Background(), 1, 0, Active{}, Plan{}, sum, Settings{}, &Report{})
+	if errors.Is(err, ErrFactsLost) {
+		t.Fatalf("apply refused a summary whose only missing fact is reported dropped: %v", err)
+	}
+}
