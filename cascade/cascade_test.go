@@ -407,7 +407,7 @@ func TestCancelMidBackoff(t *testing.T) {
 	srv := newServer(t, apiError(503, "", "", "busy"))
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("never")}}
 	e := openAIEntry("a", srv.URL)
-	e.MaxAttempts = 3
+	e.MaxAttempts, e.MaxWait = 3, time.Minute
 	c := cascade.New(sqldb, e, fakeEntry("b", next)) // the real Sleep
 	c.InitialBackoff, c.MaxBackoff = 10*time.Second, 10*time.Second
 	ctx, cancel := context.WithCancel(context.Background())
