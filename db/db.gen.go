@@ -27,6 +27,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.applyCompactionStmt, err = db.PrepareContext(ctx, applyCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query ApplyCompaction: %w", err)
 	}
+	if q.compactionUsageStmt, err = db.PrepareContext(ctx, compactionUsage); err != nil {
+		return nil, fmt.Errorf("error preparing query CompactionUsage: %w", err)
+	}
 	if q.currentCompactionStmt, err = db.PrepareContext(ctx, currentCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query CurrentCompaction: %w", err)
 	}
@@ -122,6 +125,11 @@ func (q *Queries) Close() error {
 	if q.applyCompactionStmt != nil {
 		if cerr := q.applyCompactionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing applyCompactionStmt: %w", cerr)
+		}
+	}
+	if q.compactionUsageStmt != nil {
+		if cerr := q.compactionUsageStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing compactionUsageStmt: %w", cerr)
 		}
 	}
 	if q.currentCompactionStmt != nil {
@@ -309,6 +317,7 @@ type Queries struct {
 	db                           DBTX
 	tx                           *sql.Tx
 	applyCompactionStmt          *sql.Stmt
+	compactionUsageStmt          *sql.Stmt
 	currentCompactionStmt        *sql.Stmt
 	deleteThreadStmt             *sql.Stmt
 	finishCompactionStmt         *sql.Stmt
@@ -345,6 +354,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		db:                           tx,
 		tx:                           tx,
 		applyCompactionStmt:          q.applyCompactionStmt,
+		compactionUsageStmt:          q.compactionUsageStmt,
 		currentCompactionStmt:        q.currentCompactionStmt,
 		deleteThreadStmt:             q.deleteThreadStmt,
 		finishCompactionStmt:         q.finishCompactionStmt,
