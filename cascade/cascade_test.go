@@ -407,7 +407,7 @@ func TestCancelMidBackoff(t *testing.T) {
 	srv := newServer(t, apiError(503, "", "", "busy"))
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("never")}}
 	e := openAIEntry("a", srv.URL)
-	e.MaxAttempts = 3
+	e.MaxAttempts, e.MaxWait = 3, time.Minute
 	c := cascade.New(sqldb, e, fakeEntry("b", next)) // the real Sleep
 	c.InitialBackoff, c.MaxBackoff = 10*time.Second, 10*time.Second
 	ctx, cancel := context.WithCancel(context.Background())
@@ -620,15 +620,21 @@ func TestTaskErrors(t *testing.T) {
 
 func insertCompaction(t *testing.T, sqldb *sql.DB) int64 {
 	t.Helper()
+	return insertCompactionFor(t, sqldb, "t1")
+}
+
+// insertCompactionFor inserts a thread and a running compaction of it.
+func insertCompactionFor(t *testing.T, sqldb *sql.DB, thread string) int64 {
+	t.Helper()
 	var id int64
 	err := db.WithTx(context.Background(), sqldb, func(tx *sql.Tx) error {
 		q := db.New(tx)
-		if err := q.InsertThread(context.Background(), db.InsertThreadParams{ID: "t1", Model: "gpt-4o", Encoding: "o200k_base",
+		if err := q.InsertThread(context.Background(), db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base",
 			Metadata: "{}", CreatedAt: t0.UnixMilli(), UpdatedAt: t0.UnixMilli()}); err != nil {
 			return err
 		}
 		var err error
-		id, err = q.InsertCompaction(context.Background(), db.InsertCompactionParams{ThreadID: "t1", Status: "running", Reason: "forced",
+		id, err = q.InsertCompaction(context.Background(), db.InsertCompactionParams{ThreadID: thread, Status: "running", Reason: "forced", Strategy: "summarize",
 			TokenLimit: 1000, CreatedAt: t0.UnixMilli(), UpdatedAt: t0.UnixMilli()})
 		return err
 	})

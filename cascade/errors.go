@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sashabaranov/go-openai"
 
@@ -20,7 +21,8 @@ import (
 )
 
 // Error classes, as stored in cascade_attempts.error_class and reported by Classify. What the
-// cascade does with each is in DESIGN.md ("Cascade").
+// cascade does with each is said beside it; retryable and coolsDown, at the end of this file,
+// are where it is decided.
 const (
 	ClassTimeout       = "timeout"        // a request or a provider's turn ran out of time; retried, cooldown
 	ClassNetwork       = "network"        // connection refused or reset, DNS, TLS; retried, cooldown
@@ -42,9 +44,14 @@ var (
 	ErrNoAPIKey = errors.New("API key environment variable is unset or empty")
 )
 
+// maxErrorText bounds the error texts stored and returned, in bytes.
+const maxErrorText = 1000
+
 // ProviderError is one provider's failure: the class that decides retries and cooldown, the
-// HTTP status (0 when there was no HTTP response) and the Retry-After the server sent.
-// Its Error text is redacted and names the provider, the class and the status.
+// HTTP status (0 when there was no HTTP response) and the Retry-After the server sent. A
+// provider returns it finished; the cascade's retrying completer refines it once (the
+// provider's name when missing, what an ended context means). Its Error text is redacted and
+// names the provider, the class and the status.
 type ProviderError struct {
 	Provider   string        // the cascade entry's name
 	Model      string        // the entry's model
@@ -68,10 +75,11 @@ func (e *ProviderError) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.detail())
-	return e.clean(b.String())
+	return b.String()
 }
 
-// detail is the text stored in an attempt row: everything but the provider's name.
+// detail is the text stored in an attempt row: everything but the provider's name, redacted
+// and bounded.
 func (e *ProviderError) detail() string {
 	var b strings.Builder
 	b.WriteString(classText(e.Class))
@@ -90,14 +98,30 @@ func (e *ProviderError) detail() string {
 	if b.Len() == 0 {
 		b.WriteString("failed")
 	}
-	return e.clean(strings.TrimPrefix(b.String(), " "))
+	return cleanText(e.redact, strings.TrimPrefix(b.String(), " "))
 }
 
-func (e *ProviderError) clean(s string) string {
-	if e.redact != nil {
-		return e.redact(s)
+// cleanText is the one place where error text is redacted: every text the package stores,
+// reports or returns is a ProviderError's detail, which passes here. redact nil means the
+// default redactor. The result is cut to maxErrorText bytes.
+func cleanText(redact func(string) string, s string) string {
+	if redact == nil {
+		redact = defaultRedact()
 	}
-	return defaultRedact()(s)
+	return truncate(redact(s), maxErrorText)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " [...]"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // Unwrap returns the cause. An error of class context_length also matches

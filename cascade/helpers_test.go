@@ -51,8 +51,13 @@ type harness struct {
 
 func newHarness(t *testing.T, sqldb *sql.DB, entries ...cascade.Entry) *harness {
 	t.Helper()
-	h := &harness{t: t, db: sqldb, now: t0}
-	h.c = cascade.New(sqldb, entries...)
+	return harnessFor(t, sqldb, cascade.New(sqldb, entries...))
+}
+
+// harnessFor injects the harness's clock, Sleep and Observe into c.
+func harnessFor(t *testing.T, sqldb *sql.DB, c *cascade.Cascade) *harness {
+	t.Helper()
+	h := &harness{t: t, db: sqldb, now: t0, c: c}
 	h.c.Now = func() time.Time {
 		h.mu.Lock()
 		defer h.mu.Unlock()

@@ -41,10 +41,30 @@ type OpenAIConfig struct {
 	HTTPClient *http.Client
 }
 
-// OpenAI is a Provider for any OpenAI-compatible chat completions endpoint, through
-// go-openai. Its HTTP transport records each response's status and Retry-After (seconds or
-// HTTP-date; OpenAI's retry-after-ms first) in a per-request holder carried by the request's
-// context, so a failure's *ProviderError has them.
+// Response size bound: a provider's response body may hold at most
+// responseBytesPerToken bytes per requested output token plus responseSlack bytes; a larger
+// one is cut while it is read and classed bad_response. 16 bytes per token covers a token of
+// four characters each escaped as \uXXXX in JSON; the slack covers the envelope (ids, usage,
+// an error object). When a request sets no output bound, defaultResponseTokens is assumed.
+const (
+	responseBytesPerToken = 16
+	responseSlack         = 64 << 10
+	defaultResponseTokens = 32 << 10
+)
+
+// responseLimit is the most bytes read from the response to a request for maxTokens tokens.
+func responseLimit(maxTokens int) int64 {
+	if maxTokens <= 0 {
+		maxTokens = defaultResponseTokens
+	}
+	return int64(maxTokens)*responseBytesPerToken + responseSlack
+}
+
+// OpenAI is a provider for any OpenAI-compatible chat completions endpoint, through
+// go-openai. Each request gets an HTTP transport of its own that records the response's
+// status and Retry-After (seconds or HTTP-date; OpenAI's retry-after-ms first) and bounds the
+// bytes read from the body (see responseLimit), so the *ProviderError it returns is finished:
+// class, status, Retry-After.
 //
 // Reasoning models (names that, after any "vendor/" prefix, start with o1, o3, o4, gpt-5 or
 // gpt-6) get max_completion_tokens and no temperature; others get max_tokens and
@@ -54,11 +74,11 @@ type OpenAIConfig struct {
 // The API key never appears in an error: the provider removes it from every error text the
 // server sent back before returning it.
 type OpenAI struct {
-	cfg    OpenAIConfig
-	client *http.Client
+	cfg  OpenAIConfig
+	http http.Client // its Transport is the base of each request's exchange
 }
 
-var _ Provider = (*OpenAI)(nil)
+var _ llm.Completer = (*OpenAI)(nil)
 
 // NewOpenAI returns a provider for cfg.
 func NewOpenAI(cfg OpenAIConfig) *OpenAI {
@@ -72,12 +92,10 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if cfg.Timeout > 0 {
 		hc.Timeout = cfg.Timeout
 	}
-	base := hc.Transport
-	if base == nil {
-		base = http.DefaultTransport
+	if hc.Transport == nil {
+		hc.Transport = http.DefaultTransport
 	}
-	hc.Transport = &recordingTransport{base: base}
-	return &OpenAI{cfg: cfg, client: &hc}
+	return &OpenAI{cfg: cfg, http: hc}
 }
 
 // Complete sends one chat completion request.
@@ -86,54 +104,31 @@ func (p *OpenAI) Complete(ctx context.Context, req llm.Request) (llm.Response, e
 	if p.cfg.APIKeyEnv != "" {
 		key = p.cfg.Getenv(p.cfg.APIKeyEnv)
 		if key == "" {
-			return llm.Response{}, &ProviderError{Provider: p.cfg.Name, Model: p.cfg.Model, Class: ClassAuth,
-				Err: fmt.Errorf("%w: %s", ErrNoAPIKey, p.cfg.APIKeyEnv)}
+			return llm.Response{}, p.fail(ClassAuth, &exchange{}, fmt.Errorf("%w: %s", ErrNoAPIKey, p.cfg.APIKeyEnv))
 		}
-	}
-	conf := openai.DefaultConfig(key)
-	if p.cfg.BaseURL != "" {
-		conf.BaseURL = p.cfg.BaseURL
-	}
-	conf.HTTPClient = p.client
-	client := openai.NewClientWithConfig(conf)
-
-	creq := openai.ChatCompletionRequest{Model: p.cfg.Model}
-	for _, m := range req.Messages {
-		creq.Messages = append(creq.Messages, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = p.cfg.MaxOutputTokens
 	}
-	st := callStateFrom(ctx)
-	if st == nil {
-		st = &callState{}
-		ctx = withCallState(ctx, st)
+	creq := openai.ChatCompletionRequest{Model: p.cfg.Model}
+	for _, m := range req.Messages {
+		creq.Messages = append(creq.Messages, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
 	}
-	st.mu.Lock()
+	x := &exchange{base: p.http.Transport, limit: responseLimit(maxTokens)}
 	if ReasoningModel(p.cfg.Model) {
 		creq.MaxCompletionTokens = maxTokens
-		st.zeroTemperature = false
 	} else {
 		creq.MaxTokens = maxTokens
 		creq.Temperature = float32(p.cfg.Temperature)
-		st.zeroTemperature = creq.Temperature == 0
+		x.zeroTemperature = creq.Temperature == 0
 	}
-	st.mu.Unlock()
-
-	resp, err := client.CreateChatCompletion(ctx, creq)
-	status, retryAfter := st.result()
+	resp, err := p.client(key, x).CreateChatCompletion(ctx, creq)
 	if err != nil {
-		class, s, _ := Classify(err)
-		if s == 0 {
-			s = status
-		}
-		return llm.Response{}, &ProviderError{Provider: p.cfg.Name, Model: p.cfg.Model, Class: class,
-			HTTPStatus: s, RetryAfter: retryAfter, Err: scrubKey(err, key)}
+		return llm.Response{}, p.failure(err, key, x)
 	}
 	if len(resp.Choices) == 0 {
-		return llm.Response{}, &ProviderError{Provider: p.cfg.Name, Model: p.cfg.Model, Class: ClassBadResponse,
-			HTTPStatus: status, Err: fmt.Errorf("%w: no choices in the response", llm.ErrBadResponse)}
+		return llm.Response{}, p.fail(ClassBadResponse, x, fmt.Errorf("%w: no choices in the response", llm.ErrBadResponse))
 	}
 	choice := resp.Choices[0]
 	return llm.Response{
@@ -142,7 +137,40 @@ func (p *OpenAI) Complete(ctx context.Context, req llm.Request) (llm.Response, e
 		Model:            resp.Model,
 		PromptTokens:     resp.Usage.PromptTokens,
 		CompletionTokens: resp.Usage.CompletionTokens,
+		HTTPStatus:       x.status,
 	}, nil
+}
+
+// client returns a go-openai client that sends through the exchange x.
+func (p *OpenAI) client(key string, x *exchange) *openai.Client {
+	conf := openai.DefaultConfig(key)
+	if p.cfg.BaseURL != "" {
+		conf.BaseURL = p.cfg.BaseURL
+	}
+	hc := p.http
+	hc.Transport = x
+	conf.HTTPClient = &hc
+	return openai.NewClientWithConfig(conf)
+}
+
+// failure is the finished *ProviderError of a failed request: classified once, with the
+// exchange's status and Retry-After, and the API key scrubbed from the server's text.
+func (p *OpenAI) failure(err error, key string, x *exchange) *ProviderError {
+	if x.overflow {
+		return p.fail(ClassBadResponse, x, fmt.Errorf("%w: the response is larger than %d bytes, the bound for %d requested tokens",
+			llm.ErrBadResponse, x.limit, (x.limit-responseSlack)/responseBytesPerToken))
+	}
+	class, status, _ := Classify(err)
+	pe := p.fail(class, x, scrubKey(err, key))
+	if status != 0 {
+		pe.HTTPStatus = status
+	}
+	return pe
+}
+
+func (p *OpenAI) fail(class string, x *exchange, err error) *ProviderError {
+	return &ProviderError{Provider: p.cfg.Name, Model: p.cfg.Model, Class: class,
+		HTTPStatus: x.status, RetryAfter: x.retryAfter, Err: err}
 }
 
 // ReasoningModel reports whether model is an OpenAI reasoning model (o1, o3, o4, gpt-5,
@@ -161,31 +189,62 @@ func ReasoningModel(model string) bool {
 	return false
 }
 
-// recordingTransport records each response's status and Retry-After in the request
-// context's callState, and adds an explicit "temperature": 0 to the body when asked.
-type recordingTransport struct {
-	base http.RoundTripper
+// exchange is the HTTP transport of one request: it adds an explicit "temperature": 0 to the
+// body when asked, records the response's status and Retry-After, and cuts the response body
+// after limit bytes (overflow is then set). go-openai makes one HTTP request per call, and
+// reads the body before it returns, so the fields are read after the call without a lock.
+type exchange struct {
+	base            http.RoundTripper
+	zeroTemperature bool
+	limit           int64
+
+	status     int
+	retryAfter time.Duration
+	overflow   bool
 }
 
-func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	st := callStateFrom(req.Context())
-	if st == nil {
-		return t.base.RoundTrip(req)
-	}
-	st.mu.Lock()
-	zero := st.zeroTemperature
-	st.mu.Unlock()
-	if zero {
+func (x *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
+	if x.zeroTemperature {
 		var err error
 		if req, err = withZeroTemperature(req); err != nil {
 			return nil, err
 		}
 	}
-	resp, err := t.base.RoundTrip(req)
+	resp, err := x.base.RoundTrip(req)
 	if resp != nil {
-		st.record(resp.StatusCode, retryAfter(resp.Header, time.Now()))
+		x.status, x.retryAfter = resp.StatusCode, retryAfter(resp.Header, time.Now())
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: x.limit, x: x}
 	}
 	return resp, err
+}
+
+// errResponseTooLarge is the read error of a body past its bound.
+var errResponseTooLarge = fmt.Errorf("%w: response body too large", llm.ErrBadResponse)
+
+// boundedBody reads at most left bytes of a response body; reading past them fails with
+// errResponseTooLarge and marks the exchange.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+	x    *exchange
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the bound from a longer one.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		b.x.overflow = true
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // withZeroTemperature returns req with "temperature": 0 in its JSON body when the body has

@@ -54,7 +54,9 @@ func TestOpenAIFaults(t *testing.T) {
 		wantCooldown bool
 		wantMinWait  time.Duration
 		wantUntil    time.Duration // when set, cooling_until - now
-		wantInError  string
+		// wantUntilOver, when set, is less than cooling_until - now.
+		wantUntilOver time.Duration
+		wantInError   string
 	}{
 		{
 			name: "429 with Retry-After seconds",
@@ -72,17 +74,18 @@ func TestOpenAIFaults(t *testing.T) {
 			wantInError:  "HTTP 429",
 		},
 		{
-			name: "429 with Retry-After HTTP-date beyond the cooldown",
+			// Longer than max_wait: no wait, no second request; the cooldown honours it.
+			name: "429 with Retry-After HTTP-date beyond max_wait",
 			handler: func() http.HandlerFunc {
 				return func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Retry-After", time.Now().Add(100*time.Second).UTC().Format(http.TimeFormat))
 					apiError(429, "", "", "slow down")(w, r)
 				}
 			},
-			wantClass:    cascade.ClassRateLimited,
-			wantRows:     []wantRow{{"error", 429, "rate_limited"}, {"error", 429, "rate_limited"}},
-			wantCooldown: true,
-			wantMinWait:  95 * time.Second,
+			wantClass:     cascade.ClassRateLimited,
+			wantRows:      []wantRow{{"error", 429, "rate_limited"}},
+			wantCooldown:  true,
+			wantUntilOver: 95 * time.Second,
 		},
 		{
 			name: "503 with retry-after-ms",
@@ -337,6 +340,9 @@ func TestOpenAIFaults(t *testing.T) {
 				if got := time.UnixMilli(row.CoolingUntil).Sub(t0); got != tc.wantUntil {
 					t.Errorf("cooldown = %v, want %v", got, tc.wantUntil)
 				}
+			}
+			if got := time.UnixMilli(row.CoolingUntil).Sub(t0); tc.wantUntilOver > 0 && got <= tc.wantUntilOver {
+				t.Errorf("cooldown = %v, want over %v", got, tc.wantUntilOver)
 			}
 			if tc.seedFailures > 0 && tc.wantClass == "" && (row.ConsecutiveFailures != 0 || row.CoolingUntil != 0) {
 				t.Errorf("after a success the cooldown row = %+v, want it reset", row)

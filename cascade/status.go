@@ -119,3 +119,26 @@ func attempts(rows []db.CascadeAttempt) []Attempt {
 	}
 	return out
 }
+
+// Usage is what one compaction's requests cost, summed over its attempts.
+type Usage struct {
+	// Requests counts the requests sent: attempts whose outcome is ok or error (skips send
+	// none).
+	Requests int `json:"requests"`
+	// PromptTokens and CompletionTokens sum the usage the servers reported.
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	// Estimated is true when a request got no usage from its server (an error answer, or a
+	// server that sends none): the sums then lack its tokens and are a lower bound.
+	Estimated bool `json:"estimated"`
+}
+
+// CompactionUsage sums the usage of one compaction's attempts.
+func CompactionUsage(ctx context.Context, sqldb *sql.DB, compactionID int64) (Usage, error) {
+	r, err := db.New(sqldb).CompactionUsage(ctx, nullID(compactionID))
+	if err != nil {
+		return Usage{}, fmt.Errorf("cascade: usage of compaction %d: %w", compactionID, err)
+	}
+	return Usage{Requests: int(r.Requests), PromptTokens: int(r.PromptTokens), CompletionTokens: int(r.CompletionTokens),
+		Estimated: r.Estimated != 0}, nil
+}

@@ -50,11 +50,12 @@ func (c Config) NewCascade(sqldb *sql.DB, count func(string) int) (*cascade.Casc
 		e := cascade.Entry{
 			Name: p.Name, Type: p.Type, Model: p.Model, BaseURL: p.BaseURL,
 			ContextWindow: p.ContextWindow, MaxOutputTokens: p.MaxOutputTokens, MaxAttempts: p.MaxAttempts,
-			Cooldown: time.Duration(p.Cooldown), MaxCooldown: time.Duration(p.MaxCooldown),
+			MaxWait: time.Duration(p.MaxWait), Cooldown: time.Duration(p.Cooldown), MaxCooldown: time.Duration(p.MaxCooldown),
 		}
 		switch p.Type {
 		case TypeExtractive:
 			e.BaseURL, e.ContextWindow = "", 0 // no window: the extractive summarizer reads any size
+			e.Offline = true                   // answers at once: the cascade keeps time for it
 			e.Provider = &cascade.Extractive{Count: count}
 		case TypeOpenAI:
 			e.Provider = cascade.NewOpenAI(cascade.OpenAIConfig{

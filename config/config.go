@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -93,6 +94,9 @@ type Provider struct {
 	// Timeout bounds one request.
 	Timeout     Duration `yaml:"timeout" json:"timeout"`
 	MaxAttempts int      `yaml:"max_attempts" json:"max_attempts"`
+	// MaxWait is the longest pause before a retry: a Retry-After or backoff
+	// beyond it puts the provider on cooldown at once and the cascade moves on.
+	MaxWait Duration `yaml:"max_wait" json:"max_wait"`
 	// Cooldown is the first cooldown; it doubles with each consecutive failure
 	// up to MaxCooldown.
 	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`
@@ -108,6 +112,7 @@ const (
 	defaultMaxOutputTokens = 1024
 	defaultTimeout         = Duration(60 * time.Second)
 	defaultMaxAttempts     = 2
+	defaultMaxWait         = Duration(cascade.DefaultMaxWait)
 	defaultCooldown        = Duration(30 * time.Second)
 	defaultMaxCooldown     = Duration(time.Hour)
 )
@@ -207,7 +212,7 @@ func (c Config) WithDefaults() Config {
 // http://127.0.0.1:11434/v1 and Model "llama3.2"; for extractive providers
 // Model "extractive" (BaseURL, APIKeyEnv and Temperature stay as they are);
 // ContextWindow 8192, MaxOutputTokens 1024, Timeout 60s, MaxAttempts 2,
-// Cooldown 30s, MaxCooldown 1h. Name is never filled in.
+// MaxWait 10s, Cooldown 30s, MaxCooldown 1h. Name is never filled in.
 func (p Provider) WithDefaults() Provider {
 	if p.Type == "" {
 		p.Type = TypeOpenAI
@@ -235,6 +240,9 @@ func (p Provider) WithDefaults() Provider {
 	}
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = defaultMaxAttempts
+	}
+	if p.MaxWait == 0 {
+		p.MaxWait = defaultMaxWait
 	}
 	if p.Cooldown == 0 {
 		p.Cooldown = defaultCooldown

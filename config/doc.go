@@ -31,6 +31,7 @@
 //	    temperature: 0
 //	    timeout: 60s              # one request
 //	    max_attempts: 2
+//	    max_wait: 10s             # a longer Retry-After or backoff: cooldown, next provider
 //	    cooldown: 30s             # first cooldown; doubles with each consecutive failure
 //	    max_cooldown: 1h
 //	  - name: offline

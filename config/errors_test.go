@@ -118,6 +118,7 @@ var badConfigs = []struct {
 	{"zero timeout", "cascade:\n  - name: a\n    timeout: 0s\n", 3, "cascade[0].timeout", "0s must be positive"},
 	{"zero attempts", "cascade:\n  - name: a\n  - name: b\n    max_attempts: 0\n", 4, "cascade[1].max_attempts", "0 must be at least 1"},
 	{"zero cooldown", "cascade:\n  - name: a\n    cooldown: 0s\n", 3, "cascade[0].cooldown", "0s must be positive"},
+	{"zero max wait", "cascade:\n  - name: a\n    max_wait: 0s\n", 3, "cascade[0].max_wait", "0s must be positive"},
 	{"max cooldown below default cooldown", "cascade:\n  - name: a\n    max_cooldown: 10s\n", 3, "cascade[0].max_cooldown", "10s must be at least cooldown (30s)"},
 	{"cooldown above default max", "cascade:\n  - name: a\n    cooldown: 2h\n", 3, "cascade[0].cooldown", "2h must not exceed max_cooldown (1h)"},
 	{"extractive base_url", "cascade:\n  - name: x\n    type: extractive\n    base_url: http://localhost/v1\n", 4, "cascade[0].base_url", "not used by type extractive"},

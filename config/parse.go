@@ -355,6 +355,7 @@ func providerFields(p *Provider) []field {
 		{key: "temperature", ptr: &p.Temperature},
 		{key: "timeout", ptr: &p.Timeout},
 		{key: "max_attempts", ptr: &p.MaxAttempts},
+		{key: "max_wait", ptr: &p.MaxWait},
 		{key: "cooldown", ptr: &p.Cooldown},
 		{key: "max_cooldown", ptr: &p.MaxCooldown},
 	}

@@ -27,6 +27,7 @@ type renderProvider struct {
 	Temperature     *float64 `yaml:"temperature,omitempty"`
 	Timeout         Duration `yaml:"timeout"`
 	MaxAttempts     int      `yaml:"max_attempts"`
+	MaxWait         Duration `yaml:"max_wait"`
 	Cooldown        Duration `yaml:"cooldown"`
 	MaxCooldown     Duration `yaml:"max_cooldown"`
 }
@@ -59,6 +60,7 @@ func (c Config) YAML() []byte {
 			MaxOutputTokens: p.MaxOutputTokens,
 			Timeout:         p.Timeout,
 			MaxAttempts:     p.MaxAttempts,
+			MaxWait:         p.MaxWait,
 			Cooldown:        p.Cooldown,
 			MaxCooldown:     p.MaxCooldown,
 		}

@@ -297,6 +297,7 @@ func (ck *checker) validateProvider(prefix string, p Provider) {
 	}
 	ck.positive(key("timeout"), p.Timeout)
 	ck.atLeast1(key("max_attempts"), p.MaxAttempts)
+	ck.positive(key("max_wait"), p.MaxWait)
 	if ck.positive(key("cooldown"), p.Cooldown) && !ck.skip(key("max_cooldown")) && p.MaxCooldown < p.Cooldown {
 		ck.pair(key("max_cooldown"), key("cooldown"),
 			"%s must be at least cooldown (%s)", "%s must not exceed max_cooldown (%s)",

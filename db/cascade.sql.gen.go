@@ -10,6 +10,39 @@ import (
 	"database/sql"
 )
 
+const compactionUsage = `-- name: CompactionUsage :one
+SELECT
+    CAST(count(*) AS INTEGER) AS requests,
+    CAST(coalesce(sum(prompt_tokens), 0) AS INTEGER) AS prompt_tokens,
+    CAST(coalesce(sum(completion_tokens), 0) AS INTEGER) AS completion_tokens,
+    CAST(coalesce(max(prompt_tokens = 0 AND completion_tokens = 0), 0) AS INTEGER) AS estimated
+FROM cascade_attempts
+WHERE compaction_id = ? AND outcome IN ('ok', 'error')
+`
+
+type CompactionUsageRow struct {
+	Requests         int64
+	PromptTokens     int64
+	CompletionTokens int64
+	Estimated        int64
+}
+
+// What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
+// send none), the tokens the servers reported for them, and estimated = 1 when any of those
+// requests got no usage from its server (an error answer, or a server that sends none): its
+// tokens are then missing from the sums, which are a lower bound.
+func (q *Queries) CompactionUsage(ctx context.Context, compactionID sql.NullInt64) (CompactionUsageRow, error) {
+	row := q.queryRow(ctx, q.compactionUsageStmt, compactionUsage, compactionID)
+	var i CompactionUsageRow
+	err := row.Scan(
+		&i.Requests,
+		&i.PromptTokens,
+		&i.CompletionTokens,
+		&i.Estimated,
+	)
+	return i, err
+}
+
 const getCooldown = `-- name: GetCooldown :one
 SELECT provider, cooling_until, consecutive_failures, last_error, updated_at, context_window, context_window_at FROM provider_cooldowns WHERE provider = ?
 `

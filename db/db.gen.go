@@ -30,6 +30,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.compactionRequestsStmt, err = db.PrepareContext(ctx, compactionRequests); err != nil {
 		return nil, fmt.Errorf("error preparing query CompactionRequests: %w", err)
 	}
+	if q.compactionUsageStmt, err = db.PrepareContext(ctx, compactionUsage); err != nil {
+		return nil, fmt.Errorf("error preparing query CompactionUsage: %w", err)
+	}
 	if q.currentCompactionStmt, err = db.PrepareContext(ctx, currentCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query CurrentCompaction: %w", err)
 	}
@@ -136,6 +139,11 @@ func (q *Queries) Close() error {
 	if q.compactionRequestsStmt != nil {
 		if cerr := q.compactionRequestsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing compactionRequestsStmt: %w", cerr)
+		}
+	}
+	if q.compactionUsageStmt != nil {
+		if cerr := q.compactionUsageStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing compactionUsageStmt: %w", cerr)
 		}
 	}
 	if q.currentCompactionStmt != nil {
@@ -334,6 +342,7 @@ type Queries struct {
 	tx                           *sql.Tx
 	applyCompactionStmt          *sql.Stmt
 	compactionRequestsStmt       *sql.Stmt
+	compactionUsageStmt          *sql.Stmt
 	currentCompactionStmt        *sql.Stmt
 	deleteThreadStmt             *sql.Stmt
 	finishCompactionStmt         *sql.Stmt
@@ -373,6 +382,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		tx:                           tx,
 		applyCompactionStmt:          q.applyCompactionStmt,
 		compactionRequestsStmt:       q.compactionRequestsStmt,
+		compactionUsageStmt:          q.compactionUsageStmt,
 		currentCompactionStmt:        q.currentCompactionStmt,
 		deleteThreadStmt:             q.deleteThreadStmt,
 		finishCompactionStmt:         q.finishCompactionStmt,

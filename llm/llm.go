@@ -30,11 +30,15 @@ type Request struct {
 
 // Response is a provider's answer to a Request.
 type Response struct {
-	Text             string
-	FinishReason     string
-	Model            string
+	Text         string
+	FinishReason string
+	Model        string
+	// PromptTokens and CompletionTokens are the usage the server reported; 0 when it sent none.
 	PromptTokens     int
 	CompletionTokens int
+	// HTTPStatus is the status of the HTTP exchange that carried the answer; 0 when there was
+	// none (a local provider).
+	HTTPStatus int
 }
 
 // Target describes the provider a Task is running against.
@@ -70,3 +74,9 @@ var ErrBadResponse = errors.New("bad response")
 // ErrContextLength marks a request too large for the provider's window. Errors that wrap it are
 // classed context_length: the provider is not put on cooldown, and the caller may split its input.
 var ErrContextLength = errors.New("context length exceeded")
+
+// ErrWindowTooSmall marks a provider whose context window cannot hold a useful request (the
+// fixed part of the request and the answer leave no room for the input). A Task returns an
+// error wrapping it, saying the window and what the request needed, before sending anything:
+// the cascade records the provider as skipped for its window (no cooldown) and moves on.
+var ErrWindowTooSmall = errors.New("context window too small")

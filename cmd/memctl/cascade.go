@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -58,21 +60,30 @@ func (a *app) providersCommand() *cobra.Command {
 func (a *app) attemptsCommand() *cobra.Command {
 	var provider string
 	var limit int
+	var compaction int64
 	cmd := &cobra.Command{
 		Use:     "attempts",
-		Short:   "Print the provider attempt log, newest first",
-		Example: "  memctl attempts --provider local --limit 20",
+		Short:   "Print the provider attempt log, newest first (one compaction's: oldest first)",
+		Example: "  memctl attempts --provider local --limit 20\n  memctl attempts --compaction 7",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 {
 				return usagef("attempts: --limit %d must be at least 1", limit)
+			}
+			if cmd.Flags().Changed("compaction") && compaction < 1 {
+				return usagef("attempts: --compaction %d must be a compaction id (at least 1)", compaction)
 			}
 			ctx := cmd.Context()
 			s, err := a.open(ctx)
 			if err != nil {
 				return err
 			}
-			at, err := cascade.Attempts(ctx, s.DB(), provider, limit)
+			var at []cascade.Attempt
+			if compaction > 0 {
+				at, err = compactionAttempts(ctx, s.DB(), compaction, provider, limit)
+			} else {
+				at, err = cascade.Attempts(ctx, s.DB(), provider, limit)
+			}
 			if err != nil {
 				return err
 			}
@@ -94,7 +105,24 @@ func (a *app) attemptsCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&provider, "provider", "", "only this provider's attempts")
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many attempts")
+	cmd.Flags().Int64Var(&compaction, "compaction", 0, "only the attempts of this compaction, oldest first")
 	return cmd
+}
+
+// compactionAttempts lists one compaction's attempts, oldest first, of provider ("" for
+// every one), at most limit.
+func compactionAttempts(ctx context.Context, sqldb *sql.DB, id int64, provider string, limit int) ([]cascade.Attempt, error) {
+	all, err := cascade.CompactionAttempts(ctx, sqldb, id)
+	if err != nil {
+		return nil, err
+	}
+	at := make([]cascade.Attempt, 0, len(all))
+	for _, x := range all {
+		if (provider == "" || x.Provider == provider) && len(at) < limit {
+			at = append(at, x)
+		}
+	}
+	return at, nil
 }
 
 func (a *app) configCommand() *cobra.Command {

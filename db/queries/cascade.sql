@@ -29,3 +29,16 @@ ON CONFLICT (provider) DO UPDATE SET
     consecutive_failures = excluded.consecutive_failures,
     last_error = excluded.last_error,
     updated_at = excluded.updated_at;
+
+-- name: CompactionUsage :one
+-- What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
+-- send none), the tokens the servers reported for them, and estimated = 1 when any of those
+-- requests got no usage from its server (an error answer, or a server that sends none): its
+-- tokens are then missing from the sums, which are a lower bound.
+SELECT
+    CAST(count(*) AS INTEGER) AS requests,
+    CAST(coalesce(sum(prompt_tokens), 0) AS INTEGER) AS prompt_tokens,
+    CAST(coalesce(sum(completion_tokens), 0) AS INTEGER) AS completion_tokens,
+    CAST(coalesce(max(prompt_tokens = 0 AND completion_tokens = 0), 0) AS INTEGER) AS estimated
+FROM cascade_attempts
+WHERE compaction_id = ? AND outcome IN ('ok', 'error');

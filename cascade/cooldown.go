@@ -1,0 +1,129 @@
+package cascade
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// dbTimeout bounds the reads and writes of cooldowns and of the attempt log. They outlive
+// the caller's deadline (and writes its cancellation too), so that an offline rung tried
+// after the deadline and an attempt that was interrupted are still recorded.
+const dbTimeout = 10 * time.Second
+
+// cooldownFor is max(retryAfter, Cooldown × 2^(failures−1)), capped at MaxCooldown.
+func (e *Entry) cooldownFor(failures int64, retryAfter time.Duration) time.Duration {
+	base, ceiling := e.Cooldown, e.MaxCooldown
+	if base <= 0 {
+		base = DefaultCooldown
+	}
+	if ceiling <= 0 {
+		ceiling = DefaultMaxCooldown
+	}
+	d := base
+	for i := int64(1); i < failures && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(max(d, retryAfter), ceiling)
+}
+
+// cooldownRow reads a provider's cooldown state; a provider never seen has the zero row. A
+// deadline that passed does not stop the read; a cancel does.
+func (c *Cascade) cooldownRow(ctx context.Context, name string) (db.ProviderCooldown, error) {
+	if canceled(ctx) {
+		return db.ProviderCooldown{}, ctx.Err()
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dbTimeout)
+	defer cancel()
+	row, err := db.New(c.db).GetCooldown(rctx, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return db.ProviderCooldown{Provider: name}, nil
+	}
+	return row, err
+}
+
+// recordFailure counts a failure and sets the cooldown, in one transaction so that two
+// processes failing at once both count. It returns the end of the cooldown.
+func (c *Cascade) recordFailure(ctx context.Context, e *Entry, pe *ProviderError) (time.Time, error) {
+	var until time.Time
+	err := c.write(ctx, func(q *db.Queries, wctx context.Context) error {
+		row, err := q.GetCooldown(wctx, e.Name)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		failures := row.ConsecutiveFailures + 1
+		now := c.now()
+		until = now.Add(e.cooldownFor(failures, pe.RetryAfter))
+		return q.UpsertCooldown(wctx, db.UpsertCooldownParams{
+			Provider:            e.Name,
+			CoolingUntil:        until.UnixMilli(),
+			ConsecutiveFailures: failures,
+			LastError:           pe.detail(),
+			UpdatedAt:           now.UnixMilli(),
+		})
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("cascade: record cooldown of %s: %w", e.Name, err)
+	}
+	return until, nil
+}
+
+// reset clears a provider's cooldown state after a success. read is the row read before the
+// turn; when it and a fresh read are clear there is nothing to write.
+func (c *Cascade) reset(ctx context.Context, name string, read db.ProviderCooldown) error {
+	if read.ConsecutiveFailures == 0 && read.CoolingUntil == 0 {
+		fresh, err := c.cooldownRow(ctx, name)
+		if err == nil && fresh.ConsecutiveFailures == 0 && fresh.CoolingUntil == 0 {
+			return nil
+		}
+	}
+	err := c.write(ctx, func(q *db.Queries, wctx context.Context) error {
+		return q.UpsertCooldown(wctx, db.UpsertCooldownParams{Provider: name, UpdatedAt: c.now().UnixMilli()})
+	})
+	if err != nil {
+		return fmt.Errorf("cascade: reset cooldown of %s: %w", name, err)
+	}
+	return nil
+}
+
+// logSkip records a provider left out without a request.
+func (c *Cascade) logSkip(ctx context.Context, compactionID int64, e *Entry, outcome string, pe *ProviderError) error {
+	err := c.insertAttempt(ctx, db.InsertAttemptParams{
+		CompactionID: nullID(compactionID),
+		Provider:     e.Name,
+		Model:        e.Model,
+		StartedAt:    c.now().UnixMilli(),
+		Outcome:      outcome,
+		Error:        pe.detail(),
+	})
+	if err != nil {
+		return fmt.Errorf("cascade: record skip of %s: %w", e.Name, err)
+	}
+	return nil
+}
+
+// insertAttempt adds one row to the attempt log.
+func (c *Cascade) insertAttempt(ctx context.Context, row db.InsertAttemptParams) error {
+	return c.write(ctx, func(q *db.Queries, wctx context.Context) error {
+		_, err := q.InsertAttempt(wctx, row)
+		return err
+	})
+}
+
+// write runs fn in a write transaction. It outlives the caller's cancellation (bounded by
+// dbTimeout): an interrupted attempt is still logged.
+func (c *Cascade) write(ctx context.Context, fn func(q *db.Queries, ctx context.Context) error) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dbTimeout)
+	defer cancel()
+	return db.WithTx(wctx, c.db, func(tx *sql.Tx) error {
+		return fn(db.New(tx), wctx)
+	})
+}
+
+func nullID(id int64) sql.NullInt64 {
+	return sql.NullInt64{Int64: id, Valid: id != 0}
+}

@@ -1,0 +1,249 @@
+package cascade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/llm"
+)
+
+// completer is the llm.Completer bound to one provider for one turn: attempts, retries,
+// backoff and the attempt log. It is where a provider's error is refined, once: named after
+// the entry when the provider did not name itself, and an ended context read as canceled
+// (the caller gave up) or timeout (the turn's limit passed).
+type completer struct {
+	c            *Cascade
+	e            *Entry
+	compactionID int64
+	caller       context.Context // Run's context: when it is canceled, the class is canceled
+	turn         context.Context // the turn's context: when it ends otherwise, the class is timeout
+	limit        string          // what bounds the turn, for the timeout's text
+
+	mu     sync.Mutex
+	issued []*ProviderError // the failures returned, each refined
+	dbe    error
+}
+
+var _ llm.Completer = (*completer)(nil)
+
+// Complete sends req up to the provider's MaxAttempts times. A response counts when its text
+// is not blank, its finish reason is not "length" and req.Accept (if set) takes it; anything
+// else is a bad_response. Retried classes wait an exponential backoff with jitter, at least
+// the Retry-After the server sent; when that wait is longer than the provider's MaxWait or
+// would run past ctx's deadline (the turn's budget), the provider gives up at once instead.
+// Every attempt is logged. The error is a *ProviderError.
+func (k *completer) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if k.e.Provider == nil {
+		return llm.Response{}, k.refine(&ProviderError{Class: ClassBadRequest, Err: errors.New("the entry has no provider")})
+	}
+	var bo *backoff.ExponentialBackOff
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return llm.Response{}, k.classify(err)
+		}
+		resp, pe, err := k.attempt(ctx, attempt, req)
+		if err != nil {
+			return llm.Response{}, err
+		}
+		if pe == nil {
+			return resp, nil
+		}
+		if bo == nil {
+			bo = k.c.newBackoff()
+		}
+		wait, ok := k.nextWait(ctx, attempt, pe, bo)
+		if !ok {
+			return llm.Response{}, pe
+		}
+		k.c.emit(Event{Provider: k.e.Name, Kind: EventRetry, Attempt: attempt, MaxAttempts: k.e.maxAttempts(), Wait: wait,
+			Class: pe.Class, HTTPStatus: pe.HTTPStatus, Err: pe.detail()})
+		k.c.emit(Event{Provider: k.e.Name, Kind: EventWait, Attempt: attempt + 1, MaxAttempts: k.e.maxAttempts(), Wait: wait})
+		if err := k.c.sleep(ctx, wait); err != nil {
+			return llm.Response{}, k.classify(err)
+		}
+	}
+}
+
+// attempt sends req once and logs it. It returns the response, or the attempt's failure, or
+// a database error.
+func (k *completer) attempt(ctx context.Context, n int, req llm.Request) (llm.Response, *ProviderError, error) {
+	k.c.emit(Event{Provider: k.e.Name, Kind: EventTry, Attempt: n, MaxAttempts: k.e.maxAttempts()})
+	startedAt := k.c.now()
+	start := time.Now()
+	resp, err := k.e.Provider.Complete(ctx, req)
+	elapsed := time.Since(start)
+	var pe *ProviderError
+	if err != nil {
+		pe = k.classify(err)
+	} else if err = check(resp, req); err != nil {
+		pe = k.classify(err)
+		pe.HTTPStatus = resp.HTTPStatus // the exchange succeeded; its answer did not count
+	}
+	if dbErr := k.log(ctx, startedAt, elapsed, resp, pe); dbErr != nil {
+		return llm.Response{}, nil, dbErr
+	}
+	return resp, pe, nil
+}
+
+// nextWait returns the pause before attempt n+1, or false when the provider gives up now:
+// the class is not retried, the attempts are spent, or the wait is longer than MaxWait or
+// than what is left of ctx (the cooldown then honours the Retry-After).
+func (k *completer) nextWait(ctx context.Context, n int, pe *ProviderError, bo *backoff.ExponentialBackOff) (time.Duration, bool) {
+	if !retryable(pe.Class) || n >= k.e.maxAttempts() {
+		return 0, false
+	}
+	wait := max(bo.NextBackOff(), pe.RetryAfter)
+	if wait > k.e.maxWait() {
+		return 0, false
+	}
+	if deadline, ok := ctx.Deadline(); ok && wait >= time.Until(deadline) {
+		return 0, false
+	}
+	return wait, true
+}
+
+func (c *Cascade) newBackoff() *backoff.ExponentialBackOff {
+	initial, ceiling := c.InitialBackoff, c.MaxBackoff
+	if initial <= 0 {
+		initial = DefaultInitialBackoff
+	}
+	if ceiling <= 0 {
+		ceiling = DefaultMaxBackoff
+	}
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(initial),
+		backoff.WithMaxInterval(ceiling),
+		backoff.WithMaxElapsedTime(0), // the budget is the turn's context and MaxWait
+	)
+}
+
+// check decides whether a response counts.
+func check(resp llm.Response, req llm.Request) error {
+	if strings.TrimSpace(resp.Text) == "" {
+		return fmt.Errorf("%w: empty completion (finish_reason %q)", llm.ErrBadResponse, resp.FinishReason)
+	}
+	if resp.FinishReason == "length" {
+		return fmt.Errorf("%w: completion truncated (finish_reason length)", llm.ErrBadResponse)
+	}
+	if req.Accept != nil {
+		if err := req.Accept(resp.Text); err != nil {
+			return fmt.Errorf("%w: rejected: %w", llm.ErrBadResponse, err)
+		}
+	}
+	return nil
+}
+
+// classify turns an attempt's error into this provider's *ProviderError: the one the
+// provider returned (a copy), else one built from Classify's class.
+func (k *completer) classify(err error) *ProviderError {
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		cp := *pe
+		if cp.Err == nil {
+			cp.Err = err
+		}
+		return k.refine(&cp)
+	}
+	class, status, retryAfter := Classify(err)
+	return k.refine(&ProviderError{Class: class, HTTPStatus: status, RetryAfter: retryAfter, Err: err})
+}
+
+// failure is the provider's failure for the error a task returned: the *ProviderError this
+// completer issued when the error wraps one (as it is), else the error classified, taking the
+// class of the last failed attempt when Classify knows none.
+func (k *completer) failure(err error) *ProviderError {
+	var pe *ProviderError
+	if errors.As(err, &pe) && k.issuedBy(pe) {
+		return pe
+	}
+	if pe != nil {
+		return k.classify(err)
+	}
+	class, status, retryAfter := Classify(err)
+	if last := k.last(); class == "" && last != nil {
+		class, status, retryAfter = last.Class, last.HTTPStatus, last.RetryAfter
+	}
+	return k.refine(&ProviderError{Class: class, HTTPStatus: status, RetryAfter: retryAfter, Err: err})
+}
+
+// refine names the provider (when it did not name itself) and decides what an ended context
+// means: the caller canceled → canceled; the turn's limit passed → timeout. It is the only
+// place a failure is refined; each failure passes here once.
+func (k *completer) refine(pe *ProviderError) *ProviderError {
+	if pe.Provider == "" {
+		pe.Provider, pe.Model = k.e.Name, k.e.Model
+	}
+	pe.redact = k.c.Redact
+	if canceled(k.caller) {
+		pe.Class = ClassCanceled
+		if !errors.Is(pe.Err, context.Canceled) {
+			pe.Err = fmt.Errorf("%w (%v)", context.Canceled, pe.Err)
+		}
+	} else if k.turn.Err() != nil && (pe.Class == ClassCanceled || pe.Class == ClassTimeout ||
+		errors.Is(pe.Err, context.DeadlineExceeded) || errors.Is(pe.Err, context.Canceled)) {
+		pe.Class = ClassTimeout
+		pe.Err = fmt.Errorf("%s exceeded: %w", k.limit, pe.Err)
+	}
+	k.mu.Lock()
+	k.issued = append(k.issued, pe)
+	k.mu.Unlock()
+	return pe
+}
+
+func (k *completer) issuedBy(pe *ProviderError) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Contains(k.issued, pe)
+}
+
+func (k *completer) last() *ProviderError {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.issued) == 0 {
+		return nil
+	}
+	return k.issued[len(k.issued)-1]
+}
+
+func (k *completer) dbError() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.dbe
+}
+
+// log records one attempt. A database error is kept: it ends the cascade.
+func (k *completer) log(ctx context.Context, startedAt time.Time, elapsed time.Duration, resp llm.Response, pe *ProviderError) error {
+	row := db.InsertAttemptParams{
+		CompactionID:     nullID(k.compactionID),
+		Provider:         k.e.Name,
+		Model:            k.e.Model,
+		StartedAt:        startedAt.UnixMilli(),
+		DurationMs:       elapsed.Milliseconds(),
+		Outcome:          OutcomeOK,
+		HttpStatus:       int64(resp.HTTPStatus),
+		PromptTokens:     int64(resp.PromptTokens),
+		CompletionTokens: int64(resp.CompletionTokens),
+	}
+	if pe != nil {
+		row.Outcome = OutcomeError
+		row.HttpStatus = int64(pe.HTTPStatus)
+		row.ErrorClass = pe.Class
+		row.Error = pe.detail()
+	}
+	err := k.c.insertAttempt(ctx, row)
+	if err != nil {
+		err = fmt.Errorf("cascade: record attempt of %s: %w", k.e.Name, err)
+		k.mu.Lock()
+		k.dbe = err
+		k.mu.Unlock()
+	}
+	return err
+}
