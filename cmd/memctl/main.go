@@ -198,6 +198,9 @@ func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
 		}
 	}
 	s, err := memory.OpenWith(ctx, loc.path, memory.OpenOptions{NoCreate: mode != forCreating, ReadOnly: mode == forReading})
+	if errors.Is(err, memory.ErrOlderSchema) {
+		return nil, fmt.Errorf("%w (import, compact, revert and delete do)", err)
+	}
 	if err != nil {
 		return nil, err
 	}
