@@ -34,8 +34,6 @@ const (
 const (
 	// EnvVar names the environment variable that [Locate] consults.
 	EnvVar = "MEMCTL_CONFIG"
-	// DefaultPath is the file [Locate] uses when it exists and nothing else is set.
-	DefaultPath = "./memctl.yaml"
 	// DefaultSource is the Source of the built-in default configuration.
 	DefaultSource = "built-in default"
 )

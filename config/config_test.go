@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -267,19 +268,36 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// TestLocate: flag, then $MEMCTL_CONFIG, then the per-user file if it exists; a memctl.yaml in
+// the working directory is never used.
 func TestLocate(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
+	xdg := filepath.Join(dir, "xdg")
+	t.Setenv("XDG_CONFIG_HOME", xdg)
 	t.Setenv("MEMCTL_CONFIG", "")
-
-	if got := config.Locate(""); got != "" {
-		t.Errorf("nothing set, no file: Locate = %q, want \"\"", got)
-	}
 	if err := os.WriteFile("memctl.yaml", nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := config.Locate(""); got != "./memctl.yaml" {
-		t.Errorf("file exists: Locate = %q, want ./memctl.yaml", got)
+	if err := os.WriteFile("config.yaml", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	if got := config.Locate(""); got != "" {
+		t.Errorf("nothing set, no user file, files in the working directory: Locate = %q, want \"\"", got)
+	}
+	user := filepath.Join(xdg, "memctl", "config.yaml")
+	if got, err := config.UserPath(); err != nil || got != user {
+		t.Errorf("UserPath = %q, %v; want %q", got, err, user)
+	}
+	if err := os.MkdirAll(filepath.Dir(user), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(user, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := config.Locate(""); got != user {
+		t.Errorf("user file exists: Locate = %q, want %q", got, user)
 	}
 	t.Setenv("MEMCTL_CONFIG", "/etc/memctl/env.yaml")
 	if got := config.Locate(""); got != "/etc/memctl/env.yaml" {
@@ -290,13 +308,19 @@ func TestLocate(t *testing.T) {
 	}
 	t.Setenv("MEMCTL_CONFIG", "")
 	if got := config.Locate("flag.yaml"); got != "flag.yaml" {
-		t.Errorf("flag set, file exists: Locate = %q, want the flag", got)
+		t.Errorf("flag set, user file exists: Locate = %q, want the flag", got)
 	}
-	if err := os.Remove("memctl.yaml"); err != nil {
+	if err := os.Remove(user); err != nil {
 		t.Fatal(err)
 	}
 	if got := config.Locate(""); got != "" {
-		t.Errorf("file removed, empty env: Locate = %q, want \"\"", got)
+		t.Errorf("user file removed, empty env: Locate = %q, want \"\"", got)
+	}
+	// A relative XDG_CONFIG_HOME is ignored, as the base directory specification says.
+	t.Setenv("XDG_CONFIG_HOME", "rel")
+	t.Setenv("HOME", dir)
+	if got, _ := config.UserPath(); runtime.GOOS == "linux" && got != filepath.Join(dir, ".config", "memctl", "config.yaml") {
+		t.Errorf("relative XDG_CONFIG_HOME: UserPath = %q", got)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package config reads, validates and renders the memctl configuration file.
 //
-// It is the same file memctl reads (memctl.yaml, or the file named by
-// --config or $MEMCTL_CONFIG; see [Locate]), exposed as a package so that
+// It is the same file memctl reads (the per-user config.yaml, or the file named
+// by --config or $MEMCTL_CONFIG; see [Locate]), exposed as a package so that
 // agents embedding memcascade can share one configuration with the CLI, or
 // build a [Config] in Go and check it with [Config.Validate].
 //

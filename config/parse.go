@@ -66,9 +66,9 @@ func Load(path string) (Config, error) {
 }
 
 // Locate returns the config path memctl uses: flag if it is not empty, else
-// $MEMCTL_CONFIG if it is set and not empty, else "./memctl.yaml" if it
-// exists (or cannot be checked, so that Load reports why), else "" (the
-// built-in default).
+// $MEMCTL_CONFIG if it is set and not empty, else the per-user file ([UserPath])
+// if it exists (or cannot be checked, so that Load reports why), else "" (the
+// built-in default). The working directory is never searched.
 func Locate(flag string) string {
 	if flag != "" {
 		return flag
@@ -76,8 +76,12 @@ func Locate(flag string) string {
 	if v := os.Getenv(EnvVar); v != "" {
 		return v
 	}
-	if _, err := os.Stat(DefaultPath); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return DefaultPath
+	path, err := UserPath()
+	if err != nil {
+		return ""
+	}
+	if _, err := os.Stat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return path
 	}
 	return ""
 }

@@ -58,19 +58,79 @@ var Version = len(Migrations)
 // ErrNewerSchema is returned by Open for a database written by a newer version of memcascade.
 var ErrNewerSchema = errors.New("database was written by a newer version of memcascade")
 
-// Open opens (creating it with mode 0600 when missing) the SQLite database at path and brings
-// its schema up to date. Every pooled connection uses WAL, a busy timeout, foreign keys and
-// immediate write transactions.
-func Open(ctx context.Context, path string) (*sql.DB, error) {
-	return open(ctx, path, Migrations)
+// ErrNoDatabase is returned by OpenWith with NoCreate or ReadOnly when the file is missing or
+// empty: nothing is created.
+var ErrNoDatabase = errors.New("no database")
+
+// ErrOlderSchema is returned by OpenWith with ReadOnly for a memcascade database written by an
+// older version: reading it needs its migration, which only a writing open runs.
+var ErrOlderSchema = errors.New("database was written by an older version of memcascade")
+
+// ApplicationID is the PRAGMA application_id of every database this package creates: the four
+// ASCII bytes "MCas" read as a big-endian 32-bit integer. SQLite keeps it at offset 68 of the
+// file header, where tools such as file(1) read it.
+const ApplicationID = 0x4D436173
+
+// ForeignError is returned by Open for a file that is not a memcascade database: another
+// application's SQLite file, or not SQLite at all. The file is left as it was: it is read, never
+// written, and no -wal or -shm file is left beside it.
+type ForeignError struct {
+	Path string
+	What string // what the file looks like: "a GeoPackage database", "an SQLite database with tables a, b"
 }
 
-func open(ctx context.Context, path string, migrations []string) (*sql.DB, error) {
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("%s is %s, not a memcascade database: refusing to use it (the file is left untouched)", e.Path, e.What)
+}
+
+// Options set what an open may do to the file.
+type Options struct {
+	// NoCreate refuses a missing (or empty) file with ErrNoDatabase instead of creating it. An
+	// existing database is still migrated and marked with ApplicationID.
+	NoCreate bool
+	// ReadOnly opens for reading only: it implies NoCreate, never migrates (an older schema is
+	// ErrOlderSchema) and never writes the application id. The handle can still write; the
+	// caller promises not to.
+	ReadOnly bool
+}
+
+// Open opens (creating it with mode 0600 when missing) the SQLite database at path and brings
+// its schema up to date. Every pooled connection uses WAL, a busy timeout, foreign keys and
+// immediate write transactions. A file that is not a memcascade database is refused with a
+// *ForeignError and left byte-identical: a memcascade database carries ApplicationID, and one
+// written before the id existed is recognised by its tables (and gets the id here).
+func Open(ctx context.Context, path string) (*sql.DB, error) {
+	return open(ctx, path, Migrations, Options{})
+}
+
+// OpenWith is Open with options: see Options.
+func OpenWith(ctx context.Context, path string, opt Options) (*sql.DB, error) {
+	return open(ctx, path, Migrations, opt)
+}
+
+func open(ctx context.Context, path string, migrations []string, opt ...Options) (*sql.DB, error) {
+	var o Options
+	if len(opt) > 0 {
+		o = opt[0]
+	}
+	if o.ReadOnly {
+		o.NoCreate = true
+	}
 	if path == "" {
 		return nil, errors.New("open database: empty path")
 	}
-	if err := createFile(path); err != nil {
+	state, err := identify(ctx, path)
+	if err != nil {
 		return nil, err
+	}
+	switch state {
+	case fileMissing, fileEmpty:
+		if o.NoCreate {
+			return nil, fmt.Errorf("%w at %s", ErrNoDatabase, path)
+		}
+		if err := createFile(path); err != nil {
+			return nil, err
+		}
 	}
 	q := url.Values{}
 	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
@@ -91,11 +151,50 @@ func open(ctx context.Context, path string, migrations []string) (*sql.DB, error
 		sqldb.Close()
 		return nil, fmt.Errorf("open database %s: journal mode is %q, want wal", path, mode)
 	}
-	if err := migrate(ctx, sqldb, migrations); err != nil {
+	if o.ReadOnly {
+		err = checkVersion(ctx, sqldb, len(migrations))
+	} else {
+		err = migrate(ctx, sqldb, migrations)
+		if err == nil {
+			err = markOwn(ctx, sqldb)
+		}
+	}
+	if err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	return sqldb, nil
+}
+
+// checkVersion refuses a database whose schema is not the one this build reads.
+func checkVersion(ctx context.Context, sqldb *sql.DB, want int) error {
+	var version int
+	if err := sqldb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	switch {
+	case version > want:
+		return fmt.Errorf("%w (schema version %d, this build knows %d)", ErrNewerSchema, version, want)
+	case version < want:
+		return fmt.Errorf("%w (schema version %d, this build reads %d): a command that writes upgrades it", ErrOlderSchema, version, want)
+	}
+	return nil
+}
+
+// markOwn gives a database the application id: a new one, or one created before the id existed.
+func markOwn(ctx context.Context, sqldb *sql.DB) error {
+	var id int64
+	if err := sqldb.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id); err != nil {
+		return err
+	}
+	if id == ApplicationID {
+		return nil
+	}
+	return WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+		// PRAGMA takes no parameters; the value is a constant.
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID))
+		return err
+	})
 }
 
 // createFile creates the database file with mode 0600 so SQLite never creates it with the

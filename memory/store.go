@@ -31,7 +31,15 @@ var (
 	ErrNoMessages = errors.New("no messages")
 	// ErrNewerSchema: the database was written by a newer version.
 	ErrNewerSchema = db.ErrNewerSchema
+	// ErrOlderSchema: a read-only open found a database written by an older version.
+	ErrOlderSchema = db.ErrOlderSchema
+	// ErrNoDatabase: an open that may not create found no database at the path.
+	ErrNoDatabase = db.ErrNoDatabase
 )
+
+// ForeignError is the error of an open that found a file that is not a memcascade database
+// (another application's SQLite file, or not SQLite at all); the file was left untouched.
+type ForeignError = db.ForeignError
 
 // Store is a conversation memory in one SQLite file. It is safe for concurrent use, and several
 // processes may use the same file.
@@ -53,9 +61,26 @@ type Store struct {
 
 // Open opens the store at path, creating the file (mode 0600) when missing and migrating an
 // older schema. A compaction left running by a process that no longer exists is marked failed
-// with the error "interrupted".
+// with the error "interrupted". A file that is not a memcascade database is refused
+// (*ForeignError) and left byte-identical.
 func Open(ctx context.Context, path string) (*Store, error) {
-	sqldb, err := db.Open(ctx, path)
+	return OpenWith(ctx, path, OpenOptions{})
+}
+
+// OpenOptions set what opening a store may do to its file.
+type OpenOptions struct {
+	// NoCreate refuses a missing or empty file (ErrNoDatabase) instead of creating it. An
+	// existing database is still migrated.
+	NoCreate bool
+	// ReadOnly is for a caller that only reads: it implies NoCreate, and the file is never
+	// migrated (a database written by an older version is ErrOlderSchema: open it once without
+	// ReadOnly to upgrade it) nor marked with the application id.
+	ReadOnly bool
+}
+
+// OpenWith opens the store at path as opt says (see Open).
+func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error) {
+	sqldb, err := db.OpenWith(ctx, path, db.Options{NoCreate: opt.NoCreate, ReadOnly: opt.ReadOnly})
 	if err != nil {
 		return nil, err
 	}

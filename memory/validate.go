@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -42,8 +44,11 @@ func (t *callTracker) check(m Message) (field, msg string) {
 	default:
 		return "role", fmt.Sprintf("unknown role %q (want system, developer, user, assistant or tool)", m.Role)
 	}
-	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
+	if m.ToolCalls != nil && m.Role != RoleAssistant {
 		return "tool_calls", fmt.Sprintf("a %s message cannot call tools", m.Role)
+	}
+	if field, msg := checkShape(m); msg != "" {
+		return field, msg
 	}
 	if m.Role == RoleTool {
 		if m.ToolCallID == "" {
@@ -70,6 +75,61 @@ func (t *callTracker) check(m Message) (field, msg string) {
 			return f + ".id", fmt.Sprintf("%q is repeated while a call with that id is unanswered", c.ID)
 		}
 		t.open = append(t.open, c.ID)
+	}
+	return "", ""
+}
+
+// checkShape checks what OpenAI's chat completions API checks of a message's content and calls:
+// content is required (a string or a non-empty array of parts), except on an assistant message
+// that calls tools; each part is an object with a type (and a text part has a string text);
+// tool_calls, when given, holds at least one call; the legacy function_call is refused, since the
+// function role that would answer it is.
+func checkShape(m Message) (field, msg string) {
+	if fc, ok := m.Extra["function_call"]; ok && !bytes.Equal(fc, []byte("null")) {
+		return "function_call", "the legacy function_call is not accepted (nor the function role that would answer it): use tool_calls"
+	}
+	if m.ToolCalls != nil && len(m.ToolCalls) == 0 {
+		return "tool_calls", "an empty array: give at least one call, or leave tool_calls out"
+	}
+	c := bytes.TrimSpace(m.Content)
+	switch {
+	case len(c) == 0 || bytes.Equal(c, []byte("null")):
+		if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+			return "", ""
+		}
+		what := "missing"
+		if len(c) > 0 {
+			what = "null"
+		}
+		if m.Role == RoleAssistant {
+			return "content", what + " on an assistant message that calls no tool"
+		}
+		return "content", fmt.Sprintf("%s: a %s message needs content (a string or an array of parts)", what, m.Role)
+	case c[0] == '[':
+		var parts []json.RawMessage
+		if err := json.Unmarshal(c, &parts); err != nil {
+			return "content", "malformed array of parts"
+		}
+		if len(parts) == 0 {
+			return "content", "an empty array of parts: give at least one part, or a string"
+		}
+		for i, p := range parts {
+			var part map[string]json.RawMessage
+			f := fmt.Sprintf("content[%d]", i)
+			if json.Unmarshal(p, &part) != nil || part == nil {
+				return f, "not a content part: want an object with a type, such as {\"type\": \"text\", \"text\": \"...\"}"
+			}
+			var typ string
+			if json.Unmarshal(part["type"], &typ) != nil || typ == "" {
+				return f + ".type", "missing: want a string such as \"text\" or \"image_url\""
+			}
+			if typ == "text" {
+				var text string
+				if raw, ok := part["text"]; !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || json.Unmarshal(raw, &text) != nil {
+					return f + ".text", "a text part needs a string text"
+				}
+			}
+		}
 	}
 	return "", ""
 }

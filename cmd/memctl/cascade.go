@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/db"
 )
 
@@ -28,7 +31,7 @@ func (a *app) providersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := a.open(ctx)
+			s, err := a.open(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -43,7 +46,7 @@ func (a *app) providersCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(st)
 			}
-			tw := newTable(a.stdout, "NAME\tTYPE\tMODEL\tWINDOW\tCOOLING UNTIL (UTC)\tFAILURES\tLAST ERROR")
+			tw := newTable(a.out, "NAME\tTYPE\tMODEL\tWINDOW\tCOOLING UNTIL (UTC)\tFAILURES\tLAST ERROR")
 			for _, p := range st {
 				until := "-"
 				if p.CoolingUntil != nil {
@@ -67,14 +70,14 @@ func (a *app) attemptsCommand() *cobra.Command {
 		Example: "  memctl attempts --provider local --limit 20\n  memctl attempts --compaction 7",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if limit < 1 {
-				return usagef("attempts: --limit %d must be at least 1", limit)
+			if err := positiveFlag("limit", limit); err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("compaction") && compaction < 1 {
 				return usagef("attempts: --compaction %d must be a compaction id (at least 1)", compaction)
 			}
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			s, err := a.open(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -90,7 +93,7 @@ func (a *app) attemptsCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(at)
 			}
-			tw := newTable(a.stdout, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED (UTC)\tERROR")
+			tw := newTable(a.out, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED (UTC)\tERROR")
 			for _, x := range at {
 				comp := "-"
 				if x.CompactionID != nil {
@@ -129,8 +132,12 @@ func (a *app) configCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "config",
 		Short: "Print the effective configuration",
-		Long: `Print the effective configuration, defaults filled in. API keys appear as the names of the
-environment variables that hold them, never as values.`,
+		Long: `Print the effective configuration, defaults filled in, after the files memctl uses: the
+config file (--config, else $MEMCTL_CONFIG, else $XDG_CONFIG_HOME/memctl/config.yaml if it
+exists, else the built-in default) and the database (--db, else $MEMCTL_DB, else
+$XDG_DATA_HOME/memctl/memctl.db). The working directory is never searched. API keys appear
+as the names of the environment variables that hold them, never as values. With --json the
+configuration gains "config_file" (null for the built-in default) and "database".`,
 		Example: "  memctl config\n  memctl --config agent.yaml config --json",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -138,10 +145,37 @@ environment variables that hold them, never as values.`,
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(cfg)
+			path, from := a.configLocation()
+			loc, err := a.database()
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(a.stdout, "# source: %s\n%s", cfg.Source, cfg.YAML())
+			dbState := "does not exist yet: a command that writes creates it"
+			if _, err := os.Stat(loc.path); err == nil {
+				dbState = "exists"
+			}
+			if a.json {
+				raw, err := json.Marshal(cfg)
+				if err != nil {
+					return err
+				}
+				var m map[string]any
+				if err := json.Unmarshal(raw, &m); err != nil {
+					return err
+				}
+				m["database"] = loc.path
+				m["config_file"] = nil
+				if path != "" {
+					m["config_file"] = path
+				}
+				return a.printJSON(m)
+			}
+			if path != "" {
+				fmt.Fprintf(a.out, "# config: %s (from %s)\n", path, from)
+			} else {
+				fmt.Fprintf(a.out, "# config: %s (%s)\n", config.DefaultSource, from)
+			}
+			fmt.Fprintf(a.out, "# database: %s (from %s; %s)\n%s", loc.path, loc.from, dbState, cfg.YAML())
 			return nil
 		},
 	}
@@ -161,7 +195,7 @@ func (a *app) versionCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(v)
 			}
-			fmt.Fprintf(a.stdout, "memctl %s (schema %d, %s)\n", version, db.Version, runtime.Version())
+			fmt.Fprintf(a.out, "memctl %s (schema %d, %s)\n", version, db.Version, runtime.Version())
 			return nil
 		},
 	}

@@ -35,21 +35,38 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 			if err != nil {
 				return err
 			}
+			if err := threadArg(args[0]); err != nil {
+				return err
+			}
 			settings := cfg.Settings()
 			flags := cmd.Flags()
+			// A flag given is checked as given: 0 is not "the default", NaN is not a ratio.
 			if flags.Changed("limit") {
+				if err := positiveFlag("limit", limit); err != nil {
+					return err
+				}
 				settings.TokenLimit = limit
 			}
 			if flags.Changed("ratio") {
+				if err := ratioFlag("ratio", ratio); err != nil {
+					return err
+				}
 				settings.TargetRatio = ratio
 			}
 			if flags.Changed("trigger") {
+				if err := ratioFlag("trigger", trigger); err != nil {
+					return err
+				}
 				settings.TriggerRatio = trigger
 			}
 			if err := settings.Validate(); err != nil {
 				return usagef("compact: %v", err)
 			}
-			s, err := a.open(ctx)
+			mode := forWriting
+			if dryRun {
+				mode = forReading
+			}
+			s, err := a.open(ctx, mode)
 			if err != nil {
 				return err
 			}
@@ -74,11 +91,11 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 			if isTerminal(a.stderr) {
 				casc.Observe = func(e cascade.Event) {
 					if text := eventText(e); text != "" {
-						fmt.Fprintf(a.stderr, "memctl: %s\n", text)
+						fmt.Fprintf(a.errOut, "memctl: %s\n", text)
 					}
 				}
 				c.Progress = func(p memory.Progress) {
-					fmt.Fprintf(a.stderr, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
+					fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
 				}
 			}
 			rep, err := c.Compact(ctx, t.ID, memory.CompactOptions{Force: force, DryRun: dryRun})
@@ -127,7 +144,7 @@ func (a *app) printReport(r memory.Report) error {
 	if a.json {
 		return a.printJSON(r)
 	}
-	writeReport(a.stdout, r)
+	writeReport(a.out, r)
 	return nil
 }
 
@@ -191,13 +208,19 @@ func (a *app) reportsCommand() *cobra.Command {
 		Args:    args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
-			if err != nil {
+			if err := positiveFlag("limit", limit); err != nil {
 				return err
 			}
 			thread := ""
 			if len(args) == 1 {
 				thread = args[0]
+				if err := threadArg(thread); err != nil {
+					return err
+				}
+			}
+			s, err := a.open(ctx, forReading)
+			if err != nil {
+				return err
 			}
 			reps, err := s.Reports(ctx, thread, limit)
 			if err != nil {
@@ -206,7 +229,7 @@ func (a *app) reportsCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(reps)
 			}
-			tw := newTable(a.stdout, "ID\tTHREAD\tSTATUS\tREASON\tTOKENS\tMESSAGES\tPROVIDER\tCREATED (UTC)\tERROR")
+			tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tREASON\tTOKENS\tMESSAGES\tPROVIDER\tCREATED (UTC)\tERROR")
 			for _, r := range reps {
 				status := r.Status
 				if r.Superseded {
@@ -229,7 +252,7 @@ func (a *app) reportCommand() *cobra.Command {
 		Short:   "Show one compaction report with its attempts and summary",
 		Example: "  memctl report 7\n  memctl report 7 --json | jq .summary",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE:    a.withReport((*memory.Store).Report),
+		RunE:    a.withReport(forReading, (*memory.Store).Report),
 	}
 }
 
@@ -242,19 +265,19 @@ it covered are active again, with everything appended since. Reverting an older 
 refused (exit 1).`,
 		Example: "  memctl revert 7",
 		Args:    args(cobra.ExactArgs(1)),
-		RunE:    a.withReport((*memory.Store).Revert),
+		RunE:    a.withReport(forWriting, (*memory.Store).Revert),
 	}
 }
 
 // withReport runs a command that does op on the compaction named by its argument and prints
 // the report.
-func (a *app) withReport(op func(*memory.Store, context.Context, int64) (memory.Report, error)) func(*cobra.Command, []string) error {
+func (a *app) withReport(mode openMode, op func(*memory.Store, context.Context, int64) (memory.Report, error)) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		id, err := compactionID(args[0])
 		if err != nil {
 			return err
 		}
-		s, err := a.open(cmd.Context())
+		s, err := a.open(cmd.Context(), mode)
 		if err != nil {
 			return err
 		}

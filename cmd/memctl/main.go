@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/config"
@@ -46,9 +47,13 @@ func usagef(format string, args ...any) error {
 // app holds what every command shares: its streams, the global flags, and the store and
 // config once opened.
 type app struct {
-	stdin          io.Reader
+	stdin io.Reader
+	// stdout and stderr are the streams as given: JSON is written to stdout as it is.
 	stdout, stderr io.Writer
-	getenv         func(string) string
+	// out and errOut are the same streams for human text, through termWriter: control
+	// characters from stored text are shown escaped, never sent to a terminal.
+	out, errOut *termWriter
+	getenv      func(string) string
 
 	dbPath, configPath string
 	json               bool
@@ -59,7 +64,8 @@ type app struct {
 
 // run runs memctl with args and returns its exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv,
+		out: &termWriter{w: stdout}, errOut: &termWriter{w: stderr}}
 	defer a.close()
 	root := a.rootCommand()
 	root.SetArgs(args)
@@ -67,10 +73,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	a.out.Flush()
+	a.errOut.Flush()
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "memctl: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "memctl: %s\n", termLine(oneLine(err.Error())))
 	return exitCode(err)
 }
 
@@ -102,13 +110,27 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `memctl reads and writes a memcascade database: one SQLite file holding an agent's
 conversations as append-only threads, the compaction reports, the provider cooldowns and
 the attempt log.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		SuggestionsMinimumDistance: 2,
+		// With Args set, cobra runs RunE for a word that is no command instead of failing with
+		// an error of its own, so that an unknown command is a usage error (exit 2).
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for \"memctl\"", args[0])
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return usageError{errors.New(msg + "; see memctl --help")}
+		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.dbPath, "db", "", "the SQLite file (default $MEMCTL_DB, else ./memctl.db)")
-	pf.StringVar(&a.configPath, "config", "", "the config file (default $MEMCTL_CONFIG, else ./memctl.yaml if it exists, else built-in)")
+	pf.StringVar(&a.dbPath, "db", "", "the SQLite file (default $MEMCTL_DB, else $XDG_DATA_HOME/memctl/memctl.db, ~/.local/share/memctl/memctl.db when unset)")
+	pf.StringVar(&a.configPath, "config", "", "the config file (default $MEMCTL_CONFIG, else $XDG_CONFIG_HOME/memctl/config.yaml if it exists, else built-in)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 	root.AddCommand(
 		a.importCommand(), a.exportCommand(), a.threadsCommand(), a.showCommand(), a.deleteCommand(),
@@ -129,15 +151,12 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// config loads the configuration once.
+// config loads the configuration once: see configLocation.
 func (a *app) config() (config.Config, error) {
 	if a.cfg != nil {
 		return *a.cfg, nil
 	}
-	path := a.configPath
-	if path == "" {
-		path = config.Locate("")
-	}
+	path, _ := a.configLocation()
 	cfg, err := config.Load(path)
 	if err != nil {
 		return config.Config{}, err
@@ -146,8 +165,22 @@ func (a *app) config() (config.Config, error) {
 	return cfg, nil
 }
 
-// open opens the store once, with the config's model and encoding for new threads.
-func (a *app) open(ctx context.Context) (*memory.Store, error) {
+// How a command may use the database.
+type openMode int
+
+const (
+	// forReading: the database must exist and be up to date; nothing is created or migrated.
+	forReading openMode = iota
+	// forWriting: the database must exist; an older schema is migrated.
+	forWriting
+	// forCreating: a missing database is created (its directory too, 0700, at the default
+	// location), mode 0600.
+	forCreating
+)
+
+// open opens the store once, with the config's model and encoding for new threads. A missing
+// database is "no database at PATH" (exit 1) unless mode is forCreating.
+func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
 	if a.store != nil {
 		return a.store, nil
 	}
@@ -155,14 +188,19 @@ func (a *app) open(ctx context.Context) (*memory.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := a.dbPath
-	if path == "" {
-		path = a.getenv("MEMCTL_DB")
+	loc, err := a.database()
+	if err != nil {
+		return nil, err
 	}
-	if path == "" {
-		path = "memctl.db"
+	if mode == forCreating && loc.userDir != "" {
+		if err := os.MkdirAll(loc.userDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create the database directory: %w", err)
+		}
 	}
-	s, err := memory.Open(ctx, path)
+	s, err := memory.OpenWith(ctx, loc.path, memory.OpenOptions{NoCreate: mode != forCreating, ReadOnly: mode == forReading})
+	if errors.Is(err, memory.ErrOlderSchema) {
+		return nil, fmt.Errorf("%w (import, compact, revert and delete do)", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -171,12 +209,12 @@ func (a *app) open(ctx context.Context) (*memory.Store, error) {
 	return s, nil
 }
 
-// isTerminal reports whether f is an interactive terminal.
+// isTerminal reports whether f is an interactive terminal (not /dev/null, which is a character
+// device too).
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
 	if !ok {
 		return false
 	}
-	st, err := file.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return isatty.IsTerminal(file.Fd()) || isatty.IsCygwinTerminal(file.Fd())
 }

@@ -30,7 +30,10 @@ func newMemctl(t *testing.T) *memctl {
 	dir := t.TempDir()
 	t.Setenv("MEMCTL_DB", "")
 	t.Setenv("MEMCTL_CONFIG", "")
-	t.Chdir(dir) // no ./memctl.yaml or ./memctl.db from elsewhere
+	// No user config or database from elsewhere.
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg-config"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "xdg-data"))
+	t.Chdir(dir)
 	return &memctl{t: t, dir: dir, db: filepath.Join(dir, "m.db")}
 }
 
@@ -261,6 +264,7 @@ func TestCompactAllProvidersFailExits1(t *testing.T) {
 
 func TestErrorsAndExitCodes(t *testing.T) {
 	m := newMemctl(t)
+	m.must("import", "t1", conversationFiles(t)[0]) // a database, so that "not found" is about the thread
 	for _, tc := range []struct {
 		args []string
 		code int

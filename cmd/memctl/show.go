@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,7 +27,10 @@ messages each summary covers and which summaries were superseded or reverted.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			if err := threadArg(args[0]); err != nil {
+				return err
+			}
+			s, err := a.open(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -40,13 +42,13 @@ messages each summary covers and which summaries were superseded or reverted.`,
 				if a.json {
 					return a.printJSON(showJSON(act.Entries, nil))
 				}
-				fmt.Fprintf(a.stdout, "thread %s  model %s  %d messages active, %d tokens\n\n", act.Thread.ID, act.Thread.Model, len(act.Entries), act.Tokens)
+				fmt.Fprintf(a.out, "thread %s  model %s  %d messages active, %d tokens\n\n", termLine(act.Thread.ID), termLine(act.Thread.Model), len(act.Entries), act.Tokens)
 				for _, e := range act.Entries {
 					label := ""
 					if e.CompactionID != 0 {
 						label = fmt.Sprintf("summary of compaction %d, covers #%d-#%d", e.CompactionID, e.CoversFrom, e.CoversTo)
 					}
-					writeEntry(a.stdout, e, label)
+					writeEntry(a.out, e, label)
 				}
 				return nil
 			}
@@ -73,18 +75,18 @@ messages each summary covers and which summaries were superseded or reverted.`,
 					current = &covering[i]
 				}
 			}
-			fmt.Fprintf(a.stdout, "thread %s: %d messages, %d summaries\n\n", args[0], len(hist), len(covering))
+			fmt.Fprintf(a.out, "thread %s: %d messages, %d summaries\n\n", termLine(args[0]), len(hist), len(covering))
 			for _, e := range hist {
 				for _, r := range covering {
 					if r.FromSeq == e.Seq {
-						fmt.Fprintf(a.stdout, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, coverState(r), r.FromSeq, r.ToSeq, r.SummaryTokens)
+						fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, coverState(r), r.FromSeq, r.ToSeq, r.SummaryTokens)
 					}
 				}
 				label := ""
 				if current != nil && e.Seq >= current.FromSeq && e.Seq <= current.ToSeq {
 					label = fmt.Sprintf("archived: covered by compaction %d", *current.ID)
 				}
-				writeEntry(a.stdout, e, label)
+				writeEntry(a.out, e, label)
 			}
 			return nil
 		},
@@ -109,10 +111,10 @@ func writeEntry(w io.Writer, e memory.Entry, label string) {
 		head = e.Message.Role + " (summary)"
 	}
 	if e.Message.Name != "" {
-		head += " name=" + e.Message.Name
+		head += " name=" + termLine(e.Message.Name)
 	}
 	if e.Message.ToolCallID != "" {
-		head += " answers " + e.Message.ToolCallID
+		head += " answers " + termLine(e.Message.ToolCallID)
 	}
 	head += fmt.Sprintf("  %d tokens", e.Tokens)
 	if label != "" {
@@ -125,7 +127,7 @@ func writeEntry(w io.Writer, e memory.Entry, label string) {
 		}
 	}
 	for _, c := range e.Message.ToolCalls {
-		fmt.Fprintf(w, "  -> %s %s (id %s)\n", c.Function.Name, transcript.Trim(c.Function.Arguments, showTextBytes), c.ID)
+		fmt.Fprintf(w, "  -> %s %s (id %s)\n", termLine(c.Function.Name), termLine(transcript.Trim(c.Function.Arguments, showTextBytes)), termLine(c.ID))
 	}
 	fmt.Fprintln(w)
 }
@@ -169,9 +171,9 @@ num_tokens_for_tools). Plain output is the integer alone.`,
 			if err != nil {
 				return err
 			}
-			data, err := readFile(a.stdin, args[0])
+			data, err := readInput(a.stdin, args[0])
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			var req struct {
 				Messages []memory.Message `json:"messages"`
@@ -185,12 +187,15 @@ num_tokens_for_tools). Plain output is the integer alone.`,
 			if err != nil {
 				return usagef("tokens %s: %v", args[0], err)
 			}
+			if len(req.Messages) == 0 {
+				return usagef("tokens %s: no messages (want {\"messages\": [...], \"tools\": [...]} or an array of messages)", args[0])
+			}
 			enc, known, err := memory.ResolveEncoding(model, cfg.Encoding)
 			if err != nil {
 				return usageError{err}
 			}
 			if !known {
-				fmt.Fprintf(a.stderr, "memctl: warning: the tokenizer does not know model %q: counting with %s\n", model, enc)
+				fmt.Fprintf(a.errOut, "memctl: warning: the tokenizer does not know model %q: counting with %s\n", model, enc)
 			}
 			c, err := memory.NewTokenCounter(enc)
 			if err != nil {
@@ -200,17 +205,10 @@ num_tokens_for_tools). Plain output is the integer alone.`,
 			if a.json {
 				return a.printJSON(map[string]any{"prompt_tokens": n, "encoding": enc})
 			}
-			fmt.Fprintln(a.stdout, n)
+			fmt.Fprintln(a.out, n)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&model, "model", "", "the model whose tokenizer counts (required)")
 	return cmd
-}
-
-func readFile(stdin io.Reader, name string) ([]byte, error) {
-	if name == "-" {
-		return io.ReadAll(stdin)
-	}
-	return os.ReadFile(name)
 }

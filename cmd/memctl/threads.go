@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,8 +33,15 @@ func newTable(w io.Writer, header string) *table {
 	return t
 }
 
-func (t *table) row(cells ...string) { fmt.Fprintln(t.w, strings.Join(cells, "\t")) }
-func (t *table) flush()              { t.w.Flush() }
+// row writes one row; each cell is shown with termLine, so stored text can neither break the
+// columns nor reach the terminal as control characters.
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = termLine(c)
+	}
+	fmt.Fprintln(t.w, strings.Join(cells, "\t"))
+}
+func (t *table) flush() { t.w.Flush() }
 
 func timeText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
 
@@ -53,16 +59,15 @@ holds JSONL (one OpenAI chat message per line), a JSON array of messages, or an 
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			thread, file := args[0], args[1]
-			var r io.Reader = a.stdin
-			if file != "-" {
-				f, err := os.Open(file)
-				if err != nil {
-					return usageError{err}
-				}
-				defer f.Close()
-				r = f
+			if err := threadArg(thread); err != nil {
+				return err
 			}
-			s, err := a.open(ctx)
+			r, closeInput, err := openInput(a.stdin, file)
+			if err != nil {
+				return err
+			}
+			defer closeInput()
+			s, err := a.open(ctx, forCreating)
 			if err != nil {
 				return err
 			}
@@ -71,7 +76,7 @@ holds JSONL (one OpenAI chat message per line), a JSON array of messages, or an 
 				return fmt.Errorf("import %s: %w", file, err)
 			}
 			if res.Warning != "" {
-				fmt.Fprintf(a.stderr, "memctl: warning: %s\n", res.Warning)
+				fmt.Fprintf(a.errOut, "memctl: warning: %s\n", res.Warning)
 			}
 			t, err := s.Thread(ctx, thread)
 			if err != nil {
@@ -80,7 +85,7 @@ holds JSONL (one OpenAI chat message per line), a JSON array of messages, or an 
 			if a.json {
 				return a.printJSON(map[string]any{"thread": thread, "imported": res.Appended, "messages": t.Messages, "active_tokens": t.ActiveTokens})
 			}
-			fmt.Fprintf(a.stdout, "imported %d messages into %s (%d messages, %d active tokens)\n", res.Appended, thread, t.Messages, t.ActiveTokens)
+			fmt.Fprintf(a.out, "imported %d messages into %s (%d messages, %d active tokens)\n", res.Appended, termLine(thread), t.Messages, t.ActiveTokens)
 			return nil
 		},
 	}
@@ -100,7 +105,10 @@ OpenAI chat messages, or with --all the full original history exactly as appende
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			if err := threadArg(args[0]); err != nil {
+				return err
+			}
+			s, err := a.open(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -138,7 +146,7 @@ func (a *app) threadsCommand() *cobra.Command {
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			s, err := a.open(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -152,7 +160,7 @@ func (a *app) threadsCommand() *cobra.Command {
 				}
 				return a.printJSON(ts)
 			}
-			tw := newTable(a.stdout, "THREAD\tMODEL\tMESSAGES\tACTIVE\tTOKENS\tCOMPACTIONS\tUPDATED (UTC)")
+			tw := newTable(a.out, "THREAD\tMODEL\tMESSAGES\tACTIVE\tTOKENS\tCOMPACTIONS\tUPDATED (UTC)")
 			for _, t := range ts {
 				tw.row(t.ID, t.Model, fmt.Sprint(t.Messages), fmt.Sprint(t.ActiveMessages), fmt.Sprint(t.ActiveTokens), fmt.Sprint(t.Compactions), timeText(t.UpdatedAt))
 			}
@@ -173,7 +181,10 @@ terminal memctl asks first; otherwise --yes is required.`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			if err := threadArg(args[0]); err != nil {
+				return err
+			}
+			s, err := a.open(ctx, forWriting)
 			if err != nil {
 				return err
 			}
@@ -183,9 +194,10 @@ terminal memctl asks first; otherwise --yes is required.`,
 			}
 			if !yes {
 				if !isTerminal(a.stdin) {
-					return usagef("delete %s: not a terminal: add --yes to delete %d messages", t.ID, t.Messages)
+					return usagef("delete %s: standard input is not a terminal, so nothing can be confirmed: add --yes to delete its %d messages", t.ID, t.Messages)
 				}
-				fmt.Fprintf(a.stderr, "delete thread %s with %d messages and %d compactions? [y/N] ", t.ID, t.Messages, t.Compactions)
+				fmt.Fprintf(a.errOut, "delete thread %s with %d messages and %d compactions? [y/N] ", termLine(t.ID), t.Messages, t.Compactions)
+				a.errOut.Flush()
 				line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 				if answer := strings.ToLower(strings.TrimSpace(line)); answer != "y" && answer != "yes" {
 					return fmt.Errorf("delete %s: not confirmed; nothing deleted", t.ID)
@@ -197,7 +209,7 @@ terminal memctl asks first; otherwise --yes is required.`,
 			if a.json {
 				return a.printJSON(map[string]any{"thread": t.ID, "deleted": true, "messages": t.Messages})
 			}
-			fmt.Fprintf(a.stdout, "deleted %s (%d messages)\n", t.ID, t.Messages)
+			fmt.Fprintf(a.out, "deleted %s (%d messages)\n", termLine(t.ID), t.Messages)
 			return nil
 		},
 	}
@@ -218,10 +230,15 @@ match; any text is a valid query (it is never read as search syntax).`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if limit < 1 {
-				return usagef("search: --limit %d must be at least 1", limit)
+			if err := positiveFlag("limit", limit); err != nil {
+				return err
 			}
-			s, err := a.open(ctx)
+			if cmd.Flags().Changed("thread") {
+				if err := threadArg(thread); err != nil {
+					return fmt.Errorf("--thread: %w", err)
+				}
+			}
+			s, err := a.open(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -237,7 +254,7 @@ match; any text is a valid query (it is never read as search syntax).`,
 			if a.json {
 				return a.printJSON(hits)
 			}
-			tw := newTable(a.stdout, "THREAD\tSEQ\tROLE\tSTATE\tSNIPPET")
+			tw := newTable(a.out, "THREAD\tSEQ\tROLE\tSTATE\tSNIPPET")
 			for _, h := range hits {
 				where := fmt.Sprint(h.Seq)
 				if h.CompactionID != 0 {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+)
+
+// threadArg refuses an empty thread id (exit 2): no thread can have it.
+func threadArg(id string) error {
+	if id == "" {
+		return usagef("empty thread id")
+	}
+	return nil
+}
+
+// positiveFlag refuses a count flag below 1 (exit 2, naming the flag).
+func positiveFlag(name string, v int) error {
+	if v < 1 {
+		return usagef("--%s %d: must be a positive whole number", name, v)
+	}
+	return nil
+}
+
+// ratioFlag refuses a ratio flag outside (0, 1], NaN and the infinities included (exit 2, naming
+// the flag).
+func ratioFlag(name string, v float64) error {
+	if math.IsNaN(v) || !(v > 0 && v <= 1) {
+		return usagef("--%s %s: must be a number in (0, 1]", name, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return nil
+}
+
+// openInput opens FILE for reading, "-" being stdin. A file that cannot be opened, or a
+// directory, is a usage error (exit 2).
+func openInput(stdin io.Reader, name string) (io.Reader, func(), error) {
+	if name == "-" {
+		return stdin, func() {}, nil
+	}
+	if name == "" {
+		return nil, nil, usagef("empty file name (use - for standard input)")
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, usageError{err}
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, nil, usageError{fmt.Errorf("%s is a directory, not a file of messages", name)}
+	}
+	return f, func() { f.Close() }, nil
+}
+
+// readInput reads FILE whole (see openInput).
+func readInput(stdin io.Reader, name string) ([]byte, error) {
+	r, closeInput, err := openInput(stdin, name)
+	if err != nil {
+		return nil, err
+	}
+	defer closeInput()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("read %s: %w", name, err)}
+	}
+	return data, nil
+}
