@@ -56,15 +56,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cleanEnv is the environment without memctl's own variables, so no user setting leaks in.
+// cleanEnv is the environment without memctl's own variables and with the per-user
+// directories inside the test's work directory, so no user setting leaks in.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MEMCTL_") && !strings.HasPrefix(kv, helperEnv+"=") {
+		if !strings.HasPrefix(kv, "MEMCTL_") && !strings.HasPrefix(kv, helperEnv+"=") && !strings.HasPrefix(kv, "XDG_") {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return append(env, "XDG_CONFIG_HOME="+filepath.Join(workDir, "xdg-config"), "XDG_DATA_HOME="+filepath.Join(workDir, "xdg-data"))
 }
 
 // memctlCmd returns the command running memctl on db.
