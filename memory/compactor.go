@@ -157,9 +157,12 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 	if err := s.Validate(); err != nil {
 		return Report{}, fmt.Errorf("compact %q: settings: %w", thread, err)
 	}
+	// total_timeout bounds the summarizing; reading, planning and the commit of a summary that
+	// came back in time (an offline rung answers even after it) use the caller's context.
+	budget := ctx
 	if s.TotalTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.TotalTimeout)
+		budget, cancel = context.WithTimeout(ctx, s.TotalTimeout)
 		defer cancel()
 	}
 	start := c.Store.Now()
@@ -222,7 +225,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 	rep.ID = &id
 	rep.Status = StatusRunning
 	stopLease := c.Store.holdLease(ctx, id)
-	err = c.passes(ctx, id, a, plan, keep, s, &rep)
+	err = c.passes(ctx, budget, id, a, plan, keep, s, &rep)
 	stopLease()
 	rep.DurationMs = c.Store.Now().Sub(start).Milliseconds()
 	if err != nil && rep.Status != StatusApplied {
@@ -244,11 +247,11 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 }
 
 // passes summarizes and commits until the context fits L or max_passes is reached.
-func (c *Compactor) passes(ctx context.Context, id int64, a Active, plan Plan, keep int, s Settings, rep *Report) error {
+func (c *Compactor) passes(ctx, budget context.Context, id int64, a Active, plan Plan, keep int, s Settings, rep *Report) error {
 	base := a.Summary
 	var lost []facts.Fact // facts left out of the active context so far
 	for pass := 1; ; pass++ {
-		sum, err := c.summarize(ctx, id, pass, a, plan, s)
+		sum, err := c.summarize(budget, id, pass, a, plan, s)
 		if err != nil {
 			return err
 		}
