@@ -1,6 +1,6 @@
 // Package cascade sends chat completions through a cascade of providers tried in order: any
-// OpenAI-compatible endpoint (OpenAI), the built-in offline summarizer (Extractive), and a
-// scriptable Fake for tests. A provider that fails is retried within its max_attempts with
+// OpenAI-compatible endpoint (OpenAI), the built-in offline summarizer (package extractive),
+// and a scriptable Fake for tests. A provider that fails is retried within its max_attempts with
 // exponential backoff, then put on a cooldown stored in SQLite, so every process using the
 // database file, and every restart, skips it until the cooldown ends. Every attempt, skips
 // included, is logged in the database with a redacted error text.

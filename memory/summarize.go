@@ -150,7 +150,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 		for k := 0; k < len(parts); k++ {
 			n := len(parts)
 			c.progress(Progress{Thread: a.Thread.ID, Pass: pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
-			req := llm.Request{Messages: RenderRequest(parts[k].text(blocks), running, k+1, n, asked), MaxTokens: out, TargetTokens: asked}
+			req := llm.Request{Messages: RenderRequest(parts[k].text(blocks), running, k+1, n, asked), Transcript: tms[parts[k].from:parts[k].to], Running: running, MaxTokens: out, TargetTokens: asked}
 			if k == n-1 {
 				req.Accept = accept
 			}
