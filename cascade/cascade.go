@@ -1,5 +1,5 @@
 // Package cascade sends chat completions through a cascade of providers tried in order: any
-// OpenAI-compatible endpoint (OpenAI), an offline summarizer, and a scriptable Fake for tests.
+// OpenAI-compatible endpoint (OpenAI), the built-in offline summarizer (package extractive), and a scriptable Fake for tests.
 // Every provider is an llm.Completer. A provider that fails is retried within its
 // max_attempts, then put on a cooldown stored in SQLite, so every process using the database
 // file, and every restart, skips it until the cooldown ends. Every attempt, skips included, is

@@ -19,6 +19,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/llm"
 )
 
@@ -85,7 +86,7 @@ func TestFallsThroughToExtractive(t *testing.T) {
 	sqldb, _ := openDB(t)
 	srv := newServer(t, apiError(500, "", "", "boom"))
 	h := newHarness(t, sqldb, openAIEntry("local", srv.URL),
-		cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: cascade.Extractive{}})
+		cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{}})
 	res, err := h.c.Complete(context.Background(), 0, llm.Request{MaxTokens: 200, Messages: []llm.Message{
 		{Role: "system", Content: "Summarize."},
 		{Role: "user", Content: "=== #1 user ===\nPlease rename the order W123.\n=== #2 assistant ===\nDone: W123 renamed."},

@@ -11,7 +11,9 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/transcript"
 )
 
 // A provider that fails hands over to the next one; its attempts are logged and it cools
@@ -32,7 +34,7 @@ func ExampleCascade_Complete() {
 	}}
 	c := cascade.New(sqldb,
 		cascade.Entry{Name: "local", Type: "fake", Model: "llama3.2", Provider: down, MaxAttempts: 2},
-		cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: cascade.Extractive{}},
+		cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{}},
 	)
 	c.Sleep = func(context.Context, time.Duration) error { return nil } // no waiting in an example
 	c.Observe = func(ev cascade.Event) {
@@ -41,8 +43,10 @@ func ExampleCascade_Complete() {
 		}
 	}
 
-	res, err := c.Complete(ctx, 0, llm.Request{MaxTokens: 100, Messages: []llm.Message{
-		{Role: "user", Content: "=== #1 user ===\nBook flight HAT170.\n=== #2 assistant ===\nBooked HAT170."},
+	// A model reads the rendered transcript in Messages; the offline summarizer reads Transcript.
+	conv := []transcript.Message{{Seq: 1, Role: "user", Text: "Book flight HAT170."}, {Seq: 2, Role: "assistant", Text: "Booked HAT170."}}
+	res, err := c.Complete(ctx, 0, llm.Request{MaxTokens: 100, Transcript: conv, Messages: []llm.Message{
+		{Role: "user", Content: transcript.Render(conv, transcript.Options{})},
 	}})
 	if err != nil {
 		fmt.Println(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/redact"
 )
@@ -56,7 +57,7 @@ func (c Config) NewCascade(sqldb *sql.DB, count func(string) int) (*cascade.Casc
 		case TypeExtractive:
 			e.BaseURL, e.ContextWindow = "", 0 // no window: the extractive summarizer reads any size
 			e.Offline = true                   // answers at once: the cascade keeps time for it
-			e.Provider = &cascade.Extractive{Count: count}
+			e.Provider = extractive.Summarizer{Count: count}
 		case TypeOpenAI:
 			e.Provider = cascade.NewOpenAI(cascade.OpenAIConfig{
 				Name: p.Name, BaseURL: p.BaseURL, Model: p.Model, APIKeyEnv: p.APIKeyEnv, Getenv: os.Getenv,

@@ -1,11 +1,14 @@
 // Package llm holds the few types that the compactor (package memory) and the provider cascade
 // (package cascade) exchange. It lets cascade.Cascade satisfy memory.Summarizer without either
-// package importing the other. It has no logic and imports nothing of this module.
+// package importing the other. It has no logic and imports nothing of this module but the
+// transcript's message type (package transcript, a leaf).
 package llm
 
 import (
 	"context"
 	"errors"
+
+	"github.com/memcascade/memcascade/transcript"
 )
 
 // Message is one chat message of a request sent to a provider.
@@ -16,7 +19,17 @@ type Message struct {
 
 // Request is one chat completion request.
 type Request struct {
+	// Messages are the chat messages a model reads: for a summary, the instructions and the
+	// rendered transcript.
 	Messages []Message
+	// Transcript is the conversation a summary request is about, as the messages Messages
+	// render (already redacted, not trimmed). A summarizer that reads structure rather than a
+	// prompt (package extractive) reads Transcript and Running, never the instructions in
+	// Messages. Empty when the request is not about a conversation.
+	Transcript []transcript.Message
+	// Running is the summary of the parts of the conversation before Transcript when it is
+	// summarized in parts; "" for the first or only part.
+	Running string
 	// MaxTokens bounds the completion; 0 means the provider's configured max_output_tokens.
 	MaxTokens int
 	// TargetTokens is the size the caller would like the answer to have (0: none). A model

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -39,7 +40,7 @@ func extractiveCascade(t testing.TB, s *memory.Store) *cascade.Cascade {
 		t.Fatal(err)
 	}
 	return cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
-		Provider: &cascade.Extractive{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 }
 
 // checkActive asserts the invariants of an active context: it starts with the pinned system

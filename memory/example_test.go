@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -53,7 +54,7 @@ func Example_agentLoop() {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	summarizer := cascade.New(store.DB(), cascade.Entry{Name: "offline", Type: "extractive", Provider: &cascade.Extractive{}})
+	summarizer := cascade.New(store.DB(), cascade.Entry{Name: "offline", Type: "extractive", Provider: extractive.Summarizer{}})
 	compactor := memory.NewCompactor(store, summarizer, memory.Settings{TokenLimit: 2000})
 
 	store.Append(ctx, "t", []memory.Message{memory.TextMessage(memory.RoleSystem, "You are a travel agent.")}, memory.AppendOptions{})
@@ -81,7 +82,7 @@ func Example_agentLoop() {
 	active, _ := store.Active(ctx, "t")
 	fmt.Println("under the limit:", active.Tokens <= 2000)
 	// Output:
-	// turn 22: applied, 1669 -> 1186 tokens
-	// turn 28: applied, 1618 -> 1230 tokens
+	// turn 22: applied, 1669 -> 1184 tokens
+	// turn 28: applied, 1616 -> 1195 tokens
 	// under the limit: true
 }

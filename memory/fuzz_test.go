@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -812,7 +813,7 @@ func fzSearchStore(dir string) (*memory.Store, error) {
 			return nil, err
 		}
 		casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
-			Provider: &cascade.Extractive{Count: counter.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+			Provider: extractive.Summarizer{Count: counter.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 		c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
 		if _, err := c.Compact(ctx, filepath.Base(files[0]), memory.CompactOptions{Force: true}); err != nil {
 			return nil, err

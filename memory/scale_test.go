@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -41,11 +42,15 @@ func longThread(t testing.TB, s *memory.Store, thread string, n, size int) {
 // transcriptOf returns the transcript part of a summarization request.
 func transcriptOf(req llm.Request) string {
 	u := req.Messages[len(req.Messages)-1].Content
-	i, j := strings.Index(u, "<transcript>"), strings.LastIndex(u, "</transcript>")
-	if i < 0 || j < i {
+	m := regexp.MustCompile(`\n<transcript-([0-9a-f]+)>\n`).FindStringSubmatchIndex(u)
+	if m == nil {
 		return ""
 	}
-	return u[i+len("<transcript>") : j]
+	j := strings.LastIndex(u, "\n</transcript-"+u[m[2]:m[3]]+">")
+	if j < m[1] {
+		return ""
+	}
+	return u[m[1]:j]
 }
 
 func TestChunkingSmallWindow(t *testing.T) {
@@ -84,7 +89,7 @@ func TestChunkingSmallWindow(t *testing.T) {
 	}
 	// Every chunk after the first carries the running summary.
 	for i, req := range fake.Calls()[1:] {
-		if !strings.Contains(req.Messages[1].Content, "<summary_so_far>") {
+		if req.Running == "" || !strings.Contains(req.Messages[1].Content, "\n<summary_so_far-") {
 			t.Fatalf("chunk %d does not carry the running summary", i+2)
 		}
 	}

@@ -1,27 +1,14 @@
 package memory
 
 import (
-	"bytes"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
-	"text/template"
 
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/transcript"
-)
-
-// The summarization prompt: a system message (the instructions) and a request template that
-// frames the transcript as data.
-var (
-	//go:embed prompt/system.txt
-	systemPrompt string
-	//go:embed prompt/request.txt
-	requestText     string
-	requestTemplate = template.Must(template.New("request").Parse(requestText))
 )
 
 // Sizes of the summarizer's input, in tokens of the thread's tokenizer.
@@ -58,21 +45,6 @@ type summary struct {
 type block struct {
 	text   string
 	tokens int
-}
-
-// RenderRequest returns the chat messages that ask for a summary of transcriptText: the
-// system prompt and the request. chunk and chunks number the part (1 of 1 when not chunked);
-// running is the summary of the parts before it.
-func RenderRequest(transcriptText, running string, chunk, chunks, maxTokens int) []llm.Message {
-	var b bytes.Buffer
-	err := requestTemplate.Execute(&b, map[string]any{
-		"Transcript": transcriptText, "Running": running, "Chunk": chunk, "Chunks": chunks,
-		"Words": max(1, maxTokens*3/4),
-	})
-	if err != nil {
-		panic(err) // the template is embedded and tested: it cannot fail on these values
-	}
-	return []llm.Message{{Role: RoleSystem, Content: systemPrompt}, {Role: RoleUser, Content: b.String()}}
 }
 
 // summarize asks the summarizer for a summary of plan's middle and completes it with the
@@ -153,7 +125,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 		for k := 0; k < len(parts); k++ {
 			n := len(parts)
 			c.progress(Progress{Thread: a.Thread.ID, Pass: pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
-			req := llm.Request{Messages: RenderRequest(parts[k].text(blocks), running, k+1, n, asked), MaxTokens: out, TargetTokens: asked}
+			req := llm.Request{Messages: RenderRequest(parts[k].text(blocks), running, k+1, n, asked), Transcript: tms[parts[k].from:parts[k].to], Running: running, MaxTokens: out, TargetTokens: asked}
 			if k == n-1 {
 				req.Accept = accept
 			}

@@ -1,6 +1,8 @@
 // Package transcript renders conversation messages as the plain-text transcript that a
-// summarizer reads, and parses such a transcript back. The compactor renders; the offline
-// extractive summarizer parses. It imports nothing of this module.
+// summarizer reads, parses such a transcript back, and names the sections a summary is written
+// in. The compactor renders and asks a model for those sections; the offline summarizer
+// (package extractive) reads the messages themselves and writes the same sections. It imports
+// nothing of this module.
 //
 // The format: each message starts with a header line
 //
@@ -11,9 +13,19 @@
 //
 //	-> call get_order {"order_id":"W123"} (id call_1)
 //
-// A content line that would read as a header or a call line is indented by one space, so a
-// parse finds exactly the messages that were rendered. Long texts are cut in the middle with a
-// visible marker line that says how much was left out.
+// No field can start a line of its own or forge a header:
+//
+//   - a content line that would read as a header or a call line (leading and trailing white
+//     space ignored) is indented by one space, and Parse removes that space;
+//   - the role, name, tool_call_id, a call's name and id are attributes: white space, control
+//     characters, '%' and a leading '#' are written %XX, an empty value as "-" (and a value
+//     "-" as %2D), and Parse decodes them;
+//   - a call's arguments are written on one line, their line breaks as spaces.
+//
+// So Parse(Render(msgs)) gives msgs back, except that a text's trailing line breaks are
+// dropped, line breaks in arguments become spaces, and a Seq below 1 reads as 0. Long texts
+// are cut in the middle (Options.MaxTextBytes) with a visible marker line that says how much
+// was left out.
 package transcript
 
 import (
@@ -21,6 +33,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -52,8 +65,8 @@ type Options struct {
 const RoleSummary = "summary"
 
 var (
-	headerRE = regexp.MustCompile(`^=== (?:#(\d+) )?([a-z]+)((?: [a-z_]+=\S*)*) ===$`)
-	callRE   = regexp.MustCompile(`^-> call (\S+) (.*?)(?: \(id (\S*)\))?$`)
+	headerRE = regexp.MustCompile(`^=== (?:#(\d+) )?(\S+)((?: [a-z_]+=\S*)*) ===$`)
+	callRE   = regexp.MustCompile(`^-> call (\S+) (.*?) \(id (\S+)\)$`)
 )
 
 // Render writes msgs as a transcript.
@@ -76,7 +89,7 @@ func RenderMessage(b *strings.Builder, m Message, opt Options) {
 		b.WriteString(strconv.FormatInt(m.Seq, 10))
 		b.WriteByte(' ')
 	}
-	b.WriteString(m.Role)
+	b.WriteString(attr(m.Role))
 	if m.Name != "" {
 		b.WriteString(" name=" + attr(m.Name))
 	}
@@ -95,26 +108,61 @@ func RenderMessage(b *strings.Builder, m Message, opt Options) {
 	}
 	for _, c := range m.ToolCalls {
 		args := strings.ReplaceAll(Trim(c.Arguments, opt.MaxTextBytes), "\n", " ")
-		fmt.Fprintf(b, "-> call %s %s", attr(c.Name), args)
-		if c.ID != "" {
-			fmt.Fprintf(b, " (id %s)", attr(c.ID))
-		}
-		b.WriteByte('\n')
+		fmt.Fprintf(b, "-> call %s %s (id %s)\n", attr(c.Name), args, attr(c.ID))
 	}
 }
 
-// special reports whether line, without its leading spaces, reads as a header or a call line.
+// special reports whether line, without its leading and trailing white space, reads as a
+// header or a call line.
 func special(line string) bool {
-	line = strings.TrimLeft(line, " ")
+	line = strings.TrimSpace(line)
 	return headerRE.MatchString(line) || strings.HasPrefix(line, "-> call ")
 }
 
-// attr makes s fit in a header attribute or call line: no spaces.
+// attr encodes s as a header attribute or call field: one word with no white space or control
+// characters, "-" when empty.
 func attr(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return strings.Join(strings.Fields(s), "_")
+	if s == "-" {
+		return "%2D"
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == '%' || (r == '#' && i == 0) || unicode.IsSpace(r) || unicode.IsControl(r) {
+			for _, c := range []byte(s[i : i+n]) {
+				fmt.Fprintf(&b, "%%%02X", c)
+			}
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// unattr decodes an attribute written by attr. A '%' not followed by two hex digits is kept.
+func unattr(s string) string {
+	if s == "-" {
+		return ""
+	}
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b = append(b, byte(v))
+				i += 2
+				continue
+			}
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // Trim cuts s to about max bytes by keeping its first two thirds and last third around a
@@ -148,15 +196,15 @@ func Parse(s string) []Message {
 	for line := range strings.SplitSeq(s, "\n") {
 		if m := headerRE.FindStringSubmatch(line); m != nil {
 			flush()
-			msg := Message{Role: m[2]}
+			msg := Message{Role: unattr(m[2])}
 			msg.Seq, _ = strconv.ParseInt(m[1], 10, 64)
 			for kv := range strings.FieldsSeq(m[3]) {
 				k, v, _ := strings.Cut(kv, "=")
 				switch k {
 				case "name":
-					msg.Name = v
+					msg.Name = unattr(v)
 				case "tool_call_id":
-					msg.ToolCallID = v
+					msg.ToolCallID = unattr(v)
 				}
 			}
 			msgs = append(msgs, msg)
@@ -167,7 +215,7 @@ func Parse(s string) []Message {
 		}
 		if m := callRE.FindStringSubmatch(line); m != nil {
 			last := &msgs[len(msgs)-1]
-			last.ToolCalls = append(last.ToolCalls, ToolCall{Name: m[1], Arguments: m[2], ID: m[3]})
+			last.ToolCalls = append(last.ToolCalls, ToolCall{Name: unattr(m[1]), Arguments: m[2], ID: unattr(m[3])})
 			continue
 		}
 		if strings.HasPrefix(line, " ") && special(line) {

@@ -1,4 +1,11 @@
-package cascade
+// Package extractive is the built-in offline summarizer: deterministic, no network. It reads
+// the conversation of a summary request as messages (llm.Request.Transcript and Running), never
+// the instructions rendered for a model, and writes the sections the summarization prompt asks
+// a model for, under the same headings (package transcript). It implements llm.Completer, so a
+// cascade can try it like any provider.
+//
+// It imports llm, transcript and facts, and nothing that sends requests or stores data.
+package extractive
 
 import (
 	"context"
@@ -15,28 +22,28 @@ import (
 	"github.com/memcascade/memcascade/transcript"
 )
 
-// DefaultExtractiveTokens is the summary budget of Extractive when a request sets no
-// MaxTokens.
-const DefaultExtractiveTokens = 1024
+// DefaultTokens is the summary budget of a Summarizer when a request sets no MaxTokens.
+const DefaultTokens = 1024
 
-// Extractive is the built-in offline summarizer: deterministic, no network. It reads the
-// transcript (package transcript) in the request's last user message and writes, within the
-// request's TargetTokens (else MaxTokens), the sections a model is asked for: the goal and
-// the user's constraints, the decisions, the work done (each tool call with its result or
-// error), the last state, and the key facts of the fact ledger (package facts). See
-// summarizeTranscript for what is dropped first when the budget is short. A text that is not
-// a transcript is summarized by keeping its first and last lines.
+// Summarizer writes, within a request's TargetTokens (else MaxTokens), the sections a model is
+// asked for: the goal and the user's constraints, the decisions, the work done (each tool call
+// with its result or error), the last state, and the key facts of the fact ledger (package
+// facts). See summarizeTranscript for what is dropped first when the budget is short.
 //
-// Its entry's Type and Model are "extractive".
-type Extractive struct {
+// It reads only Request.Transcript and Request.Running. A request without them (not about a
+// conversation) is summarized as plain text, the text of its user messages, by keeping its
+// first and last lines; system and developer messages, the instructions, are never read.
+//
+// Its cascade entry's Type and Model are "extractive".
+type Summarizer struct {
 	// Count counts the tokens of a text; nil: an estimate of one token per 3 bytes.
 	Count func(string) int
 }
 
-var _ Provider = Extractive{}
+var _ llm.Completer = Summarizer{}
 
-// Complete summarizes the request's last user message.
-func (x Extractive) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+// Complete summarizes the request's conversation.
+func (x Summarizer) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return llm.Response{}, err
 	}
@@ -49,13 +56,19 @@ func (x Extractive) Complete(ctx context.Context, req llm.Request) (llm.Response
 		budget = req.TargetTokens
 	}
 	if budget <= 0 {
-		budget = DefaultExtractiveTokens
+		budget = DefaultTokens
 	}
-	input := lastUserText(req.Messages)
-	var text string
-	if msgs := transcript.Parse(input); len(msgs) > 0 {
+	var input, text string
+	if len(req.Transcript) > 0 || req.Running != "" {
+		msgs := req.Transcript
+		if req.Running != "" {
+			// The summary of the parts before: folded in like an earlier summary.
+			msgs = append([]transcript.Message{{Role: transcript.RoleSummary, Text: req.Running}}, msgs...)
+		}
+		input = transcript.Render(msgs, transcript.Options{})
 		text = summarizeTranscript(msgs, budget, count)
 	} else {
+		input = userText(req.Messages)
 		text = summarizePlain(input, budget, count)
 	}
 	if strings.TrimSpace(text) == "" {
@@ -75,38 +88,26 @@ func (x Extractive) Complete(ctx context.Context, req llm.Request) (llm.Response
 // so a summary sized with it fits its budget in the caller's tokens.
 func estimateTokens(s string) int { return (len(s) + 2) / 3 }
 
-// lastUserText is the content of the last user message, else of the last message.
-func lastUserText(msgs []llm.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
-			return msgs[i].Content
+// userText is the content of the user messages, one after the other.
+func userText(msgs []llm.Message) string {
+	var parts []string
+	for _, m := range msgs {
+		if m.Role == "user" {
+			parts = append(parts, m.Content)
 		}
 	}
-	if len(msgs) > 0 {
-		return msgs[len(msgs)-1].Content
-	}
-	return ""
+	return strings.Join(parts, "\n\n")
 }
 
-// The sections of an extractive summary: the headings the summarization prompt asks a model
-// to write, so a later summary (by a model or by Extractive) folds an earlier one section by
-// section.
+// The sections of a summary, numbered as in package transcript, which names their headings.
 const (
-	secGoal = iota
-	secDecisions
-	secWork
-	secNext
-	secFacts
-	numSections
+	secGoal      = transcript.SectionGoal
+	secDecisions = transcript.SectionDecisions
+	secWork      = transcript.SectionWork
+	secNext      = transcript.SectionNext
+	secFacts     = transcript.SectionFacts
+	numSections  = transcript.NumSections
 )
-
-var sectionTitles = [numSections]string{
-	secGoal:      "## Goal and constraints",
-	secDecisions: "## Decisions",
-	secWork:      "## Work done",
-	secNext:      "## Open tasks and next step",
-	secFacts:     "## Key facts",
-}
 
 // sectionOf recognises a heading of an earlier summary; -1 when it is none of ours.
 func sectionOf(line string) int {
@@ -297,7 +298,7 @@ func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) 
 		if titled[sec] {
 			return tokens
 		}
-		return tokens + count(sectionTitles[sec]) + 2
+		return tokens + count(transcript.Heading(sec)) + 2
 	}
 	byRank := make([]int, len(items))
 	for i := range items {
@@ -323,7 +324,7 @@ func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) 
 	take(rankNext)
 	factLines, _ := facts.Section(ledger, (budget-used)/2-cost(secFacts, 0), count)
 	if _, body, ok := strings.Cut(factLines, "\n"); ok {
-		factLines = body // the section's own title: ours is "## Key facts"
+		factLines = body // the section's own title: ours is the Key facts heading
 		used += cost(secFacts, count(factLines)+1)
 		titled[secFacts] = true
 	} else {
@@ -348,7 +349,7 @@ func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) 
 			if b.Len() > 0 {
 				b.WriteString("\n\n")
 			}
-			b.WriteString(sectionTitles[sec] + "\n" + strings.Join(lines, "\n"))
+			b.WriteString(transcript.Heading(sec) + "\n" + strings.Join(lines, "\n"))
 		}
 		return b.String()
 	}

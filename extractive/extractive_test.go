@@ -1,4 +1,4 @@
-package cascade_test
+package extractive_test
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/transcript"
 )
@@ -67,12 +67,28 @@ func loadConversation(t *testing.T, path string) []transcript.Message {
 	return msgs
 }
 
-func summarize(t *testing.T, x cascade.Extractive, input string, maxTokens int) llm.Response {
+// summarize asks x for a summary of msgs, as the compactor does: the instructions in
+// Messages, the conversation in Transcript.
+func summarize(t *testing.T, x extractive.Summarizer, msgs []transcript.Message, maxTokens int) llm.Response {
 	t.Helper()
-	resp, err := x.Complete(context.Background(), llm.Request{MaxTokens: maxTokens, Messages: []llm.Message{
+	return complete(t, x, llm.Request{MaxTokens: maxTokens, Transcript: msgs, Messages: []llm.Message{
 		{Role: "system", Content: "Summarize the conversation below."},
+		{Role: "user", Content: transcript.Render(msgs, transcript.Options{})},
+	}})
+}
+
+// summarizePlain asks x for a summary of a text that is no conversation.
+func summarizePlain(t *testing.T, x extractive.Summarizer, input string, maxTokens int) llm.Response {
+	t.Helper()
+	return complete(t, x, llm.Request{MaxTokens: maxTokens, Messages: []llm.Message{
+		{Role: "system", Content: "Summarize the text below."},
 		{Role: "user", Content: input},
 	}})
+}
+
+func complete(t *testing.T, x extractive.Summarizer, req llm.Request) llm.Response {
+	t.Helper()
+	resp, err := x.Complete(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +106,12 @@ func TestExtractiveConversations(t *testing.T) {
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			msgs := loadConversation(t, path)
-			input := transcript.Render(msgs[1:], transcript.Options{MaxTextBytes: 4000}) // without the system prompt
+			msgs = msgs[1:] // without the system prompt
+			input := transcript.Render(msgs, transcript.Options{})
 			for _, budget := range []int{150, 600, 2000} {
-				x := cascade.Extractive{}
-				resp := summarize(t, x, input, budget)
-				if again := summarize(t, x, input, budget); again.Text != resp.Text {
+				x := extractive.Summarizer{}
+				resp := summarize(t, x, msgs, budget)
+				if again := summarize(t, x, msgs, budget); again.Text != resp.Text {
 					t.Fatalf("budget %d: not deterministic", budget)
 				}
 				if got := (len(resp.Text) + 2) / 3; got > budget {
@@ -111,7 +128,7 @@ func TestExtractiveConversations(t *testing.T) {
 				}
 			}
 			// With room, every tool call is there with its name.
-			resp := summarize(t, cascade.Extractive{}, input, 8000)
+			resp := summarize(t, extractive.Summarizer{}, msgs, 8000)
 			for _, m := range msgs {
 				for _, c := range m.ToolCalls {
 					if !strings.Contains(resp.Text, c.Name+"(") {
@@ -149,7 +166,7 @@ func TestExtractiveContent(t *testing.T) {
 		{Seq: 7, Role: "tool", Name: "cancel_reservation", ToolCallID: "call_2", Text: "Error: reservation ZFA04Y cannot be cancelled"},
 		{Seq: 8, Role: "assistant", Text: "I could not cancel it: the fare is not refundable."},
 	}
-	resp := summarize(t, cascade.Extractive{}, transcript.Render(msgs, transcript.Options{}), 1000)
+	resp := summarize(t, extractive.Summarizer{}, msgs, 1000)
 	for _, want := range []string{
 		"## Goal and constraints\n- Later request: Please cancel reservation ZFA04Y.",
 		"## Decisions\n- Looking it up.\n- I could not cancel it: the fare is not refundable.",
@@ -168,7 +185,7 @@ func TestExtractiveContent(t *testing.T) {
 	}
 
 	// A tight budget drops decisions and work before the goal and the last state.
-	tight := summarize(t, cascade.Extractive{}, transcript.Render(msgs, transcript.Options{}), 60)
+	tight := summarize(t, extractive.Summarizer{}, msgs, 60)
 	if !strings.Contains(tight.Text, "Please cancel reservation") || strings.Contains(tight.Text, "Looking it up") {
 		t.Errorf("tight summary:\n%s", tight.Text)
 	}
@@ -182,7 +199,7 @@ func TestExtractiveFoldsEarlierSummary(t *testing.T) {
 		{Seq: 10, Role: "user", Text: "Also add a bag please."},
 		{Seq: 11, Role: "assistant", Text: "Added one bag for $50."},
 	}
-	resp := summarize(t, cascade.Extractive{}, transcript.Render(msgs, transcript.Options{}), 1000)
+	resp := summarize(t, extractive.Summarizer{}, msgs, 1000)
 	for _, want := range []string{"## Goal and constraints\n- Goal: move my flight to May 24.", "- Later request: Also add a bag please.", `- The user: "never a basic economy fare"`,
 		"## Work done\n- get_user_details(user_id=mia_li_3668) -> ok"} {
 		if !strings.Contains(resp.Text, want) {
@@ -197,7 +214,7 @@ func TestExtractivePlainText(t *testing.T) {
 		fmt.Fprintf(&b, "log line %04d: something happened\n", i)
 	}
 	input := b.String()
-	resp := summarize(t, cascade.Extractive{}, input, 200)
+	resp := summarizePlain(t, extractive.Summarizer{}, input, 200)
 	if !strings.HasPrefix(resp.Text, "log line 0000") || !strings.HasSuffix(resp.Text, "log line 1999: something happened") ||
 		!strings.Contains(resp.Text, "lines omitted") {
 		t.Errorf("plain summary:\n%s", resp.Text)
@@ -207,23 +224,24 @@ func TestExtractivePlainText(t *testing.T) {
 	}
 	// A custom counter is used for the budget.
 	words := func(s string) int { return len(strings.Fields(s)) }
-	resp = summarize(t, cascade.Extractive{Count: words}, input, 50)
+	resp = summarizePlain(t, extractive.Summarizer{Count: words}, input, 50)
 	if n := words(resp.Text); n > 50 || n < 20 || resp.CompletionTokens != n {
 		t.Errorf("%d words (reported %d), budget 50:\n%s", n, resp.CompletionTokens, resp.Text)
 	}
 	// Short text is kept whole; no text still gives a non-empty answer.
-	if resp := summarize(t, cascade.Extractive{}, "just this", 100); resp.Text != "just this" {
+	if resp := summarizePlain(t, extractive.Summarizer{}, "just this", 100); resp.Text != "just this" {
 		t.Errorf("short text = %q", resp.Text)
 	}
-	summarize(t, cascade.Extractive{}, "", 100)
+	summarizePlain(t, extractive.Summarizer{}, "", 100)
 	one := strings.Repeat("x", 10000)
-	if resp := summarize(t, cascade.Extractive{}, one, 100); len(resp.Text) > 400 {
+	if resp := summarizePlain(t, extractive.Summarizer{}, one, 100); len(resp.Text) > 400 {
 		t.Errorf("one long line gives %d bytes", len(resp.Text))
 	}
 }
 
-// FuzzExtractive states the summarizer's invariants: a non-empty answer, the same for the
-// same input, within the budget (a few tokens at least), and no error.
+// FuzzExtractive states the summarizer's invariants, for a conversation (the input parsed as a
+// transcript) and for plain text: a non-empty answer, the same for the same input, within the
+// budget (a few tokens at least), and no error.
 func FuzzExtractive(f *testing.F) {
 	f.Add("=== #1 user ===\nfix bug #12 in main.go\n=== #2 assistant ===\n-> call bash {\"cmd\":\"go test\"} (id c1)\n=== #3 tool name=bash tool_call_id=c1 ===\nFAIL: main.go:3: error: x", 40)
 	f.Add("plain text\nwith lines\n", 1)
@@ -232,22 +250,105 @@ func FuzzExtractive(f *testing.F) {
 	f.Add(strings.Repeat("=== #1 user ===\nW123 ZFA04Y\n", 200), 25)
 	f.Fuzz(func(t *testing.T, input string, budget int) {
 		budget %= 5000
-		x := cascade.Extractive{}
-		req := llm.Request{MaxTokens: budget, Messages: []llm.Message{{Role: "user", Content: input}}}
-		a, err := x.Complete(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := x.Complete(context.Background(), req)
-		if strings.TrimSpace(a.Text) == "" || a.Text != b.Text {
-			t.Fatalf("text %q then %q", a.Text, b.Text)
-		}
 		limit := budget
 		if limit <= 0 {
-			limit = cascade.DefaultExtractiveTokens
+			limit = extractive.DefaultTokens
 		}
-		if got := (len(a.Text) + 3) / 4; got > max(limit, 5) {
-			t.Fatalf("%d tokens for a budget of %d:\n%s", got, limit, a.Text)
+		x := extractive.Summarizer{}
+		for _, req := range []llm.Request{
+			{MaxTokens: budget, Messages: []llm.Message{{Role: "user", Content: input}}},
+			{MaxTokens: budget, Transcript: transcript.Parse(input), Running: input[:len(input)/4]},
+		} {
+			a, err := x.Complete(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := x.Complete(context.Background(), req)
+			if strings.TrimSpace(a.Text) == "" || a.Text != b.Text {
+				t.Fatalf("text %q then %q", a.Text, b.Text)
+			}
+			if got := (len(a.Text) + 3) / 4; got > max(limit, 5) {
+				t.Fatalf("%d tokens for a budget of %d:\n%s", got, limit, a.Text)
+			}
 		}
 	})
+}
+
+// sentinels stand for the instructions of a request: no line of them may reach a summary.
+var sentinels = []string{
+	"INSTRUCTION-SYSTEM: write the sections in this order.",
+	"INSTRUCTION-USER: Write the summary now, in at most 612 words.",
+	"</transcript-INSTRUCTION>",
+}
+
+// The summarizer reads the conversation from Transcript and Running only: the instructions in
+// Messages, and the framing around the rendered transcript, never reach the summary, even when
+// the conversation holds an earlier summary (a re-compaction) and the request is in parts.
+func TestExtractiveIgnoresInstructions(t *testing.T) {
+	earlier := "Summary of the earlier conversation (messages 2 to 9):\n\n## Goal and constraints\n- Goal: move my flight to May 24.\n\n## Key facts\n- ZFA04Y"
+	msgs := []transcript.Message{
+		{Role: transcript.RoleSummary, Text: earlier},
+		{Seq: 10, Role: "user", Text: "Also add a bag please; never more than $60."},
+		{Seq: 11, Role: "assistant", Text: "Added one bag for $50."},
+	}
+	framed := sentinels[0] + "\n" + sentinels[2] + "\n" + transcript.Render(msgs, transcript.Options{}) + "\n" + sentinels[2] + "\n" + sentinels[1]
+	for _, running := range []string{"", "## Work done\n- get_user_details(user_id=mia_li_3668) -> ok"} {
+		req := llm.Request{MaxTokens: 2000, Transcript: msgs, Running: running, Messages: []llm.Message{
+			{Role: "system", Content: sentinels[0]}, {Role: "user", Content: framed},
+		}}
+		resp := complete(t, extractive.Summarizer{}, req)
+		if strings.Contains(resp.Text, "INSTRUCTION") || strings.Contains(resp.Text, "612") {
+			t.Errorf("running %q: an instruction reached the summary:\n%s", running, resp.Text)
+		}
+		for _, want := range []string{"Goal: move my flight to May 24.", "never more than $60", "ZFA04Y"} {
+			if !strings.Contains(resp.Text, want) {
+				t.Errorf("running %q: summary lacks %q:\n%s", running, want, resp.Text)
+			}
+		}
+		if running != "" && !strings.Contains(resp.Text, "get_user_details(user_id=mia_li_3668) -> ok") {
+			t.Errorf("the running summary is not folded in:\n%s", resp.Text)
+		}
+	}
+	// Without a Transcript the user messages are summarized as text; system messages are
+	// instructions and never read.
+	resp := complete(t, extractive.Summarizer{}, llm.Request{MaxTokens: 200, Messages: []llm.Message{
+		{Role: "system", Content: sentinels[0]}, {Role: "user", Content: "rename the order W123"}, {Role: "developer", Content: sentinels[1]},
+	}})
+	if resp.Text != "rename the order W123" {
+		t.Errorf("plain summary = %q", resp.Text)
+	}
+}
+
+// The headings the summary is written under are package transcript's, in its order.
+func TestExtractiveHeadings(t *testing.T) {
+	msgs := loadConversation(t, "../testdata/conversations/"+firstConversation(t))
+	out := summarize(t, extractive.Summarizer{}, msgs, 100000).Text
+	last := -1
+	for line := range strings.SplitSeq(out, "\n") {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		sec := -1
+		for k := range transcript.NumSections {
+			if line == transcript.Heading(k) {
+				sec = k
+			}
+		}
+		if sec <= last {
+			t.Errorf("heading %q is not one of package transcript's, or out of order:\n%s", line, out)
+		}
+		last = sec
+	}
+	if last != transcript.SectionFacts {
+		t.Errorf("the summary ends with section %d, want the key facts:\n%s", last, out)
+	}
+}
+
+func firstConversation(t *testing.T) string {
+	t.Helper()
+	paths, err := filepath.Glob("../testdata/conversations/*.jsonl")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no testdata conversations: %v", err)
+	}
+	return filepath.Base(paths[0])
 }

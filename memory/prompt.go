@@ -1,0 +1,85 @@
+package memory
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/transcript"
+)
+
+// The summarization prompt: a system message (the instructions, the summary's headings filled
+// in from package transcript) and a request template that frames the transcript as data.
+var (
+	//go:embed prompt/system.txt
+	systemText   string
+	systemPrompt = renderSystem(systemText)
+	//go:embed prompt/request.txt
+	requestText     string
+	requestTemplate = template.Must(template.New("request").Parse(requestText))
+)
+
+// renderSystem fills the section headings into the system prompt template.
+func renderSystem(text string) string {
+	var b bytes.Buffer
+	err := template.Must(template.New("system").Option("missingkey=error").Parse(text)).Execute(&b, map[string]string{
+		"Goal": transcript.Heading(transcript.SectionGoal), "Decisions": transcript.Heading(transcript.SectionDecisions),
+		"Work": transcript.Heading(transcript.SectionWork), "Next": transcript.Heading(transcript.SectionNext),
+		"Facts": transcript.Heading(transcript.SectionFacts),
+	})
+	if err != nil {
+		panic(err) // the template is embedded and tested
+	}
+	return b.String()
+}
+
+// RenderRequest returns the chat messages that ask for a summary of transcriptText: the
+// system prompt and the request. chunk and chunks number the part (1 of 1 when not chunked);
+// running is the summary of the parts before it.
+//
+// The transcript and the running summary are framed by tags that carry a code (see fence)
+// which neither of them contains, so no content can close its block early.
+func RenderRequest(transcriptText, running string, chunk, chunks, maxTokens int) []llm.Message {
+	var b bytes.Buffer
+	err := requestTemplate.Execute(&b, map[string]any{
+		"Transcript": transcriptText, "Running": running, "Chunk": chunk, "Chunks": chunks,
+		"Words": max(1, maxTokens*3/4), "Fence": fence(transcriptText, running),
+	})
+	if err != nil {
+		panic(err) // the template is embedded and tested: it cannot fail on these values
+	}
+	return []llm.Message{{Role: RoleSystem, Content: systemPrompt}, {Role: RoleUser, Content: b.String()}}
+}
+
+// fence returns the code of the tags that frame data in a request: 8 hex digits derived from
+// a hash of the data, so the same input gives the same request, and never a substring of any
+// of data, so no content can forge a closing tag.
+func fence(data ...string) string {
+	h := sha256.New()
+	for _, d := range data {
+		fmt.Fprintf(h, "%d:%s", len(d), d)
+	}
+	return fenceFrom([sha256.Size]byte(h.Sum(nil)), data)
+}
+
+// fenceFrom is the first of the codes derived from seed that no string of data contains.
+func fenceFrom(seed [sha256.Size]byte, data []string) string {
+	for i := uint64(0); ; i++ {
+		if code := fenceCandidate(seed, i); !slices.ContainsFunc(data, func(d string) bool { return strings.Contains(d, code) }) {
+			return code
+		}
+	}
+}
+
+// fenceCandidate is the i-th code derived from seed.
+func fenceCandidate(seed [sha256.Size]byte, i uint64) string {
+	sum := sha256.Sum256(binary.BigEndian.AppendUint64(seed[:], i))
+	return hex.EncodeToString(sum[:4])
+}
