@@ -215,34 +215,46 @@ var openSSLPass = `-pass(?:in|out)?[ \t]+pass:([^\s"']+)`
 // secret access key: bounded by non-base64 bytes, with at least eight upper-case and
 // eight lower-case letters and a digit (a random 40-character key fails this about 3
 // times in 1000), and not hexadecimal (commit hashes).
+//
+// Every run of 40 or more base64 bytes holds a multiple of 40, so only the bytes at
+// multiples of 40 are probed, and the run is measured around a probe that hits.
 func bareAWSSecret(text string) [][]int {
 	var out [][]int
 	n := len(text)
-	for i := 0; i < n; {
-		if !isB64(text[i]) {
-			i++
+	for p := 0; p < n; p += 40 {
+		if !isB64(text[p]) {
 			continue
 		}
-		j := i
+		i, j := p, p+1
+		for i > 0 && isB64(text[i-1]) {
+			i--
+		}
 		for j < n && isB64(text[j]) {
 			j++
 		}
 		if i > 0 && text[i-1] == '\\' && (text[i] == 'n' || text[i] == 'r' || text[i] == 't') {
 			i++ // after an escaped line break in JSON text
 		}
-		if j-i == 40 && (i == 0 || !isB64Edge(text[i-1])) && (j == n || !isB64Edge(text[j])) {
-			if awsShaped(text[i:j]) {
+		if j-i == 40 && (i == 0 || !isB64Edge(text[i-1])) && (j == n || !isB64Edge(text[j])) && awsShaped(text[i:j]) {
+			if len(out) == 0 || out[len(out)-1][0] != i {
 				out = append(out, []int{i, j})
 			}
 		}
-		i = j
+		if j > p+40 {
+			p = j - j%40 - 40 // the next probe past this run
+		}
 	}
 	return out
 }
 
-func isB64(b byte) bool {
-	return b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '+' || b == '/'
-}
+var b64Table = func() (t [256]bool) {
+	for b := 0; b < 256; b++ {
+		t[b] = b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '+' || b == '/'
+	}
+	return t
+}()
+
+func isB64(b byte) bool { return b64Table[b] }
 
 // isB64Edge reports bytes that continue a token: a 40-byte run next to them is part of
 // something longer.

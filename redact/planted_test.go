@@ -206,3 +206,75 @@ func TestPlantedSecrets(t *testing.T) {
 		})
 	}
 }
+
+// nonSecrets are strings a task needs that look a little like secrets: none may be
+// redacted.
+var nonSecrets = []string{
+	"commit 9fceb02d0ae598e95dc970b74767f19372d61af8 and 3f1e2a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f",
+	"uuid 123e4567-e89b-12d3-a456-426614174000 / 550E8400-E29B-41D4-A716-446655440000",
+	"image sha256:3739671ad08541e759230997bf0e50dcb8059d05ef4c64c23bbb9a37a0829f24 pulled",
+	"digest: sha512-Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFy",
+	"task W1234567, reservation ZQ9XYZ, user mia_li_3668, color #A1B2C3, order #W8732376",
+	"Paid $1,234.56 on 2024-05-15T10:30:00Z; refund 45.00 EUR by 05/16/2024.",
+	"/usr/local/lib/python3.11/site-packages/marshmallow/fields.py:1474 and ./src/app/main.go",
+	"C:\\Program Files\\App\\config.json and ~/.config/memctl/config.yaml",
+	"https://example.com/path/to/page?query=1&sort=desc#section and http://localhost:8080/api/v1/health",
+	"git@github.com:org/repo.git and ssh://git@example.com:2222/repo.git",
+	"postgres://db.internal:5432/orders (no credentials) and redis://cache:6379/0",
+	"The user's password must be reset; the password policy requires 12 characters.",
+	"Enter your password: ",
+	"token_type: bearer, expires_in: 3600, max_tokens: 4096, total_tokens=1290",
+	"bypass=true compass: north oauth: enabled boarding_pass: printed first_pass=done",
+	"config=debug design: flat signature_version: v4",
+	"session: morning, training_session: 3",
+	`{"credentials": "include", "mode": "cors"}`,
+	"docker run -u 1000:1000 -p 8080:80 image",
+	"ls -la /tmp && grep -p pattern file.txt && tar -a -cf x.tar.gz dir",
+	"git log --author=me --since=2024-01-01 --format=%H",
+	"call_7MqMjJMaXLRTpdPdzCjzjfpE and toolu_01A09q90qw90lq917835lq9",
+	"AbstractSingletonProxyFactoryBean2Helper is a Java class name",
+	"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+	"The flight HAT136 leaves at 11:00 AM; seat 12A; gate B42; PNR 4OG6T3.",
+	"omar.davis7857@example.com and +1-555-0100",
+	"key: value, key_id: 42, monkey=3, sort_key: name, primary_key: id",
+	"Authorization header is required; Authorization: Bearer <token>",
+	"password: ${DB_PASSWORD}\napi_key: <your-api-key>\nPASSWORD=****\ntoken: {{ secrets.TOKEN }}",
+}
+
+func TestNonSecretsSurvive(t *testing.T) {
+	r, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range nonSecrets {
+		if got, n := r.Redact(text); n != 0 || got != text {
+			t.Errorf("redacted a non-secret (%d):\n in: %q\nout: %q", n, text, got)
+		}
+	}
+}
+
+// FuzzPlantedSecrets embeds a planted secret in random surrounding text: it must never
+// survive, and redaction stays idempotent.
+func FuzzPlantedSecrets(f *testing.F) {
+	for i := range plantedCases {
+		f.Add(uint16(i), "prefix ", " suffix")
+	}
+	f.Add(uint16(3), "", "")
+	f.Add(uint16(7), "{\"a\": ", "}")
+	r, err := New(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, i uint16, before, after string) {
+		c := plantedCases[int(i)%len(plantedCases)]
+		// Separate the case from the random text, as any real text does.
+		text := before + "\n" + c.text + "\n" + after
+		once, _ := r.Redact(text)
+		if strings.Contains(once, c.secret) {
+			t.Fatalf("%s: secret survived in %q -> %q", c.name, text, once)
+		}
+		if twice, n := r.Redact(once); n != 0 || twice != once {
+			t.Fatalf("not idempotent: %q -> %q (%d)", once, twice, n)
+		}
+	})
+}
