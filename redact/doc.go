@@ -17,7 +17,20 @@
 //     replaced whole, from its BEGIN line to its END line (or to the end of the text when the
 //     END line was cut off).
 //   - Token formats with a distinctive prefix (sk-, sk-ant-, ghp_, github_pat_, glpat-, xox?-,
-//     sk_live_, AKIA, AIza, hf_, SG., npm_, pypi-, eyJ...) are matched by their format.
+//     sk_live_, whsec_, AKIA, AIza, GOCSPX-, hf_, SG., npm_, pypi-, dop_v1_, hvs., glsa_,
+//     AGE-SECRET-KEY-1, eyJ... and about sixty more, see formats.go) are matched by their
+//     format. Private keys are replaced whole in every armor: PEM (RSA, EC, DSA, ENCRYPTED,
+//     OPENSSH, PGP), SSH2, PuTTY and age. A 40-character base64 string shaped like an AWS
+//     secret access key is replaced even with no label.
+//   - Any key, header or flag whose name says secret (password, passwd, pwd, pass, secret,
+//     token, api_key, access_key, private_key, auth, credential, cookie, session, sig,
+//     signature, in any case and separator: DB_PASSWORD, dbPassword, X-Api-Key,
+//     x_auth_token) has its value replaced whole: a quoted value to its closing quote
+//     (escapes and JSON inside JSON included), a header or YAML value to the end of its
+//     line, other bare values to the end of the token. Connection strings (URL userinfo,
+//     user:pw@tcp(...), Password=/Pwd=/AccountKey=/SharedAccessKey=/sig= pairs) and
+//     credentials on command lines (curl -u, mysql -p, sshpass -p, redis-cli -a,
+//     --password X, -passin pass:X) are replaced too.
 //   - Values of assignments whose key names a secret (password, passwd, passphrase, secret,
 //     client_secret, api_key, access_token, token, private_key, ...; in the forms key=value,
 //     key: value, "key": "value", --key value) are replaced, with checks that keep ordinary

@@ -51,6 +51,14 @@ type pattern struct {
 	valid func(text string, m []int, s, e int) bool
 	// kindOf, when set, names the kind of a match instead of kind.
 	kindOf func(text string, m []int) string
+	// match, when set, is tried at a candidate start instead of re; it returns the
+	// submatch index slice or nil.
+	match func(text string, st int) []int
+	// scanAll, when set, finds the matches in the whole text itself (no anchors).
+	scanAll func(text string) [][]int
+	// split lets a secret span markers of earlier patterns: the text between them is
+	// replaced, the markers kept (Cookie: a=[REDACTED:jwt]; b=c).
+	split bool
 }
 
 // New returns a Redactor with the built-in patterns plus extra user regular expressions
@@ -73,15 +81,7 @@ func New(extra []string) (*Redactor, error) {
 
 // Kinds lists the built-in kinds, in the order the patterns run. It does not include
 // [KindCustom].
-func Kinds() []string {
-	var out []string
-	for _, k := range kindList {
-		if !slices.Contains(out, k) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
+func Kinds() []string { return slices.Clone(allKinds) }
 
 // Redact returns text with every secret replaced, and the number of replacements.
 func (r *Redactor) Redact(text string) (string, int) {
@@ -92,10 +92,12 @@ func (r *Redactor) Redact(text string) (string, int) {
 	starts := builtinScan.scan(text)
 	markers := markerSpans(text)
 	for i, p := range builtins {
-		if len(starts[i]) == 0 {
-			continue
+		var ms [][]int
+		if p.scanAll != nil {
+			ms = p.scanAll(text)
+		} else if len(starts[i]) > 0 {
+			ms = p.find(text, starts[i])
 		}
-		ms := p.find(text, starts[i])
 		if len(ms) == 0 {
 			continue
 		}
@@ -150,13 +152,19 @@ func (p *pattern) find(text string, starts []int) [][]int {
 		case p.window > 0:
 			lim = min(lim, st+p.window)
 		}
-		m := p.re.FindStringSubmatchIndex(text[st:lim])
-		if m == nil {
-			continue
-		}
-		for i := range m {
-			if m[i] >= 0 {
-				m[i] += st
+		var m []int
+		if p.match != nil {
+			if m = p.match(text, st); m == nil {
+				continue
+			}
+		} else {
+			if m = p.re.FindStringSubmatchIndex(text[st:lim]); m == nil {
+				continue
+			}
+			for i := range m {
+				if m[i] >= 0 {
+					m[i] += st
+				}
 			}
 		}
 		ms = append(ms, m)
@@ -232,8 +240,12 @@ func (p *pattern) replace(text string, ms [][]int, markers [][]int) (string, []e
 		if s < 0 || s >= e || s < last {
 			continue
 		}
+		spans := [][]int{{s, e}}
 		if overlaps(markers, s, e) {
-			continue
+			if !p.split {
+				continue
+			}
+			spans = gaps(text, markers, s, e)
 		}
 		if p.valid != nil && !p.valid(text, m, s, e) {
 			continue
@@ -245,11 +257,13 @@ func (p *pattern) replace(text string, ms [][]int, markers [][]int) (string, []e
 		if len(edits) == 0 {
 			b.Grow(len(text))
 		}
-		b.WriteString(text[last:s])
 		mk := Marker(kind)
-		b.WriteString(mk)
-		edits = append(edits, edit{s, e, len(mk)})
-		last = e
+		for _, sp := range spans {
+			b.WriteString(text[last:sp[0]])
+			b.WriteString(mk)
+			edits = append(edits, edit{sp[0], sp[1], len(mk)})
+			last = sp[1]
+		}
 	}
 	if len(edits) == 0 {
 		return text, nil
@@ -278,6 +292,37 @@ func markerSpans(text string) [][]int {
 			i = s + 1
 		}
 	}
+}
+
+// gaps returns the parts of [s, e) between the markers, those holding a letter or digit.
+func gaps(text string, markers [][]int, s, e int) [][]int {
+	var out [][]int
+	at := s
+	for _, sp := range markers {
+		if sp[1] <= at {
+			continue
+		}
+		if sp[0] >= e {
+			break
+		}
+		if sp[0] > at && hasAlnum(text[at:sp[0]]) {
+			out = append(out, []int{at, sp[0]})
+		}
+		at = sp[1]
+	}
+	if at < e && hasAlnum(text[at:e]) {
+		out = append(out, []int{at, e})
+	}
+	return out
+}
+
+func hasAlnum(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if isWordByte(s[i]) && s[i] != '_' {
+			return true
+		}
+	}
+	return false
 }
 
 func overlaps(spans [][]int, s, e int) bool {

@@ -9,7 +9,7 @@ import "slices"
 // on a hit, compares the whole anchor around it (ASCII case-insensitively for folded
 // anchors).
 type scanner struct {
-	hit  [256]uint16 // 1 + index into refs, or 0
+	hit  [1 << 16]uint16 // by the pair of bytes at the key offset: 1 + index into refs, or 0
 	refs [][]anchorRef
 	ps   []*pattern
 }
@@ -17,7 +17,7 @@ type scanner struct {
 type anchorRef struct {
 	pattern int
 	anchor  string
-	off     int // offset of the key byte in anchor
+	off     int // offset of the key pair of bytes in anchor
 	fold    bool
 }
 
@@ -25,24 +25,30 @@ var builtinScan = newScanner(builtins)
 
 func newScanner(ps []*pattern) *scanner {
 	s := &scanner{ps: ps}
-	add := func(b byte, r anchorRef) {
-		if s.hit[b] == 0 {
+	add := func(b0, b1 byte, r anchorRef) {
+		k := uint16(b0)<<8 | uint16(b1)
+		if s.hit[k] == 0 {
 			s.refs = append(s.refs, nil)
-			s.hit[b] = uint16(len(s.refs))
+			s.hit[k] = uint16(len(s.refs))
 		}
-		g := s.hit[b] - 1
-		s.refs[g] = append(s.refs[g], r)
+		g := s.hit[k] - 1
+		if !slices.Contains(s.refs[g], r) {
+			s.refs[g] = append(s.refs[g], r)
+		}
 	}
 	for pi, p := range ps {
 		for _, a := range p.anchors {
+			if len(a) < 2 {
+				panic("redact: anchor shorter than two bytes: " + a)
+			}
 			off := rarest(a, p.fold)
 			r := anchorRef{pattern: pi, anchor: a, off: off, fold: p.fold}
-			b := a[off]
-			add(b, r)
+			b0, b1 := a[off], a[off+1]
+			add(b0, b1, r)
 			if p.fold {
-				if u := upper(b); u != b {
-					add(u, r)
-				}
+				add(upper(b0), b1, r)
+				add(b0, upper(b1), r)
+				add(upper(b0), upper(b1), r)
 			}
 		}
 	}
@@ -52,8 +58,8 @@ func newScanner(ps []*pattern) *scanner {
 // scan returns, for each pattern, the ascending starts of its candidate matches.
 func (s *scanner) scan(text string) [][]int {
 	out := make([][]int, len(s.ps))
-	for i := 0; i < len(text); i++ {
-		g := s.hit[text[i]]
+	for i := 0; i+1 < len(text); i++ {
+		g := s.hit[uint16(text[i])<<8|uint16(text[i+1])]
 		if g == 0 {
 			continue
 		}
@@ -88,14 +94,18 @@ func (s *scanner) scan(text string) [][]int {
 	return out
 }
 
-// rarest returns the offset of the byte of a that is least frequent in ordinary text.
+// rarest returns the offset of the pair of adjacent bytes of a that is least frequent in
+// ordinary text (estimated as the product of the bytes' frequencies).
 func rarest(a string, fold bool) int {
-	best, bestF := 0, 1<<30
-	for i := 0; i < len(a); i++ {
-		f := byteFreq(a[i])
+	freq := func(b byte) int {
 		if fold {
-			f = byteFreq(lowerByte(a[i])) + byteFreq(upper(a[i]))
+			return byteFreq(lowerByte(b)) + byteFreq(upper(b))
 		}
+		return byteFreq(b)
+	}
+	best, bestF := 0, 1<<62
+	for i := 0; i+1 < len(a); i++ {
+		f := freq(a[i]) * freq(a[i+1])
 		if f < bestF {
 			best, bestF = i, f
 		}
@@ -119,7 +129,9 @@ func byteFreq(b byte) int {
 	switch b {
 	case ' ':
 		return 1500
-	case '"', ',', '.', ':', '-', '_', '\n':
+	case '_', '-', '.':
+		return 600 // snake_case ids, hyphenated words, dotted names
+	case '"', ',', ':', '\n':
 		return 150
 	case '/':
 		return 100
