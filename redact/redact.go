@@ -139,7 +139,9 @@ func (p *pattern) find(text string, starts []int) [][]int {
 		if st < end {
 			continue // inside the previous match
 		}
-		if p.wordStart && st > 0 && isWordByte(text[st-1]) {
+		// A prefixed token glued to an identifier by '_' (fetch_AKIA..., call_7_ghp_...: tool
+		// call ids and function names are built so) still starts a match.
+		if p.wordStart && st > 0 && isWordByte(text[st-1]) && text[st-1] != '_' {
 			continue
 		}
 		if p.pre != nil && !p.pre(text, st) {
