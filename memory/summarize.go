@@ -154,7 +154,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 			if err != nil {
 				return "", err
 			}
-			running = strings.TrimSpace(resp.Text)
+			running = redact(strings.TrimSpace(resp.Text)) // it is sent again with the next part
 		}
 		return running, nil
 	}
