@@ -21,6 +21,11 @@ var (
 	//go:embed prompt/system.txt
 	systemText   string
 	systemPrompt = renderSystem(systemText)
+	// compactPrompt is the same instructions in a fraction of the tokens, for small windows
+	// (see compactWindow): there the full prompt would leave little room for the transcript.
+	//go:embed prompt/system_compact.txt
+	compactText   string
+	compactPrompt = renderSystem(compactText)
 	//go:embed prompt/request.txt
 	requestText     string
 	requestTemplate = template.Must(template.New("request").Parse(requestText))
@@ -47,6 +52,10 @@ func renderSystem(text string) string {
 // The transcript and the running summary are framed by tags that carry a code (see fence)
 // which neither of them contains, so no content can close its block early.
 func RenderRequest(transcriptText, running string, chunk, chunks, maxTokens int) []llm.Message {
+	return renderRequest(systemPrompt, transcriptText, running, chunk, chunks, maxTokens)
+}
+
+func renderRequest(system, transcriptText, running string, chunk, chunks, maxTokens int) []llm.Message {
 	var b bytes.Buffer
 	err := requestTemplate.Execute(&b, map[string]any{
 		"Transcript": transcriptText, "Running": running, "Chunk": chunk, "Chunks": chunks,
@@ -55,7 +64,7 @@ func RenderRequest(transcriptText, running string, chunk, chunks, maxTokens int)
 	if err != nil {
 		panic(err) // the template is embedded and tested: it cannot fail on these values
 	}
-	return []llm.Message{{Role: RoleSystem, Content: systemPrompt}, {Role: RoleUser, Content: b.String()}}
+	return []llm.Message{{Role: RoleSystem, Content: system}, {Role: RoleUser, Content: b.String()}}
 }
 
 // fence returns the code of the tags that frame data in a request: 8 hex digits derived from

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/memcascade/memcascade/facts"
@@ -94,6 +95,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	asked := min(max(plan.MiddleTokens/4, 2*minSummaryTokens), int(float64(bodyBudget)*(1-factsShare)))
 	asked = max(asked, minSummaryTokens/2)
 	systemTokens := counter.CountText(systemPrompt) + requestFraming
+	compactTokens := counter.CountText(compactPrompt) + requestFraming
 	accept := func(text string) error {
 		if n := counter.CountText(redact(text)); n > bodyBudget {
 			return fmt.Errorf("summary of %d tokens is over its budget of %d (not smaller than it must be)", n, bodyBudget)
@@ -103,29 +105,30 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	chunks := 0
 	task := func(ctx context.Context, t llm.Target, comp llm.Completer) (string, error) {
 		chunks = 0 // the requests of this provider: the last one to run is the one whose summary is used
-		out := bodyBudget
-		if t.MaxOutputTokens > 0 {
-			out = min(out, t.MaxOutputTokens)
+		r := requestShape(t, bodyBudget, systemTokens, compactTokens)
+		out, limit := r.out, r.limit
+		if t.ContextWindow > 0 && limit < minChunkTokens {
+			return "", fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript beside the instructions (%d) and the answer (%d); a request needs %d",
+				llm.ErrWindowTooSmall, t.ContextWindow, limit, r.systemTokens, out, minChunkTokens)
 		}
-		limit := 0 // tokens of transcript per request; 0: no limit
-		if t.ContextWindow > 0 {
-			limit = int(float64(t.ContextWindow)*windowShare) - systemTokens - out
-		}
-		parts := split(blocks, units, limit)
+		bl := blocks
+		parts := split(bl, units, limit)
 		if limit > 0 && len(parts) > 1 {
-			// Later parts carry the running summary: leave room for it.
+			// Later parts carry the running summary (at most out tokens): leave room for it.
 			limit -= out
 			if limit < minChunkTokens {
-				return "", fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript", llm.ErrContextLength, t.ContextWindow, limit)
+				return "", fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript beside the instructions (%d), the summary so far and the answer (%d each); a request needs %d",
+					llm.ErrWindowTooSmall, t.ContextWindow, limit, r.systemTokens, out, minChunkTokens)
 			}
-			parts = split(blocks, units, limit)
+			bl = fitBlocks(blocks, tms, limit, counter.CountText)
+			parts = split(bl, units, limit)
 		}
 		running := ""
 		resplits := 0
 		for k := 0; k < len(parts); k++ {
 			n := len(parts)
 			c.progress(Progress{Thread: a.Thread.ID, Pass: pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
-			req := llm.Request{Messages: RenderRequest(parts[k].text(blocks), running, k+1, n, asked), Transcript: tms[parts[k].from:parts[k].to], Running: running, MaxTokens: out, TargetTokens: asked}
+			req := llm.Request{Messages: renderRequest(r.system, parts[k].text(bl), running, k+1, n, asked), Transcript: tms[parts[k].from:parts[k].to], Running: running, MaxTokens: out, TargetTokens: asked}
 			if k == n-1 {
 				req.Accept = accept
 			}
@@ -134,7 +137,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 			if errors.Is(err, llm.ErrContextLength) && resplits < maxResplits {
 				// Too large for this provider after all: split what is left smaller and go on.
 				resplits++
-				size := splitTokens(parts[k:k+1], blocks)
+				size := splitTokens(parts[k:k+1], bl)
 				if limit > 0 {
 					size = min(size, limit)
 				}
@@ -142,7 +145,8 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 					return "", err
 				}
 				from := parts[k].from
-				rest := split(blocks[from:], shift(units, from), limit)
+				bl = fitBlocks(bl, tms, limit, counter.CountText)
+				rest := split(bl[from:], shift(units, from), limit)
 				for i := range rest {
 					rest[i].from += from
 					rest[i].to += from
@@ -201,11 +205,66 @@ func outsideText(parts ...[]Entry) string {
 	return b.String()
 }
 
+// shape is how one provider's requests are cut: the instructions, the answer's size and the
+// transcript tokens of a request (0: no limit).
+type shape struct {
+	system            string
+	systemTokens, out int
+	limit             int
+}
+
+// compactWindow: a provider with a smaller window gets the compact instructions and an answer
+// sized to the window, so that most of each request is transcript.
+const compactWindow = 8192
+
+// requestShape sizes the requests to provider t. max_output_tokens is a ceiling; in a small
+// window the answer (and so the summary carried to the next part) is held to an eighth of it.
+func requestShape(t llm.Target, bodyBudget, systemTokens, compactTokens int) shape {
+	r := shape{system: systemPrompt, systemTokens: systemTokens, out: bodyBudget}
+	if t.MaxOutputTokens > 0 {
+		r.out = min(r.out, t.MaxOutputTokens)
+	}
+	if t.ContextWindow <= 0 {
+		return r
+	}
+	if t.ContextWindow < compactWindow {
+		r.system, r.systemTokens = compactPrompt, compactTokens
+		r.out = min(r.out, max(t.ContextWindow/8, minSummaryTokens*2))
+	}
+	r.limit = int(float64(t.ContextWindow)*windowShare) - r.systemTokens - r.out
+	return r
+}
+
 func (c *Compactor) redact(s string) string {
 	if c.Redact == nil {
 		return s
 	}
 	return c.Redact(s)
+}
+
+// fitBlocks returns blocks with every message larger than limit tokens rendered again, cut
+// shorter (head and tail around the transcript's marker) until it fits: in a small window a
+// request is never larger than the window because of one long tool result. The others are
+// shared with blocks.
+func fitBlocks(blocks []block, tms []transcript.Message, limit int, count func(string) int) []block {
+	out := blocks
+	for i, b := range blocks {
+		if b.tokens <= limit {
+			continue
+		}
+		if &out[0] == &blocks[0] {
+			out = slices.Clone(blocks)
+		}
+		for maxBytes := limit * 3; maxBytes >= 64; maxBytes = maxBytes * 3 / 4 {
+			var sb strings.Builder
+			transcript.RenderMessage(&sb, tms[i], transcript.Options{MaxTextBytes: maxBytes})
+			out[i] = block{text: sb.String(), tokens: count(sb.String()) + 1}
+			if out[i].tokens <= limit {
+				break
+			}
+		}
+	}
+	return out
 }
 
 // part is a run of blocks [from, to) sent in one request.
