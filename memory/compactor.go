@@ -168,6 +168,9 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 	if err != nil {
 		return Report{}, fmt.Errorf("compact %q: %w", thread, err)
 	}
+	if err := opt.Override.Validate(); err != nil {
+		return Report{}, fmt.Errorf("compact %q: override: %w", thread, err)
+	}
 	s := c.effective(ts, opt.Override)
 	if err := s.Validate(); err != nil {
 		return Report{}, fmt.Errorf("compact %q: settings: %w", thread, err)

@@ -96,8 +96,10 @@ func settingErr(key, format string, args ...any) error {
 // Validate reports impossible settings; the error is a *SettingError naming the key at fault.
 // These are the only rules of the settings: the config file, the thread settings and the flags
 // of memctl are checked with them.
-func (s Settings) Validate() error {
-	s = s.withDefaults()
+func (s Settings) Validate() error { return s.withDefaults().check() }
+
+// check is Validate of settings whose zero fields are values, not "the default".
+func (s Settings) check() error {
 	ratio := func(v float64) bool { return v > 0 && v <= 1 } // false for NaN
 	switch {
 	case s.TokenLimit < 1:
