@@ -123,10 +123,9 @@ func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, err
 	return why == "", err
 }
 
-// effective returns the settings a compaction of a thread uses: those of the call (over), then
-// the thread's, then c.Settings, then the defaults.
+// effective returns the settings a compaction of a thread uses (see Effective).
 func (c *Compactor) effective(thread, over ThreadSettings) Settings {
-	return thread.Over(over).Apply(c.Settings).withDefaults()
+	return Effective(c.Settings, thread, over)
 }
 
 // notNeeded returns why an unforced compaction of the thread would do nothing, "" when it is

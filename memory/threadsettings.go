@@ -45,6 +45,12 @@ var ThreadSettingKeys = []string{KeyTokenLimit, KeyTargetRatio, KeyTriggerRatio,
 // maxModelBytes bounds the model name.
 const maxModelBytes = 256
 
+// Effective returns the settings a compaction uses: those the call sets (over), then those
+// the thread sets, then s (the compactor's, from the config file), then the built-in defaults.
+func Effective(s Settings, thread, over ThreadSettings) Settings {
+	return thread.Over(over).Apply(s).withDefaults()
+}
+
 // IsZero reports whether no setting is set.
 func (t ThreadSettings) IsZero() bool { return t == ThreadSettings{} }
 

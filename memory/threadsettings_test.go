@@ -92,8 +92,7 @@ func TestThreadSettingsPrecedence(t *testing.T) {
 		{"thread strategy", memory.Settings{}, memory.ThreadSettings{Strategy: "summarize"}, memory.ThreadSettings{}, memory.DefaultTokenLimit, memory.DefaultTargetRatio, memory.DefaultTriggerRatio, 0, "summarize"},
 	}
 	for _, tc := range cases {
-		c := &memory.Compactor{Settings: tc.cfg}
-		got := c.Effective(tc.thread, tc.call)
+		got := memory.Effective(tc.cfg, tc.thread, tc.call)
 		if got.TokenLimit != tc.limit || got.TargetRatio != tc.target || got.TriggerRatio != tc.trigger ||
 			got.ReserveTokens != tc.reserve || got.Strategy != tc.strategy {
 			t.Errorf("%s: got limit %d, target %g, trigger %g, reserve %d, strategy %q; want %d, %g, %g, %d, %q", tc.name,
