@@ -120,6 +120,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setCompactionStatusStmt, err = db.PrepareContext(ctx, setCompactionStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query SetCompactionStatus: %w", err)
 	}
+	if q.setThreadSettingsStmt, err = db.PrepareContext(ctx, setThreadSettings); err != nil {
+		return nil, fmt.Errorf("error preparing query SetThreadSettings: %w", err)
+	}
 	if q.setThreadTailStmt, err = db.PrepareContext(ctx, setThreadTail); err != nil {
 		return nil, fmt.Errorf("error preparing query SetThreadTail: %w", err)
 	}
@@ -291,6 +294,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setCompactionStatusStmt: %w", cerr)
 		}
 	}
+	if q.setThreadSettingsStmt != nil {
+		if cerr := q.setThreadSettingsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setThreadSettingsStmt: %w", cerr)
+		}
+	}
 	if q.setThreadTailStmt != nil {
 		if cerr := q.setThreadTailStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setThreadTailStmt: %w", cerr)
@@ -372,6 +380,7 @@ type Queries struct {
 	searchMessagesStmt           *sql.Stmt
 	searchSummariesStmt          *sql.Stmt
 	setCompactionStatusStmt      *sql.Stmt
+	setThreadSettingsStmt        *sql.Stmt
 	setThreadTailStmt            *sql.Stmt
 	upsertCooldownStmt           *sql.Stmt
 }
@@ -412,6 +421,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		searchMessagesStmt:           q.searchMessagesStmt,
 		searchSummariesStmt:          q.searchSummariesStmt,
 		setCompactionStatusStmt:      q.setCompactionStatusStmt,
+		setThreadSettingsStmt:        q.setThreadSettingsStmt,
 		setThreadTailStmt:            q.setThreadTailStmt,
 		upsertCooldownStmt:           q.upsertCooldownStmt,
 	}

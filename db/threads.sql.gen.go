@@ -69,7 +69,7 @@ func (q *Queries) InsertThread(ctx context.Context, arg InsertThreadParams) erro
 }
 
 const listThreads = `-- name: ListThreads :many
-SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at,
+SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions,
        CAST(cur.id IS NOT NULL AS INTEGER) AS compacted,
        CAST(coalesce(cur.summary_tokens, 0) AS INTEGER) AS summary_tokens,
@@ -91,6 +91,7 @@ type ListThreadsRow struct {
 	LastSeq        int64
 	CreatedAt      int64
 	UpdatedAt      int64
+	Settings       string
 	Compactions    int64
 	Compacted      int64
 	SummaryTokens  int64
@@ -117,6 +118,7 @@ func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRo
 			&i.LastSeq,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Settings,
 			&i.Compactions,
 			&i.Compacted,
 			&i.SummaryTokens,
@@ -134,6 +136,25 @@ func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRo
 		return nil, err
 	}
 	return items, nil
+}
+
+const setThreadSettings = `-- name: SetThreadSettings :execrows
+UPDATE threads SET settings = ? WHERE id = ?
+`
+
+type SetThreadSettingsParams struct {
+	Settings string
+	ID       string
+}
+
+// The compaction settings of a thread (a JSON object); the thread's updated_at is about its
+// messages and does not change.
+func (q *Queries) SetThreadSettings(ctx context.Context, arg SetThreadSettingsParams) (int64, error) {
+	result, err := q.exec(ctx, q.setThreadSettingsStmt, setThreadSettings, arg.Settings, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const setThreadTail = `-- name: SetThreadTail :exec

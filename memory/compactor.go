@@ -88,6 +88,8 @@ type CompactOptions struct {
 	Force bool
 	// DryRun returns the plan as a "planned" report: no provider is called, nothing is written.
 	DryRun bool
+	// Override are settings of this call only: those it sets win over the thread's.
+	Override ThreadSettings
 }
 
 // NewCompactor returns a Compactor with the given settings, redacting secrets with the
@@ -113,9 +115,17 @@ func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	s := c.Settings.withDefaults()
+	s := c.effective(t.Settings, ThreadSettings{})
+	if err := s.Validate(); err != nil {
+		return false, fmt.Errorf("thread %q: settings: %w", thread, err)
+	}
 	why, err := c.notNeeded(ctx, t, t.ActiveTokens, s)
 	return why == "", err
+}
+
+// effective returns the settings a compaction of a thread uses (see Effective).
+func (c *Compactor) effective(thread, over ThreadSettings) Settings {
+	return Effective(c.Settings, thread, over)
 }
 
 // notNeeded returns why an unforced compaction of the thread would do nothing, "" when it is
@@ -153,7 +163,14 @@ func (c *Compactor) waiting(ctx context.Context, t Thread, s Settings) (string, 
 // under the trigger is left alone (status not_needed). On failure every message stays as it
 // was, a failed report is recorded, and the error wraps each provider's cause.
 func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptions) (Report, error) {
-	s := c.Settings.withDefaults()
+	ts, err := c.Store.ThreadSettings(ctx, thread)
+	if err != nil {
+		return Report{}, fmt.Errorf("compact %q: %w", thread, err)
+	}
+	if err := opt.Override.Validate(); err != nil {
+		return Report{}, fmt.Errorf("compact %q: override: %w", thread, err)
+	}
+	s := c.effective(ts, opt.Override)
 	if err := s.Validate(); err != nil {
 		return Report{}, fmt.Errorf("compact %q: settings: %w", thread, err)
 	}

@@ -28,6 +28,9 @@ type Settings struct {
 	// MaxResultBytes trims each long message text or tool result in the summarizer's input,
 	// keeping its head and tail around a visible marker.
 	MaxResultBytes int
+	// Strategy is how a compaction shrinks the context: summarize (the default, and the only
+	// strategy today).
+	Strategy string
 }
 
 // Defaults of Settings, the same as the config file's.
@@ -40,6 +43,7 @@ const (
 	DefaultMaxPasses        = 3
 	DefaultTotalTimeout     = 15 * time.Minute
 	DefaultMaxResultBytes   = 4000
+	DefaultStrategy         = StrategySummarize
 )
 
 // minSummaryTokens is the smallest summary budget worth a provider call.
@@ -71,29 +75,53 @@ func (s Settings) withDefaults() Settings {
 	if s.MaxResultBytes == 0 {
 		s.MaxResultBytes = DefaultMaxResultBytes
 	}
+	if s.Strategy == "" {
+		s.Strategy = DefaultStrategy
+	}
 	return s
 }
 
-// Validate reports impossible settings.
-func (s Settings) Validate() error {
-	s = s.withDefaults()
+// SettingError is an impossible setting, named by its key (token_limit, target_ratio, ...).
+type SettingError struct {
+	Key string
+	Msg string // the whole message, the key and the value in it
+}
+
+func (e *SettingError) Error() string { return e.Msg }
+
+func settingErr(key, format string, args ...any) error {
+	return &SettingError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate reports impossible settings; the error is a *SettingError naming the key at fault.
+// These are the only rules of the settings: the config file, the thread settings and the flags
+// of memctl are checked with them.
+func (s Settings) Validate() error { return s.withDefaults().check() }
+
+// check is Validate of settings whose zero fields are values, not "the default".
+func (s Settings) check() error {
+	ratio := func(v float64) bool { return v > 0 && v <= 1 } // false for NaN
 	switch {
+	case s.TokenLimit < 1:
+		return settingErr("token_limit", "token_limit %d must be at least 1", s.TokenLimit)
 	case s.ReserveTokens < 0:
-		return fmt.Errorf("reserve_tokens %d is negative", s.ReserveTokens)
+		return settingErr("reserve_tokens", "reserve_tokens %d is negative", s.ReserveTokens)
 	case s.TokenLimit <= s.ReserveTokens:
-		return fmt.Errorf("token_limit %d must be above reserve_tokens %d", s.TokenLimit, s.ReserveTokens)
-	case s.TargetRatio <= 0 || s.TargetRatio > 1:
-		return fmt.Errorf("target_ratio %g is outside (0, 1]", s.TargetRatio)
-	case s.TriggerRatio <= 0 || s.TriggerRatio > 1:
-		return fmt.Errorf("trigger_ratio %g is outside (0, 1]", s.TriggerRatio)
+		return settingErr("token_limit", "token_limit %d must be above reserve_tokens %d", s.TokenLimit, s.ReserveTokens)
+	case !ratio(s.TargetRatio):
+		return settingErr("target_ratio", "target_ratio %g is outside (0, 1]", s.TargetRatio)
+	case !ratio(s.TriggerRatio):
+		return settingErr("trigger_ratio", "trigger_ratio %g is outside (0, 1]", s.TriggerRatio)
 	case s.TargetRatio >= s.TriggerRatio:
-		return fmt.Errorf("target_ratio %g must be below trigger_ratio %g", s.TargetRatio, s.TriggerRatio)
+		return settingErr("target_ratio", "target_ratio %g must be below trigger_ratio %g", s.TargetRatio, s.TriggerRatio)
 	case s.SummaryMaxTokens < 1:
-		return fmt.Errorf("summary_max_tokens %d must be at least 1", s.SummaryMaxTokens)
+		return settingErr("summary_max_tokens", "summary_max_tokens %d must be at least 1", s.SummaryMaxTokens)
 	case s.SummaryRole != RoleSystem && s.SummaryRole != RoleUser:
-		return fmt.Errorf("summary_role %q must be system or user", s.SummaryRole)
+		return settingErr("summary_role", "summary_role %q must be system or user", s.SummaryRole)
 	case s.MaxPasses < 1:
-		return fmt.Errorf("max_passes %d must be at least 1", s.MaxPasses)
+		return settingErr("max_passes", "max_passes %d must be at least 1", s.MaxPasses)
+	case s.Strategy != StrategySummarize:
+		return settingErr("strategy", "strategy %q is not known (want summarize)", s.Strategy)
 	}
 	return nil
 }

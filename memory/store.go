@@ -141,6 +141,9 @@ type Thread struct {
 	Compactions    int       `json:"compactions"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
+	// Settings are the compaction settings stored on the thread (see ThreadSettings); set by
+	// Thread and Threads.
+	Settings ThreadSettings `json:"settings"`
 }
 
 // Threads lists every thread, most recently updated first. It reads stored counts only: no
@@ -184,6 +187,9 @@ func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
 		}
 		if t.ActiveMessages > 0 {
 			t.ActiveTokens += ReplyPriming
+		}
+		if t.Settings, err = parseThreadSettings(r.ID, r.Settings); err != nil {
+			return nil, err
 		}
 		out[i] = t
 	}
@@ -279,6 +285,9 @@ func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, li
 		return Active{}, err
 	}
 	a := Active{Thread: threadFromRow(r.ID, r.Model, r.Encoding, r.LastSeq, r.CreatedAt, r.UpdatedAt)}
+	if a.Thread.Settings, err = parseThreadSettings(r.ID, r.Settings); err != nil {
+		return Active{}, err
+	}
 	cur, err := q.CurrentCompaction(ctx, thread)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Active{}, err

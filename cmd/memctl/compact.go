@@ -15,8 +15,6 @@ import (
 )
 
 func (a *app) compactCommand() *cobra.Command {
-	var limit int
-	var ratio, trigger float64
 	var force, dryRun bool
 	cmd := &cobra.Command{
 		Use:   "compact THREAD",
@@ -38,29 +36,10 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 			if err := threadArg(args[0]); err != nil {
 				return err
 			}
-			settings := cfg.Settings()
-			flags := cmd.Flags()
 			// A flag given is checked as given: 0 is not "the default", NaN is not a ratio.
-			if flags.Changed("limit") {
-				if err := positiveFlag("limit", limit); err != nil {
-					return err
-				}
-				settings.TokenLimit = limit
-			}
-			if flags.Changed("ratio") {
-				if err := ratioFlag("ratio", ratio); err != nil {
-					return err
-				}
-				settings.TargetRatio = ratio
-			}
-			if flags.Changed("trigger") {
-				if err := ratioFlag("trigger", trigger); err != nil {
-					return err
-				}
-				settings.TriggerRatio = trigger
-			}
-			if err := settings.Validate(); err != nil {
-				return usagef("compact: %v", err)
+			over, err := settingsFromFlags(cmd)
+			if err != nil {
+				return err
 			}
 			mode := forWriting
 			if dryRun {
@@ -74,6 +53,10 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 			if err != nil {
 				return err
 			}
+			// The flags win over the thread's settings, which win over the config's.
+			if err := memory.Effective(cfg.Settings(), t.Settings, over).Validate(); err != nil {
+				return settingsError(cmd, "compact", err)
+			}
 			counter, err := s.Counter(t.Encoding)
 			if err != nil {
 				return err
@@ -86,7 +69,7 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 			if err != nil {
 				return err
 			}
-			c := memory.NewCompactor(s, casc, settings)
+			c := memory.NewCompactor(s, casc, cfg.Settings())
 			c.Redact = func(text string) string { out, _ := red.Redact(text); return out }
 			if isTerminal(a.stderr) {
 				casc.Observe = func(e cascade.Event) {
@@ -98,7 +81,7 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 					fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
 				}
 			}
-			rep, err := c.Compact(ctx, t.ID, memory.CompactOptions{Force: force, DryRun: dryRun})
+			rep, err := c.Compact(ctx, t.ID, memory.CompactOptions{Force: force, DryRun: dryRun, Override: over})
 			if rep.Status == "" { // no report: the thread could not be read
 				return err
 			}
@@ -109,9 +92,9 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&limit, "limit", 0, "token_limit: the model's context window (default from the config)")
-	f.Float64Var(&ratio, "ratio", 0, "target_ratio: pinned + kept messages fit in limit x ratio")
-	f.Float64Var(&trigger, "trigger", 0, "trigger_ratio: compact when the context passes limit x trigger")
+	f.Int("limit", 0, "token_limit: the model's context window (default: the thread's, else the config's)")
+	f.Float64("ratio", 0, "target_ratio: pinned + kept messages fit in limit x ratio")
+	f.Float64("trigger", 0, "trigger_ratio: compact when the context passes limit x trigger")
 	f.BoolVar(&force, "force", false, "compact even under the trigger")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan; call no provider, write nothing")
 	return cmd

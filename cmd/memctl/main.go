@@ -135,7 +135,7 @@ the attempt log.`,
 	root.AddCommand(
 		a.importCommand(), a.exportCommand(), a.threadsCommand(), a.showCommand(), a.deleteCommand(),
 		a.tokensCommand(), a.searchCommand(),
-		a.compactCommand(), a.reportsCommand(), a.reportCommand(), a.revertCommand(),
+		a.compactCommand(), a.setCommand(), a.reportsCommand(), a.reportCommand(), a.revertCommand(),
 		a.providersCommand(), a.attemptsCommand(), a.configCommand(), a.versionCommand(),
 	)
 	return root

@@ -146,6 +146,10 @@ func (a *app) threadsCommand() *cobra.Command {
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
 			s, err := a.open(ctx, forReading)
 			if err != nil {
 				return err
@@ -154,15 +158,25 @@ func (a *app) threadsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.json {
-				if ts == nil {
-					ts = []memory.Thread{}
-				}
-				return a.printJSON(ts)
+			// Each thread with its effective token_limit and strategy: the thread's, else the
+			// config's.
+			type threadView struct {
+				memory.Thread
+				TokenLimit int    `json:"token_limit"`
+				Strategy   string `json:"strategy"`
 			}
-			tw := newTable(a.out, "THREAD\tMODEL\tMESSAGES\tACTIVE\tTOKENS\tCOMPACTIONS\tUPDATED (UTC)")
-			for _, t := range ts {
-				tw.row(t.ID, t.Model, fmt.Sprint(t.Messages), fmt.Sprint(t.ActiveMessages), fmt.Sprint(t.ActiveTokens), fmt.Sprint(t.Compactions), timeText(t.UpdatedAt))
+			views := make([]threadView, len(ts))
+			for i, t := range ts {
+				eff := memory.Effective(cfg.Settings(), t.Settings, memory.ThreadSettings{})
+				views[i] = threadView{Thread: t, TokenLimit: eff.TokenLimit, Strategy: eff.Strategy}
+			}
+			if a.json {
+				return a.printJSON(views)
+			}
+			tw := newTable(a.out, "THREAD\tMODEL\tMESSAGES\tACTIVE\tTOKENS\tLIMIT\tSTRATEGY\tCOMPACTIONS\tUPDATED (UTC)")
+			for _, t := range views {
+				tw.row(t.ID, t.Model, fmt.Sprint(t.Messages), fmt.Sprint(t.ActiveMessages), fmt.Sprint(t.ActiveTokens),
+					fmt.Sprint(t.TokenLimit), t.Strategy, fmt.Sprint(t.Compactions), timeText(t.UpdatedAt))
 			}
 			tw.flush()
 			return nil

@@ -12,7 +12,7 @@ UPDATE threads SET last_seq = ?, open_calls = ?, updated_at = ? WHERE id = ?;
 -- Every thread (or only the one named) with the size of its active context, from stored
 -- counts: the messages outside the range of its current (newest applied) compaction, plus
 -- that compaction's summary.
-SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at,
+SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions,
        CAST(cur.id IS NOT NULL AS INTEGER) AS compacted,
        CAST(coalesce(cur.summary_tokens, 0) AS INTEGER) AS summary_tokens,
@@ -25,6 +25,11 @@ LEFT JOIN compactions cur ON cur.id = (
     SELECT max(c2.id) FROM compactions c2 WHERE c2.thread_id = t.id AND c2.status = 'applied')
 WHERE CAST(sqlc.arg(only) AS TEXT) = '' OR t.id = sqlc.arg(only)
 ORDER BY t.updated_at DESC, t.id;
+
+-- name: SetThreadSettings :execrows
+-- The compaction settings of a thread (a JSON object); the thread's updated_at is about its
+-- messages and does not change.
+UPDATE threads SET settings = ? WHERE id = ?;
 
 -- name: DeleteThread :execrows
 DELETE FROM threads WHERE id = ?;

@@ -1,0 +1,187 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+const longConversation = "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"
+
+// A thread set to a limit under its size is due at its next check and is compacted at that
+// limit, although the compactor's own limit is far above it; unset, the compactor's applies
+// again.
+func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	importFile(t, s, "t", longConversation)
+	th, err := s.Thread(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.ActiveTokens <= 5000 {
+		t.Fatalf("the conversation has %d tokens: the test needs more than 5000", th.ActiveTokens)
+	}
+	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 128000})
+	if due, err := c.ShouldCompact(ctx, "t"); err != nil || due {
+		t.Fatalf("ShouldCompact = %v, %v before the thread has settings; want false", due, err)
+	}
+	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{TokenLimit: ptr(5000)}); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := c.ShouldCompact(ctx, "t"); err != nil || !due {
+		t.Fatalf("ShouldCompact = %v, %v with the thread's limit 5000 under %d tokens; want true", due, err, th.ActiveTokens)
+	}
+	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{}); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := c.ShouldCompact(ctx, "t"); err != nil || due {
+		t.Fatalf("ShouldCompact = %v, %v after the thread's settings were cleared; want false", due, err)
+	}
+	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{TokenLimit: ptr(5000)}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
+	if err != nil || rep.Status != memory.StatusApplied {
+		t.Fatalf("Compact: %+v, %v; want applied", rep, err)
+	}
+	if rep.TokenLimit != 5000 || rep.Reason != memory.ReasonThreshold || rep.TokensAfter > 5000 {
+		t.Fatalf("report: limit %d, reason %s, tokens after %d; want the thread's limit 5000, threshold, at most 5000",
+			rep.TokenLimit, rep.Reason, rep.TokensAfter)
+	}
+	a, err := s.Active(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkActive(t, a, memory.RoleSystem, 5000)
+	// The call's override wins over the thread: at 20000 the compacted thread is not due.
+	rep, err = c.Compact(ctx, "t", memory.CompactOptions{Override: memory.ThreadSettings{TokenLimit: ptr(20000)}})
+	if err != nil || rep.Status != memory.StatusNotNeeded || rep.TokenLimit != 20000 {
+		t.Fatalf("Compact with an override of 20000: %+v, %v; want not_needed at 20000", rep, err)
+	}
+}
+
+// The precedence of every setting: the call's, then the thread's, then the compactor's, then
+// the built-in default.
+func TestThreadSettingsPrecedence(t *testing.T) {
+	cfg := memory.Settings{TokenLimit: 8000, TargetRatio: 0.4, ReserveTokens: 500}
+	thread := memory.ThreadSettings{TokenLimit: ptr(6000), TriggerRatio: ptr(0.9), ReserveTokens: ptr(0)}
+	call := memory.ThreadSettings{TokenLimit: ptr(4000), TargetRatio: ptr(0.3)}
+	cases := []struct {
+		name         string
+		cfg          memory.Settings
+		thread, call memory.ThreadSettings
+		limit        int
+		target       float64
+		trigger      float64
+		reserve      int
+		strategy     string
+	}{
+		{"defaults", memory.Settings{}, memory.ThreadSettings{}, memory.ThreadSettings{}, memory.DefaultTokenLimit, memory.DefaultTargetRatio, memory.DefaultTriggerRatio, 0, "summarize"},
+		{"config over defaults", cfg, memory.ThreadSettings{}, memory.ThreadSettings{}, 8000, 0.4, memory.DefaultTriggerRatio, 500, "summarize"},
+		{"thread over config", cfg, thread, memory.ThreadSettings{}, 6000, 0.4, 0.9, 0, "summarize"},
+		{"thread over defaults", memory.Settings{}, thread, memory.ThreadSettings{}, 6000, memory.DefaultTargetRatio, 0.9, 0, "summarize"},
+		{"call over thread", cfg, thread, call, 4000, 0.3, 0.9, 0, "summarize"},
+		{"call over config", cfg, memory.ThreadSettings{}, call, 4000, 0.3, memory.DefaultTriggerRatio, 500, "summarize"},
+		{"thread strategy", memory.Settings{}, memory.ThreadSettings{Strategy: "summarize"}, memory.ThreadSettings{}, memory.DefaultTokenLimit, memory.DefaultTargetRatio, memory.DefaultTriggerRatio, 0, "summarize"},
+	}
+	for _, tc := range cases {
+		got := memory.Effective(tc.cfg, tc.thread, tc.call)
+		if got.TokenLimit != tc.limit || got.TargetRatio != tc.target || got.TriggerRatio != tc.trigger ||
+			got.ReserveTokens != tc.reserve || got.Strategy != tc.strategy {
+			t.Errorf("%s: got limit %d, target %g, trigger %g, reserve %d, strategy %q; want %d, %g, %g, %d, %q", tc.name,
+				got.TokenLimit, got.TargetRatio, got.TriggerRatio, got.ReserveTokens, got.Strategy,
+				tc.limit, tc.target, tc.trigger, tc.reserve, tc.strategy)
+		}
+	}
+}
+
+// Impossible settings are refused with the key at fault, and nothing is stored; a thread that
+// does not exist is ErrThreadNotFound; what is stored reads back as it was set.
+func TestThreadSettingsValidation(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	importFile(t, s, "t", longConversation)
+	bad := []struct {
+		name string
+		ts   memory.ThreadSettings
+		key  string
+	}{
+		{"zero limit", memory.ThreadSettings{TokenLimit: ptr(0)}, "token_limit"},
+		{"negative limit", memory.ThreadSettings{TokenLimit: ptr(-5)}, "token_limit"},
+		{"negative reserve", memory.ThreadSettings{ReserveTokens: ptr(-1)}, "reserve_tokens"},
+		{"limit not above reserve", memory.ThreadSettings{TokenLimit: ptr(1000), ReserveTokens: ptr(1000)}, "token_limit"},
+		{"target zero", memory.ThreadSettings{TargetRatio: ptr(0.0)}, "target_ratio"},
+		{"target NaN", memory.ThreadSettings{TargetRatio: ptr(math.NaN())}, "target_ratio"},
+		{"trigger above 1", memory.ThreadSettings{TriggerRatio: ptr(1.5)}, "trigger_ratio"},
+		{"target 1", memory.ThreadSettings{TargetRatio: ptr(1.0)}, "target_ratio"},
+		{"target not below trigger", memory.ThreadSettings{TargetRatio: ptr(0.7), TriggerRatio: ptr(0.6)}, "target_ratio"},
+		{"strategy not known yet", memory.ThreadSettings{Strategy: "mask"}, "strategy"},
+		{"model with a newline", memory.ThreadSettings{Model: "gpt\n4o"}, "model"},
+	}
+	for _, tc := range bad {
+		err := s.SetThreadSettings(ctx, "t", tc.ts)
+		var se *memory.SettingError
+		if !errors.As(err, &se) || se.Key != tc.key {
+			t.Errorf("%s: got %v; want a SettingError on %s", tc.name, err, tc.key)
+		}
+	}
+	if got, err := s.ThreadSettings(ctx, "t"); err != nil || !got.IsZero() {
+		t.Fatalf("after refused settings the thread has %+v, %v; want none", got, err)
+	}
+	// Valid alone, though not with every compactor: checked where it is combined.
+	want := memory.ThreadSettings{TokenLimit: ptr(5000), TargetRatio: ptr(0.85), ReserveTokens: ptr(0), Strategy: "summarize", Model: "llama3.2:8b"}
+	if err := s.SetThreadSettings(ctx, "t", want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ThreadSettings(ctx, "t")
+	if err != nil || *got.TokenLimit != 5000 || *got.TargetRatio != 0.85 || got.ReserveTokens == nil || *got.ReserveTokens != 0 ||
+		got.TriggerRatio != nil || got.Strategy != "summarize" || got.Model != "llama3.2:8b" {
+		t.Fatalf("read back %+v, %v; want what was set (reserve 0 set, trigger unset)", got, err)
+	}
+	ths, err := s.Threads(ctx)
+	if err != nil || len(ths) != 1 || ths[0].Settings.TokenLimit == nil || *ths[0].Settings.TokenLimit != 5000 {
+		t.Fatalf("Threads does not carry the settings: %+v, %v", ths, err)
+	}
+	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TriggerRatio: 0.8})
+	_, err = c.Compact(ctx, "t", memory.CompactOptions{})
+	if err == nil || !strings.Contains(err.Error(), "target_ratio 0.85 must be below trigger_ratio 0.8") {
+		t.Fatalf("Compact with the thread's target over the compactor's trigger: %v; want the conflict named", err)
+	}
+	if _, err := c.ShouldCompact(ctx, "t"); err == nil || !strings.Contains(err.Error(), "target_ratio") {
+		t.Fatalf("ShouldCompact with the same conflict: %v; want it named", err)
+	}
+
+	for _, op := range []func() error{
+		func() error { return s.SetThreadSettings(ctx, "nope", memory.ThreadSettings{TokenLimit: ptr(5000)}) },
+		func() error { _, err := s.ThreadSettings(ctx, "nope"); return err },
+	} {
+		if err := op(); !errors.Is(err, memory.ErrThreadNotFound) {
+			t.Errorf("unknown thread: got %v; want ErrThreadNotFound", err)
+		}
+	}
+	var ts memory.ThreadSettings
+	var se *memory.SettingError
+	if err := ts.Unset("limit"); !errors.As(err, &se) {
+		t.Errorf("Unset of an unknown key: %v; want a SettingError", err)
+	}
+}
+
+// A call's override is held to the same rules: its 0 is a value, refused, not the default.
+func TestCompactOverrideValidated(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	importFile(t, s, "t", longConversation)
+	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{})
+	_, err := c.Compact(ctx, "t", memory.CompactOptions{Override: memory.ThreadSettings{TokenLimit: ptr(0)}})
+	var se *memory.SettingError
+	if !errors.As(err, &se) || se.Key != "token_limit" {
+		t.Fatalf("Compact with an override limit of 0: %v; want a SettingError on token_limit", err)
+	}
+}
