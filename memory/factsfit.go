@@ -59,7 +59,10 @@ func (f factFit) with(prose string, budget int) (string, []facts.Fact) {
 	}
 	room := budget - f.count(prose) - 2 // 2: the blank line before the section
 	if section, n := facts.Section(missing, room, f.count); n > 0 {
-		text += "\n\n" + section
+		if prose != "" {
+			text += "\n\n"
+		}
+		text += section
 	}
 	return text, f.missing(text)
 }
