@@ -23,6 +23,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -167,6 +168,10 @@ type Cascade struct {
 	// Observe, when set, receives progress events, synchronously, from the goroutine
 	// running Run.
 	Observe func(Event)
+	// Logger, when set, receives a record of each attempt (skips included), of each cooldown
+	// set or cleared, with the keys provider, model, compaction_id, outcome, http_status,
+	// class, duration_ms, error (redacted), failures and cooling_until. nil: silent.
+	Logger *slog.Logger
 
 	db *sql.DB
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/memcascade/memcascade/db"
@@ -50,12 +51,13 @@ func (c *Cascade) cooldownRow(ctx context.Context, name string) (db.ProviderCool
 // processes failing at once both count. It returns the end of the cooldown.
 func (c *Cascade) recordFailure(ctx context.Context, e *Entry, pe *ProviderError) (time.Time, error) {
 	var until time.Time
+	var failures int64
 	err := c.write(ctx, func(q *db.Queries, wctx context.Context) error {
 		row, err := q.GetCooldown(wctx, e.Name)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		failures := row.ConsecutiveFailures + 1
+		failures = row.ConsecutiveFailures + 1
 		now := c.now()
 		until = now.Add(e.cooldownFor(failures, pe.RetryAfter))
 		return q.UpsertCooldown(wctx, db.UpsertCooldownParams{
@@ -69,6 +71,8 @@ func (c *Cascade) recordFailure(ctx context.Context, e *Entry, pe *ProviderError
 	if err != nil {
 		return time.Time{}, fmt.Errorf("cascade: record cooldown of %s: %w", e.Name, err)
 	}
+	c.logAttrs(ctx, slog.LevelWarn, "provider cooling down", slog.String("provider", e.Name),
+		slog.String("class", pe.Class), slog.Int64("failures", failures), slog.Time("cooling_until", until.UTC()))
 	return until, nil
 }
 
@@ -87,7 +91,64 @@ func (c *Cascade) reset(ctx context.Context, name string, read db.ProviderCooldo
 	if err != nil {
 		return fmt.Errorf("cascade: reset cooldown of %s: %w", name, err)
 	}
+	c.logAttrs(ctx, slog.LevelInfo, "provider cooldown cleared", slog.String("provider", name), slog.String("reason", "success"))
 	return nil
+}
+
+// ErrUnknownProvider: ResetCooldown was given a name that is neither an entry of the cascade
+// nor a provider with stored cooldown state.
+var ErrUnknownProvider = errors.New("unknown provider")
+
+// ResetCooldown clears a provider's cooldown and failure count (after its server was fixed):
+// the next Run tries it at once. It reports whether there was anything to clear. name must be
+// an entry of the cascade or a provider with stored state, else ErrUnknownProvider.
+func (c *Cascade) ResetCooldown(ctx context.Context, name string) (bool, error) {
+	var n int64
+	err := db.WithTx(ctx, c.db, func(tx *sql.Tx) error {
+		q := db.New(tx)
+		row, err := q.GetCooldown(ctx, name)
+		if errors.Is(err, sql.ErrNoRows) {
+			for _, e := range c.Entries {
+				if e.Name == name {
+					return nil // never failed: nothing to clear
+				}
+			}
+			return fmt.Errorf("%w %q: not in the cascade, no cooldown stored", ErrUnknownProvider, name)
+		}
+		if err != nil {
+			return err
+		}
+		if row.CoolingUntil == 0 && row.ConsecutiveFailures == 0 && row.LastError == "" {
+			return nil
+		}
+		n, err = q.ResetCooldown(ctx, db.ResetCooldownParams{UpdatedAt: c.now().UnixMilli(), Provider: name})
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("cascade: reset cooldown of %s: %w", name, err)
+	}
+	if n > 0 {
+		c.logAttrs(ctx, slog.LevelInfo, "provider cooldown cleared", slog.String("provider", name), slog.String("reason", "reset"))
+	}
+	return n > 0, nil
+}
+
+// ResetCooldowns clears the cooldown and failure count of every provider with stored state,
+// in the cascade or not, and returns how many had something to clear.
+func (c *Cascade) ResetCooldowns(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.WithTx(ctx, c.db, func(tx *sql.Tx) error {
+		var err error
+		n, err = db.New(tx).ResetAllCooldowns(ctx, c.now().UnixMilli())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cascade: reset cooldowns: %w", err)
+	}
+	if n > 0 {
+		c.logAttrs(ctx, slog.LevelInfo, "provider cooldowns cleared", slog.Int64("providers", n), slog.String("reason", "reset"))
+	}
+	return n, nil
 }
 
 // logSkip records a provider left out without a request.
@@ -106,12 +167,45 @@ func (c *Cascade) logSkip(ctx context.Context, compactionID int64, e *Entry, out
 	return nil
 }
 
-// insertAttempt adds one row to the attempt log.
+// insertAttempt adds one row to the attempt log, and logs it.
 func (c *Cascade) insertAttempt(ctx context.Context, row db.InsertAttemptParams) error {
-	return c.write(ctx, func(q *db.Queries, wctx context.Context) error {
+	err := c.write(ctx, func(q *db.Queries, wctx context.Context) error {
 		_, err := q.InsertAttempt(wctx, row)
 		return err
 	})
+	if err == nil {
+		c.logAttempt(ctx, row)
+	}
+	return err
+}
+
+// logAttempt logs one attempt: an error at warn, a success or a skip at info. The error
+// text is the stored one, already redacted.
+func (c *Cascade) logAttempt(ctx context.Context, row db.InsertAttemptParams) {
+	level := slog.LevelInfo
+	if row.Outcome == OutcomeError {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{
+		slog.String("provider", row.Provider), slog.String("model", row.Model),
+		slog.Int64("compaction_id", row.CompactionID.Int64), slog.String("outcome", row.Outcome),
+		slog.Int64("duration_ms", row.DurationMs),
+	}
+	if row.Outcome == OutcomeError {
+		attrs = append(attrs, slog.Int64("http_status", row.HttpStatus), slog.String("class", row.ErrorClass))
+	}
+	if row.Error != "" {
+		attrs = append(attrs, slog.String("error", row.Error))
+	}
+	c.logAttrs(ctx, level, "provider attempt", attrs...)
+}
+
+// logAttrs writes one record to Logger (nil: nothing).
+func (c *Cascade) logAttrs(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	if c.Logger == nil {
+		return
+	}
+	c.Logger.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
 }
 
 // write runs fn in a write transaction. It outlives the caller's cancellation (bounded by

@@ -227,6 +227,38 @@ func (q *Queries) ListCooldowns(ctx context.Context) ([]ProviderCooldown, error)
 	return items, nil
 }
 
+const resetAllCooldowns = `-- name: ResetAllCooldowns :execrows
+UPDATE provider_cooldowns SET cooling_until = 0, consecutive_failures = 0, last_error = '', updated_at = ?
+WHERE cooling_until <> 0 OR consecutive_failures <> 0 OR last_error <> ''
+`
+
+func (q *Queries) ResetAllCooldowns(ctx context.Context, updatedAt int64) (int64, error) {
+	result, err := q.exec(ctx, q.resetAllCooldownsStmt, resetAllCooldowns, updatedAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const resetCooldown = `-- name: ResetCooldown :execrows
+UPDATE provider_cooldowns SET cooling_until = 0, consecutive_failures = 0, last_error = '', updated_at = ?
+WHERE provider = ?
+`
+
+type ResetCooldownParams struct {
+	UpdatedAt int64
+	Provider  string
+}
+
+// Clears a provider's cooldown and failure count (memctl providers reset).
+func (q *Queries) ResetCooldown(ctx context.Context, arg ResetCooldownParams) (int64, error) {
+	result, err := q.exec(ctx, q.resetCooldownStmt, resetCooldown, arg.UpdatedAt, arg.Provider)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const upsertCooldown = `-- name: UpsertCooldown :exec
 INSERT INTO provider_cooldowns (provider, cooling_until, consecutive_failures, last_error, updated_at)
 VALUES (?, ?, ?, ?, ?)

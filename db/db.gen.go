@@ -33,8 +33,17 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.compactionUsageStmt, err = db.PrepareContext(ctx, compactionUsage); err != nil {
 		return nil, fmt.Errorf("error preparing query CompactionUsage: %w", err)
 	}
+	if q.countLooseAttemptsStmt, err = db.PrepareContext(ctx, countLooseAttempts); err != nil {
+		return nil, fmt.Errorf("error preparing query CountLooseAttempts: %w", err)
+	}
 	if q.currentCompactionStmt, err = db.PrepareContext(ctx, currentCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query CurrentCompaction: %w", err)
+	}
+	if q.deleteLooseAttemptsStmt, err = db.PrepareContext(ctx, deleteLooseAttempts); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteLooseAttempts: %w", err)
+	}
+	if q.deletePrunableCompactionStmt, err = db.PrepareContext(ctx, deletePrunableCompaction); err != nil {
+		return nil, fmt.Errorf("error preparing query DeletePrunableCompaction: %w", err)
 	}
 	if q.deleteThreadStmt, err = db.PrepareContext(ctx, deleteThread); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteThread: %w", err)
@@ -108,8 +117,17 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.markInterruptedStmt, err = db.PrepareContext(ctx, markInterrupted); err != nil {
 		return nil, fmt.Errorf("error preparing query MarkInterrupted: %w", err)
 	}
+	if q.prunableCompactionsStmt, err = db.PrepareContext(ctx, prunableCompactions); err != nil {
+		return nil, fmt.Errorf("error preparing query PrunableCompactions: %w", err)
+	}
 	if q.renewLeaseStmt, err = db.PrepareContext(ctx, renewLease); err != nil {
 		return nil, fmt.Errorf("error preparing query RenewLease: %w", err)
+	}
+	if q.resetAllCooldownsStmt, err = db.PrepareContext(ctx, resetAllCooldowns); err != nil {
+		return nil, fmt.Errorf("error preparing query ResetAllCooldowns: %w", err)
+	}
+	if q.resetCooldownStmt, err = db.PrepareContext(ctx, resetCooldown); err != nil {
+		return nil, fmt.Errorf("error preparing query ResetCooldown: %w", err)
 	}
 	if q.searchMessagesStmt, err = db.PrepareContext(ctx, searchMessages); err != nil {
 		return nil, fmt.Errorf("error preparing query SearchMessages: %w", err)
@@ -149,9 +167,24 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing compactionUsageStmt: %w", cerr)
 		}
 	}
+	if q.countLooseAttemptsStmt != nil {
+		if cerr := q.countLooseAttemptsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing countLooseAttemptsStmt: %w", cerr)
+		}
+	}
 	if q.currentCompactionStmt != nil {
 		if cerr := q.currentCompactionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing currentCompactionStmt: %w", cerr)
+		}
+	}
+	if q.deleteLooseAttemptsStmt != nil {
+		if cerr := q.deleteLooseAttemptsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteLooseAttemptsStmt: %w", cerr)
+		}
+	}
+	if q.deletePrunableCompactionStmt != nil {
+		if cerr := q.deletePrunableCompactionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deletePrunableCompactionStmt: %w", cerr)
 		}
 	}
 	if q.deleteThreadStmt != nil {
@@ -274,9 +307,24 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing markInterruptedStmt: %w", cerr)
 		}
 	}
+	if q.prunableCompactionsStmt != nil {
+		if cerr := q.prunableCompactionsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing prunableCompactionsStmt: %w", cerr)
+		}
+	}
 	if q.renewLeaseStmt != nil {
 		if cerr := q.renewLeaseStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing renewLeaseStmt: %w", cerr)
+		}
+	}
+	if q.resetAllCooldownsStmt != nil {
+		if cerr := q.resetAllCooldownsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing resetAllCooldownsStmt: %w", cerr)
+		}
+	}
+	if q.resetCooldownStmt != nil {
+		if cerr := q.resetCooldownStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing resetCooldownStmt: %w", cerr)
 		}
 	}
 	if q.searchMessagesStmt != nil {
@@ -351,7 +399,10 @@ type Queries struct {
 	applyCompactionStmt          *sql.Stmt
 	compactionRequestsStmt       *sql.Stmt
 	compactionUsageStmt          *sql.Stmt
+	countLooseAttemptsStmt       *sql.Stmt
 	currentCompactionStmt        *sql.Stmt
+	deleteLooseAttemptsStmt      *sql.Stmt
+	deletePrunableCompactionStmt *sql.Stmt
 	deleteThreadStmt             *sql.Stmt
 	finishCompactionStmt         *sql.Stmt
 	getCompactionStmt            *sql.Stmt
@@ -376,7 +427,10 @@ type Queries struct {
 	listRunningCompactionsStmt   *sql.Stmt
 	listThreadsStmt              *sql.Stmt
 	markInterruptedStmt          *sql.Stmt
+	prunableCompactionsStmt      *sql.Stmt
 	renewLeaseStmt               *sql.Stmt
+	resetAllCooldownsStmt        *sql.Stmt
+	resetCooldownStmt            *sql.Stmt
 	searchMessagesStmt           *sql.Stmt
 	searchSummariesStmt          *sql.Stmt
 	setCompactionStatusStmt      *sql.Stmt
@@ -392,7 +446,10 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		applyCompactionStmt:          q.applyCompactionStmt,
 		compactionRequestsStmt:       q.compactionRequestsStmt,
 		compactionUsageStmt:          q.compactionUsageStmt,
+		countLooseAttemptsStmt:       q.countLooseAttemptsStmt,
 		currentCompactionStmt:        q.currentCompactionStmt,
+		deleteLooseAttemptsStmt:      q.deleteLooseAttemptsStmt,
+		deletePrunableCompactionStmt: q.deletePrunableCompactionStmt,
 		deleteThreadStmt:             q.deleteThreadStmt,
 		finishCompactionStmt:         q.finishCompactionStmt,
 		getCompactionStmt:            q.getCompactionStmt,
@@ -417,7 +474,10 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listRunningCompactionsStmt:   q.listRunningCompactionsStmt,
 		listThreadsStmt:              q.listThreadsStmt,
 		markInterruptedStmt:          q.markInterruptedStmt,
+		prunableCompactionsStmt:      q.prunableCompactionsStmt,
 		renewLeaseStmt:               q.renewLeaseStmt,
+		resetAllCooldownsStmt:        q.resetAllCooldownsStmt,
+		resetCooldownStmt:            q.resetCooldownStmt,
 		searchMessagesStmt:           q.searchMessagesStmt,
 		searchSummariesStmt:          q.searchSummariesStmt,
 		setCompactionStatusStmt:      q.setCompactionStatusStmt,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -57,6 +58,10 @@ type Compactor struct {
 	HookError func(error)
 	// Progress receives progress events (nil: none).
 	Progress func(Progress)
+	// Logger, when set, receives a record when a compaction starts and when it ends, with the
+	// keys thread, compaction_id, reason, outcome, provider, model, tokens_before,
+	// tokens_after, duration_ms and error (redacted). nil: silent.
+	Logger *slog.Logger
 }
 
 // Span is what one pass of a compaction summarized.
@@ -228,6 +233,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 			return rep, fmt.Errorf("compact %q: %w", thread, err)
 		}
 		rep.ID = &id
+		c.logEnd(ctx, rep)
 		c.report(ctx, rep)
 		if over != nil {
 			return rep, fmt.Errorf("compact %q: %w", thread, over)
@@ -241,6 +247,9 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 	}
 	rep.ID = &id
 	rep.Status = StatusRunning
+	c.log(ctx, slog.LevelInfo, "compaction started", slog.String("thread", thread), slog.Int64("compaction_id", id),
+		slog.String("reason", rep.Reason), slog.Int("tokens_before", rep.TokensBefore),
+		slog.Int("messages_before", rep.MessagesBefore), slog.Int("token_limit", rep.TokenLimit))
 	stopLease := c.Store.holdLease(ctx, id)
 	err = c.passes(ctx, budget, id, a, plan, keep, s, &rep)
 	stopLease()
@@ -256,6 +265,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 	if full, rerr := c.Store.Report(context.WithoutCancel(ctx), id); rerr == nil {
 		rep = full
 	}
+	c.logEnd(ctx, rep)
 	c.report(ctx, rep)
 	if err != nil {
 		return rep, fmt.Errorf("compact %q: %w", thread, err)
@@ -443,6 +453,31 @@ func errorText(err error, redact func(string) string) string {
 		return redact(err.Error())
 	}
 	return err.Error()
+}
+
+// logEnd logs a recorded compaction's outcome: failed at warn, the others at info.
+func (c *Compactor) logEnd(ctx context.Context, rep Report) {
+	level := slog.LevelInfo
+	if rep.Status == StatusFailed {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{
+		slog.String("thread", rep.Thread), slog.Int64("compaction_id", *rep.ID), slog.String("reason", rep.Reason),
+		slog.String("outcome", rep.Status), slog.String("provider", rep.Provider), slog.String("model", rep.Model),
+		slog.Int("tokens_before", rep.TokensBefore), slog.Int("tokens_after", rep.TokensAfter),
+		slog.Int("passes", rep.Passes), slog.Int("requests", rep.Requests), slog.Int64("duration_ms", rep.DurationMs),
+	}
+	if rep.Error != "" {
+		attrs = append(attrs, slog.String("error", rep.Error)) // redacted by errorText
+	}
+	c.log(ctx, level, "compaction ended", attrs...)
+}
+
+// log writes one record to Logger (nil: nothing).
+func (c *Compactor) log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	if c.Logger != nil {
+		c.Logger.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
+	}
 }
 
 func (c *Compactor) report(ctx context.Context, rep Report) {

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -78,7 +79,9 @@ func (s *Store) failInterrupted(ctx context.Context) error {
 	now := s.now()
 	me := owner()
 	var gone []db.MarkInterruptedParams
+	byID := map[int64]db.Compaction{}
 	for _, c := range running {
+		byID[c.ID] = c
 		// The statement checks the lease again (a compaction may renew it meanwhile); for a
 		// process known dead, any lease it holds counts as expired.
 		p := db.MarkInterruptedParams{UpdatedAt: now, ID: c.ID, Now: now}
@@ -92,13 +95,29 @@ func (s *Store) failInterrupted(ctx context.Context) error {
 	if len(gone) == 0 {
 		return nil // no write lock: a compaction running elsewhere is no reason to wait
 	}
-	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+	var marked []int64
+	err = db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+		marked = marked[:0]
 		q := s.q.WithTx(tx)
 		for _, p := range gone {
-			if _, err := q.MarkInterrupted(ctx, p); err != nil {
+			n, err := q.MarkInterrupted(ctx, p)
+			if err != nil {
 				return err
+			}
+			if n > 0 {
+				marked = append(marked, p.ID)
 			}
 		}
 		return nil
 	})
+	if err != nil || s.Logger == nil {
+		return err
+	}
+	for _, id := range marked {
+		c := byID[id]
+		s.Logger.LogAttrs(ctx, slog.LevelWarn, "interrupted compaction marked failed", slog.String("thread", c.ThreadID),
+			slog.Int64("compaction_id", id), slog.String("outcome", StatusFailed),
+			slog.String("owner_host", c.OwnerHost), slog.Int64("owner_pid", c.OwnerPid))
+	}
+	return nil
 }

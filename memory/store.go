@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +53,9 @@ type Store struct {
 	DefaultModel string
 	// Encoding, when set, is the tokenizer of new threads whatever their model.
 	Encoding string
+	// Logger, when set, receives a warning for each interrupted compaction the store marks
+	// failed (keys thread, compaction_id, owner_host, owner_pid). nil: silent.
+	Logger *slog.Logger
 
 	db       *sql.DB
 	q        *db.Queries
@@ -76,6 +80,9 @@ type OpenOptions struct {
 	// migrated (a database written by an older version is ErrOlderSchema: open it once without
 	// ReadOnly to upgrade it) nor marked with the application id.
 	ReadOnly bool
+	// Logger, when set, becomes the Store's Logger before the open recovers interrupted
+	// compactions, so that they are logged. nil: silent.
+	Logger *slog.Logger
 }
 
 // OpenWith opens the store at path as opt says (see Open).
@@ -96,6 +103,7 @@ func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error)
 		db:           sqldb,
 		q:            q,
 		counters:     map[string]*TokenCounter{},
+		Logger:       opt.Logger,
 	}
 	if err := s.failInterrupted(ctx); err != nil {
 		s.Close()

@@ -6,21 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/config"
-	"github.com/memcascade/memcascade/db"
 )
 
-// version is the release of memctl; a build may set it with -ldflags "-X main.version=...".
-var version = "0.1.0"
-
 func (a *app) providersCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:     "providers",
 		Short:   "List the configured cascade with each provider's cooldown",
 		Example: "  memctl providers\n  memctl providers --json | jq '.[] | select(.cooling_until != null)'",
@@ -58,6 +52,8 @@ func (a *app) providersCommand() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.AddCommand(a.providersResetCommand())
+	return cmd
 }
 
 func (a *app) attemptsCommand() *cobra.Command {
@@ -176,26 +172,6 @@ configuration gains "config_file" (null for the built-in default) and "database"
 				fmt.Fprintf(a.out, "# config: %s (%s)\n", config.DefaultSource, from)
 			}
 			fmt.Fprintf(a.out, "# database: %s (from %s; %s)\n%s", loc.path, loc.from, dbState, cfg.YAML())
-			return nil
-		},
-	}
-}
-
-func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version",
-		Example: "  memctl version --json",
-		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := map[string]any{"version": version, "schema": db.Version, "go": runtime.Version()}
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-				v["module"] = bi.Main.Version
-			}
-			if a.json {
-				return a.printJSON(v)
-			}
-			fmt.Fprintf(a.out, "memctl %s (schema %d, %s)\n", version, db.Version, runtime.Version())
 			return nil
 		},
 	}

@@ -70,6 +70,7 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 				return err
 			}
 			c := memory.NewCompactor(s, casc, cfg.Settings())
+			casc.Logger, c.Logger = a.logger, a.logger
 			c.Redact = func(text string) string { out, _ := red.Redact(text); return out }
 			if isTerminal(a.stderr) {
 				casc.Observe = func(e cascade.Event) {

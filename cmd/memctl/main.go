@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -57,6 +58,9 @@ type app struct {
 
 	dbPath, configPath string
 	json               bool
+	// logLevel and logFormat are --log-level and --log-format; logger writes to stderr.
+	logLevel, logFormat string
+	logger              *slog.Logger
 
 	cfg   *config.Config
 	store *memory.Store
@@ -127,16 +131,20 @@ the attempt log.`,
 			return usageError{errors.New(msg + "; see memctl --help")}
 		},
 	}
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.newLogger() }
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbPath, "db", "", "the SQLite file (default $MEMCTL_DB, else $XDG_DATA_HOME/memctl/memctl.db, ~/.local/share/memctl/memctl.db when unset)")
 	pf.StringVar(&a.configPath, "config", "", "the config file (default $MEMCTL_CONFIG, else $XDG_CONFIG_HOME/memctl/config.yaml if it exists, else built-in)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
+	pf.StringVar(&a.logLevel, "log-level", "warn", "log compactions, attempts and cooldowns to stderr from this level: debug, info, warn or error")
+	pf.StringVar(&a.logFormat, "log-format", "text", "log record format: text or json")
 	root.AddCommand(
 		a.importCommand(), a.exportCommand(), a.threadsCommand(), a.showCommand(), a.deleteCommand(),
 		a.tokensCommand(), a.searchCommand(),
 		a.compactCommand(), a.setCommand(), a.reportsCommand(), a.reportCommand(), a.revertCommand(),
 		a.providersCommand(), a.attemptsCommand(), a.configCommand(), a.versionCommand(),
+		a.backupCommand(), a.pruneCommand(), a.vacuumCommand(), a.checkCommand(),
 	)
 	return root
 }
@@ -197,7 +205,7 @@ func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
 			return nil, fmt.Errorf("create the database directory: %w", err)
 		}
 	}
-	s, err := memory.OpenWith(ctx, loc.path, memory.OpenOptions{NoCreate: mode != forCreating, ReadOnly: mode == forReading})
+	s, err := memory.OpenWith(ctx, loc.path, memory.OpenOptions{NoCreate: mode != forCreating, ReadOnly: mode == forReading, Logger: a.logger})
 	if errors.Is(err, memory.ErrOlderSchema) {
 		return nil, fmt.Errorf("%w (import, compact, revert and delete do)", err)
 	}

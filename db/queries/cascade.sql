@@ -42,3 +42,12 @@ SELECT
     CAST(coalesce(max(prompt_tokens = 0 AND completion_tokens = 0), 0) AS INTEGER) AS estimated
 FROM cascade_attempts
 WHERE compaction_id = ? AND outcome IN ('ok', 'error');
+
+-- name: ResetCooldown :execrows
+-- Clears a provider's cooldown and failure count (memctl providers reset).
+UPDATE provider_cooldowns SET cooling_until = 0, consecutive_failures = 0, last_error = '', updated_at = ?
+WHERE provider = ?;
+
+-- name: ResetAllCooldowns :execrows
+UPDATE provider_cooldowns SET cooling_until = 0, consecutive_failures = 0, last_error = '', updated_at = ?
+WHERE cooling_until <> 0 OR consecutive_failures <> 0 OR last_error <> '';

@@ -1,0 +1,391 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// Build stamps, set by a release build:
+//
+//	go build -ldflags "-X main.version=v1.2.0 -X main.commit=$(git rev-parse HEAD) -X main.date=2025-01-02T03:04:05Z"
+//
+// Unset, they are read from the build information the go command records (the module version
+// of `go install ...@version`, the VCS revision and time of a build in a checkout).
+var version, commit, date string
+
+// buildStamp returns the version, commit and build date of this binary ("unknown" when
+// nothing recorded them).
+func buildStamp() (v, c, d string, modified bool) {
+	v, c, d = version, commit, date
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if c == "" {
+					c = s.Value
+				}
+			case "vcs.time":
+				if d == "" {
+					d = s.Value
+				}
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if v == "" {
+		v = "devel"
+	}
+	if c == "" {
+		c = "unknown"
+	}
+	if d == "" {
+		d = "unknown"
+	}
+	return v, c, d, modified
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit and build date",
+		Long: `Print the version, the commit and the build date of memctl, the schema version it writes
+and the Go release that built it. A release build stamps them (see scripts/release); otherwise
+they come from what the go command recorded: the module version of "go install ...@VERSION",
+the revision and commit time of a build in a checkout ("+dirty" when it had local changes).`,
+		Example: "  memctl version\n  memctl version --json | jq -r .commit",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, c, d, dirty := buildStamp()
+			if a.json {
+				return a.printJSON(map[string]any{"version": v, "commit": c, "date": d, "modified": dirty,
+					"schema": db.Version, "go": runtime.Version()})
+			}
+			if dirty {
+				c += "+dirty"
+			}
+			fmt.Fprintf(a.out, "memctl %s (commit %s, built %s, schema %d, %s)\n", v, c, d, db.Version, runtime.Version())
+			return nil
+		},
+	}
+}
+
+// newLogger builds the logger of --log-level and --log-format, writing to stderr.
+func (a *app) newLogger() error {
+	var level slog.Level
+	switch a.logLevel {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
+	}
+	opt := &slog.HandlerOptions{Level: level}
+	switch a.logFormat {
+	case "text":
+		// Through errOut: stored text in a record never reaches a terminal as control characters.
+		a.logger = slog.New(slog.NewTextHandler(a.errOut, opt))
+	case "json":
+		a.logger = slog.New(slog.NewJSONHandler(a.stderr, opt))
+	default:
+		return usagef("--log-format %q: want text or json", a.logFormat)
+	}
+	return nil
+}
+
+func (a *app) backupCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "backup PATH",
+		Short: "Write a consistent copy of the database to PATH",
+		Long: `Write a consistent copy of the database to PATH (SQLite's VACUUM INTO) while agents keep
+writing: the copy holds every transaction committed before the backup started and is a
+compacted, intact database of its own, mode 0600. An existing PATH is refused (exit 2): a
+backup never overwrites a file.`,
+		Example: "  memctl backup ~/backups/memctl-$(date +%F).db\n  memctl --db agent.db backup agent-copy.db --json",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			dest := args[0]
+			if dest == "" {
+				return usagef("backup: empty PATH")
+			}
+			if _, err := os.Lstat(dest); err == nil {
+				return usagef("backup: %s already exists; a backup never overwrites a file", dest)
+			}
+			s, err := a.open(ctx, forReading)
+			if err != nil {
+				return err
+			}
+			if err := s.Backup(ctx, dest); err != nil {
+				if errors.Is(err, memory.ErrBackupExists) {
+					return usagef("backup: %s already exists; a backup never overwrites a file", dest)
+				}
+				return err
+			}
+			st, err := os.Stat(dest)
+			if err != nil {
+				return err
+			}
+			loc, _ := a.database()
+			if a.json {
+				return a.printJSON(map[string]any{"database": loc.path, "backup": dest, "bytes": st.Size()})
+			}
+			fmt.Fprintf(a.out, "backed up %s to %s (%s)\n", loc.path, dest, byteSize(st.Size()))
+			return nil
+		},
+	}
+}
+
+// parseAge reads --older-than: a Go duration (90m, 720h) or whole days (30d). Negative is refused.
+func parseAge(s string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n > 100000 {
+			return 0, usagef("--older-than %q: want a duration such as 720h, 90m or 30d", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, usagef("--older-than %q: want a duration such as 720h, 90m or 30d", s)
+		}
+	}
+	if d < 0 {
+		return 0, usagef("--older-than %s: must not be negative", s)
+	}
+	return d, nil
+}
+
+func (a *app) pruneCommand() *cobra.Command {
+	var olderThan string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "prune --older-than DURATION [--dry-run]",
+		Short: "Delete old failed, ineffective and reverted reports and attempts",
+		Long: `Delete what only grows, older than DURATION (720h, 90m, 30d; 0s: everything up to now):
+compaction reports that are failed, ineffective or reverted, with their attempts, and attempts
+made for no compaction. Never a message, never an applied compaction, its summary or its
+attempts, never a compaction an applied one was planned on, and never a thread's newest
+applied or ineffective compaction (automatic compaction waits on it): the history, the active
+context and every applied report stay byte-identical. One transaction. --dry-run lists what
+would go and deletes nothing. Columns: ID, THREAD and STATUS of each report, SETTLED when it
+reached its status, ATTEMPTS deleted with it. "memctl vacuum" then returns the space.`,
+		Example: "  memctl prune --older-than 30d --dry-run\n  memctl prune --older-than 720h && memctl vacuum",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if !cmd.Flags().Changed("older-than") {
+				return usagef("prune: --older-than DURATION is required (such as 720h or 30d; 0s prunes everything up to now)")
+			}
+			age, err := parseAge(olderThan)
+			if err != nil {
+				return err
+			}
+			mode := forWriting
+			if dryRun {
+				mode = forReading
+			}
+			s, err := a.open(ctx, mode)
+			if err != nil {
+				return err
+			}
+			res, err := s.Prune(ctx, memory.PruneOptions{OlderThan: age, DryRun: dryRun})
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(res)
+			}
+			verb := "deleted"
+			if dryRun {
+				verb = "would delete"
+			}
+			fmt.Fprintf(a.out, "%s %d reports and %d attempts settled before %s (UTC)\n", verb, len(res.Reports), res.Attempts, timeText(res.Before))
+			if len(res.Reports) > 0 {
+				tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tSETTLED (UTC)\tATTEMPTS")
+				for _, r := range res.Reports {
+					tw.row(fmt.Sprint(r.ID), r.Thread, r.Status, timeText(r.UpdatedAt), fmt.Sprint(r.Attempts))
+				}
+				tw.flush()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "only what is older than this (720h, 90m, 30d; 0s: everything)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted; delete nothing")
+	return cmd
+}
+
+func (a *app) vacuumCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "vacuum",
+		Short: "Rebuild the database file to return unused space",
+		Long: `Rebuild the database file (SQLite's VACUUM) so that the space of deleted threads and
+pruned reports goes back to the file system, and truncate the write-ahead log. It waits for
+writers in other processes; run it when agents are quiet. Prints the file size before and
+after (database and write-ahead log together).`,
+		Example: "  memctl prune --older-than 30d && memctl vacuum",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			s, err := a.open(ctx, forWriting)
+			if err != nil {
+				return err
+			}
+			loc, _ := a.database()
+			before := fileBytes(loc.path)
+			if err := s.Vacuum(ctx); err != nil {
+				return err
+			}
+			after := fileBytes(loc.path)
+			if a.json {
+				return a.printJSON(map[string]any{"database": loc.path, "bytes_before": before, "bytes_after": after})
+			}
+			fmt.Fprintf(a.out, "vacuumed %s: %s -> %s\n", loc.path, byteSize(before), byteSize(after))
+			return nil
+		},
+	}
+}
+
+// fileBytes is the size of a database with its write-ahead log.
+func fileBytes(path string) int64 {
+	var n int64
+	for _, p := range []string{path, path + "-wal"} {
+		if st, err := os.Stat(p); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func (a *app) checkCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check",
+		Short: "Verify the database: integrity, foreign keys, full-text indexes",
+		Long: `Verify the database: SQLite's integrity_check, the foreign keys, and both full-text indexes
+(messages and summaries) against the text they index. Prints "ok" and exits 0 when intact;
+otherwise exits 1 with one line naming what is wrong. With --json: {"database", "ok", "error"}
+on stdout, exit 1 when not ok.`,
+		Example: "  memctl check\n  memctl --db backup.db check --json",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			s, err := a.open(ctx, forReading)
+			if err != nil {
+				return err
+			}
+			loc, _ := a.database()
+			cerr := s.Check(ctx)
+			if a.json {
+				out := map[string]any{"database": loc.path, "ok": cerr == nil, "error": ""}
+				if cerr != nil {
+					out["error"] = cerr.Error()
+				}
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+			}
+			if cerr != nil {
+				return fmt.Errorf("check %s: %w", loc.path, cerr)
+			}
+			if !a.json {
+				fmt.Fprintf(a.out, "ok: %s (integrity, foreign keys, full-text indexes)\n", loc.path)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) providersResetCommand() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "reset NAME | --all",
+		Short: "Clear a provider's cooldown and failure count",
+		Long: `Clear the cooldown and the consecutive-failure count of provider NAME (a name of the
+config's cascade, or one with stored state), after its server was fixed: the next compaction
+tries it at once. --all clears every provider with stored state. An unknown NAME exits 1.`,
+		Example: "  memctl providers reset local\n  memctl providers reset --all",
+		Args:    args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			switch {
+			case all && len(args) > 0:
+				return usagef("providers reset: give NAME or --all, not both")
+			case !all && len(args) == 0:
+				return usagef("providers reset: name a provider, or --all for every one")
+			case !all && args[0] == "":
+				return usagef("providers reset: empty provider name")
+			}
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			s, err := a.open(ctx, forWriting)
+			if err != nil {
+				return err
+			}
+			casc, err := cfg.NewCascade(s.DB(), nil)
+			if err != nil {
+				return err
+			}
+			casc.Logger = a.logger
+			if all {
+				n, err := casc.ResetCooldowns(ctx)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return a.printJSON(map[string]any{"all": true, "cleared": n})
+				}
+				fmt.Fprintf(a.out, "cleared the cooldown state of %d providers\n", n)
+				return nil
+			}
+			cleared, err := casc.ResetCooldown(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(map[string]any{"provider": args[0], "cleared": cleared})
+			}
+			if cleared {
+				fmt.Fprintf(a.out, "%s: cooldown and failure count cleared\n", termLine(args[0]))
+			} else {
+				fmt.Fprintf(a.out, "%s: not cooling down, no failures: nothing to clear\n", termLine(args[0]))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "clear every provider")
+	return cmd
+}

@@ -1,0 +1,65 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ErrBackupExists is returned by Backup when its destination already exists: a backup never
+// overwrites a file.
+var ErrBackupExists = errors.New("backup destination already exists")
+
+// Backup writes a consistent copy of the database to path with VACUUM INTO: one read
+// transaction's snapshot, taken while other connections and processes keep writing. The file
+// is created first, mode 0600 and exclusively, so an existing path is refused
+// (ErrBackupExists) and the copy is never readable by others; on failure it is removed. path
+// reaches SQLite as a bound parameter, never as SQL text.
+func Backup(ctx context.Context, sqldb *sql.DB, path string) error {
+	if path == "" {
+		return errors.New("backup: empty path")
+	}
+	// An absolute file name: SQLite never reads it as a URI.
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("backup to %s: %w", path, err)
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%w: %s", ErrBackupExists, path)
+	}
+	if err != nil {
+		return fmt.Errorf("backup to %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(abs)
+		return fmt.Errorf("backup to %s: %w", path, err)
+	}
+	// VACUUM INTO takes an empty existing file; sqlc's grammar does not take the statement.
+	if _, err := sqldb.ExecContext(ctx, "VACUUM INTO ?", abs); err != nil {
+		os.Remove(abs)
+		return fmt.Errorf("backup to %s: %w", path, err)
+	}
+	return nil
+}
+
+// Vacuum rebuilds the database file, returning the space of deleted rows to the file system,
+// and truncates the write-ahead log. It waits for other writers (the busy timeout), and
+// retries while the database stays busy, until ctx ends.
+func Vacuum(ctx context.Context, sqldb *sql.DB) error {
+	err := retryBusy(ctx, func() error {
+		_, err := sqldb.ExecContext(ctx, "VACUUM")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	var busy, logged, done int
+	if err := sqldb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
+		return fmt.Errorf("vacuum: checkpoint: %w", err)
+	}
+	return nil
+}

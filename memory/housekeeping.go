@@ -1,0 +1,121 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// ErrBackupExists: Backup's destination exists; a backup never overwrites a file.
+var ErrBackupExists = db.ErrBackupExists
+
+// Backup writes a consistent copy of the store to path (mode 0600) while other writers keep
+// writing: every transaction committed before it started is in the copy. An existing path is
+// refused with ErrBackupExists.
+func (s *Store) Backup(ctx context.Context, path string) error {
+	return db.Backup(ctx, s.db, path)
+}
+
+// Vacuum rebuilds the database file to return the space of deleted rows (see Prune) to the
+// file system.
+func (s *Store) Vacuum(ctx context.Context) error {
+	return db.Vacuum(ctx, s.db)
+}
+
+// Check verifies the database: SQLite's integrity check, the foreign keys and both full-text
+// indexes. nil means intact; the error names what is wrong.
+func (s *Store) Check(ctx context.Context) error {
+	return db.Check(ctx, s.db)
+}
+
+// PruneOptions say what Prune deletes.
+type PruneOptions struct {
+	// OlderThan: only what settled (a report) or started (an attempt) longer ago than this; 0
+	// means everything up to now.
+	OlderThan time.Duration
+	// DryRun lists what would be deleted and deletes nothing.
+	DryRun bool
+}
+
+// PrunedReport is one compaction report Prune deleted (or would delete).
+type PrunedReport struct {
+	ID        int64     `json:"id"`
+	Thread    string    `json:"thread"`
+	Status    string    `json:"status"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Attempts is the number of provider attempts deleted with the report.
+	Attempts int64 `json:"attempts"`
+}
+
+// PruneResult says what Prune deleted, or would delete (DryRun).
+type PruneResult struct {
+	Before  time.Time      `json:"before"`
+	DryRun  bool           `json:"dry_run"`
+	Reports []PrunedReport `json:"reports"`
+	// Attempts counts every attempt row deleted: those of the reports and those made for no
+	// compaction.
+	Attempts int64 `json:"attempts"`
+}
+
+// Prune deletes what only grows and is no longer needed, older than opt.OlderThan: compaction
+// reports that are failed, ineffective or reverted (with their attempts), and attempts made
+// for no compaction. It never deletes a message, an applied or running compaction, its
+// summary or its attempts, a compaction an applied or running one was planned on, or a
+// thread's newest applied or ineffective compaction (automatic compaction's wait rule reads
+// it): the history, the active context and every applied compaction's report stay as they
+// were. Everything is deleted in one transaction.
+func (s *Store) Prune(ctx context.Context, opt PruneOptions) (PruneResult, error) {
+	if opt.OlderThan < 0 {
+		return PruneResult{}, fmt.Errorf("prune: negative age %s", opt.OlderThan)
+	}
+	now := s.Now()
+	before := now.Add(-opt.OlderThan)
+	// 1 ms past the cutoff when it is now: what was written in this millisecond is older.
+	cutoff := before.UnixMilli()
+	if opt.OlderThan == 0 {
+		cutoff++
+	}
+	var res PruneResult
+	work := func(tx *sql.Tx) error {
+		res = PruneResult{Before: before.UTC(), DryRun: opt.DryRun, Reports: []PrunedReport{}}
+		q := s.q.WithTx(tx)
+		rows, err := q.PrunableCompactions(ctx, cutoff)
+		if err != nil {
+			return err
+		}
+		loose, err := q.CountLooseAttempts(ctx, cutoff)
+		if err != nil {
+			return err
+		}
+		res.Attempts = loose
+		for _, r := range rows {
+			res.Reports = append(res.Reports, PrunedReport{ID: r.ID, Thread: r.ThreadID, Status: r.Status,
+				UpdatedAt: time.UnixMilli(r.UpdatedAt).UTC(), Attempts: r.Attempts})
+			res.Attempts += r.Attempts
+			if opt.DryRun {
+				continue
+			}
+			if _, err := q.DeletePrunableCompaction(ctx, r.ID); err != nil {
+				return err
+			}
+		}
+		if opt.DryRun {
+			return nil
+		}
+		_, err = q.DeleteLooseAttempts(ctx, cutoff)
+		return err
+	}
+	var err error
+	if opt.DryRun {
+		err = db.ReadTx(ctx, s.db, work)
+	} else {
+		err = db.WithTx(ctx, s.db, work)
+	}
+	if err != nil {
+		return PruneResult{}, fmt.Errorf("prune: %w", err)
+	}
+	return res, nil
+}
