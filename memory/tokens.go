@@ -171,9 +171,9 @@ func NewTokenCounter(encoding string) (*BPECounter, error) {
 	if encoding == EncodingO200k {
 		funcInit = funcInitO200k
 	}
-	return &BPECounter{encoding: encoding, funcInit: funcInit, load: func() (tokenizer.Encoder, error) {
-		return tokenizer.Builtin(encoding)
-	}}, nil
+	return &BPECounter{encoding: encoding, funcInit: funcInit, load: sync.OnceValues(func() (tokenizer.Encoder, error) {
+		return tokenizer.Builtin(encoding) // loaded once per process, whatever the counter
+	})}, nil
 }
 
 // NewFileCounter returns a counter for a tiktoken-format vocabulary file (one token a line:
