@@ -59,6 +59,12 @@ func (s *Store) Append(ctx context.Context, thread string, msgs []Message, opt A
 // Import appends the messages read from r to a thread, all or nothing, reading r as a stream
 // (a large file is never held in memory whole). r holds JSONL (one message per line), a JSON
 // array of messages, or an object {"messages": [...]}. Errors name the line (JSONL) or index.
+//
+// Memory follows the largest message, not the input: while a message is written the Go heap
+// holds its stored JSON and its text (about twice its size), SQLite its copies of both and the
+// row it builds from them (about four times), and indexing it for search the terms of its text.
+// A message of 8 MB or more has its garbage returned to the system before and after it is
+// written (two forced collections of the whole process: see releaseMemory).
 func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt AppendOptions) (AppendResult, error) {
 	consumed := false
 	return s.write(ctx, thread, opt, func(add func(Message, int) error) error {
