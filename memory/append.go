@@ -229,7 +229,7 @@ func storedForm(m Message, counter TokenCounter) (stored, error) {
 		var buf bytes.Buffer
 		buf.Grow(len(raw))
 		if err := json.Compact(&buf, raw); err != nil {
-			return stored{}, fmt.Errorf("json: error calling MarshalJSON for type memory.Message: %w", err)
+			return stored{}, fmt.Errorf("content or an extra field is not valid JSON: %w", err)
 		}
 		raw = buf.Bytes()
 	}
