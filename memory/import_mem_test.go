@@ -31,8 +31,9 @@ func bigMessageLine(t testing.TB, size int) []byte {
 // Go heap, in total over the whole import (reading, decoding, the stored JSON, the text, the
 // token count, the insert): every copy of the message is counted here, garbage included. The
 // bound holds only if no step makes more than one copy of it beyond the input's own buffering
-// (twice the line for JSONL, about three times for an array, whose decoder doubles its buffer):
-// 6 times the message for JSONL, 7 for an array. Before, the import allocated 12 times.
+// (twice the line for JSONL, about three times for an array, whose decoder doubles its buffer).
+// It measures 5 times the message for JSONL and 6 for an array (a copy more under the race
+// detector); the bounds, 8 and 9, leave room for that. Before, JSONL allocated 12 times.
 func TestImportLargeMessageAllocates(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := context.Background()
@@ -46,7 +47,7 @@ func TestImportLargeMessageAllocates(t *testing.T) {
 		format string
 		input  []byte
 		times  int
-	}{{"JSONL", line, 6}, {"a JSON array", array, 7}} {
+	}{{"JSONL", line, 8}, {"a JSON array", array, 9}} {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
