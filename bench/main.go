@@ -91,7 +91,7 @@ func (b *bench) run() error {
 	steps := []struct {
 		name string
 		run  func([]conversation) error
-	}{{"append", b.append}, {"active", b.activeRead}, {"compact", b.compaction}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"threads", b.threads}}
+	}{{"append", b.append}, {"active", b.activeRead}, {"compact", b.compaction}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}}
 	for _, step := range steps {
 		if b.only != "" && !slices.Contains(strings.Split(b.only, ","), step.name) {
 			continue
@@ -595,6 +595,83 @@ func (b *bench) bigImport(corpus []conversation) error {
 	b.add(fmt.Sprintf("import of a %d MB JSONL file (one thread)", size>>20), fmt.Sprintf("%s, %.1f MB/s", d.Round(100*time.Millisecond), float64(size)/1e6/d.Seconds()), "", nil)
 	b.add("import of that file: peak RSS", fmt.Sprintf("%d MB", rss>>20), "< 256 MB", ptr(rss < 256<<20))
 	return nil
+}
+
+// bigMessage: memctl import of one JSONL line holding a single 50 MB message, its peak resident
+// memory against the size of that message.
+func (b *bench) bigMessage(corpus []conversation) error {
+	if b.memctl == "" {
+		b.add("import of one 50 MB message: peak RSS", "not run (needs -memctl)", "< 4x the message + 64 MB", nil)
+		return nil
+	}
+	want := 50 << 20
+	if b.quick {
+		want = 5 << 20
+	}
+	// The text of the corpus, repeated: ordinary prose and tool output, escaped as JSON.
+	var text bytes.Buffer
+	for text.Len() < want {
+		for _, c := range corpus {
+			for _, m := range c.msgs {
+				text.WriteString(m.Text())
+				text.WriteByte('\n')
+			}
+			if text.Len() >= want {
+				break
+			}
+		}
+	}
+	line, err := json.Marshal(memory.TextMessage(memory.RoleUser, string(text.Bytes()[:want])))
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(b.dir, "message.jsonl")
+	if err := os.WriteFile(path, append(line, '\n'), 0o600); err != nil {
+		return err
+	}
+	size := len(line)
+	line, text = nil, bytes.Buffer{}
+	runtime.GC()
+	rss, d, err := peakRSS(exec.Command(b.memctl, "--db", filepath.Join(b.dir, "message.db"), "import", "msg", path))
+	if err != nil {
+		return err
+	}
+	limit := int64(4*size + 64<<20)
+	b.add(fmt.Sprintf("import of one %d MB message: peak RSS", size>>20), fmt.Sprintf("%d MB (%.1fx the message), %s", rss>>20, float64(rss)/float64(size), d.Round(100*time.Millisecond)), "< 4x the message + 64 MB", ptr(rss < limit))
+	return nil
+}
+
+// peakRSS runs cmd and returns its peak resident memory, read from /proc while it runs (the
+// rusage of a child started by this large process would count this process's memory, which the
+// child shares until its exec), and how long it ran.
+func peakRSS(cmd *exec.Cmd) (int64, time.Duration, error) {
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	done, peak := make(chan struct{}), make(chan int64)
+	go func() {
+		rss := int64(0)
+		for {
+			rss = max(rss, hwm(cmd.Process.Pid))
+			select {
+			case <-done:
+				peak <- rss
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	err := cmd.Wait()
+	d := time.Since(start)
+	close(done)
+	rss := <-peak
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %v: %s", strings.Join(cmd.Args, " "), err, errb.String())
+	}
+	return rss, d, nil
 }
 
 // hwm is the peak resident memory (VmHWM) of a running process, in bytes; 0 when unknown.

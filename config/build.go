@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -25,6 +26,25 @@ func (c Config) Settings() memory.Settings {
 		MaxPasses:        cp.MaxPasses,
 		TotalTimeout:     time.Duration(cp.TotalTimeout),
 	}
+}
+
+// Counter returns the token counter of encoding_file, loaded from the file, or nil when the
+// config names no file (new threads are then counted by a built-in encoding: encoding, or the
+// one of the model). A relative path is read from the directory of the config file. Give the
+// counter to memory.Store.UseCounter.
+func (c Config) Counter() (*memory.BPECounter, error) {
+	if c.EncodingFile == "" {
+		return nil, nil
+	}
+	path := c.EncodingFile
+	if !filepath.IsAbs(path) && c.Source != "" && c.Source != DefaultSource {
+		path = filepath.Join(filepath.Dir(c.Source), path)
+	}
+	counter, err := memory.NewFileCounter(path, c.EncodingPattern)
+	if err != nil {
+		return nil, &Error{File: c.Source, Key: "encoding_file", Msg: err.Error(), Err: err}
+	}
+	return counter, nil
 }
 
 // Redactor returns the secret redactor: the built-in patterns plus redact_patterns.

@@ -25,12 +25,6 @@ const (
 	RoleUser   = "user"
 )
 
-// Tokenizer encodings accepted by the encoding key ("" picks one from the model).
-const (
-	EncodingO200K  = "o200k_base"
-	EncodingCL100K = "cl100k_base"
-)
-
 const (
 	// EnvVar names the environment variable that [Locate] consults.
 	EnvVar = "MEMCTL_CONFIG"
@@ -42,9 +36,18 @@ const (
 type Config struct {
 	// Model is the agent's model; it picks the tokenizer of new threads.
 	Model string `yaml:"model" json:"model"`
-	// Encoding forces a tokenizer ("o200k_base" or "cl100k_base") for models
-	// the tokenizer library does not know; "" picks it from Model.
-	Encoding   string     `yaml:"encoding" json:"encoding"`
+	// Encoding forces a built-in tokenizer (one of memory.Encodings:
+	// o200k_base, cl100k_base, p50k_base, r50k_base) for models the tokenizer
+	// library does not know; "" picks it from Model.
+	Encoding string `yaml:"encoding" json:"encoding"`
+	// EncodingFile is a tiktoken-format vocabulary file (Llama 3's
+	// tokenizer.model is one) that counts new threads instead of a built-in
+	// encoding; see memory.NewFileCounter. It excludes Encoding.
+	EncodingFile string `yaml:"encoding_file" json:"encoding_file"`
+	// EncodingPattern is the split pattern of EncodingFile, a regexp2 regular
+	// expression; "" is the cl100k_base pattern, which Llama 3 also uses.
+	EncodingPattern string `yaml:"encoding_pattern" json:"encoding_pattern"`
+
 	Compaction Compaction `yaml:"compaction" json:"compaction"`
 	// RedactPatterns are extra regular expressions (Go RE2 syntax) whose
 	// matches never leave the machine.

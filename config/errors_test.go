@@ -79,7 +79,10 @@ var badConfigs = []struct {
 
 	// Top-level values.
 	{"empty model", "model: ''\n", 1, "model", "must not be empty"},
-	{"unknown encoding", "encoding: p50k_base\n", 1, "encoding", `"p50k_base" is not a known encoding: use o200k_base or cl100k_base, or "" to pick it from the model`},
+	{"unknown encoding", "encoding: p60k_base\n", 1, "encoding", `"p60k_base" is not a known encoding: use o200k_base, cl100k_base, p50k_base, r50k_base, or "" to pick it from the model`},
+	{"encoding and encoding_file", "encoding: o200k_base\nencoding_file: llama3.tiktoken\n", 2, "encoding_file", "set together with encoding: a thread is counted by one or the other, so set only one"},
+	{"encoding_pattern alone", "encoding_pattern: '\\s+'\n", 1, "encoding_pattern", "set without encoding_file: it is the split pattern of that file's vocabulary"},
+	{"bad encoding_pattern", "encoding_file: llama3.tiktoken\nencoding_pattern: '(?<'\n", 2, "encoding_pattern", "not a regular expression: error parsing regexp: unrecognized grouping construct: (?< in `(?<`"},
 	{"bad pattern", "redact_patterns:\n  - 'ok'\n  - '(unclosed'\n", 3, "redact_patterns[1]", "invalid regular expression: error parsing regexp: missing closing ): `(unclosed`"},
 	{"empty-matching pattern", "redact_patterns: ['a*']\n", 1, "redact_patterns[0]", `"a*" matches the empty string`},
 

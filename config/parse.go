@@ -285,6 +285,8 @@ func (w *walker) top(n *yaml.Node, cfg *Config) {
 	w.mapping(n, "", []field{
 		{key: "model", ptr: &cfg.Model},
 		{key: "encoding", ptr: &cfg.Encoding},
+		{key: "encoding_file", ptr: &cfg.EncodingFile},
+		{key: "encoding_pattern", ptr: &cfg.EncodingPattern},
 		{key: "compaction", sub: func(n *yaml.Node, key string, line int) {
 			if n.Kind != yaml.MappingNode {
 				w.errorf(line, key, "expected a mapping of compaction settings, found %s", describe(n))
@@ -535,7 +537,7 @@ var keyHome = func() map[string]string {
 	for _, f := range compactionFields(new(Compaction)) {
 		m[f.key] = "compaction"
 	}
-	for _, k := range []string{"model", "encoding", "compaction", "redact_patterns", "cascade"} {
+	for _, k := range []string{"model", "encoding", "encoding_file", "encoding_pattern", "compaction", "redact_patterns", "cascade"} {
 		m[k] = "the top level"
 	}
 	return m

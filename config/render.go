@@ -8,11 +8,13 @@ import (
 )
 
 type renderConfig struct {
-	Model          string           `yaml:"model"`
-	Encoding       string           `yaml:"encoding"`
-	Compaction     Compaction       `yaml:"compaction"`
-	RedactPatterns []string         `yaml:"redact_patterns"`
-	Cascade        []renderProvider `yaml:"cascade"`
+	Model           string           `yaml:"model"`
+	Encoding        string           `yaml:"encoding"`
+	EncodingFile    string           `yaml:"encoding_file"`
+	EncodingPattern string           `yaml:"encoding_pattern"`
+	Compaction      Compaction       `yaml:"compaction"`
+	RedactPatterns  []string         `yaml:"redact_patterns"`
+	Cascade         []renderProvider `yaml:"cascade"`
 }
 
 // renderProvider is a Provider whose extractive-only-unused keys can be left out.
@@ -41,11 +43,13 @@ type renderProvider struct {
 // rendered with U+FFFD in their place.
 func (c Config) YAML() []byte {
 	r := renderConfig{
-		Model:          fix(c.Model),
-		Encoding:       fix(c.Encoding),
-		Compaction:     c.Compaction,
-		RedactPatterns: make([]string, len(c.RedactPatterns)),
-		Cascade:        make([]renderProvider, len(c.Cascade)),
+		Model:           fix(c.Model),
+		Encoding:        fix(c.Encoding),
+		EncodingFile:    fix(c.EncodingFile),
+		EncodingPattern: fix(c.EncodingPattern),
+		Compaction:      c.Compaction,
+		RedactPatterns:  make([]string, len(c.RedactPatterns)),
+		Cascade:         make([]renderProvider, len(c.Cascade)),
 	}
 	r.Compaction.SummaryRole = fix(r.Compaction.SummaryRole)
 	for i, p := range c.RedactPatterns {

@@ -4,10 +4,15 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/dlclark/regexp2"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // Validate checks a Config built in Go with the same rules [Parse] applies
@@ -167,11 +172,17 @@ func (ck *checker) ratio(key string, v float64) bool {
 
 func (ck *checker) validate(c Config) {
 	ck.checkText("model", c.Model, true)
-	if !ck.skip("encoding") {
-		switch c.Encoding {
-		case "", EncodingO200K, EncodingCL100K:
-		default:
-			ck.add("encoding", "%s is not a known encoding: use o200k_base or cl100k_base, or \"\" to pick it from the model", quote(c.Encoding))
+	if !ck.skip("encoding") && c.Encoding != "" && !slices.Contains(memory.Encodings(), c.Encoding) {
+		ck.add("encoding", "%s is not a known encoding: use %s, or \"\" to pick it from the model", quote(c.Encoding), strings.Join(memory.Encodings(), ", "))
+	}
+	if !ck.skip("encoding_file") && c.EncodingFile != "" && c.Encoding != "" {
+		ck.add("encoding_file", "set together with encoding: a thread is counted by one or the other, so set only one")
+	}
+	if !ck.skip("encoding_pattern") && c.EncodingPattern != "" {
+		if c.EncodingFile == "" {
+			ck.add("encoding_pattern", "set without encoding_file: it is the split pattern of that file's vocabulary")
+		} else if _, err := regexp2.Compile(c.EncodingPattern, regexp2.None); err != nil {
+			ck.add("encoding_pattern", "not a regular expression: %v", err)
 		}
 	}
 	ck.validateCompaction(c.Compaction)

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/db"
 )
@@ -57,6 +59,12 @@ func (s *Store) Append(ctx context.Context, thread string, msgs []Message, opt A
 // Import appends the messages read from r to a thread, all or nothing, reading r as a stream
 // (a large file is never held in memory whole). r holds JSONL (one message per line), a JSON
 // array of messages, or an object {"messages": [...]}. Errors name the line (JSONL) or index.
+//
+// Memory follows the largest message, not the input: while a message is written the Go heap
+// holds its stored JSON and its text (about twice its size), SQLite its copies of both and the
+// row it builds from them (about four times), and indexing it for search the terms of its text.
+// A message of 8 MB or more has its garbage returned to the system before and after it is
+// written (two forced collections of the whole process: see releaseMemory).
 func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt AppendOptions) (AppendResult, error) {
 	consumed := false
 	return s.write(ctx, thread, opt, func(add func(Message, int) error) error {
@@ -113,24 +121,34 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 			if field, msg := calls.check(m); msg != "" {
 				return &InputError{Line: line, Index: index, Field: field, Msg: msg}
 			}
-			raw, err := json.Marshal(m)
+			row, err := storedForm(m, counter)
 			if err != nil {
 				return &InputError{Line: line, Index: index, Msg: err.Error()}
+			}
+			m.Content = nil // the stored form holds what is needed: let a large content go
+			if len(row.raw) >= largeMessage {
+				// Before SQLite copies the row into memory of its own.
+				releaseMemory()
 			}
 			seq++
 			if err := q.InsertMessage(ctx, db.InsertMessageParams{
 				ThreadID: thread, Seq: seq, Role: m.Role,
-				Content:    nullString(m.Text()),
+				Content:    nullString(row.text),
 				Name:       nullString(m.Name),
 				ToolCalls:  nullString(toolCallsJSON(m.ToolCalls)),
 				ToolCallID: nullString(m.ToolCallID),
-				Raw:        string(raw), Tokens: int64(counter.CountMessage(m)), CreatedAt: now,
+				Raw:        row.raw, Tokens: int64(row.tokens), CreatedAt: now,
 			}); err != nil {
 				return err
 			}
+			size := len(row.raw)
+			row = stored{}
+			if size >= largeMessage {
+				releaseMemory()
+			}
 			// A long import indexes as it goes: FTS5 holds an indexing statement's terms in
 			// memory until the statement ends.
-			if pending += len(raw); pending >= indexBatchBytes {
+			if pending += size; pending >= indexBatchBytes {
 				pending = 0
 				return flushIndex()
 			}
@@ -162,7 +180,7 @@ func (s *Store) createThread(ctx context.Context, q *db.Queries, id, model strin
 	if model == "" {
 		model = s.DefaultModel
 	}
-	enc, known, err := ResolveEncoding(model, s.Encoding)
+	enc, known, err := s.newThreadEncoding(model)
 	if err != nil {
 		return db.Thread{}, "", err
 	}
@@ -175,6 +193,63 @@ func (s *Store) createThread(ctx context.Context, q *db.Queries, id, model strin
 	}
 	t, err := q.GetThread(ctx, id)
 	return t, warning, err
+}
+
+// largeMessage is the stored size from which a message's garbage is handed back to the system
+// before and after it is written (see releaseMemory).
+const largeMessage = 8 << 20
+
+// releaseMemory collects garbage and returns it to the system. An append calls it twice for a
+// message of largeMessage bytes or more: before the insert, when the input line and the
+// decoded content are garbage and only the stored JSON and text remain (SQLite is about to
+// copy both into memory of its own, outside the Go heap), and after it, when those are garbage
+// too (full-text indexing the message allocates SQLite memory again, and reading the next
+// message allocates its own). Without it the Go heap keeps that garbage until it doubles, and
+// the peak of one import was 12 times its largest message. It costs two collections per such
+// message: milliseconds, next to the seconds a message of that size takes to count and write.
+func releaseMemory() { debug.FreeOSMemory() }
+
+// stored is a message as the messages table keeps it.
+type stored struct {
+	raw    string // the message's JSON, compact, with HTML characters escaped as encoding/json does
+	text   string // Message.Text
+	tokens int
+}
+
+// storedForm computes what the messages table keeps of m, each in one copy: a message of tens
+// of megabytes is encoded once, its text decoded once, and the text counted where it was
+// decoded instead of being decoded again.
+func storedForm(m Message, counter TokenCounter) (stored, error) {
+	raw, err := m.MarshalJSON()
+	if err != nil {
+		return stored{}, err
+	}
+	if !isCompactJSON(raw) || !json.Valid(raw) {
+		// Content given to Append as it pleased: json.Marshal would compact and check it.
+		var buf bytes.Buffer
+		buf.Grow(len(raw))
+		if err := json.Compact(&buf, raw); err != nil {
+			return stored{}, fmt.Errorf("content or an extra field is not valid JSON: %w", err)
+		}
+		raw = buf.Bytes()
+	}
+	if bytes.ContainsAny(raw, "<>&\u2028\u2029") {
+		// What json.Marshal writes: the stored JSON stays byte for byte what it was.
+		var buf bytes.Buffer
+		buf.Grow(len(raw) + len(raw)/8)
+		json.HTMLEscape(&buf, raw)
+		raw = buf.Bytes()
+	}
+	// raw is never written again: the string shares its bytes instead of copying them.
+	row := stored{raw: unsafe.String(unsafe.SliceData(raw), len(raw))}
+	if text, ok := jsonStringValue(m.Content); ok {
+		row.text = text
+		row.tokens = countMessageWithText(counter, m, text)
+	} else {
+		row.text = m.Text()
+		row.tokens = counter.CountMessage(m)
+	}
+	return row, nil
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
@@ -271,14 +346,15 @@ func readArray(dec *json.Decoder, add func(Message, int) error) (int, error) {
 	}
 	n := 0
 	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		var v messageValue
+		if err := dec.Decode(&v); err != nil {
 			return n, &InputError{Index: n, Msg: "malformed JSON: " + err.Error()}
 		}
-		m, err := decodeMessage(raw)
-		if err != nil {
-			return n, &InputError{Index: n, Msg: err.Error()}
+		if v.err != nil {
+			return n, &InputError{Index: n, Msg: v.err.Error()}
 		}
+		m := v.m
+		v = messageValue{}
 		if err := add(m, 0); err != nil {
 			return n, err
 		}
@@ -291,6 +367,19 @@ func readArray(dec *json.Decoder, add func(Message, int) error) (int, error) {
 		return 0, &InputError{Msg: "the input holds no message (an empty array)"}
 	}
 	return n, nil
+}
+
+// messageValue decodes an element of a JSON array of messages with decodeMessage straight from
+// the decoder's buffer: json.Decoder hands an Unmarshaler the bytes of a value without copying
+// them, where decoding into a json.RawMessage would copy a large message once more.
+type messageValue struct {
+	m   Message
+	err error // decodeMessage's, kept apart from the decoder's syntax errors
+}
+
+func (v *messageValue) UnmarshalJSON(b []byte) error {
+	v.m, v.err = decodeMessage(b)
+	return nil
 }
 
 // skipObjectRest reads what follows the "messages" array of an {"messages": [...]} object up to

@@ -95,6 +95,7 @@ func contentText(c json.RawMessage) string {
 // MarshalJSON writes the modelled fields in the usual OpenAI order, then Extra in key order.
 func (m Message) MarshalJSON() ([]byte, error) {
 	w := objectWriter{}
+	w.buf.Grow(len(m.Content) + 256) // a large content is written once, not grown into
 	w.field("role", m.Role)
 	if m.Content != nil {
 		w.raw("content", m.Content)
@@ -246,12 +247,42 @@ func setExtra(m map[string]json.RawMessage, k string, v json.RawMessage) map[str
 	return m
 }
 
+// compactJSON returns v without insignificant white space: v itself when it is valid JSON and
+// already compact (a large content is not copied again), else a compacted copy, or a plain copy
+// when v is not valid JSON. The result must not be modified.
 func compactJSON(v json.RawMessage) json.RawMessage {
+	if isCompactJSON(v) && json.Valid(v) {
+		return v
+	}
 	var buf bytes.Buffer
+	buf.Grow(len(v))
 	if err := json.Compact(&buf, v); err != nil {
 		return slices.Clone(v)
 	}
 	return buf.Bytes()
+}
+
+// isCompactJSON reports whether b has no white space outside its strings.
+func isCompactJSON(b []byte) bool {
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return true
 }
 
 // objectWriter writes a JSON object with fields in the order they are added.

@@ -1,5 +1,5 @@
 // Package memory is the domain of memcascade: conversations kept as append-only threads in one
-// SQLite file (Store), exact token counts (TokenCounter), and compaction of a thread's active
+// SQLite file (Store), token counts (TokenCounter, built in as BPECounter), and compaction of a thread's active
 // context (Compactor, Plan, Report).
 //
 // A thread's history is never rewritten. Its active context, what the agent sends to its
@@ -20,6 +20,7 @@ import (
 	"unicode"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/tokenizer"
 )
 
 // Sentinel errors.
@@ -51,7 +52,8 @@ type Store struct {
 	Lease time.Duration
 	// DefaultModel is the model of a thread created without one (default "gpt-4o").
 	DefaultModel string
-	// Encoding, when set, is the tokenizer of new threads whatever their model.
+	// Encoding, when set, is the tokenizer of new threads whatever their model: a built-in
+	// encoding (see Encodings) or the Encoding of a counter given to UseCounter.
 	Encoding string
 	// Logger, when set, receives a warning for each interrupted compaction the store marks
 	// failed (keys thread, compaction_id, owner_host, owner_pid). nil: silent.
@@ -60,7 +62,7 @@ type Store struct {
 	db       *sql.DB
 	q        *db.Queries
 	mu       sync.Mutex
-	counters map[string]*TokenCounter
+	counters map[string]TokenCounter
 }
 
 // Open opens the store at path, creating the file (mode 0600) when missing and migrating an
@@ -102,7 +104,7 @@ func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error)
 		DefaultModel: "gpt-4o",
 		db:           sqldb,
 		q:            q,
-		counters:     map[string]*TokenCounter{},
+		counters:     map[string]TokenCounter{},
 		Logger:       opt.Logger,
 	}
 	if err := s.failInterrupted(ctx); err != nil {
@@ -123,11 +125,20 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 func (s *Store) now() int64 { return s.Now().UnixMilli() }
 
-// Counter returns the token counter for an encoding, shared by every thread that uses it.
-func (s *Store) Counter(encoding string) (*TokenCounter, error) {
+// Counter returns the token counter for an encoding, shared by every thread that uses it: the
+// counter given to UseCounter for that name, or the built-in one of a built-in encoding. Any
+// other name is an error; in particular a thread counted with a vocabulary file ("file:...")
+// is counted only by a counter made from the same file and pattern, never by another.
+func (s *Store) Counter(encoding string) (TokenCounter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.counters[encoding]; ok {
+		if l, ok := c.(interface{ Load() error }); ok {
+			// A vocabulary file is parsed on first use: its errors are returned here.
+			if err := l.Load(); err != nil {
+				return nil, err
+			}
+		}
 		return c, nil
 	}
 	c, err := NewTokenCounter(encoding)
@@ -136,6 +147,34 @@ func (s *Store) Counter(encoding string) (*TokenCounter, error) {
 	}
 	s.counters[encoding] = c
 	return c, nil
+}
+
+// UseCounter makes c the counter of every thread whose encoding is c.Encoding(), and the
+// tokenizer of new threads (it sets Encoding). It is how a host brings its own tokenizer, and
+// how a vocabulary file (NewFileCounter) is used. Call it before the store is used. A counter
+// with a Load() error method (BPECounter) is loaded by the first Counter call that returns it,
+// which returns its error. A counter of another type may not take a built-in encoding's name.
+func (s *Store) UseCounter(c TokenCounter) error {
+	if _, builtin := c.(*BPECounter); !builtin && tokenizer.Known(c.Encoding()) {
+		return fmt.Errorf("use counter: the encoding name %q is a built-in encoding's: name your tokenizer otherwise", c.Encoding())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counters[c.Encoding()] = c
+	s.Encoding = c.Encoding()
+	return nil
+}
+
+// newThreadEncoding picks the encoding of a new thread: that of a counter given to UseCounter
+// when Encoding names one, else ResolveEncoding's.
+func (s *Store) newThreadEncoding(model string) (string, bool, error) {
+	s.mu.Lock()
+	_, custom := s.counters[s.Encoding]
+	s.mu.Unlock()
+	if custom && s.Encoding != "" {
+		return s.Encoding, true, nil
+	}
+	return ResolveEncoding(model, s.Encoding)
 }
 
 // Thread describes a thread and its active context.

@@ -2,18 +2,34 @@ package memory
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 
 	"github.com/memcascade/memcascade/tokenizer"
 )
 
-// Encoding names.
+// Encoding names. Package tokenizer holds the one list of the built-in encodings (Encodings);
+// these constants name them for callers of this package.
 const (
-	EncodingO200k  = "o200k_base"
-	EncodingCL100k = "cl100k_base"
+	EncodingO200k  = tokenizer.O200kBase
+	EncodingCL100k = tokenizer.CL100kBase
+	EncodingP50k   = tokenizer.P50kBase
+	EncodingR50k   = tokenizer.R50kBase
 )
+
+// FileEncodingPrefix starts the encoding name of a vocabulary loaded from a file (see
+// NewFileCounter): "file:" and 16 hexadecimal digits of a SHA-256 of the vocabulary and its
+// split pattern.
+const FileEncodingPrefix = "file:"
+
+// Encodings returns the names of the built-in encodings: o200k_base, cl100k_base, p50k_base
+// and r50k_base.
+func Encodings() []string { return tokenizer.Names() }
 
 // ReplyPriming is the 3 tokens every reply is primed with (<|start|>assistant<|message|>).
 const ReplyPriming = 3
@@ -55,8 +71,9 @@ var (
 
 // ResolveEncoding picks the encoding for a model.
 //
-// When override is non-empty it is the answer, provided it is o200k_base or cl100k_base (any
-// other name is an error naming it), and known is true: the caller chose the encoding.
+// When override is non-empty it is the answer, provided it is a built-in encoding (see
+// Encodings; any other name is an error naming it), and known is true: the caller chose the
+// encoding.
 //
 // Otherwise the model name decides. A provider prefix is dropped first ("openai/gpt-4o" is
 // "gpt-4o": everything up to the last '/' goes), and the name is compared in lower case.
@@ -68,11 +85,10 @@ var (
 // model) with known false, so the caller can print one warning that counts may be off.
 func ResolveEncoding(model, override string) (encoding string, known bool, err error) {
 	if override != "" {
-		switch override {
-		case EncodingO200k, EncodingCL100k:
+		if tokenizer.Known(override) {
 			return override, true, nil
 		}
-		return "", false, fmt.Errorf("unknown encoding %q: want %q or %q", override, EncodingO200k, EncodingCL100k)
+		return "", false, unknownEncoding(override)
 	}
 	m := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
@@ -94,61 +110,148 @@ func ResolveEncoding(model, override string) (encoding string, known bool, err e
 	return EncodingO200k, false, nil
 }
 
-// TokenCounter counts tokens as OpenAI's cookbook "How to count tokens with tiktoken" does,
-// with the extensions documented on each method. The counts are what the API reported for the
-// cookbook's examples; for anything else they are a close estimate, not a guarantee.
+func unknownEncoding(name string) error {
+	if strings.HasPrefix(name, FileEncodingPrefix) {
+		return fmt.Errorf("encoding %q is a vocabulary file's: it needs a counter made from that file (NewFileCounter, or encoding_file in the config) with the same vocabulary and pattern", name)
+	}
+	return fmt.Errorf("unknown encoding %q: want one of %s", name, strings.Join(Encodings(), ", "))
+}
+
+// TokenCounter counts the tokens of what a thread sends to its model. A Store keeps one per
+// encoding (Store.Counter) and records in each thread the Encoding of the counter that counted
+// it; a host brings its own tokenizer by implementing this interface and handing it to
+// Store.UseCounter. A TokenCounter must be safe for concurrent use, and must count the same
+// input the same way for as long as threads recorded under its Encoding exist: stored counts
+// are never recomputed.
+type TokenCounter interface {
+	// Encoding names the tokenizer. It is stored with every thread the counter counts, and must
+	// differ from the name of any other tokenizer (the built-in names are taken).
+	Encoding() string
+	// CountText returns the tokens of a text.
+	CountText(s string) int
+	// CountMessage returns the tokens of one message with its framing, without the reply
+	// priming.
+	CountMessage(m Message) int
+	// CountMessages returns the tokens of a request's messages, reply priming included.
+	CountMessages(ms []Message) int
+	// CountTools returns the tokens the tool definitions add to a request.
+	CountTools(tools []Tool) int
+}
+
+// BPECounter is the built-in TokenCounter: it counts as OpenAI's cookbook "How to count tokens
+// with tiktoken" does, with the extensions documented on each method, using a BPE encoding of
+// package tokenizer. The counts are what the API reported for the cookbook's examples; for
+// anything else they are a close estimate, not a guarantee.
 //
 // Text is encoded with special-token text (such as "<|endoftext|>") treated as ordinary text,
 // as tiktoken's Encode(text, nil, nil) and encode_ordinary do, so any user text can be counted.
 //
-// The tokens are exactly those of tiktoken (package tokenizer is checked token for token
-// against tiktoken-go), computed by a much faster encoder.
+// For o200k_base and cl100k_base the tokens are exactly those of tiktoken (package tokenizer is
+// checked token for token against tiktoken-go), computed by a much faster encoder; p50k_base,
+// r50k_base and vocabulary files are encoded by tiktoken-go itself.
 //
-// The encoding is loaded on first use, once per process per encoding, and shared by all
-// counters of that encoding. A TokenCounter is safe for concurrent use: encoding only reads the
+// A built-in encoding is loaded on first use, once per process per encoding, and shared by all
+// counters of that encoding. A BPECounter is safe for concurrent use: encoding only reads the
 // loaded tables and a cache of encoded pieces that is itself safe for concurrent use.
-type TokenCounter struct {
+type BPECounter struct {
 	encoding string
+	funcInit int
+	load     func() (tokenizer.Encoder, error)
 }
 
-// NewTokenCounter returns a counter for an encoding, o200k_base or cl100k_base; any other name
-// is an error. It does not load the encoding: the first count does.
-func NewTokenCounter(encoding string) (*TokenCounter, error) {
-	switch encoding {
-	case EncodingO200k, EncodingCL100k:
-		return &TokenCounter{encoding: encoding}, nil
+var _ TokenCounter = (*BPECounter)(nil)
+
+// NewTokenCounter returns the built-in counter for a built-in encoding (see Encodings); any
+// other name is an error. It does not load the encoding: the first count does.
+func NewTokenCounter(encoding string) (*BPECounter, error) {
+	if !tokenizer.Known(encoding) {
+		return nil, unknownEncoding(encoding)
 	}
-	return nil, fmt.Errorf("unknown encoding %q: want %q or %q", encoding, EncodingO200k, EncodingCL100k)
+	funcInit := funcInitCL100k // the cookbook's value for the models before gpt-4o
+	if encoding == EncodingO200k {
+		funcInit = funcInitO200k
+	}
+	return &BPECounter{encoding: encoding, funcInit: funcInit, load: sync.OnceValues(func() (tokenizer.Encoder, error) {
+		return tokenizer.Builtin(encoding) // loaded once per process, whatever the counter
+	})}, nil
+}
+
+// NewFileCounter returns a counter for a tiktoken-format vocabulary file (one token a line:
+// its bytes in base64, a space, its rank; Llama 3's tokenizer.model is one), split by pattern,
+// a regular expression in the syntax of github.com/dlclark/regexp2 ("" means the cl100k_base
+// pattern, which Llama 3 also uses). It is encoded by tiktoken-go's BPE.
+//
+// The file is read now, and parsed on first use (Load parses it at once and returns its
+// errors, which name the file and line; Store.Counter calls Load). The counter's Encoding is FileEncodingPrefix and the first
+// 16 hexadecimal digits of the SHA-256 of the pattern, a zero byte and the vocabulary: a
+// thread counted with one file and pattern records that name, and a counter made from another
+// file or pattern does not count it (Store.Counter refuses). Tool definitions count 7 per
+// function, the cookbook's value for current models.
+func NewFileCounter(path, pattern string) (*BPECounter, error) {
+	vocab, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("encoding file: %w", err)
+	}
+	if pattern == "" {
+		pattern = tokenizer.CL100kPattern
+	}
+	name := FileEncodingName(vocab, pattern)
+	return &BPECounter{encoding: name, funcInit: funcInitO200k, load: sync.OnceValues(func() (tokenizer.Encoder, error) {
+		enc, err := tokenizer.NewGeneric(name, vocab, pattern)
+		if err != nil {
+			return nil, fmt.Errorf("encoding file %s: %w", path, err)
+		}
+		return enc, nil
+	})}, nil
+}
+
+// FileEncodingName is the Encoding of NewFileCounter for a vocabulary and its split pattern
+// ("" is the cl100k_base pattern).
+func FileEncodingName(vocab []byte, pattern string) string {
+	if pattern == "" {
+		pattern = tokenizer.CL100kPattern
+	}
+	h := sha256.New()
+	h.Write([]byte(pattern))
+	h.Write([]byte{0})
+	h.Write(vocab)
+	return FileEncodingPrefix + hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // Encoding returns the counter's encoding name.
-func (c *TokenCounter) Encoding() string { return c.encoding }
+func (c *BPECounter) Encoding() string { return c.encoding }
+
+// Load loads the encoding now if it is not loaded yet, and returns the error a count would
+// panic with.
+func (c *BPECounter) Load() error {
+	_, err := c.load()
+	return err
+}
 
 // Encode returns the tokens of s, treating special-token text as ordinary text. It loads the
-// encoding on first use and panics if the encoding embedded in the binary cannot be loaded,
-// which would mean the build itself is broken.
-func (c *TokenCounter) Encode(s string) []int {
+// encoding on first use and panics if a built-in encoding cannot be loaded, which would mean
+// the build itself is broken.
+func (c *BPECounter) Encode(s string) []int {
 	if s == "" {
 		return []int{}
 	}
-	return c.load().Encode(s)
+	return c.encoder().Encode(s)
 }
 
-// CountText returns the number of tokens of s: len(Encode(s)), without building the tokens. It
-// loads the encoding on first use as Encode does.
-func (c *TokenCounter) CountText(s string) int {
+// CountText returns the number of tokens of s: len(Encode(s)), without building the tokens
+// where the encoder can. It loads the encoding on first use as Encode does.
+func (c *BPECounter) CountText(s string) int {
 	if s == "" {
 		return 0
 	}
-	return c.load().Count(s)
+	return c.encoder().Count(s)
 }
 
-// load returns the counter's encoding. tokenizer.Load parses the BPE ranks embedded in the
-// binary (tens of milliseconds) once per process per encoding, on first use, and returns the
-// same encoding afterwards. load panics if the encoding cannot be loaded, which would mean the
-// build itself is broken.
-func (c *TokenCounter) load() *tokenizer.Encoding {
-	enc, err := tokenizer.Load(c.encoding)
+// encoder returns the counter's encoding. tokenizer.Builtin loads a built-in encoding once per
+// process, on first use, and returns the same encoding afterwards. encoder panics if the
+// encoding cannot be loaded, which would mean the build itself is broken.
+func (c *BPECounter) encoder() tokenizer.Encoder {
+	enc, err := c.load()
 	if err != nil {
 		panic(fmt.Sprintf("memory: loading token encoding %s: %v", c.encoding, err))
 	}
@@ -159,20 +262,41 @@ func (c *TokenCounter) load() *tokenizer.Encoding {
 // the reply priming (see CountMessages):
 //
 //   - 3 for the message framing, plus the tokens of the role;
-//   - the content: a string is encoded; null or absent content is 0; in an array of parts a
-//     "text" part counts its text, an "image_url" part counts 85 (OpenAI's cost of a
-//     low-detail image: an estimate, since a high-detail image costs more), and any other part
-//     counts the tokens of its JSON; content that is neither counts the tokens of its JSON;
+//   - the content: a string is encoded; null or absent content is 0; an array of parts is the
+//     sum of its parts (see below); content that is neither counts the tokens of its JSON;
 //   - a name: its tokens plus 1;
 //   - tool_call_id: its tokens;
 //   - each tool call (the cookbook has no rule for these; this is an estimate): the tokens of
 //     the function name and of the arguments, plus 3. The call's id and type are not counted:
 //     the model does not see them as text the way it sees the name and arguments.
 //
+// A content part counts by its type:
+//
+//   - "text": its text; "refusal": its refusal text;
+//   - "image_url": 85, OpenAI's price of a low-detail image (an estimate: a high-detail image
+//     costs 85 plus 170 per 512-pixel tile, which cannot be known without fetching it);
+//   - "input_audio": 1 token per 100 ms of audio, rounded up, the rate OpenAI documents for
+//     audio in user messages (Realtime API cost guide: "Audio tokens in user messages are 1
+//     token per 100 ms of audio"). The duration is read from the audio itself: a WAV file's
+//     header (its data size over its byte rate), an MP3's Xing/Info/VBRI frame count or, for a
+//     constant bit rate, its size over the bit rate of its first frame. Audio whose duration
+//     cannot be read is estimated at 128 kbit/s from its decoded size (an estimate);
+//   - "file" (a PDF, the only file type Chat Completions takes): OpenAI puts the extracted text
+//     and an image of each page into the context and documents no price per page, so this is
+//     an estimate: 85 per page for the image (the low-detail price) plus 500 for its text (a
+//     full page of prose), plus the tokens of the filename. The pages are counted from the PDF's
+//     page objects; when none can be read (compressed object streams, or a file_id with no
+//     data) the page count is estimated at one per 64 KiB of file, at least one;
+//   - any other part: the tokens of its JSON.
+//
 // Fields kept in Extra (and in a tool call's Extra) are not counted: they are not part of what
 // OpenAI renders into the prompt, or their cost is unknown.
-func (c *TokenCounter) CountMessage(m Message) int {
-	n := tokensPerMessage + c.CountText(m.Role) + c.countContent(m.Content)
+func (c *BPECounter) CountMessage(m Message) int {
+	return c.countMessage(m, c.countContent(m.Content))
+}
+
+func (c *BPECounter) countMessage(m Message, content int) int {
+	n := tokensPerMessage + c.CountText(m.Role) + content
 	if m.Name != "" {
 		n += c.CountText(m.Name) + tokensPerName
 	}
@@ -183,9 +307,19 @@ func (c *TokenCounter) CountMessage(m Message) int {
 	return n
 }
 
+// countMessageWithText returns counter.CountMessage(m) for a message whose content is the JSON
+// string text, already decoded by the caller: the built-in counter counts text instead of
+// decoding the content a second time.
+func countMessageWithText(counter TokenCounter, m Message, text string) int {
+	if c, ok := counter.(*BPECounter); ok {
+		return c.countMessage(m, c.CountText(text))
+	}
+	return counter.CountMessage(m)
+}
+
 // CountMessages returns the tokens of a request's messages: the sum of CountMessage over them
 // plus ReplyPriming (3, also for an empty list), as the cookbook's num_tokens_from_messages.
-func (c *TokenCounter) CountMessages(ms []Message) int {
+func (c *BPECounter) CountMessages(ms []Message) int {
 	n := ReplyPriming
 	for _, m := range ms {
 		n += c.CountMessage(m)
@@ -193,15 +327,14 @@ func (c *TokenCounter) CountMessages(ms []Message) int {
 	return n
 }
 
-func (c *TokenCounter) countContent(content json.RawMessage) int {
+func (c *BPECounter) countContent(content json.RawMessage) int {
 	content = bytes.TrimSpace(content)
 	if len(content) == 0 || bytes.Equal(content, []byte("null")) {
 		return 0
 	}
 	switch content[0] {
 	case '"':
-		var s string
-		if json.Unmarshal(content, &s) == nil {
+		if s, ok := jsonStringValue(content); ok {
 			return c.CountText(s)
 		}
 	case '[':
@@ -217,17 +350,26 @@ func (c *TokenCounter) countContent(content json.RawMessage) int {
 	return c.CountText(string(content))
 }
 
-func (c *TokenCounter) countPart(p json.RawMessage) int {
+func (c *BPECounter) countPart(p json.RawMessage) int {
 	var part struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type       string     `json:"type"`
+		Text       string     `json:"text"`
+		Refusal    string     `json:"refusal"`
+		InputAudio inputAudio `json:"input_audio"`
+		File       inputFile  `json:"file"`
 	}
 	if json.Unmarshal(p, &part) == nil {
 		switch part.Type {
 		case "text":
 			return c.CountText(part.Text)
+		case "refusal":
+			return c.CountText(part.Refusal)
 		case "image_url":
 			return imagePartTokens
+		case "input_audio":
+			return part.InputAudio.tokens()
+		case "file":
+			return part.File.tokens() + c.CountText(part.File.Filename)
 		}
 	}
 	return c.CountText(string(compactJSON(p)))
@@ -250,8 +392,8 @@ type ToolFunction struct {
 // cookbook's num_tokens_for_tools (add CountMessages for the whole prompt). Type is not
 // inspected: every tool is counted by its Function.
 //
-// Each function counts 7 with o200k_base (gpt-4o and every newer model) or 10 with cl100k_base
-// (gpt-4, gpt-3.5), plus the tokens of "name:description". If the parameters have a non-empty
+// Each function counts 7 with o200k_base (gpt-4o and every newer model) and vocabulary files,
+// or 10 with cl100k_base (gpt-4, gpt-3.5), p50k_base and r50k_base, plus the tokens of "name:description". If the parameters have a non-empty
 // "properties", that set counts 3, and each property in it counts 3 plus the tokens of
 // "key:type:description". Once there is at least one tool, 12 more are added at the end. Every
 // description loses one trailing '.'.
@@ -271,18 +413,14 @@ type ToolFunction struct {
 //     "additionalProperties", "anyOf", "default" and other keywords, not tuple-form items.
 //
 // Parameters that are not valid JSON, or not an object, add nothing beyond name and description.
-func (c *TokenCounter) CountTools(tools []Tool) int {
+func (c *BPECounter) CountTools(tools []Tool) int {
 	if len(tools) == 0 {
 		return 0
-	}
-	funcInit := funcInitO200k
-	if c.encoding == EncodingCL100k {
-		funcInit = funcInitCL100k
 	}
 	n := 0
 	for _, t := range tools {
 		f := t.Function
-		n += funcInit + c.CountText(f.Name+":"+strings.TrimSuffix(f.Description, "."))
+		n += c.funcInit + c.CountText(f.Name+":"+strings.TrimSuffix(f.Description, "."))
 		n += c.countProperties(schemaFields(f.Parameters)["properties"])
 	}
 	return n + funcEnd
@@ -290,7 +428,7 @@ func (c *TokenCounter) CountTools(tools []Tool) int {
 
 // countProperties counts a schema's "properties" object: 3 for the set and each property, or 0
 // when it is absent, empty or not an object.
-func (c *TokenCounter) countProperties(raw json.RawMessage) int {
+func (c *BPECounter) countProperties(raw json.RawMessage) int {
 	var props map[string]json.RawMessage
 	if json.Unmarshal(raw, &props) != nil || len(props) == 0 {
 		return 0
@@ -306,7 +444,7 @@ func (c *TokenCounter) countProperties(raw json.RawMessage) int {
 }
 
 // countItems counts the enum, properties and items of an array's "items" schema.
-func (c *TokenCounter) countItems(raw json.RawMessage) int {
+func (c *BPECounter) countItems(raw json.RawMessage) int {
 	s := schemaFields(raw)
 	if s == nil {
 		return 0
@@ -316,7 +454,7 @@ func (c *TokenCounter) countItems(raw json.RawMessage) int {
 
 // countEnum counts an "enum" array: -3, then 3 plus its tokens per value. It is 0 when absent
 // or not an array.
-func (c *TokenCounter) countEnum(raw json.RawMessage) int {
+func (c *BPECounter) countEnum(raw json.RawMessage) int {
 	var values []json.RawMessage
 	if json.Unmarshal(raw, &values) != nil || values == nil {
 		return 0

@@ -14,7 +14,7 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-func counter(t testing.TB, encoding string) *memory.TokenCounter {
+func counter(t testing.TB, encoding string) *memory.BPECounter {
 	t.Helper()
 	c, err := memory.NewTokenCounter(encoding)
 	if err != nil {
@@ -170,6 +170,8 @@ func TestResolveEncoding(t *testing.T) {
 		{"gpt-4o", memory.EncodingCL100k, memory.EncodingCL100k, true},
 		{"claude-3-5-sonnet", memory.EncodingCL100k, memory.EncodingCL100k, true},
 		{"gpt-4", memory.EncodingO200k, memory.EncodingO200k, true},
+		{"gpt-4o", memory.EncodingP50k, memory.EncodingP50k, true},
+		{"llama3", memory.EncodingR50k, memory.EncodingR50k, true},
 	} {
 		got, known, err := memory.ResolveEncoding(tc.model, tc.override)
 		if err != nil || got != tc.want || known != tc.known {
@@ -177,14 +179,14 @@ func TestResolveEncoding(t *testing.T) {
 				tc.model, tc.override, got, known, err, tc.want, tc.known)
 		}
 	}
-	_, _, err := memory.ResolveEncoding("gpt-4o", "p50k_base")
-	if err == nil || !strings.Contains(err.Error(), "p50k_base") {
-		t.Errorf("bad override: err = %v, want an error naming p50k_base", err)
+	_, _, err := memory.ResolveEncoding("gpt-4o", "p60k_base")
+	if err == nil || !strings.Contains(err.Error(), "p60k_base") {
+		t.Errorf("bad override: err = %v, want an error naming p60k_base", err)
 	}
 }
 
 func TestNewTokenCounterUnknownEncoding(t *testing.T) {
-	for _, name := range []string{"", "p50k_base", "O200K_BASE", "gpt-4o"} {
+	for _, name := range []string{"", "p60k_base", "O200K_BASE", "file:0123456789abcdef", "gpt-4o"} {
 		if c, err := memory.NewTokenCounter(name); err == nil {
 			t.Errorf("NewTokenCounter(%q) = %v, nil; want an error", name, c)
 		}
@@ -212,7 +214,7 @@ func TestNewTokenCounterIsLazy(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		return after.TotalAlloc - before.TotalAlloc
 	}
-	var c *memory.TokenCounter
+	var c *memory.BPECounter
 	if n := allocated(func() { c = counter(t, memory.EncodingCL100k) }); n > 64<<10 {
 		t.Errorf("NewTokenCounter allocated %d bytes; it must not load the encoding", n)
 	}
@@ -236,7 +238,7 @@ func TestCountTextDoesNotReload(t *testing.T) {
 	}
 }
 
-func textOf(c *memory.TokenCounter, parts ...string) int {
+func textOf(c *memory.BPECounter, parts ...string) int {
 	n := 0
 	for _, p := range parts {
 		n += c.CountText(p)
@@ -261,7 +263,7 @@ func TestCountMessageRules(t *testing.T) {
 		check("tool_call_id", memory.Message{Role: "tool", Content: json.RawMessage(`"ok"`), ToolCallID: "call_abc123"},
 			3+textOf(c, "tool", "ok", "call_abc123"))
 
-		other := `{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}`
+		other := `{"type":"video_url","video_url":{"url":"https://example.com/a.mp4"}}`
 		parts := `[{"type":"text","text":"first part"},
 			{"type":"image_url","image_url":{"url":"https://example.com/a.png","detail":"high"}},
 			{"type":"text","text":"second part"},

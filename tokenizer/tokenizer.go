@@ -1,12 +1,16 @@
-// Package tokenizer is a fast, exact encoder for OpenAI's BPE encodings o200k_base and
-// cl100k_base. Its tokens are those of tiktoken's encode_ordinary (special-token text such as
-// "<|endoftext|>" is encoded as ordinary text), token for token as github.com/pkoukk/tiktoken-go
-// returns them, including for strings that are not valid UTF-8 (each invalid byte is read as
-// U+FFFD, as a conversion to []rune does).
+// Package tokenizer holds the BPE encodings memcascade counts with, and the one list of their
+// names (Names). o200k_base and cl100k_base have a fast, exact encoder of this package
+// (Encoding); p50k_base, r50k_base and any tiktoken-format vocabulary file are encoded by
+// github.com/pkoukk/tiktoken-go (Generic). Every encoder returns the tokens of tiktoken's
+// encode_ordinary: special-token text such as "<|endoftext|>" is encoded as ordinary text.
 //
-// The split patterns are hand-written scanners instead of a backtracking regular expression,
-// the token table is an open-addressing hash table over the tokens' bytes, and pieces of text
-// that take several tokens are remembered in a small bounded cache.
+// The fast encoder's tokens are those of tiktoken-go, token for token, including for strings
+// that are not valid UTF-8 (each invalid byte is read as U+FFFD, as a conversion to []rune
+// does). Its split patterns are hand-written scanners instead of a backtracking regular
+// expression, the token table is an open-addressing hash table over the tokens' bytes, and
+// pieces of text that take several tokens are remembered in a small bounded cache.
+//
+// The package imports nothing of memcascade.
 package tokenizer
 
 import (
@@ -24,7 +28,7 @@ const (
 	CL100kBase = "cl100k_base"
 )
 
-// Encoding is a loaded BPE encoding (o200k_base or cl100k_base). Safe for concurrent use.
+// Encoding is a loaded fast BPE encoding (o200k_base or cl100k_base). Safe for concurrent use.
 type Encoding struct {
 	name    string
 	o200k   bool
@@ -38,7 +42,8 @@ var loaders = map[string]func() (*Encoding, error){
 	CL100kBase: sync.OnceValues(func() (*Encoding, error) { return load(CL100kBase) }),
 }
 
-// Load returns the named encoding, o200k_base or cl100k_base; any other name is an error. The
+// Load returns the named fast encoding, o200k_base or cl100k_base; any other name is an error
+// (Builtin returns every built-in encoding). The
 // ranks are read from the files embedded in github.com/pkoukk/tiktoken-go-loader and parsed at
 // most once per process per encoding; later calls return the same *Encoding.
 func Load(name string) (*Encoding, error) {

@@ -213,6 +213,15 @@ func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
 		return nil, err
 	}
 	s.DefaultModel, s.Encoding = cfg.Model, cfg.Encoding
+	if c, err := cfg.Counter(); err != nil || c != nil {
+		if err == nil {
+			err = s.UseCounter(c)
+		}
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	a.store = s
 	return s, nil
 }

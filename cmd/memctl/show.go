@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
 )
@@ -190,17 +191,11 @@ num_tokens_for_tools). Plain output is the integer alone.`,
 			if len(req.Messages) == 0 {
 				return usagef("tokens %s: no messages (want {\"messages\": [...], \"tools\": [...]} or an array of messages)", args[0])
 			}
-			enc, known, err := memory.ResolveEncoding(model, cfg.Encoding)
-			if err != nil {
-				return usageError{err}
-			}
-			if !known {
-				fmt.Fprintf(a.errOut, "memctl: warning: the tokenizer does not know model %q: counting with %s\n", model, enc)
-			}
-			c, err := memory.NewTokenCounter(enc)
+			c, err := a.tokenCounter(cfg, model)
 			if err != nil {
 				return err
 			}
+			enc := c.Encoding()
 			n := c.CountMessages(req.Messages) + c.CountTools(req.Tools)
 			if a.json {
 				return a.printJSON(map[string]any{"prompt_tokens": n, "encoding": enc})
@@ -211,4 +206,26 @@ num_tokens_for_tools). Plain output is the integer alone.`,
 	}
 	cmd.Flags().StringVar(&model, "model", "", "the model whose tokenizer counts (required)")
 	return cmd
+}
+
+// tokenCounter returns the counter of the config's encoding_file, or the built-in counter of the
+// config's encoding or of model (warning when the model is unknown).
+func (a *app) tokenCounter(cfg config.Config, model string) (memory.TokenCounter, error) {
+	if fc, err := cfg.Counter(); err != nil || fc != nil {
+		if err != nil {
+			return nil, err
+		}
+		if err := fc.Load(); err != nil {
+			return nil, err
+		}
+		return fc, nil
+	}
+	enc, known, err := memory.ResolveEncoding(model, cfg.Encoding)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if !known {
+		fmt.Fprintf(a.errOut, "memctl: warning: the tokenizer does not know model %q: counting with %s\n", model, enc)
+	}
+	return memory.NewTokenCounter(enc)
 }

@@ -1,0 +1,253 @@
+package memory_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/pkoukk/tiktoken-go-loader/assets"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// vocabularyFile writes a built-in encoding's vocabulary, from the offline loader's embedded
+// files, to a file of its own, as a user would give it to encoding_file.
+func vocabularyFile(t testing.TB, name string) string {
+	t.Helper()
+	data, err := assets.Assets.ReadFile(name + ".tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name+".tiktoken")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// recordedMessages returns every message of the recorded conversations of testdata.
+func recordedMessages(t testing.TB) [][]memory.Message {
+	t.Helper()
+	var all [][]memory.Message
+	for _, f := range conversations(t) {
+		all = append(all, readMessagesFile(t, f))
+	}
+	return all
+}
+
+func readMessagesFile(t testing.TB, path string) []memory.Message {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []memory.Message
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var m memory.Message
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// TestFileEncodingMatchesCL100k checks that cl100k_base's own vocabulary, given as a file and
+// encoded by tiktoken-go with the default pattern, counts every message of every recorded
+// conversation exactly as the built-in cl100k_base does.
+func TestFileEncodingMatchesCL100k(t *testing.T) {
+	fc, err := memory.NewFileCounter(vocabularyFile(t, memory.EncodingCL100k), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(fc.Encoding(), memory.FileEncodingPrefix) || len(fc.Encoding()) != len(memory.FileEncodingPrefix)+16 {
+		t.Errorf("file encoding name %q, want file: and 16 hex digits", fc.Encoding())
+	}
+	builtin := counter(t, memory.EncodingCL100k)
+	messages := 0
+	for i, conv := range recordedMessages(t) {
+		for j, m := range conv {
+			if got, want := fc.CountMessage(m), builtin.CountMessage(m); got != want {
+				t.Errorf("conversation %d message %d: the cl100k file counts %d, the built-in cl100k %d", i, j, got, want)
+			}
+			messages++
+		}
+		if got, want := fc.CountMessages(conv), builtin.CountMessages(conv); got != want {
+			t.Errorf("conversation %d: the cl100k file counts %d, the built-in cl100k %d", i, got, want)
+		}
+	}
+	if messages < 100 {
+		t.Fatalf("only %d recorded messages compared", messages)
+	}
+}
+
+var referenceLoader sync.Once
+
+// TestP50kR50kMatchTiktokenGo checks that p50k_base and r50k_base count every text of the
+// recorded conversations as tiktoken-go's own encodings do.
+func TestP50kR50kMatchTiktokenGo(t *testing.T) {
+	referenceLoader.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
+	var texts []string
+	for _, conv := range recordedMessages(t) {
+		for _, m := range conv {
+			texts = append(texts, m.Text(), m.Role)
+			for _, tc := range m.ToolCalls {
+				texts = append(texts, tc.Function.Name, tc.Function.Arguments)
+			}
+		}
+	}
+	texts = append(texts, "<|endoftext|> is text here", "naïve café 日本語 😀 \xff\xfe", "  \n\n\t x")
+	for _, enc := range []string{memory.EncodingP50k, memory.EncodingR50k} {
+		ref, err := tiktoken.GetEncoding(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := counter(t, enc)
+		total := 0
+		for _, s := range texts {
+			want := len(ref.EncodeOrdinary(s))
+			if got := c.CountText(s); got != want {
+				t.Errorf("%s: CountText(%.40q) = %d, tiktoken-go %d", enc, s, got, want)
+			}
+			total += want
+		}
+		if c.CountText("hello world") != 2 || total == 0 {
+			t.Errorf("%s: hello world counts %d", enc, c.CountText("hello world"))
+		}
+	}
+}
+
+// TestFileEncodingRecordedAndRefused checks that a thread counted with a vocabulary file
+// records the file's encoding name, that a store given the same file counts it again, and
+// that a store given another file (or none) refuses to count it.
+func TestFileEncodingRecordedAndRefused(t *testing.T) {
+	ctx := context.Background()
+	vocab := vocabularyFile(t, memory.EncodingCL100k)
+	fc, err := memory.NewFileCounter(vocab, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, path := openStore(t)
+	if err := s.UseCounter(fc); err != nil {
+		t.Fatal(err)
+	}
+	msg := memory.TextMessage("user", "hello world")
+	res, err := s.Append(ctx, "llama", []memory.Message{msg}, memory.AppendOptions{Model: "llama3"})
+	if err != nil || res.Warning != "" {
+		t.Fatalf("append: %+v, %v", res, err)
+	}
+	th, err := s.Thread(ctx, "llama")
+	if err != nil || th.Encoding != fc.Encoding() {
+		t.Fatalf("thread encoding %q, %v; want %q", th.Encoding, err, fc.Encoding())
+	}
+	if th.ActiveTokens != fc.CountMessages([]memory.Message{msg}) {
+		t.Errorf("active tokens %d, want %d", th.ActiveTokens, fc.CountMessages([]memory.Message{msg}))
+	}
+	s.Close()
+
+	reopen := func(c memory.TokenCounter) *memory.Store {
+		s, err := memory.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if c != nil {
+			if err := s.UseCounter(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s
+	}
+	same, err := memory.NewFileCounter(vocab, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reopen(same).Append(ctx, "llama", []memory.Message{msg}, memory.AppendOptions{}); err != nil {
+		t.Errorf("the same file: %v", err)
+	}
+	// Another pattern over the same vocabulary is another tokenizer.
+	other, err := memory.NewFileCounter(vocab, `\S+|\s+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Encoding() == fc.Encoding() {
+		t.Fatalf("another pattern has the same encoding name %q", other.Encoding())
+	}
+	for name, c := range map[string]memory.TokenCounter{"another pattern": other, "no file": nil, "a built-in encoding": counter(t, memory.EncodingCL100k)} {
+		_, err := reopen(c).Append(ctx, "llama", []memory.Message{msg}, memory.AppendOptions{})
+		if err == nil || !strings.Contains(err.Error(), fc.Encoding()) || !strings.Contains(err.Error(), "vocabulary file") {
+			t.Errorf("%s: append to a thread of %s: err = %v, want a refusal naming it", name, fc.Encoding(), err)
+		}
+	}
+}
+
+// TestNewFileCounterErrors checks that a bad vocabulary file is refused with the file and line
+// named, when it is loaded.
+func TestNewFileCounterErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := memory.NewFileCounter(filepath.Join(dir, "missing.tiktoken"), ""); err == nil {
+		t.Error("a missing file: no error")
+	}
+	bad := filepath.Join(dir, "bad.tiktoken")
+	os.WriteFile(bad, []byte("IQ== 0\nnot-base64! 1\n"), 0o600)
+	c, err := memory.NewFileCounter(bad, "")
+	if err == nil {
+		err = c.Load()
+	}
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a malformed file: err = %v, want one naming %s and line 2", err, bad)
+	}
+}
+
+// wordCounter is a host's own tokenizer: one token per word, 2 per message.
+type wordCounter struct{}
+
+func (wordCounter) Encoding() string                    { return "words-v1" }
+func (wordCounter) CountText(s string) int              { return len(strings.Fields(s)) }
+func (w wordCounter) CountMessage(m memory.Message) int { return 2 + w.CountText(m.Text()) }
+func (w wordCounter) CountMessages(ms []memory.Message) int {
+	n := 0
+	for _, m := range ms {
+		n += w.CountMessage(m)
+	}
+	return n
+}
+func (wordCounter) CountTools([]memory.Tool) int { return 0 }
+
+// TestHostTokenCounter checks that a host's TokenCounter counts the threads created after
+// UseCounter, and that a foreign counter cannot take a built-in encoding's name.
+func TestHostTokenCounter(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	if err := s.UseCounter(wordCounter{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []memory.Message{memory.TextMessage("user", "one two three"), memory.TextMessage("assistant", "four five")}
+	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := s.Thread(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store adds the reply priming to the stored counts of the messages.
+	if want := 5 + 4 + memory.ReplyPriming; th.Encoding != "words-v1" || th.ActiveTokens != want {
+		t.Errorf("thread %q with %d active tokens, want words-v1 with %d", th.Encoding, th.ActiveTokens, want)
+	}
+	if err := s.UseCounter(impostor{}); err == nil {
+		t.Error("a host counter named o200k_base was accepted")
+	}
+}
+
+type impostor struct{ wordCounter }
+
+func (impostor) Encoding() string { return memory.EncodingO200k }

@@ -1,0 +1,65 @@
+package memory_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// bigMessageLine is one JSONL line holding a user message of about size bytes of text, with
+// escapes (quotes, newlines) as real tool output has.
+func bigMessageLine(t testing.TB, size int) []byte {
+	t.Helper()
+	var sb strings.Builder
+	for i := 0; sb.Len() < size; i++ {
+		fmt.Fprintf(&sb, "line %d: the quick brown fox jumps over the lazy dog; id=ZQ%05d \"quoted\" path/to/file_%d.go\n", i, i%99999, i)
+	}
+	line, err := json.Marshal(memory.TextMessage(memory.RoleUser, sb.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(line, '\n')
+}
+
+// TestImportLargeMessageAllocates bounds what the import of one 20 MB message allocates on the
+// Go heap, in total over the whole import (reading, decoding, the stored JSON, the text, the
+// token count, the insert): every copy of the message is counted here, garbage included. The
+// bound holds only if no step makes more than one copy of it beyond the input's own buffering
+// (twice the line for JSONL, about three times for an array, whose decoder doubles its buffer).
+// It measures 5 times the message for JSONL and 6 for an array (a copy more under the race
+// detector); the bounds, 8 and 9, leave room for that. Before, JSONL allocated 12 times.
+func TestImportLargeMessageAllocates(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	// Load the encoding and warm the statements outside the measure.
+	if _, err := s.Import(ctx, "warm", strings.NewReader(`{"role":"user","content":"hello"}`), memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	line := bigMessageLine(t, 20<<20)
+	array := append(append([]byte("["), bytes.TrimSpace(line)...), ']')
+	for _, tc := range []struct {
+		format string
+		input  []byte
+		times  int
+	}{{"JSONL", line, 8}, {"a JSON array", array, 9}} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		res, err := s.Import(ctx, "big "+tc.format, bytes.NewReader(tc.input), memory.AppendOptions{})
+		runtime.ReadMemStats(&after)
+		if err != nil || res.Appended != 1 {
+			t.Fatalf("import: %+v, %v", res, err)
+		}
+		total := after.TotalAlloc - before.TotalAlloc
+		t.Logf("import of a %d MB message as %s allocated %d MB (%.1fx)", len(line)>>20, tc.format, total>>20, float64(total)/float64(len(line)))
+		if limit := uint64(tc.times * len(line)); total > limit {
+			t.Errorf("import of a %d-byte message as %s allocated %d bytes, over %d (%dx the message)", len(line), tc.format, total, limit, tc.times)
+		}
+	}
+}
