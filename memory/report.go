@@ -31,7 +31,10 @@ const (
 
 // Compaction strategies.
 const (
-	StrategySummarize = "summarize"
+	StrategySummarize = "summarize" // the middle is replaced by a summary
+	StrategyMask      = "mask"      // old tool results are replaced by placeholders
+	StrategyHybrid    = "hybrid"    // mask, then summarize if still over the target
+	StrategyWindow    = "window"    // the oldest units leave the view
 )
 
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
