@@ -40,6 +40,9 @@ func TestDefault(t *testing.T) {
 			MaxPasses:        3,
 			AttemptTimeout:   dur("5m"),
 			TotalTimeout:     dur("15m"),
+			Strategy:         "summarize",
+			EmergencyRatio:   0.95,
+			OnFailure:        "keep",
 		},
 		RedactPatterns: []string{},
 		Cascade: []config.Provider{{
@@ -88,6 +91,16 @@ func TestParseEmptyIsDefault(t *testing.T) {
 	}
 }
 
+// promptFile is the prompt file full.yaml names (the built-in prompt, as shipped), by its
+// absolute path: a config built in Go has no file for a relative path to start from.
+func promptFile() string {
+	p, err := filepath.Abs(filepath.Join(testdata, "../prompts/default.txt"))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
 func fullConfig(source string) config.Config {
 	return config.Config{
 		Model:    "gpt-4.1-mini",
@@ -102,6 +115,10 @@ func fullConfig(source string) config.Config {
 			MaxPasses:        5,
 			AttemptTimeout:   dur("2m"),
 			TotalTimeout:     dur("90m"),
+			Strategy:         "hybrid",
+			EmergencyRatio:   0.97,
+			OnFailure:        "fit",
+			PromptFile:       promptFile(),
 		},
 		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
 		Cascade: []config.Provider{
@@ -131,7 +148,14 @@ func TestParseFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fullConfig(path); !reflect.DeepEqual(got, want) {
+	want := fullConfig(path)
+	want.Compaction.PromptFile = "../prompts/default.txt" // as written, relative to full.yaml
+	b, err := os.ReadFile(promptFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Compaction.Prompt = string(b)
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Load(full.yaml) =\n%#v\nwant\n%#v", got, want)
 	}
 	// full.yaml really sets every key to a non-default value, so the test
@@ -452,6 +476,7 @@ func TestYAMLRoundTrip(t *testing.T) {
 				t.Fatalf("YAML() output does not parse: %v\n%s", err, out)
 			}
 			got.Source = c.Source
+			got.Compaction.Prompt = "" // read from prompt_file; a config built in Go has none
 			if !reflect.DeepEqual(got, c) {
 				t.Fatalf("round trip changed the config:\n%s\ngot  %#v\nwant %#v", out, got, c)
 			}
