@@ -634,3 +634,27 @@ func TestYAMLRoundTripAwkwardValues(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptFileErrors: a prompt_file that is missing or does not say where the transcript
+// goes is refused at load, the error naming the key, its line and the file.
+func TestPromptFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "memctl.yaml")
+	if err := os.WriteFile(filepath.Join(dir, "bad.txt"), []byte("Summarize the conversation."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{"bad.txt": "no line {{transcript}}", "missing.txt": "no such file"} {
+		os.WriteFile(cfg, []byte("compaction:\n  prompt_file: "+file+"\n"), 0o600)
+		_, err := config.Load(cfg)
+		if err == nil || !strings.Contains(err.Error(), "compaction.prompt_file") || !strings.Contains(err.Error(), filepath.Join(dir, file)) ||
+			!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), ":2:") {
+			t.Errorf("prompt_file %s: %v; want an error at line 2 naming the file and saying %q", file, err, want)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "good.txt"), []byte("Summarize.\n{{transcript}}\n"), 0o600)
+	os.WriteFile(cfg, []byte("compaction:\n  prompt_file: good.txt\n"), 0o600)
+	c, err := config.Load(cfg)
+	if err != nil || c.Settings().Prompt != "Summarize.\n{{transcript}}\n" {
+		t.Fatalf("good prompt: %v, prompt %q", err, c.Settings().Prompt)
+	}
+}
