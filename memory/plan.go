@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Settings tune compaction. The zero value of a field means its default (DefaultSettings).
+// Settings tune compaction. The zero value of a field means its default (the Default* constants below).
 type Settings struct {
 	// TokenLimit is the model's context window in tokens.
 	TokenLimit int
