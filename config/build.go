@@ -25,6 +25,10 @@ func (c Config) Settings() memory.Settings {
 		SummaryRole:      cp.SummaryRole,
 		MaxPasses:        cp.MaxPasses,
 		TotalTimeout:     time.Duration(cp.TotalTimeout),
+		Strategy:         cp.Strategy,
+		EmergencyRatio:   cp.EmergencyRatio,
+		OnFailure:        cp.OnFailure,
+		Prompt:           cp.Prompt,
 	}
 }
 

@@ -76,6 +76,17 @@ type Compaction struct {
 	AttemptTimeout Duration `yaml:"attempt_timeout" json:"attempt_timeout"`
 	// TotalTimeout bounds the whole compaction.
 	TotalTimeout Duration `yaml:"total_timeout" json:"total_timeout"`
+	// Strategy is summarize, mask, hybrid or window (see memory.Settings.Strategy).
+	Strategy string `yaml:"strategy" json:"strategy"`
+	// EmergencyRatio: at or above this share of the limit a compaction is an emergency.
+	EmergencyRatio float64 `yaml:"emergency_ratio" json:"emergency_ratio"`
+	// OnFailure is keep or fit (see memory.Settings.OnFailure).
+	OnFailure string `yaml:"on_failure" json:"on_failure"`
+	// PromptFile is a file of summarization instructions of one's own (see
+	// memory.ValidatePrompt), relative to the config file's directory; "" for the built-in ones.
+	PromptFile string `yaml:"prompt_file" json:"prompt_file"`
+	// Prompt is the text of PromptFile, read when the config is loaded.
+	Prompt string `yaml:"-" json:"-"`
 }
 
 // Provider is one entry of the cascade.
@@ -131,6 +142,9 @@ func defaultCompaction() Compaction {
 		MaxPasses:        memory.DefaultMaxPasses,
 		AttemptTimeout:   Duration(5 * time.Minute),
 		TotalTimeout:     Duration(memory.DefaultTotalTimeout),
+		Strategy:         memory.DefaultStrategy,
+		EmergencyRatio:   memory.DefaultEmergencyRatio,
+		OnFailure:        memory.DefaultOnFailure,
 	}
 }
 
@@ -190,6 +204,15 @@ func (c Config) WithDefaults() Config {
 	}
 	if cp.TotalTimeout == 0 {
 		cp.TotalTimeout = d.TotalTimeout
+	}
+	if cp.Strategy == "" {
+		cp.Strategy = d.Strategy
+	}
+	if cp.EmergencyRatio == 0 {
+		cp.EmergencyRatio = d.EmergencyRatio
+	}
+	if cp.OnFailure == "" {
+		cp.OnFailure = d.OnFailure
 	}
 	if c.RedactPatterns == nil {
 		c.RedactPatterns = []string{}

@@ -40,6 +40,9 @@ func TestDefault(t *testing.T) {
 			MaxPasses:        3,
 			AttemptTimeout:   dur("5m"),
 			TotalTimeout:     dur("15m"),
+			Strategy:         "summarize",
+			EmergencyRatio:   0.95,
+			OnFailure:        "keep",
 		},
 		RedactPatterns: []string{},
 		Cascade: []config.Provider{{
@@ -88,6 +91,16 @@ func TestParseEmptyIsDefault(t *testing.T) {
 	}
 }
 
+// promptFile is the prompt file full.yaml names (the built-in prompt, as shipped), by its
+// absolute path: a config built in Go has no file for a relative path to start from.
+func promptFile() string {
+	p, err := filepath.Abs(filepath.Join(testdata, "../prompts/default.txt"))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
 func fullConfig(source string) config.Config {
 	return config.Config{
 		Model:    "gpt-4.1-mini",
@@ -102,6 +115,10 @@ func fullConfig(source string) config.Config {
 			MaxPasses:        5,
 			AttemptTimeout:   dur("2m"),
 			TotalTimeout:     dur("90m"),
+			Strategy:         "hybrid",
+			EmergencyRatio:   0.97,
+			OnFailure:        "fit",
+			PromptFile:       promptFile(),
 		},
 		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
 		Cascade: []config.Provider{
@@ -131,7 +148,14 @@ func TestParseFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fullConfig(path); !reflect.DeepEqual(got, want) {
+	want := fullConfig(path)
+	want.Compaction.PromptFile = "../prompts/default.txt" // as written, relative to full.yaml
+	b, err := os.ReadFile(promptFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Compaction.Prompt = string(b)
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Load(full.yaml) =\n%#v\nwant\n%#v", got, want)
 	}
 	// full.yaml really sets every key to a non-default value, so the test
@@ -452,6 +476,7 @@ func TestYAMLRoundTrip(t *testing.T) {
 				t.Fatalf("YAML() output does not parse: %v\n%s", err, out)
 			}
 			got.Source = c.Source
+			got.Compaction.Prompt = "" // read from prompt_file; a config built in Go has none
 			if !reflect.DeepEqual(got, c) {
 				t.Fatalf("round trip changed the config:\n%s\ngot  %#v\nwant %#v", out, got, c)
 			}
@@ -607,5 +632,29 @@ func TestYAMLRoundTripAwkwardValues(t *testing.T) {
 		if err != nil || back.Cascade[0].Temperature != f {
 			t.Errorf("temperature %v: got %v, %v\n%s", f, back.Cascade, err, c.YAML())
 		}
+	}
+}
+
+// TestPromptFileErrors: a prompt_file that is missing or does not say where the transcript
+// goes is refused at load, the error naming the key, its line and the file.
+func TestPromptFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "memctl.yaml")
+	if err := os.WriteFile(filepath.Join(dir, "bad.txt"), []byte("Summarize the conversation."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{"bad.txt": "no line {{transcript}}", "missing.txt": "no such file"} {
+		os.WriteFile(cfg, []byte("compaction:\n  prompt_file: "+file+"\n"), 0o600)
+		_, err := config.Load(cfg)
+		if err == nil || !strings.Contains(err.Error(), "compaction.prompt_file") || !strings.Contains(err.Error(), filepath.Join(dir, file)) ||
+			!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), ":2:") {
+			t.Errorf("prompt_file %s: %v; want an error at line 2 naming the file and saying %q", file, err, want)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "good.txt"), []byte("Summarize.\n{{transcript}}\n"), 0o600)
+	os.WriteFile(cfg, []byte("compaction:\n  prompt_file: good.txt\n"), 0o600)
+	c, err := config.Load(cfg)
+	if err != nil || c.Settings().Prompt != "Summarize.\n{{transcript}}\n" {
+		t.Fatalf("good prompt: %v, prompt %q", err, c.Settings().Prompt)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // Parse reads a YAML config. name is the file name used in error messages
@@ -42,6 +44,9 @@ func Parse(data []byte, name string) (Config, error) {
 	w.errs = append(w.errs, ck.errs...)
 	if err := joinErrors(w.errs); err != nil {
 		return Config{}, err
+	}
+	if cfg.Compaction.PromptFile != "" {
+		cfg.Compaction.Prompt, _ = memory.LoadPrompt(cfg.PromptPath()) // checked above
 	}
 	return cfg, nil
 }
@@ -346,6 +351,10 @@ func compactionFields(c *Compaction) []field {
 		{key: "max_passes", ptr: &c.MaxPasses},
 		{key: "attempt_timeout", ptr: &c.AttemptTimeout},
 		{key: "total_timeout", ptr: &c.TotalTimeout},
+		{key: "strategy", ptr: &c.Strategy},
+		{key: "emergency_ratio", ptr: &c.EmergencyRatio},
+		{key: "on_failure", ptr: &c.OnFailure},
+		{key: "prompt_file", ptr: &c.PromptFile},
 	}
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -265,6 +266,29 @@ func (ck *checker) validateCompaction(c Compaction) {
 	// attempt_timeout > total_timeout is allowed: the total wins.
 	ck.positive("compaction.attempt_timeout", c.AttemptTimeout)
 	ck.positive("compaction.total_timeout", c.TotalTimeout)
+	if !ck.skip("compaction.strategy") && !slices.Contains(memory.Strategies, c.Strategy) {
+		ck.add("compaction.strategy", "%s is not a strategy (want summarize, mask, hybrid or window)", quote(c.Strategy))
+	}
+	ck.ratio("compaction.emergency_ratio", c.EmergencyRatio)
+	if !ck.skip("compaction.on_failure") && c.OnFailure != memory.OnFailureKeep && c.OnFailure != memory.OnFailureFit {
+		ck.add("compaction.on_failure", "%s must be keep or fit", quote(c.OnFailure))
+	}
+	if !ck.skip("compaction.prompt_file") && c.PromptFile != "" {
+		if _, err := memory.LoadPrompt(promptPath(ck.file, c.PromptFile)); err != nil {
+			ck.add("compaction.prompt_file", "%s", err.Error())
+		}
+	}
+}
+
+// PromptPath is the path of compaction.prompt_file: relative to the config file's directory
+// when it is not absolute.
+func (c Config) PromptPath() string { return promptPath(c.Source, c.Compaction.PromptFile) }
+
+func promptPath(source, file string) string {
+	if file == "" || filepath.IsAbs(file) || source == "" || source == DefaultSource {
+		return file
+	}
+	return filepath.Join(filepath.Dir(source), file)
 }
 
 func (ck *checker) validateProvider(prefix string, p Provider) {

@@ -15,7 +15,7 @@ UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, summary = ?, summary_role = ?, summary_tokens = ?,
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
     chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
-    duration_ms = ?, error = ?, updated_at = ?
+    duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied')
 `
 
@@ -38,6 +38,10 @@ type ApplyCompactionParams struct {
 	Model              string
 	DurationMs         int64
 	Error              string
+	View               string
+	ViewSeq            int64
+	ViewTokens         int64
+	ViewMessages       int64
 	UpdatedAt          int64
 	ID                 int64
 }
@@ -62,6 +66,62 @@ func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams
 		arg.Model,
 		arg.DurationMs,
 		arg.Error,
+		arg.View,
+		arg.ViewSeq,
+		arg.ViewTokens,
+		arg.ViewMessages,
+		arg.UpdatedAt,
+		arg.ID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const applyView = `-- name: ApplyView :execrows
+UPDATE compactions SET
+    status = 'applied', from_seq = ?, to_seq = ?, view = ?, view_seq = ?, view_tokens = ?,
+    view_messages = ?, tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?,
+    facts_total = ?, facts_kept = ?, facts_dropped = ?, updated_at = ?
+WHERE id = ? AND status IN ('running', 'applied')
+`
+
+type ApplyViewParams struct {
+	FromSeq            sql.NullInt64
+	ToSeq              sql.NullInt64
+	View               string
+	ViewSeq            int64
+	ViewTokens         int64
+	ViewMessages       int64
+	TokensAfter        int64
+	MessagesAfter      int64
+	SummarizedMessages int64
+	KeptMessages       int64
+	FactsTotal         int64
+	FactsKept          int64
+	FactsDropped       string
+	UpdatedAt          int64
+	ID                 int64
+}
+
+// Commits a view that no new summary made (mask, window, or a view fitted after summarizing
+// failed): the summary columns are left as they are.
+func (q *Queries) ApplyView(ctx context.Context, arg ApplyViewParams) (int64, error) {
+	result, err := q.exec(ctx, q.applyViewStmt, applyView,
+		arg.FromSeq,
+		arg.ToSeq,
+		arg.View,
+		arg.ViewSeq,
+		arg.ViewTokens,
+		arg.ViewMessages,
+		arg.TokensAfter,
+		arg.MessagesAfter,
+		arg.SummarizedMessages,
+		arg.KeptMessages,
+		arg.FactsTotal,
+		arg.FactsKept,
+		arg.FactsDropped,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -85,7 +145,7 @@ func (q *Queries) CompactionRequests(ctx context.Context, compactionID sql.NullI
 }
 
 const currentCompaction = `-- name: CurrentCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions
 WHERE thread_id = ? AND status = 'applied'
 ORDER BY id DESC
 LIMIT 1
@@ -134,6 +194,10 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 		&i.LeaseUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.View,
+		&i.ViewSeq,
+		&i.ViewTokens,
+		&i.ViewMessages,
 	)
 	return i, err
 }
@@ -193,7 +257,7 @@ func (q *Queries) FinishCompaction(ctx context.Context, arg FinishCompactionPara
 }
 
 const getCompaction = `-- name: GetCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions WHERE id = ?
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions WHERE id = ?
 `
 
 func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, error) {
@@ -238,6 +302,10 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 		&i.LeaseUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.View,
+		&i.ViewSeq,
+		&i.ViewTokens,
+		&i.ViewMessages,
 	)
 	return i, err
 }
@@ -307,7 +375,7 @@ func (q *Queries) InsertCompaction(ctx context.Context, arg InsertCompactionPara
 }
 
 const latestSettledCompaction = `-- name: LatestSettledCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions
 WHERE thread_id = ? AND status IN ('applied', 'ineffective')
 ORDER BY id DESC
 LIMIT 1
@@ -357,12 +425,16 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 		&i.LeaseUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.View,
+		&i.ViewSeq,
+		&i.ViewTokens,
+		&i.ViewMessages,
 	)
 	return i, err
 }
 
 const listCompactions = `-- name: ListCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions
 WHERE CAST(?1 AS TEXT) = '' OR thread_id = ?1
 ORDER BY id DESC
 LIMIT ?2
@@ -422,6 +494,10 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 			&i.LeaseUntil,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.View,
+			&i.ViewSeq,
+			&i.ViewTokens,
+			&i.ViewMessages,
 		); err != nil {
 			return nil, err
 		}
@@ -437,7 +513,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 }
 
 const listRunningCompactions = `-- name: ListRunningCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at FROM compactions WHERE status = 'running' ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions WHERE status = 'running' ORDER BY id
 `
 
 func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, error) {
@@ -488,6 +564,10 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 			&i.LeaseUntil,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.View,
+			&i.ViewSeq,
+			&i.ViewTokens,
+			&i.ViewMessages,
 		); err != nil {
 			return nil, err
 		}

@@ -27,6 +27,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.applyCompactionStmt, err = db.PrepareContext(ctx, applyCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query ApplyCompaction: %w", err)
 	}
+	if q.applyViewStmt, err = db.PrepareContext(ctx, applyView); err != nil {
+		return nil, fmt.Errorf("error preparing query ApplyView: %w", err)
+	}
 	if q.compactionRequestsStmt, err = db.PrepareContext(ctx, compactionRequests); err != nil {
 		return nil, fmt.Errorf("error preparing query CompactionRequests: %w", err)
 	}
@@ -96,6 +99,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listMessageColumnsBeforeStmt, err = db.PrepareContext(ctx, listMessageColumnsBefore); err != nil {
 		return nil, fmt.Errorf("error preparing query ListMessageColumnsBefore: %w", err)
 	}
+	if q.listMessageColumnsBetweenStmt, err = db.PrepareContext(ctx, listMessageColumnsBetween); err != nil {
+		return nil, fmt.Errorf("error preparing query ListMessageColumnsBetween: %w", err)
+	}
 	if q.listMessagesStmt, err = db.PrepareContext(ctx, listMessages); err != nil {
 		return nil, fmt.Errorf("error preparing query ListMessages: %w", err)
 	}
@@ -155,6 +161,11 @@ func (q *Queries) Close() error {
 	if q.applyCompactionStmt != nil {
 		if cerr := q.applyCompactionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing applyCompactionStmt: %w", cerr)
+		}
+	}
+	if q.applyViewStmt != nil {
+		if cerr := q.applyViewStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing applyViewStmt: %w", cerr)
 		}
 	}
 	if q.compactionRequestsStmt != nil {
@@ -270,6 +281,11 @@ func (q *Queries) Close() error {
 	if q.listMessageColumnsBeforeStmt != nil {
 		if cerr := q.listMessageColumnsBeforeStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listMessageColumnsBeforeStmt: %w", cerr)
+		}
+	}
+	if q.listMessageColumnsBetweenStmt != nil {
+		if cerr := q.listMessageColumnsBetweenStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listMessageColumnsBetweenStmt: %w", cerr)
 		}
 	}
 	if q.listMessagesStmt != nil {
@@ -394,95 +410,99 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 }
 
 type Queries struct {
-	db                           DBTX
-	tx                           *sql.Tx
-	applyCompactionStmt          *sql.Stmt
-	compactionRequestsStmt       *sql.Stmt
-	compactionUsageStmt          *sql.Stmt
-	countLooseAttemptsStmt       *sql.Stmt
-	currentCompactionStmt        *sql.Stmt
-	deleteLooseAttemptsStmt      *sql.Stmt
-	deletePrunableCompactionStmt *sql.Stmt
-	deleteThreadStmt             *sql.Stmt
-	finishCompactionStmt         *sql.Stmt
-	getCompactionStmt            *sql.Stmt
-	getCooldownStmt              *sql.Stmt
-	getThreadStmt                *sql.Stmt
-	indexMessagesStmt            *sql.Stmt
-	insertAttemptStmt            *sql.Stmt
-	insertCompactionStmt         *sql.Stmt
-	insertMessageStmt            *sql.Stmt
-	insertThreadStmt             *sql.Stmt
-	latestSettledCompactionStmt  *sql.Stmt
-	listAttemptsStmt             *sql.Stmt
-	listCompactionAttemptsStmt   *sql.Stmt
-	listCompactionsStmt          *sql.Stmt
-	listCooldownsStmt            *sql.Stmt
-	listMessageColumnsAfterStmt  *sql.Stmt
-	listMessageColumnsBeforeStmt *sql.Stmt
-	listMessagesStmt             *sql.Stmt
-	listMessagesAfterStmt        *sql.Stmt
-	listMessagesBeforeStmt       *sql.Stmt
-	listMessagesBetweenStmt      *sql.Stmt
-	listRunningCompactionsStmt   *sql.Stmt
-	listThreadsStmt              *sql.Stmt
-	markInterruptedStmt          *sql.Stmt
-	prunableCompactionsStmt      *sql.Stmt
-	renewLeaseStmt               *sql.Stmt
-	resetAllCooldownsStmt        *sql.Stmt
-	resetCooldownStmt            *sql.Stmt
-	searchMessagesStmt           *sql.Stmt
-	searchSummariesStmt          *sql.Stmt
-	setCompactionStatusStmt      *sql.Stmt
-	setThreadSettingsStmt        *sql.Stmt
-	setThreadTailStmt            *sql.Stmt
-	upsertCooldownStmt           *sql.Stmt
+	db                            DBTX
+	tx                            *sql.Tx
+	applyCompactionStmt           *sql.Stmt
+	applyViewStmt                 *sql.Stmt
+	compactionRequestsStmt        *sql.Stmt
+	compactionUsageStmt           *sql.Stmt
+	countLooseAttemptsStmt        *sql.Stmt
+	currentCompactionStmt         *sql.Stmt
+	deleteLooseAttemptsStmt       *sql.Stmt
+	deletePrunableCompactionStmt  *sql.Stmt
+	deleteThreadStmt              *sql.Stmt
+	finishCompactionStmt          *sql.Stmt
+	getCompactionStmt             *sql.Stmt
+	getCooldownStmt               *sql.Stmt
+	getThreadStmt                 *sql.Stmt
+	indexMessagesStmt             *sql.Stmt
+	insertAttemptStmt             *sql.Stmt
+	insertCompactionStmt          *sql.Stmt
+	insertMessageStmt             *sql.Stmt
+	insertThreadStmt              *sql.Stmt
+	latestSettledCompactionStmt   *sql.Stmt
+	listAttemptsStmt              *sql.Stmt
+	listCompactionAttemptsStmt    *sql.Stmt
+	listCompactionsStmt           *sql.Stmt
+	listCooldownsStmt             *sql.Stmt
+	listMessageColumnsAfterStmt   *sql.Stmt
+	listMessageColumnsBeforeStmt  *sql.Stmt
+	listMessageColumnsBetweenStmt *sql.Stmt
+	listMessagesStmt              *sql.Stmt
+	listMessagesAfterStmt         *sql.Stmt
+	listMessagesBeforeStmt        *sql.Stmt
+	listMessagesBetweenStmt       *sql.Stmt
+	listRunningCompactionsStmt    *sql.Stmt
+	listThreadsStmt               *sql.Stmt
+	markInterruptedStmt           *sql.Stmt
+	prunableCompactionsStmt       *sql.Stmt
+	renewLeaseStmt                *sql.Stmt
+	resetAllCooldownsStmt         *sql.Stmt
+	resetCooldownStmt             *sql.Stmt
+	searchMessagesStmt            *sql.Stmt
+	searchSummariesStmt           *sql.Stmt
+	setCompactionStatusStmt       *sql.Stmt
+	setThreadSettingsStmt         *sql.Stmt
+	setThreadTailStmt             *sql.Stmt
+	upsertCooldownStmt            *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db:                           tx,
-		tx:                           tx,
-		applyCompactionStmt:          q.applyCompactionStmt,
-		compactionRequestsStmt:       q.compactionRequestsStmt,
-		compactionUsageStmt:          q.compactionUsageStmt,
-		countLooseAttemptsStmt:       q.countLooseAttemptsStmt,
-		currentCompactionStmt:        q.currentCompactionStmt,
-		deleteLooseAttemptsStmt:      q.deleteLooseAttemptsStmt,
-		deletePrunableCompactionStmt: q.deletePrunableCompactionStmt,
-		deleteThreadStmt:             q.deleteThreadStmt,
-		finishCompactionStmt:         q.finishCompactionStmt,
-		getCompactionStmt:            q.getCompactionStmt,
-		getCooldownStmt:              q.getCooldownStmt,
-		getThreadStmt:                q.getThreadStmt,
-		indexMessagesStmt:            q.indexMessagesStmt,
-		insertAttemptStmt:            q.insertAttemptStmt,
-		insertCompactionStmt:         q.insertCompactionStmt,
-		insertMessageStmt:            q.insertMessageStmt,
-		insertThreadStmt:             q.insertThreadStmt,
-		latestSettledCompactionStmt:  q.latestSettledCompactionStmt,
-		listAttemptsStmt:             q.listAttemptsStmt,
-		listCompactionAttemptsStmt:   q.listCompactionAttemptsStmt,
-		listCompactionsStmt:          q.listCompactionsStmt,
-		listCooldownsStmt:            q.listCooldownsStmt,
-		listMessageColumnsAfterStmt:  q.listMessageColumnsAfterStmt,
-		listMessageColumnsBeforeStmt: q.listMessageColumnsBeforeStmt,
-		listMessagesStmt:             q.listMessagesStmt,
-		listMessagesAfterStmt:        q.listMessagesAfterStmt,
-		listMessagesBeforeStmt:       q.listMessagesBeforeStmt,
-		listMessagesBetweenStmt:      q.listMessagesBetweenStmt,
-		listRunningCompactionsStmt:   q.listRunningCompactionsStmt,
-		listThreadsStmt:              q.listThreadsStmt,
-		markInterruptedStmt:          q.markInterruptedStmt,
-		prunableCompactionsStmt:      q.prunableCompactionsStmt,
-		renewLeaseStmt:               q.renewLeaseStmt,
-		resetAllCooldownsStmt:        q.resetAllCooldownsStmt,
-		resetCooldownStmt:            q.resetCooldownStmt,
-		searchMessagesStmt:           q.searchMessagesStmt,
-		searchSummariesStmt:          q.searchSummariesStmt,
-		setCompactionStatusStmt:      q.setCompactionStatusStmt,
-		setThreadSettingsStmt:        q.setThreadSettingsStmt,
-		setThreadTailStmt:            q.setThreadTailStmt,
-		upsertCooldownStmt:           q.upsertCooldownStmt,
+		db:                            tx,
+		tx:                            tx,
+		applyCompactionStmt:           q.applyCompactionStmt,
+		applyViewStmt:                 q.applyViewStmt,
+		compactionRequestsStmt:        q.compactionRequestsStmt,
+		compactionUsageStmt:           q.compactionUsageStmt,
+		countLooseAttemptsStmt:        q.countLooseAttemptsStmt,
+		currentCompactionStmt:         q.currentCompactionStmt,
+		deleteLooseAttemptsStmt:       q.deleteLooseAttemptsStmt,
+		deletePrunableCompactionStmt:  q.deletePrunableCompactionStmt,
+		deleteThreadStmt:              q.deleteThreadStmt,
+		finishCompactionStmt:          q.finishCompactionStmt,
+		getCompactionStmt:             q.getCompactionStmt,
+		getCooldownStmt:               q.getCooldownStmt,
+		getThreadStmt:                 q.getThreadStmt,
+		indexMessagesStmt:             q.indexMessagesStmt,
+		insertAttemptStmt:             q.insertAttemptStmt,
+		insertCompactionStmt:          q.insertCompactionStmt,
+		insertMessageStmt:             q.insertMessageStmt,
+		insertThreadStmt:              q.insertThreadStmt,
+		latestSettledCompactionStmt:   q.latestSettledCompactionStmt,
+		listAttemptsStmt:              q.listAttemptsStmt,
+		listCompactionAttemptsStmt:    q.listCompactionAttemptsStmt,
+		listCompactionsStmt:           q.listCompactionsStmt,
+		listCooldownsStmt:             q.listCooldownsStmt,
+		listMessageColumnsAfterStmt:   q.listMessageColumnsAfterStmt,
+		listMessageColumnsBeforeStmt:  q.listMessageColumnsBeforeStmt,
+		listMessageColumnsBetweenStmt: q.listMessageColumnsBetweenStmt,
+		listMessagesStmt:              q.listMessagesStmt,
+		listMessagesAfterStmt:         q.listMessagesAfterStmt,
+		listMessagesBeforeStmt:        q.listMessagesBeforeStmt,
+		listMessagesBetweenStmt:       q.listMessagesBetweenStmt,
+		listRunningCompactionsStmt:    q.listRunningCompactionsStmt,
+		listThreadsStmt:               q.listThreadsStmt,
+		markInterruptedStmt:           q.markInterruptedStmt,
+		prunableCompactionsStmt:       q.prunableCompactionsStmt,
+		renewLeaseStmt:                q.renewLeaseStmt,
+		resetAllCooldownsStmt:         q.resetAllCooldownsStmt,
+		resetCooldownStmt:             q.resetCooldownStmt,
+		searchMessagesStmt:            q.searchMessagesStmt,
+		searchSummariesStmt:           q.searchSummariesStmt,
+		setCompactionStatusStmt:       q.setCompactionStatusStmt,
+		setThreadSettingsStmt:         q.setThreadSettingsStmt,
+		setThreadTailStmt:             q.setThreadTailStmt,
+		upsertCooldownStmt:            q.upsertCooldownStmt,
 	}
 }

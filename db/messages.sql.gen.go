@@ -165,6 +165,59 @@ func (q *Queries) ListMessageColumnsBefore(ctx context.Context, arg ListMessageC
 	return items, nil
 }
 
+const listMessageColumnsBetween = `-- name: ListMessageColumnsBetween :many
+SELECT seq, role, content, name, tool_calls, tool_call_id, tokens FROM messages
+WHERE thread_id = ?1 AND seq >= ?2 AND seq <= ?3
+ORDER BY seq
+`
+
+type ListMessageColumnsBetweenParams struct {
+	ThreadID string
+	FromSeq  int64
+	ToSeq    int64
+}
+
+type ListMessageColumnsBetweenRow struct {
+	Seq        int64
+	Role       string
+	Content    sql.NullString
+	Name       sql.NullString
+	ToolCalls  sql.NullString
+	ToolCallID sql.NullString
+	Tokens     int64
+}
+
+func (q *Queries) ListMessageColumnsBetween(ctx context.Context, arg ListMessageColumnsBetweenParams) ([]ListMessageColumnsBetweenRow, error) {
+	rows, err := q.query(ctx, q.listMessageColumnsBetweenStmt, listMessageColumnsBetween, arg.ThreadID, arg.FromSeq, arg.ToSeq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ListMessageColumnsBetweenRow{}
+	for rows.Next() {
+		var i ListMessageColumnsBetweenRow
+		if err := rows.Scan(
+			&i.Seq,
+			&i.Role,
+			&i.Content,
+			&i.Name,
+			&i.ToolCalls,
+			&i.ToolCallID,
+			&i.Tokens,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listMessages = `-- name: ListMessages :many
 SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at FROM messages WHERE thread_id = ? ORDER BY seq
 `
@@ -349,7 +402,12 @@ SELECT m.thread_id, m.seq, m.role,
            SELECT 1 FROM compactions c
            WHERE c.id = (SELECT max(c2.id) FROM compactions c2
                          WHERE c2.thread_id = m.thread_id AND c2.status = 'applied')
-             AND m.seq BETWEEN c.from_seq AND c.to_seq
+             AND (m.seq BETWEEN c.from_seq AND c.to_seq
+                  OR (c.view <> '' AND m.seq <= c.view_seq AND (
+                      EXISTS (SELECT 1 FROM json_each(c.view, '$.omitted') o
+                              WHERE m.seq BETWEEN json_extract(o.value, '$[0]') AND json_extract(o.value, '$[1]'))
+                      OR EXISTS (SELECT 1 FROM json_each(c.view, '$.masked') k
+                                 WHERE json_extract(k.value, '$.seq') = m.seq))))
        ) AS INTEGER) AS archived
 FROM messages_fts
 JOIN messages m ON m.id = messages_fts.rowid
@@ -374,7 +432,7 @@ type SearchMessagesRow struct {
 }
 
 // Full-text search over message text. archived: the message is covered by the thread's current
-// summary, so it is no longer in the active context.
+// summary, or left out or masked by its current view, so it is no longer in the active context.
 func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
 	rows, err := q.query(ctx, q.searchMessagesStmt, searchMessages, arg.Query, arg.ThreadID, arg.MaxRows)
 	if err != nil {

@@ -62,6 +62,10 @@ type Compaction struct {
 	LeaseUntil         int64
 	CreatedAt          int64
 	UpdatedAt          int64
+	View               string
+	ViewSeq            int64
+	ViewTokens         int64
+	ViewMessages       int64
 }
 
 type Message struct {

@@ -1,4 +1,4 @@
--- memcascade schema, version 2: what the migrations in db/migrations build, written whole for
+-- memcascade schema, version 3: what the migrations in db/migrations build, written whole for
 -- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). db.Open applies the
 -- migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
@@ -75,7 +75,14 @@ CREATE TABLE compactions (
     owner_pid           INTEGER NOT NULL DEFAULT 0,
     lease_until         INTEGER NOT NULL DEFAULT 0,  -- running: renewed while it works; past it, interrupted
     created_at          INTEGER NOT NULL,
-    updated_at          INTEGER NOT NULL
+    updated_at          INTEGER NOT NULL,
+    -- The view, when it is not the summary alone (see migrations/0003.sql): a JSON object of
+    -- the summary in it, the masked results, the omitted ranges and the cut results, up to
+    -- view_seq; view_tokens and view_messages are its size up to view_seq.
+    view                TEXT    NOT NULL DEFAULT '',
+    view_seq            INTEGER NOT NULL DEFAULT 0,
+    view_tokens         INTEGER NOT NULL DEFAULT 0,
+    view_messages       INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 CREATE INDEX compactions_thread ON compactions (thread_id, id);

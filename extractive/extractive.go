@@ -66,7 +66,7 @@ func (x Summarizer) Complete(ctx context.Context, req llm.Request) (llm.Response
 			msgs = append([]transcript.Message{{Role: transcript.RoleSummary, Text: req.Running}}, msgs...)
 		}
 		input = transcript.Render(msgs, transcript.Options{})
-		text = summarizeTranscript(msgs, budget, count)
+		text = summarizeTranscript(msgs, budget, count, headingsOf(req.Headings))
 	} else {
 		input = userText(req.Messages)
 		text = summarizePlain(input, budget, count)
@@ -110,23 +110,17 @@ const (
 )
 
 // sectionOf recognises a heading of an earlier summary; -1 when it is none of ours.
-func sectionOf(line string) int {
-	l := strings.ToLower(strings.TrimLeft(line, "# "))
-	switch {
-	case !strings.HasPrefix(line, "#"):
-		return -1
-	case strings.HasPrefix(l, "goal"):
-		return secGoal
-	case strings.HasPrefix(l, "decision"):
-		return secDecisions
-	case strings.HasPrefix(l, "work"):
-		return secWork
-	case strings.HasPrefix(l, "open") || strings.HasPrefix(l, "next"):
-		return secNext
-	case strings.Contains(l, "fact"):
-		return secFacts
+func sectionOf(line string) int { return transcript.SectionOf(line) }
+
+// headingsOf returns the heading of each section: the request's (the headings a prompt of
+// one's own declares), else the built-in one.
+func headingsOf(custom []string) func(int) string {
+	return func(sec int) string {
+		if sec < len(custom) && custom[sec] != "" {
+			return custom[sec]
+		}
+		return transcript.Heading(sec)
 	}
-	return -1
 }
 
 // Ranks: an item of higher rank is kept longer when the budget is short.
@@ -180,7 +174,7 @@ func isErrorLine(line string) bool {
 // heading. When the budget is short, lines are dropped lowest rank first, oldest first:
 // decisions, then work done, then earlier lines, then errors; the goal, the constraints and
 // the last state go last. The facts take at most half of what the goal and last state leave.
-func summarizeTranscript(msgs []transcript.Message, budget int, count func(string) int) string {
+func summarizeTranscript(msgs []transcript.Message, budget int, count func(string) int, heading func(int) string) string {
 	var items []item
 	add := func(sec, rank int, text string) {
 		text = strings.TrimSpace(text)
@@ -260,7 +254,7 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 	if lastStep != "" {
 		add(secNext, rankNext, "Last assistant step: "+cut(oneLine(lastStep), 300))
 	}
-	return fitItems(items, rest, budget, count)
+	return fitItems(items, rest, budget, count, heading)
 }
 
 // earlier carries the lines of an earlier summary into the sections of the same heading.
@@ -291,14 +285,14 @@ func earlier(text string, add func(sec, rank int, text string)) {
 }
 
 // fitItems renders the items and the facts section within budget.
-func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) int) string {
+func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) int, heading func(int) string) string {
 	used := 0
 	var titled [numSections]bool // the section's title is counted in used
 	cost := func(sec, tokens int) int {
 		if titled[sec] {
 			return tokens
 		}
-		return tokens + count(transcript.Heading(sec)) + 2
+		return tokens + count(heading(sec)) + 2
 	}
 	byRank := make([]int, len(items))
 	for i := range items {
@@ -349,7 +343,7 @@ func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) 
 			if b.Len() > 0 {
 				b.WriteString("\n\n")
 			}
-			b.WriteString(transcript.Heading(sec) + "\n" + strings.Join(lines, "\n"))
+			b.WriteString(heading(sec) + "\n" + strings.Join(lines, "\n"))
 		}
 		return b.String()
 	}

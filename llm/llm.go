@@ -35,6 +35,10 @@ type Request struct {
 	// TargetTokens is the size the caller would like the answer to have (0: none). A model
 	// reads it from the prompt; a local summarizer may size its output with it.
 	TargetTokens int
+	// Headings are the section headings the summarization instructions declare, by section
+	// (transcript.Section*); nil or "" keeps a section's built-in heading. A summarizer that
+	// writes the sections itself (package extractive) writes them under these.
+	Headings []string
 	// Accept, when set, inspects a completion's text. A non-nil error rejects it as a bad
 	// response (class bad_response): the attempt is logged as failed and retried within the
 	// provider's max_attempts.

@@ -2,16 +2,12 @@ package memory
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"slices"
 	"sync"
+	"time"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/redact"
@@ -59,7 +55,7 @@ type Compactor struct {
 	// Progress receives progress events (nil: none).
 	Progress func(Progress)
 	// Logger, when set, receives a record when a compaction starts and when it ends, with the
-	// keys thread, compaction_id, reason, outcome, provider, model, tokens_before,
+	// keys thread, compaction_id, reason, strategy, outcome, provider, model, tokens_before,
 	// tokens_after, duration_ms and error (redacted). nil: silent.
 	Logger *slog.Logger
 }
@@ -95,6 +91,9 @@ type CompactOptions struct {
 	DryRun bool
 	// Override are settings of this call only: those it sets win over the thread's.
 	Override ThreadSettings
+	// Emergency compacts with reason emergency whatever the context's size (a proxy whose
+	// upstream refused a request as too long): the cheapest path that gets under the target.
+	Emergency bool
 }
 
 // NewCompactor returns a Compactor with the given settings, redacting secrets with the
@@ -149,11 +148,8 @@ func (c *Compactor) notNeeded(ctx context.Context, t Thread, tokens int, s Setti
 // of the thread ran with the same limit, reserve and ratios and saw every message there is, so
 // another one would find the same. "" when it does not wait.
 func (c *Compactor) waiting(ctx context.Context, t Thread, s Settings) (string, error) {
-	last, err := c.Store.q.LatestSettledCompaction(ctx, t.ID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
+	last, ok, err := c.Store.latestSettled(ctx, t.ID)
+	if err != nil || !ok {
 		return "", err
 	}
 	same := last.TokenLimit == int64(s.TokenLimit) && last.ReserveTokens == int64(s.ReserveTokens) &&
@@ -165,284 +161,84 @@ func (c *Compactor) waiting(ctx context.Context, t Thread, s Settings) (string, 
 }
 
 // Compact compacts a thread's active context and returns the report. Unless forced, a thread
-// under the trigger is left alone (status not_needed). On failure every message stays as it
-// was, a failed report is recorded, and the error wraps each provider's cause.
+// under the trigger is left alone (status not_needed). The thread's strategy says how:
+// summarize (the middle becomes a summary), mask (old tool results become placeholders),
+// hybrid (mask, then summarize when the masked context is still over the target) or window
+// (the oldest units leave the view). A context at or above L * emergency_ratio (or a call with
+// Emergency set) is compacted with reason emergency by the cheapest path: mask first, then a
+// summary within EmergencyTimeout. On failure every message stays as it was (unless
+// on_failure is fit: then the view is fitted, see Settings.OnFailure), a failed report is
+// recorded, and the error wraps each provider's cause.
 func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptions) (Report, error) {
-	ts, err := c.Store.ThreadSettings(ctx, thread)
+	j, err := c.prepare(ctx, thread, opt)
 	if err != nil {
 		return Report{}, fmt.Errorf("compact %q: %w", thread, err)
 	}
+	if !opt.Force && !opt.Emergency {
+		j.rep.Status = StatusNotNeeded
+		if j.rep.Detail, err = c.notNeeded(ctx, j.a.Thread, j.a.Tokens, j.s); err != nil || j.rep.Detail != "" {
+			return *j.rep, err
+		}
+	}
+	if err := j.decide(); err != nil {
+		return *j.rep, fmt.Errorf("compact %q: %w", thread, err)
+	}
+	if opt.DryRun {
+		j.planned()
+		return *j.rep, nil
+	}
+	if j.d.ineffective && !(j.a.Tokens > j.s.Budget() && j.s.OnFailure == OnFailureFit) {
+		return j.ineffective(ctx)
+	}
+	return j.run(ctx)
+}
+
+// prepare reads what a compaction of thread starts from: its settings and its active context.
+func (c *Compactor) prepare(ctx context.Context, thread string, opt CompactOptions) (*job, error) {
+	ts, err := c.Store.ThreadSettings(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
 	if err := opt.Override.Validate(); err != nil {
-		return Report{}, fmt.Errorf("compact %q: override: %w", thread, err)
+		return nil, fmt.Errorf("override: %w", err)
 	}
 	s := c.effective(ts, opt.Override)
 	if err := s.Validate(); err != nil {
-		return Report{}, fmt.Errorf("compact %q: settings: %w", thread, err)
-	}
-	// total_timeout bounds the summarizing; reading, planning and the commit of a summary that
-	// came back in time (an offline rung answers even after it) use the caller's context.
-	budget := ctx
-	if s.TotalTimeout > 0 {
-		var cancel context.CancelFunc
-		budget, cancel = context.WithTimeout(ctx, s.TotalTimeout)
-		defer cancel()
+		return nil, fmt.Errorf("settings: %w", err)
 	}
 	start := c.Store.Now()
 	a, err := c.Store.activeLight(ctx, thread)
 	if err != nil {
-		return Report{}, fmt.Errorf("compact %q: %w", thread, err)
+		return nil, err
 	}
-	rep := Report{
-		Thread: thread, Reason: ReasonThreshold, TokenLimit: s.TokenLimit,
+	rep := &Report{
+		Thread: thread, Reason: reasonFor(a.Tokens, s, opt), TokenLimit: s.TokenLimit,
 		TokensBefore: a.Tokens, TokensAfter: a.Tokens, MessagesBefore: len(a.Entries), MessagesAfter: len(a.Entries),
-		CreatedAt: start.UTC(), Strategy: StrategySummarize, FactsDropped: []string{},
+		CreatedAt: start.UTC(), Strategy: s.Strategy, FactsDropped: []string{},
 	}
-	if opt.Force {
-		rep.Reason = ReasonForced
-	} else {
-		rep.Status = StatusNotNeeded
-		if rep.Detail, err = c.notNeeded(ctx, a.Thread, a.Tokens, s); err != nil || rep.Detail != "" {
-			return rep, err
-		}
+	j := &job{c: c, s: s, a: a, rep: rep, keep: int(float64(s.Budget()) * s.TargetRatio), timeout: s.TotalTimeout}
+	if rep.Reason == ReasonEmergency {
+		j.timeout = min(j.timeout, EmergencyTimeout)
 	}
-
-	keep := int(float64(s.Budget()) * s.TargetRatio)
-	plan := MakePlan(a.Entries, s, keep)
-	rep.SummarizedMessages, rep.KeptMessages = plan.MiddleLen(), len(a.Entries)-plan.Kept
-	rep.FromSeq, rep.ToSeq, rep.SummaryBudget = plan.FromSeq, plan.ToSeq, plan.SummaryBudget
-	if opt.DryRun {
-		rep.Status = StatusPlanned
-		rep.Detail = plan.describe(a)
-		if plan.Ineffective {
-			rep.Detail = "ineffective: " + plan.Why
-		}
-		return rep, nil
-	}
-	if plan.Ineffective {
-		rep.Status, rep.Detail = StatusIneffective, plan.Why
-		rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-plan.Pinned, 0, 0
-		// Over the limit with nothing worth summarizing: the pinned messages and the newest
-		// unit alone keep it there. Recorded, and an error for the caller.
-		var over error
-		if a.Tokens > s.Budget() {
-			over = c.overLimit(a, plan, s, 0)
-			rep.Error = errorText(over, c.Redact)
-		}
-		id, err := c.insert(ctx, a, rep, s)
-		if err != nil {
-			return rep, fmt.Errorf("compact %q: %w", thread, err)
-		}
-		rep.ID = &id
-		c.logEnd(ctx, rep)
-		c.report(ctx, rep)
-		if over != nil {
-			return rep, fmt.Errorf("compact %q: %w", thread, over)
-		}
-		return rep, nil
-	}
-
-	id, err := c.insert(ctx, a, rep, s)
-	if err != nil {
-		return rep, fmt.Errorf("compact %q: %w", thread, err)
-	}
-	rep.ID = &id
-	rep.Status = StatusRunning
-	c.log(ctx, slog.LevelInfo, "compaction started", slog.String("thread", thread), slog.Int64("compaction_id", id),
-		slog.String("reason", rep.Reason), slog.Int("tokens_before", rep.TokensBefore),
-		slog.Int("messages_before", rep.MessagesBefore), slog.Int("token_limit", rep.TokenLimit))
-	stopLease := c.Store.holdLease(ctx, id)
-	err = c.passes(ctx, budget, id, a, plan, keep, s, &rep)
-	stopLease()
-	rep.DurationMs = c.Store.Now().Sub(start).Milliseconds()
-	if err != nil && rep.Status != StatusApplied {
-		rep.Status = StatusFailed
-	}
-	rep.Error = errorText(err, c.Redact)
-	// The report's final figures are written even when the caller's context ended.
-	if ferr := c.finish(context.WithoutCancel(ctx), id, rep); ferr != nil && err == nil {
-		err = ferr
-	}
-	if full, rerr := c.Store.Report(context.WithoutCancel(ctx), id); rerr == nil {
-		rep = full
-	}
-	c.logEnd(ctx, rep)
-	c.report(ctx, rep)
-	if err != nil {
-		return rep, fmt.Errorf("compact %q: %w", thread, err)
-	}
-	return rep, nil
+	return j, nil
 }
 
-// passes summarizes and commits until the context fits L or max_passes is reached.
-func (c *Compactor) passes(ctx, budget context.Context, id int64, a Active, plan Plan, keep int, s Settings, rep *Report) error {
-	base := a.Summary
-	var lost []facts.Fact // facts left out of the active context so far
-	for pass := 1; ; pass++ {
-		sum, err := c.summarize(budget, id, pass, a, plan, s)
-		if err != nil {
-			return err
-		}
-		rep.Chunks += sum.chunks
-		tokens := sum.tokens
-		if err := c.apply(ctx, id, base, a, plan, sum, s, rep); err != nil {
-			return err
-		}
-		rep.Passes, rep.Status = pass, StatusApplied
-		rep.Provider, rep.Model, rep.SummaryTokens = sum.provider, sum.model, tokens
-		rep.FactsTotal, rep.FactsKept = sum.factsTotal, sum.factsKept
-		c.summarized(ctx, a, plan, id, sum)
-		if a, err = c.after(ctx, id, a, plan, sum, s); err != nil {
-			return err
-		}
-		rep.TokensAfter, rep.MessagesAfter = a.Tokens, len(a.Entries)
-		// Facts an earlier pass could not fit may be back (a later message repeats them).
-		lost = append(missingFacts(lost, nil, outsideText(a.Entries)), sum.dropped...)
-		rep.FactsDropped = factTexts(lost)
-		if a.Tokens <= s.Budget() {
-			return nil
-		}
-		next := MakePlan(a.Entries, s, keep/2)
-		if pass == s.MaxPasses || next.Ineffective {
-			return c.overLimit(a, next, s, pass)
-		}
-		keep /= 2
-		base, plan = id, next
-		rep.SummarizedMessages += next.MiddleLen() - 1 // the summary of this pass is one of them
-		rep.KeptMessages = len(a.Entries) - next.Kept
-	}
-}
+// EmergencyTimeout bounds the summarizing of an emergency compaction: the cascade skips the
+// providers it leaves no time for (outcome skipped_budget) and the offline rung still answers.
+const EmergencyTimeout = 20 * time.Second
 
-// after returns the active context after a pass was applied. When nothing was appended
-// meanwhile it is built from the one the pass was planned on, without reading the thread.
-func (c *Compactor) after(ctx context.Context, id int64, a Active, plan Plan, sum summary, s Settings) (Active, error) {
-	t, err := c.Store.q.GetThread(ctx, a.Thread.ID)
-	if err != nil {
-		return Active{}, err
+// reasonFor is the reason of a compaction: emergency when the call says so or the context is
+// at or above L * emergency_ratio (unless forced), else forced or threshold.
+func reasonFor(tokens int, s Settings, opt CompactOptions) string {
+	switch {
+	case opt.Emergency:
+		return ReasonEmergency
+	case opt.Force:
+		return ReasonForced
+	case float64(tokens) >= s.EmergencyRatio*float64(s.Budget()):
+		return ReasonEmergency
 	}
-	if t.LastSeq != int64(a.Thread.Messages) {
-		return c.Store.activeLight(ctx, a.Thread.ID)
-	}
-	next := a
-	next.Entries = make([]Entry, 0, plan.Pinned+1+len(a.Entries)-plan.Kept)
-	next.Entries = append(next.Entries, a.Entries[:plan.Pinned]...)
-	next.Entries = append(next.Entries, Entry{Tokens: sum.tokens, Message: TextMessage(s.SummaryRole, sum.text), CompactionID: id,
-		CoversFrom: plan.FromSeq, CoversTo: plan.ToSeq, text: sum.text, light: true})
-	next.Entries = append(next.Entries, a.Entries[plan.Kept:]...)
-	next.Tokens = a.Tokens - plan.MiddleTokens + sum.tokens
-	next.Summary, next.FromSeq, next.ToSeq = id, plan.FromSeq, plan.ToSeq
-	next.Thread.ActiveMessages, next.Thread.ActiveTokens = len(next.Entries), next.Tokens
-	return next, nil
-}
-
-// overLimit explains why the context stays over L: the next plan cannot help (the pinned
-// messages and the newest unit alone are too large), or max_passes was reached.
-func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error {
-	if !next.Ineffective {
-		return fmt.Errorf("%w: %d tokens after %d passes (max_passes), limit %d", ErrOverLimit, a.Tokens, passes, s.Budget())
-	}
-	return fmt.Errorf("%w: %d tokens, limit %d: the pinned messages (%d tokens) and the newest unit of messages (%d tokens) alone keep it there",
-		ErrOverLimit, a.Tokens, s.Budget(), next.PinnedTokens, next.KeptTokens)
-}
-
-// insert records a compaction row: running (holding a lease), or ineffective when rep says
-// so. The row records the settings it runs with: the wait rule compares them.
-func (c *Compactor) insert(ctx context.Context, a Active, rep Report, s Settings) (int64, error) {
-	status := StatusRunning
-	if rep.Status == StatusIneffective {
-		status = StatusIneffective
-	}
-	var id int64
-	err := db.WithTx(ctx, c.Store.db, func(tx *sql.Tx) error {
-		now := c.Store.now()
-		var err error
-		id, err = c.Store.q.WithTx(tx).InsertCompaction(ctx, db.InsertCompactionParams{
-			ThreadID: a.Thread.ID, Status: status, Reason: rep.Reason, Strategy: StrategySummarize,
-			BaseID:  sql.NullInt64{Int64: a.Summary, Valid: a.Summary != 0},
-			LastSeq: int64(a.Thread.Messages), TokenLimit: int64(s.TokenLimit), ReserveTokens: int64(s.ReserveTokens),
-			TargetRatio: s.TargetRatio, TriggerRatio: s.TriggerRatio,
-			TokensBefore: int64(rep.TokensBefore), TokensAfter: int64(rep.TokensAfter),
-			MessagesBefore: int64(rep.MessagesBefore), MessagesAfter: int64(rep.MessagesAfter),
-			KeptMessages: int64(rep.KeptMessages),
-			OwnerHost:    owner(), OwnerPid: int64(os.Getpid()), LeaseUntil: now + c.Store.lease().Milliseconds(),
-			Error: rep.Error, Detail: rep.Detail, CreatedAt: now, UpdatedAt: now,
-		})
-		return err
-	})
-	return id, err
-}
-
-// apply commits one pass: in one transaction, checks that the thread's current compaction is
-// still the one the pass was planned on, and records the summary and the range it covers. It
-// is where the facts guarantee is enforced: the summary commits only when every fact of the
-// ledger of what it replaces is in the resulting active context or named as dropped.
-func (c *Compactor) apply(ctx context.Context, id, base int64, a Active, plan Plan, sum summary, s Settings, rep *Report) error {
-	missing := factTexts(missingFacts(sum.facts, sum.outside, sum.text))
-	dropped := factTexts(sum.dropped)
-	if !slices.Equal(missing, dropped) {
-		return fmt.Errorf("%w: the summary misses facts %q but reports %q as dropped", ErrFactsLost, missing, dropped)
-	}
-	allDropped, err := json.Marshal(append(slices.Clone(rep.FactsDropped), dropped...))
-	if err != nil {
-		return err
-	}
-	return db.WithTx(ctx, c.Store.db, func(tx *sql.Tx) error {
-		q := c.Store.q.WithTx(tx)
-		cur, err := currentID(ctx, q, a.Thread.ID)
-		if err != nil {
-			return err
-		}
-		if cur != base {
-			if cur == 0 {
-				return fmt.Errorf("%w: compaction %d, which this one folds in, was reverted meanwhile", ErrConflict, base)
-			}
-			return fmt.Errorf("%w: compaction %d of thread %q was applied meanwhile", ErrConflict, cur, a.Thread.ID)
-		}
-		n, err := q.ApplyCompaction(ctx, db.ApplyCompactionParams{
-			FromSeq: sql.NullInt64{Int64: plan.FromSeq, Valid: true}, ToSeq: sql.NullInt64{Int64: plan.ToSeq, Valid: true},
-			Summary: sql.NullString{String: sum.text, Valid: true}, SummaryRole: sql.NullString{String: s.SummaryRole, Valid: true},
-			SummaryTokens: int64(sum.tokens), Passes: int64(rep.Passes + 1), Chunks: int64(rep.Chunks),
-			TokensAfter:        int64(a.Tokens - plan.MiddleTokens + sum.tokens),
-			MessagesAfter:      int64(len(a.Entries) - plan.MiddleLen() + 1),
-			SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
-			FactsTotal: int64(sum.factsTotal), FactsKept: int64(sum.factsKept), FactsDropped: string(allDropped),
-			Provider: sum.provider, Model: sum.model, UpdatedAt: c.Store.now(), ID: id,
-			DurationMs: c.Store.Now().Sub(rep.CreatedAt).Milliseconds(),
-		})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("%w: compaction %d is no longer running (marked failed meanwhile)", ErrConflict, id)
-		}
-		return nil
-	})
-}
-
-// finish records the final figures and status of a compaction. A compaction that applied
-// nothing reports the context as it was: tokens_after = tokens_before.
-func (c *Compactor) finish(ctx context.Context, id int64, rep Report) error {
-	if rep.Status != StatusApplied {
-		rep.TokensAfter, rep.MessagesAfter = rep.TokensBefore, rep.MessagesBefore
-	}
-	dropped, err := json.Marshal(rep.FactsDropped)
-	if err != nil {
-		return err
-	}
-	return db.WithTx(ctx, c.Store.db, func(tx *sql.Tx) error {
-		q := c.Store.q.WithTx(tx)
-		requests, err := q.CompactionRequests(ctx, sql.NullInt64{Int64: id, Valid: true})
-		if err != nil {
-			return err
-		}
-		_, err = q.FinishCompaction(ctx, db.FinishCompactionParams{
-			Status: rep.Status, TokensAfter: int64(rep.TokensAfter), MessagesAfter: int64(rep.MessagesAfter),
-			SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
-			Passes: int64(rep.Passes), Chunks: int64(rep.Chunks), Requests: requests, Provider: rep.Provider, Model: rep.Model,
-			DurationMs: rep.DurationMs, Error: rep.Error, Detail: rep.Detail, FactsDropped: string(dropped),
-			UpdatedAt: c.Store.now(), ID: id,
-		})
-		return err
-	})
+	return ReasonThreshold
 }
 
 func errorText(err error, redact func(string) string) string {
@@ -463,8 +259,8 @@ func (c *Compactor) logEnd(ctx context.Context, rep Report) {
 	}
 	attrs := []slog.Attr{
 		slog.String("thread", rep.Thread), slog.Int64("compaction_id", *rep.ID), slog.String("reason", rep.Reason),
-		slog.String("outcome", rep.Status), slog.String("provider", rep.Provider), slog.String("model", rep.Model),
-		slog.Int("tokens_before", rep.TokensBefore), slog.Int("tokens_after", rep.TokensAfter),
+		slog.String("strategy", rep.Strategy), slog.String("outcome", rep.Status), slog.String("provider", rep.Provider),
+		slog.String("model", rep.Model), slog.Int("tokens_before", rep.TokensBefore), slog.Int("tokens_after", rep.TokensAfter),
 		slog.Int("passes", rep.Passes), slog.Int("requests", rep.Requests), slog.Int64("duration_ms", rep.DurationMs),
 	}
 	if rep.Error != "" {
@@ -499,12 +295,7 @@ func (c *Compactor) summarized(ctx context.Context, a Active, plan Plan, id int6
 			middle = middle[1:]
 		}
 		if len(middle) > 0 {
-			rows, err := c.Store.q.ListMessagesBetween(ctx, db.ListMessagesBetweenParams{
-				ThreadID: a.Thread.ID, FromSeq: middle[0].Seq, ToSeq: middle[len(middle)-1].Seq})
-			if err != nil {
-				return err
-			}
-			full, err := entries(rows)
+			full, err := c.Store.between(ctx, a.Thread.ID, middle[0].Seq, middle[len(middle)-1].Seq)
 			if err != nil {
 				return err
 			}
@@ -535,8 +326,14 @@ func (c *Compactor) progress(p Progress) {
 	}
 }
 
-// describe explains a plan for a dry run.
-func (p Plan) describe(a Active) string {
-	return fmt.Sprintf("keep %d pinned (%d tokens); summarize %d messages, seq %d-%d (%d tokens) into at most %d tokens; keep the newest %d (%d tokens)",
+// describe explains a plan for a dry run; masked is the masked view it is planned on (hybrid),
+// nil for summarize.
+func (p Plan) describe(masked []Entry, a Active) string {
+	pre := ""
+	if masked != nil {
+		pre = describeView(a.Entries, masked) + "; then "
+		a = withEntries(a, masked)
+	}
+	return pre + fmt.Sprintf("keep %d pinned (%d tokens); summarize %d messages, seq %d-%d (%d tokens) into at most %d tokens; keep the newest %d (%d tokens)",
 		p.Pinned, p.PinnedTokens, p.MiddleLen(), p.FromSeq, p.ToSeq, p.MiddleTokens, p.SummaryBudget, len(a.Entries)-p.Kept, p.KeptTokens)
 }

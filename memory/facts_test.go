@@ -94,7 +94,8 @@ func TestMissingFactsAppended(t *testing.T) {
 		return llm.Response{Text: reply, FinishReason: "stop"}, nil
 	}}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "forgetful", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	rep, err := memory.NewCompactor(s, casc, settings).Compact(ctx, "t", memory.CompactOptions{})
+	// Forced: unforced, a context this far over the limit is an emergency, which masks first.
+	rep, err := memory.NewCompactor(s, casc, settings).Compact(ctx, "t", memory.CompactOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,16 +123,16 @@ func TestCommitRefusesUnreportedLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c := &Compactor{Store: s}
+	j := &job{c: &Compactor{Store: s}, id: 1, rep: &Report{}}
 	sum := summary{text: "Summary: the budget is $400.", facts: ledger}
-	err = c.apply(context.Background(), 1, 0, Active{}, Plan{}, sum, Settings{}, &Report{})
+	err = j.applySummary(context.Background(), Active{}, Plan{}, sum, Active{})
 	if !errors.Is(err, ErrFactsLost) || !strings.Contains(err.Error(), "ZQ9XYZ") {
-		t.Fatalf("apply: %v, want ErrFactsLost naming ZQ9XYZ", err)
+		t.Fatalf("applySummary: %v, want ErrFactsLost naming ZQ9XYZ", err)
 	}
 	sum.dropped = ledger[:1]
 	sum.text = "Summary: the budget is 400 dollars." // "$400" is matched by number: still there
-	err = c.apply(context.Background(), 1, 0, Active{}, Plan{}, sum, Settings{}, &Report{})
+	err = j.applySummary(context.Background(), Active{}, Plan{}, sum, Active{})
 	if errors.Is(err, ErrFactsLost) {
-		t.Fatalf("apply refused a summary whose only missing fact is reported dropped: %v", err)
+		t.Fatalf("applySummary refused a summary whose only missing fact is reported dropped: %v", err)
 	}
 }

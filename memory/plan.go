@@ -3,10 +3,11 @@ package memory
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
-// Settings tune compaction. The zero value of a field means its default (DefaultSettings).
+// Settings tune compaction. The zero value of a field means its default (the Default* constants below).
 type Settings struct {
 	// TokenLimit is the model's context window in tokens.
 	TokenLimit int
@@ -28,10 +29,29 @@ type Settings struct {
 	// MaxResultBytes trims each long message text or tool result in the summarizer's input,
 	// keeping its head and tail around a visible marker.
 	MaxResultBytes int
-	// Strategy is how a compaction shrinks the context: summarize (the default, and the only
-	// strategy today).
+	// Strategy is how a compaction shrinks the context: summarize (the default), mask, hybrid
+	// or window (see Strategies).
 	Strategy string
+	// EmergencyRatio: a context at or above L * EmergencyRatio is compacted with reason
+	// emergency, by the cheapest path that gets under the target (see Compactor.Compact).
+	EmergencyRatio float64
+	// OnFailure is what happens when summarizing fails or cannot get under L: keep (the
+	// default: the active context stays as it was) or fit (the view is masked, then its oldest
+	// units left out, then the newest unit's largest tool results cut, until it fits; history is
+	// untouched and revert restores the view).
+	OnFailure string
+	// Prompt replaces the built-in summarization instructions (see ValidatePrompt); "" keeps them.
+	Prompt string
 }
+
+// Strategies are the values of Settings.Strategy.
+var Strategies = []string{StrategySummarize, StrategyMask, StrategyHybrid, StrategyWindow}
+
+// Values of Settings.OnFailure.
+const (
+	OnFailureKeep = "keep"
+	OnFailureFit  = "fit"
+)
 
 // Defaults of Settings, the same as the config file's.
 const (
@@ -44,6 +64,8 @@ const (
 	DefaultTotalTimeout     = 15 * time.Minute
 	DefaultMaxResultBytes   = 4000
 	DefaultStrategy         = StrategySummarize
+	DefaultEmergencyRatio   = 0.95
+	DefaultOnFailure        = OnFailureKeep
 )
 
 // minSummaryTokens is the smallest summary budget worth a provider call.
@@ -77,6 +99,12 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.Strategy == "" {
 		s.Strategy = DefaultStrategy
+	}
+	if s.EmergencyRatio == 0 {
+		s.EmergencyRatio = DefaultEmergencyRatio
+	}
+	if s.OnFailure == "" {
+		s.OnFailure = DefaultOnFailure
 	}
 	return s
 }
@@ -120,8 +148,17 @@ func (s Settings) check() error {
 		return settingErr("summary_role", "summary_role %q must be system or user", s.SummaryRole)
 	case s.MaxPasses < 1:
 		return settingErr("max_passes", "max_passes %d must be at least 1", s.MaxPasses)
-	case s.Strategy != StrategySummarize:
-		return settingErr("strategy", "strategy %q is not known (want summarize)", s.Strategy)
+	case !slices.Contains(Strategies, s.Strategy):
+		return settingErr("strategy", "strategy %q is not known (want summarize, mask, hybrid or window)", s.Strategy)
+	case !ratio(s.EmergencyRatio):
+		return settingErr("emergency_ratio", "emergency_ratio %g is outside (0, 1]", s.EmergencyRatio)
+	case s.OnFailure != OnFailureKeep && s.OnFailure != OnFailureFit:
+		return settingErr("on_failure", "on_failure %q must be keep or fit", s.OnFailure)
+	}
+	if s.Prompt != "" {
+		if err := ValidatePrompt(s.Prompt); err != nil {
+			return settingErr("prompt", "prompt: %v", err)
+		}
 	}
 	return nil
 }
@@ -182,18 +219,7 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 		p.KeptTokens = sumTokens(entries[p.Pinned:])
 		return p
 	}
-	// The newest unit is always kept; then whole units while they fit.
-	k := len(cuts) - 1
-	kept := sumTokens(entries[cuts[k]:])
-	for k > 0 {
-		more := sumTokens(entries[cuts[k-1]:cuts[k]])
-		if p.PinnedTokens+kept+more > keepBudget {
-			break
-		}
-		kept += more
-		k--
-	}
-	p.Kept, p.KeptTokens = cuts[k], kept
+	p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens)
 	p.MiddleTokens = sumTokens(entries[p.Pinned:p.Kept])
 	p.FromSeq, p.ToSeq = middleRange(entries[p.Pinned:p.Kept])
 
@@ -207,6 +233,31 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 			p.MiddleLen(), p.MiddleTokens, active, minSummaryTokens)
 	}
 	return p
+}
+
+// keptFrom returns where the kept part starts among the cuts (ascending, not empty), and its
+// tokens: the newest unit, then whole units while they fit in budget.
+func keptFrom(entries []Entry, cuts []int, budget int) (start, tokens int) {
+	k := len(cuts) - 1
+	kept := sumTokens(entries[cuts[k]:])
+	for k > 0 {
+		more := sumTokens(entries[cuts[k-1]:cuts[k]])
+		if kept+more > budget {
+			break
+		}
+		kept += more
+		k--
+	}
+	return cuts[k], kept
+}
+
+// pinnedLen returns the number of leading pinned entries.
+func pinnedLen(entries []Entry) int {
+	n := 0
+	for n < len(entries) && isPinnable(entries[n]) {
+		n++
+	}
+	return n
 }
 
 func isPinnable(e Entry) bool {

@@ -31,7 +31,10 @@ const (
 
 // Compaction strategies.
 const (
-	StrategySummarize = "summarize"
+	StrategySummarize = "summarize" // the middle is replaced by a summary
+	StrategyMask      = "mask"      // old tool results are replaced by placeholders
+	StrategyHybrid    = "hybrid"    // mask, then summarize if still over the target
+	StrategyWindow    = "window"    // the oldest units leave the view
 )
 
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
@@ -67,8 +70,11 @@ type Report struct {
 	// FactsDropped are the exact values of the ledger facts that are not in the active
 	// context after the compaction: they did not fit within the limit. [] when none.
 	FactsDropped []string `json:"facts_dropped"`
-	// Strategy is how the compaction shrank the context (summarize).
+	// Strategy is how the compaction shrank the context: summarize, mask, hybrid or window.
 	Strategy string `json:"strategy"`
+	// View says what the compaction's view masks, leaves out or cuts beside its summary (mask,
+	// window, hybrid, and a view fitted by on_failure fit); absent when it is a summary alone.
+	View *ViewChanges `json:"view,omitempty"`
 	// LeaseUntil is when a running compaction's lease ends unless renewed (running only).
 	LeaseUntil *time.Time `json:"lease_until,omitempty"`
 	// Superseded: an applied compaction whose summary a newer one folded in.
@@ -109,6 +115,7 @@ func reportFromRow(c db.Compaction, current int64) Report {
 	if err := json.Unmarshal([]byte(c.FactsDropped), &r.FactsDropped); err != nil || r.FactsDropped == nil {
 		r.FactsDropped = []string{} // a row written by hand; the column's default is "[]"
 	}
+	r.View = viewChanges(c.View)
 	r.Superseded = c.Status == StatusApplied && c.ID != current
 	if c.Status == StatusRunning {
 		lease := time.UnixMilli(c.LeaseUntil).UTC()

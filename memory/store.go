@@ -263,6 +263,8 @@ type Entry struct {
 	// Message then holds role, name, tool calls and tool_call_id, not content or Extra.
 	text  string
 	light bool
+	// mark is set when the entry is shown masked or cut by a compaction's view (see view.go).
+	mark *mark
 }
 
 // Text returns the entry's text content (see Message.Text).
@@ -283,6 +285,9 @@ type Active struct {
 	// messages FromSeq to ToSeq.
 	Summary        int64
 	FromSeq, ToSeq int64
+
+	// current is the thread's current compaction, whose row the view is derived from (0: none).
+	current int64
 }
 
 // Messages returns the messages of the active context.
@@ -340,7 +345,13 @@ func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, li
 		return Active{}, err
 	}
 	after := int64(0)
-	if err == nil {
+	if err == nil && cur.View != "" {
+		a, err = s.readView(ctx, q, a, cur, light)
+		if err != nil {
+			return Active{}, err
+		}
+	} else if err == nil {
+		a.current = cur.ID
 		if a.Entries, err = s.messagesBefore(ctx, q, thread, cur.FromSeq.Int64, light); err != nil {
 			return Active{}, err
 		}
@@ -356,11 +367,13 @@ func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, li
 		a.Summary, a.FromSeq, a.ToSeq = cur.ID, cur.FromSeq.Int64, cur.ToSeq.Int64
 		after = cur.ToSeq.Int64
 	}
-	tail, err := s.messagesAfter(ctx, q, thread, after, light)
-	if err != nil {
-		return Active{}, err
+	if cur.View == "" {
+		tail, err := s.messagesAfter(ctx, q, thread, after, light)
+		if err != nil {
+			return Active{}, err
+		}
+		a.Entries = append(a.Entries, tail...)
 	}
-	a.Entries = append(a.Entries, tail...)
 	for _, e := range a.Entries {
 		a.Tokens += e.Tokens
 	}

@@ -51,128 +51,201 @@ type block struct {
 // summarize asks the summarizer for a summary of plan's middle and completes it with the
 // facts it dropped.
 func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active, plan Plan, s Settings) (summary, error) {
-	counter, err := c.Store.Counter(a.Thread.Encoding)
+	in, err := c.newInput(a, plan, s, pass)
 	if err != nil {
 		return summary{}, err
 	}
-	redact := c.redact
-	middle := a.Entries[plan.Pinned:plan.Kept]
-	header := fmt.Sprintf("Summary of the earlier conversation (messages %d to %d):\n\n", plan.FromSeq, plan.ToSeq)
+	// The ledger is extracted while the providers write: it is only needed once the summary is
+	// back.
+	ledgerc := make(chan []facts.Fact, 1)
+	go func() { ledgerc <- facts.Extract(factMessages(in.tms)) }()
+	res, err := c.Summarizer.Run(ctx, id, in.task)
+	ledger := <-ledgerc
+	if err != nil {
+		return summary{chunks: in.chunks}, fmt.Errorf("%w: %w", ErrSummarize, err)
+	}
+	return in.compose(res, ledger, a, plan, s), nil
+}
+
+// input is what one pass sends to every provider it tries: the middle, redacted and rendered,
+// and the sizes of the summary.
+type input struct {
+	c       *Compactor
+	thread  string
+	pass    int
+	counter TokenCounter
+	header  string
+	tms     []transcript.Message // the middle as the summarizer reads it, redacted
+	blocks  []block
+	units   []int // where each unit of the middle starts
+	// bodyBudget is the hard limit of the summary's body, asked the size asked for.
+	bodyBudget, asked int
+	prompt            userPrompt
+	systemTokens      int // of the full instructions; compactTokens of the compact ones
+	compactTokens     int
+	chunks            int // the requests of the provider whose turn ran last
+}
+
+// newInput renders the middle of plan for the summarizer.
+func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input, error) {
+	counter, err := c.Store.Counter(a.Thread.Encoding)
+	if err != nil {
+		return nil, err
+	}
+	in := &input{c: c, thread: a.Thread.ID, pass: pass, counter: counter,
+		header: fmt.Sprintf("Summary of the earlier conversation (messages %d to %d):\n\n", plan.FromSeq, plan.ToSeq)}
 	// The body may use what is left of the budget after the message framing and header; two
 	// tokens of slack cover the join of header and body.
-	bodyBudget := plan.SummaryBudget - counter.CountMessage(TextMessage(s.SummaryRole, header)) - 2
-	if bodyBudget < minSummaryTokens/2 {
-		return summary{}, fmt.Errorf("%w: no room for a summary (%d tokens)", ErrSummarize, bodyBudget)
+	in.bodyBudget = plan.SummaryBudget - counter.CountMessage(TextMessage(s.SummaryRole, in.header)) - 2
+	if in.bodyBudget < minSummaryTokens/2 {
+		return nil, fmt.Errorf("%w: no room for a summary (%d tokens)", ErrSummarize, in.bodyBudget)
 	}
-	// Each message is redacted once, whole, before its long text is trimmed (a trim could cut
-	// a secret short of what the patterns recognise); the transcript and the fact ledger are
-	// both made of the redacted messages.
-	tms := make([]transcript.Message, len(middle))
-	for i, e := range middle {
-		tms[i] = transcriptMessage(e, redact)
+	middle := a.Entries[plan.Pinned:plan.Kept]
+	in.render(middle, s)
+	in.units = append([]int{0}, validCuts(middle, 0)...)
+	// The size asked for: a quarter of the middle, within what the budget leaves for the
+	// facts the provider may drop. The budget itself is only the hard limit.
+	in.asked = min(max(plan.MiddleTokens/4, 2*minSummaryTokens), int(float64(in.bodyBudget)*(1-factsShare)))
+	in.asked = max(in.asked, minSummaryTokens/2)
+	in.prompt = userPrompt{system: systemPrompt}
+	if s.Prompt != "" {
+		if in.prompt, err = parsePrompt(s.Prompt); err != nil {
+			return nil, fmt.Errorf("prompt: %w", err)
+		}
 	}
-	// The ledger is extracted while the transcript is rendered and the provider writes: it is
-	// only needed once the summary is back.
-	ledgerc := make(chan []facts.Fact, 1)
-	go func() { ledgerc <- facts.Extract(factMessages(tms)) }()
-	blocks := make([]block, len(middle))
+	in.systemTokens = counter.CountText(in.prompt.system) + counter.CountText(in.prompt.after) + requestFraming
+	in.compactTokens = counter.CountText(compactPrompt) + requestFraming
+	if s.Prompt != "" {
+		in.compactTokens = in.systemTokens // one's own prompt is sent whole, whatever the window
+	}
+	return in, nil
+}
+
+// render redacts and renders the middle. Each message is redacted once, whole, before its long
+// text is trimmed (a trim could cut a secret short of what the patterns recognise); the
+// transcript and the fact ledger are both made of the redacted messages.
+func (in *input) render(middle []Entry, s Settings) {
+	in.tms = make([]transcript.Message, len(middle))
+	in.blocks = make([]block, len(middle))
 	for i, e := range middle {
+		in.tms[i] = transcriptMessage(e, in.c.redact)
 		var sb strings.Builder
-		transcript.RenderMessage(&sb, tms[i], transcript.Options{MaxTextBytes: s.MaxResultBytes})
+		transcript.RenderMessage(&sb, in.tms[i], transcript.Options{MaxTextBytes: s.MaxResultBytes})
 		text := sb.String()
 		// A block's size is the message's stored count plus its header, unless trimming made
 		// it smaller: then it is counted (only long messages are trimmed).
 		tokens := e.Tokens + blockHeaderTokens
-		if rendered := len(tms[i].Text) + argsLen(tms[i].ToolCalls); len(text) < rendered {
-			tokens = counter.CountText(text)
+		if rendered := len(in.tms[i].Text) + argsLen(in.tms[i].ToolCalls); len(text) < rendered {
+			tokens = in.counter.CountText(text)
 		}
-		blocks[i] = block{text: text, tokens: tokens}
+		in.blocks[i] = block{text: text, tokens: tokens}
 	}
-	units := append([]int{0}, validCuts(middle, 0)...)
+}
 
-	// The size asked for: a quarter of the middle, within what the budget leaves for the
-	// facts the provider may drop. The budget itself is only the hard limit.
-	asked := min(max(plan.MiddleTokens/4, 2*minSummaryTokens), int(float64(bodyBudget)*(1-factsShare)))
-	asked = max(asked, minSummaryTokens/2)
-	systemTokens := counter.CountText(systemPrompt) + requestFraming
-	compactTokens := counter.CountText(compactPrompt) + requestFraming
-	accept := func(text string) error {
-		if n := counter.CountText(redact(text)); n > bodyBudget {
-			return fmt.Errorf("summary of %d tokens is over its budget of %d (not smaller than it must be)", n, bodyBudget)
-		}
-		return nil
+// accept rejects a final summary over its budget.
+func (in *input) accept(text string) error {
+	if n := in.counter.CountText(in.c.redact(text)); n > in.bodyBudget {
+		return fmt.Errorf("summary of %d tokens is over its budget of %d (not smaller than it must be)", n, in.bodyBudget)
 	}
-	chunks := 0
-	task := func(ctx context.Context, t llm.Target, comp llm.Completer) (string, error) {
-		chunks = 0 // the requests of this provider: the last one to run is the one whose summary is used
-		r := requestShape(t, bodyBudget, systemTokens, compactTokens)
-		out, limit := r.out, r.limit
-		if t.ContextWindow > 0 && limit < minChunkTokens {
-			return "", fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript beside the instructions (%d) and the answer (%d); a request needs %d",
-				llm.ErrWindowTooSmall, t.ContextWindow, limit, r.systemTokens, out, minChunkTokens)
-		}
-		bl := blocks
-		parts := split(bl, units, limit)
-		if limit > 0 && len(parts) > 1 {
-			// Later parts carry the running summary (at most out tokens): leave room for it.
-			limit -= out
-			if limit < minChunkTokens {
-				return "", fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript beside the instructions (%d), the summary so far and the answer (%d each); a request needs %d",
-					llm.ErrWindowTooSmall, t.ContextWindow, limit, r.systemTokens, out, minChunkTokens)
-			}
-			bl = fitBlocks(blocks, tms, limit, counter.CountText)
-			parts = split(bl, units, limit)
-		}
-		running := ""
-		resplits := 0
-		for k := 0; k < len(parts); k++ {
-			n := len(parts)
-			c.progress(Progress{Thread: a.Thread.ID, Pass: pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
-			req := llm.Request{Messages: renderRequest(r.system, parts[k].text(bl), running, k+1, n, asked), Transcript: tms[parts[k].from:parts[k].to], Running: running, MaxTokens: out, TargetTokens: asked}
-			if k == n-1 {
-				req.Accept = accept
-			}
-			chunks++
-			resp, err := comp.Complete(ctx, req)
-			if errors.Is(err, llm.ErrContextLength) && resplits < maxResplits {
-				// Too large for this provider after all: split what is left smaller and go on.
-				resplits++
-				size := splitTokens(parts[k:k+1], bl)
-				if limit > 0 {
-					size = min(size, limit)
-				}
-				if limit = size / 2; limit < minChunkTokens {
-					return "", err
-				}
-				from := parts[k].from
-				bl = fitBlocks(bl, tms, limit, counter.CountText)
-				rest := split(bl[from:], shift(units, from), limit)
-				for i := range rest {
-					rest[i].from += from
-					rest[i].to += from
-				}
-				parts = append(parts[:k], rest...)
-				k--
-				continue
-			}
-			if err != nil {
+	return nil
+}
+
+// task is one provider's turn: the middle, in as many parts as its window needs, each request
+// carrying the summary of the parts before.
+func (in *input) task(ctx context.Context, t llm.Target, comp llm.Completer) (string, error) {
+	in.chunks = 0 // the requests of this provider: the last one to run is the one whose summary is used
+	r := requestShape(t, in.bodyBudget, in.prompt.system, in.systemTokens, in.compactTokens)
+	bl, parts, limit, err := in.split(t, r)
+	if err != nil {
+		return "", err
+	}
+	running := ""
+	for k, resplits := 0, 0; k < len(parts); k++ {
+		resp, err := in.request(ctx, t, comp, r, bl, parts, k, running)
+		if errors.Is(err, llm.ErrContextLength) && resplits < maxResplits {
+			// Too large for this provider after all: split what is left smaller and go on.
+			resplits++
+			var ok bool
+			if bl, parts, limit, ok = in.resplit(bl, parts, k, limit); !ok {
 				return "", err
 			}
-			running = redact(strings.TrimSpace(resp.Text)) // it is sent again with the next part
+			k--
+			continue
 		}
-		return running, nil
+		if err != nil {
+			return "", err
+		}
+		running = in.c.redact(strings.TrimSpace(resp.Text)) // it is sent again with the next part
 	}
-	res, err := c.Summarizer.Run(ctx, id, task)
-	ledger := <-ledgerc
-	if err != nil {
-		return summary{chunks: chunks}, fmt.Errorf("%w: %w", ErrSummarize, err)
+	return running, nil
+}
+
+// split cuts the middle into the parts of provider t's requests (shape r).
+func (in *input) split(t llm.Target, r shape) ([]block, []part, int, error) {
+	limit := r.limit
+	if t.ContextWindow > 0 && limit < minChunkTokens {
+		return nil, nil, 0, fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript beside the instructions (%d) and the answer (%d); a request needs %d",
+			llm.ErrWindowTooSmall, t.ContextWindow, limit, r.systemTokens, r.out, minChunkTokens)
 	}
-	body := strings.TrimSpace(redact(res.Text))
+	bl := in.blocks
+	parts := split(bl, in.units, limit)
+	if limit > 0 && len(parts) > 1 {
+		// Later parts carry the running summary (at most out tokens): leave room for it.
+		if limit -= r.out; limit < minChunkTokens {
+			return nil, nil, 0, fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript beside the instructions (%d), the summary so far and the answer (%d each); a request needs %d",
+				llm.ErrWindowTooSmall, t.ContextWindow, limit, r.systemTokens, r.out, minChunkTokens)
+		}
+		bl = fitBlocks(in.blocks, in.tms, limit, in.counter.CountText)
+		parts = split(bl, in.units, limit)
+	}
+	return bl, parts, limit, nil
+}
+
+// request sends part k.
+func (in *input) request(ctx context.Context, t llm.Target, comp llm.Completer, r shape, bl []block, parts []part, k int, running string) (llm.Response, error) {
+	n := len(parts)
+	in.c.progress(Progress{Thread: in.thread, Pass: in.pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
+	msgs := renderRequest(r.system, parts[k].text(bl), running, k+1, n, in.asked)
+	if in.prompt.after != "" {
+		msgs[len(msgs)-1].Content += "\n\n" + in.prompt.after
+	}
+	req := llm.Request{Messages: msgs, Transcript: in.tms[parts[k].from:parts[k].to], Running: running,
+		MaxTokens: r.out, TargetTokens: in.asked, Headings: in.prompt.headings}
+	if k == n-1 {
+		req.Accept = in.accept
+	}
+	in.chunks++
+	return comp.Complete(ctx, req)
+}
+
+// resplit splits parts[k:] smaller after a provider found part k too long; false when half of
+// it would be under a useful request.
+func (in *input) resplit(bl []block, parts []part, k, limit int) ([]block, []part, int, bool) {
+	size := splitTokens(parts[k:k+1], bl)
+	if limit > 0 {
+		size = min(size, limit)
+	}
+	if limit = size / 2; limit < minChunkTokens {
+		return bl, parts, limit, false
+	}
+	from := parts[k].from
+	bl = fitBlocks(bl, in.tms, limit, in.counter.CountText)
+	rest := split(bl[from:], shift(in.units, from), limit)
+	for i := range rest {
+		rest[i].from += from
+		rest[i].to += from
+	}
+	return bl, append(parts[:k:k], rest...), limit, true
+}
+
+// compose completes the provider's summary with the facts it dropped.
+func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Plan, s Settings) summary {
+	body := strings.TrimSpace(in.c.redact(res.Text))
 	fit := factFit{
-		ledger: ledger, header: header, count: counter.CountText,
+		ledger: ledger, header: in.header, count: in.counter.CountText,
 		outside: facts.Kept(ledger, outsideText(a.Entries[:plan.Pinned], a.Entries[plan.Kept:])),
-		soft:    bodyBudget,
-		hard:    plan.RoomBudget - (plan.SummaryBudget - bodyBudget),
+		soft:    in.bodyBudget,
+		hard:    plan.RoomBudget - (plan.SummaryBudget - in.bodyBudget),
 	}
 	nKept := 0 // the facts the provider's prose holds
 	for _, ok := range facts.Kept(ledger, body) {
@@ -182,10 +255,10 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	}
 	text, dropped := fit.compose(body)
 	return summary{
-		text: text, tokens: counter.CountMessage(TextMessage(s.SummaryRole, text)),
-		provider: res.Provider, model: res.Model, chunks: chunks,
+		text: text, tokens: in.counter.CountMessage(TextMessage(s.SummaryRole, text)),
+		provider: res.Provider, model: res.Model, chunks: in.chunks,
 		facts: ledger, outside: fit.outside, factsTotal: len(ledger), factsKept: nKept, dropped: dropped,
-	}, nil
+	}
 }
 
 // outsideText is the text of the messages that stay beside the summary, for the facts check.
@@ -219,8 +292,8 @@ const compactWindow = 8192
 
 // requestShape sizes the requests to provider t. max_output_tokens is a ceiling; in a small
 // window the answer (and so the summary carried to the next part) is held to an eighth of it.
-func requestShape(t llm.Target, bodyBudget, systemTokens, compactTokens int) shape {
-	r := shape{system: systemPrompt, systemTokens: systemTokens, out: bodyBudget}
+func requestShape(t llm.Target, bodyBudget int, system string, systemTokens, compactTokens int) shape {
+	r := shape{system: system, systemTokens: systemTokens, out: bodyBudget}
 	if t.MaxOutputTokens > 0 {
 		r.out = min(r.out, t.MaxOutputTokens)
 	}
@@ -228,7 +301,9 @@ func requestShape(t llm.Target, bodyBudget, systemTokens, compactTokens int) sha
 		return r
 	}
 	if t.ContextWindow < compactWindow {
-		r.system, r.systemTokens = compactPrompt, compactTokens
+		if system == systemPrompt { // one's own prompt has no compact form
+			r.system, r.systemTokens = compactPrompt, compactTokens
+		}
 		r.out = min(r.out, max(t.ContextWindow/8, minSummaryTokens*2))
 	}
 	r.limit = int(float64(t.ContextWindow)*windowShare) - r.systemTokens - r.out

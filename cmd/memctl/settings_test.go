@@ -117,7 +117,7 @@ func TestSetImpossibleValues(t *testing.T) {
 		{[]string{"--ratio", "0"}, "--ratio 0"},
 		{[]string{"--trigger", "1.5"}, "--trigger 1.5"},
 		{[]string{"--reserve", "-1"}, "--reserve -1"},
-		{[]string{"--strategy", "mask"}, `--strategy mask: strategy "mask" is not known`},
+		{[]string{"--strategy", "shrink"}, `--strategy shrink: strategy "shrink" is not known`},
 		{[]string{"--strategy", ""}, "--strategy: empty"},
 		{[]string{"--model", ""}, "--model: empty"},
 		{[]string{"--model", "a\nb"}, "control character"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -87,6 +88,9 @@ messages each summary covers and which summaries were superseded or reverted.`,
 				if current != nil && e.Seq >= current.FromSeq && e.Seq <= current.ToSeq {
 					label = fmt.Sprintf("archived: covered by compaction %d", *current.ID)
 				}
+				if l := viewLabel(current, e.Seq); l != "" {
+					label = l
+				}
 				writeEntry(a.out, e, label)
 			}
 			return nil
@@ -94,6 +98,23 @@ messages each summary covers and which summaries were superseded or reverted.`,
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "the full history, with what each summary covers")
 	return cmd
+}
+
+// viewLabel says what the current compaction's view (mask, window, fit) does to message seq.
+func viewLabel(current *memory.Report, seq int64) string {
+	if current == nil || current.View == nil {
+		return ""
+	}
+	v := current.View
+	switch {
+	case slices.Contains(v.Masked, seq):
+		return fmt.Sprintf("masked by compaction %d (%s): a placeholder in the active context", *current.ID, current.Strategy)
+	case slices.Contains(v.Cut, seq):
+		return fmt.Sprintf("cut by compaction %d (%s): shortened in the active context", *current.ID, current.Strategy)
+	case slices.ContainsFunc(v.Omitted, func(r memory.SeqRange) bool { return seq >= r[0] && seq <= r[1] }):
+		return fmt.Sprintf("left out of the active context by compaction %d (%s)", *current.ID, current.Strategy)
+	}
+	return ""
 }
 
 func coverState(r memory.Report) string {

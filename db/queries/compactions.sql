@@ -29,7 +29,16 @@ UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, summary = ?, summary_role = ?, summary_tokens = ?,
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
     chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
-    duration_ms = ?, error = ?, updated_at = ?
+    duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, updated_at = ?
+WHERE id = ? AND status IN ('running', 'applied');
+
+-- name: ApplyView :execrows
+-- Commits a view that no new summary made (mask, window, or a view fitted after summarizing
+-- failed): the summary columns are left as they are.
+UPDATE compactions SET
+    status = 'applied', from_seq = ?, to_seq = ?, view = ?, view_seq = ?, view_tokens = ?,
+    view_messages = ?, tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?,
+    facts_total = ?, facts_kept = ?, facts_dropped = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied');
 
 -- name: FinishCompaction :execrows

@@ -29,6 +29,11 @@ WHERE thread_id = sqlc.arg(thread_id) AND seq > sqlc.arg(after_seq) ORDER BY seq
 SELECT seq, role, content, name, tool_calls, tool_call_id, tokens FROM messages
 WHERE thread_id = sqlc.arg(thread_id) AND seq < sqlc.arg(before_seq) ORDER BY seq;
 
+-- name: ListMessageColumnsBetween :many
+SELECT seq, role, content, name, tool_calls, tool_call_id, tokens FROM messages
+WHERE thread_id = sqlc.arg(thread_id) AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq)
+ORDER BY seq;
+
 -- name: ListMessagesBetween :many
 SELECT * FROM messages
 WHERE thread_id = sqlc.arg(thread_id) AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq)
@@ -36,14 +41,19 @@ ORDER BY seq;
 
 -- name: SearchMessages :many
 -- Full-text search over message text. archived: the message is covered by the thread's current
--- summary, so it is no longer in the active context.
+-- summary, or left out or masked by its current view, so it is no longer in the active context.
 SELECT m.thread_id, m.seq, m.role,
        CAST(snippet(messages_fts, 0, '[', ']', '...', 16) AS TEXT) AS snippet,
        CAST(EXISTS (
            SELECT 1 FROM compactions c
            WHERE c.id = (SELECT max(c2.id) FROM compactions c2
                          WHERE c2.thread_id = m.thread_id AND c2.status = 'applied')
-             AND m.seq BETWEEN c.from_seq AND c.to_seq
+             AND (m.seq BETWEEN c.from_seq AND c.to_seq
+                  OR (c.view <> '' AND m.seq <= c.view_seq AND (
+                      EXISTS (SELECT 1 FROM json_each(c.view, '$.omitted') o
+                              WHERE m.seq BETWEEN json_extract(o.value, '$[0]') AND json_extract(o.value, '$[1]'))
+                      OR EXISTS (SELECT 1 FROM json_each(c.view, '$.masked') k
+                                 WHERE json_extract(k.value, '$.seq') = m.seq))))
        ) AS INTEGER) AS archived
 FROM messages_fts
 JOIN messages m ON m.id = messages_fts.rowid

@@ -14,12 +14,17 @@ UPDATE threads SET last_seq = ?, open_calls = ?, updated_at = ? WHERE id = ?;
 -- that compaction's summary.
 SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions,
-       CAST(cur.id IS NOT NULL AS INTEGER) AS compacted,
+       -- A compaction with a view (mask, window, fit) records the view's size up to its
+       -- view_seq, its summary included; the messages after view_seq are added.
+       CAST(cur.id IS NOT NULL AND cur.view = '' AS INTEGER) AS compacted,
        CAST(coalesce(cur.summary_tokens, 0) AS INTEGER) AS summary_tokens,
        -- seq runs 1..last_seq without gaps, so the count needs no scan.
-       CAST(coalesce(cur.from_seq, 1) - 1 + t.last_seq - coalesce(cur.to_seq, 0) AS INTEGER) AS active_messages,
-       CAST((SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
-          + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) AS INTEGER) AS active_tokens
+       CAST(CASE WHEN cur.view <> '' THEN cur.view_messages + t.last_seq - cur.view_seq
+                 ELSE coalesce(cur.from_seq, 1) - 1 + t.last_seq - coalesce(cur.to_seq, 0) END AS INTEGER) AS active_messages,
+       CAST(CASE WHEN cur.view <> '' THEN
+                 cur.view_tokens + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > cur.view_seq)
+            ELSE (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
+               + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) END AS INTEGER) AS active_tokens
 FROM threads t
 LEFT JOIN compactions cur ON cur.id = (
     SELECT max(c2.id) FROM compactions c2 WHERE c2.thread_id = t.id AND c2.status = 'applied')

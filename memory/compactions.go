@@ -1,0 +1,146 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// The compaction rows, as the compactor writes them: inserted running (holding a lease) or
+// ineffective, applied (a summary, a view, or both) in a transaction that checks no other
+// compaction was applied meanwhile, then finished with the final figures.
+
+// newCompaction is a compaction row as it starts.
+type newCompaction struct {
+	thread    string
+	status    string // running or ineffective
+	reason    string
+	strategy  string
+	base      int64 // the compaction current when it was planned (0: none)
+	lastSeq   int64
+	settings  Settings
+	rep       Report
+	withLease bool
+}
+
+// insertCompaction records a compaction row and returns its id.
+func (s *Store) insertCompaction(ctx context.Context, n newCompaction) (int64, error) {
+	var id int64
+	err := db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+		now := s.now()
+		var err error
+		id, err = s.q.WithTx(tx).InsertCompaction(ctx, db.InsertCompactionParams{
+			ThreadID: n.thread, Status: n.status, Reason: n.reason, Strategy: n.strategy,
+			BaseID:  sql.NullInt64{Int64: n.base, Valid: n.base != 0},
+			LastSeq: n.lastSeq, TokenLimit: int64(n.settings.TokenLimit), ReserveTokens: int64(n.settings.ReserveTokens),
+			TargetRatio: n.settings.TargetRatio, TriggerRatio: n.settings.TriggerRatio,
+			TokensBefore: int64(n.rep.TokensBefore), TokensAfter: int64(n.rep.TokensAfter),
+			MessagesBefore: int64(n.rep.MessagesBefore), MessagesAfter: int64(n.rep.MessagesAfter),
+			KeptMessages: int64(n.rep.KeptMessages),
+			OwnerHost:    owner(), OwnerPid: int64(os.Getpid()), LeaseUntil: now + s.lease().Milliseconds(),
+			Error: n.rep.Error, Detail: n.rep.Detail, CreatedAt: now, UpdatedAt: now,
+		})
+		return err
+	})
+	return id, err
+}
+
+// applyCompaction commits compaction id in one transaction, after checking that the thread's
+// current compaction is still base, the one it was planned on. apply writes the row.
+func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int64, apply func(q *db.Queries) (int64, error)) error {
+	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+		q := s.q.WithTx(tx)
+		cur, err := currentID(ctx, q, thread)
+		if err != nil {
+			return err
+		}
+		if cur != base && cur != id {
+			if cur == 0 {
+				return fmt.Errorf("%w: compaction %d, which this one builds on, was reverted meanwhile", ErrConflict, base)
+			}
+			return fmt.Errorf("%w: compaction %d of thread %q was applied meanwhile", ErrConflict, cur, thread)
+		}
+		n, err := apply(q)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: compaction %d is no longer running (marked failed meanwhile)", ErrConflict, id)
+		}
+		return nil
+	})
+}
+
+// finishCompaction records the final figures and status of compaction id, and the requests
+// its providers were sent.
+func (s *Store) finishCompaction(ctx context.Context, id int64, p db.FinishCompactionParams) error {
+	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+		q := s.q.WithTx(tx)
+		requests, err := q.CompactionRequests(ctx, sql.NullInt64{Int64: id, Valid: true})
+		if err != nil {
+			return err
+		}
+		p.Requests, p.UpdatedAt, p.ID = requests, s.now(), id
+		_, err = q.FinishCompaction(ctx, p)
+		return err
+	})
+}
+
+// latestSettled returns the newest applied or ineffective compaction of a thread (ok false:
+// none).
+func (s *Store) latestSettled(ctx context.Context, thread string) (c db.Compaction, ok bool, err error) {
+	c, err = s.q.LatestSettledCompaction(ctx, thread)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, nil
+	}
+	return c, err == nil, err
+}
+
+// lastSeq returns the seq of a thread's newest message.
+func (s *Store) lastSeq(ctx context.Context, thread string) (int64, error) {
+	t, err := s.q.GetThread(ctx, thread)
+	return t.LastSeq, err
+}
+
+// messagesBetween reads the messages from..to of a thread, whole or light.
+func (s *Store) messagesBetween(ctx context.Context, q *db.Queries, thread string, from, to int64, light bool) ([]Entry, error) {
+	if !light {
+		rows, err := q.ListMessagesBetween(ctx, db.ListMessagesBetweenParams{ThreadID: thread, FromSeq: from, ToSeq: to})
+		if err != nil {
+			return nil, err
+		}
+		return entries(rows)
+	}
+	rows, err := q.ListMessageColumnsBetween(ctx, db.ListMessageColumnsBetweenParams{ThreadID: thread, FromSeq: from, ToSeq: to})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(rows))
+	for i, r := range rows {
+		if out[i], err = lightEntry(db.ListMessageColumnsAfterRow(r)); err != nil {
+			return nil, fmt.Errorf("thread %q: %w", thread, err)
+		}
+	}
+	return out, nil
+}
+
+// between reads the messages from..to of a thread, whole.
+func (s *Store) between(ctx context.Context, thread string, from, to int64) ([]Entry, error) {
+	return s.messagesBetween(ctx, s.q, thread, from, to, false)
+}
+
+// applySummary commits a summary pass of compaction id (see applyCompaction).
+func (s *Store) applySummary(ctx context.Context, thread string, id, base int64, p db.ApplyCompactionParams) error {
+	p.ID, p.UpdatedAt = id, s.now()
+	return s.applyCompaction(ctx, thread, id, base, func(q *db.Queries) (int64, error) { return q.ApplyCompaction(ctx, p) })
+}
+
+// applyView commits a view of compaction id that no new summary made (see applyCompaction).
+func (s *Store) applyView(ctx context.Context, thread string, id, base int64, p db.ApplyViewParams) error {
+	p.ID, p.UpdatedAt = id, s.now()
+	return s.applyCompaction(ctx, thread, id, base, func(q *db.Queries) (int64, error) { return q.ApplyView(ctx, p) })
+}

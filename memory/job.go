@@ -1,0 +1,353 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/facts"
+)
+
+// A compaction runs in three steps: plan (decide: what the strategy will do, a pure function of
+// the active context and the settings), summarize (passes: the provider calls, for summarize
+// and hybrid), and commit (applySummary, applyView, finish: the rows, through Store methods).
+
+// job is one compaction under way.
+type job struct {
+	c       *Compactor
+	s       Settings
+	a       Active // the active context it was planned on
+	keep    int    // the kept budget: L * target_ratio
+	rep     *Report
+	sh      shaper
+	d       decision
+	id      int64
+	lost    []facts.Fact  // facts left out of the active context so far
+	timeout time.Duration // bounds the summarizing (0: none)
+}
+
+// decision is what a compaction will do.
+type decision struct {
+	// post is the view mask or window make (for hybrid, the masked view the summary is planned
+	// on); nil for summarize.
+	post []Entry
+	// plan is the first summary pass's, when summarize is set.
+	plan        Plan
+	summarize   bool
+	ineffective bool
+	why         string
+}
+
+// decide plans the compaction (the plan step): no provider is called, nothing is written.
+func (j *job) decide() error {
+	counter, err := j.c.Store.Counter(j.a.Thread.Encoding)
+	if err != nil {
+		return err
+	}
+	j.sh = shaper{count: counter, redact: j.c.redact}
+	a, d := j.a, decision{}
+	if j.rep.Reason == ReasonEmergency && j.rep.Strategy == StrategySummarize {
+		j.rep.Strategy = StrategyHybrid // the cheapest path first: masking costs nothing
+	}
+	switch j.rep.Strategy {
+	case StrategySummarize:
+		d.plan, d.summarize = MakePlan(a.Entries, j.s, j.keep), true
+		d.ineffective, d.why = d.plan.Ineffective, d.plan.Why
+	case StrategyWindow:
+		d.post = window(a.Entries, j.keep)
+	default: // mask, hybrid
+		d.post = j.sh.maskOld(a.Entries, j.keep)
+	}
+	if j.rep.Strategy == StrategyHybrid && tokensOf(d.post) > j.keep {
+		if p := MakePlan(d.post, j.s, j.keep); !p.Ineffective || sumTokens(d.post) >= sumTokens(a.Entries) {
+			d.plan, d.summarize, d.ineffective, d.why = p, true, p.Ineffective, p.Why
+		}
+	}
+	if !d.summarize && sumTokens(d.post) >= sumTokens(a.Entries) {
+		d.ineffective, d.why = true, fmt.Sprintf("%s saves nothing: no tool result outside the kept window to mask, no unit to leave out", j.rep.Strategy)
+	}
+	j.d = d
+	j.planFigures()
+	return nil
+}
+
+// planFigures fills the report's planned figures.
+func (j *job) planFigures() {
+	rep, a := j.rep, j.a
+	if j.d.summarize {
+		p := j.d.plan
+		rep.SummarizedMessages, rep.KeptMessages = p.MiddleLen(), len(a.Entries)-p.Kept
+		rep.FromSeq, rep.ToSeq, rep.SummaryBudget = p.FromSeq, p.ToSeq, p.SummaryBudget
+		return
+	}
+	rep.KeptMessages = len(j.d.post) - pinnedLen(j.d.post)
+}
+
+// planned makes the report of a dry run.
+func (j *job) planned() {
+	j.rep.Status = StatusPlanned
+	switch {
+	case j.d.ineffective:
+		j.rep.Detail = "ineffective: " + j.d.why
+	case j.d.summarize:
+		j.rep.Detail = j.d.plan.describe(j.d.post, j.a)
+	default:
+		j.rep.Detail = describeView(j.a.Entries, j.d.post)
+		j.rep.TokensAfter, j.rep.MessagesAfter = tokensOf(j.d.post), len(j.d.post)
+	}
+	j.note()
+}
+
+// note adds to the report's detail what an emergency did.
+func (j *job) note() {
+	if j.rep.Reason != ReasonEmergency {
+		return
+	}
+	path := "masked old tool results first (no provider call)"
+	if j.d.summarize {
+		path += fmt.Sprintf(", then summarized within %s (the providers it leaves no time for are skipped)", EmergencyTimeout)
+	}
+	if j.rep.Strategy == StrategyWindow {
+		path = "left the oldest units out (no provider call)"
+	}
+	j.rep.Detail = strings.TrimPrefix(j.rep.Detail+"; emergency: "+path, "; ")
+}
+
+// ineffective records a compaction that would not save enough, and, when the context is over
+// L, says why it stays there.
+func (j *job) ineffective(ctx context.Context) (Report, error) {
+	rep, a := j.rep, j.a
+	rep.Status, rep.Detail = StatusIneffective, j.d.why
+	rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-pinnedLen(a.Entries), 0, 0
+	var over error
+	if a.Tokens > j.s.Budget() {
+		over = j.c.overLimit(a, MakePlan(a.Entries, j.s, j.keep), j.s, 0)
+		rep.Error = errorText(over, j.c.Redact)
+	}
+	id, err := j.c.Store.insertCompaction(ctx, j.row(StatusIneffective))
+	if err != nil {
+		return *rep, fmt.Errorf("compact %q: %w", a.Thread.ID, err)
+	}
+	rep.ID = &id
+	j.c.logEnd(ctx, *rep)
+	j.c.report(ctx, *rep)
+	if over != nil {
+		return *rep, fmt.Errorf("compact %q: %w", a.Thread.ID, over)
+	}
+	return *rep, nil
+}
+
+// row is the compaction row as it starts.
+func (j *job) row(status string) newCompaction {
+	return newCompaction{thread: j.a.Thread.ID, status: status, reason: j.rep.Reason, strategy: j.rep.Strategy,
+		base: j.a.current, lastSeq: int64(j.a.Thread.Messages), settings: j.s, rep: *j.rep}
+}
+
+// run records a running compaction, holds its lease while it works, and records the outcome.
+func (j *job) run(ctx context.Context) (Report, error) {
+	c, rep := j.c, j.rep
+	id, err := c.Store.insertCompaction(ctx, j.row(StatusRunning))
+	if err != nil {
+		return *rep, fmt.Errorf("compact %q: %w", j.a.Thread.ID, err)
+	}
+	j.id, rep.ID, rep.Status = id, &id, StatusRunning
+	c.log(ctx, slog.LevelInfo, "compaction started", slog.String("thread", rep.Thread), slog.Int64("compaction_id", id),
+		slog.String("reason", rep.Reason), slog.String("strategy", rep.Strategy), slog.Int("tokens_before", rep.TokensBefore),
+		slog.Int("messages_before", rep.MessagesBefore), slog.Int("token_limit", rep.TokenLimit))
+	stopLease := c.Store.holdLease(ctx, id)
+	err = j.work(ctx)
+	if err != nil && j.s.OnFailure == OnFailureFit && (errors.Is(err, ErrSummarize) || errors.Is(err, ErrOverLimit)) {
+		err = j.fitView(ctx, err)
+	}
+	stopLease()
+	j.note()
+	rep.DurationMs = c.Store.Now().Sub(rep.CreatedAt).Milliseconds()
+	if err != nil && rep.Status != StatusApplied {
+		rep.Status = StatusFailed
+	}
+	rep.Error = errorText(err, c.Redact)
+	// The report's final figures are written even when the caller's context ended.
+	if ferr := j.finish(context.WithoutCancel(ctx)); ferr != nil && err == nil {
+		err = ferr
+	}
+	if full, rerr := c.Store.Report(context.WithoutCancel(ctx), id); rerr == nil {
+		*rep = full
+	}
+	c.logEnd(ctx, *rep)
+	c.report(ctx, *rep)
+	if err != nil {
+		return *rep, fmt.Errorf("compact %q: %w", j.a.Thread.ID, err)
+	}
+	return *rep, nil
+}
+
+// work does what was decided: commits the view of mask or window, or summarizes.
+func (j *job) work(ctx context.Context) error {
+	if !j.d.summarize {
+		if err := j.applyView(ctx, j.a, j.d.post); err != nil {
+			return err
+		}
+		if t := tokensOf(j.d.post); t > j.s.Budget() {
+			return fmt.Errorf("%w: %d tokens after %s, limit %d", ErrOverLimit, t, j.rep.Strategy, j.s.Budget())
+		}
+		return nil
+	}
+	// total_timeout bounds the summarizing; the commit of a summary that came back in time (an
+	// offline rung answers even after it) uses the caller's context.
+	budget := ctx
+	if j.timeout > 0 {
+		var cancel context.CancelFunc
+		budget, cancel = context.WithTimeout(ctx, j.timeout)
+		defer cancel()
+	}
+	a := j.a
+	if j.d.post != nil { // hybrid: the summary is planned on the masked view
+		_, j.lost = viewFacts(a.Entries, j.d.post, j.c.redact)
+		a = withEntries(a, j.d.post)
+	}
+	return j.passes(ctx, budget, a, j.d.plan)
+}
+
+// withEntries returns a showing entries instead of its own.
+func withEntries(a Active, entries []Entry) Active {
+	a.Entries, a.Tokens = entries, tokensOf(entries)
+	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(entries), a.Tokens
+	return a
+}
+
+// applyView commits post, a view of pre that no new summary made, and reports what it left
+// out: the facts of what it masked, cut or left out that post no longer holds are named.
+func (j *job) applyView(ctx context.Context, pre Active, post []Entry) error {
+	ledger, dropped := viewFacts(pre.Entries, post, j.c.redact)
+	lost := append(missingFacts(j.lost, nil, outsideText(post)), dropped...)
+	text, from, to := viewOf(post, int64(pre.Thread.Messages), j.id)
+	factsDropped, err := json.Marshal(nonNil(factTexts(lost)))
+	if err != nil {
+		return err
+	}
+	rep := j.rep
+	err = j.c.Store.applyView(ctx, pre.Thread.ID, j.id, pre.current, db.ApplyViewParams{
+		FromSeq: nullInt(from), ToSeq: nullInt(to), View: text, ViewSeq: int64(pre.Thread.Messages),
+		ViewTokens: int64(sumTokens(post)), ViewMessages: int64(len(post)),
+		TokensAfter: int64(tokensOf(post)), MessagesAfter: int64(len(post)),
+		SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
+		FactsTotal: int64(rep.FactsTotal + len(ledger)), FactsKept: int64(rep.FactsKept + len(ledger) - len(dropped)),
+		FactsDropped: string(factsDropped),
+	})
+	if err != nil {
+		return err
+	}
+	j.lost = lost
+	rep.Status, rep.TokensAfter, rep.MessagesAfter = StatusApplied, tokensOf(post), len(post)
+	rep.FactsTotal, rep.FactsKept = rep.FactsTotal+len(ledger), rep.FactsKept+len(ledger)-len(dropped)
+	rep.FactsDropped = nonNil(factTexts(lost))
+	return nil
+}
+
+// fitView fits the view within L after summarizing failed with cause (on_failure fit): the
+// view as it now is (this compaction's, if a pass applied) is masked, its oldest units left
+// out, its newest unit's largest results cut (see shaper.fit). History is untouched.
+func (j *job) fitView(ctx context.Context, cause error) error {
+	a, err := j.c.Store.activeLight(ctx, j.a.Thread.ID)
+	if err != nil {
+		return errors.Join(cause, err)
+	}
+	if a.current != j.a.current && a.current != j.id {
+		return cause // another compaction was applied meanwhile: its view stands
+	}
+	post, ferr := j.sh.fit(a.Entries, j.s.Budget())
+	if tokensOf(post) >= a.Tokens {
+		return errors.Join(cause, ferr)
+	}
+	if err := j.applyView(ctx, a, post); err != nil {
+		return errors.Join(cause, err)
+	}
+	j.rep.Detail = fmt.Sprintf("%s; on_failure fit: %s", errorText(cause, j.c.Redact), describeView(a.Entries, post))
+	return ferr
+}
+
+// finish records the final figures and status of the compaction. One that applied nothing
+// reports the context as it was: tokens_after = tokens_before.
+func (j *job) finish(ctx context.Context) error {
+	rep := *j.rep
+	if rep.Status != StatusApplied {
+		rep.TokensAfter, rep.MessagesAfter = rep.TokensBefore, rep.MessagesBefore
+	}
+	dropped, err := json.Marshal(rep.FactsDropped)
+	if err != nil {
+		return err
+	}
+	return j.c.Store.finishCompaction(ctx, j.id, db.FinishCompactionParams{
+		Status: rep.Status, TokensAfter: int64(rep.TokensAfter), MessagesAfter: int64(rep.MessagesAfter),
+		SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
+		Passes: int64(rep.Passes), Chunks: int64(rep.Chunks), Provider: rep.Provider, Model: rep.Model,
+		DurationMs: rep.DurationMs, Error: rep.Error, Detail: rep.Detail, FactsDropped: string(dropped),
+	})
+}
+
+// describeView says what a view change did, for a report's detail.
+func describeView(pre, post []Entry) string {
+	text, _, _ := viewOf(post, maxSeq(pre), -1)
+	var v view
+	_ = json.Unmarshal([]byte(text), &v)
+	ch := v.changes()
+	var parts []string
+	if n := len(ch.Masked); n > 0 {
+		parts = append(parts, fmt.Sprintf("masked %d tool results (seq %s)", n, seqList(ch.Masked)))
+	}
+	if len(ch.Omitted) > 0 {
+		parts = append(parts, fmt.Sprintf("left seq %s out of the view", rangeList(ch.Omitted)))
+	}
+	if len(ch.Cut) > 0 {
+		parts = append(parts, fmt.Sprintf("cut the tool results seq %s", seqList(ch.Cut)))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no change")
+	}
+	return fmt.Sprintf("%s: %d tokens, %d messages -> %d tokens, %d messages (history unchanged)",
+		strings.Join(parts, "; "), tokensOf(pre), len(pre), tokensOf(post), len(post))
+}
+
+func maxSeq(es []Entry) int64 {
+	m := int64(0)
+	for _, e := range es {
+		m = max(m, e.Seq, e.CoversTo)
+	}
+	return m
+}
+
+func seqList(seqs []int64) string {
+	parts := make([]string, len(seqs))
+	for i, s := range seqs {
+		parts[i] = fmt.Sprint(s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func rangeList(rs []SeqRange) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%d-%d", r[0], r[1])
+		if r[0] == r[1] {
+			parts[i] = fmt.Sprint(r[0])
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
+
+func sqlString(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }

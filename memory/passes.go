@@ -1,0 +1,114 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// passes summarizes and commits until the context fits L or max_passes is reached; each pass
+// after the first halves the kept budget.
+func (j *job) passes(ctx, budget context.Context, a Active, plan Plan) error {
+	rep, keep := j.rep, j.keep
+	for pass := 1; ; pass++ {
+		sum, err := j.c.summarize(budget, j.id, pass, a, plan, j.s)
+		if err != nil {
+			return err
+		}
+		rep.Chunks += sum.chunks
+		next := passResult(a, plan, sum, j.id, j.s)
+		if err := j.applySummary(ctx, a, plan, sum, next); err != nil {
+			return err
+		}
+		rep.Passes, rep.Status = pass, StatusApplied
+		rep.Provider, rep.Model, rep.SummaryTokens = sum.provider, sum.model, sum.tokens
+		rep.FactsTotal, rep.FactsKept = sum.factsTotal, sum.factsKept
+		j.c.summarized(ctx, a, plan, j.id, sum)
+		if a, err = j.c.after(ctx, a, next); err != nil {
+			return err
+		}
+		rep.TokensAfter, rep.MessagesAfter = a.Tokens, len(a.Entries)
+		// Facts an earlier pass could not fit may be back (a later message repeats them).
+		j.lost = append(missingFacts(j.lost, nil, outsideText(a.Entries)), sum.dropped...)
+		rep.FactsDropped = nonNil(factTexts(j.lost))
+		if a.Tokens <= j.s.Budget() {
+			return nil
+		}
+		more := MakePlan(a.Entries, j.s, keep/2)
+		if pass == j.s.MaxPasses || more.Ineffective {
+			return j.c.overLimit(a, more, j.s, pass)
+		}
+		keep /= 2
+		plan = more
+		rep.SummarizedMessages += more.MiddleLen() - 1 // the summary of this pass is one of them
+		rep.KeptMessages = len(a.Entries) - more.Kept
+	}
+}
+
+// passResult is the active context a pass makes of a: the middle replaced by the summary of
+// compaction id.
+func passResult(a Active, plan Plan, sum summary, id int64, s Settings) Active {
+	next := a
+	next.Entries = make([]Entry, 0, plan.Pinned+1+len(a.Entries)-plan.Kept)
+	next.Entries = append(next.Entries, a.Entries[:plan.Pinned]...)
+	next.Entries = append(next.Entries, Entry{Tokens: sum.tokens, Message: TextMessage(s.SummaryRole, sum.text), CompactionID: id,
+		CoversFrom: plan.FromSeq, CoversTo: plan.ToSeq, text: sum.text, light: true})
+	next.Entries = append(next.Entries, a.Entries[plan.Kept:]...)
+	next.Tokens = a.Tokens - plan.MiddleTokens + sum.tokens
+	next.Summary, next.FromSeq, next.ToSeq, next.current = id, plan.FromSeq, plan.ToSeq, id
+	next.Thread.ActiveMessages, next.Thread.ActiveTokens = len(next.Entries), next.Tokens
+	return next
+}
+
+// after returns the active context after a pass was applied: next, unless messages were
+// appended meanwhile (then it is read again).
+func (c *Compactor) after(ctx context.Context, a, next Active) (Active, error) {
+	last, err := c.Store.lastSeq(ctx, a.Thread.ID)
+	if err != nil {
+		return Active{}, err
+	}
+	if last != int64(a.Thread.Messages) {
+		return c.Store.activeLight(ctx, a.Thread.ID)
+	}
+	return next, nil
+}
+
+// overLimit explains why the context stays over L: the next plan cannot help (the pinned
+// messages and the newest unit alone are too large), or max_passes was reached.
+func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error {
+	if !next.Ineffective {
+		return fmt.Errorf("%w: %d tokens after %d passes (max_passes), limit %d", ErrOverLimit, a.Tokens, passes, s.Budget())
+	}
+	return fmt.Errorf("%w: %d tokens, limit %d: the pinned messages (%d tokens) and the newest unit of messages (%d tokens) alone keep it there",
+		ErrOverLimit, a.Tokens, s.Budget(), next.PinnedTokens, next.KeptTokens)
+}
+
+// applySummary commits one pass (planned on a, making next). It is where the facts guarantee
+// is enforced: the summary commits only when every fact of the ledger of what it replaces is
+// in the resulting active context or named as dropped.
+func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary, next Active) error {
+	missing := factTexts(missingFacts(sum.facts, sum.outside, sum.text))
+	dropped := factTexts(sum.dropped)
+	if !slices.Equal(missing, dropped) {
+		return fmt.Errorf("%w: the summary misses facts %q but reports %q as dropped", ErrFactsLost, missing, dropped)
+	}
+	allDropped, err := json.Marshal(append(slices.Clone(j.rep.FactsDropped), dropped...))
+	if err != nil {
+		return err
+	}
+	view, _, _ := viewOf(next.Entries, int64(a.Thread.Messages), j.id)
+	rep := j.rep
+	return j.c.Store.applySummary(ctx, a.Thread.ID, j.id, a.current, db.ApplyCompactionParams{
+		FromSeq: nullInt(plan.FromSeq), ToSeq: nullInt(plan.ToSeq),
+		Summary: sqlString(sum.text), SummaryRole: sqlString(j.s.SummaryRole),
+		SummaryTokens: int64(sum.tokens), Passes: int64(rep.Passes + 1), Chunks: int64(rep.Chunks),
+		TokensAfter: int64(next.Tokens), MessagesAfter: int64(len(next.Entries)),
+		SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
+		FactsTotal: int64(sum.factsTotal), FactsKept: int64(sum.factsKept), FactsDropped: string(allDropped),
+		Provider: sum.provider, Model: sum.model, DurationMs: j.c.Store.Now().Sub(rep.CreatedAt).Milliseconds(),
+		View: view, ViewSeq: int64(a.Thread.Messages), ViewTokens: int64(sumTokens(next.Entries)), ViewMessages: int64(len(next.Entries)),
+	})
+}

@@ -1,0 +1,212 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/transcript"
+)
+
+// The strategies that need no provider, as pure functions over an active context's entries:
+// mask replaces old tool results by placeholders, window leaves the oldest units out, and fit
+// (on_failure: fit) does both and then cuts the newest unit's largest results until the view
+// fits. None of them splits a call from its result, moves the pinned messages or touches the
+// newest unit (but fit's last resort, which cuts its results' text, never its messages).
+
+// shaper computes the views of mask, window and fit.
+type shaper struct {
+	count  TokenCounter
+	redact func(string) string
+}
+
+// maxDigestBytes bounds the digest of a masked result.
+const maxDigestBytes = 200
+
+// mask returns a copy of entries with the tool results of entries[from:to] masked, each one
+// whose placeholder is smaller than it.
+func (sh shaper) mask(entries []Entry, from, to int) []Entry {
+	out := slices.Clone(entries)
+	for i := from; i < to; i++ {
+		e := out[i]
+		if e.Message.Role != RoleTool || e.CompactionID != 0 || (e.mark != nil && e.mark.masked != nil) {
+			continue
+		}
+		text := e.Text()
+		m := maskedItem{Seq: e.Seq, Tool: toolName(out[:i], e.Message), Digest: sh.digest(e.Message, text),
+			OrigTokens: e.Tokens, OrigBytes: len(text)}
+		if e.mark != nil && e.mark.cut != nil {
+			m.OrigTokens = e.mark.cut.OrigTokens
+		}
+		masked := withText(e, m.placeholder(e.Message.ToolCallID), 0, nil)
+		if m.Tokens = sh.count.CountMessage(masked.Message); m.Tokens >= e.Tokens {
+			continue
+		}
+		out[i] = withText(e, masked.Text(), m.Tokens, &mark{masked: &m})
+	}
+	return out
+}
+
+// digest is the one line a placeholder keeps of a result: the facts the ledger finds in it,
+// most important first, else its first line; redacted.
+func (sh shaper) digest(m Message, text string) string {
+	text = sh.redact(text)
+	fs := facts.Extract([]facts.Message{{Role: RoleTool, Content: text, Name: m.Name, ToolCallID: m.ToolCallID}})
+	var parts []string
+	n := 0
+	for _, f := range factTexts(fs) {
+		if n+len(f)+2 > maxDigestBytes {
+			break
+		}
+		parts, n = append(parts, strings.ReplaceAll(f, "\n", " ")), n+len(f)+2
+	}
+	if len(parts) > 0 {
+		return "facts: " + strings.Join(parts, "; ")
+	}
+	if line := firstLine(text, maxDigestBytes); line != "" {
+		return "first line: " + line
+	}
+	return "(empty)"
+}
+
+// toolName returns the name of the tool whose result m is: its name, else the function of the
+// latest call with its id among before.
+func toolName(before []Entry, m Message) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	for i := len(before) - 1; i >= 0; i-- {
+		for _, tc := range before[i].Message.ToolCalls {
+			if tc.ID == m.ToolCallID {
+				return tc.Function.Name
+			}
+		}
+	}
+	return "unknown tool"
+}
+
+// keptStart returns where the kept part of entries starts for a kept budget (pinned included):
+// the newest unit, then whole units while they fit; pinned when the context is one unit.
+func keptStart(entries []Entry, keepBudget int) (pinned, start int) {
+	pinned = pinnedLen(entries)
+	cuts := validCuts(entries, pinned)
+	if len(cuts) == 0 {
+		return pinned, pinned
+	}
+	start, _ = keptFrom(entries, cuts, keepBudget-sumTokens(entries[:pinned]))
+	return pinned, start
+}
+
+// maskOld masks the tool results outside the kept window (see keptStart).
+func (sh shaper) maskOld(entries []Entry, keepBudget int) []Entry {
+	pinned, start := keptStart(entries, keepBudget)
+	return sh.mask(entries, pinned, start)
+}
+
+// window leaves the oldest whole units out: the pinned messages and the kept window remain.
+func window(entries []Entry, keepBudget int) []Entry {
+	pinned, start := keptStart(entries, keepBudget)
+	return append(slices.Clone(entries[:pinned]), entries[start:]...)
+}
+
+// tokensOf is the prompt size of entries.
+func tokensOf(es []Entry) int {
+	if len(es) == 0 {
+		return 0
+	}
+	return sumTokens(es) + ReplyPriming
+}
+
+// fit returns entries fitted within limit tokens: every tool result but the newest unit's
+// masked, then the oldest units left out, then the newest unit's largest tool results cut.
+// It fails when even that cannot fit (the pinned messages alone are over, for one).
+func (sh shaper) fit(entries []Entry, limit int) ([]Entry, error) {
+	pinned, newest := keptStart(entries, 0)
+	out := sh.mask(entries, pinned, newest)
+	if tokensOf(out) <= limit {
+		return out, nil
+	}
+	out = window(out, limit-ReplyPriming)
+	if tokensOf(out) <= limit {
+		return out, nil
+	}
+	return sh.cutLargest(out, pinnedLen(out), limit)
+}
+
+// minCutBytes is the least a cut keeps of a result.
+const minCutBytes = 64
+
+// cutLargest cuts the largest tool results after the pinned messages, largest first, until
+// entries fit within limit.
+func (sh shaper) cutLargest(entries []Entry, pinned, limit int) ([]Entry, error) {
+	out := slices.Clone(entries)
+	order := make([]int, 0, len(out))
+	for i := pinned; i < len(out); i++ {
+		if out[i].Message.Role == RoleTool && out[i].mark == nil {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return out[b].Tokens - out[a].Tokens })
+	for _, i := range order {
+		over := tokensOf(out) - limit
+		if over <= 0 {
+			break
+		}
+		out[i] = sh.cut(out[i], max(out[i].Tokens-over, 0))
+	}
+	if t := tokensOf(out); t > limit {
+		return out, fmt.Errorf("%w: %d tokens, limit %d, with every result of the newest unit cut: the pinned messages (%d tokens) and the newest unit's messages alone keep it there",
+			ErrOverLimit, t, limit, sumTokens(out[:pinned]))
+	}
+	return out, nil
+}
+
+// cut returns e with its text cut (head and tail around a marker) to at most target tokens, or
+// as short as a cut goes.
+func (sh shaper) cut(e Entry, target int) Entry {
+	text := e.Text()
+	keep := len(text) * max(target, 1) / max(e.Tokens, 1)
+	for ; ; keep = keep * 3 / 4 {
+		keep = max(keep, minCutBytes)
+		c := cutItem{Seq: e.Seq, Head: cutAt(text, keep*2/3), OrigTokens: e.Tokens}
+		c.Tail = tailAt(text, keep-c.Head)
+		cut := withText(e, c.text(text), 0, nil)
+		c.Tokens = sh.count.CountMessage(cut.Message)
+		if c.Tokens <= target || keep <= minCutBytes {
+			if c.Tokens >= e.Tokens {
+				return e
+			}
+			return withText(e, cut.Text(), c.Tokens, &mark{cut: &c})
+		}
+	}
+}
+
+// viewFacts returns the ledger of what a view change took out of the active context (the
+// messages of pre masked, cut or left out in post, and a summary left out) and the facts of it
+// that post no longer holds.
+func viewFacts(pre, post []Entry, redact func(string) string) (ledger, dropped []facts.Fact) {
+	after := map[int64]Entry{}
+	for _, e := range post {
+		after[e.Seq] = e
+	}
+	var changed []Entry
+	for _, e := range pre {
+		x, ok := after[e.Seq]
+		if e.CompactionID != 0 {
+			ok = slices.ContainsFunc(post, func(p Entry) bool { return p.CompactionID == e.CompactionID })
+		}
+		if !ok || x.mark != e.mark {
+			changed = append(changed, e)
+		}
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	tms := make([]transcript.Message, len(changed))
+	for i, e := range changed {
+		tms[i] = transcriptMessage(e, redact)
+	}
+	ledger = facts.Extract(factMessages(tms))
+	return ledger, missingFacts(ledger, nil, outsideText(post))
+}

@@ -1,0 +1,265 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// A compaction's view is how the active context differs from the history. A compaction that
+// only summarized has none (its view is the summary between the messages before and after the
+// range it covers). One that masked, left out or cut messages records, in its row's view column,
+// a view: the seqs it changed and how, never a copy of a message. The active context is derived
+// from it and the messages: a masked tool result is rendered as a placeholder from the stored
+// digest, a cut one from the head and tail of the stored original. Messages after the row's
+// view_seq are in the view as they are. Each row's view is whole (an earlier compaction's masks
+// are carried over), so reverting a compaction restores the view of the one before it.
+
+// view is the JSON of a compaction row's view column.
+type view struct {
+	// Summary is the compaction whose summary is in the view (0: none); it covers the row's
+	// from_seq..to_seq.
+	Summary int64        `json:"summary,omitempty"`
+	Masked  []maskedItem `json:"masked,omitempty"`
+	// Omitted are the seq ranges [from, to] left out of the view, summary range excluded.
+	Omitted []SeqRange `json:"omitted,omitempty"`
+	Cut     []cutItem  `json:"cut,omitempty"`
+}
+
+// SeqRange is a range of seqs, both ends included.
+type SeqRange [2]int64
+
+// maskedItem is a tool result replaced by a placeholder.
+type maskedItem struct {
+	Seq        int64  `json:"seq"`
+	Tool       string `json:"tool"`
+	Digest     string `json:"digest"`
+	Tokens     int    `json:"tokens"`      // the placeholder's
+	OrigTokens int    `json:"orig_tokens"` // the original's
+	OrigBytes  int    `json:"orig_bytes"`
+}
+
+// cutItem is a tool result cut short: its first Head and last Tail bytes kept around a marker.
+type cutItem struct {
+	Seq        int64 `json:"seq"`
+	Head       int   `json:"head"`
+	Tail       int   `json:"tail"`
+	Tokens     int   `json:"tokens"`
+	OrigTokens int   `json:"orig_tokens"`
+}
+
+// mark is what a view did to an entry: masked (Digest set) or cut (Cut set).
+type mark struct {
+	masked *maskedItem
+	cut    *cutItem
+}
+
+// placeholder is the text of a masked tool result.
+func (m maskedItem) placeholder(callID string) string {
+	return fmt.Sprintf("[tool result masked to save context: call %s (%s), %d tokens, %d bytes, kept in history; digest: %s]",
+		callID, m.Tool, m.OrigTokens, m.OrigBytes, m.Digest)
+}
+
+// cutText is the text of a cut tool result.
+func (c cutItem) text(orig string) string {
+	if c.Head+c.Tail > len(orig) {
+		return orig
+	}
+	return orig[:c.Head] + fmt.Sprintf("\n[... %d bytes cut to fit the context window; the whole result is in history ...]\n", len(orig)-c.Head-c.Tail) + orig[len(orig)-c.Tail:]
+}
+
+// withText returns e showing text instead of its own content: the message keeps its role, name
+// and tool_call_id, with a plain string content.
+func withText(e Entry, text string, tokens int, m *mark) Entry {
+	msg := TextMessage(e.Message.Role, text)
+	msg.Name, msg.ToolCallID = e.Message.Name, e.Message.ToolCallID
+	e.Message, e.text, e.light, e.Tokens, e.mark = msg, text, true, tokens, m
+	return e
+}
+
+// applyMarks returns e as the view shows it.
+func (v view) applyMarks(es []Entry) {
+	for i, e := range es {
+		if k := slices.IndexFunc(v.Masked, func(m maskedItem) bool { return m.Seq == e.Seq }); k >= 0 {
+			m := v.Masked[k]
+			es[i] = withText(e, m.placeholder(e.Message.ToolCallID), m.Tokens, &mark{masked: &m})
+		} else if k := slices.IndexFunc(v.Cut, func(c cutItem) bool { return c.Seq == e.Seq }); k >= 0 {
+			c := v.Cut[k]
+			es[i] = withText(e, c.text(e.Text()), c.Tokens, &mark{cut: &c})
+		}
+	}
+}
+
+// readView reads the active context of a thread whose current compaction cur has a view.
+func (s *Store) readView(ctx context.Context, q *db.Queries, a Active, cur db.Compaction, light bool) (Active, error) {
+	var v view
+	if err := json.Unmarshal([]byte(cur.View), &v); err != nil {
+		return Active{}, fmt.Errorf("thread %q: compaction %d: stored view: %w", a.Thread.ID, cur.ID, err)
+	}
+	out := append([]SeqRange(nil), v.Omitted...)
+	if v.Summary != 0 {
+		out = append(out, SeqRange{cur.FromSeq.Int64, cur.ToSeq.Int64})
+	}
+	var err error
+	for _, r := range keptRanges(out, cur.ViewSeq, int64(a.Thread.Messages)) {
+		es, err := s.messagesBetween(ctx, q, a.Thread.ID, r[0], r[1], light)
+		if err != nil {
+			return Active{}, err
+		}
+		a.Entries = append(a.Entries, es...)
+	}
+	v.applyMarks(a.Entries)
+	if v.Summary != 0 {
+		if a, err = s.withSummary(ctx, q, a, cur, v.Summary); err != nil {
+			return Active{}, err
+		}
+	}
+	a.current = cur.ID
+	return a, nil
+}
+
+// withSummary inserts the summary of compaction id into a, where the range of cur puts it.
+func (s *Store) withSummary(ctx context.Context, q *db.Queries, a Active, cur db.Compaction, id int64) (Active, error) {
+	sum := cur
+	if id != cur.ID {
+		var err error
+		if sum, err = q.GetCompaction(ctx, id); err != nil {
+			return Active{}, fmt.Errorf("thread %q: compaction %d: its view's summary %d: %w", a.Thread.ID, cur.ID, id, err)
+		}
+	}
+	e := Entry{Tokens: int(sum.SummaryTokens), Message: TextMessage(sum.SummaryRole.String, sum.Summary.String), CompactionID: id,
+		CoversFrom: cur.FromSeq.Int64, CoversTo: cur.ToSeq.Int64, text: sum.Summary.String, light: true}
+	at := slices.IndexFunc(a.Entries, func(x Entry) bool { return x.Seq > cur.FromSeq.Int64 })
+	if at < 0 {
+		at = len(a.Entries)
+	}
+	a.Entries = slices.Insert(a.Entries, at, e)
+	a.Summary, a.FromSeq, a.ToSeq = id, cur.FromSeq.Int64, cur.ToSeq.Int64
+	return a, nil
+}
+
+// keptRanges returns the seq ranges of 1..last outside the ranges out (which lie within
+// 1..viewSeq), ascending.
+func keptRanges(out []SeqRange, viewSeq, last int64) []SeqRange {
+	out = slices.Clone(out)
+	slices.SortFunc(out, func(a, b SeqRange) int { return int(a[0] - b[0]) })
+	var kept []SeqRange
+	next := int64(1)
+	for _, r := range out {
+		if r[0] > next {
+			kept = append(kept, SeqRange{next, r[0] - 1})
+		}
+		next = max(next, r[1]+1)
+	}
+	if next <= last {
+		kept = append(kept, SeqRange{next, last})
+	}
+	return kept
+}
+
+// viewOf returns the view of entries, an active context over the messages up to viewSeq whose
+// summary (if any) compaction id may have written, as stored: "" when the view is the summary
+// of id alone (or no change at all), with from and to the range of its summary.
+func viewOf(entries []Entry, viewSeq, id int64) (text string, from, to int64) {
+	var v view
+	present := map[int64]bool{}
+	for _, e := range entries {
+		switch {
+		case e.CompactionID != 0:
+			v.Summary, from, to = e.CompactionID, e.CoversFrom, e.CoversTo
+		case e.mark != nil && e.mark.masked != nil:
+			v.Masked = append(v.Masked, *e.mark.masked)
+		case e.mark != nil && e.mark.cut != nil:
+			v.Cut = append(v.Cut, *e.mark.cut)
+		}
+		if e.Seq != 0 {
+			present[e.Seq] = true
+		}
+	}
+	for seq := int64(1); seq <= viewSeq; seq++ {
+		if present[seq] || (v.Summary != 0 && seq >= from && seq <= to) {
+			continue
+		}
+		if n := len(v.Omitted); n > 0 && v.Omitted[n-1][1] == seq-1 {
+			v.Omitted[n-1][1] = seq
+		} else {
+			v.Omitted = append(v.Omitted, SeqRange{seq, seq})
+		}
+	}
+	if v.Summary == id && len(v.Masked) == 0 && len(v.Cut) == 0 && len(v.Omitted) == 0 {
+		return "", from, to
+	}
+	b, _ := json.Marshal(v) // plain values always marshal
+	return string(b), from, to
+}
+
+// ViewChanges is what a compaction's view leaves out of, or shows shortened in, the active
+// context, beside its summary: the masked tool results, the omitted seq ranges and the cut
+// results (see Report).
+type ViewChanges struct {
+	Masked  []int64    `json:"masked,omitempty"`
+	Omitted []SeqRange `json:"omitted,omitempty"`
+	Cut     []int64    `json:"cut,omitempty"`
+}
+
+// changes returns the view's changes as a report shows them.
+func (v view) changes() ViewChanges {
+	var c ViewChanges
+	for _, m := range v.Masked {
+		c.Masked = append(c.Masked, m.Seq)
+	}
+	for _, x := range v.Cut {
+		c.Cut = append(c.Cut, x.Seq)
+	}
+	c.Omitted = v.Omitted
+	return c
+}
+
+// viewChanges parses a stored view for a report; nil when there is none.
+func viewChanges(text string) *ViewChanges {
+	var v view
+	if text == "" || json.Unmarshal([]byte(text), &v) != nil {
+		return nil
+	}
+	c := v.changes()
+	if len(c.Masked)+len(c.Omitted)+len(c.Cut) == 0 {
+		return nil
+	}
+	return &c
+}
+
+// cutAt returns the largest n <= max such that s[:n] ends on a rune boundary.
+func cutAt(s string, max int) int {
+	n := min(max, len(s))
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
+
+// tailAt returns the largest n <= max such that s[len(s)-n:] starts on a rune boundary.
+func tailAt(s string, max int) int {
+	n := min(max, len(s))
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[len(s)-n]) {
+		n--
+	}
+	return n
+}
+
+// firstLine returns the first non-blank line of s, at most max bytes.
+func firstLine(s string, max int) string {
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			if len(line) > max {
+				return line[:cutAt(line, max)] + "..."
+			}
+			return line
+		}
+	}
+	return ""
+}
