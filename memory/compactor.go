@@ -90,6 +90,10 @@ type CompactOptions struct {
 	DryRun bool
 	// Override are settings of this call only: those it sets win over the thread's.
 	Override ThreadSettings
+	// Emergency is for a caller that cannot send the active context as it is (it is over the
+	// limit now): the compaction runs even under the trigger, like Force, and is recorded with
+	// reason emergency.
+	Emergency bool
 }
 
 // NewCompactor returns a Compactor with the given settings, redacting secrets with the
@@ -192,9 +196,12 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 		TokensBefore: a.Tokens, TokensAfter: a.Tokens, MessagesBefore: len(a.Entries), MessagesAfter: len(a.Entries),
 		CreatedAt: start.UTC(), Strategy: StrategySummarize, FactsDropped: []string{},
 	}
-	if opt.Force {
+	switch {
+	case opt.Emergency:
+		rep.Reason = ReasonEmergency
+	case opt.Force:
 		rep.Reason = ReasonForced
-	} else {
+	default:
 		rep.Status = StatusNotNeeded
 		if rep.Detail, err = c.notNeeded(ctx, a.Thread, a.Tokens, s); err != nil || rep.Detail != "" {
 			return rep, err
