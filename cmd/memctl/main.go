@@ -137,6 +137,7 @@ the attempt log.`,
 		a.tokensCommand(), a.searchCommand(),
 		a.compactCommand(), a.setCommand(), a.reportsCommand(), a.reportCommand(), a.revertCommand(),
 		a.providersCommand(), a.attemptsCommand(), a.configCommand(), a.versionCommand(),
+		a.serveCommand(),
 	)
 	return root
 }
