@@ -161,7 +161,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 
 // guard checks the bearer token (when set) and the Host (LoopbackOnly), and logs the request.
 func (s *Server) guard(next http.Handler) http.Handler {
-	want := []byte("Bearer " + s.Token)
+	want := []byte(s.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -175,8 +175,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if s.Token != "" {
-			got := []byte(r.Header.Get("Authorization"))
-			if subtle.ConstantTimeCompare(got, want) != 1 {
+			scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 				rec.Header().Set("WWW-Authenticate", `Bearer realm="memctl"`)
 				writeError(rec, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
 					"missing or wrong token: send the header Authorization: Bearer <token> (the value of the variable named by --token-env)", "")
