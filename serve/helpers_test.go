@@ -21,7 +21,7 @@ import (
 // upstream is a fake OpenAI-compatible model: it counts the prompt tokens of every request
 // with memory's counter, and answers with reply (text or tool calls), streamed when asked.
 type upstream struct {
-	t       *testing.T
+	t       testing.TB
 	counter *memory.TokenCounter
 	srv     *httptest.Server
 
@@ -40,7 +40,7 @@ type upstream struct {
 	hold, got chan struct{}
 }
 
-func newUpstream(t *testing.T) *upstream {
+func newUpstream(t testing.TB) *upstream {
 	t.Helper()
 	c, err := memory.NewTokenCounter(memory.EncodingO200k)
 	if err != nil {
@@ -150,7 +150,7 @@ func (u *upstream) stats() (requests, maxTokens int) {
 
 // env is a proxy in front of a fake upstream, on a fresh database.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	store *memory.Store
 	srv   *serve.Server
 	up    *upstream
@@ -163,7 +163,7 @@ type envOptions struct {
 	noServe bool
 }
 
-func newEnv(t *testing.T, opt envOptions) *env {
+func newEnv(t testing.TB, opt envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
 	store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "memctl.db"))

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/memory"
@@ -215,13 +216,9 @@ func (s *Server) startOver(ctx context.Context, thread string) (string, error) {
 // appendNew appends the request's messages that the thread does not hold yet (see
 // Reconcile). It returns a *Conflict, or a *badRequest naming an invalid message.
 func (s *Server) appendNew(ctx context.Context, thread string, req chatRequest) error {
-	hist, err := s.Store.History(ctx, thread)
-	if err != nil && !errors.Is(err, memory.ErrThreadNotFound) {
+	stored, err := s.history(ctx, thread)
+	if err != nil {
 		return err
-	}
-	stored := make([]memory.Message, len(hist))
-	for i, e := range hist {
-		stored[i] = e.Message
 	}
 	fresh, conflict := Reconcile(stored, req.messages)
 	if conflict != nil {
@@ -230,13 +227,53 @@ func (s *Server) appendNew(ctx context.Context, thread string, req chatRequest) 
 	if len(fresh) == 0 {
 		return nil
 	}
-	_, err = s.Store.Append(ctx, thread, fresh, memory.AppendOptions{Model: req.model})
+	res, err := s.Store.Append(ctx, thread, fresh, memory.AppendOptions{Model: req.model})
+	if err == nil {
+		s.remember(thread, fresh, res.LastSeq)
+	}
 	var ie *memory.InputError
 	if errors.As(err, &ie) {
 		i := len(req.messages) - len(fresh) + ie.Index
 		return &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %s", i, strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
 	}
 	return err
+}
+
+// history returns the thread's stored messages (none for a new thread), from the cache of
+// the thread when it is still valid (see threadState.hist). The caller holds the turn.
+func (s *Server) history(ctx context.Context, thread string) ([]memory.Message, error) {
+	st := s.state(thread)
+	t, err := s.Store.Thread(ctx, thread)
+	if errors.Is(err, memory.ErrThreadNotFound) {
+		st.hist, st.histCreated = nil, time.Time{}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.hist != nil && len(st.hist) == t.Messages && st.histCreated.Equal(t.CreatedAt) {
+		return st.hist, nil
+	}
+	hist, err := s.Store.History(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	st.hist, st.histCreated = make([]memory.Message, len(hist)), t.CreatedAt
+	for i, e := range hist {
+		st.hist[i] = e.Message
+	}
+	return st.hist, nil
+}
+
+// remember adds appended messages to the thread's cached history, or drops the cache when it
+// does not end where they begin. The caller holds the turn.
+func (s *Server) remember(thread string, msgs []memory.Message, lastSeq int64) {
+	st := s.state(thread)
+	if st.hist != nil && int64(len(st.hist)+len(msgs)) == lastSeq {
+		st.hist = append(st.hist, msgs...)
+		return
+	}
+	st.hist, st.histCreated = nil, time.Time{}
 }
 
 // overLimit is an active context that stays over the limit after an emergency compaction.
@@ -396,10 +433,12 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string
 	if r.Context().Err() != nil {
 		return false // the client left: it never sees this reply, so it is not stored
 	}
-	if _, err := s.Store.Append(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}, memory.AppendOptions{}); err != nil {
+	res, err := s.Store.Append(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}, memory.AppendOptions{})
+	if err != nil {
 		writeError(w, http.StatusBadGateway, "upstream_error", "reply_not_stored", "the model's reply could not be stored: "+err.Error(), "")
 		return false
 	}
+	s.remember(thread, []memory.Message{reply}, res.LastSeq)
 	s.compactLater(thread)
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
@@ -473,12 +512,15 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread stri
 			break
 		}
 	}
-	if _, err := s.Store.Append(context.WithoutCancel(r.Context()), thread, []memory.Message{acc.message()}, memory.AppendOptions{}); err != nil {
+	reply := acc.message()
+	res, err := s.Store.Append(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}, memory.AppendOptions{})
+	if err != nil {
 		s.Logger.Warn("streamed reply not stored", "thread", thread, "error", err.Error())
 		w.Write(held)
 		flush()
 		return false
 	}
+	s.remember(thread, []memory.Message{reply}, res.LastSeq)
 	s.compactLater(thread)
 	w.Write(held)
 	flush()

@@ -94,6 +94,12 @@ type threadState struct {
 	turn, compact chan struct{}
 	bgRunning     bool // a background compaction goroutine owns the thread
 	bgAgain       bool // a turn ended while it ran: check once more when it ends
+
+	// hist caches the thread's stored history between turns (read and written only by the
+	// holder of turn). It is valid while the thread has the creation time histCreated and
+	// len(hist) messages: history is append-only, so nothing else can change it.
+	hist        []memory.Message
+	histCreated time.Time
 }
 
 func (s *Server) init() {
