@@ -142,6 +142,13 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "data: [DONE]\n\n")
 }
 
+// set changes the upstream's behaviour under its lock.
+func (u *upstream) set(f func(u *upstream)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	f(u)
+}
+
 func (u *upstream) stats() (requests, maxTokens int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -160,7 +167,7 @@ type env struct {
 type envOptions struct {
 	limit   int    // the config's token_limit (default 100000)
 	token   string // the bearer token ("" none)
-	noServe bool
+	maxBody int64  // the body limit (0: the default)
 }
 
 func newEnv(t testing.TB, opt envOptions) *env {
@@ -186,7 +193,7 @@ func newEnv(t testing.TB, opt envOptions) *env {
 	up := newUpstream(t)
 	srv := &serve.Server{
 		Store: store, Compactor: memory.NewCompactor(store, casc, cfg.Settings()), Cascade: casc,
-		Upstream: up.URL(), Token: opt.token, LoopbackOnly: opt.token == "",
+		Upstream: up.URL(), Token: opt.token, LoopbackOnly: opt.token == "", MaxBodyBytes: opt.maxBody,
 	}
 	e := &env{t: t, store: store, srv: srv, up: up}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

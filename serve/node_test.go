@@ -34,9 +34,11 @@ func TestNodeOpenAIClient(t *testing.T) {
 	}
 	const limit, turns = 1500, 14
 	e := newEnv(t, envOptions{limit: limit, token: "node-token"})
-	e.up.reply = func(n int, _ []memory.Message) memory.Message {
-		return memory.TextMessage("assistant", fmt.Sprintf("Reply %d: clear the cache of the runner and retry; %s", n, strings.Repeat("then check the layer digests. ", 4)))
-	}
+	e.up.set(func(u *upstream) {
+		u.reply = func(n int, _ []memory.Message) memory.Message {
+			return memory.TextMessage("assistant", fmt.Sprintf("Reply %d: clear the cache of the runner and retry; %s", n, strings.Repeat("then check the layer digests. ", 4)))
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // bounds a hung node only
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "conversation.mjs")

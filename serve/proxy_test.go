@@ -89,15 +89,17 @@ func TestOnlyNewTurns(t *testing.T) {
 // answers it.
 func TestGoClientStreamingToolCalls(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.up.reply = func(n int, _ []memory.Message) memory.Message {
-		if n == 1 {
-			m := memory.TextMessage("assistant", "Let me look.")
-			m.ToolCalls = []memory.ToolCall{{ID: "call_1", Type: "function",
-				Function: memory.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo","unit":"C"}`}}}
-			return m
+	e.up.set(func(u *upstream) {
+		u.reply = func(n int, _ []memory.Message) memory.Message {
+			if n == 1 {
+				m := memory.TextMessage("assistant", "Let me look.")
+				m.ToolCalls = []memory.ToolCall{{ID: "call_1", Type: "function",
+					Function: memory.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo","unit":"C"}`}}}
+				return m
+			}
+			return memory.TextMessage("assistant", "It is 4 degrees in Oslo.")
 		}
-		return memory.TextMessage("assistant", "It is 4 degrees in Oslo.")
-	}
+	})
 	c := e.client("tools", "k")
 	ctx := context.Background()
 	tools := []openai.Tool{{Type: "function", Function: &openai.FunctionDefinition{Name: "get_weather",
@@ -173,9 +175,11 @@ func TestGoClientStreamingToolCalls(t *testing.T) {
 func TestCompactsPastTheLimit(t *testing.T) {
 	const limit = 3000
 	e := newEnv(t, envOptions{limit: limit})
-	e.up.reply = func(n int, _ []memory.Message) memory.Message {
-		return memory.TextMessage("assistant", fmt.Sprintf("Answer %d: %s", n, strings.Repeat("the cache keeps warm entries; ", 12)))
-	}
+	e.up.set(func(u *upstream) {
+		u.reply = func(n int, _ []memory.Message) memory.Message {
+			return memory.TextMessage("assistant", fmt.Sprintf("Answer %d: %s", n, strings.Repeat("the cache keeps warm entries; ", 12)))
+		}
+	})
 	c := e.client("long", "k")
 	ctx := context.Background()
 	msgs := []openai.ChatCompletionMessage{{Role: "system", Content: "You are a careful assistant."}}
@@ -303,8 +307,7 @@ func TestEditedHistoryConflict(t *testing.T) {
 
 // Malformed requests get 400 (413, 415) in OpenAI's error shape, and reach no upstream.
 func TestMalformedRequests(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	e.srv.MaxBodyBytes = 4096
+	e := newEnv(t, envOptions{maxBody: 4096})
 	cases := []struct {
 		name, path, body, ctype string
 		status                  int
@@ -346,10 +349,11 @@ func TestMalformedRequests(t *testing.T) {
 // are kept, and the retry appends nothing twice.
 func TestUpstreamErrorPassedThrough(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.up.failStatus, e.up.failBody = 429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`
+	const failBody = `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`
+	e.up.set(func(u *upstream) { u.failStatus, u.failBody = 429, failBody })
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 	code, got, _ := e.post("/t/err/v1/chat/completions", body)
-	if code != 429 || got != e.up.failBody {
+	if code != 429 || got != failBody {
 		t.Fatalf("%d %s", code, got)
 	}
 	e.up.mu.Lock()
@@ -366,7 +370,8 @@ func TestUpstreamErrorPassedThrough(t *testing.T) {
 // A reply in flight when Shutdown starts is finished and stored.
 func TestShutdownFinishesReplies(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.up.hold, e.up.got = make(chan struct{}), make(chan struct{}, 1)
+	hold, got := make(chan struct{}), make(chan struct{}, 1)
+	e.up.set(func(u *upstream) { u.hold, u.got = hold, got })
 	type result struct {
 		code int
 		body string
@@ -376,10 +381,10 @@ func TestShutdownFinishesReplies(t *testing.T) {
 		code, body, _ := e.post("/t/bye/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"last words"}]}`)
 		res <- result{code, body}
 	}()
-	<-e.up.got // the request is at the upstream
+	<-got // the request is at the upstream
 	shut := make(chan error, 1)
 	go func() { shut <- e.srv.Shutdown(context.Background()) }()
-	close(e.up.hold)
+	close(hold)
 	r := <-res
 	if r.code != 200 || !strings.Contains(r.body, "reply 1") {
 		t.Fatalf("in-flight reply: %d %s", r.code, r.body)
