@@ -54,6 +54,8 @@ type Config struct {
 	RedactPatterns []string `yaml:"redact_patterns" json:"redact_patterns"`
 	// Cascade is the ordered list of summarization providers.
 	Cascade []Provider `yaml:"cascade" json:"cascade"`
+	// Serve configures memctl serve; its flags win over it.
+	Serve Serve `yaml:"serve" json:"serve"`
 
 	Source string `yaml:"-" json:"source"` // the file it came from, or "built-in default"
 }
@@ -88,6 +90,23 @@ type Compaction struct {
 	// Prompt is the text of PromptFile, read when the config is loaded.
 	Prompt string `yaml:"-" json:"-"`
 }
+
+// Serve configures memctl serve, the OpenAI-compatible proxy.
+type Serve struct {
+	// Listen is the address to listen on, HOST:PORT (default 127.0.0.1:8787, loopback).
+	Listen string `yaml:"listen" json:"listen"`
+	// Upstream is the base URL of the agent's model, ending in /v1.
+	Upstream string `yaml:"upstream" json:"upstream"`
+	// UpstreamKeyEnv names the environment variable that holds the upstream's key; never the
+	// key itself.
+	UpstreamKeyEnv string `yaml:"upstream_key_env" json:"upstream_key_env"`
+	// TokenEnv names the environment variable that holds the bearer token clients must send;
+	// required for a non-loopback Listen.
+	TokenEnv string `yaml:"token_env" json:"token_env"`
+}
+
+// DefaultListen is the default address of memctl serve.
+const DefaultListen = "127.0.0.1:8787"
 
 // Provider is one entry of the cascade.
 type Provider struct {
@@ -162,6 +181,7 @@ func Default() Config {
 		Compaction:     defaultCompaction(),
 		RedactPatterns: []string{},
 		Cascade:        defaultCascade(),
+		Serve:          Serve{Listen: DefaultListen},
 		Source:         DefaultSource,
 	}
 }
@@ -213,6 +233,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if cp.OnFailure == "" {
 		cp.OnFailure = d.OnFailure
+	}
+	if c.Serve.Listen == "" {
+		c.Serve.Listen = DefaultListen
 	}
 	if c.RedactPatterns == nil {
 		c.RedactPatterns = []string{}

@@ -60,6 +60,7 @@ func TestDefault(t *testing.T) {
 			Cooldown:        dur("30s"),
 			MaxCooldown:     dur("1h"),
 		}},
+		Serve:  config.Serve{Listen: config.DefaultListen},
 		Source: "built-in default",
 	}
 	got := config.Default()
@@ -138,6 +139,7 @@ func fullConfig(source string) config.Config {
 				Timeout: dur("5s"), MaxAttempts: 1, MaxWait: dur("1s"), Cooldown: dur("1s"), MaxCooldown: dur("1s"),
 			},
 		},
+		Serve:  config.Serve{Listen: config.DefaultListen},
 		Source: source,
 	}
 }

@@ -337,7 +337,23 @@ func (w *walker) top(n *yaml.Node, cfg *Config) {
 			}
 			cfg.Cascade = ps
 		}},
+		{key: "serve", sub: func(n *yaml.Node, key string, line int) {
+			if n.Kind != yaml.MappingNode {
+				w.errorf(line, key, "expected a mapping of serve settings, found %s", describe(n))
+				return
+			}
+			w.mapping(n, key, serveFields(&cfg.Serve))
+		}},
 	})
+}
+
+func serveFields(s *Serve) []field {
+	return []field{
+		{key: "listen", ptr: &s.Listen},
+		{key: "upstream", ptr: &s.Upstream},
+		{key: "upstream_key_env", ptr: &s.UpstreamKeyEnv},
+		{key: "token_env", ptr: &s.TokenEnv},
+	}
 }
 
 func compactionFields(c *Compaction) []field {
@@ -546,7 +562,10 @@ var keyHome = func() map[string]string {
 	for _, f := range compactionFields(new(Compaction)) {
 		m[f.key] = "compaction"
 	}
-	for _, k := range []string{"model", "encoding", "encoding_file", "encoding_pattern", "compaction", "redact_patterns", "cascade"} {
+	for _, f := range serveFields(new(Serve)) {
+		m[f.key] = "serve"
+	}
+	for _, k := range []string{"model", "encoding", "encoding_file", "encoding_pattern", "compaction", "redact_patterns", "cascade", "serve"} {
 		m[k] = "the top level"
 	}
 	return m
@@ -585,12 +604,15 @@ func unknownKeyMsg(name, path string, fields []field) string {
 			here = "a cascade provider"
 		case path == "compaction":
 			here = "compaction"
+		case path == "serve":
+			here = "serve"
 		}
 		if home != here {
 			where := map[string]string{
 				"compaction":         "belongs under compaction",
 				"a cascade provider": "belongs to a cascade provider",
 				"the top level":      "belongs at the top level",
+				"serve":              "belongs under serve",
 			}[home]
 			return "unknown key; " + norm(name) + " " + where
 		}

@@ -15,6 +15,7 @@ type renderConfig struct {
 	Compaction      Compaction       `yaml:"compaction"`
 	RedactPatterns  []string         `yaml:"redact_patterns"`
 	Cascade         []renderProvider `yaml:"cascade"`
+	Serve           Serve            `yaml:"serve"`
 }
 
 // renderProvider is a Provider whose extractive-only-unused keys can be left out.
@@ -50,6 +51,8 @@ func (c Config) YAML() []byte {
 		Compaction:      c.Compaction,
 		RedactPatterns:  make([]string, len(c.RedactPatterns)),
 		Cascade:         make([]renderProvider, len(c.Cascade)),
+		Serve: Serve{Listen: fix(c.Serve.Listen), Upstream: fix(c.Serve.Upstream),
+			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv)},
 	}
 	r.Compaction.SummaryRole = fix(r.Compaction.SummaryRole)
 	for i, p := range c.RedactPatterns {

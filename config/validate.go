@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -187,6 +188,7 @@ func (ck *checker) validate(c Config) {
 		}
 	}
 	ck.validateCompaction(c.Compaction)
+	ck.validateServe(c.Serve)
 
 	for i, p := range c.RedactPatterns {
 		key := fmt.Sprintf("redact_patterns[%d]", i)
@@ -335,6 +337,24 @@ func (ck *checker) validateProvider(prefix string, p Provider) {
 		ck.pair(key("max_cooldown"), key("cooldown"),
 			"%s must be at least cooldown (%s)", "%s must not exceed max_cooldown (%s)",
 			p.MaxCooldown.String(), p.Cooldown.String())
+	}
+}
+
+func (ck *checker) validateServe(s Serve) {
+	if k := "serve.listen"; !ck.skip(k) && s.Listen != "" {
+		if host, port, err := net.SplitHostPort(s.Listen); err != nil || port == "" {
+			ck.add(k, "%s is not an address: want HOST:PORT, e.g. %s", quote(s.Listen), DefaultListen)
+		} else if strings.ContainsAny(host, " /") {
+			ck.add(k, "%s: %s is not a host", quote(s.Listen), quote(host))
+		}
+	}
+	if k := "serve.upstream"; !ck.skip(k) && s.Upstream != "" && !isHTTPURL(s.Upstream) {
+		ck.add(k, "%s is not an http(s) URL (the model's base URL, ending in /v1)", quote(s.Upstream))
+	}
+	for _, k := range []struct{ key, v string }{{"serve.upstream_key_env", s.UpstreamKeyEnv}, {"serve.token_env", s.TokenEnv}} {
+		if !ck.skip(k.key) && k.v != "" && !isEnvName(k.v) {
+			ck.add(k.key, msgNotAKey)
+		}
 	}
 }
 

@@ -145,6 +145,7 @@ the attempt log.`,
 		a.compactCommand(), a.setCommand(), a.reportsCommand(), a.reportCommand(), a.revertCommand(),
 		a.providersCommand(), a.attemptsCommand(), a.configCommand(), a.versionCommand(),
 		a.backupCommand(), a.pruneCommand(), a.vacuumCommand(), a.checkCommand(),
+		a.serveCommand(),
 	)
 	return root
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var listen, upstream, upstreamKeyEnv, tokenEnv string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the OpenAI-compatible proxy, the inspection API and the page",
+		Long: `Serve an OpenAI-compatible chat completions endpoint that stores every turn and sends the
+upstream model each thread's compacted active context. An agent sets its base URL to
+http://ADDR/t/THREAD/v1. Also served: the inspection API (/api/...) and a page (/).
+
+--listen defaults to 127.0.0.1:8787 (loopback). A non-loopback address needs --token-env:
+then every request must carry Authorization: Bearer <the variable's value>. The upstream's
+key is read from the variable named by --upstream-key-env, never from a flag or a file.
+Flags win over the config's serve: section. SIGINT or SIGTERM stops it gracefully: replies
+in flight finish and are stored; a second signal stops at once.`,
+		Example: `  memctl serve --upstream http://127.0.0.1:11434/v1
+  OPENAI_API_KEY=... memctl serve --upstream https://api.openai.com/v1 --upstream-key-env OPENAI_API_KEY
+  MEMCTL_TOKEN=... memctl serve --listen 0.0.0.0:8787 --token-env MEMCTL_TOKEN --upstream http://gpu-box:8000/v1`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			sc := cfg.WithDefaults().Serve
+			f := cmd.Flags()
+			if f.Changed("listen") {
+				sc.Listen = listen
+			}
+			if f.Changed("upstream") {
+				sc.Upstream = upstream
+			}
+			if f.Changed("upstream-key-env") {
+				sc.UpstreamKeyEnv = upstreamKeyEnv
+			}
+			if f.Changed("token-env") {
+				sc.TokenEnv = tokenEnv
+			}
+			loopback, err := serve.IsLoopback(sc.Listen)
+			if err != nil {
+				return usagef("--listen: %v", err)
+			}
+			token, err := a.secretEnv("--token-env", sc.TokenEnv)
+			if err != nil {
+				return err
+			}
+			if !loopback && token == "" {
+				return usagef("--listen %s is not a loopback address: it needs --token-env VAR, the environment variable holding the token every client must send", sc.Listen)
+			}
+			key, err := a.secretEnv("--upstream-key-env", sc.UpstreamKeyEnv)
+			if err != nil {
+				return err
+			}
+			if sc.Upstream != "" && !strings.HasPrefix(sc.Upstream, "http://") && !strings.HasPrefix(sc.Upstream, "https://") {
+				return usagef("--upstream %q: want the model's http(s) base URL, ending in /v1", sc.Upstream)
+			}
+			s, err := a.open(ctx, forCreating)
+			if err != nil {
+				return err
+			}
+			casc, err := cfg.NewCascade(s.DB(), nil)
+			if err != nil {
+				return err
+			}
+			red, err := cfg.Redactor()
+			if err != nil {
+				return err
+			}
+			c := memory.NewCompactor(s, casc, cfg.Settings())
+			c.Redact = func(text string) string { out, _ := red.Redact(text); return out }
+			logger := slog.New(slog.NewTextHandler(a.stderr, nil))
+			srv := &serve.Server{
+				Store: s, Compactor: c, Cascade: casc,
+				Upstream: sc.Upstream, UpstreamKey: key, Token: token,
+				Logger: logger, LoopbackOnly: loopback && token == "",
+			}
+			ln, err := net.Listen("tcp", sc.Listen)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", sc.Listen, err)
+			}
+			upstreamText := sc.Upstream
+			if upstreamText == "" {
+				upstreamText = "none (--upstream): the proxy answers 503"
+			}
+			logger.Info("serving", "addr", ln.Addr().String(), "base_url", fmt.Sprintf("http://%s/t/THREAD/v1", ln.Addr()),
+				"upstream", upstreamText, "token", token != "")
+			errc := make(chan error, 1)
+			go func() { errc <- srv.Serve(ln) }()
+			select {
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+			}
+			// The first signal stops accepting and waits for the replies in flight; a second
+			// one stops at once.
+			logger.Info("shutting down: finishing the replies in flight (a second signal stops at once)")
+			again := make(chan os.Signal, 1)
+			signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(again)
+			sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			defer cancel()
+			go func() {
+				select {
+				case <-again:
+					cancel()
+				case <-sctx.Done():
+				}
+			}()
+			if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			<-errc
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "", "the address to listen on, HOST:PORT (default: the config's serve.listen, 127.0.0.1:8787)")
+	f.StringVar(&upstream, "upstream", "", "the base URL of the agent's model, ending in /v1")
+	f.StringVar(&upstreamKeyEnv, "upstream-key-env", "", "the environment variable that holds the upstream's API key")
+	f.StringVar(&tokenEnv, "token-env", "", "the environment variable that holds the token clients must send (required off loopback)")
+	return cmd
+}
+
+// secretEnv reads a secret from the environment variable named by a flag ("" when no variable
+// is named). A named variable that is unset is a usage error naming it, never its value.
+func (a *app) secretEnv(flag, name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	if !serveEnvName(name) {
+		return "", usagef("%s must name an environment variable, not hold a secret", flag)
+	}
+	v := strings.TrimSpace(a.getenv(name))
+	if v == "" {
+		return "", usagef("%s %s: the environment variable is not set", flag, name)
+	}
+	return v, nil
+}
+
+func serveEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,180 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// ThreadView is a thread as `memctl threads --json` lists it: with its effective token_limit
+// and strategy (the thread's settings, else the config's).
+type ThreadView struct {
+	memory.Thread
+	TokenLimit int    `json:"token_limit"`
+	Strategy   string `json:"strategy"`
+}
+
+func (s *Server) view(t memory.Thread) ThreadView {
+	eff := memory.Effective(s.Compactor.Settings, t.Settings, memory.ThreadSettings{})
+	return ThreadView{Thread: t, TokenLimit: eff.TokenLimit, Strategy: eff.Strategy}
+}
+
+// threadParam returns the thread id of the path, or writes a 400. Inspection accepts any id a
+// thread may have (memctl import takes any non-empty id), not only those the proxy creates.
+func threadParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if id == "" || len(id) > 1024 || !utf8.ValidString(id) {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_thread_id",
+			"the thread id must be 1 to 1024 bytes of UTF-8", "")
+		return "", false
+	}
+	return id, true
+}
+
+// GET /api/threads: memctl threads --json.
+func (s *Server) apiThreads(w http.ResponseWriter, r *http.Request) {
+	ts, err := s.Store.Threads(r.Context())
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	views := make([]ThreadView, len(ts))
+	for i, t := range ts {
+		views[i] = s.view(t)
+	}
+	writeJSON(w, http.StatusOK, views)
+}
+
+// GET /api/threads/{id}: one thread, as an entry of memctl threads --json.
+func (s *Server) apiThread(w http.ResponseWriter, r *http.Request) {
+	id, ok := threadParam(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.Store.Thread(r.Context(), id)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.view(t))
+}
+
+// GET /api/threads/{id}/active: memctl export THREAD (the active context's messages).
+func (s *Server) apiActive(w http.ResponseWriter, r *http.Request) {
+	id, ok := threadParam(w, r)
+	if !ok {
+		return
+	}
+	a, err := s.Store.Active(r.Context(), id)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	msgs := a.Messages()
+	if msgs == nil {
+		msgs = []memory.Message{}
+	}
+	writeJSON(w, http.StatusOK, msgs)
+}
+
+// GET /api/threads/{id}/reports: memctl reports THREAD --json.
+func (s *Server) apiReports(w http.ResponseWriter, r *http.Request) {
+	id, ok := threadParam(w, r)
+	if !ok {
+		return
+	}
+	reps, err := s.Store.Reports(r.Context(), id, 0)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, reps)
+}
+
+// GET /api/reports/{id}: memctl report ID --json.
+func (s *Server) apiReport(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_compaction_id",
+			fmt.Sprintf("%q is not a compaction id (a positive integer)", r.PathValue("id")), "")
+		return
+	}
+	rep, err := s.Store.Report(r.Context(), id)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// GET /api/providers: memctl providers --json.
+func (s *Server) apiProviders(w http.ResponseWriter, r *http.Request) {
+	st := []cascade.ProviderStatus{}
+	if s.Cascade != nil {
+		var err error
+		if st, err = s.Cascade.Status(r.Context()); err != nil {
+			Error(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// CompactRequest is the optional body of POST /api/threads/{id}/compact.
+type CompactRequest struct {
+	Force  bool `json:"force"`
+	DryRun bool `json:"dry_run"`
+}
+
+// POST /api/threads/{id}/compact: memctl compact THREAD --json. The answer is the report
+// whatever its status (failed included), 200; it waits for a compaction of the thread that
+// is running in the background.
+func (s *Server) apiCompact(w http.ResponseWriter, r *http.Request) {
+	id, ok := threadParam(w, r)
+	if !ok {
+		return
+	}
+	var req CompactRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<10))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", "the body is over 1024 bytes or unreadable", "")
+		return
+	}
+	if len(body) > 0 {
+		if !isJSON(r) {
+			writeError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+				"the request body must be JSON, sent with Content-Type: application/json", "")
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request",
+				`want {"force": true|false, "dry_run": true|false}: `+err.Error(), "")
+			return
+		}
+	}
+	if _, err := s.Store.Thread(r.Context(), id); err != nil {
+		Error(w, err)
+		return
+	}
+	st := s.state(id)
+	if err := acquire(r.Context(), st.compact); err != nil {
+		return
+	}
+	rep, err := s.Compactor.Compact(r.Context(), id, memory.CompactOptions{Force: req.Force, DryRun: req.DryRun})
+	release(st.compact)
+	if rep.Status == "" {
+		Error(w, err)
+		return
+	}
+	s.logCompaction(id, rep, err)
+	writeJSON(w, http.StatusOK, rep)
+}

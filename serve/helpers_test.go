@@ -1,0 +1,295 @@
+package serve_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/memcascade/memcascade/config"
+	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve"
+)
+
+// upstream is a fake OpenAI-compatible model: it counts the prompt tokens of every request
+// with memory's counter, and answers with reply (text or tool calls), streamed when asked.
+type upstream struct {
+	t       testing.TB
+	counter memory.TokenCounter
+	srv     *httptest.Server
+
+	mu        sync.Mutex
+	requests  int
+	maxTokens int
+	bodies    []map[string]json.RawMessage
+	lastMsgs  []memory.Message
+
+	// reply returns the assistant message for a request (nil: "reply N").
+	reply func(n int, msgs []memory.Message) memory.Message
+	// fail, when set, answers every request with this status and body.
+	failStatus int
+	failBody   string
+	// hold, when set, is waited on before answering (and got is signalled first).
+	hold, got chan struct{}
+}
+
+func newUpstream(t testing.TB) *upstream {
+	t.Helper()
+	c, err := memory.NewTokenCounter(memory.EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upstream{t: t, counter: c}
+	u.srv = httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *upstream) URL() string { return u.srv.URL + "/v1" }
+
+func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		Model    string           `json:"model"`
+		Messages []memory.Message `json:"messages"`
+		Tools    []memory.Tool    `json:"tools"`
+		Stream   bool             `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, "bad json: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var fields map[string]json.RawMessage
+	json.Unmarshal(body, &fields)
+	tokens := u.counter.CountMessages(req.Messages) + u.counter.CountTools(req.Tools)
+	u.mu.Lock()
+	u.requests++
+	n := u.requests
+	u.maxTokens = max(u.maxTokens, tokens)
+	u.bodies = append(u.bodies, fields)
+	u.lastMsgs = req.Messages
+	reply, failStatus, failBody, hold, got := u.reply, u.failStatus, u.failBody, u.hold, u.got
+	u.mu.Unlock()
+	if got != nil {
+		got <- struct{}{}
+	}
+	if hold != nil {
+		<-hold
+	}
+	if failStatus != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(failStatus)
+		io.WriteString(w, failBody)
+		return
+	}
+	msg := memory.TextMessage("assistant", fmt.Sprintf("reply %d", n))
+	if reply != nil {
+		msg = reply(n, req.Messages)
+	}
+	usage := map[string]int{"prompt_tokens": tokens, "completion_tokens": 7, "total_tokens": tokens + 7}
+	finish := "stop"
+	if len(msg.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1700000000, "model": req.Model + "-upstream",
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+			"usage":   usage,
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	chunk := func(delta map[string]any, finish any, usage any) {
+		c := map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "created": 1700000000,
+			"model": req.Model + "-upstream", "choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+		if usage != nil {
+			c["choices"] = []any{}
+			c["usage"] = usage
+		}
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		w.(http.Flusher).Flush()
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	// The text in three pieces, the tool calls' arguments in two.
+	text := msg.Text()
+	for i := 0; i < 3; i++ {
+		part := text[i*len(text)/3 : (i+1)*len(text)/3]
+		chunk(map[string]any{"content": part}, nil, nil)
+	}
+	for i, tc := range msg.ToolCalls {
+		a := tc.Function.Arguments
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Function.Name, "arguments": a[:len(a)/2]}}}}, nil, nil)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i,
+			"function": map[string]any{"arguments": a[len(a)/2:]}}}}, nil, nil)
+	}
+	chunk(map[string]any{}, finish, nil)
+	chunk(nil, nil, usage)
+	io.WriteString(w, "data: [DONE]\n\n")
+}
+
+// set changes the upstream's behaviour under its lock.
+func (u *upstream) set(f func(u *upstream)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	f(u)
+}
+
+func (u *upstream) stats() (requests, maxTokens int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.requests, u.maxTokens
+}
+
+// env is a proxy in front of a fake upstream, on a fresh database.
+type env struct {
+	t     testing.TB
+	store *memory.Store
+	srv   *serve.Server
+	up    *upstream
+	url   string // the proxy's base, http://127.0.0.1:PORT
+}
+
+type envOptions struct {
+	limit   int    // the config's token_limit (default 100000)
+	token   string // the bearer token ("" none)
+	maxBody int64  // the body limit (0: the default)
+}
+
+func newEnv(t testing.TB, opt envOptions) *env {
+	t.Helper()
+	ctx := context.Background()
+	store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "memctl.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cfg := config.Default()
+	if opt.limit > 0 {
+		cfg.Compaction.TokenLimit = opt.limit
+	}
+	counter, err := store.Counter(memory.EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	casc, err := cfg.NewCascade(store.DB(), counter.CountText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := newUpstream(t)
+	srv := &serve.Server{
+		Store: store, Compactor: memory.NewCompactor(store, casc, cfg.Settings()), Cascade: casc,
+		Upstream: up.URL(), Token: opt.token, LoopbackOnly: opt.token == "", MaxBodyBytes: opt.maxBody,
+	}
+	e := &env{t: t, store: store, srv: srv, up: up}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.url = "http://" + ln.Addr().String()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return e
+}
+
+// post sends a JSON body to the proxy and returns the status and body.
+func (e *env) post(path string, body string, header ...string) (int, string, http.Header) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return e.do(req)
+}
+
+func (e *env) get(path string, header ...string) (int, string, http.Header) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, e.url+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return e.do(req)
+}
+
+func (e *env) do(req *http.Request) (int, string, http.Header) {
+	e.t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// history returns the thread's stored messages as "role: text" lines.
+func (e *env) history(thread string) []string {
+	e.t.Helper()
+	h, err := e.store.History(context.Background(), thread)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := make([]string, len(h))
+	for i, m := range h {
+		out[i] = m.Message.Role + ": " + m.Message.Text()
+		for _, tc := range m.Message.ToolCalls {
+			out[i] += fmt.Sprintf(" [call %s %s %s]", tc.ID, tc.Function.Name, tc.Function.Arguments)
+		}
+	}
+	return out
+}
+
+// errorCode returns error.code of an OpenAI-shaped error body ("" when it is not one).
+func errorCode(t *testing.T, body string) string {
+	t.Helper()
+	var e struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
+		t.Fatalf("not an OpenAI error: %s", body)
+	}
+	if e.Error.Code == nil {
+		return ""
+	}
+	return *e.Error.Code
+}
+
+func newRequest(method, url, body string) (*http.Request, error) {
+	return http.NewRequest(method, url, strings.NewReader(body))
+}

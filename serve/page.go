@@ -1,0 +1,322 @@
+package serve
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/memory"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"path": url.PathEscape,
+	"time": func(t interface{ Format(string) string }) string { return t.Format("2006-01-02 15:04:05") },
+}).ParseFS(assets, "templates/*.html"))
+
+// securityHeaders are set on every page: nothing is loaded from elsewhere, no script runs,
+// the page is never framed.
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+func (s *Server) render(w http.ResponseWriter, name string, data any) {
+	var b strings.Builder
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		Error(w, err)
+		return
+	}
+	securityHeaders(w.Header())
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write([]byte(b.String()))
+}
+
+// static serves the embedded stylesheet.
+func (s *Server) static(w http.ResponseWriter, r *http.Request) {
+	sub, _ := fs.Sub(assets, "static")
+	securityHeaders(w.Header())
+	http.StripPrefix("/static/", http.FileServerFS(sub)).ServeHTTP(w, r)
+}
+
+// GET /: the threads.
+func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
+	ts, err := s.Store.Threads(r.Context())
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	views := make([]ThreadView, len(ts))
+	for i, t := range ts {
+		views[i] = s.view(t)
+	}
+	s.render(w, "index.html", map[string]any{"Threads": views, "Upstream": s.Upstream})
+}
+
+// entryView is a message shown on the page.
+type entryView struct {
+	Seq       int64
+	Role      string
+	Text      string
+	Cut       bool // Text was shortened
+	Tokens    int
+	ToolCalls []string
+	ToolCall  string // tool_call_id
+	Summary   int64  // the compaction whose summary this is (0: a message)
+}
+
+const maxShownBytes = 4000
+
+func entryOf(e memory.Entry) entryView {
+	v := entryView{Seq: e.Seq, Role: e.Message.Role, Tokens: e.Tokens, ToolCall: e.Message.ToolCallID, Summary: e.CompactionID}
+	v.Text, v.Cut = shorten(e.Text())
+	for _, tc := range e.Message.ToolCalls {
+		args, _ := shorten(tc.Function.Arguments)
+		v.ToolCalls = append(v.ToolCalls, fmt.Sprintf("%s(%s) [%s]", tc.Function.Name, args, tc.ID))
+	}
+	return v
+}
+
+func shorten(s string) (string, bool) {
+	if len(s) <= maxShownBytes {
+		return s, false
+	}
+	cut := maxShownBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], true
+}
+
+// compactionView is one compaction, before and after.
+type compactionView struct {
+	Report   memory.Report
+	Summary  string
+	Before   []entryView // what the summary replaced
+	Folded   bool        // the replaced range began with an earlier summary (not shown again)
+	Attempts []cascade.Attempt
+	// FactsInContext: ledger facts that are in the active context after the compaction.
+	FactsInContext int
+}
+
+// GET /threads/{id}[?compaction=N]: one thread, its token chart, its compactions, one of them
+// before and after (the newest applied one unless named), and its active context.
+func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, ok := threadParam(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.Store.Thread(ctx, id)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	hist, err := s.Store.History(ctx, id)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	rows, err := db.New(s.Store.DB()).ListCompactions(ctx, db.ListCompactionsParams{ThreadID: id, MaxRows: 10000})
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	reps, err := s.Store.Reports(ctx, id, 10000)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	active, err := s.Store.Active(ctx, id)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	view := s.view(t)
+	data := map[string]any{
+		"Thread":  view,
+		"Chart":   makeChart(hist, rows, view.TokenLimit),
+		"Reports": reps,
+	}
+	var selected int64
+	if q := r.URL.Query().Get("compaction"); q != "" {
+		if selected, err = strconv.ParseInt(q, 10, 64); err != nil || selected < 1 {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_compaction_id",
+				fmt.Sprintf("compaction=%q is not a compaction id (a positive integer)", q), "compaction")
+			return
+		}
+	} else {
+		for _, rep := range reps {
+			if rep.Status == memory.StatusApplied && rep.ID != nil {
+				selected = *rep.ID
+				break
+			}
+		}
+	}
+	if selected > 0 {
+		cv, err := s.compactionView(ctx, id, selected, hist)
+		if err != nil {
+			Error(w, err)
+			return
+		}
+		data["Selected"] = cv
+	}
+	entries := make([]entryView, len(active.Entries))
+	for i, e := range active.Entries {
+		entries[i] = entryOf(e)
+	}
+	data["Active"] = entries
+	data["ActiveTokens"] = active.Tokens
+	s.render(w, "thread.html", data)
+}
+
+func (s *Server) compactionView(ctx context.Context, thread string, id int64, hist []memory.Entry) (*compactionView, error) {
+	rep, err := s.Store.Report(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Thread != thread {
+		return nil, fmt.Errorf("%w: %d is not a compaction of thread %q", memory.ErrCompactionNotFound, id, thread)
+	}
+	cv := &compactionView{Report: rep}
+	if rep.Summary != nil {
+		cv.Summary = *rep.Summary
+	}
+	for _, e := range hist {
+		if rep.FromSeq > 0 && e.Seq >= rep.FromSeq && e.Seq <= rep.ToSeq {
+			cv.Before = append(cv.Before, entryOf(e))
+		}
+	}
+	if cv.Attempts, err = cascade.CompactionAttempts(ctx, s.Store.DB(), id); err != nil {
+		return nil, err
+	}
+	cv.FactsInContext = max(rep.FactsTotal-len(rep.FactsDropped), 0)
+	return cv, nil
+}
+
+// chart is the thread's active token count after each message, with its compactions marked.
+type chart struct {
+	Width, Height   int
+	Left, Right     float64 // plot area, x
+	Top, Bottom     float64 // plot area, y
+	Points          string  // the polyline
+	LimitY          float64
+	Limit, MaxY     int
+	MaxSeq          int64
+	Marks           []mark
+	YTicks, XTicks  []tick
+	Empty           bool
+	AppliedMarks    int
+	UnappliedMarks  int
+	CompactionCount int
+}
+
+type mark struct {
+	ID             int64
+	X, Y1, Y2      float64
+	LabelY         float64
+	Status, Reason string
+	Before, After  int
+	AfterSeq       int64
+	Applied        bool
+}
+
+type tick struct {
+	Pos   float64
+	Label string
+}
+
+// makeChart replays the history: each message adds its tokens to the active count; each
+// applied compaction (superseded ones included) sets it to its tokens_after at the message it
+// ran after. Compactions that changed nothing (failed, ineffective, reverted, running) are
+// marked without a drop.
+func makeChart(hist []memory.Entry, rows []db.Compaction, limit int) chart {
+	c := chart{Width: 760, Height: 240, Left: 64, Right: 740, Top: 16, Bottom: 208, Limit: limit}
+	if len(hist) == 0 {
+		c.Empty = true
+		return c
+	}
+	bySeq := map[int64][]db.Compaction{}
+	for i := len(rows) - 1; i >= 0; i-- { // rows are newest first
+		bySeq[rows[i].LastSeq] = append(bySeq[rows[i].LastSeq], rows[i])
+	}
+	type pt struct {
+		seq    int64
+		tokens int
+	}
+	var pts []pt
+	type pending struct {
+		row         db.Compaction
+		before, aft int
+	}
+	var marks []pending
+	y := 0
+	pts = append(pts, pt{0, 0})
+	maxY := limit
+	for _, e := range hist {
+		y += e.Tokens
+		pts = append(pts, pt{e.Seq, y + memory.ReplyPriming})
+		maxY = max(maxY, y+memory.ReplyPriming)
+		for _, row := range bySeq[e.Seq] {
+			before := y + memory.ReplyPriming
+			if row.Status == memory.StatusApplied {
+				y = int(row.TokensAfter) - memory.ReplyPriming
+				pts = append(pts, pt{e.Seq, int(row.TokensAfter)})
+			}
+			marks = append(marks, pending{row, before, y + memory.ReplyPriming})
+		}
+	}
+	c.MaxSeq = hist[len(hist)-1].Seq
+	c.MaxY = maxY + maxY/20 + 1
+	x := func(seq int64) float64 {
+		return c.Left + float64(seq)/float64(max(c.MaxSeq, 1))*(c.Right-c.Left)
+	}
+	yy := func(tokens int) float64 {
+		return c.Bottom - float64(tokens)/float64(c.MaxY)*(c.Bottom-c.Top)
+	}
+	var b strings.Builder
+	for i, p := range pts {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f", x(p.seq), yy(p.tokens))
+	}
+	c.Points = b.String()
+	c.LimitY = yy(limit)
+	for i, m := range marks {
+		applied := m.row.Status == memory.StatusApplied
+		c.Marks = append(c.Marks, mark{
+			ID: m.row.ID, X: x(m.row.LastSeq), Y1: c.Top, Y2: c.Bottom, LabelY: c.Top + 10 + float64(i%3)*11,
+			Status: m.row.Status, Reason: m.row.Reason, Before: m.before, After: m.aft, AfterSeq: m.row.LastSeq,
+			Applied: applied,
+		})
+		c.CompactionCount++
+		if applied {
+			c.AppliedMarks++
+		} else {
+			c.UnappliedMarks++
+		}
+	}
+	for _, f := range []float64{0, 0.5, 1} {
+		v := int(f * float64(c.MaxY))
+		c.YTicks = append(c.YTicks, tick{yy(v), strconv.Itoa(v)})
+	}
+	for _, f := range []float64{0, 0.5, 1} {
+		seq := int64(f * float64(c.MaxSeq))
+		c.XTicks = append(c.XTicks, tick{x(seq), strconv.FormatInt(seq, 10)})
+	}
+	return c
+}

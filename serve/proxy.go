@@ -1,0 +1,614 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// ResetHeader, set to "1" on a chat completions request, starts its thread over: the thread's
+// history is first copied, as appended, to a new thread named THREAD.reset-UNIXMILLI (named in
+// the response header ArchivedHeader), then the thread is deleted with its compaction
+// reports, and the request's messages become its new history. Nothing stored is lost: the
+// copy is written before the deletion.
+const (
+	ResetHeader    = "X-Memctl-Reset"
+	ArchivedHeader = "X-Memctl-Archived-As"
+)
+
+// threadIDPattern is what a thread id in a URL may be: a letter or digit, then letters,
+// digits, '.', '_', ':' or '-', 128 characters at most.
+var threadIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// ValidThreadID checks a thread id taken from a URL.
+func ValidThreadID(id string) error {
+	if !threadIDPattern.MatchString(id) {
+		return fmt.Errorf("thread id %q is not valid: want 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// chatRequest is a chat completions request: every field as given (forwarded unchanged but
+// messages), and the fields the proxy reads.
+type chatRequest struct {
+	fields   map[string]json.RawMessage
+	messages []memory.Message
+	tools    []memory.Tool
+	model    string
+	stream   bool
+}
+
+// badRequest is a malformed request: its message and the parameter at fault.
+type badRequest struct{ param, msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+func parseChatRequest(body []byte) (chatRequest, error) {
+	var req chatRequest
+	if !utf8.Valid(body) {
+		return req, &badRequest{"", "the request body is not valid UTF-8"}
+	}
+	if err := json.Unmarshal(body, &req.fields); err != nil || req.fields == nil {
+		return req, &badRequest{"", "the request body is not a JSON object: want {\"model\": ..., \"messages\": [...]}"}
+	}
+	if raw, ok := req.fields["model"]; !ok || json.Unmarshal(raw, &req.model) != nil || req.model == "" {
+		return req, &badRequest{"model", "model: want the model's name, a non-empty string"}
+	}
+	var raws []json.RawMessage
+	if raw, ok := req.fields["messages"]; !ok || json.Unmarshal(raw, &raws) != nil || len(raws) == 0 {
+		return req, &badRequest{"messages", "messages: want a non-empty array of chat messages"}
+	}
+	req.messages = make([]memory.Message, len(raws))
+	for i, raw := range raws {
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+			return req, &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: want a message object", i)}
+		}
+		if err := json.Unmarshal(raw, &req.messages[i]); err != nil {
+			return req, &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %v", i, err)}
+		}
+	}
+	if raw, ok := req.fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
+		if json.Unmarshal(raw, &req.stream) != nil {
+			return req, &badRequest{"stream", "stream: want true or false"}
+		}
+	}
+	if raw, ok := req.fields["tools"]; ok && !bytes.Equal(raw, []byte("null")) {
+		if json.Unmarshal(raw, &req.tools) != nil {
+			return req, &badRequest{"tools", "tools: want an array of tool definitions"}
+		}
+	}
+	return req, nil
+}
+
+// chatCompletions is the proxy: POST /t/{thread}/v1/chat/completions.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	thread := r.PathValue("thread")
+	if err := ValidThreadID(thread); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_thread_id", err.Error(), "")
+		return
+	}
+	if !isJSON(r) {
+		writeError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+			"the request body must be JSON, sent with Content-Type: application/json", "")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+			fmt.Sprintf("the request body is over %d bytes", tooBig.Limit), "")
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "cannot read the request body: "+err.Error(), "")
+		return
+	}
+	req, err := parseChatRequest(body)
+	if err != nil {
+		var br *badRequest
+		errors.As(err, &br)
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", br.msg, br.param)
+		return
+	}
+	if s.Upstream == "" {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "no_upstream",
+			"no upstream model is configured: start memctl serve with --upstream URL (ending in /v1)", "")
+		return
+	}
+
+	st := s.state(thread)
+	if err := acquire(ctx, st.turn); err != nil {
+		return // the client left while waiting for the thread's previous turn
+	}
+	defer release(st.turn)
+
+	if r.Header.Get(ResetHeader) == "1" {
+		archived, err := s.startOver(ctx, thread)
+		if err != nil {
+			Error(w, err)
+			return
+		}
+		if archived != "" {
+			w.Header().Set(ArchivedHeader, archived)
+		}
+	}
+	if err := s.appendNew(ctx, thread, req); err != nil {
+		var c *Conflict
+		var br *badRequest
+		switch {
+		case errors.As(err, &c):
+			writeError(w, http.StatusConflict, "invalid_request_error", "history_conflict", c.Msg, fmt.Sprintf("messages[%d]", c.Index))
+		case errors.As(err, &br):
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_message", br.msg, br.param)
+		default:
+			Error(w, err)
+		}
+		return
+	}
+	active, err := s.fit(ctx, thread, req)
+	if err != nil {
+		var over *overLimit
+		if errors.As(err, &over) {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", over.Error(), "messages")
+			return
+		}
+		Error(w, err)
+		return
+	}
+	up, err := s.upstreamBody(req, active)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	s.relay(w, r, thread, req.stream, up)
+}
+
+func isJSON(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// startOver archives and deletes a thread (see ResetHeader). It returns the archive's id, ""
+// when the thread did not exist.
+func (s *Server) startOver(ctx context.Context, thread string) (string, error) {
+	t, err := s.Store.Thread(ctx, thread)
+	if errors.Is(err, memory.ErrThreadNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	hist, err := s.Store.History(ctx, thread)
+	if err != nil {
+		return "", err
+	}
+	archive := fmt.Sprintf("%s.reset-%d", thread, s.Store.Now().UnixMilli())
+	if len(hist) > 0 {
+		msgs := make([]memory.Message, len(hist))
+		for i, e := range hist {
+			msgs[i] = e.Message
+		}
+		if _, err := s.Store.Append(ctx, archive, msgs, memory.AppendOptions{Model: t.Model}); err != nil {
+			return "", fmt.Errorf("start thread %q over: copy its history to %q: %w", thread, archive, err)
+		}
+	}
+	if err := s.Store.DeleteThread(ctx, thread); err != nil {
+		return "", fmt.Errorf("start thread %q over: %w", thread, err)
+	}
+	s.Logger.Info("thread started over", "thread", thread, "archived_as", archive)
+	return archive, nil
+}
+
+// appendNew appends the request's messages that the thread does not hold yet (see
+// Reconcile). It returns a *Conflict, or a *badRequest naming an invalid message.
+func (s *Server) appendNew(ctx context.Context, thread string, req chatRequest) error {
+	stored, err := s.history(ctx, thread)
+	if err != nil {
+		return err
+	}
+	fresh, conflict := Reconcile(stored, req.messages)
+	if conflict != nil {
+		return conflict
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	res, err := s.Store.Append(ctx, thread, fresh, memory.AppendOptions{Model: req.model})
+	if err == nil {
+		s.remember(thread, fresh, res.LastSeq)
+	}
+	var ie *memory.InputError
+	if errors.As(err, &ie) {
+		i := len(req.messages) - len(fresh) + ie.Index
+		return &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %s", i, strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
+	}
+	return err
+}
+
+// history returns the thread's stored messages (none for a new thread), from the cache of
+// the thread when it is still valid (see threadState.hist). The caller holds the turn.
+func (s *Server) history(ctx context.Context, thread string) ([]memory.Message, error) {
+	st := s.state(thread)
+	t, err := s.Store.Thread(ctx, thread)
+	if errors.Is(err, memory.ErrThreadNotFound) {
+		st.hist, st.histCreated = nil, time.Time{}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.hist != nil && len(st.hist) == t.Messages && st.histCreated.Equal(t.CreatedAt) {
+		return st.hist, nil
+	}
+	hist, err := s.Store.History(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	st.hist, st.histCreated = make([]memory.Message, len(hist)), t.CreatedAt
+	for i, e := range hist {
+		st.hist[i] = e.Message
+	}
+	return st.hist, nil
+}
+
+// remember adds appended messages to the thread's cached history, or drops the cache when it
+// does not end where they begin. The caller holds the turn.
+func (s *Server) remember(thread string, msgs []memory.Message, lastSeq int64) {
+	st := s.state(thread)
+	if st.hist != nil && int64(len(st.hist)+len(msgs)) == lastSeq {
+		st.hist = append(st.hist, msgs...)
+		return
+	}
+	st.hist, st.histCreated = nil, time.Time{}
+}
+
+// overLimit is an active context that stays over the limit after an emergency compaction.
+type overLimit struct {
+	tokens, tools, budget, limit int
+	why                          string
+}
+
+func (e *overLimit) Error() string {
+	return fmt.Sprintf("the thread's active context is %d tokens (tools %d more): over its limit of %d (%d with the reserve) even after compaction: %s",
+		e.tokens, e.tools, e.budget, e.limit, e.why)
+}
+
+// fit returns the thread's active context, compacted first (reason emergency) when it would
+// not fit the thread's limit: its messages within token_limit - reserve_tokens, and with the
+// request's tool definitions within token_limit.
+func (s *Server) fit(ctx context.Context, thread string, req chatRequest) (memory.Active, error) {
+	a, set, tools, err := s.measure(ctx, thread, req)
+	if err != nil || fits(a, set, tools) {
+		return a, err
+	}
+	st := s.state(thread)
+	if err := acquire(ctx, st.compact); err != nil { // a background compaction may be running
+		return memory.Active{}, err
+	}
+	defer release(st.compact)
+	if a, set, tools, err = s.measure(ctx, thread, req); err != nil || fits(a, set, tools) {
+		return a, err
+	}
+	rep, cerr := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Emergency: true})
+	s.logCompaction(thread, rep, cerr)
+	if a, set, tools, err = s.measure(ctx, thread, req); err != nil || fits(a, set, tools) {
+		return a, err
+	}
+	why := rep.Status
+	if rep.Error != "" {
+		why += ": " + rep.Error
+	} else if rep.Detail != "" {
+		why += ": " + rep.Detail
+	}
+	return memory.Active{}, &overLimit{tokens: a.Tokens, tools: tools, budget: set.Budget(), limit: set.TokenLimit, why: why}
+}
+
+func (s *Server) measure(ctx context.Context, thread string, req chatRequest) (memory.Active, memory.Settings, int, error) {
+	a, err := s.Store.Active(ctx, thread)
+	if err != nil {
+		return a, memory.Settings{}, 0, err
+	}
+	set := memory.Effective(s.Compactor.Settings, a.Thread.Settings, memory.ThreadSettings{})
+	counter, err := s.Store.Counter(a.Thread.Encoding)
+	if err != nil {
+		return a, set, 0, err
+	}
+	return a, set, counter.CountTools(req.tools), nil
+}
+
+func fits(a memory.Active, set memory.Settings, tools int) bool {
+	return a.Tokens <= set.Budget() && a.Tokens+tools <= set.TokenLimit
+}
+
+// upstreamBody is the request as the agent sent it, with the active context as its messages.
+func (s *Server) upstreamBody(req chatRequest, a memory.Active) ([]byte, error) {
+	msgs, err := json.Marshal(a.Messages())
+	if err != nil {
+		return nil, err
+	}
+	fields := make(map[string]json.RawMessage, len(req.fields))
+	for k, v := range req.fields {
+		fields[k] = v
+	}
+	fields["messages"] = msgs
+	return json.Marshal(fields)
+}
+
+// relay calls the upstream and passes its answer to the client, storing the reply once it is
+// complete, before the client sees the end of the answer: a client that reads the whole
+// answer finds the reply stored. A stored reply schedules a background compaction check.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, stream bool, body []byte) bool {
+	ctx := r.Context()
+	up, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Upstream+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "upstream_error", "upstream_unreachable", "upstream: "+err.Error(), "")
+		return false
+	}
+	up.Header.Set("Content-Type", "application/json")
+	if stream {
+		up.Header.Set("Accept", "text/event-stream")
+	} else {
+		up.Header.Set("Accept", "application/json")
+	}
+	if s.UpstreamKey != "" {
+		up.Header.Set("Authorization", "Bearer "+s.UpstreamKey)
+	}
+	resp, err := s.Client.Do(up)
+	if err != nil {
+		if ctx.Err() == nil {
+			writeError(w, http.StatusBadGateway, "upstream_error", "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
+		}
+		return false
+	}
+	defer resp.Body.Close()
+	copyHeaders(w.Header(), resp.Header)
+	if resp.StatusCode != http.StatusOK {
+		// The upstream's error, as it gave it: status and body.
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, io.LimitReader(resp.Body, DefaultMaxReplyBytes))
+		return false
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if stream && mt == "text/event-stream" {
+		return s.relayStream(w, r, thread, resp.Body)
+	}
+	return s.relayJSON(w, r, thread, resp.Body)
+}
+
+// redactURLError drops the URL from a transport error: the upstream URL may carry a key in
+// its query.
+func redactURLError(err error) string {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) && ue.Unwrap() != nil {
+		return ue.Unwrap().Error()
+	}
+	return err.Error()
+}
+
+// hopHeaders are response headers never passed to the client.
+var hopHeaders = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true, "Content-Length": true,
+	"Set-Cookie": true, "Trailer": true, "Upgrade": true, "Proxy-Authenticate": true,
+}
+
+func copyHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		if hopHeaders[k] || strings.HasPrefix(k, "Access-Control-") {
+			continue
+		}
+		dst[k] = append([]string(nil), vs...)
+	}
+}
+
+func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string, body io.Reader) bool {
+	b, err := io.ReadAll(io.LimitReader(body, DefaultMaxReplyBytes+1))
+	if err != nil || len(b) > DefaultMaxReplyBytes {
+		w.Header().Del("Content-Type")
+		msg := fmt.Sprintf("the upstream's reply is over %d bytes", DefaultMaxReplyBytes)
+		if err != nil {
+			msg = "reading the upstream's reply: " + err.Error()
+		}
+		writeError(w, http.StatusBadGateway, "upstream_error", "bad_upstream_reply", msg, "")
+		return false
+	}
+	reply, err := replyMessage(b)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "upstream_error", "bad_upstream_reply", err.Error(), "")
+		return false
+	}
+	if r.Context().Err() != nil {
+		return false // the client left: it never sees this reply, so it is not stored
+	}
+	res, err := s.Store.Append(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}, memory.AppendOptions{})
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "upstream_error", "reply_not_stored", "the model's reply could not be stored: "+err.Error(), "")
+		return false
+	}
+	s.remember(thread, []memory.Message{reply}, res.LastSeq)
+	s.compactLater(thread)
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	return true
+}
+
+// replyMessage returns choices[0].message of a chat completion.
+func replyMessage(b []byte) (memory.Message, error) {
+	var resp struct {
+		Choices []struct {
+			Message json.RawMessage `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil {
+		return memory.Message{}, fmt.Errorf("the upstream's reply is not a chat completion: %v", err)
+	}
+	if len(resp.Choices) == 0 || len(resp.Choices[0].Message) == 0 {
+		return memory.Message{}, errors.New("the upstream's reply has no choices[0].message")
+	}
+	var m memory.Message
+	if err := json.Unmarshal(resp.Choices[0].Message, &m); err != nil {
+		return memory.Message{}, fmt.Errorf("the upstream's reply: choices[0].message: %v", err)
+	}
+	if m.Role == "" {
+		m.Role = memory.RoleAssistant
+	}
+	return m, nil
+}
+
+// relayStream passes server-sent events to the client as they arrive and assembles the reply
+// from the deltas of choice 0. The reply is stored when the stream completed (data: [DONE],
+// or a finish_reason and the end of the stream) and the client took every chunk; the final
+// data: [DONE] event is held back until then.
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread string, body io.Reader) bool {
+	flusher, _ := w.(http.Flusher)
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+	var acc streamReply
+	var held []byte // [DONE] and what follows it
+	br := bufio.NewReaderSize(body, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			data, isData := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
+			data = bytes.TrimSpace(data)
+			switch {
+			case held != nil || isData && bytes.Equal(data, []byte("[DONE]")):
+				held = append(held, line...)
+			default:
+				if _, werr := w.Write(line); werr != nil {
+					return false // the client left
+				}
+				if len(bytes.TrimSpace(line)) == 0 {
+					flush() // the end of an event
+				}
+				if isData {
+					acc.add(data)
+				}
+			}
+		}
+		if err != nil {
+			if err != io.EOF || acc.failed || !(held != nil || acc.finished) || r.Context().Err() != nil {
+				flush()
+				return false // broken or abandoned: nothing stored
+			}
+			break
+		}
+	}
+	reply := acc.message()
+	res, err := s.Store.Append(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}, memory.AppendOptions{})
+	if err != nil {
+		s.Logger.Warn("streamed reply not stored", "thread", thread, "error", err.Error())
+		w.Write(held)
+		flush()
+		return false
+	}
+	s.remember(thread, []memory.Message{reply}, res.LastSeq)
+	s.compactLater(thread)
+	w.Write(held)
+	flush()
+	return true
+}
+
+// streamReply assembles choice 0's message from stream chunks.
+type streamReply struct {
+	role     string
+	content  strings.Builder
+	calls    []memory.ToolCall
+	finished bool // a finish_reason was seen
+	failed   bool // an error event came instead of a chunk
+}
+
+func (a *streamReply) add(data []byte) {
+	var chunk struct {
+		Choices []struct {
+			Index int `json:"index"`
+			Delta struct {
+				Role      string  `json:"role"`
+				Content   *string `json:"content"`
+				ToolCalls []struct {
+					Index    int    `json:"index"`
+					ID       string `json:"id"`
+					Type     string `json:"type"`
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"delta"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &chunk) != nil {
+		return
+	}
+	if len(chunk.Error) > 0 && !bytes.Equal(chunk.Error, []byte("null")) {
+		a.failed = true
+	}
+	for _, c := range chunk.Choices {
+		if c.Index != 0 {
+			continue
+		}
+		if c.Delta.Role != "" {
+			a.role = c.Delta.Role
+		}
+		if c.Delta.Content != nil {
+			a.content.WriteString(*c.Delta.Content)
+		}
+		for _, tc := range c.Delta.ToolCalls {
+			for len(a.calls) <= tc.Index {
+				a.calls = append(a.calls, memory.ToolCall{})
+			}
+			call := &a.calls[tc.Index]
+			if tc.ID != "" {
+				call.ID = tc.ID
+			}
+			if tc.Type != "" {
+				call.Type = tc.Type
+			}
+			call.Function.Name += tc.Function.Name
+			call.Function.Arguments += tc.Function.Arguments
+		}
+		if c.FinishReason != nil && *c.FinishReason != "" {
+			a.finished = true
+		}
+	}
+}
+
+func (a *streamReply) message() memory.Message {
+	role := a.role
+	if role == "" {
+		role = memory.RoleAssistant
+	}
+	m := memory.TextMessage(role, a.content.String())
+	if len(a.calls) > 0 {
+		for i := range a.calls {
+			if a.calls[i].Type == "" {
+				a.calls[i].Type = "function"
+			}
+		}
+		m.ToolCalls = a.calls
+		if a.content.Len() == 0 {
+			m.Content = json.RawMessage("null")
+		}
+	}
+	return m
+}

@@ -1,0 +1,186 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// Conflict is a request whose messages contradict the thread's stored history.
+type Conflict struct {
+	// Index is the request's message at fault (from 0); Seq the stored message it differs
+	// from (0 when the request ends before the history does).
+	Index int
+	Seq   int64
+	Msg   string
+}
+
+func (c *Conflict) Error() string { return c.Msg }
+
+// Reconcile returns the messages of a request that are not yet in a thread's history, or the
+// first point where the request contradicts it. An agent may send:
+//
+//   - its whole conversation (what OpenAI's SDKs and most frameworks do): the history is a
+//     prefix of the request, and what follows it is new;
+//   - only the new turn: nothing of the request is in the history, and all of it is new;
+//   - the end of the history, then new messages (an agent that trims its own context, or
+//     resends its last turn): the longest start of the request that is the end of the history
+//     is skipped.
+//
+// In each case a leading block of system/developer messages that equals the thread's own is
+// recognised and skipped; a leading block that differs from it is a conflict (the agent
+// changed its instructions). Otherwise a request is a conflict when it starts like the
+// history (its first message after the system block equals the history's) or is longer than
+// the history, yet the history is not a prefix of it: the first differing message is named.
+// A request that is a proper prefix of the history is a conflict too (it ends before the
+// thread's stored reply: a regenerate).
+//
+// Messages are compared by what the model sees (see sameMessage): role, content, name, tool
+// calls and tool_call_id; other fields are not compared.
+func Reconcile(history, req []memory.Message) ([]memory.Message, *Conflict) {
+	if len(history) == 0 {
+		return req, nil
+	}
+	ph, pr := leadingSystem(history), leadingSystem(req)
+	if pr > 0 {
+		for i := 0; i < max(ph, pr); i++ {
+			if i >= pr || i >= ph || !sameMessage(req[i], history[i]) {
+				return nil, conflictAt(history, req, i, i)
+			}
+		}
+	}
+	h, r := history[ph:], req[pr:]
+	// The whole history, then new messages.
+	if len(r) >= len(h) && samePrefix(r, h) {
+		return r[len(h):], nil
+	}
+	// The end of the history, then new messages: the longest such overlap.
+	for k := min(len(r), len(h)); k >= 1; k-- {
+		if samePrefix(r[:k], h[len(h)-k:]) {
+			return r[k:], nil
+		}
+	}
+	if len(r) > 0 && len(h) > 0 && (sameMessage(r[0], h[0]) || len(r) > len(h)) {
+		i := 0
+		for i < len(r) && i < len(h) && sameMessage(r[i], h[i]) {
+			i++
+		}
+		return nil, conflictAt(history, req, pr+i, ph+i)
+	}
+	return r, nil
+}
+
+// conflictAt describes the difference between request message ri and stored message hi.
+func conflictAt(history, req []memory.Message, ri, hi int) *Conflict {
+	const hint = "; to start the thread over, send the header " + ResetHeader + ": 1"
+	switch {
+	case ri >= len(req):
+		return &Conflict{Index: ri, Seq: int64(hi + 1), Msg: fmt.Sprintf(
+			"the request's %d messages match the thread's history but end before it: stored message %d (%s) and the %d after it are not in the request%s",
+			len(req), hi+1, history[hi].Role, len(history)-hi-1, hint)}
+	case hi >= len(history):
+		return &Conflict{Index: ri, Msg: fmt.Sprintf(
+			"message %d of the request (%s) is a system/developer message where the thread's history has none%s", ri, req[ri].Role, hint)}
+	}
+	return &Conflict{Index: ri, Seq: int64(hi + 1), Msg: fmt.Sprintf(
+		"message %d of the request (%s) differs from stored message %d of the thread (%s): %s%s",
+		ri, req[ri].Role, hi+1, history[hi].Role, difference(req[ri], history[hi]), hint)}
+}
+
+// difference names what differs between two messages.
+func difference(a, b memory.Message) string {
+	switch {
+	case a.Role != b.Role:
+		return fmt.Sprintf("role %q, stored %q", a.Role, b.Role)
+	case !bytes.Equal(normContent(a.Content), normContent(b.Content)):
+		return "its content differs"
+	case a.Name != b.Name:
+		return "its name differs"
+	case a.ToolCallID != b.ToolCallID:
+		return "its tool_call_id differs"
+	}
+	return "its tool calls differ"
+}
+
+func leadingSystem(ms []memory.Message) int {
+	n := 0
+	for n < len(ms) && (ms[n].Role == memory.RoleSystem || ms[n].Role == memory.RoleDeveloper) {
+		n++
+	}
+	return n
+}
+
+func samePrefix(r, h []memory.Message) bool {
+	for i := range h {
+		if !sameMessage(r[i], h[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameMessage reports whether two messages are the same to the model: role, content (null,
+// "" and absent are the same; text-only parts equal the string they join to), name,
+// tool_call_id, and each tool call's id, function name and arguments (a missing type is
+// "function"). Other fields (refusal, annotations, reasoning fields) are not compared: a
+// client may drop or add them when it resends a reply.
+func sameMessage(a, b memory.Message) bool {
+	return a.Role == b.Role && a.Name == b.Name && a.ToolCallID == b.ToolCallID &&
+		bytes.Equal(normContent(a.Content), normContent(b.Content)) &&
+		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y memory.ToolCall) bool {
+			return x.ID == y.ID && typeOrFunction(x.Type) == typeOrFunction(y.Type) &&
+				x.Function.Name == y.Function.Name && x.Function.Arguments == y.Function.Arguments
+		})
+}
+
+func typeOrFunction(t string) string {
+	if t == "" {
+		return "function"
+	}
+	return t
+}
+
+// normContent returns content in a comparable form: a JSON string for text (text-only parts
+// joined by newlines), the compact JSON of anything else.
+func normContent(c json.RawMessage) []byte {
+	c = bytes.TrimSpace(c)
+	if len(c) == 0 || bytes.Equal(c, []byte("null")) {
+		return []byte(`""`)
+	}
+	if c[0] == '[' {
+		var parts []map[string]json.RawMessage
+		if json.Unmarshal(c, &parts) == nil && textOnly(parts) {
+			b, _ := json.Marshal(memory.Message{Content: c}.Text())
+			return b
+		}
+	}
+	if c[0] == '"' {
+		var s string
+		if json.Unmarshal(c, &s) == nil {
+			b, _ := json.Marshal(s) // one spelling of each string
+			return b
+		}
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, c) != nil {
+		return c
+	}
+	return buf.Bytes()
+}
+
+func textOnly(parts []map[string]json.RawMessage) bool {
+	for _, p := range parts {
+		if string(p["type"]) != `"text"` {
+			return false
+		}
+		for k := range p {
+			if k != "type" && k != "text" {
+				return false
+			}
+		}
+	}
+	return true
+}

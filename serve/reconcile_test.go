@@ -1,0 +1,103 @@
+package serve_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve"
+)
+
+// msgs builds messages from "role:text" items; "assistant>id:name" is a tool call.
+func msgs(items ...string) []memory.Message {
+	var out []memory.Message
+	for _, it := range items {
+		role, text, _ := strings.Cut(it, ":")
+		if r, id, ok := strings.Cut(role, ">"); ok {
+			m := memory.Message{Role: r, Content: json.RawMessage("null"),
+				ToolCalls: []memory.ToolCall{{ID: id, Type: "function", Function: memory.FunctionCall{Name: text, Arguments: "{}"}}}}
+			out = append(out, m)
+			continue
+		}
+		if r, id, ok := strings.Cut(role, "<"); ok {
+			m := memory.TextMessage(r, text)
+			m.ToolCallID = id
+			out = append(out, m)
+			continue
+		}
+		out = append(out, memory.TextMessage(role, text))
+	}
+	return out
+}
+
+func texts(ms []memory.Message) string {
+	var s []string
+	for _, m := range ms {
+		s = append(s, m.Role+":"+m.Text())
+	}
+	return strings.Join(s, ",")
+}
+
+func TestReconcile(t *testing.T) {
+	hist := msgs("system:S", "user:a", "assistant:b", "user:c", "assistant:d")
+	cases := []struct {
+		name      string
+		hist, req []memory.Message
+		fresh     string // the new messages, when no conflict
+		conflict  int    // the request index named, -1: none
+	}{
+		{"new thread", nil, msgs("system:S", "user:a"), "system:S,user:a", -1},
+		{"whole history and a turn", hist, msgs("system:S", "user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "user:e", -1},
+		{"whole history without the system prompt", hist, msgs("user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "user:e", -1},
+		{"only the new turn", hist, msgs("user:e"), "user:e", -1},
+		{"system prompt and the new turn", hist, msgs("system:S", "user:e"), "user:e", -1},
+		{"the last turn resent", hist, msgs("user:c", "assistant:d", "user:e"), "user:e", -1},
+		{"a retry of the last request", msgs("user:a", "assistant:b", "user:c"), msgs("user:a", "assistant:b", "user:c"), "", -1},
+		{"an edited first message", hist, msgs("system:S", "user:A", "assistant:b", "user:c", "assistant:d", "user:e"), "", 1},
+		{"an edited middle message", hist, msgs("system:S", "user:a", "assistant:B", "user:c", "assistant:d", "user:e"), "", 2},
+		{"a longer list that does not start like the history", hist, msgs("user:x", "assistant:y", "user:z", "assistant:w", "user:v"), "", 0},
+		{"a changed system prompt", hist, msgs("system:T", "user:e"), "", 0},
+		{"a regenerate (ends before the stored reply)", hist, msgs("system:S", "user:a", "assistant:b", "user:c"), "", 4},
+		{"a tool call and its result", msgs("user:a", "assistant>c1:f"), msgs("user:a", "assistant>c1:f", "tool<c1:42"), "tool:42", -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fresh, c := serve.Reconcile(tc.hist, tc.req)
+			if tc.conflict >= 0 {
+				if c == nil || c.Index != tc.conflict {
+					t.Fatalf("conflict %+v, want one at message %d (fresh %q)", c, tc.conflict, texts(fresh))
+				}
+				return
+			}
+			if c != nil {
+				t.Fatalf("conflict: %s", c.Msg)
+			}
+			if got := texts(fresh); got != tc.fresh {
+				t.Fatalf("new messages %q, want %q", got, tc.fresh)
+			}
+		})
+	}
+}
+
+// A reply resent as clients serialize it (null fields, text parts, no tool call type) is the
+// stored reply, not an edit.
+func TestReconcileSameMessage(t *testing.T) {
+	var stored, resent memory.Message
+	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}],"refusal":null}`), &stored)
+	json.Unmarshal([]byte(`{"role":"assistant","content":"","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\":1}"}}],"annotations":[]}`), &resent)
+	hist := []memory.Message{memory.TextMessage("user", "hi"), stored}
+	if fresh, c := serve.Reconcile(hist, []memory.Message{memory.TextMessage("user", "hi"), resent}); c != nil || len(fresh) != 0 {
+		t.Fatalf("the resent reply: %v, %d new", c, len(fresh))
+	}
+	var parts memory.Message
+	json.Unmarshal([]byte(`{"role":"user","content":[{"type":"text","text":"hi"}]}`), &parts)
+	if fresh, c := serve.Reconcile(hist, []memory.Message{parts, resent, memory.TextMessage("user", "more")}); c != nil || len(fresh) != 1 {
+		t.Fatalf("text parts for a string: %v, %d new", c, len(fresh))
+	}
+	var args memory.Message
+	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":2}"}}]}`), &args)
+	if _, c := serve.Reconcile(hist, []memory.Message{memory.TextMessage("user", "hi"), args, memory.TextMessage("user", "x")}); c == nil || !strings.Contains(c.Msg, "tool calls differ") {
+		t.Fatalf("changed arguments: %v", c)
+	}
+}

@@ -1,0 +1,283 @@
+// Package serve is memctl's HTTP server: an OpenAI-compatible chat completions proxy that
+// stores every turn of a thread and sends the model the thread's compacted active context,
+// a JSON inspection API, and a page that shows the threads and their compactions.
+//
+// An agent sets its OpenAI base URL to http://ADDR/t/THREAD/v1 and calls chat completions as
+// it would call OpenAI. What the proxy does with a request:
+//
+//   - The request's messages are reconciled with the thread's stored history (see Reconcile):
+//     an agent may resend its whole conversation every turn, or only the new turn; what is
+//     already stored is recognised and appended never twice. A request that contradicts the
+//     history (an earlier message edited) is answered 409, naming the first differing
+//     message, unless it carries the header X-Memctl-Reset: 1 (see ResetHeader).
+//   - The new messages are appended as soon as they are valid, before the model is called, so
+//     the retry of a request whose model call failed appends nothing twice.
+//   - The model receives the thread's active context (the new messages included), never more
+//     than the thread's limit: over it, a compaction with reason emergency runs first.
+//     Compactions that are merely due run in the background after the reply, one at a time
+//     per thread.
+//   - The reply (streamed or not) is passed to the client unchanged and appended to the
+//     thread once complete. A stream the client abandons, or that breaks, stores nothing.
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// Defaults of a Server.
+const (
+	// DefaultListen is the address memctl serve listens on: loopback only.
+	DefaultListen = "127.0.0.1:8787"
+	// DefaultMaxBodyBytes bounds a request body (images in a conversation are large).
+	DefaultMaxBodyBytes = 32 << 20
+	// DefaultMaxReplyBytes bounds a non-streamed reply of the upstream model.
+	DefaultMaxReplyBytes = 64 << 20
+	// ReadHeaderTimeout and IdleTimeout are those of the http.Server.
+	ReadHeaderTimeout = 10 * time.Second
+	IdleTimeout       = 2 * time.Minute
+)
+
+// Server serves the proxy, the inspection API and the page. Set its fields, then call Serve
+// (or use Handler with a server of your own); Shutdown stops it.
+type Server struct {
+	// Store holds the threads; Compactor compacts them (its Settings are the config's).
+	Store     *memory.Store
+	Compactor *memory.Compactor
+	// Cascade is the compactor's cascade, for /api/providers and the attempts of a report
+	// (nil: /api/providers lists nothing).
+	Cascade *cascade.Cascade
+
+	// Upstream is the base URL of the agent's real model, ending in /v1 (OpenAI, Ollama,
+	// llama.cpp, vLLM...). UpstreamKey is its API key ("": none), sent as a bearer token.
+	Upstream    string
+	UpstreamKey string
+	// Token, when set, is the bearer token every request must carry.
+	Token string
+	// Client calls the upstream (nil: a client without a global timeout: replies stream).
+	Client *http.Client
+	// MaxBodyBytes bounds a request body (0: DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// Logger receives one line per request and the outcome of background compactions; never a
+	// header, a key or a message's text (nil: discarded).
+	Logger *slog.Logger
+	// LoopbackOnly refuses requests whose Host is not a loopback name or address (a defence
+	// against DNS rebinding when the server listens on loopback without a token).
+	LoopbackOnly bool
+
+	initOnce sync.Once
+	http     *http.Server
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
+
+	mu      sync.Mutex
+	closing bool
+	threads map[string]*threadState
+}
+
+// threadState serializes the work on one thread: turn is held by a request for its whole
+// turn (reconcile, append, model call, reply), compact by the one compaction of the thread
+// that runs at a time. Both are one-slot semaphores, so that waiting can be abandoned.
+type threadState struct {
+	turn, compact chan struct{}
+	bgRunning     bool // a background compaction goroutine owns the thread
+	bgAgain       bool // a turn ended while it ran: check once more when it ends
+
+	// hist caches the thread's stored history between turns (read and written only by the
+	// holder of turn). It is valid while the thread has the creation time histCreated and
+	// len(hist) messages: history is append-only, so nothing else can change it.
+	hist        []memory.Message
+	histCreated time.Time
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
+		s.threads = map[string]*threadState{}
+		if s.Logger == nil {
+			s.Logger = slog.New(slog.DiscardHandler)
+		}
+		if s.Client == nil {
+			s.Client = &http.Client{Transport: http.DefaultTransport}
+		}
+		if s.MaxBodyBytes <= 0 {
+			s.MaxBodyBytes = DefaultMaxBodyBytes
+		}
+		s.Upstream = strings.TrimRight(s.Upstream, "/")
+	})
+}
+
+func (s *Server) state(thread string) *threadState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.threads[thread]
+	if !ok {
+		st = &threadState{turn: make(chan struct{}, 1), compact: make(chan struct{}, 1)}
+		s.threads[thread] = st
+	}
+	return st
+}
+
+// acquire takes a one-slot semaphore, or gives up when ctx ends.
+func acquire(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func release(sem chan struct{}) { <-sem }
+
+// Handler returns the server's handler: its routes behind the token check.
+func (s *Server) Handler() http.Handler {
+	s.init()
+	mux := http.NewServeMux()
+	s.routes(mux)
+	return s.guard(mux)
+}
+
+// routes registers every route of the server.
+func (s *Server) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /t/{thread}/v1/chat/completions", s.chatCompletions)
+	mux.HandleFunc("GET /api/threads", s.apiThreads)
+	mux.HandleFunc("GET /api/threads/{id}", s.apiThread)
+	mux.HandleFunc("GET /api/threads/{id}/active", s.apiActive)
+	mux.HandleFunc("GET /api/threads/{id}/reports", s.apiReports)
+	mux.HandleFunc("POST /api/threads/{id}/compact", s.apiCompact)
+	mux.HandleFunc("GET /api/reports/{id}", s.apiReport)
+	mux.HandleFunc("GET /api/providers", s.apiProviders)
+	mux.HandleFunc("GET /{$}", s.pageIndex)
+	mux.HandleFunc("GET /threads/{id}", s.pageThread)
+	mux.HandleFunc("GET /static/", s.static)
+}
+
+// guard checks the bearer token (when set) and the Host (LoopbackOnly), and logs the request.
+func (s *Server) guard(next http.Handler) http.Handler {
+	want := []byte(s.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			s.Logger.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+				"ms", time.Since(start).Milliseconds())
+		}()
+		if s.LoopbackOnly && !loopbackHost(r.Host) {
+			writeError(rec, http.StatusForbidden, "permission_error", "host_not_allowed",
+				fmt.Sprintf("the Host %q is not a loopback name or address: this server answers loopback requests only", r.Host), "")
+			return
+		}
+		if s.Token != "" {
+			scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+				rec.Header().Set("WWW-Authenticate", `Bearer realm="memctl"`)
+				writeError(rec, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+					"missing or wrong token: send the header Authorization: Bearer <token> (the value of the variable named by --token-env)", "")
+				return
+			}
+		}
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// statusRecorder remembers the status written, for the log; it passes Flush through.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Serve serves on ln until Shutdown; it returns nil after a graceful shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.init()
+	s.mu.Lock()
+	if s.http != nil {
+		s.mu.Unlock()
+		return errors.New("serve: the server is already serving")
+	}
+	s.http = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+	}
+	srv := s.http
+	s.mu.Unlock()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections and waits for the requests in flight to finish (their
+// replies are stored), then cancels the background compactions and waits for them: a
+// cancelled compaction is recorded as failed, with the cancellation as its error. When ctx
+// ends first, the remaining connections are closed and ctx's error returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.init()
+	s.mu.Lock()
+	s.closing = true
+	srv := s.http
+	s.mu.Unlock()
+	var err error
+	if srv != nil {
+		if err = srv.Shutdown(ctx); err != nil {
+			srv.Close()
+		}
+	}
+	s.bgCancel()
+	s.bg.Wait()
+	return err
+}
+
+// IsLoopback reports whether a listen address (host:port) binds to loopback only: a loopback
+// IP or "localhost". An empty host binds every interface, so it is not loopback.
+func IsLoopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("listen address %q: want HOST:PORT (e.g. %s): %v", addr, DefaultListen, err)
+	}
+	return loopbackName(host), nil
+}
+
+func loopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackHost reports whether a request's Host header names loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return loopbackName(strings.Trim(host, "[]"))
+}
