@@ -41,7 +41,7 @@ func main() {
 	js := flag.String("js", "", "a directory with node_modules/tiktoken installed (for the comparison row)")
 	scale := flag.Int("scale", 150, "copies of the testdata conversations in the append corpus")
 	quick := flag.Bool("quick", false, "smaller sizes, for a fast check that the bench runs")
-	only := flag.String("only", "", "run only these steps, comma-separated: append, active, compact, windows, tokens, import, threads")
+	only := flag.String("only", "", "run only these steps, comma-separated: append, active, compact, windows, tokens, import, message, threads")
 	windowMaxOutput := flag.Int("window-max-output", 1024, "max_output_tokens of the summarizer in the windows step")
 	flag.Parse()
 	b := &bench{memctl: *memctl, js: *js, scale: *scale, quick: *quick, only: *only, windowMaxOutput: *windowMaxOutput}
