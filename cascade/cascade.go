@@ -12,7 +12,8 @@
 //
 // The files: cascade.go is the provider loop, retry.go the retrying completer of one
 // provider's turn, cooldown.go the cooldown and attempt-log storage, errors.go the error
-// classes, openai.go the OpenAI-compatible provider.
+// classes, openai.go the OpenAI-compatible provider, window.go the windows read from servers
+// (context_window: auto), usage.go the tokens of an attempt whose server sent no usage.
 //
 // The package knows nothing about compaction: a caller hands Run an llm.Task, which talks to
 // one provider at a time through an llm.Completer. It must not import package memory.
