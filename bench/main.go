@@ -41,9 +41,10 @@ func main() {
 	js := flag.String("js", "", "a directory with node_modules/tiktoken installed (for the comparison row)")
 	scale := flag.Int("scale", 150, "copies of the testdata conversations in the append corpus")
 	quick := flag.Bool("quick", false, "smaller sizes, for a fast check that the bench runs")
-	only := flag.String("only", "", "run only these steps, comma-separated: append, active, compact, tokens, import, threads")
+	only := flag.String("only", "", "run only these steps, comma-separated: append, active, compact, windows, tokens, import, message, threads")
+	windowMaxOutput := flag.Int("window-max-output", 1024, "max_output_tokens of the summarizer in the windows step")
 	flag.Parse()
-	b := &bench{memctl: *memctl, js: *js, scale: *scale, quick: *quick, only: *only}
+	b := &bench{memctl: *memctl, js: *js, scale: *scale, quick: *quick, only: *only, windowMaxOutput: *windowMaxOutput}
 	if b.quick {
 		b.scale = 10
 	}
@@ -58,8 +59,10 @@ type bench struct {
 	scale      int
 	quick      bool
 	only       string
-	dir        string
-	rows       []row
+	// windowMaxOutput is the summarizer's max_output_tokens in the windows step.
+	windowMaxOutput int
+	dir             string
+	rows            []row
 }
 
 type row struct{ name, value, target, verdict string }
@@ -91,7 +94,7 @@ func (b *bench) run() error {
 	steps := []struct {
 		name string
 		run  func([]conversation) error
-	}{{"append", b.append}, {"active", b.activeRead}, {"compact", b.compaction}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}}
+	}{{"append", b.append}, {"active", b.activeRead}, {"compact", b.compaction}, {"windows", b.windowRows}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}}
 	for _, step := range steps {
 		if b.only != "" && !slices.Contains(strings.Split(b.only, ","), step.name) {
 			continue

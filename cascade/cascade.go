@@ -12,7 +12,8 @@
 //
 // The files: cascade.go is the provider loop, retry.go the retrying completer of one
 // provider's turn, cooldown.go the cooldown and attempt-log storage, errors.go the error
-// classes, openai.go the OpenAI-compatible provider.
+// classes, openai.go the OpenAI-compatible provider, window.go the windows read from servers
+// (context_window: auto), usage.go the tokens of an attempt whose server sent no usage.
 //
 // The package knows nothing about compaction: a caller hands Run an llm.Task, which talks to
 // one provider at a time through an llm.Completer. It must not import package memory.
@@ -25,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memcascade/memcascade/db"
@@ -72,6 +74,9 @@ const (
 	EventSkipBudget = "skip_budget" // no time was left for the provider (Err); no request sent
 	EventFail       = "fail"        // the provider gave up (Class, Err); CoolingUntil is set when it cools down
 	EventOK         = "ok"          // the provider produced the result
+	// EventWindow: the window of an entry read from its server (Entry.AutoWindow) is Window;
+	// Err says where it was read, or, with Warning set, why the fallback Window is used.
+	EventWindow = "window"
 )
 
 // Provider is the interface every rung implements: one chat completion request, no retries.
@@ -98,6 +103,15 @@ type Entry struct {
 
 	ContextWindow   int // tokens the provider accepts; 0: unknown
 	MaxOutputTokens int
+	// AutoWindow: the window is read from the provider's server (it must be a WindowReader)
+	// before its turn and cached in the database (see Cascade.WindowTTL); it is read again
+	// after an answer of class context_length. When the server does not say, ContextWindow is
+	// used when set, else Cascade.DefaultWindow.
+	AutoWindow bool
+	// Concurrency is how many requests of one task the provider may serve at once; values
+	// below 1 mean 1 (local servers usually serve one at a time). It is passed to the task in
+	// llm.Target; the cascade itself sends what the task sends.
+	Concurrency int
 
 	// MaxAttempts is the number of attempts within one turn; values below 1 mean 1.
 	MaxAttempts int
@@ -127,8 +141,10 @@ func (e *Entry) offline() bool {
 	return ok && o.Offline()
 }
 
-func (e *Entry) target() llm.Target {
-	return llm.Target{Name: e.Name, Model: e.Model, ContextWindow: e.ContextWindow, MaxOutputTokens: e.MaxOutputTokens}
+// target describes the entry to a task, with the window of this turn.
+func (e *Entry) target(window int) llm.Target {
+	return llm.Target{Name: e.Name, Model: e.Model, ContextWindow: window, MaxOutputTokens: e.MaxOutputTokens,
+		Concurrency: max(e.Concurrency, 1)}
 }
 
 // Event reports progress, for example for a CLI to print "local: server error (HTTP 503),
@@ -141,8 +157,10 @@ type Event struct {
 	Wait         time.Duration // retry, wait: the pause before the next attempt
 	Class        string        // retry, fail: the failure's class
 	HTTPStatus   int           // retry, fail: the response's status (0: none)
-	Err          string        // retry, skip, fail: what went wrong, redacted
+	Err          string        // retry, skip, fail: what went wrong, redacted; window: where it was read, or why not
 	CoolingUntil time.Time     // skip, and fail when the provider now cools down
+	Window       int           // window: the window used for the provider
+	Warning      bool          // window: the server did not say; Window is the fallback
 }
 
 // Cascade tries its entries in order. Create it with New; change the exported fields before
@@ -165,15 +183,27 @@ type Cascade struct {
 	// Redact is applied to every error text stored, reported or returned. Default: the
 	// built-in patterns of package redact.
 	Redact func(string) string
-	// Observe, when set, receives progress events, synchronously, from the goroutine
-	// running Run.
+	// Observe, when set, receives progress events, synchronously and one at a time (a task
+	// that sends requests in parallel has its events delivered in turn, not at once).
 	Observe func(Event)
 	// Logger, when set, receives a record of each attempt (skips included), of each cooldown
 	// set or cleared, with the keys provider, model, compaction_id, outcome, http_status,
 	// class, duration_ms, error (redacted), failures and cooling_until. nil: silent.
 	Logger *slog.Logger
+	// Count counts the tokens of a text, for the usage of a request whose server sent none
+	// (the attempt is then marked usage_estimated). Default: one token per four bytes.
+	Count func(string) int
+	// DefaultWindow is the window assumed for an entry whose window is read from its server
+	// (Entry.AutoWindow) when the server does not say; zero means DefaultAutoWindow.
+	DefaultWindow int
+	// WindowTTL is how long a window read from a server is trusted before it is read again;
+	// zero means DefaultWindowTTL.
+	WindowTTL time.Duration
 
-	db *sql.DB
+	db     *sql.DB
+	emitMu sync.Mutex
+	warnMu sync.Mutex
+	warned map[string]bool // entries whose fallback window was already reported
 }
 
 // New returns a cascade of entries that keeps its cooldowns and attempt log in sqldb.
@@ -217,6 +247,8 @@ func (c *Cascade) sleep(ctx context.Context, d time.Duration) error {
 
 func (c *Cascade) emit(ev Event) {
 	if c.Observe != nil {
+		c.emitMu.Lock()
+		defer c.emitMu.Unlock()
 		c.Observe(ev)
 	}
 }
@@ -306,7 +338,16 @@ func (c *Cascade) try(ctx context.Context, compactionID int64, i int, task llm.T
 		pe, err := c.skip(ctx, compactionID, e, OutcomeSkippedBudget, errors.New(limit))
 		return "", pe, err
 	}
-	text, pe, err := c.turn(ctx, turnCtx, limit, compactionID, e, task)
+	window := c.window(turnCtx, e, row)
+	text, pe, err := c.turn(ctx, turnCtx, limit, compactionID, e, task, window)
+	if err == nil && pe != nil && pe.Class == ClassContextLength && e.AutoWindow {
+		// The window used was wrong (or its server changed): ask again, and when the server
+		// now reports another window, run the task once more with it.
+		c.forgetWindow(ctx, e)
+		if fresh, ok := c.readWindow(turnCtx, e); ok && fresh != window && turnCtx.Err() == nil {
+			text, pe, err = c.turn(ctx, turnCtx, limit, compactionID, e, task, fresh)
+		}
+	}
 	switch {
 	case err != nil:
 		return "", nil, err
@@ -406,9 +447,9 @@ func withoutDeadline(ctx context.Context) (context.Context, context.CancelFunc) 
 
 // turn runs task against one provider within turnCtx, bounded by limit. It returns the text,
 // or the provider's failure, or a database error that ends the cascade.
-func (c *Cascade) turn(ctx, turnCtx context.Context, limit string, compactionID int64, e *Entry, task llm.Task) (string, *ProviderError, error) {
+func (c *Cascade) turn(ctx, turnCtx context.Context, limit string, compactionID int64, e *Entry, task llm.Task, window int) (string, *ProviderError, error) {
 	k := &completer{c: c, e: e, compactionID: compactionID, caller: ctx, turn: turnCtx, limit: limit}
-	text, err := task(turnCtx, e.target(), k)
+	text, err := task(turnCtx, e.target(window), k)
 	if dbErr := k.dbError(); dbErr != nil {
 		return "", nil, dbErr
 	}

@@ -539,7 +539,7 @@ func TestRunTask(t *testing.T) {
 	if res.Text != "part 1 + part 2" || res.Provider != "p" {
 		t.Fatalf("result = %+v", res)
 	}
-	if target != (llm.Target{Name: "p", Model: "fake", ContextWindow: 4096, MaxOutputTokens: 512}) {
+	if target != (llm.Target{Name: "p", Model: "fake", ContextWindow: 4096, MaxOutputTokens: 512, Concurrency: 1}) {
 		t.Errorf("target = %+v", target)
 	}
 	rows, err := cascade.CompactionAttempts(context.Background(), sqldb, compactionID)

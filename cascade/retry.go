@@ -87,7 +87,7 @@ func (k *completer) attempt(ctx context.Context, n int, req llm.Request) (llm.Re
 		pe = k.classify(err)
 		pe.HTTPStatus = resp.HTTPStatus // the exchange succeeded; its answer did not count
 	}
-	if dbErr := k.log(ctx, startedAt, elapsed, resp, pe); dbErr != nil {
+	if dbErr := k.log(ctx, startedAt, elapsed, req, resp, pe); dbErr != nil {
 		return llm.Response{}, nil, dbErr
 	}
 	return resp, pe, nil
@@ -219,8 +219,16 @@ func (k *completer) dbError() error {
 	return k.dbe
 }
 
-// log records one attempt. A database error is kept: it ends the cascade.
-func (k *completer) log(ctx context.Context, startedAt time.Time, elapsed time.Duration, resp llm.Response, pe *ProviderError) error {
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// log records one attempt, with its usage (see Cascade.usage). A database error is kept: it ends the cascade.
+func (k *completer) log(ctx context.Context, startedAt time.Time, elapsed time.Duration, req llm.Request, resp llm.Response, pe *ProviderError) error {
+	prompt, completion, estimated := k.c.usage(req, resp, pe)
 	row := db.InsertAttemptParams{
 		CompactionID:     nullID(k.compactionID),
 		Provider:         k.e.Name,
@@ -229,8 +237,9 @@ func (k *completer) log(ctx context.Context, startedAt time.Time, elapsed time.D
 		DurationMs:       elapsed.Milliseconds(),
 		Outcome:          OutcomeOK,
 		HttpStatus:       int64(resp.HTTPStatus),
-		PromptTokens:     int64(resp.PromptTokens),
-		CompletionTokens: int64(resp.CompletionTokens),
+		PromptTokens:     int64(prompt),
+		CompletionTokens: int64(completion),
+		UsageEstimated:   boolInt(estimated),
 	}
 	if pe != nil {
 		row.Outcome = OutcomeError

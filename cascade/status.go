@@ -17,6 +17,9 @@ type ProviderStatus struct {
 	Model         string `json:"model"`
 	BaseURL       string `json:"base_url"`
 	ContextWindow int    `json:"context_window"`
+	// ContextWindowAuto: the window is read from the provider's server (context_window:
+	// auto); ContextWindow is then the one cached from it, 0 until it was read.
+	ContextWindowAuto bool `json:"context_window_auto,omitempty"`
 	// CoolingUntil is the end of the cooldown, in UTC; nil when the provider is not cooling
 	// down now.
 	CoolingUntil        *time.Time `json:"cooling_until"`
@@ -44,8 +47,12 @@ func (c *Cascade) Status(ctx context.Context) ([]ProviderStatus, error) {
 			Model:               e.Model,
 			BaseURL:             e.BaseURL,
 			ContextWindow:       e.ContextWindow,
+			ContextWindowAuto:   e.AutoWindow,
 			ConsecutiveFailures: int(r.ConsecutiveFailures),
 			LastError:           r.LastError,
+		}
+		if e.AutoWindow {
+			st.ContextWindow = int(r.ContextWindow)
 		}
 		if r.CoolingUntil > now {
 			t := time.UnixMilli(r.CoolingUntil).UTC()
@@ -58,18 +65,20 @@ func (c *Cascade) Status(ctx context.Context) ([]ProviderStatus, error) {
 
 // Attempt is one row of the attempt log, as `memctl attempts` and `memctl report` show it.
 type Attempt struct {
-	ID               int64     `json:"id"`
-	CompactionID     *int64    `json:"compaction_id"` // nil: not part of a compaction
-	Provider         string    `json:"provider"`
-	Model            string    `json:"model"`
-	Outcome          string    `json:"outcome"` // OutcomeOK, OutcomeError or OutcomeSkippedCooldown
-	HTTPStatus       int       `json:"http_status"`
-	ErrorClass       string    `json:"error_class"`
-	Error            string    `json:"error"` // redacted
-	DurationMs       int64     `json:"duration_ms"`
-	PromptTokens     int       `json:"prompt_tokens"`
-	CompletionTokens int       `json:"completion_tokens"`
-	StartedAt        time.Time `json:"started_at"` // UTC
+	ID               int64  `json:"id"`
+	CompactionID     *int64 `json:"compaction_id"` // nil: not part of a compaction
+	Provider         string `json:"provider"`
+	Model            string `json:"model"`
+	Outcome          string `json:"outcome"` // one of the Outcome* constants
+	HTTPStatus       int    `json:"http_status"`
+	ErrorClass       string `json:"error_class"`
+	Error            string `json:"error"` // redacted
+	DurationMs       int64  `json:"duration_ms"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+	// UsageEstimated: the server sent no usage; the tokens were counted locally.
+	UsageEstimated bool      `json:"usage_estimated"`
+	StartedAt      time.Time `json:"started_at"` // UTC
 }
 
 // Attempts reads the attempt log newest first: every provider's when provider is "", at most
@@ -109,6 +118,7 @@ func attempts(rows []db.CascadeAttempt) []Attempt {
 			DurationMs:       r.DurationMs,
 			PromptTokens:     int(r.PromptTokens),
 			CompletionTokens: int(r.CompletionTokens),
+			UsageEstimated:   r.UsageEstimated != 0,
 			StartedAt:        time.UnixMilli(r.StartedAt).UTC(),
 		}
 		if r.CompactionID.Valid {
@@ -125,11 +135,12 @@ type Usage struct {
 	// Requests counts the requests sent: attempts whose outcome is ok or error (skips send
 	// none).
 	Requests int `json:"requests"`
-	// PromptTokens and CompletionTokens sum the usage the servers reported.
+	// PromptTokens and CompletionTokens sum the attempts' tokens: those the servers reported,
+	// else counted locally (see Cascade.Count).
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
-	// Estimated is true when a request got no usage from its server (an error answer, or a
-	// server that sends none): the sums then lack its tokens and are a lower bound.
+	// Estimated is true when some of those tokens were counted locally because a server sent
+	// no usage.
 	Estimated bool `json:"estimated"`
 }
 

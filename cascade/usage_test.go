@@ -2,17 +2,20 @@ package cascade_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/llm"
 )
 
 // TestCompactionUsage: the usage of a compaction counts the requests the servers received
-// (skips excluded), sums the tokens they reported, and is marked estimated when a request
-// got no usage back.
+// (skips excluded) and sums the tokens they reported; an error status carries no tokens and
+// is not an estimate.
 func TestCompactionUsage(t *testing.T) {
 	sqldb, _ := openDB(t)
 	id := insertCompaction(t, sqldb)
@@ -33,21 +36,56 @@ func TestCompactionUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := cascade.Usage{Requests: int(srv.hits.Load()), PromptTokens: 11, CompletionTokens: 7, Estimated: true}
+	want := cascade.Usage{Requests: int(srv.hits.Load()), PromptTokens: 11, CompletionTokens: 7}
 	if got != want || want.Requests != 2 {
-		t.Errorf("usage = %+v, want %+v (2 requests: the 503 has no usage)", got, want)
+		t.Errorf("usage = %+v, want %+v (2 requests: the 503 counts none)", got, want)
+	}
+}
+
+// TestUsageCountedLocally: a server that sends no usage has its request and answer counted
+// with the cascade's Count, and the usage is marked estimated; so is a request cut by a
+// timeout (its prompt only). The sums equal the counts of what was sent and received.
+func TestUsageCountedLocally(t *testing.T) {
+	sqldb, _ := openDB(t)
+	id := insertCompaction(t, sqldb)
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"one two three"},"finish_reason":"stop"}]}`)
+	})
+	words := func(s string) int { return len(strings.Fields(s)) }
+	c := cascade.New(sqldb, openAIEntry("srv", srv.URL))
+	c.Count = words
+	req := llm.Request{Messages: []llm.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "summarize this text"}}}
+	if _, err := c.Complete(context.Background(), id, req); err != nil {
+		t.Fatal(err)
+	}
+	// 3 tokens of reply priming, 4 per message, and the words.
+	wantPrompt, wantCompletion := 3+4+2+4+3, 3
+	got, err := cascade.CompactionUsage(context.Background(), sqldb, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (cascade.Usage{Requests: 1, PromptTokens: wantPrompt, CompletionTokens: wantCompletion, Estimated: true}); got != want {
+		t.Errorf("usage = %+v, want %+v", got, want)
+	}
+	rows, err := cascade.CompactionAttempts(context.Background(), sqldb, id)
+	if err != nil || len(rows) != 1 || !rows[0].UsageEstimated {
+		t.Fatalf("attempts = %+v, %v: want one, marked usage_estimated", rows, err)
 	}
 
-	// Every request answered with usage: not estimated.
+	// A request cut by the attempt timeout: the server read the prompt; no answer.
 	id2 := insertCompactionFor(t, sqldb, "t2")
-	if _, err := h.c.Complete(context.Background(), id2, userReq); err != nil {
-		t.Fatal(err)
+	hang := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	c2 := cascade.New(sqldb, openAIEntry("hang", hang.URL, func(_ *cascade.OpenAIConfig, e *cascade.Entry) { e.MaxAttempts = 1 }))
+	c2.Count, c2.AttemptTimeout = words, 300*time.Millisecond
+	if _, err := c2.Complete(context.Background(), id2, req); err == nil {
+		t.Fatal("a hanging server answered")
 	}
 	got, err = cascade.CompactionUsage(context.Background(), sqldb, id2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (cascade.Usage{Requests: 1, PromptTokens: 11, CompletionTokens: 7}); got != want {
-		t.Errorf("usage = %+v, want %+v", got, want)
+	if want := (cascade.Usage{Requests: 1, PromptTokens: wantPrompt, Estimated: true}); got != want {
+		t.Errorf("usage after a timeout = %+v, want %+v", got, want)
 	}
 }

@@ -62,7 +62,8 @@ func (c Config) Redactor() (*redact.Redactor, error) {
 
 // NewCascade builds the provider cascade of the config on the database sqldb, which holds the
 // cooldowns and the attempt log. count, when not nil, is the token counter the extractive
-// provider sizes its summaries with. API keys are read from the environment at request time.
+// provider sizes its summaries with, and the one that counts the usage of a server that sends
+// none. API keys are read from the environment at request time.
 func (c Config) NewCascade(sqldb *sql.DB, count func(string) int) (*cascade.Cascade, error) {
 	c = c.WithDefaults()
 	red, err := c.Redactor()
@@ -74,8 +75,14 @@ func (c Config) NewCascade(sqldb *sql.DB, count func(string) int) (*cascade.Casc
 		p = p.WithDefaults()
 		e := cascade.Entry{
 			Name: p.Name, Type: p.Type, Model: p.Model, BaseURL: p.BaseURL,
-			ContextWindow: p.ContextWindow, MaxOutputTokens: p.MaxOutputTokens, MaxAttempts: p.MaxAttempts,
+			ContextWindow: int(p.ContextWindow), MaxOutputTokens: p.MaxOutputTokens, MaxAttempts: p.MaxAttempts,
 			MaxWait: time.Duration(p.MaxWait), Cooldown: time.Duration(p.Cooldown), MaxCooldown: time.Duration(p.MaxCooldown),
+			Concurrency: p.Concurrency,
+		}
+		if p.ContextWindow == WindowAuto {
+			// Read from the server before each turn (cached); cascade.DefaultAutoWindow when
+			// it does not say.
+			e.AutoWindow, e.ContextWindow = true, 0
 		}
 		switch p.Type {
 		case TypeExtractive:
@@ -94,6 +101,7 @@ func (c Config) NewCascade(sqldb *sql.DB, count func(string) int) (*cascade.Casc
 	}
 	casc := cascade.New(sqldb, entries...)
 	casc.AttemptTimeout = time.Duration(c.Compaction.AttemptTimeout)
+	casc.Count = count // the usage of a server that sends none is counted with the thread's tokenizer
 	casc.Redact = func(s string) string { out, _ := red.Redact(s); return out }
 	return casc, nil
 }

@@ -119,7 +119,8 @@ type Provider struct {
 	// APIKeyEnv names the environment variable that holds the key; never the key itself.
 	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env"`
 	// ContextWindow is the number of tokens the provider accepts; larger inputs are chunked.
-	ContextWindow   int     `yaml:"context_window" json:"context_window"`
+	// WindowAuto reads it from the provider's server.
+	ContextWindow   Window  `yaml:"context_window" json:"context_window"`
 	MaxOutputTokens int     `yaml:"max_output_tokens" json:"max_output_tokens"`
 	Temperature     float64 `yaml:"temperature" json:"temperature"`
 	// Timeout bounds one request.
@@ -128,6 +129,8 @@ type Provider struct {
 	// MaxWait is the longest pause before a retry: a Retry-After or backoff
 	// beyond it puts the provider on cooldown at once and the cascade moves on.
 	MaxWait Duration `yaml:"max_wait" json:"max_wait"`
+	// Concurrency is how many requests of one compaction the provider may serve at once.
+	Concurrency int `yaml:"concurrency" json:"concurrency"`
 	// Cooldown is the first cooldown; it doubles with each consecutive failure
 	// up to MaxCooldown.
 	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`
@@ -144,6 +147,7 @@ const (
 	defaultTimeout         = Duration(60 * time.Second)
 	defaultMaxAttempts     = 2
 	defaultMaxWait         = Duration(cascade.DefaultMaxWait)
+	defaultConcurrency     = 1
 	defaultCooldown        = Duration(30 * time.Second)
 	defaultMaxCooldown     = Duration(time.Hour)
 )
@@ -259,7 +263,7 @@ func (c Config) WithDefaults() Config {
 // http://127.0.0.1:11434/v1 and Model "llama3.2"; for extractive providers
 // Model "extractive" (BaseURL, APIKeyEnv and Temperature stay as they are);
 // ContextWindow 8192, MaxOutputTokens 1024, Timeout 60s, MaxAttempts 2,
-// MaxWait 10s, Cooldown 30s, MaxCooldown 1h. Name is never filled in.
+// MaxWait 10s, Concurrency 1, Cooldown 30s, MaxCooldown 1h. Name is never filled in.
 func (p Provider) WithDefaults() Provider {
 	if p.Type == "" {
 		p.Type = TypeOpenAI
@@ -290,6 +294,9 @@ func (p Provider) WithDefaults() Provider {
 	}
 	if p.MaxWait == 0 {
 		p.MaxWait = defaultMaxWait
+	}
+	if p.Concurrency == 0 {
+		p.Concurrency = defaultConcurrency
 	}
 	if p.Cooldown == 0 {
 		p.Cooldown = defaultCooldown

@@ -57,6 +57,7 @@ func TestDefault(t *testing.T) {
 			Timeout:         dur("60s"),
 			MaxAttempts:     2,
 			MaxWait:         dur("10s"),
+			Concurrency:     1,
 			Cooldown:        dur("30s"),
 			MaxCooldown:     dur("1h"),
 		}},
@@ -126,17 +127,17 @@ func fullConfig(source string) config.Config {
 			{
 				Name: "cloud", Type: "openai", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
 				APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 128000, MaxOutputTokens: 4096, Temperature: 0.2,
-				Timeout: dur("90s"), MaxAttempts: 3, MaxWait: dur("30s"), Cooldown: dur("1m"), MaxCooldown: dur("2h"),
+				Timeout: dur("90s"), MaxAttempts: 3, MaxWait: dur("30s"), Concurrency: 4, Cooldown: dur("1m"), MaxCooldown: dur("2h"),
 			},
 			{
 				Name: "local", Type: "openai", BaseURL: "http://127.0.0.1:11434/v1", Model: "qwen2.5:7b",
 				APIKeyEnv: "", ContextWindow: 32768, MaxOutputTokens: 2048, Temperature: 1.5,
-				Timeout: dur("150s"), MaxAttempts: 1, MaxWait: dur("5s"), Cooldown: dur("10s"), MaxCooldown: dur("10m"),
+				Timeout: dur("150s"), MaxAttempts: 1, MaxWait: dur("5s"), Concurrency: 2, Cooldown: dur("10s"), MaxCooldown: dur("10m"),
 			},
 			{
 				Name: "offline", Type: "extractive", Model: "extractive",
 				ContextWindow: 16384, MaxOutputTokens: 512,
-				Timeout: dur("5s"), MaxAttempts: 1, MaxWait: dur("1s"), Cooldown: dur("1s"), MaxCooldown: dur("1s"),
+				Timeout: dur("5s"), MaxAttempts: 1, MaxWait: dur("1s"), Concurrency: 1, Cooldown: dur("1s"), MaxCooldown: dur("1s"),
 			},
 		},
 		Serve:  config.Serve{Listen: config.DefaultListen},
@@ -194,7 +195,7 @@ func TestParseMinimal(t *testing.T) {
 		{
 			Name: "local", Type: "openai", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.2",
 			ContextWindow: 8192, MaxOutputTokens: 1024, Temperature: 0,
-			Timeout: dur("60s"), MaxAttempts: 2, MaxWait: dur("10s"), Cooldown: dur("30s"), MaxCooldown: dur("1h"),
+			Timeout: dur("60s"), MaxAttempts: 2, MaxWait: dur("10s"), Concurrency: 1, Cooldown: dur("30s"), MaxCooldown: dur("1h"),
 		},
 		config.Default().Cascade[0],
 	}

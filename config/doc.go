@@ -28,12 +28,13 @@
 //	    base_url: http://127.0.0.1:11434/v1
 //	    model: llama3.2
 //	    api_key_env: ""           # the NAME of the variable holding the key
-//	    context_window: 8192
+//	    context_window: 8192      # or auto: read from the server (Ollama, llama.cpp, vLLM)
 //	    max_output_tokens: 1024
 //	    temperature: 0
 //	    timeout: 60s              # one request
 //	    max_attempts: 2
 //	    max_wait: 10s             # a longer Retry-After or backoff: cooldown, next provider
+//	    concurrency: 1            # requests of one compaction in flight at once
 //	    cooldown: 30s             # first cooldown; doubles with each consecutive failure
 //	    max_cooldown: 1h
 //	  - name: offline

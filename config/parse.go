@@ -387,6 +387,7 @@ func providerFields(p *Provider) []field {
 		{key: "timeout", ptr: &p.Timeout},
 		{key: "max_attempts", ptr: &p.MaxAttempts},
 		{key: "max_wait", ptr: &p.MaxWait},
+		{key: "concurrency", ptr: &p.Concurrency},
 		{key: "cooldown", ptr: &p.Cooldown},
 		{key: "max_cooldown", ptr: &p.MaxCooldown},
 	}
@@ -413,6 +414,8 @@ func (w *walker) provider(n *yaml.Node, key string) Provider {
 			*dst = *defaults[i].ptr.(*float64)
 		case *Duration:
 			*dst = *defaults[i].ptr.(*Duration)
+		case *Window:
+			*dst = *defaults[i].ptr.(*Window)
 		}
 	}
 	return p
@@ -477,6 +480,8 @@ func (w *walker) scalar(n *yaml.Node, key string, line int, ptr any) bool {
 		*p, msg = decodeFloat(n)
 	case *Duration:
 		*p, msg = decodeDuration(n)
+	case *Window:
+		*p, msg = decodeWindow(n)
 	default:
 		panic(fmt.Sprintf("config: no decoder for %T", ptr))
 	}
@@ -519,6 +524,21 @@ func decodeInt(n *yaml.Node) (int, string) {
 		return 0, quote(n.Value) + " is out of range"
 	}
 	return v, ""
+}
+
+// decodeWindow reads a context window: an integer, or auto.
+func decodeWindow(n *yaml.Node) (Window, string) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" && n.Value == "auto" {
+		return WindowAuto, ""
+	}
+	v, msg := decodeInt(n)
+	switch {
+	case msg != "":
+		msg += " (a number of tokens, or auto)"
+	case v < 1: // checked here: -1 would otherwise read as WindowAuto
+		msg = fmt.Sprintf("%d must be at least 1", v)
+	}
+	return Window(v), msg
 }
 
 func decodeFloat(n *yaml.Node) (float64, string) {

@@ -25,12 +25,13 @@ type renderProvider struct {
 	BaseURL         *string  `yaml:"base_url,omitempty"`
 	Model           string   `yaml:"model"`
 	APIKeyEnv       *string  `yaml:"api_key_env,omitempty"`
-	ContextWindow   int      `yaml:"context_window"`
+	ContextWindow   Window   `yaml:"context_window"`
 	MaxOutputTokens int      `yaml:"max_output_tokens"`
 	Temperature     *float64 `yaml:"temperature,omitempty"`
 	Timeout         Duration `yaml:"timeout"`
 	MaxAttempts     int      `yaml:"max_attempts"`
 	MaxWait         Duration `yaml:"max_wait"`
+	Concurrency     int      `yaml:"concurrency"`
 	Cooldown        Duration `yaml:"cooldown"`
 	MaxCooldown     Duration `yaml:"max_cooldown"`
 }
@@ -68,6 +69,7 @@ func (c Config) YAML() []byte {
 			Timeout:         p.Timeout,
 			MaxAttempts:     p.MaxAttempts,
 			MaxWait:         p.MaxWait,
+			Concurrency:     p.Concurrency,
 			Cooldown:        p.Cooldown,
 			MaxCooldown:     p.MaxCooldown,
 		}

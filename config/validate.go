@@ -328,7 +328,14 @@ func (ck *checker) validateProvider(prefix string, p Provider) {
 	// Any positive window is taken: max_output_tokens is a ceiling, and the compactor sizes
 	// each request's answer to the window (a provider too small to be useful is skipped at run
 	// time with an attempt of outcome skipped_window).
-	ck.atLeast1(key("context_window"), p.ContextWindow)
+	if p.ContextWindow == WindowAuto {
+		if k := key("context_window"); !ck.skip(k) && extractive {
+			ck.add(k, "auto reads the window from a server: type extractive has none")
+		}
+	} else {
+		ck.atLeast1(key("context_window"), int(p.ContextWindow))
+	}
+	ck.atLeast1(key("concurrency"), p.Concurrency)
 	ck.atLeast1(key("max_output_tokens"), p.MaxOutputTokens)
 	ck.positive(key("timeout"), p.Timeout)
 	ck.atLeast1(key("max_attempts"), p.MaxAttempts)

@@ -15,7 +15,7 @@ SELECT
     CAST(count(*) AS INTEGER) AS requests,
     CAST(coalesce(sum(prompt_tokens), 0) AS INTEGER) AS prompt_tokens,
     CAST(coalesce(sum(completion_tokens), 0) AS INTEGER) AS completion_tokens,
-    CAST(coalesce(max(prompt_tokens = 0 AND completion_tokens = 0), 0) AS INTEGER) AS estimated
+    CAST(coalesce(max(usage_estimated), 0) AS INTEGER) AS estimated
 FROM cascade_attempts
 WHERE compaction_id = ? AND outcome IN ('ok', 'error')
 `
@@ -28,9 +28,8 @@ type CompactionUsageRow struct {
 }
 
 // What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
-// send none), the tokens the servers reported for them, and estimated = 1 when any of those
-// requests got no usage from its server (an error answer, or a server that sends none): its
-// tokens are then missing from the sums, which are a lower bound.
+// send none), their tokens, and estimated = 1 when any of them were counted locally because
+// the server sent no usage.
 func (q *Queries) CompactionUsage(ctx context.Context, compactionID sql.NullInt64) (CompactionUsageRow, error) {
 	row := q.queryRow(ctx, q.compactionUsageStmt, compactionUsage, compactionID)
 	var i CompactionUsageRow
@@ -65,8 +64,8 @@ func (q *Queries) GetCooldown(ctx context.Context, provider string) (ProviderCoo
 const insertAttempt = `-- name: InsertAttempt :one
 INSERT INTO cascade_attempts (
     compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class,
-    error, prompt_tokens, completion_tokens
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    error, prompt_tokens, completion_tokens, usage_estimated
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id
 `
 
@@ -82,6 +81,7 @@ type InsertAttemptParams struct {
 	Error            string
 	PromptTokens     int64
 	CompletionTokens int64
+	UsageEstimated   int64
 }
 
 func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (int64, error) {
@@ -97,6 +97,7 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (i
 		arg.Error,
 		arg.PromptTokens,
 		arg.CompletionTokens,
+		arg.UsageEstimated,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -104,7 +105,7 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (i
 }
 
 const listAttempts = `-- name: ListAttempts :many
-SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens FROM cascade_attempts
+SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated FROM cascade_attempts
 WHERE CAST(?1 AS TEXT) = '' OR provider = ?1
 ORDER BY id DESC
 LIMIT ?2
@@ -138,6 +139,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]C
 			&i.Error,
 			&i.PromptTokens,
 			&i.CompletionTokens,
+			&i.UsageEstimated,
 		); err != nil {
 			return nil, err
 		}
@@ -153,7 +155,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]C
 }
 
 const listCompactionAttempts = `-- name: ListCompactionAttempts :many
-SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens FROM cascade_attempts WHERE compaction_id = ? ORDER BY id
+SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated FROM cascade_attempts WHERE compaction_id = ? ORDER BY id
 `
 
 func (q *Queries) ListCompactionAttempts(ctx context.Context, compactionID sql.NullInt64) ([]CascadeAttempt, error) {
@@ -178,6 +180,7 @@ func (q *Queries) ListCompactionAttempts(ctx context.Context, compactionID sql.N
 			&i.Error,
 			&i.PromptTokens,
 			&i.CompletionTokens,
+			&i.UsageEstimated,
 		); err != nil {
 			return nil, err
 		}
@@ -257,6 +260,26 @@ func (q *Queries) ResetCooldown(ctx context.Context, arg ResetCooldownParams) (i
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const setContextWindow = `-- name: SetContextWindow :exec
+INSERT INTO provider_cooldowns (provider, context_window, context_window_at, updated_at)
+VALUES (?1, ?2, ?3, ?3)
+ON CONFLICT (provider) DO UPDATE SET
+    context_window = excluded.context_window,
+    context_window_at = excluded.context_window_at
+`
+
+type SetContextWindowParams struct {
+	Provider        string
+	ContextWindow   int64
+	ContextWindowAt int64
+}
+
+// Caches the window a provider's server reported (0 forgets it: the next turn asks again).
+func (q *Queries) SetContextWindow(ctx context.Context, arg SetContextWindowParams) error {
+	_, err := q.exec(ctx, q.setContextWindowStmt, setContextWindow, arg.Provider, arg.ContextWindow, arg.ContextWindowAt)
+	return err
 }
 
 const upsertCooldown = `-- name: UpsertCooldown :exec

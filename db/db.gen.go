@@ -144,6 +144,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setCompactionStatusStmt, err = db.PrepareContext(ctx, setCompactionStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query SetCompactionStatus: %w", err)
 	}
+	if q.setContextWindowStmt, err = db.PrepareContext(ctx, setContextWindow); err != nil {
+		return nil, fmt.Errorf("error preparing query SetContextWindow: %w", err)
+	}
 	if q.setThreadSettingsStmt, err = db.PrepareContext(ctx, setThreadSettings); err != nil {
 		return nil, fmt.Errorf("error preparing query SetThreadSettings: %w", err)
 	}
@@ -358,6 +361,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setCompactionStatusStmt: %w", cerr)
 		}
 	}
+	if q.setContextWindowStmt != nil {
+		if cerr := q.setContextWindowStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setContextWindowStmt: %w", cerr)
+		}
+	}
 	if q.setThreadSettingsStmt != nil {
 		if cerr := q.setThreadSettingsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setThreadSettingsStmt: %w", cerr)
@@ -452,6 +460,7 @@ type Queries struct {
 	searchMessagesStmt            *sql.Stmt
 	searchSummariesStmt           *sql.Stmt
 	setCompactionStatusStmt       *sql.Stmt
+	setContextWindowStmt          *sql.Stmt
 	setThreadSettingsStmt         *sql.Stmt
 	setThreadTailStmt             *sql.Stmt
 	upsertCooldownStmt            *sql.Stmt
@@ -501,6 +510,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		searchMessagesStmt:            q.searchMessagesStmt,
 		searchSummariesStmt:           q.searchSummariesStmt,
 		setCompactionStatusStmt:       q.setCompactionStatusStmt,
+		setContextWindowStmt:          q.setContextWindowStmt,
 		setThreadSettingsStmt:         q.setThreadSettingsStmt,
 		setThreadTailStmt:             q.setThreadTailStmt,
 		upsertCooldownStmt:            q.upsertCooldownStmt,

@@ -21,6 +21,7 @@ type CascadeAttempt struct {
 	Error            string
 	PromptTokens     int64
 	CompletionTokens int64
+	UsageEstimated   int64
 }
 
 type Compaction struct {

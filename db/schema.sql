@@ -1,4 +1,4 @@
--- memcascade schema, version 3: what the migrations in db/migrations build, written whole for
+-- memcascade schema, version 4: what the migrations in db/migrations build, written whole for
 -- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). db.Open applies the
 -- migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
@@ -102,7 +102,8 @@ CREATE TABLE cascade_attempts (
     error_class       TEXT    NOT NULL DEFAULT '',
     error             TEXT    NOT NULL DEFAULT '', -- redacted
     prompt_tokens     INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    usage_estimated   INTEGER NOT NULL DEFAULT 0  -- 1: the tokens were counted locally (the server sent no usage)
 ) STRICT;
 
 CREATE INDEX cascade_attempts_compaction ON cascade_attempts (compaction_id);

@@ -66,6 +66,10 @@ type Target struct {
 	// 0 means unknown (no limit is applied).
 	ContextWindow   int
 	MaxOutputTokens int
+	// Concurrency is how many requests the task may have in flight at once through its
+	// Completer (at least 1). The Completer is safe for concurrent use; a task that sends
+	// independent requests (chunk summaries to be merged) may run up to this many together.
+	Concurrency int
 }
 
 // Completer sends requests to one provider, with its retries, timeouts and attempt log.

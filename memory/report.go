@@ -83,9 +83,27 @@ type Report struct {
 	Detail string `json:"detail,omitempty"`
 	// SummaryBudget is the planned maximum size of the summary (dry run).
 	SummaryBudget int `json:"summary_budget,omitempty"`
+	// Usage is what the compaction's provider requests cost, summed over its attempts.
+	Usage Usage `json:"usage"`
 	// Summary and Attempts are filled by Compact and Store.Report, not by Store.Reports.
 	Summary  *string   `json:"summary,omitzero"`
 	Attempts []Attempt `json:"attempts,omitzero"`
+}
+
+// Usage is what a compaction's provider requests cost.
+type Usage struct {
+	Requests         int `json:"requests"` // requests sent (attempts that were not skipped)
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	// Estimated: some tokens were counted locally, a server having sent no usage.
+	Estimated bool `json:"estimated"`
+}
+
+// usageOf sums the usage of compaction id's attempts.
+func usageOf(ctx context.Context, q *db.Queries, id int64) (Usage, error) {
+	u, err := q.CompactionUsage(ctx, sql.NullInt64{Int64: id, Valid: true})
+	return Usage{Requests: int(u.Requests), PromptTokens: int(u.PromptTokens), CompletionTokens: int(u.CompletionTokens),
+		Estimated: u.Estimated != 0}, err
 }
 
 // Attempt is one provider attempt made for a compaction.
@@ -151,7 +169,11 @@ func (s *Store) Reports(ctx context.Context, thread string, limit int) ([]Report
 				}
 				current[c.ThreadID] = cur
 			}
-			out = append(out, reportFromRow(c, cur))
+			r := reportFromRow(c, cur)
+			if r.Usage, err = usageOf(ctx, q, c.ID); err != nil {
+				return err
+			}
+			out = append(out, r)
 		}
 		return nil
 	})
@@ -182,6 +204,9 @@ func (s *Store) report(ctx context.Context, q *db.Queries, id int64) (Report, er
 		return Report{}, err
 	}
 	r := reportFromRow(c, cur)
+	if r.Usage, err = usageOf(ctx, q, id); err != nil {
+		return Report{}, err
+	}
 	summary := c.Summary.String
 	r.Summary = &summary
 	rows, err := q.ListCompactionAttempts(ctx, sql.NullInt64{Int64: id, Valid: true})

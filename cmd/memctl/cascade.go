@@ -46,7 +46,14 @@ func (a *app) providersCommand() *cobra.Command {
 				if p.CoolingUntil != nil {
 					until = timeText(*p.CoolingUntil)
 				}
-				tw.row(p.Name, p.Type, p.Model, fmt.Sprint(p.ContextWindow), until, fmt.Sprint(p.ConsecutiveFailures), oneLine(p.LastError))
+				window := fmt.Sprint(p.ContextWindow)
+				if p.ContextWindowAuto {
+					window = "auto"
+					if p.ContextWindow > 0 {
+						window = fmt.Sprintf("auto (%d)", p.ContextWindow)
+					}
+				}
+				tw.row(p.Name, p.Type, p.Model, window, until, fmt.Sprint(p.ConsecutiveFailures), oneLine(p.LastError))
 			}
 			tw.flush()
 			return nil

@@ -72,12 +72,18 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 			c := memory.NewCompactor(s, casc, cfg.Settings())
 			casc.Logger, c.Logger = a.logger, a.logger
 			c.Redact = func(text string) string { out, _ := red.Redact(text); return out }
-			if isTerminal(a.stderr) {
-				casc.Observe = func(e cascade.Event) {
-					if text := eventText(e); text != "" {
-						fmt.Fprintf(a.errOut, "memctl: %s\n", text)
-					}
+			// Progress goes to a terminal only; a warning (a window the server did not
+			// report) is printed wherever stderr goes.
+			terminal := isTerminal(a.stderr)
+			casc.Observe = func(e cascade.Event) {
+				if !terminal && !e.Warning {
+					return
 				}
+				if text := eventText(e); text != "" {
+					fmt.Fprintf(a.errOut, "memctl: %s\n", text)
+				}
+			}
+			if terminal {
 				c.Progress = func(p memory.Progress) {
 					fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
 				}
@@ -117,9 +123,24 @@ func eventText(e cascade.Event) string {
 		s = fmt.Sprintf("%s: failed (%s)", e.Provider, e.Class)
 	case "ok":
 		s = fmt.Sprintf("%s: ok", e.Provider)
+	case "window":
+		s = fmt.Sprintf("%s: context window %d tokens", e.Provider, e.Window)
+		if e.Warning {
+			s = fmt.Sprintf("%s: warning", e.Provider)
+		}
 	}
 	if e.Err != "" {
 		s += ": " + e.Err
+	}
+	return s
+}
+
+// usageText describes a compaction's usage: "3 requests, 5230 prompt + 410 completion
+// tokens", with "(estimated: ...)" when some were counted locally.
+func usageText(u memory.Usage) string {
+	s := fmt.Sprintf("%d requests, %d prompt + %d completion tokens", u.Requests, u.PromptTokens, u.CompletionTokens)
+	if u.Estimated {
+		s += " (estimated: a server sent no usage, counted locally)"
 	}
 	return s
 }
@@ -155,6 +176,9 @@ func writeReport(w io.Writer, r memory.Report) {
 	}
 	if r.Requests > 0 {
 		fmt.Fprintf(w, "  requests  %d to providers\n", r.Requests)
+	}
+	if u := r.Usage; u.Requests > 0 {
+		fmt.Fprintf(w, "  usage     %s\n", usageText(u))
 	}
 	if r.FactsTotal > 0 {
 		fmt.Fprintf(w, "  facts     %d in what was summarized, %d in the provider's summary; ", r.FactsTotal, r.FactsKept)
@@ -213,14 +237,19 @@ func (a *app) reportsCommand() *cobra.Command {
 			if a.json {
 				return a.printJSON(reps)
 			}
-			tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tREASON\tTOKENS\tMESSAGES\tPROVIDER\tCREATED (UTC)\tERROR")
+			tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tREASON\tTOKENS\tMESSAGES\tPROVIDER\tREQUESTS\tPROMPT+COMPLETION\tCREATED (UTC)\tERROR")
 			for _, r := range reps {
 				status := r.Status
 				if r.Superseded {
 					status += " (superseded)"
 				}
+				cost := fmt.Sprintf("%d+%d", r.Usage.PromptTokens, r.Usage.CompletionTokens)
+				if r.Usage.Estimated {
+					cost = "~" + cost // counted locally
+				}
 				tw.row(fmt.Sprint(*r.ID), r.Thread, status, r.Reason, fmt.Sprintf("%d -> %d", r.TokensBefore, r.TokensAfter),
-					fmt.Sprintf("%d -> %d", r.MessagesBefore, r.MessagesAfter), r.Provider, timeText(r.CreatedAt), oneLine(r.Error))
+					fmt.Sprintf("%d -> %d", r.MessagesBefore, r.MessagesAfter), r.Provider, fmt.Sprint(r.Usage.Requests), cost,
+					timeText(r.CreatedAt), oneLine(r.Error))
 			}
 			tw.flush()
 			return nil

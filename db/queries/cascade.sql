@@ -1,8 +1,8 @@
 -- name: InsertAttempt :one
 INSERT INTO cascade_attempts (
     compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class,
-    error, prompt_tokens, completion_tokens
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    error, prompt_tokens, completion_tokens, usage_estimated
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id;
 
 -- name: ListAttempts :many
@@ -30,16 +30,23 @@ ON CONFLICT (provider) DO UPDATE SET
     last_error = excluded.last_error,
     updated_at = excluded.updated_at;
 
+-- name: SetContextWindow :exec
+-- Caches the window a provider's server reported (0 forgets it: the next turn asks again).
+INSERT INTO provider_cooldowns (provider, context_window, context_window_at, updated_at)
+VALUES (sqlc.arg(provider), sqlc.arg(context_window), sqlc.arg(context_window_at), sqlc.arg(context_window_at))
+ON CONFLICT (provider) DO UPDATE SET
+    context_window = excluded.context_window,
+    context_window_at = excluded.context_window_at;
+
 -- name: CompactionUsage :one
 -- What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
--- send none), the tokens the servers reported for them, and estimated = 1 when any of those
--- requests got no usage from its server (an error answer, or a server that sends none): its
--- tokens are then missing from the sums, which are a lower bound.
+-- send none), their tokens, and estimated = 1 when any of them were counted locally because
+-- the server sent no usage.
 SELECT
     CAST(count(*) AS INTEGER) AS requests,
     CAST(coalesce(sum(prompt_tokens), 0) AS INTEGER) AS prompt_tokens,
     CAST(coalesce(sum(completion_tokens), 0) AS INTEGER) AS completion_tokens,
-    CAST(coalesce(max(prompt_tokens = 0 AND completion_tokens = 0), 0) AS INTEGER) AS estimated
+    CAST(coalesce(max(usage_estimated), 0) AS INTEGER) AS estimated
 FROM cascade_attempts
 WHERE compaction_id = ? AND outcome IN ('ok', 'error');
 
