@@ -86,6 +86,11 @@ func identify(ctx context.Context, path string) (fileState, error) {
 		return ownID(path, id)
 	}
 	if len(tables) == 0 && version == 0 {
+		if unreadLog(path) {
+			// Read without its log (see probe), the file may look empty while the log holds
+			// someone else's tables: refuse rather than write into it.
+			return 0, &ForeignError{Path: path, What: "an SQLite database whose write-ahead log holds changes that cannot be read without writing beside it"}
+		}
 		return fileEmpty, nil // an SQLite file with nothing in it yet
 	}
 	missing := slices.DeleteFunc(slices.Clone(ownTables), func(t string) bool { return slices.Contains(tables, t) })
@@ -93,6 +98,16 @@ func identify(ctx context.Context, path string) (fileState, error) {
 		return fileOurs, nil
 	}
 	return 0, &ForeignError{Path: path, What: describeTables(tables)}
+}
+
+// unreadLog reports a non-empty -wal beside path with no -shm: changes probe could not read.
+func unreadLog(path string) bool {
+	w, err := os.Stat(path + "-wal")
+	if err != nil || w.Size() == 0 {
+		return false
+	}
+	_, err = os.Stat(path + "-shm")
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func ownID(path string, id uint32) (fileState, error) {
@@ -131,13 +146,17 @@ func describeTables(tables []string) string {
 	return "an SQLite database with tables " + list
 }
 
-// probe reads a database's application id, schema version and table names without writing
-// anything. With no -wal file beside it the file holds every committed change and is read as
-// immutable (no lock, no -shm file); otherwise it is read read-only through the existing log.
+// probe reads a database's application id, schema version and table names without creating
+// any file. With no -wal file beside it the file holds every committed change and is read as
+// immutable (no lock, no -shm file). With a -wal and its -shm it is read read-only through the
+// log. A -wal without its -shm (a copied or crashed file) cannot be read without creating the
+// -shm, so the file alone is read, as immutable: see unreadLog.
 func probe(ctx context.Context, path string) (id uint32, version int, tables []string, err error) {
 	q := url.Values{}
 	q.Set("mode", "ro")
-	if _, err := os.Stat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+	_, werr := os.Stat(path + "-wal")
+	_, serr := os.Stat(path + "-shm")
+	if errors.Is(werr, fs.ErrNotExist) || errors.Is(serr, fs.ErrNotExist) {
 		q.Set("immutable", "1")
 	}
 	sqldb, err := sql.Open("sqlite", "file:"+url.PathEscape(path)+"?"+q.Encode())

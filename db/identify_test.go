@@ -30,6 +30,36 @@ func foreignDB(t *testing.T, path string, stmts ...string) {
 	}
 }
 
+// walCopy leaves at path a WAL-mode database whose changes are still in its -wal file, with no
+// -shm beside it: the files of a database copied while its application had it open.
+func walCopy(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src.db")
+	sqldb, err := sql.Open("sqlite", "file:"+url.PathEscape(src)+"?_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqldb.Close()
+	sqldb.SetMaxOpenConns(1)
+	for _, s := range stmts {
+		if _, err := sqldb.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	for _, suffix := range []string{"", "-wal"} {
+		data, err := os.ReadFile(src + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if suffix == "-wal" && len(data) == 0 {
+			t.Fatal("setup: the log is empty")
+		}
+		if err := os.WriteFile(path+suffix, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // fingerprint is the hash of the file and the list of files in its directory.
 func fingerprint(t *testing.T, path string) string {
 	t.Helper()
@@ -87,6 +117,9 @@ func TestForeignFilesRefusedUntouched(t *testing.T) {
 		{"wal mode, tables and no id", func(t *testing.T, p string) {
 			foreignDB(t, p, "PRAGMA journal_mode=WAL", "CREATE TABLE bookmarks (url TEXT)", "CREATE TABLE visits (at INTEGER)")
 		}, "tables bookmarks, visits"},
+		{"wal mode, its log kept and no -shm (tables only in the log)", func(t *testing.T, p string) {
+			walCopy(t, p, "CREATE TABLE bookmarks (url TEXT)")
+		}, "write-ahead log"},
 		{"a chat app's threads and messages", func(t *testing.T, p string) {
 			foreignDB(t, p, "PRAGMA user_version=3", "CREATE TABLE threads (id TEXT)", "CREATE TABLE messages (body TEXT)")
 		}, "tables messages, threads"},
