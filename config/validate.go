@@ -243,6 +243,10 @@ func (ck *checker) validateCompaction(c Compaction) {
 		trigger = "compaction.trigger_ratio"
 	)
 	limitOK := ck.atLeast1(limit, c.TokenLimit)
+	if limitOK && c.TokenLimit > memory.MaxTokenLimit {
+		ck.add(limit, "%d is over the largest supported, %d", c.TokenLimit, memory.MaxTokenLimit)
+		limitOK = false
+	}
 	reserveOK := !ck.skip(reserve)
 	if reserveOK && c.ReserveTokens < 0 {
 		ck.add(reserve, "%d must not be negative", c.ReserveTokens)

@@ -23,7 +23,7 @@ var (
 	dayMonthRE  = regexp.MustCompile(`\b(\d{1,2})(?:st|nd|rd|th)?[ \t]+` + months + `\.?,?[ \t]+((?:19|20)\d\d)\b`)
 	slashDMYRE  = regexp.MustCompile(`\b(\d{1,2})[/.](\d{1,2})[/.]((?:19|20)\d\d)\b`)
 	slashYMDRE  = regexp.MustCompile(`\b((?:19|20)\d\d)/(\d{1,2})/(\d{1,2})\b`)
-	amountRE    = regexp.MustCompile(`(?:[$€£¥₹]|\b(?:US\$|USD|EUR|GBP|CAD|AUD|JPY|CHF|CNY|INR)[ \t]?)[ \t]?\d+(?:,\d{3})*(?:\.\d+)?(?:[ \t]?(?:[kKM]|bn|million|billion)\b)?|\b\d+(?:,\d{3})*(?:\.\d+)?[ \t]?(?:USD|EUR|GBP|CAD|AUD|JPY|CHF|CNY|INR|dollars?|euros?)\b`)
+	amountRE    = regexp.MustCompile(`(?:[$€£¥₹]|\b(?:US\$|USD|EUR|GBP|CAD|AUD|JPY|CHF|CNY|INR)[ \t]?)[ \t]?\d+(?:,\d{3})*(?:\.\d+)?(?:[ \t]?(?:[kKM]|bn|million|billion)\b)?\b|\b\d+(?:,\d{3})*(?:\.\d+)?[ \t]?(?:USD|EUR|GBP|CAD|AUD|JPY|CHF|CNY|INR|dollars?|euros?)\b`)
 	percentRE   = regexp.MustCompile(`\b\d+(?:\.\d+)?(?:[ \t]?%|[ \t]percent\b)`)
 	clockRE     = regexp.MustCompile(`\b(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:[ \t]?[AaPp]\.?[Mm]\b\.?)?|\b(?:1[0-2]|0?[1-9])[ \t]?(?:[AaPp]\.[Mm]\.|[AaPp][Mm]\b)`)
 	issueRE     = regexp.MustCompile(`#[A-Z]?\d{2,9}\b`)

@@ -126,12 +126,18 @@ func settingErr(key, format string, args ...any) error {
 // of memctl are checked with them.
 func (s Settings) Validate() error { return s.withDefaults().check() }
 
+// MaxTokenLimit bounds token_limit (2^40, a thousand times any model's window): budgets are
+// computed in float64 and int, and a larger limit would overflow them.
+const MaxTokenLimit = 1 << 40
+
 // check is Validate of settings whose zero fields are values, not "the default".
 func (s Settings) check() error {
 	ratio := func(v float64) bool { return v > 0 && v <= 1 } // false for NaN
 	switch {
 	case s.TokenLimit < 1:
 		return settingErr("token_limit", "token_limit %d must be at least 1", s.TokenLimit)
+	case s.TokenLimit > MaxTokenLimit:
+		return settingErr("token_limit", "token_limit %d is over the largest supported, %d", s.TokenLimit, MaxTokenLimit)
 	case s.ReserveTokens < 0:
 		return settingErr("reserve_tokens", "reserve_tokens %d is negative", s.ReserveTokens)
 	case s.TokenLimit <= s.ReserveTokens:
@@ -227,7 +233,13 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 	minSave := int(math.Ceil(0.1 * float64(active)))
 	p.RoomBudget = min(s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming, p.MiddleTokens-minSave)
 	p.SummaryBudget = min(s.SummaryMaxTokens, p.RoomBudget)
-	if p.SummaryBudget < minSummaryTokens {
+	switch {
+	case p.SummaryBudget >= minSummaryTokens:
+	case s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming < minSummaryTokens:
+		p.Ineffective = true
+		p.Why = fmt.Sprintf("the pinned messages (%d tokens) and the newest unit of messages (%d tokens) leave no room for a summary within the limit %d",
+			p.PinnedTokens, p.KeptTokens, s.Budget())
+	default:
 		p.Ineffective = true
 		p.Why = fmt.Sprintf("the middle (%d messages, %d tokens) cannot save 10%% of %d tokens with a summary of at least %d tokens",
 			p.MiddleLen(), p.MiddleTokens, active, minSummaryTokens)

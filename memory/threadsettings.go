@@ -124,7 +124,7 @@ func (t *ThreadSettings) Unset(key string) error {
 // and token_limit 1000 with reserve_tokens 1000 is not). A combination with the compactor's
 // settings is checked when it is used (Compact) or with Apply(s).Validate().
 func (t ThreadSettings) Validate() error {
-	s := Settings{TokenLimit: math.MaxInt, ReserveTokens: 0, TargetRatio: math.SmallestNonzeroFloat64, TriggerRatio: 1}.withDefaults()
+	s := Settings{TokenLimit: MaxTokenLimit, ReserveTokens: 0, TargetRatio: math.SmallestNonzeroFloat64, TriggerRatio: 1}.withDefaults()
 	if err := t.Apply(s).check(); err != nil { // a 0 set on the thread is a value, not "the default"
 		return err
 	}
