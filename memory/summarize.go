@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
@@ -62,7 +64,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	res, err := c.Summarizer.Run(ctx, id, in.task)
 	ledger := <-ledgerc
 	if err != nil {
-		return summary{chunks: in.chunks}, fmt.Errorf("%w: %w", ErrSummarize, err)
+		return summary{chunks: int(in.chunks.Load())}, fmt.Errorf("%w: %w", ErrSummarize, err)
 	}
 	return in.compose(res, ledger, a, plan, s), nil
 }
@@ -83,7 +85,8 @@ type input struct {
 	prompt            userPrompt
 	systemTokens      int // of the full instructions; compactTokens of the compact ones
 	compactTokens     int
-	chunks            int // the requests of the provider whose turn ran last
+	chunks            atomic.Int64 // the requests of the provider whose turn ran last
+	progressMu        sync.Mutex
 }
 
 // newInput renders the middle of plan for the summarizer.
@@ -153,8 +156,15 @@ func (in *input) accept(text string) error {
 // task is one provider's turn: the middle, in as many parts as its window needs, each request
 // carrying the summary of the parts before.
 func (in *input) task(ctx context.Context, t llm.Target, comp llm.Completer) (string, error) {
-	in.chunks = 0 // the requests of this provider: the last one to run is the one whose summary is used
+	in.chunks.Store(0) // the requests of this provider: the last one to run is the one whose summary is used
 	r := requestShape(t, in.bodyBudget, in.prompt.system, in.systemTokens, in.compactTokens)
+	if t.Concurrency > 1 {
+		text, err := in.mapReduce(ctx, t, comp, r)
+		if !errors.Is(err, llm.ErrContextLength) {
+			return text, err
+		}
+		in.chunks.Store(0) // too large after all: the running summary below re-splits
+	}
 	bl, parts, limit, err := in.split(t, r)
 	if err != nil {
 		return "", err
@@ -203,18 +213,26 @@ func (in *input) split(t llm.Target, r shape) ([]block, []part, int, error) {
 
 // request sends part k.
 func (in *input) request(ctx context.Context, t llm.Target, comp llm.Completer, r shape, bl []block, parts []part, k int, running string) (llm.Response, error) {
-	n := len(parts)
+	p := parts[k]
+	return in.send(ctx, t, comp, r, p.text(bl), in.tms[p.from:p.to], k, len(parts), running, k == len(parts)-1)
+}
+
+// send sends one request: text (the rendered transcript of tms) as part k of n, with the
+// summary so far; the final request's answer is held to the summary's budget.
+func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r shape, text string, tms []transcript.Message, k, n int, running string, final bool) (llm.Response, error) {
+	in.progressMu.Lock()
 	in.c.progress(Progress{Thread: in.thread, Pass: in.pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
-	msgs := renderRequest(r.system, parts[k].text(bl), running, k+1, n, in.asked)
+	in.progressMu.Unlock()
+	msgs := renderRequest(r.system, text, running, k+1, n, in.asked)
 	if in.prompt.after != "" {
 		msgs[len(msgs)-1].Content += "\n\n" + in.prompt.after
 	}
-	req := llm.Request{Messages: msgs, Transcript: in.tms[parts[k].from:parts[k].to], Running: running,
+	req := llm.Request{Messages: msgs, Transcript: tms, Running: running,
 		MaxTokens: r.out, TargetTokens: in.asked, Headings: in.prompt.headings}
-	if k == n-1 {
+	if final {
 		req.Accept = in.accept
 	}
-	in.chunks++
+	in.chunks.Add(1)
 	return comp.Complete(ctx, req)
 }
 
@@ -256,7 +274,7 @@ func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Pla
 	text, dropped := fit.compose(body)
 	return summary{
 		text: text, tokens: in.counter.CountMessage(TextMessage(s.SummaryRole, text)),
-		provider: res.Provider, model: res.Model, chunks: in.chunks,
+		provider: res.Provider, model: res.Model, chunks: int(in.chunks.Load()),
 		facts: ledger, outside: fit.outside, factsTotal: len(ledger), factsKept: nKept, dropped: dropped,
 	}
 }
