@@ -39,6 +39,31 @@
 //     `password=${DB_PASSWORD}` and `password: <your password>` are left alone. After a colon
 //     an unquoted value is replaced only when it ends the line or looks like a secret (digits,
 //     symbols or inner capitals), so "Password: must be 8 characters" stays.
+//   - Labels without an assignment are read too, with the value held to look like what the
+//     label names: "my password is X", "the password is: X", "auth token X", "API key X",
+//     "devops PAT X", .netrc "login bob password X", a Dockerfile's "ENV DB_PASSWORD X",
+//     SQL "IDENTIFIED BY 'X'", "PASSWORD 'X'" and "SET PASSWORD FOR u = 'X'", a full-width
+//     colon (password：X), and a YAML value on the lines below its key (password: |,
+//     password: >-, or an indented plain scalar). Credential flags are known per command:
+//     curl/wget/httpie -u and --user user:X, smbclient -U user%X, ldapsearch -w X,
+//     openssl -k X, zip -P X, 7z -pX, sqlcmd -P X, mongosh -p X, htpasswd -b file user X,
+//     net use ... /user:name X.
+//   - Encoded and cut secrets: a base64 blob that decodes to a PEM private key
+//     (kubeconfig client-key-data; certificates stay), a PEM body whose BEGIN line went in
+//     an earlier message (base64 lines before an END ... PRIVATE KEY line, or two or more
+//     64-byte base64 lines ending in a shorter one; a 64-wide base64 dump of any file is
+//     taken too), a JWT broken over lines, percent-encoded URL userinfo, and base64 of
+//     user:password after "Basic" or, with no label, when it ends in '=' padding
+//     (unpadded bare base64 is not decoded: it would mean decoding every word-like run).
+//   - Formats without a prefix are taken only with their label: the newer Mailgun key
+//     (32-8-8 hex) within 200 bytes after "mailgun", an Azure DevOps PAT (52 base32
+//     characters) after PAT or a key ending in _PAT; bare, they cannot be told from other
+//     ids.
+//   - A value under a key named session (session_id, sessionid) stays redacted even when it
+//     looks like an order number: the key says it is a session credential. A 40-byte value
+//     under a key naming an id or digest (etag, sha, hash, digest, checksum, commit, id,
+//     ...) is not taken for an AWS secret key, and a test runner's "pass: 97 tests" count
+//     is no password.
 //   - Generic strings (UUIDs, git SHAs, reservation ids, file paths, URLs without
 //     credentials, "risk-free") are never redacted: only formats and contexts that mark a
 //     secret are.

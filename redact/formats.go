@@ -43,6 +43,7 @@ var formats = []format{
 		re: `discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{40,}`},
 	{kind: "telegram_bot_token", anchors: []string{":AA"}, re: `\d{8,10}:AA[A-Za-z0-9_-]{33}`, start: digitsBefore},
 	{kind: "mailgun_key", anchors: []string{"key-"}, re: `key-[0-9a-f]{32}`},
+	{kind: "fcm_server_key", anchors: []string{":APA91b"}, back: 11, re: `AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{130,}`},
 	{kind: "mailchimp_key", anchors: []string{"-us"}, back: 32, re: `[0-9a-f]{32}-us\d{1,2}`},
 	{kind: "grafana_token", anchors: []string{"glsa_"}, re: `glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}`},
 	{kind: "grafana_token", anchors: []string{"glc_"}, re: `glc_[A-Za-z0-9+/]{32,}={0,2}`},

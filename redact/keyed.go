@@ -18,12 +18,12 @@ const (
 var keyWords = []string{
 	"password", "passwd", "passphrase", "passwort", "pwd", "pass",
 	"secret", "token", "key", "auth", "credentials", "credential",
-	"cookie", "sessionid", "session_id", "session-id", "session", "sessid", "signature", "sig",
+	"cookie", "sessionid", "session_id", "session-id", "session", "sessid", "signature", "sig", "pat",
 }
 
 // shortKeyWords must start a word of the key (after a separator, a case change or the
 // key's start): pass in bypass, sig in config, auth in oauth are not keys.
-var shortKeyWords = map[string]bool{"pass": true, "pwd": true, "auth": true, "sig": true, "sessid": false}
+var shortKeyWords = map[string]bool{"pass": true, "pwd": true, "auth": true, "sig": true, "pat": true, "sessid": false}
 
 // notSecretPrev are words that, just before the keyword, make the key name something
 // else: max_token, boarding_pass, first_pass, oauth.
@@ -62,7 +62,7 @@ func keyKindOf(word, key string) string {
 	switch word {
 	case "password", "passwd", "passphrase", "passwort", "pwd", "pass":
 		return KindPassword
-	case "token", "auth":
+	case "token", "auth", "pat":
 		return KindToken
 	case "cookie":
 		return KindCookie
@@ -93,6 +93,7 @@ type keyMatch struct {
 	quote                        byte   // the quote around the value ('\\' for \"), or 0
 	s, e                         int    // the value
 	eol                          bool   // a bare value read to the end of its line
+	block                        bool   // a YAML block or plain scalar on the lines below the key
 }
 
 // wordAt returns the longest keyword that starts at st and ends the key there.
@@ -184,6 +185,8 @@ func matchKeyed(text string, st int) *keyMatch {
 			return nil // ==, ::
 		}
 		i++
+	case strings.HasPrefix(text[i:], "："), strings.HasPrefix(text[i:], "＝"):
+		i += len("：") // full-width colon and equals sign
 	default:
 		return nil
 	}
@@ -212,6 +215,11 @@ func matchKeyed(text string, st int) *keyMatch {
 		km.s = i
 		km.eol = eolValue(text, km, key)
 		km.e = endBare(text, km, i)
+		if km.eol && strings.Contains(km.sep, ":") {
+			if s, e := yamlBlock(text, km); e > s {
+				km.s, km.e, km.block = s, e, true
+			}
+		}
 	}
 	if km.e <= km.s {
 		return nil
@@ -244,8 +252,8 @@ func keyOK(text string, st int, w, key string) bool {
 		if len(words) > 0 && words[len(words)-1] != w && w != "token" && w != "session" {
 			return false // bypass, oauth: the keyword is not a word of its own
 		}
-	case "sig":
-		if len(words) > 0 && words[len(words)-1] != "sig" {
+	case "sig", "pat":
+		if len(words) > 0 && words[len(words)-1] != w {
 			return false
 		}
 	}
@@ -415,7 +423,13 @@ func keyedPattern() *pattern {
 		split:   true,
 		match: func(text string, st int) []int {
 			km := matchKeyed(text, st)
-			if km == nil || !validKeyed(text, km) {
+			if km == nil {
+				if w := wordAt(text, st); w != "" {
+					return matchProse(text, st, w)
+				}
+				return nil
+			}
+			if !validKeyed(text, km) {
 				return nil
 			}
 			return []int{km.keyStart, km.e, km.s, km.e, kindIndex(keyKindOf(km.word, text[km.keyStart:km.wordEnd])), 0}
@@ -439,6 +453,16 @@ func validKeyed(text string, km *keyMatch) bool {
 	lv := strings.ToLower(v)
 	if placeholder(v) || notSecretWords[lv] {
 		return false
+	}
+	if km.block {
+		return true
+	}
+	if word == "pass" {
+		// pass: 97 tests, fail: 3 -- a test runner's counter, not a password.
+		f, _, _ := strings.Cut(v, " ")
+		if f = strings.TrimRight(f, ",;"); isDigits(f) && (f != v || restOfLine(text, km.e) != "") {
+			return false
+		}
 	}
 	nk := normKey(key)
 	if normKey(v) == nk || normKey(v) == word {
@@ -518,4 +542,55 @@ func withoutMarkers(v string) string {
 	}
 	b.WriteString(v[last:])
 	return b.String()
+}
+
+// yamlBlock returns the value of a YAML key whose value is on the lines below it: a block
+// scalar (password: | or >, with its chomping and indentation indicators) or a plain
+// scalar continued on a more indented line (password:\n  value). The value is the more
+// indented lines that follow, from the first one's text to the last one's end; a nested
+// mapping or list is no value. It returns s == e when there is none.
+func yamlBlock(text string, km *keyMatch) (s, e int) {
+	ind := strings.TrimRight(text[km.s:km.e], " \t")
+	if c, _, _ := strings.Cut(ind, " #"); c != ind {
+		ind = strings.TrimRight(c, " \t")
+	}
+	plain := ind == ""
+	if !plain && !(len(ind) <= 3 && (ind[0] == '|' || ind[0] == '>') && strings.Trim(ind[1:], "+-0123456789") == "") {
+		return 0, 0
+	}
+	ls := strings.LastIndexByte(text[:km.keyStart], '\n') + 1
+	keyIndent := km.keyStart - ls
+	// The rest of the key's line, then the lines below.
+	nl := strings.IndexByte(text[km.e:], '\n')
+	if nl < 0 {
+		return 0, 0
+	}
+	s, e = -1, -1
+	for i := km.e + nl + 1; i < len(text); {
+		le := strings.IndexByte(text[i:], '\n')
+		if le < 0 {
+			le = len(text)
+		} else {
+			le += i
+		}
+		line := strings.TrimRight(text[i:le], " \t\r")
+		body := strings.TrimLeft(line, " ")
+		if body != "" {
+			if len(line)-len(body) <= keyIndent {
+				break
+			}
+			if s < 0 {
+				if plain && (body[0] == '#' || body[0] == '-' || strings.Contains(body, ": ") || strings.HasSuffix(body, ":")) {
+					return 0, 0 // a nested mapping or list
+				}
+				s = i + len(line) - len(body)
+			}
+			e = i + len(line)
+		}
+		i = le + 1
+	}
+	if s < 0 {
+		return 0, 0
+	}
+	return s, e
 }

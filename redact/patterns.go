@@ -108,6 +108,17 @@ var armorPatterns = []*pattern{
 		window:  -1,
 	},
 	{
+		// A PEM private key in base64 (kubeconfig client-key-data, a Kubernetes secret).
+		kind:    KindPrivateKey,
+		anchors: []string{b64PEMPrefix},
+		match:   matchB64PEM,
+	},
+	{
+		// A PEM body whose BEGIN line is elsewhere.
+		kind:    KindPrivateKey,
+		scanAll: pemTail,
+	},
+	{
 		// A PuTTY .ppk file: from its first line to its MAC line.
 		kind:    KindPuTTYKey,
 		re:      anchored(`PuTTY-User-Key-File-\d+:(?s:.*?)(?:Private-(?:MAC|Hash):[ \t]*[0-9a-fA-F]+|\z)`),
@@ -225,6 +236,13 @@ var tokenPatterns = []*pattern{
 		},
 	},
 	{
+		// A JWT broken over lines; one on a single line is the next pattern's.
+		kind:      KindJWT,
+		anchors:   []string{"eyJ"},
+		match:     matchSplitJWT,
+		wordStart: true,
+	},
+	{
 		kind:      KindJWT,
 		re:        anchored(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`),
 		anchors:   []string{"eyJ"},
@@ -267,6 +285,18 @@ var tokenPatterns = []*pattern{
 		},
 	},
 	{
+		// Basic <base64 of user:password> outside an Authorization header.
+		kind:      KindBasicAuth,
+		re:        anchored(`(?i)basic[ \t]+([A-Za-z0-9+/]{6,}={0,2})`),
+		anchors:   []string{"basic"},
+		fold:      true,
+		wordStart: true,
+		groups:    []int{1},
+		valid: func(text string, _ []int, s, e int) bool {
+			return (e-s)%4 == 0 && basicCreds(text[s:e]) && (e == len(text) || !isTokenByte(text[e]))
+		},
+	},
+	{
 		// scheme://user:password@host: the user:password part.
 		kind:    KindConnectionString,
 		re:      anchored(`[A-Za-z][A-Za-z0-9+.-]{0,19}://([^\s:/@"'<>\[\]\\]*:[^\s/"'<>\[\]\\]+)@`),
@@ -278,6 +308,14 @@ var tokenPatterns = []*pattern{
 			pass := userinfo[strings.IndexByte(userinfo, ':')+1:]
 			return !placeholder(pass)
 		},
+	},
+	{
+		// scheme%3A%2F%2Fuser%3Apassword%40host: a URL percent-encoded in a query.
+		kind:    KindConnectionString,
+		anchors: []string{"%3a%2f%2f"},
+		fold:    true,
+		match:   matchPctUserinfo,
+		groups:  []int{1},
 	},
 	{
 		// scheme://<32 hex>@host: a DSN whose user part is the key (Sentry and the like).
@@ -304,11 +342,36 @@ var tokenPatterns = []*pattern{
 		kindOf:  kindOfMatch,
 	},
 	{
-		// mysql -pPW, sshpass -p PW, docker login -p PW, redis-cli -a PW, curl -u user:PW
-		anchors: []string{"-p", "-a", "-u"},
+		// mysql -pPW, sshpass -p PW, redis-cli -a PW, ldapsearch -w PW, curl -u user:PW,
+		// curl --user user:PW, smbclient -U user%PW, ... (cliCreds)
+		anchors: cliCredAnchors(),
 		match:   matchShortFlag,
 		groups:  []int{1},
 		kindOf:  kindOfMatch,
+	},
+	{
+		// net use \\srv\share PW /user:name, net user name PW /add
+		anchors: []string{"net use ", "net user "},
+		fold:    true,
+		match:   matchNetUse,
+		groups:  []int{1},
+		kindOf:  kindOfMatch,
+	},
+	{
+		// htpasswd -b file user PW, htpasswd -nb user PW
+		anchors: []string{"htpasswd"},
+		match:   matchHtpasswd,
+		groups:  []int{1},
+		kindOf:  kindOfMatch,
+	},
+	{
+		// CREATE USER u IDENTIFIED BY 'PW'
+		kind:      KindPassword,
+		anchors:   []string{"identified"},
+		fold:      true,
+		wordStart: true,
+		match:     matchSQLIdentified,
+		groups:    []int{1},
 	},
 	{
 		kind:    KindPassword,
@@ -318,6 +381,20 @@ var tokenPatterns = []*pattern{
 		valid: func(text string, _ []int, s, e int) bool {
 			return !placeholder(text[s:e])
 		},
+	},
+	{
+		// base64 of user:password with no label.
+		kind:    KindBasicAuth,
+		scanAll: bareBasicCreds,
+	},
+	{
+		// The newer Mailgun key format (32 hex-8 hex-8 hex) has no prefix: like the
+		// public rule sets, it is taken only within 200 bytes after the word mailgun.
+		kind:    "mailgun_key",
+		anchors: []string{"mailgun"},
+		fold:    true,
+		match:   matchMailgun,
+		groups:  []int{1},
 	},
 	{
 		// A bare AWS secret access key with no label, last: every labelled form is
@@ -488,4 +565,14 @@ func classify(s string) classes {
 
 func isTokenByte(b byte) bool {
 	return b >= '0' && b <= '9' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b == '_' || b == '-'
+}
+
+var mailgunKey = regexp.MustCompile(`(?:^|[^0-9A-Za-z_-])([0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})(?:$|[^0-9A-Za-z_-])`)
+
+func matchMailgun(text string, st int) []int {
+	m := mailgunKey.FindStringSubmatchIndex(text[st:min(len(text), st+200)])
+	if m == nil {
+		return nil
+	}
+	return []int{st, st + m[3], st + m[2], st + m[3]}
 }

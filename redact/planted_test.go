@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -58,6 +59,10 @@ func buildPlanted() []secretCase {
 	}
 	gcpKey := pem("PRIVATE KEY")
 	gcpKey = strings.ReplaceAll(gcpKey, "\n", `\n`)
+	b64PEM := base64.StdEncoding.EncodeToString([]byte(pem("EC PRIVATE KEY") + "\n"))
+	b64Creds := base64.StdEncoding.EncodeToString([]byte("svc_user:" + pw))
+	jwtHead := "eyJ" + fake(30, urlB64) + ".eyJ" + fake(20, urlB64)
+	jwtTail := fake(40, urlB64) + "." + fake(43, urlB64)
 	cases := []secretCase{
 		// The shapes reported missed.
 		planted("json password with spaces", KindPassword, `{"user": "ops", "password": "`, "correct horse battery staple", `", "port": 5432}`),
@@ -172,6 +177,50 @@ func buildPlanted() []secretCase {
 		planted("shippo token", "shippo_token", "shippo ", "shippo_live_"+fake(40, hexLow), " ok"),
 		planted("flutterwave key", "flutterwave_key", "flw ", "FLWSECK_TEST-"+fake(32, "abcdefgh0123456789")+"-X", " ok"),
 		planted("airtable token", "airtable_token", "at ", "pat"+fake(14, alnum)+"."+fake(64, hexLow), " ok"),
+		// Shapes of a later hostile run: credentials on command lines, labels without an
+		// assignment, encoded and split secrets.
+		planted("curl --user", KindBasicAuth, "curl --user bob:", pw, " https://x.example.com"),
+		planted("curl --proxy-user=", KindBasicAuth, "curl --proxy-user=px:", pw, " -x proxy:3128 https://x.example.com"),
+		planted("wget --user", KindBasicAuth, "wget --user alice:", pw, " https://files.example.com/a.tgz"),
+		planted("ldapsearch -w", KindPassword, "ldapsearch -x -D cn=admin,dc=x -w ", pw, " -b dc=x"),
+		planted("openssl enc -k", KindPassword, "openssl enc -aes-256-cbc -k ", pw, " -in f -out f.enc"),
+		planted("openssl -pass pass:", KindPassword, "openssl enc -d -aes-256-cbc -pass pass:", pw, " -in f.enc"),
+		planted("htpasswd -b", KindPassword, "htpasswd -b .htpasswd admin ", pw, "\n"),
+		planted("htpasswd -nbB", KindPassword, "htpasswd -nbB admin ", pw, " > users"),
+		planted("smbclient -U user%pw", KindPassword, "smbclient //srv/share -U bob%", pw, " -c ls"),
+		planted("net use /user:", KindPassword, `net use Z: \\srv\share /user:CORP\bob `, pw, " /persistent:no"),
+		planted("net user add", KindPassword, "net user svc_backup ", pw, " /add"),
+		planted("zip -P", KindPassword, "zip -r -P ", pw, " backup.zip dir/"),
+		planted("7z -p attached", KindPassword, "7z a -p", pw, " -mhe=on secret.7z docs/"),
+		planted("sqlcmd -P", KindPassword, "sqlcmd -S db -U sa -P ", pw, " -Q \"select 1\""),
+		planted("mongosh -p", KindPassword, "mongosh --host db -u admin -p ", pw, " --authenticationDatabase admin"),
+		planted("yaml block scalar password", KindPassword, "db:\n  password: |\n    ", pw, "\n  host: db"),
+		planted("yaml folded password with chomping", KindPassword, "password: >-\n  ", pw, "\nuser: app"),
+		planted("yaml plain scalar below the key", KindSecret, "client_secret:\n  ", fake(32, alnum), "\nclient_id: web"),
+		planted("kubeconfig client-key-data", KindPrivateKey, "users:\n- name: admin\n  user:\n    client-key-data: ", b64PEM, "\n"),
+		planted("pem body after a split, with END", KindPrivateKey, "(continued)\n", fake(64, b64)+"\n"+fake(64, b64)+"\n"+fake(24, b64)+"==\n-----END RSA PRIVATE KEY-----", "\nnext"),
+		planted("pem body after a split, no END", KindPrivateKey, "part 2:\n", fake(64, b64)+"\n"+fake(64, b64)+"\n"+fake(64, b64)+"\n"+fake(31, b64)+"=", "\n(to be continued)"),
+		planted("firebase cloud messaging server key", "fcm_server_key", "server key ", "AAAA"+fake(7, alnum)+":APA91b"+fake(134, urlB64), " for the app"),
+		planted("netrc", KindPassword, "machine api.example.com login bob password ", pw, "\n"),
+		planted("netrc short password", KindPassword, "machine h login u password ", "hunter2", " account x"),
+		planted("Dockerfile ENV with space", KindPassword, "FROM alpine\nENV DB_PASSWORD ", pw, "\nRUN make"),
+		planted("SQL IDENTIFIED BY", KindPassword, "CREATE USER app IDENTIFIED BY '", pw, "';"),
+		planted("SQL IDENTIFIED WITH plugin BY", KindPassword, "ALTER USER 'app'@'%' IDENTIFIED WITH mysql_native_password BY '", pw, "';"),
+		planted("Oracle IDENTIFIED BY unquoted", KindPassword, "CREATE USER scott IDENTIFIED BY ", pw, ";"),
+		planted("postgres PASSWORD literal", KindPassword, "ALTER ROLE app WITH LOGIN PASSWORD '", pw, "';"),
+		planted("mysql SET PASSWORD FOR", KindPassword, "SET PASSWORD FOR 'app'@'%' = '", pw, "';"),
+		planted("Basic credentials outside a header", KindBasicAuth, "the proxy sent Basic ", b64Creds, " upstream"),
+		planted("bare base64 user:password", KindBasicAuth, "creds are ", base64.StdEncoding.EncodeToString([]byte("ops:"+pw)), " in the log"),
+		planted("jwt split by a line break", KindJWT, "token part ", jwtHead+"\n"+jwtTail, "\nnext line"),
+		planted("prose: my password is", KindPassword, "my password is ", pw, " please reset it"),
+		planted("prose: the password is:", KindPassword, "the password is: ", pw, "\n"),
+		planted("prose: auth token", KindToken, "Twilio auth token ", fake(32, hexLow), " for account"),
+		planted("prose: API key", KindAPIKey, "API key ", fake(32, alnum), " was rotated"),
+		planted("labelled azure devops PAT", KindToken, "azure devops PAT ", fake(52, "abcdefghijklmnopqrstuvwxyz234567"), " expires soon"),
+		planted("PAT env variable", KindToken, "AZURE_DEVOPS_PAT=", fake(52, "abcdefghijklmnopqrstuvwxyz234567"), "\n"),
+		planted("full-width colon", KindPassword, "password：", pw, "\n"),
+		planted("percent-encoded url userinfo", KindConnectionString, "redirect=https%3A%2F%2F", "bob%3A"+pw, "%40db.example.com&x=1"),
+		planted("mailgun key, newer format", "mailgun_key", "mailgun ", fake(32, hexLow)+"-"+fake(8, hexLow)+"-"+fake(8, hexLow), " ok"),
 		planted("braintree token", "braintree_token", "bt ", "access_token$production$"+fake(16, lowAlnu)+"$"+fake(32, hexLow), " ok"),
 	}
 	return cases
@@ -239,6 +288,17 @@ var nonSecrets = []string{
 	"key: value, key_id: 42, monkey=3, sort_key: name, primary_key: id",
 	"Authorization header is required; Authorization: Bearer <token>",
 	"password: ${DB_PASSWORD}\napi_key: <your-api-key>\nPASSWORD=****\ntoken: {{ secrets.TOKEN }}",
+	// Counters, ids and prose near secret words.
+	"pass: 97 tests, fail: 3\npass: 12, skip: 0",
+	`{"etag": "wZeA5jbsBXA3hcMNWcyTLvJ47rGpctaegMIc8mAs", "commit_sha": "Qm9iOkxhbXAyMDI0X3NlY3JldAbcDEfGh1234567"}`,
+	"the password is incorrect; the API key is invalid; the token count is 4096",
+	"the password field is required and the password reset link expired",
+	"users identified by the team, and the issue was identified by QA",
+	"net use is deprecated; use the net user command to list accounts",
+	"password:\n  min_length: 12\n  require_digit: true",
+	"-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\nRTESMBAGA1UEChMJQmFsdGltb3JlMRMwEQYDVQQLEwpDeWJlclRydXN0MSIwIAYD\nVQQDExlCYWx0aW1vcmUgQ3liZXJUcnVzdCBSb290MB4XDTAwMDUxMjE4NDYwMFoX\n-----END CERTIFICATE-----",
+	"aGVsbG8gd29ybGQgaG93IGFyZSB5b3U= and aHR0cHM6Ly9leGFtcGxlLmNvbS9wYXRo",
+	"curl -u bob https://x.example.com && docker run --user 1000:1000 app; ls -p x",
 }
 
 func TestNonSecretsSurvive(t *testing.T) {
