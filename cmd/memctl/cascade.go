@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/cascade"
-	"github.com/memcascade/memcascade/config"
 )
 
 func (a *app) providersCommand() *cobra.Command {
@@ -131,55 +128,65 @@ func compactionAttempts(ctx context.Context, sqldb *sql.DB, id int64, provider s
 	return at, nil
 }
 
-func (a *app) configCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "config",
-		Short: "Print the effective configuration",
-		Long: `Print the effective configuration, defaults filled in, after the files memctl uses: the
-config file (--config, else $MEMCTL_CONFIG, else $XDG_CONFIG_HOME/memctl/config.yaml if it
-exists, else the built-in default) and the database (--db, else $MEMCTL_DB, else
-$XDG_DATA_HOME/memctl/memctl.db). The working directory is never searched. API keys appear
-as the names of the environment variables that hold them, never as values. With --json the
-configuration gains "config_file" (null for the built-in default) and "database".`,
-		Example: "  memctl config\n  memctl --config agent.yaml config --json",
-		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+func (a *app) providersResetCommand() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "reset NAME | --all",
+		Short: "Clear a provider's cooldown and failure count",
+		Long: `Clear the cooldown and the consecutive-failure count of provider NAME (a name of the
+config's cascade, or one with stored state), after its server was fixed: the next compaction
+tries it at once. --all clears every provider with stored state. An unknown NAME exits 1.`,
+		Example: "  memctl providers reset local\n  memctl providers reset --all",
+		Args:    args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			switch {
+			case all && len(args) > 0:
+				return usagef("providers reset: give NAME or --all, not both")
+			case !all && len(args) == 0:
+				return usagef("providers reset: name a provider, or --all for every one")
+			case !all && args[0] == "":
+				return usagef("providers reset: empty provider name")
+			}
 			cfg, err := a.config()
 			if err != nil {
 				return err
 			}
-			path, from := a.configLocation()
-			loc, err := a.database()
+			s, err := a.open(ctx, forWriting)
 			if err != nil {
 				return err
 			}
-			dbState := "does not exist yet: a command that writes creates it"
-			if _, err := os.Stat(loc.path); err == nil {
-				dbState = "exists"
+			casc, err := cfg.NewCascade(s.DB(), nil)
+			if err != nil {
+				return err
 			}
-			if a.json {
-				raw, err := json.Marshal(cfg)
+			casc.Logger = a.logger
+			if all {
+				n, err := casc.ResetCooldowns(ctx)
 				if err != nil {
 					return err
 				}
-				var m map[string]any
-				if err := json.Unmarshal(raw, &m); err != nil {
-					return err
+				if a.json {
+					return a.printJSON(map[string]any{"all": true, "cleared": n})
 				}
-				m["database"] = loc.path
-				m["config_file"] = nil
-				if path != "" {
-					m["config_file"] = path
-				}
-				return a.printJSON(m)
+				fmt.Fprintf(a.out, "cleared the cooldown state of %d providers\n", n)
+				return nil
 			}
-			if path != "" {
-				fmt.Fprintf(a.out, "# config: %s (from %s)\n", path, from)
+			cleared, err := casc.ResetCooldown(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(map[string]any{"provider": args[0], "cleared": cleared})
+			}
+			if cleared {
+				fmt.Fprintf(a.out, "%s: cooldown and failure count cleared\n", termLine(args[0]))
 			} else {
-				fmt.Fprintf(a.out, "# config: %s (%s)\n", config.DefaultSource, from)
+				fmt.Fprintf(a.out, "%s: not cooling down, no failures: nothing to clear\n", termLine(args[0]))
 			}
-			fmt.Fprintf(a.out, "# database: %s (from %s; %s)\n%s", loc.path, loc.from, dbState, cfg.YAML())
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "clear every provider")
+	return cmd
 }

@@ -3,115 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
-
-// Build stamps, set by a release build:
-//
-//	go build -ldflags "-X main.version=v1.2.0 -X main.commit=$(git rev-parse HEAD) -X main.date=2025-01-02T03:04:05Z"
-//
-// Unset, they are read from the build information the go command records (the module version
-// of `go install ...@version`, the VCS revision and time of a build in a checkout).
-var version, commit, date string
-
-// buildStamp returns the version, commit and build date of this binary ("unknown" when
-// nothing recorded them).
-func buildStamp() (v, c, d string, modified bool) {
-	v, c, d = version, commit, date
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				if c == "" {
-					c = s.Value
-				}
-			case "vcs.time":
-				if d == "" {
-					d = s.Value
-				}
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-	}
-	if v == "" {
-		v = "devel"
-	}
-	if c == "" {
-		c = "unknown"
-	}
-	if d == "" {
-		d = "unknown"
-	}
-	return v, c, d, modified
-}
-
-func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version, commit and build date",
-		Long: `Print the version, the commit and the build date of memctl, the schema version it writes
-and the Go release that built it. A release build stamps them (see scripts/release); otherwise
-they come from what the go command recorded: the module version of "go install ...@VERSION",
-the revision and commit time of a build in a checkout ("+dirty" when it had local changes).`,
-		Example: "  memctl version\n  memctl version --json | jq -r .commit",
-		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, c, d, dirty := buildStamp()
-			if a.json {
-				return a.printJSON(map[string]any{"version": v, "commit": c, "date": d, "modified": dirty,
-					"schema": db.Version, "go": runtime.Version()})
-			}
-			if dirty {
-				c += "+dirty"
-			}
-			fmt.Fprintf(a.out, "memctl %s (commit %s, built %s, schema %d, %s)\n", v, c, d, db.Version, runtime.Version())
-			return nil
-		},
-	}
-}
-
-// newLogger builds the logger of --log-level and --log-format, writing to stderr.
-func (a *app) newLogger() error {
-	var level slog.Level
-	switch a.logLevel {
-	case "debug":
-		level = slog.LevelDebug
-	case "info":
-		level = slog.LevelInfo
-	case "warn":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
-	default:
-		return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
-	}
-	opt := &slog.HandlerOptions{Level: level}
-	switch a.logFormat {
-	case "text":
-		// Through errOut: stored text in a record never reaches a terminal as control characters.
-		a.logger = slog.New(slog.NewTextHandler(a.errOut, opt))
-	case "json":
-		a.logger = slog.New(slog.NewJSONHandler(a.stderr, opt))
-	default:
-		return usagef("--log-format %q: want text or json", a.logFormat)
-	}
-	return nil
-}
 
 func (a *app) backupCommand() *cobra.Command {
 	return &cobra.Command{
@@ -279,16 +179,6 @@ func fileBytes(path string) int64 {
 	return n
 }
 
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
 func (a *app) checkCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "check",
@@ -325,67 +215,4 @@ on stdout, exit 1 when not ok.`,
 			return nil
 		},
 	}
-}
-
-func (a *app) providersResetCommand() *cobra.Command {
-	var all bool
-	cmd := &cobra.Command{
-		Use:   "reset NAME | --all",
-		Short: "Clear a provider's cooldown and failure count",
-		Long: `Clear the cooldown and the consecutive-failure count of provider NAME (a name of the
-config's cascade, or one with stored state), after its server was fixed: the next compaction
-tries it at once. --all clears every provider with stored state. An unknown NAME exits 1.`,
-		Example: "  memctl providers reset local\n  memctl providers reset --all",
-		Args:    args(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			switch {
-			case all && len(args) > 0:
-				return usagef("providers reset: give NAME or --all, not both")
-			case !all && len(args) == 0:
-				return usagef("providers reset: name a provider, or --all for every one")
-			case !all && args[0] == "":
-				return usagef("providers reset: empty provider name")
-			}
-			cfg, err := a.config()
-			if err != nil {
-				return err
-			}
-			s, err := a.open(ctx, forWriting)
-			if err != nil {
-				return err
-			}
-			casc, err := cfg.NewCascade(s.DB(), nil)
-			if err != nil {
-				return err
-			}
-			casc.Logger = a.logger
-			if all {
-				n, err := casc.ResetCooldowns(ctx)
-				if err != nil {
-					return err
-				}
-				if a.json {
-					return a.printJSON(map[string]any{"all": true, "cleared": n})
-				}
-				fmt.Fprintf(a.out, "cleared the cooldown state of %d providers\n", n)
-				return nil
-			}
-			cleared, err := casc.ResetCooldown(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(map[string]any{"provider": args[0], "cleared": cleared})
-			}
-			if cleared {
-				fmt.Fprintf(a.out, "%s: cooldown and failure count cleared\n", termLine(args[0]))
-			} else {
-				fmt.Fprintf(a.out, "%s: not cooling down, no failures: nothing to clear\n", termLine(args[0]))
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&all, "all", false, "clear every provider")
-	return cmd
 }
