@@ -18,15 +18,7 @@ func (a *app) providersCommand() *cobra.Command {
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := a.config()
-			if err != nil {
-				return err
-			}
-			s, err := a.open(ctx, forReading)
-			if err != nil {
-				return err
-			}
-			casc, err := cfg.NewCascade(s.DB(), nil)
+			casc, err := a.openCascade(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -34,30 +26,41 @@ func (a *app) providersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(st)
-			}
-			tw := newTable(a.out, "NAME\tTYPE\tMODEL\tWINDOW\tCOOLING UNTIL (UTC)\tFAILURES\tLAST ERROR")
-			for _, p := range st {
-				until := "-"
-				if p.CoolingUntil != nil {
-					until = timeText(*p.CoolingUntil)
-				}
-				window := fmt.Sprint(p.ContextWindow)
-				if p.ContextWindowAuto {
-					window = "auto"
-					if p.ContextWindow > 0 {
-						window = fmt.Sprintf("auto (%d)", p.ContextWindow)
+			return a.printTable(st, "NAME\tTYPE\tMODEL\tWINDOW\tCOOLING UNTIL (UTC)\tFAILURES\tLAST ERROR", func(tw *table) {
+				for _, p := range st {
+					until := "-"
+					if p.CoolingUntil != nil {
+						until = timeText(*p.CoolingUntil)
 					}
+					tw.row(p.Name, p.Type, p.Model, windowText(p), until, fmt.Sprint(p.ConsecutiveFailures), oneLine(p.LastError))
 				}
-				tw.row(p.Name, p.Type, p.Model, window, until, fmt.Sprint(p.ConsecutiveFailures), oneLine(p.LastError))
-			}
-			tw.flush()
-			return nil
+			})
 		},
 	}
 	cmd.AddCommand(a.providersResetCommand())
 	return cmd
+}
+
+// windowText is a provider's context window: its tokens, or auto (with the tokens the server
+// reported, once known).
+func windowText(p cascade.ProviderStatus) string {
+	if !p.ContextWindowAuto {
+		return fmt.Sprint(p.ContextWindow)
+	}
+	if p.ContextWindow > 0 {
+		return fmt.Sprintf("auto (%d)", p.ContextWindow)
+	}
+	return "auto"
+}
+
+// openCascade opens the store (see open) and builds the config's cascade on its database, for
+// a command that reads or resets its state (a compaction builds its own: see newCompactor).
+func (a *app) openCascade(ctx context.Context, mode openMode) (*cascade.Cascade, error) {
+	s, cfg, err := a.openWithConfig(ctx, mode)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.NewCascade(s.DB(), nil)
 }
 
 func (a *app) attemptsCommand() *cobra.Command {
@@ -90,20 +93,16 @@ func (a *app) attemptsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(at)
-			}
-			tw := newTable(a.out, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED (UTC)\tERROR")
-			for _, x := range at {
-				comp := "-"
-				if x.CompactionID != nil {
-					comp = fmt.Sprint(*x.CompactionID)
+			return a.printTable(at, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED (UTC)\tERROR", func(tw *table) {
+				for _, x := range at {
+					comp := "-"
+					if x.CompactionID != nil {
+						comp = fmt.Sprint(*x.CompactionID)
+					}
+					tw.row(fmt.Sprint(x.ID), comp, x.Provider, x.Model, x.Outcome, fmt.Sprint(x.HTTPStatus), x.ErrorClass,
+						fmt.Sprint(x.DurationMs), timeText(x.StartedAt), oneLine(x.Error))
 				}
-				tw.row(fmt.Sprint(x.ID), comp, x.Provider, x.Model, x.Outcome, fmt.Sprint(x.HTTPStatus), x.ErrorClass,
-					fmt.Sprint(x.DurationMs), timeText(x.StartedAt), oneLine(x.Error))
-			}
-			tw.flush()
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&provider, "provider", "", "only this provider's attempts")
@@ -148,15 +147,7 @@ tries it at once. --all clears every provider with stored state. An unknown NAME
 			case !all && args[0] == "":
 				return usagef("providers reset: empty provider name")
 			}
-			cfg, err := a.config()
-			if err != nil {
-				return err
-			}
-			s, err := a.open(ctx, forWriting)
-			if err != nil {
-				return err
-			}
-			casc, err := cfg.NewCascade(s.DB(), nil)
+			casc, err := a.openCascade(ctx, forWriting)
 			if err != nil {
 				return err
 			}
@@ -166,27 +157,24 @@ tries it at once. --all clears every provider with stored state. An unknown NAME
 				if err != nil {
 					return err
 				}
-				if a.json {
-					return a.printJSON(map[string]any{"all": true, "cleared": n})
-				}
-				fmt.Fprintf(a.out, "cleared the cooldown state of %d providers\n", n)
-				return nil
+				return a.printResult(map[string]any{"all": true, "cleared": n}, "cleared the cooldown state of %d providers\n", n)
 			}
-			cleared, err := casc.ResetCooldown(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(map[string]any{"provider": args[0], "cleared": cleared})
-			}
-			if cleared {
-				fmt.Fprintf(a.out, "%s: cooldown and failure count cleared\n", termLine(args[0]))
-			} else {
-				fmt.Fprintf(a.out, "%s: not cooling down, no failures: nothing to clear\n", termLine(args[0]))
-			}
-			return nil
+			return a.resetProvider(ctx, casc, args[0])
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "clear every provider")
 	return cmd
+}
+
+// resetProvider clears the cooldown state of provider name.
+func (a *app) resetProvider(ctx context.Context, casc *cascade.Cascade, name string) error {
+	cleared, err := casc.ResetCooldown(ctx, name)
+	if err != nil {
+		return err
+	}
+	format := "%s: not cooling down, no failures: nothing to clear\n"
+	if cleared {
+		format = "%s: cooldown and failure count cleared\n"
+	}
+	return a.printResult(map[string]any{"provider": name, "cleared": cleared}, format, termLine(name))
 }

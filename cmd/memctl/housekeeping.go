@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -32,7 +33,7 @@ backup never overwrites a file.`,
 			if _, err := os.Lstat(dest); err == nil {
 				return usagef("backup: %s already exists; a backup never overwrites a file", dest)
 			}
-			s, err := a.open(ctx, forReading)
+			s, loc, err := a.openDatabase(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -46,12 +47,8 @@ backup never overwrites a file.`,
 			if err != nil {
 				return err
 			}
-			loc, _ := a.database()
-			if a.json {
-				return a.printJSON(map[string]any{"database": loc.path, "backup": dest, "bytes": st.Size()})
-			}
-			fmt.Fprintf(a.out, "backed up %s to %s (%s)\n", loc.path, dest, byteSize(st.Size()))
-			return nil
+			return a.printResult(map[string]any{"database": loc.path, "backup": dest, "bytes": st.Size()},
+				"backed up %s to %s (%s)\n", loc.path, dest, byteSize(st.Size()))
 		},
 	}
 }
@@ -102,39 +99,40 @@ reached its status, ATTEMPTS deleted with it. "memctl vacuum" then returns the s
 			if err != nil {
 				return err
 			}
-			mode := forWriting
-			if dryRun {
-				mode = forReading
-			}
-			s, err := a.open(ctx, mode)
-			if err != nil {
-				return err
-			}
-			res, err := s.Prune(ctx, memory.PruneOptions{OlderThan: age, DryRun: dryRun})
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(res)
-			}
-			verb := "deleted"
-			if dryRun {
-				verb = "would delete"
-			}
-			fmt.Fprintf(a.out, "%s %d reports and %d attempts settled before %s (UTC)\n", verb, len(res.Reports), res.Attempts, timeText(res.Before))
-			if len(res.Reports) > 0 {
-				tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tSETTLED (UTC)\tATTEMPTS")
-				for _, r := range res.Reports {
-					tw.row(fmt.Sprint(r.ID), r.Thread, r.Status, timeText(r.UpdatedAt), fmt.Sprint(r.Attempts))
-				}
-				tw.flush()
-			}
-			return nil
+			return a.prune(ctx, memory.PruneOptions{OlderThan: age, DryRun: dryRun})
 		},
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "only what is older than this (720h, 90m, 30d; 0s: everything)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted; delete nothing")
 	return cmd
+}
+
+// prune deletes (or with opt.DryRun lists) what prune deletes and prints it.
+func (a *app) prune(ctx context.Context, opt memory.PruneOptions) error {
+	s, err := a.open(ctx, writeMode(opt.DryRun))
+	if err != nil {
+		return err
+	}
+	res, err := s.Prune(ctx, opt)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(res)
+	}
+	verb := "deleted"
+	if opt.DryRun {
+		verb = "would delete"
+	}
+	fmt.Fprintf(a.out, "%s %d reports and %d attempts settled before %s (UTC)\n", verb, len(res.Reports), res.Attempts, timeText(res.Before))
+	if len(res.Reports) > 0 {
+		tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tSETTLED (UTC)\tATTEMPTS")
+		for _, r := range res.Reports {
+			tw.row(fmt.Sprint(r.ID), r.Thread, r.Status, timeText(r.UpdatedAt), fmt.Sprint(r.Attempts))
+		}
+		tw.flush()
+	}
+	return nil
 }
 
 func (a *app) vacuumCommand() *cobra.Command {
@@ -149,23 +147,29 @@ after (database and write-ahead log together).`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx, forWriting)
+			s, loc, err := a.openDatabase(ctx, forWriting)
 			if err != nil {
 				return err
 			}
-			loc, _ := a.database()
 			before := fileBytes(loc.path)
 			if err := s.Vacuum(ctx); err != nil {
 				return err
 			}
 			after := fileBytes(loc.path)
-			if a.json {
-				return a.printJSON(map[string]any{"database": loc.path, "bytes_before": before, "bytes_after": after})
-			}
-			fmt.Fprintf(a.out, "vacuumed %s: %s -> %s\n", loc.path, byteSize(before), byteSize(after))
-			return nil
+			return a.printResult(map[string]any{"database": loc.path, "bytes_before": before, "bytes_after": after},
+				"vacuumed %s: %s -> %s\n", loc.path, byteSize(before), byteSize(after))
 		},
 	}
+}
+
+// openDatabase opens the store (see open) and returns it with its location.
+func (a *app) openDatabase(ctx context.Context, mode openMode) (*memory.Store, dbLocation, error) {
+	s, err := a.open(ctx, mode)
+	if err != nil {
+		return nil, dbLocation{}, err
+	}
+	loc, err := a.database()
+	return s, loc, err
 }
 
 // fileBytes is the size of a database with its write-ahead log.
@@ -191,11 +195,10 @@ on stdout, exit 1 when not ok.`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx, forReading)
+			s, loc, err := a.openDatabase(ctx, forReading)
 			if err != nil {
 				return err
 			}
-			loc, _ := a.database()
 			cerr := s.Check(ctx)
 			if a.json {
 				out := map[string]any{"database": loc.path, "ok": cerr == nil, "error": ""}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -44,20 +45,7 @@ configuration gains "config_file" (null for the built-in default) and "database"
 				dbState = "exists"
 			}
 			if a.json {
-				raw, err := json.Marshal(cfg)
-				if err != nil {
-					return err
-				}
-				var m map[string]any
-				if err := json.Unmarshal(raw, &m); err != nil {
-					return err
-				}
-				m["database"] = loc.path
-				m["config_file"] = nil
-				if path != "" {
-					m["config_file"] = path
-				}
-				return a.printJSON(m)
+				return a.printConfigJSON(cfg, path, loc.path)
 			}
 			if path != "" {
 				fmt.Fprintf(a.out, "# config: %s (from %s)\n", path, from)
@@ -68,6 +56,25 @@ configuration gains "config_file" (null for the built-in default) and "database"
 			return nil
 		},
 	}
+}
+
+// printConfigJSON prints cfg as JSON with "database" (its path) and "config_file" (path, null
+// for the built-in default).
+func (a *app) printConfigJSON(cfg config.Config, path, database string) error {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	m["database"] = database
+	m["config_file"] = nil
+	if path != "" {
+		m["config_file"] = path
+	}
+	return a.printJSON(m)
 }
 
 // Build stamps, set by a release build:
@@ -158,40 +165,46 @@ num_tokens_for_tools). Plain output is the integer alone.`,
 			if err != nil {
 				return err
 			}
-			data, err := readInput(a.stdin, args[0])
+			msgs, tools, err := readRequest(a.stdin, args[0])
 			if err != nil {
 				return err
-			}
-			var req struct {
-				Messages []memory.Message `json:"messages"`
-				Tools    []memory.Tool    `json:"tools"`
-			}
-			if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "[") {
-				err = json.Unmarshal(data, &req.Messages)
-			} else {
-				err = json.Unmarshal(data, &req)
-			}
-			if err != nil {
-				return usagef("tokens %s: %v", args[0], err)
-			}
-			if len(req.Messages) == 0 {
-				return usagef("tokens %s: no messages (want {\"messages\": [...], \"tools\": [...]} or an array of messages)", args[0])
 			}
 			c, err := a.tokenCounter(cfg, model)
 			if err != nil {
 				return err
 			}
 			enc := c.Encoding()
-			n := c.CountMessages(req.Messages) + c.CountTools(req.Tools)
-			if a.json {
-				return a.printJSON(map[string]any{"prompt_tokens": n, "encoding": enc})
-			}
-			fmt.Fprintln(a.out, n)
-			return nil
+			n := c.CountMessages(msgs) + c.CountTools(tools)
+			return a.printResult(map[string]any{"prompt_tokens": n, "encoding": enc}, "%d\n", n)
 		},
 	}
 	cmd.Flags().StringVar(&model, "model", "", "the model whose tokenizer counts (required)")
 	return cmd
+}
+
+// readRequest reads the chat request in FILE ("-" for stdin): {"messages": [...], "tools":
+// [...]} or a bare array of messages, with at least one message.
+func readRequest(stdin io.Reader, name string) ([]memory.Message, []memory.Tool, error) {
+	data, err := readInput(stdin, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	var req struct {
+		Messages []memory.Message `json:"messages"`
+		Tools    []memory.Tool    `json:"tools"`
+	}
+	if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "[") {
+		err = json.Unmarshal(data, &req.Messages)
+	} else {
+		err = json.Unmarshal(data, &req)
+	}
+	if err != nil {
+		return nil, nil, usagef("tokens %s: %v", name, err)
+	}
+	if len(req.Messages) == 0 {
+		return nil, nil, usagef("tokens %s: no messages (want {\"messages\": [...], \"tools\": [...]} or an array of messages)", name)
+	}
+	return req.Messages, req.Tools, nil
 }
 
 // tokenCounter returns the counter of the config's encoding_file, or the built-in counter of the
