@@ -32,9 +32,7 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
 		},
 	}
 	f := cmd.Flags()
-	f.Int("limit", 0, "token_limit: the model's context window (default: the thread's, else the config's)")
-	f.Float64("ratio", 0, "target_ratio: pinned + kept messages fit in limit x ratio")
-	f.Float64("trigger", 0, "trigger_ratio: compact when the context passes limit x trigger")
+	addSettingFlags(f, "token_limit: the model's context window (default: the thread's, else the config's)")
 	f.BoolVar(&force, "force", false, "compact even under the trigger")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan; call no provider, write nothing")
 	return cmd

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/memcascade/memcascade/memory"
 )
@@ -13,6 +14,14 @@ import (
 var settingFlags = map[string]string{
 	memory.KeyTokenLimit: "limit", memory.KeyTargetRatio: "ratio", memory.KeyTriggerRatio: "trigger",
 	memory.KeyReserveTokens: "reserve", memory.KeyStrategy: "strategy", memory.KeyModel: "model",
+}
+
+// addSettingFlags defines on f the setting flags compact and set share: --limit (with its help
+// text limitHelp), --ratio and --trigger. settingsFromFlags reads them.
+func addSettingFlags(f *pflag.FlagSet, limitHelp string) {
+	f.Int("limit", 0, limitHelp)
+	f.Float64("ratio", 0, "target_ratio: pinned + kept messages fit in limit x ratio")
+	f.Float64("trigger", 0, "trigger_ratio: compact when the context passes limit x trigger")
 }
 
 // settingsError is an impossible combination of settings as a usage error (exit 2), naming the

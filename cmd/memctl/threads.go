@@ -393,9 +393,7 @@ thread's settings.`,
 		},
 	}
 	f := cmd.Flags()
-	f.Int("limit", 0, "token_limit: the model's context window")
-	f.Float64("ratio", 0, "target_ratio: pinned + kept messages fit in limit x ratio")
-	f.Float64("trigger", 0, "trigger_ratio: compact when the context passes limit x trigger")
+	addSettingFlags(f, "token_limit: the model's context window")
 	f.Int("reserve", 0, "reserve_tokens: held back for tool definitions and the reply")
 	f.String("strategy", "", "strategy: how the thread is compacted (summarize)")
 	f.String("model", "", "model: the model the thread runs against")
