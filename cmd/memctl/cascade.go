@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/cascade"
-	"github.com/memcascade/memcascade/config"
 )
 
 func (a *app) providersCommand() *cobra.Command {
@@ -21,15 +18,7 @@ func (a *app) providersCommand() *cobra.Command {
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, err := a.config()
-			if err != nil {
-				return err
-			}
-			s, err := a.open(ctx, forReading)
-			if err != nil {
-				return err
-			}
-			casc, err := cfg.NewCascade(s.DB(), nil)
+			casc, err := a.openCascade(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -37,30 +26,41 @@ func (a *app) providersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(st)
-			}
-			tw := newTable(a.out, "NAME\tTYPE\tMODEL\tWINDOW\tCOOLING UNTIL (UTC)\tFAILURES\tLAST ERROR")
-			for _, p := range st {
-				until := "-"
-				if p.CoolingUntil != nil {
-					until = timeText(*p.CoolingUntil)
-				}
-				window := fmt.Sprint(p.ContextWindow)
-				if p.ContextWindowAuto {
-					window = "auto"
-					if p.ContextWindow > 0 {
-						window = fmt.Sprintf("auto (%d)", p.ContextWindow)
+			return a.printTable(st, "NAME\tTYPE\tMODEL\tWINDOW\tCOOLING UNTIL (UTC)\tFAILURES\tLAST ERROR", func(tw *table) {
+				for _, p := range st {
+					until := "-"
+					if p.CoolingUntil != nil {
+						until = timeText(*p.CoolingUntil)
 					}
+					tw.row(p.Name, p.Type, p.Model, windowText(p), until, fmt.Sprint(p.ConsecutiveFailures), oneLine(p.LastError))
 				}
-				tw.row(p.Name, p.Type, p.Model, window, until, fmt.Sprint(p.ConsecutiveFailures), oneLine(p.LastError))
-			}
-			tw.flush()
-			return nil
+			})
 		},
 	}
 	cmd.AddCommand(a.providersResetCommand())
 	return cmd
+}
+
+// windowText is a provider's context window: its tokens, or auto (with the tokens the server
+// reported, once known).
+func windowText(p cascade.ProviderStatus) string {
+	if !p.ContextWindowAuto {
+		return fmt.Sprint(p.ContextWindow)
+	}
+	if p.ContextWindow > 0 {
+		return fmt.Sprintf("auto (%d)", p.ContextWindow)
+	}
+	return "auto"
+}
+
+// openCascade opens the store (see open) and builds the config's cascade on its database, for
+// a command that reads or resets its state (a compaction builds its own: see newCompactor).
+func (a *app) openCascade(ctx context.Context, mode openMode) (*cascade.Cascade, error) {
+	s, cfg, err := a.openWithConfig(ctx, mode)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.NewCascade(s.DB(), nil)
 }
 
 func (a *app) attemptsCommand() *cobra.Command {
@@ -93,20 +93,16 @@ func (a *app) attemptsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(at)
-			}
-			tw := newTable(a.out, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED (UTC)\tERROR")
-			for _, x := range at {
-				comp := "-"
-				if x.CompactionID != nil {
-					comp = fmt.Sprint(*x.CompactionID)
+			return a.printTable(at, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED (UTC)\tERROR", func(tw *table) {
+				for _, x := range at {
+					comp := "-"
+					if x.CompactionID != nil {
+						comp = fmt.Sprint(*x.CompactionID)
+					}
+					tw.row(fmt.Sprint(x.ID), comp, x.Provider, x.Model, x.Outcome, fmt.Sprint(x.HTTPStatus), x.ErrorClass,
+						fmt.Sprint(x.DurationMs), timeText(x.StartedAt), oneLine(x.Error))
 				}
-				tw.row(fmt.Sprint(x.ID), comp, x.Provider, x.Model, x.Outcome, fmt.Sprint(x.HTTPStatus), x.ErrorClass,
-					fmt.Sprint(x.DurationMs), timeText(x.StartedAt), oneLine(x.Error))
-			}
-			tw.flush()
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&provider, "provider", "", "only this provider's attempts")
@@ -131,55 +127,54 @@ func compactionAttempts(ctx context.Context, sqldb *sql.DB, id int64, provider s
 	return at, nil
 }
 
-func (a *app) configCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "config",
-		Short: "Print the effective configuration",
-		Long: `Print the effective configuration, defaults filled in, after the files memctl uses: the
-config file (--config, else $MEMCTL_CONFIG, else $XDG_CONFIG_HOME/memctl/config.yaml if it
-exists, else the built-in default) and the database (--db, else $MEMCTL_DB, else
-$XDG_DATA_HOME/memctl/memctl.db). The working directory is never searched. API keys appear
-as the names of the environment variables that hold them, never as values. With --json the
-configuration gains "config_file" (null for the built-in default) and "database".`,
-		Example: "  memctl config\n  memctl --config agent.yaml config --json",
-		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.config()
+func (a *app) providersResetCommand() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "reset NAME | --all",
+		Short: "Clear a provider's cooldown and failure count",
+		Long: `Clear the cooldown and the consecutive-failure count of provider NAME (a name of the
+config's cascade, or one with stored state), after its server was fixed: the next compaction
+tries it at once. --all clears every provider with stored state. An unknown NAME exits 1.`,
+		Example: "  memctl providers reset local\n  memctl providers reset --all",
+		Args:    args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			switch {
+			case all && len(args) > 0:
+				return usagef("providers reset: give NAME or --all, not both")
+			case !all && len(args) == 0:
+				return usagef("providers reset: name a provider, or --all for every one")
+			case !all && args[0] == "":
+				return usagef("providers reset: empty provider name")
+			}
+			casc, err := a.openCascade(ctx, forWriting)
 			if err != nil {
 				return err
 			}
-			path, from := a.configLocation()
-			loc, err := a.database()
-			if err != nil {
-				return err
-			}
-			dbState := "does not exist yet: a command that writes creates it"
-			if _, err := os.Stat(loc.path); err == nil {
-				dbState = "exists"
-			}
-			if a.json {
-				raw, err := json.Marshal(cfg)
+			casc.Logger = a.logger
+			if all {
+				n, err := casc.ResetCooldowns(ctx)
 				if err != nil {
 					return err
 				}
-				var m map[string]any
-				if err := json.Unmarshal(raw, &m); err != nil {
-					return err
-				}
-				m["database"] = loc.path
-				m["config_file"] = nil
-				if path != "" {
-					m["config_file"] = path
-				}
-				return a.printJSON(m)
+				return a.printResult(map[string]any{"all": true, "cleared": n}, "cleared the cooldown state of %d providers\n", n)
 			}
-			if path != "" {
-				fmt.Fprintf(a.out, "# config: %s (from %s)\n", path, from)
-			} else {
-				fmt.Fprintf(a.out, "# config: %s (%s)\n", config.DefaultSource, from)
-			}
-			fmt.Fprintf(a.out, "# database: %s (from %s; %s)\n%s", loc.path, loc.from, dbState, cfg.YAML())
-			return nil
+			return a.resetProvider(ctx, casc, args[0])
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "clear every provider")
+	return cmd
+}
+
+// resetProvider clears the cooldown state of provider name.
+func (a *app) resetProvider(ctx context.Context, casc *cascade.Cascade, name string) error {
+	cleared, err := casc.ResetCooldown(ctx, name)
+	if err != nil {
+		return err
+	}
+	format := "%s: not cooling down, no failures: nothing to clear\n"
+	if cleared {
+		format = "%s: cooldown and failure count cleared\n"
+	}
+	return a.printResult(map[string]any{"provider": name, "cleared": cleared}, format, termLine(name))
 }

@@ -28,83 +28,75 @@ originals are never lost; if no provider can summarize, nothing changes (exit 1)
   memctl compact support-42 --dry-run`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			cfg, err := a.config()
-			if err != nil {
-				return err
-			}
-			if err := threadArg(args[0]); err != nil {
-				return err
-			}
-			// A flag given is checked as given: 0 is not "the default", NaN is not a ratio.
-			over, err := settingsFromFlags(cmd)
-			if err != nil {
-				return err
-			}
-			mode := forWriting
-			if dryRun {
-				mode = forReading
-			}
-			s, err := a.open(ctx, mode)
-			if err != nil {
-				return err
-			}
-			t, err := s.Thread(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			// The flags win over the thread's settings, which win over the config's.
-			if err := memory.Effective(cfg.Settings(), t.Settings, over).Validate(); err != nil {
-				return settingsError(cmd, "compact", err)
-			}
-			counter, err := s.Counter(t.Encoding)
-			if err != nil {
-				return err
-			}
-			casc, err := cfg.NewCascade(s.DB(), counter.CountText)
-			if err != nil {
-				return err
-			}
-			red, err := cfg.Redactor()
-			if err != nil {
-				return err
-			}
-			c := memory.NewCompactor(s, casc, cfg.Settings())
-			casc.Logger, c.Logger = a.logger, a.logger
-			c.Redact = func(text string) string { out, _ := red.Redact(text); return out }
-			// Progress goes to a terminal only; a warning (a window the server did not
-			// report) is printed wherever stderr goes.
-			terminal := isTerminal(a.stderr)
-			casc.Observe = func(e cascade.Event) {
-				if !terminal && !e.Warning {
-					return
-				}
-				if text := eventText(e); text != "" {
-					fmt.Fprintf(a.errOut, "memctl: %s\n", text)
-				}
-			}
-			if terminal {
-				c.Progress = func(p memory.Progress) {
-					fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
-				}
-			}
-			rep, err := c.Compact(ctx, t.ID, memory.CompactOptions{Force: force, DryRun: dryRun, Override: over})
-			if rep.Status == "" { // no report: the thread could not be read
-				return err
-			}
-			if perr := a.printReport(rep); perr != nil && err == nil {
-				err = perr
-			}
-			return err
+			return a.compact(cmd, args[0], force, dryRun)
 		},
 	}
 	f := cmd.Flags()
-	f.Int("limit", 0, "token_limit: the model's context window (default: the thread's, else the config's)")
-	f.Float64("ratio", 0, "target_ratio: pinned + kept messages fit in limit x ratio")
-	f.Float64("trigger", 0, "trigger_ratio: compact when the context passes limit x trigger")
+	addSettingFlags(f, "token_limit: the model's context window (default: the thread's, else the config's)")
 	f.BoolVar(&force, "force", false, "compact even under the trigger")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan; call no provider, write nothing")
 	return cmd
+}
+
+// compact compacts thread with the settings the flags of cmd override, and prints the report.
+func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) error {
+	ctx := cmd.Context()
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	if err := threadArg(thread); err != nil {
+		return err
+	}
+	// A flag given is checked as given: 0 is not "the default", NaN is not a ratio.
+	over, err := settingsFromFlags(cmd)
+	if err != nil {
+		return err
+	}
+	s, t, err := a.openThread(ctx, writeMode(dryRun), thread)
+	if err != nil {
+		return err
+	}
+	// The flags win over the thread's settings, which win over the config's.
+	if err := memory.Effective(cfg.Settings(), t.Settings, over).Validate(); err != nil {
+		return settingsError(cmd, "compact", err)
+	}
+	counter, err := s.Counter(t.Encoding)
+	if err != nil {
+		return err
+	}
+	c, casc, err := a.newCompactor(s, counter.CountText, a.logger)
+	if err != nil {
+		return err
+	}
+	a.showProgress(c, casc)
+	rep, err := c.Compact(ctx, t.ID, memory.CompactOptions{Force: force, DryRun: dryRun, Override: over})
+	if rep.Status == "" { // no report: the thread could not be read
+		return err
+	}
+	if perr := a.printReport(rep); perr != nil && err == nil {
+		err = perr
+	}
+	return err
+}
+
+// showProgress sends the progress of a compaction to stderr when it is a terminal; a warning
+// (a window the server did not report) is printed wherever stderr goes.
+func (a *app) showProgress(c *memory.Compactor, casc *cascade.Cascade) {
+	terminal := isTerminal(a.stderr)
+	casc.Observe = func(e cascade.Event) {
+		if !terminal && !e.Warning {
+			return
+		}
+		if text := eventText(e); text != "" {
+			fmt.Fprintf(a.errOut, "memctl: %s\n", text)
+		}
+	}
+	if terminal {
+		c.Progress = func(p memory.Progress) {
+			fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
+		}
+	}
 }
 
 // eventText describes a cascade event for a person.
@@ -234,29 +226,30 @@ func (a *app) reportsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(reps)
-			}
-			tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tREASON\tTOKENS\tMESSAGES\tPROVIDER\tREQUESTS\tPROMPT+COMPLETION\tCREATED (UTC)\tERROR")
-			for _, r := range reps {
-				status := r.Status
-				if r.Superseded {
-					status += " (superseded)"
+			return a.printTable(reps, "ID\tTHREAD\tSTATUS\tREASON\tTOKENS\tMESSAGES\tPROVIDER\tREQUESTS\tPROMPT+COMPLETION\tCREATED (UTC)\tERROR", func(tw *table) {
+				for _, r := range reps {
+					reportRow(tw, r)
 				}
-				cost := fmt.Sprintf("%d+%d", r.Usage.PromptTokens, r.Usage.CompletionTokens)
-				if r.Usage.Estimated {
-					cost = "~" + cost // counted locally
-				}
-				tw.row(fmt.Sprint(*r.ID), r.Thread, status, r.Reason, fmt.Sprintf("%d -> %d", r.TokensBefore, r.TokensAfter),
-					fmt.Sprintf("%d -> %d", r.MessagesBefore, r.MessagesAfter), r.Provider, fmt.Sprint(r.Usage.Requests), cost,
-					timeText(r.CreatedAt), oneLine(r.Error))
-			}
-			tw.flush()
-			return nil
+			})
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many reports")
 	return cmd
+}
+
+// reportRow is the row of r in the table of reports.
+func reportRow(tw *table, r memory.Report) {
+	status := r.Status
+	if r.Superseded {
+		status += " (superseded)"
+	}
+	cost := fmt.Sprintf("%d+%d", r.Usage.PromptTokens, r.Usage.CompletionTokens)
+	if r.Usage.Estimated {
+		cost = "~" + cost // counted locally
+	}
+	tw.row(fmt.Sprint(*r.ID), r.Thread, status, r.Reason, fmt.Sprintf("%d -> %d", r.TokensBefore, r.TokensAfter),
+		fmt.Sprintf("%d -> %d", r.MessagesBefore, r.MessagesAfter), r.Provider, fmt.Sprint(r.Usage.Requests), cost,
+		timeText(r.CreatedAt), oneLine(r.Error))
 }
 
 func (a *app) reportCommand() *cobra.Command {

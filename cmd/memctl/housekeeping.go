@@ -1,117 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
-
-// Build stamps, set by a release build:
-//
-//	go build -ldflags "-X main.version=v1.2.0 -X main.commit=$(git rev-parse HEAD) -X main.date=2025-01-02T03:04:05Z"
-//
-// Unset, they are read from the build information the go command records (the module version
-// of `go install ...@version`, the VCS revision and time of a build in a checkout).
-var version, commit, date string
-
-// buildStamp returns the version, commit and build date of this binary ("unknown" when
-// nothing recorded them).
-func buildStamp() (v, c, d string, modified bool) {
-	v, c, d = version, commit, date
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				if c == "" {
-					c = s.Value
-				}
-			case "vcs.time":
-				if d == "" {
-					d = s.Value
-				}
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-	}
-	if v == "" {
-		v = "devel"
-	}
-	if c == "" {
-		c = "unknown"
-	}
-	if d == "" {
-		d = "unknown"
-	}
-	return v, c, d, modified
-}
-
-func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version, commit and build date",
-		Long: `Print the version, the commit and the build date of memctl, the schema version it writes
-and the Go release that built it. A release build stamps them (see scripts/release); otherwise
-they come from what the go command recorded: the module version of "go install ...@VERSION",
-the revision and commit time of a build in a checkout ("+dirty" when it had local changes).`,
-		Example: "  memctl version\n  memctl version --json | jq -r .commit",
-		Args:    args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, c, d, dirty := buildStamp()
-			if a.json {
-				return a.printJSON(map[string]any{"version": v, "commit": c, "date": d, "modified": dirty,
-					"schema": db.Version, "go": runtime.Version()})
-			}
-			if dirty {
-				c += "+dirty"
-			}
-			fmt.Fprintf(a.out, "memctl %s (commit %s, built %s, schema %d, %s)\n", v, c, d, db.Version, runtime.Version())
-			return nil
-		},
-	}
-}
-
-// newLogger builds the logger of --log-level and --log-format, writing to stderr.
-func (a *app) newLogger() error {
-	var level slog.Level
-	switch a.logLevel {
-	case "debug":
-		level = slog.LevelDebug
-	case "info":
-		level = slog.LevelInfo
-	case "warn":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
-	default:
-		return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
-	}
-	opt := &slog.HandlerOptions{Level: level}
-	switch a.logFormat {
-	case "text":
-		// Through errOut: stored text in a record never reaches a terminal as control characters.
-		a.logger = slog.New(slog.NewTextHandler(a.errOut, opt))
-	case "json":
-		a.logger = slog.New(slog.NewJSONHandler(a.stderr, opt))
-	default:
-		return usagef("--log-format %q: want text or json", a.logFormat)
-	}
-	return nil
-}
 
 func (a *app) backupCommand() *cobra.Command {
 	return &cobra.Command{
@@ -132,7 +33,7 @@ backup never overwrites a file.`,
 			if _, err := os.Lstat(dest); err == nil {
 				return usagef("backup: %s already exists; a backup never overwrites a file", dest)
 			}
-			s, err := a.open(ctx, forReading)
+			s, loc, err := a.openDatabase(ctx, forReading)
 			if err != nil {
 				return err
 			}
@@ -146,12 +47,8 @@ backup never overwrites a file.`,
 			if err != nil {
 				return err
 			}
-			loc, _ := a.database()
-			if a.json {
-				return a.printJSON(map[string]any{"database": loc.path, "backup": dest, "bytes": st.Size()})
-			}
-			fmt.Fprintf(a.out, "backed up %s to %s (%s)\n", loc.path, dest, byteSize(st.Size()))
-			return nil
+			return a.printResult(map[string]any{"database": loc.path, "backup": dest, "bytes": st.Size()},
+				"backed up %s to %s (%s)\n", loc.path, dest, byteSize(st.Size()))
 		},
 	}
 }
@@ -202,39 +99,40 @@ reached its status, ATTEMPTS deleted with it. "memctl vacuum" then returns the s
 			if err != nil {
 				return err
 			}
-			mode := forWriting
-			if dryRun {
-				mode = forReading
-			}
-			s, err := a.open(ctx, mode)
-			if err != nil {
-				return err
-			}
-			res, err := s.Prune(ctx, memory.PruneOptions{OlderThan: age, DryRun: dryRun})
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(res)
-			}
-			verb := "deleted"
-			if dryRun {
-				verb = "would delete"
-			}
-			fmt.Fprintf(a.out, "%s %d reports and %d attempts settled before %s (UTC)\n", verb, len(res.Reports), res.Attempts, timeText(res.Before))
-			if len(res.Reports) > 0 {
-				tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tSETTLED (UTC)\tATTEMPTS")
-				for _, r := range res.Reports {
-					tw.row(fmt.Sprint(r.ID), r.Thread, r.Status, timeText(r.UpdatedAt), fmt.Sprint(r.Attempts))
-				}
-				tw.flush()
-			}
-			return nil
+			return a.prune(ctx, memory.PruneOptions{OlderThan: age, DryRun: dryRun})
 		},
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "only what is older than this (720h, 90m, 30d; 0s: everything)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be deleted; delete nothing")
 	return cmd
+}
+
+// prune deletes (or with opt.DryRun lists) what prune deletes and prints it.
+func (a *app) prune(ctx context.Context, opt memory.PruneOptions) error {
+	s, err := a.open(ctx, writeMode(opt.DryRun))
+	if err != nil {
+		return err
+	}
+	res, err := s.Prune(ctx, opt)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(res)
+	}
+	verb := "deleted"
+	if opt.DryRun {
+		verb = "would delete"
+	}
+	fmt.Fprintf(a.out, "%s %d reports and %d attempts settled before %s (UTC)\n", verb, len(res.Reports), res.Attempts, timeText(res.Before))
+	if len(res.Reports) > 0 {
+		tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tSETTLED (UTC)\tATTEMPTS")
+		for _, r := range res.Reports {
+			tw.row(fmt.Sprint(r.ID), r.Thread, r.Status, timeText(r.UpdatedAt), fmt.Sprint(r.Attempts))
+		}
+		tw.flush()
+	}
+	return nil
 }
 
 func (a *app) vacuumCommand() *cobra.Command {
@@ -249,23 +147,29 @@ after (database and write-ahead log together).`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx, forWriting)
+			s, loc, err := a.openDatabase(ctx, forWriting)
 			if err != nil {
 				return err
 			}
-			loc, _ := a.database()
 			before := fileBytes(loc.path)
 			if err := s.Vacuum(ctx); err != nil {
 				return err
 			}
 			after := fileBytes(loc.path)
-			if a.json {
-				return a.printJSON(map[string]any{"database": loc.path, "bytes_before": before, "bytes_after": after})
-			}
-			fmt.Fprintf(a.out, "vacuumed %s: %s -> %s\n", loc.path, byteSize(before), byteSize(after))
-			return nil
+			return a.printResult(map[string]any{"database": loc.path, "bytes_before": before, "bytes_after": after},
+				"vacuumed %s: %s -> %s\n", loc.path, byteSize(before), byteSize(after))
 		},
 	}
+}
+
+// openDatabase opens the store (see open) and returns it with its location.
+func (a *app) openDatabase(ctx context.Context, mode openMode) (*memory.Store, dbLocation, error) {
+	s, err := a.open(ctx, mode)
+	if err != nil {
+		return nil, dbLocation{}, err
+	}
+	loc, err := a.database()
+	return s, loc, err
 }
 
 // fileBytes is the size of a database with its write-ahead log.
@@ -277,16 +181,6 @@ func fileBytes(path string) int64 {
 		}
 	}
 	return n
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 func (a *app) checkCommand() *cobra.Command {
@@ -301,11 +195,10 @@ on stdout, exit 1 when not ok.`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx, forReading)
+			s, loc, err := a.openDatabase(ctx, forReading)
 			if err != nil {
 				return err
 			}
-			loc, _ := a.database()
 			cerr := s.Check(ctx)
 			if a.json {
 				out := map[string]any{"database": loc.path, "ok": cerr == nil, "error": ""}
@@ -325,67 +218,4 @@ on stdout, exit 1 when not ok.`,
 			return nil
 		},
 	}
-}
-
-func (a *app) providersResetCommand() *cobra.Command {
-	var all bool
-	cmd := &cobra.Command{
-		Use:   "reset NAME | --all",
-		Short: "Clear a provider's cooldown and failure count",
-		Long: `Clear the cooldown and the consecutive-failure count of provider NAME (a name of the
-config's cascade, or one with stored state), after its server was fixed: the next compaction
-tries it at once. --all clears every provider with stored state. An unknown NAME exits 1.`,
-		Example: "  memctl providers reset local\n  memctl providers reset --all",
-		Args:    args(cobra.MaximumNArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			switch {
-			case all && len(args) > 0:
-				return usagef("providers reset: give NAME or --all, not both")
-			case !all && len(args) == 0:
-				return usagef("providers reset: name a provider, or --all for every one")
-			case !all && args[0] == "":
-				return usagef("providers reset: empty provider name")
-			}
-			cfg, err := a.config()
-			if err != nil {
-				return err
-			}
-			s, err := a.open(ctx, forWriting)
-			if err != nil {
-				return err
-			}
-			casc, err := cfg.NewCascade(s.DB(), nil)
-			if err != nil {
-				return err
-			}
-			casc.Logger = a.logger
-			if all {
-				n, err := casc.ResetCooldowns(ctx)
-				if err != nil {
-					return err
-				}
-				if a.json {
-					return a.printJSON(map[string]any{"all": true, "cleared": n})
-				}
-				fmt.Fprintf(a.out, "cleared the cooldown state of %d providers\n", n)
-				return nil
-			}
-			cleared, err := casc.ResetCooldown(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(map[string]any{"provider": args[0], "cleared": cleared})
-			}
-			if cleared {
-				fmt.Fprintf(a.out, "%s: cooldown and failure count cleared\n", termLine(args[0]))
-			} else {
-				fmt.Fprintf(a.out, "%s: not cooling down, no failures: nothing to clear\n", termLine(args[0]))
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&all, "all", false, "clear every provider")
-	return cmd
 }

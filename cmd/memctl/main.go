@@ -11,10 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/config"
@@ -43,27 +41,6 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
-}
-
-// app holds what every command shares: its streams, the global flags, and the store and
-// config once opened.
-type app struct {
-	stdin io.Reader
-	// stdout and stderr are the streams as given: JSON is written to stdout as it is.
-	stdout, stderr io.Writer
-	// out and errOut are the same streams for human text, through termWriter: control
-	// characters from stored text are shown escaped, never sent to a terminal.
-	out, errOut *termWriter
-	getenv      func(string) string
-
-	dbPath, configPath string
-	json               bool
-	// logLevel and logFormat are --log-level and --log-format; logger writes to stderr.
-	logLevel, logFormat string
-	logger              *slog.Logger
-
-	cfg   *config.Config
-	store *memory.Store
 }
 
 // run runs memctl with args and returns its exit code.
@@ -95,16 +72,6 @@ func exitCode(err error) int {
 		return exitUsage
 	}
 	return exitFail
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
-}
-
-func (a *app) close() {
-	if a.store != nil {
-		a.store.Close()
-	}
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -160,79 +127,30 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// config loads the configuration once: see configLocation.
-func (a *app) config() (config.Config, error) {
-	if a.cfg != nil {
-		return *a.cfg, nil
+// newLogger builds the logger of --log-level and --log-format, writing to stderr.
+func (a *app) newLogger() error {
+	var level slog.Level
+	switch a.logLevel {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
 	}
-	path, _ := a.configLocation()
-	cfg, err := config.Load(path)
-	if err != nil {
-		return config.Config{}, err
+	opt := &slog.HandlerOptions{Level: level}
+	switch a.logFormat {
+	case "text":
+		// Through errOut: stored text in a record never reaches a terminal as control characters.
+		a.logger = slog.New(slog.NewTextHandler(a.errOut, opt))
+	case "json":
+		a.logger = slog.New(slog.NewJSONHandler(a.stderr, opt))
+	default:
+		return usagef("--log-format %q: want text or json", a.logFormat)
 	}
-	a.cfg = &cfg
-	return cfg, nil
-}
-
-// How a command may use the database.
-type openMode int
-
-const (
-	// forReading: the database must exist and be up to date; nothing is created or migrated.
-	forReading openMode = iota
-	// forWriting: the database must exist; an older schema is migrated.
-	forWriting
-	// forCreating: a missing database is created (its directory too, 0700, at the default
-	// location), mode 0600.
-	forCreating
-)
-
-// open opens the store once, with the config's model and encoding for new threads. A missing
-// database is "no database at PATH" (exit 1) unless mode is forCreating.
-func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
-	if a.store != nil {
-		return a.store, nil
-	}
-	cfg, err := a.config()
-	if err != nil {
-		return nil, err
-	}
-	loc, err := a.database()
-	if err != nil {
-		return nil, err
-	}
-	if mode == forCreating && loc.userDir != "" {
-		if err := os.MkdirAll(loc.userDir, 0o700); err != nil {
-			return nil, fmt.Errorf("create the database directory: %w", err)
-		}
-	}
-	s, err := memory.OpenWith(ctx, loc.path, memory.OpenOptions{NoCreate: mode != forCreating, ReadOnly: mode == forReading, Logger: a.logger})
-	if errors.Is(err, memory.ErrOlderSchema) {
-		return nil, fmt.Errorf("%w (import, compact, revert and delete do)", err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.DefaultModel, s.Encoding = cfg.Model, cfg.Encoding
-	if c, err := cfg.Counter(); err != nil || c != nil {
-		if err == nil {
-			err = s.UseCounter(c)
-		}
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-	}
-	a.store = s
-	return s, nil
-}
-
-// isTerminal reports whether f is an interactive terminal (not /dev/null, which is a character
-// device too).
-func isTerminal(f any) bool {
-	file, ok := f.(*os.File)
-	if !ok {
-		return false
-	}
-	return isatty.IsTerminal(file.Fd()) || isatty.IsCygwinTerminal(file.Fd())
+	return nil
 }

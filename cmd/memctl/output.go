@@ -1,12 +1,99 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"text/tabwriter"
+	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mattn/go-isatty"
 )
+
+// What memctl prints: JSON on stdout as it is, human text through termWriter, tables aligned
+// by table, times and sizes in one format each.
+
+// printJSON writes v as one indented JSON value.
+func (a *app) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+	return err
+}
+
+// printResult prints v as JSON with --json, else the line format (with args) for a person.
+func (a *app) printResult(v any, format string, args ...any) error {
+	if a.json {
+		return a.printJSON(v)
+	}
+	fmt.Fprintf(a.out, format, args...)
+	return nil
+}
+
+// printTable prints v as JSON with --json, else a table under header whose rows rows writes.
+func (a *app) printTable(v any, header string, rows func(*table)) error {
+	if a.json {
+		return a.printJSON(v)
+	}
+	tw := newTable(a.out, header)
+	rows(tw)
+	tw.flush()
+	return nil
+}
+
+// table writes rows aligned in columns under a header.
+type table struct{ w *tabwriter.Writer }
+
+func newTable(w io.Writer, header string) *table {
+	t := &table{w: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	fmt.Fprintln(t.w, header)
+	return t
+}
+
+// row writes one row; each cell is shown with termLine, so stored text can neither break the
+// columns nor reach the terminal as control characters.
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = termLine(c)
+	}
+	fmt.Fprintln(t.w, strings.Join(cells, "\t"))
+}
+func (t *table) flush() { t.w.Flush() }
+
+// timeText is a time in tables and lines: UTC, to the second.
+func timeText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
+
+// byteSize is a file size for a person: bytes, KiB or MiB.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// oneLine folds s onto one line: newlines become "; ", runs of white space one space.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+// isTerminal reports whether f is an interactive terminal (not /dev/null, which is a character
+// device too).
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	return isatty.IsTerminal(file.Fd()) || isatty.IsCygwinTerminal(file.Fd())
+}
 
 // Stored text (message content, thread ids, names, provider errors) is anyone's: printed raw to
 // a terminal, an escape sequence in it could move the cursor, rewrite the title, hide lines or

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/serve"
 )
 
@@ -36,7 +36,6 @@ in flight finish and are stored; a second signal stops at once.`,
   MEMCTL_TOKEN=... memctl serve --listen 0.0.0.0:8787 --token-env MEMCTL_TOKEN --upstream http://gpu-box:8000/v1`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			cfg, err := a.config()
 			if err != nil {
 				return err
@@ -55,81 +54,11 @@ in flight finish and are stored; a second signal stops at once.`,
 			if f.Changed("token-env") {
 				sc.TokenEnv = tokenEnv
 			}
-			loopback, err := serve.IsLoopback(sc.Listen)
-			if err != nil {
-				return usagef("--listen: %v", err)
-			}
-			token, err := a.secretEnv("--token-env", sc.TokenEnv)
+			srv, err := a.newServer(cmd.Context(), sc)
 			if err != nil {
 				return err
 			}
-			if !loopback && token == "" {
-				return usagef("--listen %s is not a loopback address: it needs --token-env VAR, the environment variable holding the token every client must send", sc.Listen)
-			}
-			key, err := a.secretEnv("--upstream-key-env", sc.UpstreamKeyEnv)
-			if err != nil {
-				return err
-			}
-			if sc.Upstream != "" && !strings.HasPrefix(sc.Upstream, "http://") && !strings.HasPrefix(sc.Upstream, "https://") {
-				return usagef("--upstream %q: want the model's http(s) base URL, ending in /v1", sc.Upstream)
-			}
-			s, err := a.open(ctx, forCreating)
-			if err != nil {
-				return err
-			}
-			casc, err := cfg.NewCascade(s.DB(), nil)
-			if err != nil {
-				return err
-			}
-			red, err := cfg.Redactor()
-			if err != nil {
-				return err
-			}
-			c := memory.NewCompactor(s, casc, cfg.Settings())
-			c.Redact = func(text string) string { out, _ := red.Redact(text); return out }
-			logger := slog.New(slog.NewTextHandler(a.stderr, nil))
-			srv := &serve.Server{
-				Store: s, Compactor: c, Cascade: casc,
-				Upstream: sc.Upstream, UpstreamKey: key, Token: token,
-				Logger: logger, LoopbackOnly: loopback && token == "",
-			}
-			ln, err := net.Listen("tcp", sc.Listen)
-			if err != nil {
-				return fmt.Errorf("listen on %s: %w", sc.Listen, err)
-			}
-			upstreamText := sc.Upstream
-			if upstreamText == "" {
-				upstreamText = "none (--upstream): the proxy answers 503"
-			}
-			logger.Info("serving", "addr", ln.Addr().String(), "base_url", fmt.Sprintf("http://%s/t/THREAD/v1", ln.Addr()),
-				"upstream", upstreamText, "token", token != "")
-			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(ln) }()
-			select {
-			case err := <-errc:
-				return err
-			case <-ctx.Done():
-			}
-			// The first signal stops accepting and waits for the replies in flight; a second
-			// one stops at once.
-			logger.Info("shutting down: finishing the replies in flight (a second signal stops at once)")
-			again := make(chan os.Signal, 1)
-			signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(again)
-			sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-			defer cancel()
-			go func() {
-				select {
-				case <-again:
-					cancel()
-				case <-sctx.Done():
-				}
-			}()
-			if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
-				return err
-			}
-			<-errc
-			return nil
+			return a.serve(cmd.Context(), srv, sc)
 		},
 	}
 	f := cmd.Flags()
@@ -138,6 +67,83 @@ in flight finish and are stored; a second signal stops at once.`,
 	f.StringVar(&upstreamKeyEnv, "upstream-key-env", "", "the environment variable that holds the upstream's API key")
 	f.StringVar(&tokenEnv, "token-env", "", "the environment variable that holds the token clients must send (required off loopback)")
 	return cmd
+}
+
+// newServer checks the serve settings sc (the listen address, the secrets' variables, the
+// upstream URL) and builds the server on the store, with the compactor of newCompactor.
+func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, error) {
+	loopback, err := serve.IsLoopback(sc.Listen)
+	if err != nil {
+		return nil, usagef("--listen: %v", err)
+	}
+	token, err := a.secretEnv("--token-env", sc.TokenEnv)
+	if err != nil {
+		return nil, err
+	}
+	if !loopback && token == "" {
+		return nil, usagef("--listen %s is not a loopback address: it needs --token-env VAR, the environment variable holding the token every client must send", sc.Listen)
+	}
+	key, err := a.secretEnv("--upstream-key-env", sc.UpstreamKeyEnv)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Upstream != "" && !strings.HasPrefix(sc.Upstream, "http://") && !strings.HasPrefix(sc.Upstream, "https://") {
+		return nil, usagef("--upstream %q: want the model's http(s) base URL, ending in /v1", sc.Upstream)
+	}
+	s, err := a.open(ctx, forCreating)
+	if err != nil {
+		return nil, err
+	}
+	c, casc, err := a.newCompactor(s, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &serve.Server{
+		Store: s, Compactor: c, Cascade: casc,
+		Upstream: sc.Upstream, UpstreamKey: key, Token: token,
+		Logger: slog.New(slog.NewTextHandler(a.stderr, nil)), LoopbackOnly: loopback && token == "",
+	}, nil
+}
+
+// serve runs srv on sc.Listen until ctx is done, then stops it gracefully: the first signal
+// stops accepting and waits for the replies in flight; a second one stops at once.
+func (a *app) serve(ctx context.Context, srv *serve.Server, sc config.Serve) error {
+	logger := srv.Logger
+	ln, err := net.Listen("tcp", sc.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sc.Listen, err)
+	}
+	upstreamText := sc.Upstream
+	if upstreamText == "" {
+		upstreamText = "none (--upstream): the proxy answers 503"
+	}
+	logger.Info("serving", "addr", ln.Addr().String(), "base_url", fmt.Sprintf("http://%s/t/THREAD/v1", ln.Addr()),
+		"upstream", upstreamText, "token", srv.Token != "")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: finishing the replies in flight (a second signal stops at once)")
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	go func() {
+		select {
+		case <-again:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	<-errc
+	return nil
 }
 
 // secretEnv reads a secret from the environment variable named by a flag ("" when no variable

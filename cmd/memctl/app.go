@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/config"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// app holds what every command shares: its streams, the global flags, and the store and
+// config once opened.
+type app struct {
+	stdin io.Reader
+	// stdout and stderr are the streams as given: JSON is written to stdout as it is.
+	stdout, stderr io.Writer
+	// out and errOut are the same streams for human text, through termWriter: control
+	// characters from stored text are shown escaped, never sent to a terminal.
+	out, errOut *termWriter
+	getenv      func(string) string
+
+	dbPath, configPath string
+	json               bool
+	// logLevel and logFormat are --log-level and --log-format; logger writes to stderr.
+	logLevel, logFormat string
+	logger              *slog.Logger
+
+	cfg   *config.Config
+	store *memory.Store
+}
+
+func (a *app) close() {
+	if a.store != nil {
+		a.store.Close()
+	}
+}
+
+// config loads the configuration once: see configLocation.
+func (a *app) config() (config.Config, error) {
+	if a.cfg != nil {
+		return *a.cfg, nil
+	}
+	path, _ := a.configLocation()
+	cfg, err := config.Load(path)
+	if err != nil {
+		return config.Config{}, err
+	}
+	a.cfg = &cfg
+	return cfg, nil
+}
+
+// How a command may use the database.
+type openMode int
+
+const (
+	// forReading: the database must exist and be up to date; nothing is created or migrated.
+	forReading openMode = iota
+	// forWriting: the database must exist; an older schema is migrated.
+	forWriting
+	// forCreating: a missing database is created (its directory too, 0700, at the default
+	// location), mode 0600.
+	forCreating
+)
+
+// open opens the store once, with the config's model and encoding for new threads. A missing
+// database is "no database at PATH" (exit 1) unless mode is forCreating.
+func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
+	if a.store != nil {
+		return a.store, nil
+	}
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	loc, err := a.database()
+	if err != nil {
+		return nil, err
+	}
+	if mode == forCreating && loc.userDir != "" {
+		if err := os.MkdirAll(loc.userDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create the database directory: %w", err)
+		}
+	}
+	s, err := memory.OpenWith(ctx, loc.path, memory.OpenOptions{NoCreate: mode != forCreating, ReadOnly: mode == forReading, Logger: a.logger})
+	if errors.Is(err, memory.ErrOlderSchema) {
+		return nil, fmt.Errorf("%w (import, compact, revert and delete do)", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.DefaultModel, s.Encoding = cfg.Model, cfg.Encoding
+	if c, err := cfg.Counter(); err != nil || c != nil {
+		if err == nil {
+			err = s.UseCounter(c)
+		}
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	a.store = s
+	return s, nil
+}
+
+// openWithConfig opens the store (see open) and returns it with the config it was opened with.
+func (a *app) openWithConfig(ctx context.Context, mode openMode) (*memory.Store, config.Config, error) {
+	s, err := a.open(ctx, mode)
+	if err != nil {
+		return nil, config.Config{}, err
+	}
+	return s, *a.cfg, nil
+}
+
+// openThread opens the store (see open) and reads thread id: an unknown one is exit 1.
+func (a *app) openThread(ctx context.Context, mode openMode, id string) (*memory.Store, memory.Thread, error) {
+	s, err := a.open(ctx, mode)
+	if err != nil {
+		return nil, memory.Thread{}, err
+	}
+	t, err := s.Thread(ctx, id)
+	if err != nil {
+		return nil, memory.Thread{}, err
+	}
+	return s, t, nil
+}
+
+// writeMode is how a command that writes unless --dry-run opens the database.
+func writeMode(dryRun bool) openMode {
+	if dryRun {
+		return forReading
+	}
+	return forWriting
+}
+
+// newCompactor builds what a command that compacts needs, once: the config's cascade on the
+// store's database (count sizes the extractive summaries and counts the usage of a server that
+// sends none; nil for the built-in count), with the redactor of the config's patterns, and the
+// compactor over s that summarizes through it and redacts with that same redactor. logger,
+// when not nil, receives the records of both.
+func (a *app) newCompactor(s *memory.Store, count func(string) int, logger *slog.Logger) (*memory.Compactor, *cascade.Cascade, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	casc, err := cfg.NewCascade(s.DB(), count)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := memory.NewCompactor(s, casc, cfg.Settings())
+	c.Redact = casc.Redact // the config's patterns, compiled once by NewCascade
+	if logger != nil {
+		casc.Logger, c.Logger = logger, logger
+	}
+	return c, casc, nil
+}
