@@ -14,8 +14,10 @@ import (
 )
 
 // Settings returns the compaction settings of the config, defaults filled in.
-func (c Config) Settings() memory.Settings {
-	cp := c.WithDefaults().Compaction
+func (c Config) Settings() memory.Settings { return c.WithDefaults().Compaction.settings() }
+
+// settings maps the compaction section onto memory's settings, values as they are.
+func (cp Compaction) settings() memory.Settings {
 	return memory.Settings{
 		TokenLimit:       cp.TokenLimit,
 		ReserveTokens:    cp.ReserveTokens,

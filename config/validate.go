@@ -235,50 +235,27 @@ func (ck *checker) validate(c Config) {
 	}
 }
 
+// validateCompaction applies memory's rules of the settings (memory.Settings.Problems), each
+// worded with its key under compaction and its line, and adds what only the file has: the
+// timeouts as written, and prompt_file (the prompt is checked as it is loaded).
 func (ck *checker) validateCompaction(c Compaction) {
-	const (
-		limit   = "compaction.token_limit"
-		reserve = "compaction.reserve_tokens"
-		target  = "compaction.target_ratio"
-		trigger = "compaction.trigger_ratio"
-	)
-	limitOK := ck.atLeast1(limit, c.TokenLimit)
-	if limitOK && c.TokenLimit > memory.MaxTokenLimit {
-		ck.add(limit, "%d is over the largest supported, %d", c.TokenLimit, memory.MaxTokenLimit)
-		limitOK = false
+	const prefix = "compaction."
+	s := c.settings()
+	s.Prompt = "" // checked below with prompt_file, which names the file
+	for _, p := range s.Problems() {
+		key, other := prefix+p.Key, prefix+p.Other
+		if ck.skip(key) || p.Other != "" && ck.skip(other) {
+			continue // a value that did not decode is reported once, as such
+		}
+		if p.Other == "" {
+			ck.add(key, "%s %s", p.Value, p.Rule)
+			continue
+		}
+		ck.pair(key, other, "%s "+p.Rule+" "+p.Other+" (%s)", "%s "+p.OtherRule+" "+p.Key+" (%s)", p.Value, p.OtherValue)
 	}
-	reserveOK := !ck.skip(reserve)
-	if reserveOK && c.ReserveTokens < 0 {
-		ck.add(reserve, "%d must not be negative", c.ReserveTokens)
-		reserveOK = false
-	}
-	if limitOK && reserveOK && c.TokenLimit <= c.ReserveTokens {
-		ck.pair(limit, reserve,
-			"%s must be above reserve_tokens (%s)", "%s must be below token_limit (%s)",
-			strconv.Itoa(c.TokenLimit), strconv.Itoa(c.ReserveTokens))
-	}
-	targetOK := ck.ratio(target, c.TargetRatio)
-	triggerOK := ck.ratio(trigger, c.TriggerRatio)
-	if targetOK && triggerOK && c.TargetRatio >= c.TriggerRatio {
-		ck.pair(target, trigger,
-			"%s must be below trigger_ratio (%s)", "%s must be above target_ratio (%s)",
-			num(c.TargetRatio), num(c.TriggerRatio))
-	}
-	ck.atLeast1("compaction.summary_max_tokens", c.SummaryMaxTokens)
-	if !ck.skip("compaction.summary_role") && c.SummaryRole != RoleSystem && c.SummaryRole != RoleUser {
-		ck.add("compaction.summary_role", "%s must be system or user", quote(c.SummaryRole))
-	}
-	ck.atLeast1("compaction.max_passes", c.MaxPasses)
 	// attempt_timeout > total_timeout is allowed: the total wins.
 	ck.positive("compaction.attempt_timeout", c.AttemptTimeout)
 	ck.positive("compaction.total_timeout", c.TotalTimeout)
-	if !ck.skip("compaction.strategy") && !slices.Contains(memory.Strategies, c.Strategy) {
-		ck.add("compaction.strategy", "%s is not a strategy (want summarize, mask, hybrid or window)", quote(c.Strategy))
-	}
-	ck.ratio("compaction.emergency_ratio", c.EmergencyRatio)
-	if !ck.skip("compaction.on_failure") && c.OnFailure != memory.OnFailureKeep && c.OnFailure != memory.OnFailureFit {
-		ck.add("compaction.on_failure", "%s must be keep or fit", quote(c.OnFailure))
-	}
 	if !ck.skip("compaction.prompt_file") && c.PromptFile != "" {
 		if _, err := memory.LoadPrompt(promptPath(ck.file, c.PromptFile)); err != nil {
 			ck.add("compaction.prompt_file", "%s", err.Error())

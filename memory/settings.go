@@ -1,0 +1,211 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings tune compaction. The zero value of a field means its default (the Default* constants below).
+type Settings struct {
+	// TokenLimit is the model's context window in tokens.
+	TokenLimit int
+	// ReserveTokens are held back for tool definitions and the reply. Every budget is in tokens
+	// of L = TokenLimit - ReserveTokens.
+	ReserveTokens int
+	// TargetRatio: the pinned messages plus the kept recent ones fit in L * TargetRatio.
+	TargetRatio float64
+	// TriggerRatio: compaction is due when the active context passes L * TriggerRatio.
+	TriggerRatio float64
+	// SummaryMaxTokens bounds the summary.
+	SummaryMaxTokens int
+	// SummaryRole is the role of the summary message: system or user.
+	SummaryRole string
+	// MaxPasses bounds the passes of one compaction (each halves the kept budget).
+	MaxPasses int
+	// TotalTimeout bounds a whole compaction (0: none).
+	TotalTimeout time.Duration
+	// MaxResultBytes trims each long message text or tool result in the summarizer's input,
+	// keeping its head and tail around a visible marker.
+	MaxResultBytes int
+	// Strategy is how a compaction shrinks the context: summarize (the default), mask, hybrid
+	// or window (see Strategies).
+	Strategy string
+	// EmergencyRatio: a context at or above L * EmergencyRatio is compacted with reason
+	// emergency, by the cheapest path that gets under the target (see Compactor.Compact).
+	EmergencyRatio float64
+	// OnFailure is what happens when summarizing fails or cannot get under L: keep (the
+	// default: the active context stays as it was) or fit (the view is masked, then its oldest
+	// units left out, then the newest unit's largest tool results cut, until it fits; history is
+	// untouched and revert restores the view).
+	OnFailure string
+	// Prompt replaces the built-in summarization instructions (see ValidatePrompt); "" keeps them.
+	Prompt string
+}
+
+// Strategies are the values of Settings.Strategy.
+var Strategies = []string{StrategySummarize, StrategyMask, StrategyHybrid, StrategyWindow}
+
+// Values of Settings.OnFailure.
+const (
+	OnFailureKeep = "keep"
+	OnFailureFit  = "fit"
+)
+
+// Defaults of Settings, the same as the config file's.
+const (
+	DefaultTokenLimit       = 128000
+	DefaultTargetRatio      = 0.5
+	DefaultTriggerRatio     = 0.8
+	DefaultSummaryMaxTokens = 2048
+	DefaultSummaryRole      = RoleSystem
+	DefaultMaxPasses        = 3
+	DefaultTotalTimeout     = 15 * time.Minute
+	DefaultMaxResultBytes   = 4000
+	DefaultStrategy         = StrategySummarize
+	DefaultEmergencyRatio   = 0.95
+	DefaultOnFailure        = OnFailureKeep
+)
+
+// withDefaults fills zero fields.
+func (s Settings) withDefaults() Settings {
+	if s.TokenLimit == 0 {
+		s.TokenLimit = DefaultTokenLimit
+	}
+	if s.TargetRatio == 0 {
+		s.TargetRatio = DefaultTargetRatio
+	}
+	if s.TriggerRatio == 0 {
+		s.TriggerRatio = DefaultTriggerRatio
+	}
+	if s.SummaryMaxTokens == 0 {
+		s.SummaryMaxTokens = DefaultSummaryMaxTokens
+	}
+	if s.SummaryRole == "" {
+		s.SummaryRole = DefaultSummaryRole
+	}
+	if s.MaxPasses == 0 {
+		s.MaxPasses = DefaultMaxPasses
+	}
+	if s.TotalTimeout == 0 {
+		s.TotalTimeout = DefaultTotalTimeout
+	}
+	if s.MaxResultBytes == 0 {
+		s.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if s.Strategy == "" {
+		s.Strategy = DefaultStrategy
+	}
+	if s.EmergencyRatio == 0 {
+		s.EmergencyRatio = DefaultEmergencyRatio
+	}
+	if s.OnFailure == "" {
+		s.OnFailure = DefaultOnFailure
+	}
+	return s
+}
+
+// SettingError is an impossible setting, named by its key (token_limit, target_ratio, ...).
+// Msg is the whole message; a rule's own errors also say their parts, so that the config file
+// can word the same rule with its key names and lines: Value is the value as written in the
+// message, Rule what it breaks, and a rule between two settings names the Other one, its value
+// and the rule seen from its side (token_limit "must be above" reserve_tokens, reserve_tokens
+// "must be below" token_limit).
+type SettingError struct {
+	Key string
+	Msg string // the whole message, the key and the value in it
+
+	Value, Rule                  string
+	Other, OtherValue, OtherRule string
+}
+
+func (e *SettingError) Error() string { return e.Msg }
+
+func settingErr(key, format string, args ...any) error {
+	return &SettingError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// broken is the error of a rule of one setting: "key value rule".
+func broken(key, value, rule string) *SettingError {
+	return &SettingError{Key: key, Value: value, Rule: rule, Msg: key + " " + value + " " + rule}
+}
+
+// conflict is the error of a rule between two settings: "key value rule other otherValue".
+func conflict(key, value, rule, other, otherValue, otherRule string) *SettingError {
+	return &SettingError{Key: key, Value: value, Rule: rule, Other: other, OtherValue: otherValue, OtherRule: otherRule,
+		Msg: key + " " + value + " " + rule + " " + other + " " + otherValue}
+}
+
+// Validate reports impossible settings; the error is a *SettingError naming the key at fault.
+// These are the only rules of the settings: the config file, the thread settings and the flags
+// of memctl are checked with them.
+func (s Settings) Validate() error { return s.withDefaults().check() }
+
+// MaxTokenLimit bounds token_limit (2^40, a thousand times any model's window): budgets are
+// computed in float64 and int, and a larger limit would overflow them.
+const MaxTokenLimit = 1 << 40
+
+// check is Validate of settings whose zero fields are values, not "the default".
+func (s Settings) check() error {
+	if ps := s.Problems(); len(ps) > 0 {
+		return ps[0]
+	}
+	return nil
+}
+
+// Strategy names in messages.
+var strategyList = strings.Join(Strategies[:len(Strategies)-1], ", ") + " or " + Strategies[len(Strategies)-1]
+
+// Problems lists every rule the settings break, in the order of the fields, taking the values as
+// they are (a zero field is a zero, not "the default": fill them with Validate's defaults first
+// if that is meant). A rule between two settings is checked only when each is valid alone.
+// Settings.Validate reports the first; the config file reports them all with their lines.
+func (s Settings) Problems() []*SettingError {
+	var ps []*SettingError
+	add := func(p *SettingError) bool { ps = append(ps, p); return false }
+	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	atLeast1 := func(key string, v int) bool {
+		return v >= 1 || add(broken(key, strconv.Itoa(v), "must be at least 1"))
+	}
+	ratio := func(key string, v float64) bool {
+		return (v > 0 && v <= 1) || add(broken(key, num(v), "is outside (0, 1]")) // false for NaN
+	}
+
+	limitOK := atLeast1(KeyTokenLimit, s.TokenLimit) &&
+		(s.TokenLimit <= MaxTokenLimit || add(broken(KeyTokenLimit, strconv.Itoa(s.TokenLimit),
+			fmt.Sprintf("is over the largest supported, %d", MaxTokenLimit))))
+	reserveOK := s.ReserveTokens >= 0 || add(broken(KeyReserveTokens, strconv.Itoa(s.ReserveTokens), "must not be negative"))
+	if limitOK && reserveOK && s.TokenLimit <= s.ReserveTokens {
+		add(conflict(KeyTokenLimit, strconv.Itoa(s.TokenLimit), "must be above",
+			KeyReserveTokens, strconv.Itoa(s.ReserveTokens), "must be below"))
+	}
+	targetOK := ratio(KeyTargetRatio, s.TargetRatio)
+	triggerOK := ratio(KeyTriggerRatio, s.TriggerRatio)
+	if targetOK && triggerOK && s.TargetRatio >= s.TriggerRatio {
+		add(conflict(KeyTargetRatio, num(s.TargetRatio), "must be below",
+			KeyTriggerRatio, num(s.TriggerRatio), "must be above"))
+	}
+	atLeast1("summary_max_tokens", s.SummaryMaxTokens)
+	if s.SummaryRole != RoleSystem && s.SummaryRole != RoleUser {
+		add(broken("summary_role", strconv.Quote(s.SummaryRole), "must be system or user"))
+	}
+	atLeast1("max_passes", s.MaxPasses)
+	if !slices.Contains(Strategies, s.Strategy) {
+		add(broken(KeyStrategy, strconv.Quote(s.Strategy), "is not known (want "+strategyList+")"))
+	}
+	ratio("emergency_ratio", s.EmergencyRatio)
+	if s.OnFailure != OnFailureKeep && s.OnFailure != OnFailureFit {
+		add(broken("on_failure", strconv.Quote(s.OnFailure), "must be "+OnFailureKeep+" or "+OnFailureFit))
+	}
+	if s.Prompt != "" {
+		if err := ValidatePrompt(s.Prompt); err != nil {
+			ps = append(ps, &SettingError{Key: "prompt", Msg: fmt.Sprintf("prompt: %v", err)})
+		}
+	}
+	return ps
+}
+
+// Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens.
+func (s Settings) Budget() int { return s.withDefaults().TokenLimit - s.ReserveTokens }

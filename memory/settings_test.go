@@ -1,0 +1,41 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// Problems lists every broken rule, with the parts the config file words them with; Validate
+// reports the first of them.
+func TestSettingsProblemsListsEveryRule(t *testing.T) {
+	s := memory.Settings{TokenLimit: 1000, ReserveTokens: 1000, TargetRatio: 0.9, TriggerRatio: 0.8,
+		SummaryMaxTokens: 1, SummaryRole: "assistant", MaxPasses: 1, Strategy: "shrink", EmergencyRatio: 2, OnFailure: "keep"}
+	ps := s.Problems()
+	want := []memory.SettingError{
+		{Key: "token_limit", Value: "1000", Rule: "must be above", Other: "reserve_tokens", OtherValue: "1000", OtherRule: "must be below",
+			Msg: "token_limit 1000 must be above reserve_tokens 1000"},
+		{Key: "target_ratio", Value: "0.9", Rule: "must be below", Other: "trigger_ratio", OtherValue: "0.8", OtherRule: "must be above",
+			Msg: "target_ratio 0.9 must be below trigger_ratio 0.8"},
+		{Key: "summary_role", Value: `"assistant"`, Rule: "must be system or user", Msg: `summary_role "assistant" must be system or user`},
+		{Key: "strategy", Value: `"shrink"`, Rule: "is not known (want summarize, mask, hybrid or window)",
+			Msg: `strategy "shrink" is not known (want summarize, mask, hybrid or window)`},
+		{Key: "emergency_ratio", Value: "2", Rule: "is outside (0, 1]", Msg: "emergency_ratio 2 is outside (0, 1]"},
+	}
+	if len(ps) != len(want) {
+		t.Fatalf("Problems() = %v, want %d problems", ps, len(want))
+	}
+	for i, w := range want {
+		if *ps[i] != w {
+			t.Errorf("problem %d = %+v, want %+v", i, *ps[i], w)
+		}
+	}
+	if err := s.Validate(); err == nil || err.Error() != want[0].Msg {
+		t.Errorf("Validate() = %v, want the first problem", err)
+	}
+	// A rule between two settings waits for each to be valid alone.
+	if ps := (memory.Settings{TokenLimit: 0, ReserveTokens: 5, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 1,
+		SummaryRole: "system", MaxPasses: 1, Strategy: "mask", EmergencyRatio: 1, OnFailure: "fit"}).Problems(); len(ps) != 1 || ps[0].Key != "token_limit" || ps[0].Other != "" {
+		t.Errorf("limit 0 with reserve 5: %v, want only token_limit at least 1", ps)
+	}
+}
