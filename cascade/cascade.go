@@ -91,7 +91,10 @@ type Offliner interface {
 	Offline() bool
 }
 
-// Entry is one rung of the cascade: a provider and its settings.
+// Entry is one rung of the cascade: a provider and its settings. It shares its name with
+// memory.Entry (a message of a thread's active context), a different concept: the two packages
+// never import each other, and each name reads right where it is used (cascade.New(db,
+// entries...)); renaming this one would touch every caller for no change of meaning.
 type Entry struct {
 	Name     string // unique; the key of the provider's cooldown state
 	Type     string // "openai", "extractive", "fake"...: for display

@@ -63,23 +63,9 @@ func (c *Cascade) Status(ctx context.Context) ([]ProviderStatus, error) {
 	return out, nil
 }
 
-// Attempt is one row of the attempt log, as `memctl attempts` and `memctl report` show it.
-type Attempt struct {
-	ID               int64  `json:"id"`
-	CompactionID     *int64 `json:"compaction_id"` // nil: not part of a compaction
-	Provider         string `json:"provider"`
-	Model            string `json:"model"`
-	Outcome          string `json:"outcome"` // one of the Outcome* constants
-	HTTPStatus       int    `json:"http_status"`
-	ErrorClass       string `json:"error_class"`
-	Error            string `json:"error"` // redacted
-	DurationMs       int64  `json:"duration_ms"`
-	PromptTokens     int    `json:"prompt_tokens"`
-	CompletionTokens int    `json:"completion_tokens"`
-	// UsageEstimated: the server sent no usage; the tokens were counted locally.
-	UsageEstimated bool      `json:"usage_estimated"`
-	StartedAt      time.Time `json:"started_at"` // UTC
-}
+// Attempt is one row of the attempt log, as `memctl attempts` and `memctl report` show it:
+// the one decoding of a cascade_attempts row, shared with memory's report.
+type Attempt = db.Attempt
 
 // Attempts reads the attempt log newest first: every provider's when provider is "", at most
 // limit rows (limit <= 0: all).
@@ -92,7 +78,7 @@ func Attempts(ctx context.Context, sqldb *sql.DB, provider string, limit int) ([
 	if err != nil {
 		return nil, fmt.Errorf("cascade: list attempts: %w", err)
 	}
-	return attempts(rows), nil
+	return db.Attempts(rows), nil
 }
 
 // CompactionAttempts reads the attempts made for one compaction, oldest first.
@@ -101,33 +87,7 @@ func CompactionAttempts(ctx context.Context, sqldb *sql.DB, compactionID int64) 
 	if err != nil {
 		return nil, fmt.Errorf("cascade: list attempts of compaction %d: %w", compactionID, err)
 	}
-	return attempts(rows), nil
-}
-
-func attempts(rows []db.CascadeAttempt) []Attempt {
-	out := make([]Attempt, len(rows))
-	for i, r := range rows {
-		a := Attempt{
-			ID:               r.ID,
-			Provider:         r.Provider,
-			Model:            r.Model,
-			Outcome:          r.Outcome,
-			HTTPStatus:       int(r.HttpStatus),
-			ErrorClass:       r.ErrorClass,
-			Error:            r.Error,
-			DurationMs:       r.DurationMs,
-			PromptTokens:     int(r.PromptTokens),
-			CompletionTokens: int(r.CompletionTokens),
-			UsageEstimated:   r.UsageEstimated != 0,
-			StartedAt:        time.UnixMilli(r.StartedAt).UTC(),
-		}
-		if r.CompactionID.Valid {
-			id := r.CompactionID.Int64
-			a.CompactionID = &id
-		}
-		out[i] = a
-	}
-	return out
+	return db.Attempts(rows), nil
 }
 
 // Usage is what one compaction's requests cost, summed over its attempts.

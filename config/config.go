@@ -1,10 +1,6 @@
 package config
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -305,39 +301,4 @@ func (p Provider) WithDefaults() Provider {
 		p.MaxCooldown = defaultMaxCooldown
 	}
 	return p
-}
-
-// ErrAPIKeyNotSet is matched (with errors.Is) by the error [Provider.APIKey]
-// returns when the named environment variable is unset or empty.
-var ErrAPIKeyNotSet = errors.New("API key environment variable is not set")
-
-type apiKeyError struct{ provider, env string }
-
-func (e *apiKeyError) Error() string {
-	return fmt.Sprintf("provider %q: environment variable %s is not set", e.provider, e.env)
-}
-
-func (e *apiKeyError) Is(target error) bool { return target == ErrAPIKeyNotSet }
-
-// APIKey returns the provider's API key, read from the environment variable
-// named by APIKeyEnv through getenv (os.Getenv when nil). It returns "" and
-// nil when APIKeyEnv is empty (no key needed). When the variable is unset or
-// empty the error names the variable (never a value) and matches
-// [ErrAPIKeyNotSet]. An APIKeyEnv that is not a variable name (a pasted key)
-// is an error that does not repeat it. Surrounding whitespace is trimmed from the key.
-func (p Provider) APIKey(getenv func(string) string) (string, error) {
-	if p.APIKeyEnv == "" {
-		return "", nil
-	}
-	if !isEnvName(p.APIKeyEnv) {
-		return "", fmt.Errorf("provider %q: api_key_env %s", p.Name, msgNotAKey)
-	}
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	v := strings.TrimSpace(getenv(p.APIKeyEnv))
-	if v == "" {
-		return "", &apiKeyError{provider: p.Name, env: p.APIKeyEnv}
-	}
-	return v, nil
 }

@@ -351,51 +351,6 @@ func TestLocate(t *testing.T) {
 	}
 }
 
-func TestAPIKey(t *testing.T) {
-	env := map[string]string{"OPENAI_API_KEY": " sk-secret-value\n", "EMPTY": ""}
-	getenv := func(k string) string { return env[k] }
-	tests := []struct {
-		name    string
-		p       config.Provider
-		want    string
-		wantErr string
-	}{
-		{"no key needed", config.Provider{Name: "local"}, "", ""},
-		{"set", config.Provider{Name: "openai", APIKeyEnv: "OPENAI_API_KEY"}, "sk-secret-value", ""},
-		{"unset", config.Provider{Name: "openai", APIKeyEnv: "OTHER_KEY"}, "", `provider "openai": environment variable OTHER_KEY is not set`},
-		{"empty", config.Provider{Name: "openai", APIKeyEnv: "EMPTY"}, "", `provider "openai": environment variable EMPTY is not set`},
-		{"key pasted", config.Provider{Name: "openai", APIKeyEnv: "sk-proj-abc123"}, "", `provider "openai": api_key_env must name an environment variable, not hold a key`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.p.APIKey(getenv)
-			if got != tt.want {
-				t.Errorf("APIKey = %q, want %q", got, tt.want)
-			}
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Errorf("APIKey error = %v", err)
-				}
-				return
-			}
-			if err == nil || err.Error() != tt.wantErr {
-				t.Fatalf("APIKey error = %v, want %q", err, tt.wantErr)
-			}
-			if strings.Contains(err.Error(), "sk-secret") {
-				t.Errorf("error leaks a key value: %v", err)
-			}
-		})
-	}
-	_, err := config.Provider{Name: "o", APIKeyEnv: "UNSET_VAR"}.APIKey(getenv)
-	if !errors.Is(err, config.ErrAPIKeyNotSet) {
-		t.Errorf("unset variable error %v does not match ErrAPIKeyNotSet", err)
-	}
-	t.Setenv("MEMCTL_TEST_KEY", "k-123")
-	if got, err := (config.Provider{Name: "o", APIKeyEnv: "MEMCTL_TEST_KEY"}).APIKey(nil); got != "k-123" || err != nil {
-		t.Errorf("APIKey(nil) = %q, %v; want the process environment", got, err)
-	}
-}
-
 func TestValidate(t *testing.T) {
 	good := config.Config{Cascade: []config.Provider{{Name: "a"}, {Name: "b", Type: "extractive"}}}.WithDefaults()
 	if err := good.Validate(); err != nil {

@@ -190,10 +190,10 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 	folded := false // an earlier summary holds the goal already
 	for _, m := range msgs {
 		text := strings.TrimSpace(m.Text)
-		fm := facts.Message{Role: m.Role, Content: text, Name: m.Name, ToolCallID: m.ToolCallID}
+		fm := facts.FromTranscript(m)
+		fm.Content = text
 		switch m.Role {
 		case transcript.RoleSummary:
-			fm.Role = "assistant"
 			earlier(text, add)
 			folded = true
 		case "user":
@@ -210,7 +210,6 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 				lastStep = text
 			}
 			for _, tc := range m.ToolCalls {
-				fm.ToolCalls = append(fm.ToolCalls, facts.ToolCall{Name: tc.Name, Arguments: tc.Arguments})
 				add(secWork, rankWork, callText(tc))
 				open[tc.ID] = append(open[tc.ID], len(items)-1)
 				lastStep = "called " + callText(tc)

@@ -6,9 +6,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/memcascade/memcascade/transcript"
 )
 
-// Message is the minimal view of a chat message facts needs (the caller converts).
+// Message is the minimal view of a chat message facts needs (FromTranscript converts the
+// summarizers' transcript messages).
 type Message struct {
 	Role       string
 	Content    string // text content ("" for null)
@@ -236,4 +239,18 @@ func (c *collector) ledger() []Fact {
 	}
 	sortFacts(out)
 	return out
+}
+
+// FromTranscript is the message of the ledger for a message of a transcript: a previous summary
+// (role summary) counts like the assistant's messages, and tool calls keep their name and
+// arguments. It is the one conversion from the transcript the summarizers read.
+func FromTranscript(m transcript.Message) Message {
+	fm := Message{Role: m.Role, Content: m.Text, Name: m.Name, ToolCallID: m.ToolCallID}
+	if m.Role == transcript.RoleSummary {
+		fm.Role = "assistant"
+	}
+	for _, tc := range m.ToolCalls {
+		fm.ToolCalls = append(fm.ToolCalls, ToolCall{Name: tc.Name, Arguments: tc.Arguments})
+	}
+	return fm
 }

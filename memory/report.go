@@ -106,7 +106,10 @@ func usageOf(ctx context.Context, q *db.Queries, id int64) (Usage, error) {
 		Estimated: u.Estimated != 0}, err
 }
 
-// Attempt is one provider attempt made for a compaction.
+// Attempt is one provider attempt made for a compaction, as the compaction's report shows it:
+// a view of a few fields of the attempt log's row (db.Attempt, which cascade.Attempt shows
+// whole). It stays a type of its own because the report's JSON (memctl compact --json) has
+// these fields only, and omits an empty error.
 type Attempt struct {
 	Provider   string `json:"provider"`
 	Model      string `json:"model"`
@@ -115,6 +118,11 @@ type Attempt struct {
 	ErrorClass string `json:"error_class"`
 	Error      string `json:"error,omitempty"`
 	DurationMs int64  `json:"duration_ms"`
+}
+
+func attemptView(a db.Attempt) Attempt {
+	return Attempt{Provider: a.Provider, Model: a.Model, Outcome: a.Outcome, HTTPStatus: a.HTTPStatus,
+		ErrorClass: a.ErrorClass, Error: a.Error, DurationMs: a.DurationMs}
 }
 
 func reportFromRow(c db.Compaction, current int64) Report {
@@ -213,10 +221,10 @@ func (s *Store) report(ctx context.Context, q *db.Queries, id int64) (Report, er
 	if err != nil {
 		return Report{}, err
 	}
-	r.Attempts = make([]Attempt, len(rows))
-	for i, a := range rows {
-		r.Attempts[i] = Attempt{Provider: a.Provider, Model: a.Model, Outcome: a.Outcome, HTTPStatus: int(a.HttpStatus),
-			ErrorClass: a.ErrorClass, Error: a.Error, DurationMs: a.DurationMs}
+	all := db.Attempts(rows)
+	r.Attempts = make([]Attempt, len(all))
+	for i, a := range all {
+		r.Attempts[i] = attemptView(a)
 	}
 	return r, nil
 }

@@ -248,7 +248,8 @@ func threadFromRow(id, model, enc string, lastSeq, created, updated int64) Threa
 		CreatedAt: time.UnixMilli(created).UTC(), UpdatedAt: time.UnixMilli(updated).UTC()}
 }
 
-// Entry is a message of a thread with its place and its token count.
+// Entry is a message of a thread with its place and its token count (cascade.Entry, a rung
+// of the provider cascade, is another concept under the same short name).
 type Entry struct {
 	// Seq is the message's place in the thread (1, 2, ...); 0 for a summary.
 	Seq     int64

@@ -462,13 +462,7 @@ func transcriptMessage(e Entry, redact func(string) string) transcript.Message {
 func factMessages(tms []transcript.Message) []facts.Message {
 	out := make([]facts.Message, len(tms))
 	for i, m := range tms {
-		out[i] = facts.Message{Role: m.Role, Content: m.Text, Name: m.Name, ToolCallID: m.ToolCallID}
-		if m.Role == transcript.RoleSummary {
-			out[i].Role = RoleAssistant // a previous summary: its facts count like the assistant's
-		}
-		for _, tc := range m.ToolCalls {
-			out[i].ToolCalls = append(out[i].ToolCalls, facts.ToolCall{Name: tc.Name, Arguments: tc.Arguments})
-		}
+		out[i] = facts.FromTranscript(m)
 	}
 	return out
 }
