@@ -176,7 +176,8 @@ type Cascade struct {
 	// later in the cascade: at most this, and at most a quarter of the time left. Zero means
 	// DefaultOfflineReserve.
 	OfflineReserve time.Duration
-	// Now is the clock of cooldowns and of the attempts' start times. Default time.Now.
+	// Now is the clock of cooldowns and of the attempts' start times. Default time.Now. A
+	// cascade given to memory.NewCompactor reads the store's clock instead (see UseClock).
 	Now func() time.Time
 	// Sleep waits between attempts; it returns ctx.Err() when ctx ends first. Default a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -233,6 +234,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// UseClock sets the cascade's clock (Now) before its first use; memory.NewCompactor gives it
+// the store's, so that a compaction and its attempts read one clock.
+func (c *Cascade) UseClock(now func() time.Time) { c.Now = now }
 
 func (c *Cascade) now() time.Time {
 	if c.Now != nil {

@@ -97,9 +97,20 @@ type CompactOptions struct {
 }
 
 // NewCompactor returns a Compactor with the given settings, redacting secrets with the
-// built-in patterns of package redact.
+// built-in patterns of package redact. A summarizer with a clock of its own (a Clocked, such as
+// a *cascade.Cascade) is set to read the store's, so that the whole system keeps one clock:
+// Store.Now.
 func NewCompactor(store *Store, summarizer Summarizer, s Settings) *Compactor {
+	if c, ok := summarizer.(Clocked); ok {
+		c.UseClock(func() time.Time { return store.Now() })
+	}
 	return &Compactor{Store: store, Summarizer: summarizer, Settings: s, Redact: builtinRedact()}
+}
+
+// Clocked is a summarizer that keeps time (cooldowns, attempt start times); NewCompactor gives
+// it the store's clock.
+type Clocked interface {
+	UseClock(now func() time.Time)
 }
 
 // builtinRedact is the redaction of the built-in patterns, compiled once.

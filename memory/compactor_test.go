@@ -361,3 +361,34 @@ func helperCompactAndHang() {
 	c.Compact(ctx, "t", memory.CompactOptions{Force: true})
 	os.Exit(0)
 }
+
+// TestCompactorGivesTheCascadeTheStoreClock: a cascade given to NewCompactor stamps its
+// attempts and cooldowns with the store's clock, so that a test (or a host) sets one clock.
+func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	before, _ := s.Active(ctx, "t")
+	t0 := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	s.Now = func() time.Time { return t0 }
+
+	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		return llm.Response{}, errors.New("connection reset")
+	}}
+	casc := cascade.New(s.DB(), cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: before.Tokens / 2})
+	if _, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); !errors.Is(err, memory.ErrSummarize) {
+		t.Fatalf("got %v, want ErrSummarize", err)
+	}
+	attempts, err := cascade.Attempts(ctx, s.DB(), "a", 0)
+	if err != nil || len(attempts) != 1 {
+		t.Fatalf("attempts %v (%v), want one", attempts, err)
+	}
+	if !attempts[0].StartedAt.Equal(t0) {
+		t.Errorf("attempt started at %v, want the store's clock %v", attempts[0].StartedAt, t0)
+	}
+	st, err := casc.Status(ctx)
+	if err != nil || len(st) != 1 || st[0].CoolingUntil == nil || !st[0].CoolingUntil.Equal(t0.Add(time.Second)) {
+		t.Errorf("status %+v (%v), want cooling until the store's clock + 1s", st, err)
+	}
+}

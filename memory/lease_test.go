@@ -136,3 +136,34 @@ func TestCommitRefusesUnreportedLoss(t *testing.T) {
 		t.Fatalf("applySummary refused a summary whose only missing fact is reported dropped: %v", err)
 	}
 }
+
+// TestOpenWithNowJudgesLeasesByIt: the clock given in OpenOptions is set before the open's
+// cleanup, which marks a running compaction interrupted only when its lease ran out by it.
+func TestOpenWithNowJudgesLeasesByIt(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := runningRow(t, s, "elsewhere boot pid:[1]", 1, time.Now().Add(time.Minute))
+	s.Close()
+	for _, tc := range []struct {
+		now  func() time.Time
+		want string
+	}{
+		{nil, StatusRunning},
+		{func() time.Time { return time.Now().Add(-time.Hour) }, StatusRunning},
+		{func() time.Time { return time.Now().Add(2 * time.Minute) }, StatusFailed},
+	} {
+		s, err := OpenWith(ctx, path, OpenOptions{Now: tc.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Report(ctx, id)
+		s.Close()
+		if err != nil || r.Status != tc.want {
+			t.Fatalf("open with clock %v: status %s (%v), want %s", tc.now != nil, r.Status, err, tc.want)
+		}
+	}
+}

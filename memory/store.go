@@ -46,7 +46,9 @@ type ForeignError = db.ForeignError
 // Store is a conversation memory in one SQLite file. It is safe for concurrent use, and several
 // processes may use the same file.
 type Store struct {
-	// Now is the clock; it defaults to time.Now.
+	// Now is the clock of the whole system: the store's rows, leases and reports, and the
+	// attempts and cooldowns of a cascade given to NewCompactor (see Clocked). It defaults to
+	// time.Now; set it with OpenOptions.Now so that the open's cleanup reads it too.
 	Now func() time.Time
 	// Lease is how long a running compaction's lease lasts (0: DefaultLease); see lease.go.
 	Lease time.Duration
@@ -85,6 +87,9 @@ type OpenOptions struct {
 	// Logger, when set, becomes the Store's Logger before the open recovers interrupted
 	// compactions, so that they are logged. nil: silent.
 	Logger *slog.Logger
+	// Now, when set, becomes the Store's clock (Store.Now) before the open recovers
+	// interrupted compactions, so that the leases are judged by it. nil: time.Now.
+	Now func() time.Time
 }
 
 // OpenWith opens the store at path as opt says (see Open).
@@ -106,6 +111,9 @@ func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error)
 		q:            q,
 		counters:     map[string]TokenCounter{},
 		Logger:       opt.Logger,
+	}
+	if opt.Now != nil {
+		s.Now = opt.Now
 	}
 	if err := s.failInterrupted(ctx); err != nil {
 		s.Close()
