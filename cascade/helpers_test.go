@@ -242,3 +242,29 @@ func errorTexts(err error) []string {
 	}
 	return out
 }
+
+func insertCompaction(t *testing.T, sqldb *sql.DB) int64 {
+	t.Helper()
+	return insertCompactionFor(t, sqldb, "t1")
+}
+
+// insertCompactionFor inserts a thread and a running compaction of it.
+func insertCompactionFor(t *testing.T, sqldb *sql.DB, thread string) int64 {
+	t.Helper()
+	var id int64
+	err := db.WithTx(context.Background(), sqldb, func(tx *sql.Tx) error {
+		q := db.New(tx)
+		if err := q.InsertThread(context.Background(), db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base",
+			Metadata: "{}", CreatedAt: t0.UnixMilli(), UpdatedAt: t0.UnixMilli()}); err != nil {
+			return err
+		}
+		var err error
+		id, err = q.InsertCompaction(context.Background(), db.InsertCompactionParams{ThreadID: thread, Status: "running", Reason: "forced", Strategy: "summarize",
+			TokenLimit: 1000, CreatedAt: t0.UnixMilli(), UpdatedAt: t0.UnixMilli()})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

@@ -16,8 +16,9 @@ import (
 	"github.com/memcascade/memcascade/db"
 )
 
-// indexBatchBytes is how much message text an append writes before indexing it for search.
-var indexBatchBytes = 4 << 20
+// indexBatchBytes is how much message text an append writes before indexing it for search
+// (Store.indexBatch, set by tests only, overrides it).
+const indexBatchBytes = 4 << 20
 
 // AppendOptions set how a thread is created by its first append.
 type AppendOptions struct {
@@ -148,7 +149,7 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 			}
 			// A long import indexes as it goes: FTS5 holds an indexing statement's terms in
 			// memory until the statement ends.
-			if pending += size; pending >= indexBatchBytes {
+			if pending += size; pending >= s.indexBatchBytes() {
 				pending = 0
 				return flushIndex()
 			}
@@ -174,6 +175,13 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, err)
 	}
 	return res, nil
+}
+
+func (s *Store) indexBatchBytes() int {
+	if s.indexBatch > 0 {
+		return s.indexBatch
+	}
+	return indexBatchBytes
 }
 
 func (s *Store) createThread(ctx context.Context, q *db.Queries, id, model string, now int64) (db.Thread, string, error) {

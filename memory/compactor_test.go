@@ -14,34 +14,9 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
-	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
-
-// importFile imports a testdata conversation into thread and returns the file's bytes.
-func importFile(t testing.TB, s *memory.Store, thread, file string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Import(context.Background(), thread, bytes.NewReader(data), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// extractiveCascade is the built-in offline cascade on the store's database.
-func extractiveCascade(t testing.TB, s *memory.Store) *cascade.Cascade {
-	t.Helper()
-	c, err := s.Counter(memory.EncodingO200k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
-		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-}
 
 // checkActive asserts the invariants of an active context: it starts with the pinned system
 // prompt, every tool result follows its call, every answered call keeps its result, and it
@@ -161,17 +136,11 @@ func TestCompactEveryConversation(t *testing.T) {
 func TestCompactAllProvidersFail(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	importFile(t, s, "t", airline)
 	before, _ := s.Active(ctx, "t")
 	beforeJSON, _ := json.Marshal(before.Messages())
 
-	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		return llm.Response{}, errors.New("connection reset")
-	}}
-	casc := cascade.New(s.DB(),
-		cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute},
-		cascade.Entry{Name: "b", Type: "fake", Model: "m2", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: before.Tokens / 2})
+	c := memory.NewCompactor(s, failingCascade(s), memory.Settings{TokenLimit: before.Tokens / 2})
 	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
 	if err == nil || !errors.Is(err, memory.ErrSummarize) {
 		t.Fatalf("got %v, want ErrSummarize", err)
@@ -303,7 +272,7 @@ func TestCompactKilledMidSummary(t *testing.T) {
 	}
 	ctx := context.Background()
 	s, path := openStore(t)
-	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	importFile(t, s, "t", airline)
 	before, _ := s.Active(ctx, "t")
 	beforeJSON, _ := json.Marshal(before.Messages())
 
@@ -367,28 +336,32 @@ func helperCompactAndHang() {
 func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	importFile(t, s, "t", airline)
 	before, _ := s.Active(ctx, "t")
 	t0 := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	s.Now = func() time.Time { return t0 }
 
-	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		return llm.Response{}, errors.New("connection reset")
-	}}
-	casc := cascade.New(s.DB(), cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+	casc := failingCascade(s)
 	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: before.Tokens / 2})
 	if _, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); !errors.Is(err, memory.ErrSummarize) {
 		t.Fatalf("got %v, want ErrSummarize", err)
 	}
-	attempts, err := cascade.Attempts(ctx, s.DB(), "a", 0)
-	if err != nil || len(attempts) != 1 {
-		t.Fatalf("attempts %v (%v), want one", attempts, err)
+	attempts, err := cascade.Attempts(ctx, s.DB(), "", 0)
+	if err != nil || len(attempts) != 2 {
+		t.Fatalf("attempts %v (%v), want two", attempts, err)
 	}
-	if !attempts[0].StartedAt.Equal(t0) {
-		t.Errorf("attempt started at %v, want the store's clock %v", attempts[0].StartedAt, t0)
+	for _, a := range attempts {
+		if !a.StartedAt.Equal(t0) {
+			t.Errorf("attempt of %s started at %v, want the store's clock %v", a.Provider, a.StartedAt, t0)
+		}
 	}
 	st, err := casc.Status(ctx)
-	if err != nil || len(st) != 1 || st[0].CoolingUntil == nil || !st[0].CoolingUntil.Equal(t0.Add(time.Second)) {
-		t.Errorf("status %+v (%v), want cooling until the store's clock + 1s", st, err)
+	if err != nil || len(st) != 2 {
+		t.Fatalf("status %+v (%v), want two providers", st, err)
+	}
+	for _, p := range st {
+		if p.CoolingUntil == nil || !p.CoolingUntil.Equal(t0.Add(time.Second)) {
+			t.Errorf("%s cooling until %v, want the store's clock + 1s", p.Name, p.CoolingUntil)
+		}
 	}
 }

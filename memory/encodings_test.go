@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,36 +28,6 @@ func vocabularyFile(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// recordedMessages returns every message of the recorded conversations of testdata.
-func recordedMessages(t testing.TB) [][]memory.Message {
-	t.Helper()
-	var all [][]memory.Message
-	for _, f := range conversations(t) {
-		all = append(all, readMessagesFile(t, f))
-	}
-	return all
-}
-
-func readMessagesFile(t testing.TB, path string) []memory.Message {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ms []memory.Message
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		var m memory.Message
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, m)
-	}
-	return ms
 }
 
 // TestFileEncodingMatchesCL100k checks that cl100k_base's own vocabulary, given as a file and

@@ -1,9 +1,5 @@
 package memory
 
-// SetIndexBatchBytes changes how much text an append writes before indexing it, for a test;
-// the returned function restores it.
-func SetIndexBatchBytes(n int) (restore func()) {
-	old := indexBatchBytes
-	indexBatchBytes = n
-	return func() { indexBatchBytes = old }
-}
+// SetIndexBatchBytes changes how much text the store's appends write before indexing it, for a
+// test.
+func (s *Store) SetIndexBatchBytes(n int) { s.indexBatch = n }

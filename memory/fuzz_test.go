@@ -19,11 +19,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 	"unicode/utf8"
 
-	"github.com/memcascade/memcascade/cascade"
-	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -99,103 +96,11 @@ var fzImportSeeds = []string{
 {"role":"user","content":"never"}`,
 }
 
-// TestImportRejectsMalformedJSON: data after the messages, an unclosed object, and JSONL lines
-// padded with characters JSON does not count as white space are malformed input.
-func TestImportRejectsMalformedJSON(t *testing.T) {
-	for _, in := range []string{
-		`[{"role":"user","content":"x"}] trailing`,
-		`[{"role":"user","content":"x"}][]`,
-		`{"messages": [{"role":"user","content":"x"}]`,
-		`{"messages": [{"role":"user","content":"x"}]} {"role":"user","content":"y"}`,
-		`{"messages": [{"role":"user","content":"x"}], "tools": [}`,
-		`{"messages": [{"role":"user","content":"x"}], "messages": []}`,
-		"{\"role\":\"user\",\"content\":\"x\"}\n\u00a0{\"role\":\"user\",\"content\":\"y\"}",
-		"{\"role\":\"user\",\"content\":\"x\"}\u0085\n",
-	} {
-		s, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = s.Import(context.Background(), "t", strings.NewReader(in), memory.AppendOptions{})
-		var ie *memory.InputError
-		if !errors.As(err, &ie) {
-			t.Errorf("import %q: error %v, want an *InputError", in, err)
-		}
-		if _, herr := s.History(context.Background(), "t"); !errors.Is(herr, memory.ErrThreadNotFound) {
-			t.Errorf("import %q: the thread exists after the error %v", in, err)
-		}
-		s.Close()
-	}
-	// Keys after "messages" are ignored when well-formed, as before.
-	s, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	in := `{"messages": [{"role":"user","content":"x"}], "tools": [{"type":"function"}]}` + "\n"
-	if res, err := s.Import(context.Background(), "t", strings.NewReader(in), memory.AppendOptions{}); err != nil || res.Appended != 1 {
-		t.Fatalf("import %q: %+v, %v", in, res, err)
-	}
-}
-
-// TestMessageKeepsFieldsAsGiven: a message is written back as it was given: named fields that
-// are null or "", a call without type or arguments, and unknown fields of a call's function.
-func TestMessageKeepsFieldsAsGiven(t *testing.T) {
-	for _, in := range []string{
-		`{"role":"user","content":"x","name":null}`,
-		`{"role":"user","content":"x","name":""}`,
-		`{"role":"user","content":"x","tool_call_id":null}`,
-		`{"role":"tool","content":"x","tool_call_id":""}`,
-		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"f"}}]}`,
-		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":null,"function":{"name":"f","arguments":null}}]}`,
-		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"","function":{"name":"f","arguments":"","strict":true,"parsed":{"q":[1,2]}}}]}`,
-		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
-	} {
-		var m memory.Message
-		if err := json.Unmarshal([]byte(in), &m); err != nil {
-			t.Fatalf("%s: %v", in, err)
-		}
-		out, err := json.Marshal(m)
-		if err != nil {
-			t.Fatalf("%s: %v", in, err)
-		}
-		want, _ := fzNormalize([]byte(in))
-		got, err := fzNormalize(out)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("round trip of %s gives %s", in, out)
-		}
-	}
-}
-
-// TestSearchQueryWithNUL: FTS5 reads a query string up to its first NUL; a word holding one must
-// not make the query malformed.
-func TestSearchQueryWithNUL(t *testing.T) {
-	ctx := context.Background()
-	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", "alpha\x00beta gamma")}, memory.AppendOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"alpha\x00beta", "a\x00\"", "\x00gamma\x00"} {
-		hits, err := s.Search(ctx, q, memory.SearchOptions{})
-		if err != nil {
-			t.Fatalf("search %q: %v", q, err)
-		}
-		if q != "a\x00\"" && len(hits) != 1 {
-			t.Fatalf("search %q: %d hits, want 1", q, len(hits))
-		}
-	}
-}
-
 func FuzzImport(f *testing.F) {
 	for _, s := range fzImportSeeds {
 		f.Add([]byte(s))
 	}
-	files, _ := filepath.Glob("../testdata/conversations/*.jsonl")
-	for _, file := range files {
+	for _, file := range conversations(f) {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
@@ -784,13 +689,16 @@ func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p memory.Pl
 
 // fzSearchStore builds the store FuzzSearch queries: three conversations, one of them compacted
 // so that summaries are searched too.
-func fzSearchStore(dir string) (*memory.Store, error) {
+// It fails the fuzz target when the recorded conversations are missing: the compacted data is
+// what the seeds search.
+func fzSearchStore(f *testing.F) (*memory.Store, error) {
+	dir := f.TempDir()
 	ctx := context.Background()
 	s, err := memory.Open(ctx, filepath.Join(dir, "search.db"))
 	if err != nil {
 		return nil, err
 	}
-	files, _ := filepath.Glob("../testdata/conversations/*.jsonl")
+	files := conversations(f)
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -807,17 +715,9 @@ func fzSearchStore(dir string) (*memory.Store, error) {
 	if _, err := s.Append(ctx, "odd", odd, memory.AppendOptions{}); err != nil {
 		return nil, err
 	}
-	if len(files) > 0 {
-		counter, err := s.Counter(memory.EncodingO200k)
-		if err != nil {
-			return nil, err
-		}
-		casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
-			Provider: extractive.Summarizer{Count: counter.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-		c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
-		if _, err := c.Compact(ctx, filepath.Base(files[0]), memory.CompactOptions{Force: true}); err != nil {
-			return nil, err
-		}
+	c := memory.NewCompactor(s, extractiveCascade(f, s), memory.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
+	if _, err := c.Compact(ctx, filepath.Base(files[0]), memory.CompactOptions{Force: true}); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -832,7 +732,7 @@ func FuzzSearch(f *testing.F) {
 		f.Add(q, "", uint8(0))
 		f.Add(q, "odd", uint8(3))
 	}
-	s, err := fzSearchStore(f.TempDir())
+	s, err := fzSearchStore(f)
 	if err != nil {
 		f.Fatal(err)
 	}

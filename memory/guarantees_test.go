@@ -177,7 +177,7 @@ func TestConstraintSurvivesTinyLimit(t *testing.T) {
 func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	importFile(t, s, "t", airline)
 	a, _ := s.Active(ctx, "t")
 	big := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens * 2})
 	rep, err := big.Compact(ctx, "t", memory.CompactOptions{Force: true})

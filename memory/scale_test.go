@@ -20,25 +20,6 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-func fakeEntry(name string, p cascade.Provider, window int) cascade.Entry {
-	return cascade.Entry{Name: name, Type: "fake", Model: name + "-model", Provider: p, ContextWindow: window,
-		MaxOutputTokens: 256, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
-}
-
-// longThread appends n user/assistant pairs of about size bytes each after a system prompt.
-func longThread(t testing.TB, s *memory.Store, thread string, n, size int) {
-	t.Helper()
-	msgs := []memory.Message{memory.TextMessage("system", "You are a careful assistant.")}
-	for i := range n {
-		msgs = append(msgs,
-			memory.TextMessage("user", fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum dolor ", size/18))),
-			memory.TextMessage("assistant", fmt.Sprintf("answer %d: %s", i, strings.Repeat("sit amet consectetur ", size/21))))
-	}
-	if _, err := s.Append(context.Background(), thread, msgs, memory.AppendOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // transcriptOf returns the transcript part of a summarization request.
 func transcriptOf(req llm.Request) string {
 	u := req.Messages[len(req.Messages)-1].Content
@@ -170,18 +151,6 @@ func TestMultiplePasses(t *testing.T) {
 	}
 }
 
-// longThread2 appends more pairs without a system prompt.
-func longThread2(t testing.TB, s *memory.Store, thread string, n, size int) {
-	var msgs []memory.Message
-	for i := range n {
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("late question %d: %s", i, strings.Repeat("tempor incididunt ", size/18))),
-			memory.TextMessage("assistant", fmt.Sprintf("late answer %d: %s", i, strings.Repeat("ut labore et dolore ", size/20))))
-	}
-	if _, err := s.Append(context.Background(), thread, msgs, memory.AppendOptions{}); err != nil {
-		t.Error(err)
-	}
-}
-
 func TestOverLimitNewestUnit(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
@@ -301,58 +270,6 @@ func helperCompactSlowly() {
 	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
 	fmt.Printf("status=%s err=%v\n", rep.Status, err)
 	os.Exit(0)
-}
-
-func TestRevert(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 30, 300)
-	original, _ := s.Active(ctx, "t")
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: original.Tokens / 2})
-	first, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	afterFirst, _ := s.Active(ctx, "t")
-	longThread2(t, s, "t", 10, 300)
-	second, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Revert(ctx, *first.ID); !errors.Is(err, memory.ErrNotLatest) {
-		t.Fatalf("reverting an older compaction: %v, want ErrNotLatest", err)
-	}
-	longThread2(t, s, "t", 2, 100) // appended after the second compaction
-	hist, _ := s.History(ctx, "t")
-	r, err := s.Revert(ctx, *second.ID)
-	if err != nil || r.Status != memory.StatusReverted {
-		t.Fatalf("revert: %+v, %v", r, err)
-	}
-	// The active context is the one after the first compaction plus every message since.
-	got, _ := s.Active(ctx, "t")
-	want := afterFirst.Messages()
-	for _, e := range hist {
-		if e.Seq > afterFirst.Entries[len(afterFirst.Entries)-1].Seq {
-			want = append(want, e.Message)
-		}
-	}
-	gj, _ := json.Marshal(got.Messages())
-	wj, _ := json.Marshal(want)
-	if !bytes.Equal(gj, wj) {
-		t.Fatal("after revert the active context is not the previous one plus the appended messages")
-	}
-	if _, err := s.Revert(ctx, *second.ID); !errors.Is(err, memory.ErrNotLatest) {
-		t.Fatalf("reverting twice: %v", err)
-	}
-	// Reverting the first one too gives back every original message.
-	if _, err := s.Revert(ctx, *first.ID); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = s.Active(ctx, "t")
-	if len(got.Entries) != len(hist) {
-		t.Fatalf("%d active messages after reverting both, want all %d", len(got.Entries), len(hist))
-	}
-	_ = original
 }
 
 // genConversation generates a random valid conversation: tool-call fan-out and parallel

@@ -65,6 +65,8 @@ type Store struct {
 	q        *db.Queries
 	mu       sync.Mutex
 	counters map[string]TokenCounter
+	// indexBatch overrides indexBatchBytes (0: the constant); set by tests (export_test.go).
+	indexBatch int
 }
 
 // Open opens the store at path, creating the file (mode 0600) when missing and migrating an

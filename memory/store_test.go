@@ -15,51 +15,6 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-func openStore(t testing.TB) (*memory.Store, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "memory.db")
-	s, err := memory.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, path
-}
-
-// conversations returns the recorded conversations of testdata.
-func conversations(t testing.TB) []string {
-	t.Helper()
-	files, err := filepath.Glob("../testdata/conversations/*.jsonl")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata conversations: %v", err)
-	}
-	return files
-}
-
-// normalized parses JSON values (one per line, or an array) into generic values, so two
-// encodings of the same data compare equal.
-func normalized(t testing.TB, data []byte) []any {
-	t.Helper()
-	var out []any
-	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
-		if err := json.Unmarshal(data, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var v any
-		if err := json.Unmarshal(line, &v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 func TestImportRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
@@ -260,7 +215,7 @@ func TestUnknownModelWarns(t *testing.T) {
 func TestSearch(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
-	data, err := os.ReadFile("../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	data, err := os.ReadFile(airline)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,9 +296,9 @@ func TestOpenAIConversion(t *testing.T) {
 // TestSearchAfterBatchedIndexing: an import long enough to be indexed in several batches
 // finds its first, middle and last messages, and none twice.
 func TestSearchAfterBatchedIndexing(t *testing.T) {
-	defer memory.SetIndexBatchBytes(300)()
 	ctx := context.Background()
 	s, _ := openStore(t)
+	s.SetIndexBatchBytes(300)
 	var in strings.Builder
 	for i := range 50 {
 		fmt.Fprintf(&in, "{\"role\":\"user\",\"content\":\"note number%d with some padding text\"}\n", i)
@@ -360,5 +315,28 @@ func TestSearchAfterBatchedIndexing(t *testing.T) {
 	hits, _ := s.Search(ctx, "padding", memory.SearchOptions{Limit: 100})
 	if len(hits) != 50 {
 		t.Fatalf("%d hits for a word of every message, want 50", len(hits))
+	}
+}
+
+// TestSearchQueryWithNUL: FTS5 reads a query string up to its first NUL; a word holding one must
+// not make the query malformed.
+func TestSearchQueryWithNUL(t *testing.T) {
+	ctx := context.Background()
+	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", "alpha\x00beta gamma")}, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"alpha\x00beta", "a\x00\"", "\x00gamma\x00"} {
+		hits, err := s.Search(ctx, q, memory.SearchOptions{})
+		if err != nil {
+			t.Fatalf("search %q: %v", q, err)
+		}
+		if q != "a\x00\"" && len(hits) != 1 {
+			t.Fatalf("search %q: %d hits, want 1", q, len(hits))
+		}
 	}
 }

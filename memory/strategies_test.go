@@ -160,16 +160,6 @@ func mustJSON(s string) json.RawMessage {
 	return b
 }
 
-// failingCascade is a cascade whose every provider fails.
-func failingCascade(s *memory.Store) *cascade.Cascade {
-	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		return llm.Response{}, errors.New("connection reset")
-	}}
-	return cascade.New(s.DB(),
-		cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute},
-		cascade.Entry{Name: "b", Type: "fake", Model: "m2", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-}
-
 // TestOnFailureFit: with every provider failing, on_failure fit leaves the active context of a
 // long recorded thread within its limit and valid, history untouched, and revert restores it;
 // with keep the active context is unchanged.

@@ -12,7 +12,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-const longConversation = "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"
+const longConversation = airline
 
 // A thread set to a limit under its size is due at its next check and is compacted at that
 // limit, although the compactor's own limit is far above it; unset, the compactor's applies

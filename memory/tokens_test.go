@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -370,7 +369,7 @@ func TestCountToolsRealSchemas(t *testing.T) {
 }
 
 func TestTokenCounterConcurrent(t *testing.T) {
-	ms := readConversation(t)
+	ms := readMessagesFile(t, airline)
 	for _, enc := range []string{memory.EncodingCL100k, memory.EncodingO200k} {
 		want := counter(t, enc).CountMessages(ms)
 		var wg sync.WaitGroup
@@ -385,31 +384,8 @@ func TestTokenCounterConcurrent(t *testing.T) {
 	}
 }
 
-func readConversation(t testing.TB) []memory.Message {
-	t.Helper()
-	f, err := os.Open("../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var ms []memory.Message
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<24)
-	for sc.Scan() {
-		var m memory.Message
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, m)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ms
-}
-
 func BenchmarkCountText(b *testing.B) {
-	system := readConversation(b)[0].Text()
+	system := readMessagesFile(b, airline)[0].Text()
 	for _, enc := range []string{memory.EncodingO200k, memory.EncodingCL100k} {
 		b.Run(enc, func(b *testing.B) {
 			c := counter(b, enc)

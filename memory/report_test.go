@@ -1,0 +1,86 @@
+package memory_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// TestRevert: only the newest applied compaction can be reverted; reverting it gives back the
+// active context before it plus every message appended since, and reverting them all gives
+// back every message.
+func TestRevert(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	longThread(t, s, "t", 30, 300)
+	original, err := s.Active(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: original.Tokens / 2})
+	first, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterFirst, err := s.Active(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	longThread2(t, s, "t", 10, 300)
+	second, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Revert(ctx, *first.ID); !errors.Is(err, memory.ErrNotLatest) {
+		t.Fatalf("reverting an older compaction: %v, want ErrNotLatest", err)
+	}
+	longThread2(t, s, "t", 2, 100) // appended after the second compaction
+	hist, err := s.History(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Revert(ctx, *second.ID)
+	if err != nil || r.Status != memory.StatusReverted {
+		t.Fatalf("revert: %+v, %v", r, err)
+	}
+	// The active context is the one after the first compaction plus every message since.
+	got, err := s.Active(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := afterFirst.Messages()
+	for _, e := range hist {
+		if e.Seq > afterFirst.Entries[len(afterFirst.Entries)-1].Seq {
+			want = append(want, e.Message)
+		}
+	}
+	gj, err := json.Marshal(got.Messages())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wj, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(gj, wj) {
+		t.Fatal("after revert the active context is not the previous one plus the appended messages")
+	}
+	if _, err := s.Revert(ctx, *second.ID); !errors.Is(err, memory.ErrNotLatest) {
+		t.Fatalf("reverting twice: %v", err)
+	}
+	// Reverting the first one too gives back every original message.
+	if _, err := s.Revert(ctx, *first.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Active(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Entries) != len(hist) {
+		t.Fatalf("%d active messages after reverting both, want all %d", len(got.Entries), len(hist))
+	}
+}
