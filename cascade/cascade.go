@@ -16,7 +16,9 @@
 // (context_window: auto), usage.go the tokens of an attempt whose server sent no usage.
 //
 // The package knows nothing about compaction: a caller hands Run an llm.Task, which talks to
-// one provider at a time through an llm.Completer. It must not import package memory.
+// one provider at a time through an llm.Completer. It owns the providers' cooldowns, the
+// attempt log (cascade_attempts, decoded by db.Attempt) and the classes of provider errors. It
+// must not import package memory or config.
 package cascade
 
 import (

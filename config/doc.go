@@ -1,5 +1,11 @@
 // Package config reads, validates and renders the memctl configuration file.
 //
+// It owns what is about the file: key names, lines, types, defaults as written, the providers'
+// keys and the file paths it names. The rules of the compaction settings belong to package
+// memory (memory.Settings.Problems): config maps the compaction section onto memory.Settings
+// and words memory's problems with their key and line. It builds the cascade (NewCascade) and
+// may import memory, cascade, extractive and redact; none of them may import it.
+//
 // It is the same file memctl reads (the per-user config.yaml, or the file named
 // by --config or $MEMCTL_CONFIG; see [Locate]), exposed as a package so that
 // agents embedding memcascade can share one configuration with the CLI, or

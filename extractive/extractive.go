@@ -4,7 +4,8 @@
 // a model for, under the same headings (package transcript). It implements llm.Completer, so a
 // cascade can try it like any provider.
 //
-// It imports llm, transcript and facts, and nothing that sends requests or stores data.
+// It owns the offline summary's selection and layout. It imports llm, transcript and facts,
+// and must not import memory, cascade, db or anything that sends requests or stores data.
 package extractive
 
 import (

@@ -69,4 +69,8 @@
 // message that mentions it, at most +4; a bonus never lifts a fact into the tier above.
 // The ledger is ordered by weight, then by the message it was first seen in, then kind,
 // then text: the same messages always give the same ledger.
+//
+// The package owns fact extraction and the check that a summary keeps them. It imports only
+// package transcript (FromTranscript converts its messages), and must not import memory,
+// cascade or anything that stores data or sends requests.
 package facts

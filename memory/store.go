@@ -5,6 +5,12 @@
 // A thread's history is never rewritten. Its active context, what the agent sends to its
 // model, is derived: the leading system/developer messages, then the current summary (if the
 // thread was compacted), then every message after the range the summary covers.
+//
+// It owns the compaction settings, their defaults and their one set of rules (Settings,
+// Settings.Problems), the clock of the system (Store.Now, handed to a Clocked summarizer), and
+// every row of threads, messages and compactions. It summarizes through the Summarizer
+// interface (llm's types) and must not import package cascade, config or cmd/memctl: the
+// provider cascade is given to it, and the config file maps onto its Settings.
 package memory
 
 import (

@@ -10,7 +10,8 @@
 // expression, the token table is an open-addressing hash table over the tokens' bytes, and
 // pieces of text that take several tokens are remembered in a small bounded cache.
 //
-// The package imports nothing of memcascade.
+// The package owns the encoders and the list of encoding names; memory's counters wrap it. It
+// imports nothing of memcascade and must stay a leaf.
 package tokenizer
 
 import (

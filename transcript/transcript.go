@@ -1,8 +1,9 @@
 // Package transcript renders conversation messages as the plain-text transcript that a
 // summarizer reads, parses such a transcript back, and names the sections a summary is written
 // in. The compactor renders and asks a model for those sections; the offline summarizer
-// (package extractive) reads the messages themselves and writes the same sections. It imports
-// nothing of this module.
+// (package extractive) reads the messages themselves and writes the same sections. It owns
+// the transcript format and the section names, imports nothing of this module and must stay a
+// leaf.
 //
 // The format: each message starts with a header line
 //
