@@ -174,6 +174,14 @@ func (ck *checker) ratio(key string, v float64) bool {
 
 func (ck *checker) validate(c Config) {
 	ck.checkText("model", c.Model, true)
+	ck.validateEncoding(c)
+	ck.validateCompaction(c.Compaction)
+	ck.validateServe(c.Serve)
+	ck.validateRedactPatterns(c.RedactPatterns)
+	ck.validateCascade(c.Cascade)
+}
+
+func (ck *checker) validateEncoding(c Config) {
 	if !ck.skip("encoding") && c.Encoding != "" && !slices.Contains(memory.Encodings(), c.Encoding) {
 		ck.add("encoding", "%s is not a known encoding: use %s, or \"\" to pick it from the model", quote(c.Encoding), strings.Join(memory.Encodings(), ", "))
 	}
@@ -187,10 +195,10 @@ func (ck *checker) validate(c Config) {
 			ck.add("encoding_pattern", "not a regular expression: %v", err)
 		}
 	}
-	ck.validateCompaction(c.Compaction)
-	ck.validateServe(c.Serve)
+}
 
-	for i, p := range c.RedactPatterns {
+func (ck *checker) validateRedactPatterns(patterns []string) {
+	for i, p := range patterns {
 		key := fmt.Sprintf("redact_patterns[%d]", i)
 		if ck.skip(key) {
 			continue
@@ -203,16 +211,18 @@ func (ck *checker) validate(c Config) {
 			ck.add(key, "%s matches the empty string", quote(p))
 		}
 	}
+}
 
+func (ck *checker) validateCascade(cascade []Provider) {
 	if ck.skip("cascade") {
 		return
 	}
-	if len(c.Cascade) == 0 {
+	if len(cascade) == 0 {
 		ck.add("cascade", "at least one provider is required")
 		return
 	}
 	names := map[string]int{}
-	for i, p := range c.Cascade {
+	for i, p := range cascade {
 		prefix := fmt.Sprintf("cascade[%d]", i)
 		if ck.skip(prefix) {
 			continue

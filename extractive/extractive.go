@@ -224,19 +224,36 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 		}
 		factMsgs = append(factMsgs, fm)
 	}
+	withResults(items, results)
+	label := "Goal: "
+	if folded {
+		label = "Later request: "
+	}
+	add(secGoal, rankGoal, label+cut(oneLine(goal), 300))
+	rest := ledgerItems(facts.Extract(factMsgs), goal, add)
+	if lastUser != "" {
+		add(secNext, rankNext, "Last user message: "+cut(oneLine(lastUser), 300))
+	}
+	if lastStep != "" {
+		add(secNext, rankNext, "Last assistant step: "+cut(oneLine(lastStep), 300))
+	}
+	return fitItems(items, rest, budget, count, heading)
+}
+
+// withResults appends to each call item its result (results: index of the item -> result
+// line); a call that failed ranks as an error.
+func withResults(items []item, results map[int]string) {
 	for i, r := range results {
 		items[i].text += " -> " + cut(r, 100)
 		if strings.HasPrefix(r, "error: ") {
 			items[i].rank = rankError
 		}
 	}
-	label := "Goal: "
-	if folded {
-		label = "Later request: "
-	}
-	add(secGoal, rankGoal, label+cut(oneLine(goal), 300))
-	ledger := facts.Extract(factMsgs)
-	var rest []facts.Fact
+}
+
+// ledgerItems adds the user's constraints of the ledger that the goal does not quote already,
+// and returns the facts left for the key facts section (tool calls are in Work done already).
+func ledgerItems(ledger []facts.Fact, goal string, add func(sec, rank int, text string)) (rest []facts.Fact) {
 	for _, f := range ledger {
 		switch f.Kind {
 		case facts.KindConstraint:
@@ -248,13 +265,7 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 			rest = append(rest, f)
 		}
 	}
-	if lastUser != "" {
-		add(secNext, rankNext, "Last user message: "+cut(oneLine(lastUser), 300))
-	}
-	if lastStep != "" {
-		add(secNext, rankNext, "Last assistant step: "+cut(oneLine(lastStep), 300))
-	}
-	return fitItems(items, rest, budget, count, heading)
+	return rest
 }
 
 // earlier carries the lines of an earlier summary into the sections of the same heading.

@@ -93,7 +93,23 @@ func (x *extractor) spans(s string, cx ctx) {
 		x.c.add(k, s[st:e], key, cx.ref)
 		m.mask(st, e)
 	}
+	// The stages run in this order: each masks what it took, so that a later one does not
+	// read a part of it (the digits of a URL are no amount).
+	links(s, m, add)
+	if !digits {
+		return
+	}
+	x.dates(s, m, cx, add)
+	numbers(s, m, cx, add)
+	x.quantities(s, m, cx)
+	x.ids(s, m, cx)
+}
 
+// spanAdder records a span s[st:e] of kind k (key: its identity when not its text) and masks it.
+type spanAdder func(k Kind, st, e int, key string)
+
+// links finds URLs, emails and paths: the spans that need no digit.
+func links(s string, m *masker, add spanAdder) {
 	if strings.Contains(s, "://") {
 		for _, loc := range urlFinder.find(m.str(), "") {
 			e := loc[0] + len(trimURL(s[loc[0]:loc[1]]))
@@ -128,15 +144,16 @@ func (x *extractor) spans(s string, cx ctx) {
 			add(KindPath, st, e, "")
 		}
 	}
-	if !digits {
-		return
-	}
+}
+
+// dates finds UUIDs (before the dates their dashes could read as) and dates: ISO (a
+// date-time gives its date), with month names, numeric.
+func (x *extractor) dates(s string, m *masker, cx ctx, add spanAdder) {
 	dash := strings.IndexByte(m.str(), '-') >= 0
 	if dash {
 		for _, loc := range uuidFinder.find(m.str(), "") {
 			add(KindID, loc[0], loc[1], "")
 		}
-		// Dates: ISO (a date-time gives its date), month names, numeric.
 		for _, g := range isoDateFinder.find(m.str(), "") {
 			x.c.add(KindDate, s[g[0]:g[7]], dateKey(s[g[0]:g[7]]), cx.ref)
 			m.mask(g[0], g[1])
@@ -153,7 +170,10 @@ func (x *extractor) spans(s string, cx ctx) {
 			}
 		}
 	}
+}
 
+// numbers finds amounts, percentages and, in prose, times of day.
+func numbers(s string, m *masker, cx ctx, add spanAdder) {
 	for _, loc := range amountFinder.find(m.str(), "") {
 		t := s[loc[0]:loc[1]]
 		if isShellArg(t) || precededByNumber(m, loc[0]) {
@@ -185,8 +205,6 @@ func (x *extractor) spans(s string, cx ctx) {
 			add(KindTime, loc[0], loc[1], "")
 		}
 	}
-	x.quantities(s, m, cx)
-	x.ids(s, m, cx)
 }
 
 // quantities finds numbers followed by a unit (12 kg, 3.5GB, 45-minute).

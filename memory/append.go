@@ -97,84 +97,100 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 		} else if err != nil {
 			return err
 		}
-		counter, err := s.Counter(t.Encoding)
-		if err != nil {
+		ap := &appender{ctx: ctx, q: q, thread: thread, now: now, seq: t.LastSeq, indexed: t.LastSeq, batch: s.indexBatchBytes()}
+		if ap.counter, err = s.Counter(t.Encoding); err != nil {
 			return err
 		}
-		var calls callTracker
-		if err := json.Unmarshal([]byte(t.OpenCalls), &calls.open); err != nil {
+		if err := json.Unmarshal([]byte(t.OpenCalls), &ap.calls.open); err != nil {
 			return fmt.Errorf("thread %q: stored open calls: %w", thread, err)
 		}
-		seq := t.LastSeq
-		res.FirstSeq = seq + 1
-		indexed, pending := t.LastSeq, 0
-		flushIndex := func() error {
-			if seq == indexed {
-				return nil
-			}
-			err := q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: thread, FromSeq: indexed + 1, ToSeq: seq})
-			indexed = seq
+		res.FirstSeq = t.LastSeq + 1
+		if err := produce(ap.add); err != nil {
 			return err
 		}
-		index := 0
-		add := func(m Message, line int) error {
-			defer func() { index++ }()
-			if field, msg := calls.check(m); msg != "" {
-				return &InputError{Line: line, Index: index, Field: field, Msg: msg}
-			}
-			row, err := storedForm(m, counter)
-			if err != nil {
-				return &InputError{Line: line, Index: index, Msg: err.Error()}
-			}
-			m.Content = nil // the stored form holds what is needed: let a large content go
-			if len(row.raw) >= largeMessage {
-				// Before SQLite copies the row into memory of its own.
-				releaseMemory()
-			}
-			seq++
-			if err := q.InsertMessage(ctx, db.InsertMessageParams{
-				ThreadID: thread, Seq: seq, Role: m.Role,
-				Content:    nullString(row.text),
-				Name:       nullString(m.Name),
-				ToolCalls:  nullString(toolCallsJSON(m.ToolCalls)),
-				ToolCallID: nullString(m.ToolCallID),
-				Raw:        row.raw, Tokens: int64(row.tokens), CreatedAt: now,
-			}); err != nil {
-				return err
-			}
-			size := len(row.raw)
-			row = stored{}
-			if size >= largeMessage {
-				releaseMemory()
-			}
-			// A long import indexes as it goes: FTS5 holds an indexing statement's terms in
-			// memory until the statement ends.
-			if pending += size; pending >= s.indexBatchBytes() {
-				pending = 0
-				return flushIndex()
-			}
-			return nil
-		}
-		if err := produce(add); err != nil {
-			return err
-		}
-		if seq == t.LastSeq {
+		if ap.seq == t.LastSeq {
 			return ErrNoMessages
 		}
-		open, _ := json.Marshal(calls.open) // a []string always marshals
-		if calls.open == nil {
+		open, _ := json.Marshal(ap.calls.open) // a []string always marshals
+		if ap.calls.open == nil {
 			open = []byte("[]")
 		}
-		res.Appended, res.LastSeq = int(seq-t.LastSeq), seq
-		if err := flushIndex(); err != nil {
+		res.Appended, res.LastSeq = int(ap.seq-t.LastSeq), ap.seq
+		if err := ap.flushIndex(); err != nil {
 			return err
 		}
-		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: seq, OpenCalls: string(open), UpdatedAt: now, ID: thread})
+		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: ap.seq, OpenCalls: string(open), UpdatedAt: now, ID: thread})
 	})
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, err)
 	}
 	return res, nil
+}
+
+// appender writes the messages of one append transaction, one at a time, and indexes them for
+// search in batches.
+type appender struct {
+	ctx     context.Context
+	q       *db.Queries
+	thread  string
+	now     int64
+	counter TokenCounter
+	calls   callTracker
+	seq     int64 // the last seq written
+	indexed int64 // the last seq indexed for search
+	pending int   // bytes written since the last index
+	batch   int   // bytes written before indexing them
+	index   int   // the index of the next message in the input
+}
+
+// flushIndex indexes the messages written since the last time.
+func (ap *appender) flushIndex() error {
+	if ap.seq == ap.indexed {
+		return nil
+	}
+	err := ap.q.IndexMessages(ap.ctx, db.IndexMessagesParams{ThreadID: ap.thread, FromSeq: ap.indexed + 1, ToSeq: ap.seq})
+	ap.indexed = ap.seq
+	return err
+}
+
+// add writes message m, read at line of the input (0: not read from lines).
+func (ap *appender) add(m Message, line int) error {
+	defer func() { ap.index++ }()
+	if field, msg := ap.calls.check(m); msg != "" {
+		return &InputError{Line: line, Index: ap.index, Field: field, Msg: msg}
+	}
+	row, err := storedForm(m, ap.counter)
+	if err != nil {
+		return &InputError{Line: line, Index: ap.index, Msg: err.Error()}
+	}
+	m.Content = nil // the stored form holds what is needed: let a large content go
+	if len(row.raw) >= largeMessage {
+		// Before SQLite copies the row into memory of its own.
+		releaseMemory()
+	}
+	ap.seq++
+	if err := ap.q.InsertMessage(ap.ctx, db.InsertMessageParams{
+		ThreadID: ap.thread, Seq: ap.seq, Role: m.Role,
+		Content:    nullString(row.text),
+		Name:       nullString(m.Name),
+		ToolCalls:  nullString(toolCallsJSON(m.ToolCalls)),
+		ToolCallID: nullString(m.ToolCallID),
+		Raw:        row.raw, Tokens: int64(row.tokens), CreatedAt: ap.now,
+	}); err != nil {
+		return err
+	}
+	size := len(row.raw)
+	row = stored{}
+	if size >= largeMessage {
+		releaseMemory()
+	}
+	// A long import indexes as it goes: FTS5 holds an indexing statement's terms in memory
+	// until the statement ends.
+	if ap.pending += size; ap.pending >= ap.batch {
+		ap.pending = 0
+		return ap.flushIndex()
+	}
+	return nil
 }
 
 func (s *Store) indexBatchBytes() int {
