@@ -34,6 +34,16 @@ func (cp Compaction) settings() memory.Settings {
 	}
 }
 
+// setSettings sets the compaction section from memory's settings (the inverse of settings).
+func (cp *Compaction) setSettings(s memory.Settings) {
+	cp.TokenLimit, cp.ReserveTokens = s.TokenLimit, s.ReserveTokens
+	cp.TargetRatio, cp.TriggerRatio = s.TargetRatio, s.TriggerRatio
+	cp.SummaryMaxTokens, cp.SummaryRole = s.SummaryMaxTokens, s.SummaryRole
+	cp.MaxPasses, cp.TotalTimeout = s.MaxPasses, Duration(s.TotalTimeout)
+	cp.Strategy, cp.EmergencyRatio, cp.OnFailure = s.Strategy, s.EmergencyRatio, s.OnFailure
+	cp.Prompt = s.Prompt
+}
+
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the
 // config names no file (new threads are then counted by a built-in encoding: encoding, or the
 // one of the model). A relative path is read from the directory of the config file. Give the

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
-	"github.com/memcascade/memcascade/memory"
 )
 
 // Provider types.
@@ -151,19 +150,21 @@ const (
 // defaultCompaction is the compaction section's defaults: those of package memory, so a
 // library user without a config file gets the same ones.
 func defaultCompaction() Compaction {
-	return Compaction{
-		TokenLimit:       memory.DefaultTokenLimit,
-		ReserveTokens:    0,
-		TargetRatio:      memory.DefaultTargetRatio,
-		TriggerRatio:     memory.DefaultTriggerRatio,
-		SummaryMaxTokens: memory.DefaultSummaryMaxTokens,
-		SummaryRole:      memory.DefaultSummaryRole,
-		MaxPasses:        memory.DefaultMaxPasses,
-		AttemptTimeout:   Duration(5 * time.Minute),
-		TotalTimeout:     Duration(memory.DefaultTotalTimeout),
-		Strategy:         memory.DefaultStrategy,
-		EmergencyRatio:   memory.DefaultEmergencyRatio,
-		OnFailure:        memory.DefaultOnFailure,
+	var cp Compaction
+	cp.fill()
+	return cp
+}
+
+// defaultAttemptTimeout is the default of compaction.attempt_timeout, the one compaction key
+// memory.Settings does not hold (it bounds a provider's turn in the cascade).
+const defaultAttemptTimeout = Duration(5 * time.Minute)
+
+// fill sets the zero fields of the compaction section to their defaults: memory's
+// (memory.Settings.WithDefaults), and attempt_timeout's.
+func (cp *Compaction) fill() {
+	cp.setSettings(cp.settings().WithDefaults())
+	if cp.AttemptTimeout == 0 {
+		cp.AttemptTimeout = defaultAttemptTimeout
 	}
 }
 
@@ -196,44 +197,10 @@ func Default() Config {
 //
 // It is meant for configs built in Go; [Parse] already fills defaults.
 func (c Config) WithDefaults() Config {
-	d := defaultCompaction()
 	if c.Model == "" {
 		c.Model = Default().Model
 	}
-	cp := &c.Compaction
-	if cp.TokenLimit == 0 {
-		cp.TokenLimit = d.TokenLimit
-	}
-	if cp.TargetRatio == 0 {
-		cp.TargetRatio = d.TargetRatio
-	}
-	if cp.TriggerRatio == 0 {
-		cp.TriggerRatio = d.TriggerRatio
-	}
-	if cp.SummaryMaxTokens == 0 {
-		cp.SummaryMaxTokens = d.SummaryMaxTokens
-	}
-	if cp.SummaryRole == "" {
-		cp.SummaryRole = d.SummaryRole
-	}
-	if cp.MaxPasses == 0 {
-		cp.MaxPasses = d.MaxPasses
-	}
-	if cp.AttemptTimeout == 0 {
-		cp.AttemptTimeout = d.AttemptTimeout
-	}
-	if cp.TotalTimeout == 0 {
-		cp.TotalTimeout = d.TotalTimeout
-	}
-	if cp.Strategy == "" {
-		cp.Strategy = d.Strategy
-	}
-	if cp.EmergencyRatio == 0 {
-		cp.EmergencyRatio = d.EmergencyRatio
-	}
-	if cp.OnFailure == "" {
-		cp.OnFailure = d.OnFailure
-	}
+	c.Compaction.fill()
 	if c.Serve.Listen == "" {
 		c.Serve.Listen = DefaultListen
 	}

@@ -119,13 +119,7 @@ func (s *Store) messagesBetween(ctx context.Context, q *db.Queries, thread strin
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry, len(rows))
-	for i, r := range rows {
-		if out[i], err = lightEntry(db.ListMessageColumnsAfterRow(r)); err != nil {
-			return nil, fmt.Errorf("thread %q: %w", thread, err)
-		}
-	}
-	return out, nil
+	return lightEntries(thread, rows)
 }
 
 // between reads the messages from..to of a thread, whole.

@@ -47,7 +47,7 @@ func (p Plan) MiddleLen() int { return p.Kept - p.Pinned }
 //     within budget always saves 10%, and leaves the context within L. When that budget is
 //     under a useful minimum the plan is Ineffective and no provider is called.
 func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
-	s = s.withDefaults()
+	s = s.WithDefaults()
 	n := len(entries)
 	p := Plan{Kept: n}
 	for p.Pinned < n && isPinnable(entries[p.Pinned]) {

@@ -190,13 +190,7 @@ func (s *Store) Reports(ctx context.Context, thread string, limit int) ([]Report
 
 // Report returns one compaction report with its summary and every provider attempt.
 func (s *Store) Report(ctx context.Context, id int64) (Report, error) {
-	var r Report
-	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
-		var err error
-		r, err = s.report(ctx, s.q.WithTx(tx), id)
-		return err
-	})
-	return r, err
+	return readTx(ctx, s, func(q *db.Queries) (Report, error) { return s.report(ctx, q, id) })
 }
 
 func (s *Store) report(ctx context.Context, q *db.Queries, id int64) (Report, error) {

@@ -69,8 +69,9 @@ const (
 	DefaultOnFailure        = OnFailureKeep
 )
 
-// withDefaults fills zero fields.
-func (s Settings) withDefaults() Settings {
+// WithDefaults fills the zero fields with the Default* constants: the one place the defaults
+// are filled (the config file and the thread settings come here too).
+func (s Settings) WithDefaults() Settings {
 	if s.TokenLimit == 0 {
 		s.TokenLimit = DefaultTokenLimit
 	}
@@ -141,7 +142,7 @@ func conflict(key, value, rule, other, otherValue, otherRule string) *SettingErr
 // Validate reports impossible settings; the error is a *SettingError naming the key at fault.
 // These are the only rules of the settings: the config file, the thread settings and the flags
 // of memctl are checked with them.
-func (s Settings) Validate() error { return s.withDefaults().check() }
+func (s Settings) Validate() error { return s.WithDefaults().check() }
 
 // MaxTokenLimit bounds token_limit (2^40, a thousand times any model's window): budgets are
 // computed in float64 and int, and a larger limit would overflow them.
@@ -208,4 +209,4 @@ func (s Settings) Problems() []*SettingError {
 }
 
 // Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens.
-func (s Settings) Budget() int { return s.withDefaults().TokenLimit - s.ReserveTokens }
+func (s Settings) Budget() int { return s.WithDefaults().TokenLimit - s.ReserveTokens }

@@ -130,6 +130,17 @@ func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error)
 	return s, nil
 }
 
+// readTx runs f in one read transaction of the store: what it reads is one snapshot.
+func readTx[T any](ctx context.Context, s *Store, f func(q *db.Queries) (T, error)) (T, error) {
+	var v T
+	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+		var err error
+		v, err = f(s.q.WithTx(tx))
+		return err
+	})
+	return v, err
+}
+
 // Close closes the database.
 func (s *Store) Close() error {
 	s.q.Close()
@@ -319,26 +330,14 @@ func (a Active) Messages() []Message {
 // Active reads the active context of a thread in one consistent snapshot. Its cost grows with
 // the active context, not the history.
 func (s *Store) Active(ctx context.Context, thread string) (Active, error) {
-	var a Active
-	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
-		var err error
-		a, err = s.active(ctx, s.q.WithTx(tx), thread)
-		return err
-	})
-	return a, err
+	return readTx(ctx, s, func(q *db.Queries) (Active, error) { return s.active(ctx, q, thread) })
 }
 
 // activeLight reads the active context for the compactor: the entries are built from the
 // stored columns (role, text, name, tool calls), without reading or decoding each message's
 // JSON.
 func (s *Store) activeLight(ctx context.Context, thread string) (Active, error) {
-	var a Active
-	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
-		var err error
-		a, err = s.readActive(ctx, s.q.WithTx(tx), thread, true)
-		return err
-	})
-	return a, err
+	return readTx(ctx, s, func(q *db.Queries) (Active, error) { return s.readActive(ctx, q, thread, true) })
 }
 
 func (s *Store) active(ctx context.Context, q *db.Queries, thread string) (Active, error) {
@@ -401,6 +400,24 @@ func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, li
 	return a, nil
 }
 
+// lightRow is a row of the light message queries: the same columns, under the name sqlc gives
+// each query's row.
+type lightRow interface {
+	db.ListMessageColumnsAfterRow | db.ListMessageColumnsBeforeRow | db.ListMessageColumnsBetweenRow
+}
+
+// lightEntries decodes the rows of a light message query of a thread.
+func lightEntries[R lightRow](thread string, rows []R) ([]Entry, error) {
+	out := make([]Entry, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = lightEntry(db.ListMessageColumnsAfterRow(r)); err != nil {
+			return nil, fmt.Errorf("thread %q: %w", thread, err)
+		}
+	}
+	return out, nil
+}
+
 // messagesBefore and messagesAfter read the messages below or above a seq, whole or light.
 func (s *Store) messagesBefore(ctx context.Context, q *db.Queries, thread string, before int64, light bool) ([]Entry, error) {
 	if !light {
@@ -414,13 +431,7 @@ func (s *Store) messagesBefore(ctx context.Context, q *db.Queries, thread string
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry, len(rows))
-	for i, r := range rows {
-		if out[i], err = lightEntry(db.ListMessageColumnsAfterRow(r)); err != nil {
-			return nil, fmt.Errorf("thread %q: %w", thread, err)
-		}
-	}
-	return out, nil
+	return lightEntries(thread, rows)
 }
 
 func (s *Store) messagesAfter(ctx context.Context, q *db.Queries, thread string, after int64, light bool) ([]Entry, error) {
@@ -435,13 +446,7 @@ func (s *Store) messagesAfter(ctx context.Context, q *db.Queries, thread string,
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry, len(rows))
-	for i, r := range rows {
-		if out[i], err = lightEntry(r); err != nil {
-			return nil, fmt.Errorf("thread %q: %w", thread, err)
-		}
-	}
-	return out, nil
+	return lightEntries(thread, rows)
 }
 
 // lightEntry builds an entry from the stored columns, decoding only the tool calls.

@@ -48,7 +48,7 @@ const maxModelBytes = 256
 // Effective returns the settings a compaction uses: those the call sets (over), then those
 // the thread sets, then s (the compactor's, from the config file), then the built-in defaults.
 func Effective(s Settings, thread, over ThreadSettings) Settings {
-	return thread.Over(over).Apply(s).withDefaults()
+	return thread.Over(over).Apply(s).WithDefaults()
 }
 
 // IsZero reports whether no setting is set.
@@ -124,7 +124,7 @@ func (t *ThreadSettings) Unset(key string) error {
 // and token_limit 1000 with reserve_tokens 1000 is not). A combination with the compactor's
 // settings is checked when it is used (Compact) or with Apply(s).Validate().
 func (t ThreadSettings) Validate() error {
-	s := Settings{TokenLimit: MaxTokenLimit, ReserveTokens: 0, TargetRatio: math.SmallestNonzeroFloat64, TriggerRatio: 1}.withDefaults()
+	s := Settings{TokenLimit: MaxTokenLimit, ReserveTokens: 0, TargetRatio: math.SmallestNonzeroFloat64, TriggerRatio: 1}.WithDefaults()
 	if err := t.Apply(s).check(); err != nil { // a 0 set on the thread is a value, not "the default"
 		return err
 	}
