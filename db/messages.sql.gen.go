@@ -397,7 +397,7 @@ func (q *Queries) ListMessagesBetween(ctx context.Context, arg ListMessagesBetwe
 
 const searchMessages = `-- name: SearchMessages :many
 SELECT m.thread_id, m.seq, m.role,
-       CAST(snippet(messages_fts, 0, '[', ']', '...', 16) AS TEXT) AS snippet,
+       CAST(snippet(messages_fts, 0, CAST(?1 AS TEXT), CAST(?2 AS TEXT), '...', 16) AS TEXT) AS snippet,
        CAST(EXISTS (
            SELECT 1 FROM compactions c
            WHERE c.id = (SELECT max(c2.id) FROM compactions c2
@@ -411,16 +411,18 @@ SELECT m.thread_id, m.seq, m.role,
        ) AS INTEGER) AS archived
 FROM messages_fts
 JOIN messages m ON m.id = messages_fts.rowid
-WHERE messages_fts.body MATCH ?1
-  AND (CAST(?2 AS TEXT) = '' OR m.thread_id = ?2)
+WHERE messages_fts.body MATCH ?3
+  AND (CAST(?4 AS TEXT) = '' OR m.thread_id = ?4)
 ORDER BY bm25(messages_fts), m.thread_id, m.seq
-LIMIT ?3
+LIMIT ?5
 `
 
 type SearchMessagesParams struct {
-	Query    string
-	ThreadID string
-	MaxRows  int64
+	MarkOpen  string
+	MarkClose string
+	Query     string
+	ThreadID  string
+	MaxRows   int64
 }
 
 type SearchMessagesRow struct {
@@ -434,7 +436,13 @@ type SearchMessagesRow struct {
 // Full-text search over message text. archived: the message is covered by the thread's current
 // summary, or left out or masked by its current view, so it is no longer in the active context.
 func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
-	rows, err := q.query(ctx, q.searchMessagesStmt, searchMessages, arg.Query, arg.ThreadID, arg.MaxRows)
+	rows, err := q.query(ctx, q.searchMessagesStmt, searchMessages,
+		arg.MarkOpen,
+		arg.MarkClose,
+		arg.Query,
+		arg.ThreadID,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -464,21 +472,23 @@ func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) 
 
 const searchSummaries = `-- name: SearchSummaries :many
 SELECT c.id, c.thread_id, c.to_seq, c.summary_role, c.status,
-       CAST(snippet(summaries_fts, 0, '[', ']', '...', 16) AS TEXT) AS snippet,
+       CAST(snippet(summaries_fts, 0, CAST(?1 AS TEXT), CAST(?2 AS TEXT), '...', 16) AS TEXT) AS snippet,
        CAST(c.id <> coalesce((SELECT max(c2.id) FROM compactions c2
                               WHERE c2.thread_id = c.thread_id AND c2.status = 'applied'), 0) AS INTEGER) AS superseded
 FROM summaries_fts
 JOIN compactions c ON c.id = summaries_fts.rowid
-WHERE summaries_fts.summary MATCH ?1
-  AND (CAST(?2 AS TEXT) = '' OR c.thread_id = ?2)
+WHERE summaries_fts.summary MATCH ?3
+  AND (CAST(?4 AS TEXT) = '' OR c.thread_id = ?4)
 ORDER BY bm25(summaries_fts), c.id
-LIMIT ?3
+LIMIT ?5
 `
 
 type SearchSummariesParams struct {
-	Query    string
-	ThreadID string
-	MaxRows  int64
+	MarkOpen  string
+	MarkClose string
+	Query     string
+	ThreadID  string
+	MaxRows   int64
 }
 
 type SearchSummariesRow struct {
@@ -494,7 +504,13 @@ type SearchSummariesRow struct {
 // Full-text search over summary text. superseded: a newer applied compaction of the thread
 // folded this summary in, or it was reverted.
 func (q *Queries) SearchSummaries(ctx context.Context, arg SearchSummariesParams) ([]SearchSummariesRow, error) {
-	rows, err := q.query(ctx, q.searchSummariesStmt, searchSummaries, arg.Query, arg.ThreadID, arg.MaxRows)
+	rows, err := q.query(ctx, q.searchSummariesStmt, searchSummaries,
+		arg.MarkOpen,
+		arg.MarkClose,
+		arg.Query,
+		arg.ThreadID,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,9 @@ package memory
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -519,6 +521,9 @@ type SearchHit struct {
 	Snippet  string `json:"snippet"`
 	// CompactionID is set when the hit is a summary.
 	CompactionID int64 `json:"compaction_id,omitempty"`
+	// Marks are the byte ranges [start, end) in Snippet of the matched text, the brackets
+	// around each excluded: a brace in the stored text is never taken for a mark.
+	Marks [][2]int `json:"-"`
 }
 
 // SearchOptions narrow a search.
@@ -529,7 +534,8 @@ type SearchOptions struct {
 
 // Search finds stored messages and summaries, archived ones included, that contain every word
 // of query. Any text is a valid query: words are matched as quoted phrases, never as FTS5
-// syntax. Message hits come first, best match first, then summary hits.
+// syntax; a word ending in * matches the words that start with it (OBUT* finds OBUT9V).
+// Message hits come first, best match first, then summary hits.
 func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]SearchHit, error) {
 	if opt.Limit <= 0 {
 		opt.Limit = 20
@@ -539,25 +545,28 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 		return []SearchHit{}, nil
 	}
 	out := []SearchHit{}
+	open, close := snippetMarks()
 	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
 		q := s.q.WithTx(tx)
-		msgs, err := q.SearchMessages(ctx, db.SearchMessagesParams{Query: match, ThreadID: opt.Thread, MaxRows: int64(opt.Limit)})
+		msgs, err := q.SearchMessages(ctx, db.SearchMessagesParams{MarkOpen: open, MarkClose: close, Query: match, ThreadID: opt.Thread, MaxRows: int64(opt.Limit)})
 		if err != nil {
 			return err
 		}
 		for _, m := range msgs {
-			out = append(out, SearchHit{Thread: m.ThreadID, Seq: m.Seq, Role: m.Role, Archived: m.Archived != 0, Snippet: m.Snippet})
+			snip, marks := markSnippet(m.Snippet, open, close)
+			out = append(out, SearchHit{Thread: m.ThreadID, Seq: m.Seq, Role: m.Role, Archived: m.Archived != 0, Snippet: snip, Marks: marks})
 		}
 		if len(out) >= opt.Limit {
 			return nil
 		}
-		sums, err := q.SearchSummaries(ctx, db.SearchSummariesParams{Query: match, ThreadID: opt.Thread, MaxRows: int64(opt.Limit - len(out))})
+		sums, err := q.SearchSummaries(ctx, db.SearchSummariesParams{MarkOpen: open, MarkClose: close, Query: match, ThreadID: opt.Thread, MaxRows: int64(opt.Limit - len(out))})
 		if err != nil {
 			return err
 		}
 		for _, m := range sums {
+			snip, marks := markSnippet(m.Snippet, open, close)
 			out = append(out, SearchHit{Thread: m.ThreadID, Seq: m.ToSeq.Int64, Role: m.SummaryRole.String,
-				Archived: m.Superseded != 0, Snippet: m.Snippet, CompactionID: m.ID})
+				Archived: m.Superseded != 0, Snippet: snip, Marks: marks, CompactionID: m.ID})
 		}
 		return nil
 	})
@@ -567,18 +576,60 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 	return out, nil
 }
 
+// snippetMarks returns the marks the search asks SQLite to put around matched text: random, so
+// that no stored text can contain them.
+func snippetMarks() (open, close string) {
+	var b [12]byte
+	rand.Read(b[:])
+	n := hex.EncodeToString(b[:])
+	return "\x1f" + n + "(", "\x1f" + n + ")"
+}
+
+// markSnippet replaces the marks open and close in a snippet by brackets and returns where the
+// marked text is.
+func markSnippet(s, open, close string) (string, [][2]int) {
+	var b strings.Builder
+	var marks [][2]int
+	for {
+		i := strings.Index(s, open)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(s[i+len(open):], close)
+		if j < 0 {
+			break
+		}
+		b.WriteString(s[:i])
+		b.WriteByte('[')
+		start := b.Len()
+		b.WriteString(s[i+len(open) : i+len(open)+j])
+		marks = append(marks, [2]int{start, b.Len()})
+		b.WriteByte(']')
+		s = s[i+len(open)+j+len(close):]
+	}
+	b.WriteString(s)
+	return b.String(), marks
+}
+
 // ftsQuery turns user text into an FTS5 query that requires every word: each word becomes a
-// quoted phrase (inner quotes doubled), so no user text is read as FTS5 syntax. Words without
-// a letter or digit match nothing the tokenizer indexes and are dropped. A NUL byte separates
-// words: FTS5 reads a query string only up to its first NUL, which would leave a phrase
-// unterminated (and the tokenizer treats NUL as a separator in indexed text too).
+// quoted phrase (inner quotes doubled), so no user text is read as FTS5 syntax; a word ending
+// in * becomes a prefix query (the phrase followed by *). Words without a letter or digit match
+// nothing the tokenizer indexes and are dropped. A NUL byte separates words: FTS5 reads a query
+// string only up to its first NUL, which would leave a phrase unterminated (and the tokenizer
+// treats NUL as a separator in indexed text too).
 func ftsQuery(text string) string {
 	var parts []string
 	for w := range strings.FieldsFuncSeq(text, func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) {
-		if !strings.ContainsFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+		word := strings.TrimRight(w, "*")
+		prefix := word != w
+		if !strings.ContainsFunc(word, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
 			continue
 		}
-		parts = append(parts, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
+		phrase := `"` + strings.ReplaceAll(word, `"`, `""`) + `"`
+		if prefix {
+			phrase += "*"
+		}
+		parts = append(parts, phrase)
 	}
 	return strings.Join(parts, " ")
 }

@@ -43,7 +43,7 @@ ORDER BY seq;
 -- Full-text search over message text. archived: the message is covered by the thread's current
 -- summary, or left out or masked by its current view, so it is no longer in the active context.
 SELECT m.thread_id, m.seq, m.role,
-       CAST(snippet(messages_fts, 0, '[', ']', '...', 16) AS TEXT) AS snippet,
+       CAST(snippet(messages_fts, 0, CAST(sqlc.arg(mark_open) AS TEXT), CAST(sqlc.arg(mark_close) AS TEXT), '...', 16) AS TEXT) AS snippet,
        CAST(EXISTS (
            SELECT 1 FROM compactions c
            WHERE c.id = (SELECT max(c2.id) FROM compactions c2
@@ -66,7 +66,7 @@ LIMIT sqlc.arg(max_rows);
 -- Full-text search over summary text. superseded: a newer applied compaction of the thread
 -- folded this summary in, or it was reverted.
 SELECT c.id, c.thread_id, c.to_seq, c.summary_role, c.status,
-       CAST(snippet(summaries_fts, 0, '[', ']', '...', 16) AS TEXT) AS snippet,
+       CAST(snippet(summaries_fts, 0, CAST(sqlc.arg(mark_open) AS TEXT), CAST(sqlc.arg(mark_close) AS TEXT), '...', 16) AS TEXT) AS snippet,
        CAST(c.id <> coalesce((SELECT max(c2.id) FROM compactions c2
                               WHERE c2.thread_id = c.thread_id AND c2.status = 'applied'), 0) AS INTEGER) AS superseded
 FROM summaries_fts

@@ -1,0 +1,46 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+)
+
+// EndsWith reads the messages in r (any form Import takes) and reports whether they are
+// already the last messages of thread: the same messages, in the same order, at its end. An
+// unknown thread ends with nothing. It lets a caller refuse to import the same file twice.
+// Messages are compared by their JSON form, as Export prints them.
+func (s *Store) EndsWith(ctx context.Context, thread string, r io.Reader) (bool, error) {
+	var sums [][32]byte
+	err := readMessages(r, func(m Message, _ int) error {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		sums = append(sums, sha256.Sum256(b))
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	hist, err := s.History(ctx, thread)
+	if errors.Is(err, ErrThreadNotFound) {
+		return false, nil
+	}
+	if err != nil || len(sums) > len(hist) {
+		return false, err
+	}
+	tail := hist[len(hist)-len(sums):]
+	for i, e := range tail {
+		b, err := e.Message.MarshalJSON()
+		if err != nil {
+			return false, err
+		}
+		if sum := sha256.Sum256(b); !bytes.Equal(sum[:], sums[i][:]) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
