@@ -26,6 +26,10 @@ type app struct {
 
 	dbPath, configPath string
 	json               bool
+	// localTime: --local-time, times in human output in the local zone.
+	localTime bool
+	// showLimit is how many bytes of a message's text show prints (0: all).
+	showLimit int
 	// logLevel and logFormat are --log-level and --log-format; logger writes to stderr.
 	logLevel, logFormat string
 	logger              *slog.Logger

@@ -12,8 +12,16 @@ import (
 
 func (a *app) providersCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "providers",
-		Short:   "List the configured cascade with each provider's cooldown",
+		Use:   "providers",
+		Short: "List the configured cascade with each provider's cooldown",
+		Long: `List the providers of the configured cascade, in the order they are tried, with the state
+recorded in the database.
+
+Columns: NAME the provider's name in the config; TYPE openai (an OpenAI-compatible
+server) or extractive (the built-in offline summarizer); MODEL the model it asks; WINDOW its
+context window in tokens ("auto" when read from the server, with the value last read); COOLING UNTIL the time until which it is
+skipped after failures ("-": available), in UTC unless --local-time; FAILURES its consecutive
+failures; LAST ERROR the error of its last failure. "memctl providers reset" clears a cooldown.`,
 		Example: "  memctl providers\n  memctl providers --json | jq '.[] | select(.cooling_until != null)'",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -26,11 +34,11 @@ func (a *app) providersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printTable(st, "NAME\tTYPE\tMODEL\tWINDOW\tCOOLING UNTIL (UTC)\tFAILURES\tLAST ERROR", func(tw *table) {
+			return a.printTable(st, "NAME\tTYPE\tMODEL\tWINDOW\tCOOLING UNTIL ("+a.zone()+")\tFAILURES\tLAST ERROR", func(tw *table) {
 				for _, p := range st {
 					until := "-"
 					if p.CoolingUntil != nil {
-						until = timeText(*p.CoolingUntil)
+						until = a.timeText(*p.CoolingUntil)
 					}
 					tw.row(p.Name, p.Type, p.Model, windowText(p), until, fmt.Sprint(p.ConsecutiveFailures), oneLine(p.LastError))
 				}
@@ -68,8 +76,18 @@ func (a *app) attemptsCommand() *cobra.Command {
 	var limit int
 	var compaction int64
 	cmd := &cobra.Command{
-		Use:     "attempts",
-		Short:   "Print the provider attempt log, newest first (one compaction's: oldest first)",
+		Use:   "attempts",
+		Short: "Print the provider attempt log, newest first (one compaction's: oldest first)",
+		Long: `Print the log of requests to providers: every attempt of every compaction, newest first, or
+with --compaction ID the attempts of one compaction in the order they ran.
+
+Columns: ID the attempt; COMPACTION the compaction it served ("-": none); PROVIDER and MODEL
+who was asked;
+OUTCOME ok, error, skipped_cooldown (the provider was cooling down), skipped_window (the
+input does not fit its context window) or skipped_budget (no time left); HTTP the status code
+(0: no response); CLASS the kind of error (timeout, network, rate_limited, server, auth,
+bad_request, context_length, bad_response, canceled); MS how long it took in milliseconds;
+STARTED when it began (UTC unless --local-time); ERROR the error, keys and secrets redacted.`,
 		Example: "  memctl attempts --provider local --limit 20\n  memctl attempts --compaction 7",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -93,14 +111,14 @@ func (a *app) attemptsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printTable(at, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED (UTC)\tERROR", func(tw *table) {
+			return a.printTable(at, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED ("+a.zone()+")\tERROR", func(tw *table) {
 				for _, x := range at {
 					comp := "-"
 					if x.CompactionID != nil {
 						comp = fmt.Sprint(*x.CompactionID)
 					}
 					tw.row(fmt.Sprint(x.ID), comp, x.Provider, x.Model, x.Outcome, fmt.Sprint(x.HTTPStatus), x.ErrorClass,
-						fmt.Sprint(x.DurationMs), timeText(x.StartedAt), oneLine(x.Error))
+						fmt.Sprint(x.DurationMs), a.timeText(x.StartedAt), oneLine(x.Error))
 				}
 			})
 		},

@@ -17,8 +17,9 @@ import (
 func (a *app) compactCommand() *cobra.Command {
 	var force, dryRun bool
 	cmd := &cobra.Command{
-		Use:   "compact THREAD",
-		Short: "Compact a thread's active context",
+		Use:               "compact THREAD",
+		ValidArgsFunction: a.completeThreads,
+		Short:             "Compact a thread's active context",
 		Long: `Compact THREAD: keep its system prompt and its most recent messages up to limit x ratio,
 and replace the middle with a summary written by the configured cascade of providers. The
 originals are never lost; if no provider can summarize, nothing changes (exit 1). Without
@@ -150,7 +151,9 @@ func writeReport(w io.Writer, r memory.Report) {
 	if r.ID != nil {
 		id = strconv.FormatInt(*r.ID, 10)
 	}
-	fmt.Fprintf(w, "compaction %s on thread %s: %s (%s)\n", id, r.Thread, r.Status, r.Reason)
+	fmt.Fprintf(w, "compaction %s on thread %s: ", id, r.Thread)
+	paint(w, statusStyle(r.Status), r.Status)
+	fmt.Fprintf(w, " (%s)\n", r.Reason)
 	if r.Detail != "" {
 		fmt.Fprintf(w, "  %s\n", r.Detail)
 	}
@@ -202,8 +205,18 @@ func writeReport(w io.Writer, r memory.Report) {
 func (a *app) reportsCommand() *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
-		Use:     "reports [THREAD]",
-		Short:   "List compaction reports, newest first",
+		Use:               "reports [THREAD]",
+		ValidArgsFunction: a.completeThreads,
+		Short:             "List compaction reports, newest first",
+		Long: `List the compaction reports of every thread, or of THREAD, newest first: applied, failed,
+ineffective and reverted ones alike.
+
+Columns: ID the compaction; THREAD its thread; STATUS applied, failed, ineffective or
+reverted ("(superseded)": a later compaction folded it in); REASON why it ran (threshold,
+emergency, forced); TOKENS and MESSAGES the active context before -> after; PROVIDER who wrote
+the summary; REQUESTS the requests to providers; PROMPT+COMPLETION the tokens they used ("~":
+counted locally where a server sent no usage); CREATED when it ran (UTC unless --local-time);
+ERROR why it failed.`,
 		Example: "  memctl reports\n  memctl reports support-42 --json",
 		Args:    args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -226,9 +239,9 @@ func (a *app) reportsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printTable(reps, "ID\tTHREAD\tSTATUS\tREASON\tTOKENS\tMESSAGES\tPROVIDER\tREQUESTS\tPROMPT+COMPLETION\tCREATED (UTC)\tERROR", func(tw *table) {
+			return a.printTable(reps, "ID\tTHREAD\tSTATUS\tREASON\tTOKENS\tMESSAGES\tPROVIDER\tREQUESTS\tPROMPT+COMPLETION\tCREATED ("+a.zone()+")\tERROR", func(tw *table) {
 				for _, r := range reps {
-					reportRow(tw, r)
+					a.reportRow(tw, r)
 				}
 			})
 		},
@@ -238,7 +251,7 @@ func (a *app) reportsCommand() *cobra.Command {
 }
 
 // reportRow is the row of r in the table of reports.
-func reportRow(tw *table, r memory.Report) {
+func (a *app) reportRow(tw *table, r memory.Report) {
 	status := r.Status
 	if r.Superseded {
 		status += " (superseded)"
@@ -249,13 +262,25 @@ func reportRow(tw *table, r memory.Report) {
 	}
 	tw.row(fmt.Sprint(*r.ID), r.Thread, status, r.Reason, fmt.Sprintf("%d -> %d", r.TokensBefore, r.TokensAfter),
 		fmt.Sprintf("%d -> %d", r.MessagesBefore, r.MessagesAfter), r.Provider, fmt.Sprint(r.Usage.Requests), cost,
-		timeText(r.CreatedAt), oneLine(r.Error))
+		a.timeText(r.CreatedAt), oneLine(r.Error))
 }
 
 func (a *app) reportCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "report ID",
-		Short:   "Show one compaction report with its attempts and summary",
+		Use:   "report ID",
+		Short: "Show one compaction report with its attempts and summary",
+		Long: `Show compaction ID: its status and reason, the tokens and messages of the active context
+before -> after (and the thread's limit), the messages summarized (#first-#last) and kept, the
+summary's size and author, the requests and tokens spent, the facts (ids, paths, numbers) of
+what was summarized and whether each reached the active context, every attempt, and the
+summary text.
+
+Columns of the attempts: PROVIDER and MODEL who was asked;
+OUTCOME ok, error, skipped_cooldown (the provider was cooling down), skipped_window (the
+input does not fit its context window) or skipped_budget (no time left); HTTP the status code
+(0: no response); CLASS the kind of error (timeout, network, rate_limited, server, auth,
+bad_request, context_length, bad_response, canceled); MS how long it took in milliseconds;
+ERROR the error, keys and secrets redacted.`,
 		Example: "  memctl report 7\n  memctl report 7 --json | jq .summary",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE:    a.withReport(forReading, (*memory.Store).Report),

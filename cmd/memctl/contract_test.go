@@ -285,7 +285,7 @@ func TestHumanOutputNeutralisesControls(t *testing.T) {
 	m.must("import", thread, file)
 	m.must("compact", thread, "--force")
 	for _, args := range [][]string{{"show", thread}, {"show", thread, "--all"}, {"threads"}, {"search", "pwned"},
-		{"reports"}, {"report", "1"}, {"attempts"}, {"providers"}, {"import", thread, file}, {"compact", thread, "--force"}} {
+		{"reports"}, {"report", "1"}, {"attempts"}, {"providers"}, {"import", thread, file, "--again"}, {"compact", thread, "--force"}} {
 		code, out, errs := m.run(args...)
 		if code != 0 {
 			t.Fatalf("%q: exit %d %s", args, code, errs)

@@ -124,11 +124,11 @@ func (a *app) prune(ctx context.Context, opt memory.PruneOptions) error {
 	if opt.DryRun {
 		verb = "would delete"
 	}
-	fmt.Fprintf(a.out, "%s %d reports and %d attempts settled before %s (UTC)\n", verb, len(res.Reports), res.Attempts, timeText(res.Before))
+	fmt.Fprintf(a.out, "%s %d reports and %d attempts settled before %s (%s)\n", verb, len(res.Reports), res.Attempts, a.timeText(res.Before), a.zone())
 	if len(res.Reports) > 0 {
-		tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tSETTLED (UTC)\tATTEMPTS")
+		tw := newTable(a.out, "ID\tTHREAD\tSTATUS\tSETTLED ("+a.zone()+")\tATTEMPTS")
 		for _, r := range res.Reports {
-			tw.row(fmt.Sprint(r.ID), r.Thread, r.Status, timeText(r.UpdatedAt), fmt.Sprint(r.Attempts))
+			tw.row(fmt.Sprint(r.ID), r.Thread, r.Status, a.timeText(r.UpdatedAt), fmt.Sprint(r.Attempts))
 		}
 		tw.flush()
 	}

@@ -1,13 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -151,19 +151,24 @@ func (a *app) tokensCommand() *cobra.Command {
 		Use:   "tokens FILE",
 		Short: "Count the prompt tokens of a chat request",
 		Long: `Print the prompt tokens of the request in FILE ("-" for stdin): {"messages": [...], "tools":
-[...]} or a bare array of messages, counted as OpenAI's cookbook counts them (3 tokens per
-message, every string field, 1 per name, 3 to prime the reply, tool definitions by its
-num_tokens_for_tools). Plain output is the integer alone.`,
+[...]}, or any form import takes (JSONL, a JSON array of messages), counted as OpenAI's
+cookbook counts them (3 tokens per message, every string field, 1 per name, 3 to prime the
+reply, tool definitions by its num_tokens_for_tools) with the tokenizer of --model, else of
+the config's model. Plain output is the integer alone.`,
 		Example: `  memctl tokens --model gpt-4o request.json
+  memctl tokens conversation.jsonl
   memctl tokens --model gpt-4 --json messages.json`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if model == "" {
-				return usagef("tokens: --model is required")
-			}
 			cfg, err := a.config()
 			if err != nil {
 				return err
+			}
+			if model == "" {
+				model = cfg.Model
+			}
+			if model == "" && cfg.Encoding == "" && cfg.EncodingFile == "" {
+				return usagef("tokens: no model: give --model or set model in the config")
 			}
 			msgs, tools, err := readRequest(a.stdin, args[0])
 			if err != nil {
@@ -178,12 +183,12 @@ num_tokens_for_tools). Plain output is the integer alone.`,
 			return a.printResult(map[string]any{"prompt_tokens": n, "encoding": enc}, "%d\n", n)
 		},
 	}
-	cmd.Flags().StringVar(&model, "model", "", "the model whose tokenizer counts (required)")
+	cmd.Flags().StringVar(&model, "model", "", "the model whose tokenizer counts (default: the config's model)")
 	return cmd
 }
 
 // readRequest reads the chat request in FILE ("-" for stdin): {"messages": [...], "tools":
-// [...]} or a bare array of messages, with at least one message.
+// [...]}, a bare array of messages or JSONL (one message per line), with at least one message.
 func readRequest(stdin io.Reader, name string) ([]memory.Message, []memory.Tool, error) {
 	data, err := readInput(stdin, name)
 	if err != nil {
@@ -193,18 +198,50 @@ func readRequest(stdin io.Reader, name string) ([]memory.Message, []memory.Tool,
 		Messages []memory.Message `json:"messages"`
 		Tools    []memory.Tool    `json:"tools"`
 	}
-	if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "[") {
-		err = json.Unmarshal(data, &req.Messages)
-	} else {
-		err = json.Unmarshal(data, &req)
+	t := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	switch {
+	case bytes.HasPrefix(t, []byte("[")):
+		err = json.Unmarshal(t, &req.Messages)
+	case isJSONL(t):
+		req.Messages, err = readJSONLMessages(t, name)
+		if err != nil {
+			return nil, nil, err
+		}
+	default:
+		err = json.Unmarshal(t, &req)
 	}
 	if err != nil {
 		return nil, nil, usagef("tokens %s: %v", name, err)
 	}
 	if len(req.Messages) == 0 {
-		return nil, nil, usagef("tokens %s: no messages (want {\"messages\": [...], \"tools\": [...]} or an array of messages)", name)
+		return nil, nil, usagef("tokens %s: no messages (want {\"messages\": [...], \"tools\": [...]}, an array of messages or JSONL)", name)
 	}
 	return req.Messages, req.Tools, nil
+}
+
+// isJSONL reports whether data is JSONL: its first line is a whole JSON object with a "role".
+func isJSONL(data []byte) bool {
+	first, _, _ := bytes.Cut(data, []byte("\n"))
+	var probe struct {
+		Role *string `json:"role"`
+	}
+	return bytes.HasPrefix(first, []byte("{")) && json.Unmarshal(first, &probe) == nil && probe.Role != nil
+}
+
+// readJSONLMessages reads one message per non-blank line; an error names the line.
+func readJSONLMessages(data []byte, name string) ([]memory.Message, error) {
+	var msgs []memory.Message
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) == 0 {
+			continue
+		}
+		var m memory.Message
+		if err := json.Unmarshal(line, &m); err != nil {
+			return nil, usagef("tokens %s: line %d: %v", name, i+1, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
 }
 
 // tokenCounter returns the counter of the config's encoding_file, or the built-in counter of the

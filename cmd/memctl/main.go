@@ -59,7 +59,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "memctl: %s\n", termLine(oneLine(err.Error())))
+	prefix := "memctl:"
+	if terminal(stderr) && colorAllowed() {
+		prefix = "\x1b[" + styleError + "mmemctl:\x1b[0m"
+	}
+	fmt.Fprintf(stderr, "%s %s\n", prefix, termLine(oneLine(err.Error())))
 	return exitCode(err)
 }
 
@@ -98,12 +102,17 @@ the attempt log.`,
 			return usageError{errors.New(msg + "; see memctl --help")}
 		},
 	}
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.newLogger() }
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		a.out.color = !a.json && terminal(a.stdout) && colorAllowed()
+		a.errOut.color = terminal(a.stderr) && colorAllowed()
+		return a.newLogger()
+	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbPath, "db", "", "the SQLite file (default $MEMCTL_DB, else $XDG_DATA_HOME/memctl/memctl.db, ~/.local/share/memctl/memctl.db when unset)")
 	pf.StringVar(&a.configPath, "config", "", "the config file (default $MEMCTL_CONFIG, else $XDG_CONFIG_HOME/memctl/config.yaml if it exists, else built-in)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
+	pf.BoolVar(&a.localTime, "local-time", false, "show times in the local zone instead of UTC (JSON stays UTC)")
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log compactions, attempts and cooldowns to stderr from this level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log record format: text or json")
 	root.AddCommand(

@@ -179,8 +179,14 @@ func TestTokensCookbook(t *testing.T) {
 	if res.PromptTokens != 101 || res.Encoding != "o200k_base" {
 		t.Fatalf("tools request: %+v, want 101 o200k_base", res)
 	}
-	if code, _, _ := m.run("tokens", file); code != 2 {
-		t.Fatal("tokens without --model did not exit 2")
+	// Without --model: the config's model (gpt-4o in the built-in config, gpt-4 in this one).
+	if got := strings.TrimSpace(m.must("tokens", file)); got != "124" {
+		t.Errorf("tokens without --model (built-in config, gpt-4o): %s, want 124", got)
+	}
+	m.config = filepath.Join(m.dir, "gpt4.yaml")
+	os.WriteFile(m.config, []byte("model: gpt-4\n"), 0o600)
+	if got := strings.TrimSpace(m.must("tokens", file)); got != "129" {
+		t.Errorf("tokens without --model (config model gpt-4): %s, want 129", got)
 	}
 }
 

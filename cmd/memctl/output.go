@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,11 +48,16 @@ func (a *app) printTable(v any, header string, rows func(*table)) error {
 	return nil
 }
 
-// table writes rows aligned in columns under a header.
-type table struct{ w *tabwriter.Writer }
+// table writes rows aligned in columns under a header (bold on a colour terminal).
+type table struct {
+	w   *tabwriter.Writer
+	buf bytes.Buffer
+	out io.Writer
+}
 
 func newTable(w io.Writer, header string) *table {
-	t := &table{w: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t := &table{out: w}
+	t.w = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(t.w, header)
 	return t
 }
@@ -64,10 +70,71 @@ func (t *table) row(cells ...string) {
 	}
 	fmt.Fprintln(t.w, strings.Join(cells, "\t"))
 }
-func (t *table) flush() { t.w.Flush() }
+func (t *table) flush() {
+	t.w.Flush()
+	head, rest, _ := strings.Cut(t.buf.String(), "\n")
+	paint(t.out, styleHeading, head)
+	fmt.Fprint(t.out, "\n"+rest)
+	t.buf.Reset()
+}
 
-// timeText is a time in tables and lines: UTC, to the second.
-func timeText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
+// timeText is a time in tables and lines, to the second: UTC, or local time with --local-time.
+func (a *app) timeText(t time.Time) string {
+	if a.localTime {
+		return t.Local().Format("2006-01-02 15:04:05")
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+// zone names the zone of timeText in headings: "UTC", or the local zone's abbreviation.
+func (a *app) zone() string {
+	if a.localTime {
+		name, _ := time.Now().Zone()
+		return name
+	}
+	return "UTC"
+}
+
+// Colour: on a terminal only, never with NO_COLOR set (to any value), never in JSON. It marks
+// headings, status words and the "memctl:" of errors; the text itself is unchanged.
+const (
+	styleHeading = "1"  // bold
+	styleError   = "31" // red
+	styleGood    = "32" // green
+	styleWarn    = "33" // yellow
+)
+
+// paint writes s (one line of text) to w in style when w is a colour terminal, else as it is.
+func paint(w io.Writer, style, s string) {
+	tw, ok := w.(*termWriter)
+	if !ok || !tw.color {
+		fmt.Fprint(w, s)
+		return
+	}
+	tw.Flush()
+	io.WriteString(tw.w, "\x1b["+style+"m"+termText(s, true)+"\x1b[0m")
+}
+
+// statusStyle is the colour of a compaction status.
+func statusStyle(status string) string {
+	switch status {
+	case "applied", "reverted":
+		return styleGood
+	case "failed":
+		return styleError
+	}
+	return styleWarn
+}
+
+// terminal reports whether f is an interactive terminal, for colour, search highlights and
+// import progress (a variable: tests stand in a terminal).
+var terminal = isTerminal
+
+// colorAllowed: NO_COLOR unset.
+func colorAllowed() bool {
+	_, set := os.LookupEnv("NO_COLOR")
+	return !set
+}
 
 // byteSize is a file size for a person: bytes, KiB or MiB.
 func byteSize(n int64) string {
@@ -152,6 +219,8 @@ func isClean(s string, layout bool) bool {
 type termWriter struct {
 	w       io.Writer
 	pending []byte
+	// color: w is a terminal that may show colour (see paint).
+	color bool
 }
 
 func (t *termWriter) Write(p []byte) (int, error) {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,24 +30,31 @@ func (a *app) storeFor(ctx context.Context, mode openMode, thread string) (*memo
 
 func (a *app) importCommand() *cobra.Command {
 	var model string
+	var again bool
 	cmd := &cobra.Command{
-		Use:   "import THREAD FILE",
-		Short: "Append messages to a thread (all or nothing)",
+		Use:               "import THREAD FILE",
+		ValidArgsFunction: a.completeThreads,
+		Short:             "Append messages to a thread (all or nothing)",
 		Long: `Append the messages of FILE to THREAD, creating the thread when new. FILE ("-" for stdin)
 holds JSONL (one OpenAI chat message per line), a JSON array of messages, or an object
-{"messages": [...]}. Every message is checked first; on any error nothing is written.`,
+{"messages": [...]}. Every message is checked first; on any error nothing is written.
+
+A FILE whose messages are already the thread's last messages (the same messages in the same
+order, as after importing the same file twice) is refused (exit 2) unless --again. A file over
+4 MB shows its progress on stderr when stderr is a terminal.`,
 		Example: `  memctl import support-42 conversation.jsonl
   cat turn.json | memctl import support-42 - --model gpt-4.1`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.importThread(cmd.Context(), args[0], args[1], model)
+			return a.importThread(cmd.Context(), args[0], args[1], model, again)
 		},
 	}
 	cmd.Flags().StringVar(&model, "model", "", "the model whose tokenizer counts a new thread (default: the config's model)")
+	cmd.Flags().BoolVar(&again, "again", false, "import even when the file's messages already end the thread")
 	return cmd
 }
 
-func (a *app) importThread(ctx context.Context, thread, file, model string) error {
+func (a *app) importThread(ctx context.Context, thread, file, model string, again bool) error {
 	if err := threadArg(thread); err != nil {
 		return err
 	}
@@ -57,7 +67,16 @@ func (a *app) importThread(ctx context.Context, thread, file, model string) erro
 	if err != nil {
 		return err
 	}
+	if !again {
+		if r, err = a.refuseRepeat(ctx, s, thread, file, r); err != nil {
+			return err
+		}
+	}
+	r = a.importProgress(r)
 	res, err := s.Import(ctx, thread, bufio.NewReaderSize(r, 1<<20), memory.AppendOptions{Model: model})
+	if p, ok := r.(*progressReader); ok {
+		p.done()
+	}
 	if err != nil {
 		return fmt.Errorf("import %s: %w", file, err)
 	}
@@ -72,11 +91,87 @@ func (a *app) importThread(ctx context.Context, thread, file, model string) erro
 		"imported %d messages into %s (%d messages, %d active tokens)\n", res.Appended, termLine(thread), t.Messages, t.ActiveTokens)
 }
 
+// refuseRepeat refuses (exit 2) a file whose messages already end thread, and returns a reader
+// of the whole input again: the file rewound, or standard input as read.
+func (a *app) refuseRepeat(ctx context.Context, s *memory.Store, thread, file string, r io.Reader) (io.Reader, error) {
+	if _, err := s.Thread(ctx, thread); errors.Is(err, memory.ErrThreadNotFound) {
+		return r, nil // a new thread: nothing to repeat
+	} else if err != nil {
+		return nil, err
+	}
+	f, seekable := r.(*os.File)
+	if seekable {
+		_, err := f.Seek(0, io.SeekCurrent)
+		seekable = err == nil
+	}
+	if !seekable {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("read %s: %w", file, err)}
+		}
+		r = bytes.NewReader(data)
+	}
+	repeat, err := s.EndsWith(ctx, thread, r)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", file, err)
+	}
+	if repeat {
+		return nil, usagef("import %s: its messages are already the last messages of thread %s (imported before?); nothing written: add --again to append them once more", file, thread)
+	}
+	if _, err := r.(io.Seeker).Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("import %s: rewind: %w", file, err)
+	}
+	return r, nil
+}
+
+// progressBytes: a file over this size shows import progress on a terminal.
+const progressBytes = 4 << 20
+
+// importProgress wraps r, a file over progressBytes, to show the bytes read on stderr when
+// stderr is a terminal; otherwise it returns r.
+func (a *app) importProgress(r io.Reader) io.Reader {
+	f, ok := r.(*os.File)
+	if !ok || !terminal(a.stderr) {
+		return r
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() <= progressBytes {
+		return r
+	}
+	return &progressReader{r: f, total: st.Size(), w: a.stderr}
+}
+
+// progressReader shows on w, one line rewritten in place, how much of total was read.
+type progressReader struct {
+	r           io.Reader
+	w           io.Writer
+	read, shown int64
+	total       int64
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.read += int64(n)
+	if p.read-p.shown >= 1<<20 || (err == io.EOF && p.read != p.shown) {
+		p.shown = p.read
+		fmt.Fprintf(p.w, "\rmemctl: import: read %s of %s", byteSize(p.read), byteSize(p.total))
+	}
+	return n, err
+}
+
+// done ends the progress line.
+func (p *progressReader) done() {
+	if p.shown > 0 {
+		fmt.Fprintln(p.w)
+	}
+}
+
 func (a *app) exportCommand() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "export THREAD",
-		Short: "Print a thread's messages as a JSON array",
+		Use:               "export THREAD",
+		ValidArgsFunction: a.completeThreads,
+		Short:             "Print a thread's messages as a JSON array",
 		Long: `Print the active context of THREAD (what the agent sends to its model) as a JSON array of
 OpenAI chat messages, or with --all the full original history exactly as appended.`,
 		Example: `  memctl export support-42 > context.json
@@ -121,8 +216,15 @@ func exportMessages(ctx context.Context, s *memory.Store, thread string, all boo
 
 func (a *app) threadsCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "threads",
-		Short:   "List threads",
+		Use:   "threads",
+		Short: "List threads",
+		Long: `List the threads of the database.
+
+Columns: THREAD its id; MODEL the model whose tokenizer counts it; MESSAGES every message
+ever appended; ACTIVE the messages of its active context (what the agent sends: summaries
+included); TOKENS the tokens of the active context; LIMIT and STRATEGY its effective
+token_limit and strategy (the thread's settings, else the config's); COMPACTIONS how many
+compactions were applied; UPDATED when it last changed (UTC unless --local-time).`,
 		Example: `  memctl threads --json | jq '.[] | select(.active_tokens > 100000) | .id'`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -147,33 +249,40 @@ func (a *app) threadsCommand() *cobra.Command {
 				eff := memory.Effective(cfg.Settings(), t.Settings, memory.ThreadSettings{})
 				views[i] = threadView{Thread: t, TokenLimit: eff.TokenLimit, Strategy: eff.Strategy}
 			}
-			return a.printTable(views, "THREAD\tMODEL\tMESSAGES\tACTIVE\tTOKENS\tLIMIT\tSTRATEGY\tCOMPACTIONS\tUPDATED (UTC)", func(tw *table) {
+			return a.printTable(views, "THREAD\tMODEL\tMESSAGES\tACTIVE\tTOKENS\tLIMIT\tSTRATEGY\tCOMPACTIONS\tUPDATED ("+a.zone()+")", func(tw *table) {
 				for _, t := range views {
 					tw.row(t.ID, t.Model, fmt.Sprint(t.Messages), fmt.Sprint(t.ActiveMessages), fmt.Sprint(t.ActiveTokens),
-						fmt.Sprint(t.TokenLimit), t.Strategy, fmt.Sprint(t.Compactions), timeText(t.UpdatedAt))
+						fmt.Sprint(t.TokenLimit), t.Strategy, fmt.Sprint(t.Compactions), a.timeText(t.UpdatedAt))
 				}
 			})
 		},
 	}
 }
 
-// showTextBytes is how much of a message's text `show` prints.
+// showTextBytes is how much of a message's text `show` prints without --full.
 const showTextBytes = 600
 
 func (a *app) showCommand() *cobra.Command {
-	var all bool
+	var all, full bool
 	cmd := &cobra.Command{
-		Use:   "show THREAD",
-		Short: "Print a thread readably",
+		Use:               "show THREAD",
+		ValidArgsFunction: a.completeThreads,
+		Short:             "Print a thread readably",
 		Long: `Print the active context of THREAD readably, or with --all its full history, marking the
-messages each summary covers and which summaries were superseded or reverted.`,
+messages each summary covers and which summaries were superseded or reverted. A message text
+or tool-call arguments over 600 bytes are trimmed (the middle left out, with a note); --full
+prints them whole.`,
 		Example: `  memctl show support-42
-  memctl show support-42 --all | less`,
+  memctl show support-42 --all --full | less`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.storeFor(cmd.Context(), forReading, args[0])
 			if err != nil {
 				return err
+			}
+			a.showLimit = showTextBytes
+			if full {
+				a.showLimit = 0
 			}
 			if all {
 				return a.showHistory(cmd.Context(), s, args[0])
@@ -182,6 +291,7 @@ messages each summary covers and which summaries were superseded or reverted.`,
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "the full history, with what each summary covers")
+	cmd.Flags().BoolVar(&full, "full", false, "print long messages whole instead of trimmed")
 	return cmd
 }
 
@@ -200,7 +310,7 @@ func (a *app) showActive(ctx context.Context, s *memory.Store, thread string) er
 		if e.CompactionID != 0 {
 			label = fmt.Sprintf("summary of compaction %d, covers #%d-#%d", e.CompactionID, e.CoversFrom, e.CoversTo)
 		}
-		writeEntry(a.out, e, label)
+		writeEntry(a.out, e, label, a.showLimit)
 	}
 	return nil
 }
@@ -237,7 +347,7 @@ func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) e
 				fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, coverState(r), r.FromSeq, r.ToSeq, r.SummaryTokens)
 			}
 		}
-		writeEntry(a.out, e, historyLabel(current, e.Seq))
+		writeEntry(a.out, e, historyLabel(current, e.Seq), a.showLimit)
 	}
 	return nil
 }
@@ -281,7 +391,9 @@ func coverState(r memory.Report) string {
 	return "current"
 }
 
-func writeEntry(w io.Writer, e memory.Entry, label string) {
+// writeEntry prints e under a head line with label; a text over limit bytes is trimmed (0: never).
+func writeEntry(w io.Writer, e memory.Entry, label string, limit int) {
+	trim := func(s string) string { return transcript.Trim(s, limit) } // 0: whole
 	head := fmt.Sprintf("#%d %s", e.Seq, e.Message.Role)
 	if e.CompactionID != 0 {
 		head = e.Message.Role + " (summary)"
@@ -298,12 +410,12 @@ func writeEntry(w io.Writer, e memory.Entry, label string) {
 	}
 	fmt.Fprintln(w, head)
 	if text := e.Message.Text(); text != "" {
-		for line := range strings.SplitSeq(transcript.Trim(text, showTextBytes), "\n") {
+		for line := range strings.SplitSeq(trim(text), "\n") {
 			fmt.Fprintln(w, "  "+line)
 		}
 	}
 	for _, c := range e.Message.ToolCalls {
-		fmt.Fprintf(w, "  -> %s %s (id %s)\n", termLine(c.Function.Name), termLine(transcript.Trim(c.Function.Arguments, showTextBytes)), termLine(c.ID))
+		fmt.Fprintf(w, "  -> %s %s (id %s)\n", termLine(c.Function.Name), termLine(trim(c.Function.Arguments)), termLine(c.ID))
 	}
 	fmt.Fprintln(w)
 }
@@ -330,8 +442,9 @@ func showJSON(entries []memory.Entry, covering []memory.Report) map[string]any {
 func (a *app) deleteCommand() *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "delete THREAD",
-		Short: "Delete a thread with its history and reports",
+		Use:               "delete THREAD",
+		ValidArgsFunction: a.completeThreads,
+		Short:             "Delete a thread with its history and reports",
 		Long: `Delete THREAD with its whole history, its compaction reports and their attempt log. On a
 terminal memctl asks first; otherwise --yes is required.`,
 		Example: `  memctl delete support-42 --yes`,
@@ -378,8 +491,9 @@ func (a *app) confirmDelete(t memory.Thread) error {
 func (a *app) setCommand() *cobra.Command {
 	var unset []string
 	cmd := &cobra.Command{
-		Use:   "set THREAD",
-		Short: "Store compaction settings on a thread",
+		Use:               "set THREAD",
+		ValidArgsFunction: a.completeThreads,
+		Short:             "Store compaction settings on a thread",
 		Long: `Store compaction settings on THREAD; the settings not named keep their stored value, and
 --unset KEY (token_limit, target_ratio, trigger_ratio, reserve_tokens, strategy, model) clears
 one. Every compaction of the thread uses them: a flag of compact wins over them, and they win
@@ -500,10 +614,19 @@ func (a *app) searchCommand() *cobra.Command {
 		Use:   "search QUERY",
 		Short: "Full-text search over every stored message and summary",
 		Long: `Search every stored message and summary, archived ones included. Each word of QUERY must
-match; any text is a valid query (it is never read as search syntax).`,
+match; a word ending in * matches the words that start with it (OBUT* finds OBUT9V). Any
+other text is a valid query too: it is never read as search syntax.
+
+Columns: THREAD the thread; SEQ the message's place in it ("summary N" for the summary of
+compaction N); ROLE the message's role; STATE active (in the active context) or archived
+(covered by a summary, left out by a view, or a superseded summary); SNIPPET the text around
+the match, the matched words in [brackets] on a terminal (plain text in a pipe; the JSON
+snippet always has them).`,
 		Example: `  memctl search "reservation ZFA04Y"
+  memctl search 'OBUT*'
   memctl search gpt-4o --thread support-42 --limit 5 --json`,
-		Args: args(cobra.MinimumNArgs(1)),
+		Args:              args(cobra.MinimumNArgs(1)),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := positiveFlag("limit", limit); err != nil {
 				return err
@@ -517,6 +640,7 @@ match; any text is a valid query (it is never read as search syntax).`,
 		},
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "search only this thread")
+	cmd.RegisterFlagCompletionFunc("thread", a.completeThreadFlag)
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many results")
 	return cmd
 }
@@ -536,6 +660,7 @@ func (a *app) search(ctx context.Context, query string, opt memory.SearchOptions
 	if err != nil {
 		return err
 	}
+	marks := terminal(a.stdout) // [match] brackets on a terminal, plain text in a pipe
 	return a.printTable(hits, "THREAD\tSEQ\tROLE\tSTATE\tSNIPPET", func(tw *table) {
 		for _, h := range hits {
 			where := fmt.Sprint(h.Seq)
@@ -546,7 +671,62 @@ func (a *app) search(ctx context.Context, query string, opt memory.SearchOptions
 			if h.Archived {
 				state = "archived"
 			}
-			tw.row(h.Thread, where, h.Role, state, oneLine(h.Snippet))
+			snippet := h.Snippet
+			if !marks {
+				snippet = plainSnippet(h)
+			}
+			tw.row(h.Thread, where, h.Role, state, oneLine(snippet))
 		}
 	})
+}
+
+// plainSnippet is the snippet of h without the brackets around its matches.
+func plainSnippet(h memory.SearchHit) string {
+	var b strings.Builder
+	at := 0
+	for _, m := range h.Marks {
+		b.WriteString(h.Snippet[at : m[0]-1])
+		b.WriteString(h.Snippet[m[0]:m[1]])
+		at = m[1] + 1
+	}
+	b.WriteString(h.Snippet[at:])
+	return b.String()
+}
+
+// completeThreads completes the THREAD argument (the first) with the thread names of the
+// database, opened read-only: completion never creates or migrates one, and offers nothing
+// when there is none.
+func (a *app) completeThreads(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveDefault // FILE of import
+	}
+	return a.threadNames(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeThreadFlag completes the value of a --thread flag (see completeThreads).
+func (a *app) completeThreadFlag(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return a.threadNames(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
+}
+
+func (a *app) threadNames(cmd *cobra.Command, prefix string) []cobra.Completion {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s, err := a.open(ctx, forReading)
+	if err != nil {
+		return nil
+	}
+	ts, err := s.Threads(ctx)
+	if err != nil {
+		return nil
+	}
+	var names []cobra.Completion
+	for _, t := range ts {
+		if strings.HasPrefix(t.ID, prefix) {
+			names = append(names, t.ID)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
