@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"github.com/memcascade/memcascade/db"
 	"io"
 )
 
@@ -25,14 +26,24 @@ func (s *Store) EndsWith(ctx context.Context, thread string, r io.Reader) (bool,
 	if err != nil {
 		return false, err
 	}
-	hist, err := s.History(ctx, thread)
+	t, err := s.Thread(ctx, thread)
 	if errors.Is(err, ErrThreadNotFound) {
 		return false, nil
 	}
-	if err != nil || len(sums) > len(hist) {
+	if err != nil || len(sums) == 0 || len(sums) > t.Messages {
 		return false, err
 	}
-	tail := hist[len(hist)-len(sums):]
+	// Only the thread's last len(sums) messages are read: the check costs what the input
+	// holds, not the history.
+	rows, err := s.q.ListMessagesBetween(ctx, db.ListMessagesBetweenParams{
+		ThreadID: thread, FromSeq: int64(t.Messages - len(sums) + 1), ToSeq: int64(t.Messages)})
+	if err != nil {
+		return false, err
+	}
+	tail, err := entries(rows)
+	if err != nil || len(tail) != len(sums) {
+		return false, err
+	}
 	for i, e := range tail {
 		b, err := e.Message.MarshalJSON()
 		if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -91,6 +90,25 @@ func (a *app) importThread(ctx context.Context, thread, file, model string, agai
 		"imported %d messages into %s (%d messages, %d active tokens)\n", res.Appended, termLine(thread), t.Messages, t.ActiveTokens)
 }
 
+// spoolInput copies r to a temporary file (0600, removed at once: it lives while open) and
+// returns it rewound.
+func spoolInput(r io.Reader) (*os.File, error) {
+	f, err := os.CreateTemp("", "memctl-import-*")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name()) // unlinked now: the data goes when the process does
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // refuseRepeat refuses (exit 2) a file whose messages already end thread, and returns a reader
 // of the whole input again: the file rewound, or standard input as read.
 func (a *app) refuseRepeat(ctx context.Context, s *memory.Store, thread, file string, r io.Reader) (io.Reader, error) {
@@ -105,11 +123,13 @@ func (a *app) refuseRepeat(ctx context.Context, s *memory.Store, thread, file st
 		seekable = err == nil
 	}
 	if !seekable {
-		data, err := io.ReadAll(r)
+		// Standard input is read twice: spooled to a private temporary file, so the memory an
+		// import takes stays bounded by its largest message, not by the input.
+		spool, err := spoolInput(r)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("read %s: %w", file, err)}
 		}
-		r = bytes.NewReader(data)
+		r = spool
 	}
 	repeat, err := s.EndsWith(ctx, thread, r)
 	if err != nil {
