@@ -24,56 +24,115 @@ func longRecordedThread(t testing.TB, s *memory.Store, thread string) {
 	}
 }
 
+// windowProvider is a summarizer with a window of window tokens that counts its requests and
+// names those over the window; hold, when set, runs inside each request (under no lock).
+type windowProvider struct {
+	mu               sync.Mutex
+	requests, prompt int
+	over             []string
+}
+
+func (w *windowProvider) fake(counter memory.TokenCounter, window int, hold func()) *cascade.Fake {
+	return &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		msgs := make([]memory.Message, len(req.Messages))
+		for i, m := range req.Messages {
+			msgs[i] = memory.TextMessage(m.Role, m.Content)
+		}
+		n := counter.CountMessages(msgs)
+		w.mu.Lock()
+		w.requests++
+		w.prompt += n
+		if n+req.MaxTokens > window {
+			w.over = append(w.over, fmt.Sprintf("request %d: %d prompt + %d output tokens", w.requests, n, req.MaxTokens))
+		}
+		w.mu.Unlock()
+		if hold != nil {
+			hold()
+		}
+		words := max(8, req.MaxTokens/2)
+		return llm.Response{Text: "## Goal and constraints\n" + strings.TrimSpace(strings.Repeat("work went on ", words/3)), FinishReason: "stop"}, nil
+	}}
+}
+
+// windowRun compacts the long recorded thread at a limit of 16000 through a provider of the
+// given window and concurrency, and checks the result: applied, every request within the
+// window, the requests within 1.5 x ceil(middle / (window / 2)) + 2.
+func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvider, memory.Report, int, int) {
+	t.Helper()
+	ctx := context.Background()
+	s, _ := openStore(t)
+	longRecordedThread(t, s, "t")
+	counter, err := s.Counter(memory.EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &windowProvider{}
+	e := fakeEntry("local", w.fake(counter, window, hold), window)
+	e.MaxOutputTokens, e.Concurrency = 1024, concurrency
+	c := memory.NewCompactor(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 16000})
+	dry, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if err != nil || rep.Status != memory.StatusApplied {
+		t.Fatalf("compact: %+v, %v", rep, err)
+	}
+	if len(w.over) > 0 {
+		t.Fatalf("requests over the window of %d: %v", window, w.over)
+	}
+	mid := middleTokens(t, s, dry)
+	target := int(1.5*float64((mid+window/2-1)/(window/2))) + 2
+	if w.requests > target || rep.Chunks != w.requests {
+		t.Fatalf("%d requests (report: %d chunks) for a middle of %d tokens, over the target %d", w.requests, rep.Chunks, mid, target)
+	}
+	return w, rep, mid, target
+}
+
 // TestSmallWindows: summarizers with windows of 1,024 to 128k tokens compact a long recorded
 // thread; every request fits its window, and the requests stay within
 // 1.5 × ceil(middle / (window / 2)) + 2.
 func TestSmallWindows(t *testing.T) {
-	ctx := context.Background()
 	for _, window := range []int{1024, 1500, 2048, 8192, 128000} {
 		t.Run(fmt.Sprint(window), func(t *testing.T) {
-			s, _ := openStore(t)
-			longRecordedThread(t, s, "t")
-			counter, err := s.Counter(memory.EncodingO200k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var requests, prompt int
-			var over []string
-			fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
-				msgs := make([]memory.Message, len(req.Messages))
-				for i, m := range req.Messages {
-					msgs[i] = memory.TextMessage(m.Role, m.Content)
+			w, rep, mid, target := windowRun(t, window, 1, nil)
+			t.Logf("WINDOW %d: middle %d tokens, %d requests (target %d), %d prompt tokens, middle/prompt %.0f%%, %d -> %d tokens",
+				window, mid, w.requests, target, w.prompt, 100*float64(mid)/float64(w.prompt), rep.TokensBefore, rep.TokensAfter)
+		})
+	}
+}
+
+// TestConcurrentChunks: a provider that serves three requests at once gets the parts of the
+// middle in parallel (each summarized on its own, then merged): the compaction is applied,
+// every request fits the window, requests overlap, and the requests stay within the target.
+func TestConcurrentChunks(t *testing.T) {
+	for _, window := range []int{2048, 8192} {
+		t.Run(fmt.Sprint(window), func(t *testing.T) {
+			var mu sync.Mutex
+			inFlight, maxInFlight := 0, 0
+			two := make(chan struct{})
+			hold := func() {
+				mu.Lock()
+				inFlight++
+				if inFlight == 2 && maxInFlight < 2 {
+					close(two) // the first time two requests overlap
 				}
-				n := counter.CountMessages(msgs)
-				requests++
-				prompt += n
-				if n+req.MaxTokens > window {
-					over = append(over, fmt.Sprintf("request %d: %d prompt + %d output tokens", requests, n, req.MaxTokens))
+				maxInFlight = max(maxInFlight, inFlight)
+				mu.Unlock()
+				select { // hold each request until a second one is in flight (or give up)
+				case <-two:
+				case <-time.After(5 * time.Second):
 				}
-				words := max(8, req.MaxTokens/2)
-				return llm.Response{Text: "## Goal and constraints\n" + strings.TrimSpace(strings.Repeat("work went on ", words/3)), FinishReason: "stop"}, nil
-			}}
-			e := fakeEntry("local", fake, window)
-			e.MaxOutputTokens = 1024
-			c := memory.NewCompactor(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 16000})
-			dry, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true, DryRun: true})
-			if err != nil {
-				t.Fatal(err)
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
 			}
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
-			if err != nil || rep.Status != memory.StatusApplied {
-				t.Fatalf("compact: %+v, %v", rep, err)
+			w, rep, mid, target := windowRun(t, window, 3, hold)
+			if maxInFlight < 2 {
+				t.Fatalf("at most %d request in flight with concurrency 3", maxInFlight)
 			}
-			if len(over) > 0 {
-				t.Fatalf("requests over the window of %d: %v", window, over)
-			}
-			mid := middleTokens(t, s, dry)
-			target := int(1.5*float64((mid+window/2-1)/(window/2))) + 2
-			t.Logf("WINDOW %d: middle %d tokens, %d requests (target %d), %d prompt tokens, transcript share %.0f%%, %d -> %d tokens",
-				window, mid, requests, target, prompt, 100*float64(mid)/float64(prompt), rep.TokensBefore, rep.TokensAfter)
-			if requests > target {
-				t.Fatalf("%d requests for a middle of %d tokens, over the target %d", requests, mid, target)
-			}
+			t.Logf("CONCURRENT %d: middle %d tokens, %d requests (target %d), at most %d in flight, chunks %d",
+				window, mid, w.requests, target, maxInFlight, rep.Chunks)
 		})
 	}
 }
@@ -92,76 +151,4 @@ func middleTokens(t testing.TB, s *memory.Store, dry memory.Report) int {
 		}
 	}
 	return n
-}
-
-// TestConcurrentChunks: a provider that serves three requests at once gets the parts of the
-// middle in parallel (each summarized on its own, then merged): the compaction is applied,
-// every request fits the window, requests overlap, and the requests stay within the target.
-func TestConcurrentChunks(t *testing.T) {
-	ctx := context.Background()
-	for _, window := range []int{2048, 8192} {
-		t.Run(fmt.Sprint(window), func(t *testing.T) {
-			s, _ := openStore(t)
-			longRecordedThread(t, s, "t")
-			counter, err := s.Counter(memory.EncodingO200k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var mu sync.Mutex
-			var requests, inFlight, maxInFlight int
-			var over []string
-			two := make(chan struct{})
-			fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
-				msgs := make([]memory.Message, len(req.Messages))
-				for i, m := range req.Messages {
-					msgs[i] = memory.TextMessage(m.Role, m.Content)
-				}
-				n := counter.CountMessages(msgs)
-				mu.Lock()
-				requests++
-				inFlight++
-				first := inFlight == 2 && maxInFlight < 2
-				maxInFlight = max(maxInFlight, inFlight)
-				if first {
-					close(two) // the first time two requests overlap
-				}
-				if n+req.MaxTokens > window {
-					over = append(over, fmt.Sprintf("request %d: %d prompt + %d output tokens", requests, n, req.MaxTokens))
-				}
-				mu.Unlock()
-				select { // hold the first request until a second one is in flight (or give up)
-				case <-two:
-				case <-time.After(5 * time.Second):
-				}
-				mu.Lock()
-				inFlight--
-				mu.Unlock()
-				return llm.Response{Text: "## Goal and constraints\n" + strings.TrimSpace(strings.Repeat("work went on ", max(8, req.MaxTokens/2)/3)), FinishReason: "stop"}, nil
-			}}
-			e := fakeEntry("local", fake, window)
-			e.MaxOutputTokens, e.Concurrency = 1024, 3
-			c := memory.NewCompactor(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 16000})
-			dry, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true, DryRun: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
-			if err != nil || rep.Status != memory.StatusApplied {
-				t.Fatalf("compact: %+v, %v", rep, err)
-			}
-			if len(over) > 0 {
-				t.Fatalf("requests over the window of %d: %v", window, over)
-			}
-			if maxInFlight < 2 {
-				t.Fatalf("at most %d request in flight with concurrency 3", maxInFlight)
-			}
-			mid := middleTokens(t, s, dry)
-			target := int(1.5*float64((mid+window/2-1)/(window/2))) + 2
-			t.Logf("CONCURRENT %d: middle %d tokens, %d requests (target %d), at most %d in flight, chunks %d",
-				window, mid, requests, target, maxInFlight, rep.Chunks)
-			if requests > target || rep.Chunks != requests {
-				t.Fatalf("%d requests (report: %d chunks) for a middle of %d tokens, target %d", requests, rep.Chunks, mid, target)
-			}
-		})
-	}
 }
