@@ -337,78 +337,21 @@ func (a *app) showActive(ctx context.Context, s *memory.Store, thread string) er
 
 // showHistory prints the whole history of thread, marking what each summary covers.
 func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) error {
-	hist, err := s.History(ctx, thread)
+	cv, err := s.Coverage(ctx, thread)
 	if err != nil {
 		return err
-	}
-	reps, err := s.Reports(ctx, thread, 1<<20)
-	if err != nil {
-		return err
-	}
-	var covering []memory.Report // applied or reverted, oldest first
-	for i := len(reps) - 1; i >= 0; i-- {
-		if r := reps[i]; r.Status == memory.StatusApplied || r.Status == memory.StatusReverted {
-			covering = append(covering, r)
-		}
 	}
 	if a.json {
-		return a.printJSON(showJSON(hist, covering))
+		return a.printJSON(showJSON(cv.Messages, cv.Covering))
 	}
-	var current *memory.Report
-	for i := range covering {
-		if covering[i].Status == memory.StatusApplied && !covering[i].Superseded {
-			current = &covering[i]
+	fmt.Fprintf(a.out, "thread %s: %d messages, %d summaries\n\n", termLine(thread), len(cv.Messages), len(cv.Covering))
+	for _, e := range cv.Messages {
+		for _, r := range cv.StartingAt(e.Seq) {
+			fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, r.CoverState(), r.FromSeq, r.ToSeq, r.SummaryTokens)
 		}
-	}
-	fmt.Fprintf(a.out, "thread %s: %d messages, %d summaries\n\n", termLine(thread), len(hist), len(covering))
-	for _, e := range hist {
-		for _, r := range covering {
-			if r.FromSeq == e.Seq {
-				fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, coverState(r), r.FromSeq, r.ToSeq, r.SummaryTokens)
-			}
-		}
-		writeEntry(a.out, e, historyLabel(current, e.Seq), a.showLimit)
+		writeEntry(a.out, e, cv.Label(e.Seq), a.showLimit)
 	}
 	return nil
-}
-
-// historyLabel says what the current compaction does to message seq: archived (covered by its
-// summary), or what its view (mask, window, fit) does.
-func historyLabel(current *memory.Report, seq int64) string {
-	if l := viewLabel(current, seq); l != "" {
-		return l
-	}
-	if current != nil && seq >= current.FromSeq && seq <= current.ToSeq {
-		return fmt.Sprintf("archived: covered by compaction %d", *current.ID)
-	}
-	return ""
-}
-
-// viewLabel says what the current compaction's view (mask, window, fit) does to message seq.
-func viewLabel(current *memory.Report, seq int64) string {
-	if current == nil || current.View == nil {
-		return ""
-	}
-	v := current.View
-	switch {
-	case slices.Contains(v.Masked, seq):
-		return fmt.Sprintf("masked by compaction %d (%s): a placeholder in the active context", *current.ID, current.Strategy)
-	case slices.Contains(v.Cut, seq):
-		return fmt.Sprintf("cut by compaction %d (%s): shortened in the active context", *current.ID, current.Strategy)
-	case slices.ContainsFunc(v.Omitted, func(r memory.SeqRange) bool { return seq >= r[0] && seq <= r[1] }):
-		return fmt.Sprintf("left out of the active context by compaction %d (%s)", *current.ID, current.Strategy)
-	}
-	return ""
-}
-
-func coverState(r memory.Report) string {
-	switch {
-	case r.Status == memory.StatusReverted:
-		return "reverted"
-	case r.Superseded:
-		return "superseded"
-	}
-	return "current"
 }
 
 // writeEntry prints e under a head line with label; a text over limit bytes is trimmed (0: never).

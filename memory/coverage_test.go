@@ -1,0 +1,45 @@
+package memory_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// TestCoverage: after a compaction its messages read as archived by it and it is current;
+// after a revert it is reverted, no message is archived, and the history is the same.
+func TestCoverage(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	rep, err := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 8000, Strategy: memory.StrategySummarize}).
+		Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if err != nil || rep.Status != memory.StatusApplied {
+		t.Fatalf("compact: %+v, %v", rep, err)
+	}
+	cv, err := s.Coverage(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cv.Current == nil || *cv.Current.ID != *rep.ID || cv.Current.CoverState() != "current" || len(cv.StartingAt(rep.FromSeq)) != 1 {
+		t.Fatalf("coverage after compaction: current %+v, covering %d", cv.Current, len(cv.Covering))
+	}
+	if l := cv.Label(rep.FromSeq); !strings.HasPrefix(l, "archived: covered by compaction") {
+		t.Fatalf("label of #%d: %q", rep.FromSeq, l)
+	}
+	if l := cv.Label(rep.ToSeq + 1); l != "" {
+		t.Fatalf("label of a kept message: %q", l)
+	}
+	if _, err := s.Revert(ctx, *rep.ID); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Coverage(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Current != nil || after.Covering[0].CoverState() != "reverted" || after.Label(rep.FromSeq) != "" || len(after.Messages) != len(cv.Messages) {
+		t.Fatalf("coverage after revert: current %+v, state %q", after.Current, after.Covering[0].CoverState())
+	}
+}
