@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,15 +21,19 @@ import (
 
 // job is one compaction under way.
 type job struct {
-	c       *Compactor
-	s       Settings
-	a       Active // the active context it was planned on
-	keep    int    // the kept budget: L * target_ratio
-	rep     *Report
-	sh      shaper
-	d       decision
-	id      int64
-	lost    []facts.Fact  // facts left out of the active context so far
+	c    *Compactor
+	s    Settings
+	a    Active // the active context it was planned on
+	keep int    // the kept budget: L * target_ratio
+	rep  *Report
+	sh   shaper
+	d    decision
+	id   int64
+	lost []facts.Fact // facts left out of the active context so far
+	// carried are facts the summary must keep although its input may not show them as facts:
+	// those of the results hybrid masked that the placeholders still hold (a digest keeps an
+	// amount as a bare number, which the summary's own ledger would not know for an amount).
+	carried []facts.Fact
 	timeout time.Duration // bounds the summarizing (0: none)
 }
 
@@ -208,7 +213,9 @@ func (j *job) work(ctx context.Context) error {
 	}
 	a := j.a
 	if j.d.post != nil { // hybrid: the summary is planned on the masked view
-		_, j.lost = viewFacts(a.Entries, j.d.post, j.c.redact)
+		var masked []facts.Fact
+		masked, j.lost = viewFacts(a.Entries, j.d.post, j.c.redact)
+		j.carried = slices.DeleteFunc(slices.Clone(masked), func(f facts.Fact) bool { return slices.Contains(j.lost, f) })
 		a = withEntries(a, j.d.post)
 	}
 	return j.passes(ctx, budget, a, j.d.plan)

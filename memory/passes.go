@@ -14,7 +14,7 @@ import (
 func (j *job) passes(ctx, budget context.Context, a Active, plan Plan) error {
 	rep, keep := j.rep, j.keep
 	for pass := 1; ; pass++ {
-		sum, err := j.c.summarize(budget, j.id, pass, a, plan, j.s)
+		sum, err := j.c.summarize(budget, j.id, pass, a, plan, j.s, j.carried)
 		if err != nil {
 			return err
 		}

@@ -51,8 +51,9 @@ type block struct {
 }
 
 // summarize asks the summarizer for a summary of plan's middle and completes it with the
-// facts it dropped.
-func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active, plan Plan, s Settings) (summary, error) {
+// facts it dropped. The ledger is that of the middle, with carried added (facts an earlier
+// step of the compaction put in the middle in a form the ledger would not recognise).
+func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active, plan Plan, s Settings, carried []facts.Fact) (summary, error) {
 	in, err := c.newInput(a, plan, s, pass)
 	if err != nil {
 		return summary{}, err
@@ -63,6 +64,11 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	go func() { ledgerc <- facts.Extract(factMessages(in.tms)) }()
 	res, err := c.Summarizer.Run(ctx, id, in.task)
 	ledger := <-ledgerc
+	for _, f := range carried {
+		if !slices.ContainsFunc(ledger, func(g facts.Fact) bool { return g.Kind == f.Kind && g.Text == f.Text }) {
+			ledger = append(ledger, f)
+		}
+	}
 	if err != nil {
 		return summary{chunks: int(in.chunks.Load())}, fmt.Errorf("%w: %w", ErrSummarize, err)
 	}

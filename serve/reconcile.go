@@ -63,7 +63,7 @@ func Reconcile(history, req []memory.Message) ([]memory.Message, *Conflict) {
 			return r[k:], nil
 		}
 	}
-	if len(r) > 0 && len(h) > 0 && (sameMessage(r[0], h[0]) || len(r) > len(h)) {
+	if len(r) > 0 && len(h) > 0 && (sameMessage(r[0], h[0]) || len(r) > len(h) || resendsReply(r, h)) {
 		i := 0
 		for i < len(r) && i < len(h) && sameMessage(r[i], h[i]) {
 			i++
@@ -71,6 +71,17 @@ func Reconcile(history, req []memory.Message) ([]memory.Message, *Conflict) {
 		return nil, conflictAt(history, req, pr+i, ph+i)
 	}
 	return r, nil
+}
+
+// resendsReply reports a request that holds a stored assistant reply at its place in the
+// history: a resent (edited) history, not a new turn, whatever its length.
+func resendsReply(r, h []memory.Message) bool {
+	for i := 0; i < len(r) && i < len(h); i++ {
+		if r[i].Role == memory.RoleAssistant && sameMessage(r[i], h[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // conflictAt describes the difference between request message ri and stored message hi.

@@ -176,11 +176,17 @@ func writeReport(w io.Writer, r memory.Report) {
 		fmt.Fprintf(w, "  usage     %s\n", usageText(u))
 	}
 	if r.FactsTotal > 0 {
-		fmt.Fprintf(w, "  facts     %d in what was summarized, %d in the provider's summary; ", r.FactsTotal, r.FactsKept)
+		why := "no room within the limit"
+		if r.Strategy == memory.StrategyMask || r.Strategy == memory.StrategyWindow {
+			fmt.Fprintf(w, "  facts     %d in what was masked, cut or left out, %d still in the view; ", r.FactsTotal, r.FactsKept)
+			why = "not in the active context"
+		} else {
+			fmt.Fprintf(w, "  facts     %d in what was summarized, %d in the provider's summary; ", r.FactsTotal, r.FactsKept)
+		}
 		if len(r.FactsDropped) == 0 {
 			fmt.Fprintln(w, "every one is in the active context")
 		} else {
-			fmt.Fprintf(w, "%d left out (no room within the limit): %s\n", len(r.FactsDropped), strings.Join(r.FactsDropped, "; "))
+			fmt.Fprintf(w, "%d left out (%s): %s\n", len(r.FactsDropped), why, strings.Join(r.FactsDropped, "; "))
 		}
 	}
 	if r.Superseded {
