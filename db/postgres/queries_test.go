@@ -188,3 +188,46 @@ func TestQueriesSmoke(t *testing.T) {
 		t.Fatalf("%d rows left after deleting the thread", left)
 	}
 }
+
+// The search queries repeat the expressions of the GIN indexes exactly, so the planner can use
+// them (sequential scans are turned off to ask whether it can).
+func TestSearchUsesIndexes(t *testing.T) {
+	ctx := context.Background()
+	sqldb := openTest(t, testURL(t))
+	for _, c := range []struct {
+		name, query, index string
+		args               []any
+	}{
+		{"SearchMessages", searchMessages, "messages_fts", []any{"'hello':*", "[", "]", "", int64(5)}},
+		{"SearchSummaries", searchSummaries, "summaries_fts", []any{"'hello':*", "[", "]", "", int64(5)}},
+	} {
+		err := WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+				return err
+			}
+			rows, err := tx.QueryContext(ctx, "EXPLAIN "+c.query, c.args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			var plan strings.Builder
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					return err
+				}
+				plan.WriteString(line + "\n")
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if !strings.Contains(plan.String(), c.index) {
+				t.Errorf("%s does not use index %s:\n%s", c.name, c.index, plan.String())
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+}
