@@ -384,10 +384,7 @@ const searchMessages = `-- name: SearchMessages :many
 SELECT m.thread_id, m.seq, m.role,
        CAST(ts_headline('simple',
            coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''),
-           to_tsquery('simple', $1),
-           'StartSel="' || replace(CAST($2 AS TEXT), '"', '""')
-               || '", StopSel="' || replace(CAST($3 AS TEXT), '"', '""')
-               || '", MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter="..."') AS TEXT) AS snippet,
+           p.q, p.options) AS TEXT) AS snippet,
        CAST(CAST(EXISTS (
            SELECT 1 FROM compactions c
            WHERE c.id = (SELECT max(c2.id) FROM compactions c2
@@ -399,19 +396,22 @@ SELECT m.thread_id, m.seq, m.role,
                       OR EXISTS (SELECT 1 FROM jsonb_array_elements(CAST(nullif(c.view, '') AS JSONB) -> 'masked') k
                                  WHERE CAST(k.value ->> 'seq' AS BIGINT) = m.seq))))
        ) AS INTEGER) AS BIGINT) AS archived
-FROM messages m
-WHERE to_tsvector('simple', coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''))
-      @@ to_tsquery('simple', $1)
-  AND (CAST($4 AS TEXT) = '' OR m.thread_id = $4)
-ORDER BY ts_rank(to_tsvector('simple', coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, '')),
-                 to_tsquery('simple', $1)) DESC, m.thread_id, m.seq
+FROM (SELECT 'StartSel="' || replace(CAST($1 AS TEXT), '"', '""')
+             || '", StopSel="' || replace(CAST($2 AS TEXT), '"', '""')
+             || '", MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter="..."' AS options,
+        to_tsquery('simple', $3) AS q) p
+JOIN messages m
+  ON to_tsvector('simple', coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, '')) @@ p.q
+WHERE (CAST($4 AS TEXT) = '' OR m.thread_id = $4)
+ORDER BY ts_rank(to_tsvector('simple', coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, '')), p.q) DESC,
+         m.thread_id, m.seq
 LIMIT CAST($5 AS BIGINT)
 `
 
 type SearchMessagesParams struct {
-	Query     string
 	MarkOpen  string
 	MarkClose string
+	Query     string
 	ThreadID  string
 	MaxRows   int64
 }
@@ -428,12 +428,13 @@ type SearchMessagesRow struct {
 // TSQuery from quoted words (never user text as it is). The text expression is the one the
 // index messages_fts is built on, so the index is used. archived: the message is covered by
 // the thread's current summary, or left out or masked by its current view, so it is no longer
-// in the active context. The marks reach ts_headline as double-quoted option values.
+// in the active context. The marks reach ts_headline as double-quoted option values. The
+// parameters come in the order of db's SearchMessagesParams, so the two structs convert.
 func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
 	rows, err := q.query(ctx, q.searchMessagesStmt, searchMessages,
-		arg.Query,
 		arg.MarkOpen,
 		arg.MarkClose,
+		arg.Query,
 		arg.ThreadID,
 		arg.MaxRows,
 	)
@@ -466,24 +467,23 @@ func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) 
 
 const searchSummaries = `-- name: SearchSummaries :many
 SELECT c.id, c.thread_id, c.to_seq, c.summary_role, c.status,
-       CAST(ts_headline('simple', coalesce(c.summary, ''), to_tsquery('simple', $1),
-           'StartSel="' || replace(CAST($2 AS TEXT), '"', '""')
-               || '", StopSel="' || replace(CAST($3 AS TEXT), '"', '""')
-               || '", MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter="..."') AS TEXT) AS snippet,
+       CAST(ts_headline('simple', coalesce(c.summary, ''), p.q, p.options) AS TEXT) AS snippet,
        CAST(CAST(c.id <> coalesce((SELECT max(c2.id) FROM compactions c2
                                    WHERE c2.thread_id = c.thread_id AND c2.status = 'applied'), 0) AS INTEGER) AS BIGINT) AS superseded
-FROM compactions c
-WHERE c.summary IS NOT NULL
-  AND to_tsvector('simple', coalesce(c.summary, '')) @@ to_tsquery('simple', $1)
-  AND (CAST($4 AS TEXT) = '' OR c.thread_id = $4)
-ORDER BY ts_rank(to_tsvector('simple', coalesce(c.summary, '')), to_tsquery('simple', $1)) DESC, c.id
+FROM (SELECT 'StartSel="' || replace(CAST($1 AS TEXT), '"', '""')
+             || '", StopSel="' || replace(CAST($2 AS TEXT), '"', '""')
+             || '", MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter="..."' AS options,
+        to_tsquery('simple', $3) AS q) p
+JOIN compactions c ON c.summary IS NOT NULL AND to_tsvector('simple', coalesce(c.summary, '')) @@ p.q
+WHERE (CAST($4 AS TEXT) = '' OR c.thread_id = $4)
+ORDER BY ts_rank(to_tsvector('simple', coalesce(c.summary, '')), p.q) DESC, c.id
 LIMIT CAST($5 AS BIGINT)
 `
 
 type SearchSummariesParams struct {
-	Query     string
 	MarkOpen  string
 	MarkClose string
+	Query     string
 	ThreadID  string
 	MaxRows   int64
 }
@@ -502,9 +502,9 @@ type SearchSummariesRow struct {
 // applied compaction of the thread folded this summary in, or it was reverted.
 func (q *Queries) SearchSummaries(ctx context.Context, arg SearchSummariesParams) ([]SearchSummariesRow, error) {
 	rows, err := q.query(ctx, q.searchSummariesStmt, searchSummaries,
-		arg.Query,
 		arg.MarkOpen,
 		arg.MarkClose,
+		arg.Query,
 		arg.ThreadID,
 		arg.MaxRows,
 	)

@@ -198,8 +198,8 @@ func TestSearchUsesIndexes(t *testing.T) {
 		name, query, index string
 		args               []any
 	}{
-		{"SearchMessages", searchMessages, "messages_fts", []any{"'hello':*", "[", "]", "", int64(5)}},
-		{"SearchSummaries", searchSummaries, "summaries_fts", []any{"'hello':*", "[", "]", "", int64(5)}},
+		{"SearchMessages", searchMessages, "messages_fts", []any{"[", "]", "'hello':*", "", int64(5)}},
+		{"SearchSummaries", searchSummaries, "summaries_fts", []any{"[", "]", "'hello':*", "", int64(5)}},
 	} {
 		err := WithTx(ctx, sqldb, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
