@@ -1,0 +1,279 @@
+package pg
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+)
+
+// testURL returns a URL of the server named by MEMCASCADE_TEST_POSTGRES whose search_path is a
+// schema made for this test alone, dropped when the test ends.
+func testURL(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("MEMCASCADE_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("MEMCASCADE_TEST_POSTGRES is not set: no PostgreSQL server to test against (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "test_" + hex.EncodeToString(b[:])
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// schema is this function's own letters and hex digits, never outside text.
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema on %s: %v", describe(base), err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func openTest(t *testing.T, u string) *sql.DB {
+	t.Helper()
+	sqldb, err := Open(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqldb.Close() })
+	return sqldb
+}
+
+func schemaVersion(t *testing.T, sqldb *sql.DB) int {
+	t.Helper()
+	var v int
+	if err := sqldb.QueryRow("SELECT version FROM schema_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestOpenAppliesSchema(t *testing.T) {
+	u := testURL(t)
+	sqldb := openTest(t, u)
+	if v := schemaVersion(t, sqldb); v != Version {
+		t.Fatalf("schema_version = %d, want %d", v, Version)
+	}
+	var schema string
+	if err := sqldb.QueryRow("SELECT current_schema()").Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(schema, "test_") {
+		t.Fatalf("current schema %q, want the test's own", schema)
+	}
+	for _, name := range []string{"threads", "messages", "compactions", "cascade_attempts", "provider_cooldowns",
+		"schema_version", "messages_fts", "summaries_fts", "messages_tokens", "compactions_running"} {
+		var found bool
+		if err := sqldb.QueryRow("SELECT to_regclass($1) IS NOT NULL", schema+"."+name).Scan(&found); err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			t.Errorf("%s missing from schema %s", name, schema)
+		}
+	}
+	// Each full-text index is a GIN index.
+	var gin int
+	err := sqldb.QueryRow(`SELECT count(*) FROM pg_indexes WHERE schemaname = $1
+		AND indexname IN ('messages_fts', 'summaries_fts') AND indexdef LIKE '%USING gin%'`, schema).Scan(&gin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gin != 2 {
+		t.Fatalf("%d GIN full-text indexes, want 2", gin)
+	}
+}
+
+func TestReopenIsNoop(t *testing.T) {
+	u := testURL(t)
+	ctx := context.Background()
+	first := openTest(t, u)
+	q := New(first)
+	if err := q.InsertThread(ctx, InsertThreadParams{ID: "t1", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var before int64
+	if err := first.QueryRow("SELECT xmin::text::bigint FROM schema_version").Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	second := openTest(t, u)
+	if v := schemaVersion(t, second); v != Version {
+		t.Fatalf("schema_version = %d after reopening, want %d", v, Version)
+	}
+	var after int64
+	if err := second.QueryRow("SELECT xmin::text::bigint FROM schema_version").Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Fatalf("reopening rewrote schema_version (xmin %d, then %d)", before, after)
+	}
+	th, err := New(second).GetThread(ctx, "t1")
+	if err != nil {
+		t.Fatalf("thread written before reopening: %v", err)
+	}
+	if th.Model != "gpt-4o" {
+		t.Fatalf("thread model %q after reopening", th.Model)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	u := testURL(t)
+	sqldb := openTest(t, u)
+	if _, err := sqldb.Exec("UPDATE schema_version SET version = $1", Version+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), u)
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("Open of a version %d database: %v, want ErrNewerSchema", Version+1, err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("schema version %d", Version+1)) {
+		t.Fatalf("error %q does not name the version", err)
+	}
+	if v := schemaVersion(t, sqldb); v != Version+1 {
+		t.Fatalf("refused open changed schema_version to %d", v)
+	}
+}
+
+// A migration that fails leaves the database as it was: the steps and the version row are one
+// transaction.
+func TestFailedMigrationLeavesNothing(t *testing.T) {
+	u := testURL(t)
+	ctx := context.Background()
+	sqldb, err := sql.Open("pgx", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqldb.Close()
+	err = migrate(ctx, sqldb, []string{schemaSQL, "CREATE TABLE broken (id BIGINT REFERENCES nowhere (id))"})
+	if err == nil || !strings.Contains(err.Error(), "migrate to schema version 2") {
+		t.Fatalf("migrate with a broken step: %v, want an error naming version 2", err)
+	}
+	for _, name := range []string{"threads", "schema_version"} {
+		var found bool
+		if err := sqldb.QueryRow("SELECT to_regclass($1) IS NOT NULL", name).Scan(&found); err != nil {
+			t.Fatal(err)
+		}
+		if found {
+			t.Errorf("%s exists after a failed migration", name)
+		}
+	}
+}
+
+func TestOpenRefusesOtherNames(t *testing.T) {
+	for _, name := range []string{"", "memory.db", "/tmp/x.db", "mysql://h/db", "file:postgres://x"} {
+		if _, err := Open(context.Background(), name); err == nil || !strings.Contains(err.Error(), "not a PostgreSQL URL") {
+			t.Errorf("Open(%q) = %v, want a refusal naming the URL form", name, err)
+		}
+	}
+	for _, name := range []string{"postgres://h/db", "postgresql://h/db", "POSTGRES://h/db"} {
+		if !IsURL(name) {
+			t.Errorf("IsURL(%q) = false", name)
+		}
+	}
+}
+
+func TestOpenErrorHidesPassword(t *testing.T) {
+	// Nothing listens on port 1; the error must name the host but not the password.
+	_, err := Open(context.Background(), "postgres://u:s3cretpw@127.0.0.1:1/db?sslmode=disable&connect_timeout=2")
+	if err == nil {
+		t.Fatal("Open of a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cretpw") {
+		t.Fatalf("error shows the password: %v", err)
+	}
+	if !strings.Contains(err.Error(), "127.0.0.1:1/db") {
+		t.Fatalf("error %q does not name the database", err)
+	}
+}
+
+// WithTx runs a transaction again when PostgreSQL aborts it for a serialization failure: here
+// another connection updates the row the transaction read, between its read and its write.
+func TestWithTxRetriesSerializationFailure(t *testing.T) {
+	u := testURL(t)
+	ctx := context.Background()
+	sqldb := openTest(t, u)
+	if _, err := sqldb.Exec("CREATE TABLE counter (n BIGINT NOT NULL); INSERT INTO counter VALUES (0)"); err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	var firstErr error
+	err := WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+		runs++
+		var n int64
+		if err := tx.QueryRowContext(ctx, "SELECT n FROM counter").Scan(&n); err != nil {
+			return err
+		}
+		if runs == 1 {
+			// Another connection commits a change to the row after this snapshot was taken.
+			if _, err := sqldb.ExecContext(ctx, "UPDATE counter SET n = n + 1"); err != nil {
+				return fmt.Errorf("concurrent update: %w", err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE counter SET n = $1", n+1)
+		if runs == 1 {
+			firstErr = err
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 {
+		t.Fatalf("fn ran %d times, want 2 (first run's error: %v)", runs, firstErr)
+	}
+	if !IsRetryable(firstErr) {
+		t.Fatalf("first run ended with %v, want a serialization failure", firstErr)
+	}
+	var n int64
+	if err := sqldb.QueryRow("SELECT n FROM counter").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("counter = %d, want 2 (no update lost)", n)
+	}
+	// Other errors are returned at once.
+	runs = 0
+	err = WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+		runs++
+		_, err := tx.ExecContext(ctx, "INSERT INTO counter VALUES (NULL)")
+		return err
+	})
+	if err == nil || runs != 1 || IsRetryable(err) {
+		t.Fatalf("not-null violation: err %v after %d runs, want one run and the error", err, runs)
+	}
+}
+
+func TestTSQuery(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"hello", "'hello'"},
+		{"hel* world", "'hel':* & 'world'"},
+		{`a'b OR NOT "x" :* (`, `'a''b' & 'OR' & 'NOT' & '"x"'`},
+		{`back\slash`, `'back\\slash'`},
+		{"*** ( ) !", ""},
+		{"a\x00b", "'a' & 'b'"},
+	} {
+		if got := TSQuery(c.in); got != c.want {
+			t.Errorf("TSQuery(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+-- name: GetThread :one
+SELECT * FROM threads WHERE id = $1;
+
+-- name: InsertThread :exec
+INSERT INTO threads (id, model, encoding, metadata, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: SetThreadTail :exec
+UPDATE threads SET last_seq = $1, open_calls = $2, updated_at = $3 WHERE id = $4;
+
+-- name: ListThreads :many
+-- Every thread (or only the one named) with the size of its active context, from stored
+-- counts: the messages outside the range of its current (newest applied) compaction, plus
+-- that compaction's summary.
+SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
+       CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS BIGINT) AS compactions,
+       -- A compaction with a view (mask, window, fit) records the view's size up to its
+       -- view_seq, its summary included; the messages after view_seq are added.
+       CAST(CAST(cur.id IS NOT NULL AND cur.view = '' AS INTEGER) AS BIGINT) AS compacted,
+       CAST(coalesce(cur.summary_tokens, 0) AS BIGINT) AS summary_tokens,
+       -- seq runs 1..last_seq without gaps, so the count needs no scan.
+       CAST(CASE WHEN cur.view <> '' THEN cur.view_messages + t.last_seq - cur.view_seq
+                 ELSE coalesce(cur.from_seq, 1) - 1 + t.last_seq - coalesce(cur.to_seq, 0) END AS BIGINT) AS active_messages,
+       CAST(CASE WHEN cur.view <> '' THEN
+                 cur.view_tokens + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > cur.view_seq)
+            ELSE (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
+               + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) END AS BIGINT) AS active_tokens
+FROM threads t
+LEFT JOIN compactions cur ON cur.id = (
+    SELECT max(c2.id) FROM compactions c2 WHERE c2.thread_id = t.id AND c2.status = 'applied')
+WHERE CAST(sqlc.arg('only') AS TEXT) = '' OR t.id = sqlc.arg('only')
+ORDER BY t.updated_at DESC, t.id;
+
+-- name: SetThreadSettings :execrows
+-- The compaction settings of a thread (a JSON object); the thread's updated_at is about its
+-- messages and does not change.
+UPDATE threads SET settings = $1 WHERE id = $2;
+
+-- name: DeleteThread :execrows
+DELETE FROM threads WHERE id = $1;

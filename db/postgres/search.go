@@ -1,0 +1,30 @@
+package pg
+
+import (
+	"strings"
+	"unicode"
+)
+
+// TSQuery turns user text into a query for to_tsquery('simple', ...) that requires every word,
+// as package memory's FTS5 query does for SQLite: each word becomes a quoted operand (inner
+// backslashes and quotes escaped), so no user text is read as tsquery syntax; a word ending in
+// * becomes a prefix operand (:*). A word the parser splits (a-b, a'b) must match as a phrase.
+// Words without a letter or digit match nothing the parser indexes and are dropped; "" means
+// there is nothing to search for. NUL, which PostgreSQL text cannot hold, separates words.
+func TSQuery(text string) string {
+	var parts []string
+	for w := range strings.FieldsFuncSeq(text, func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) {
+		word := strings.TrimRight(w, "*")
+		prefix := word != w
+		if !strings.ContainsFunc(word, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			continue
+		}
+		word = strings.ReplaceAll(word, `\`, `\\`)
+		operand := "'" + strings.ReplaceAll(word, "'", "''") + "'"
+		if prefix {
+			operand += ":*"
+		}
+		parts = append(parts, operand)
+	}
+	return strings.Join(parts, " & ")
+}
