@@ -465,6 +465,12 @@ func (c *Cascade) turn(ctx, turnCtx context.Context, limit string, compactionID 
 	}
 	if err == nil {
 		if strings.TrimSpace(text) != "" {
+			if e.AutoWindow && k.sawClass(ClassContextLength) {
+				// The task got past a context_length answer (it split smaller), so the window it
+				// was given is wrong: read the server's again for the next turn.
+				c.forgetWindow(ctx, e)
+				c.readWindow(ctx, e)
+			}
 			return text, nil, nil
 		}
 		err = fmt.Errorf("%w: the task returned an empty text", llm.ErrBadResponse)

@@ -34,6 +34,18 @@ type completer struct {
 
 var _ llm.Completer = (*completer)(nil)
 
+// sawClass reports whether a failure of this class was returned to the task during the turn.
+func (k *completer) sawClass(class string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, pe := range k.issued {
+		if pe.Class == class {
+			return true
+		}
+	}
+	return false
+}
+
 // Complete sends req up to the provider's MaxAttempts times. A response counts when its text
 // is not blank, its finish reason is not "length" and req.Accept (if set) takes it; anything
 // else is a bad_response. Retried classes wait an exponential backoff with jitter, at least

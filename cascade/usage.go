@@ -37,7 +37,7 @@ func (c *Cascade) countRequest(req llm.Request) int {
 // may have read it); any other failure (an error status, a connection refused, a missing key)
 // counts nothing, as the server refused or never saw the request.
 func (c *Cascade) usage(req llm.Request, resp llm.Response, pe *ProviderError) (prompt, completion int, estimated bool) {
-	if resp.PromptTokens > 0 || resp.CompletionTokens > 0 {
+	if plausibleUsage(req, resp) {
 		return resp.PromptTokens, resp.CompletionTokens, false
 	}
 	switch {
@@ -47,4 +47,14 @@ func (c *Cascade) usage(req llm.Request, resp llm.Response, pe *ProviderError) (
 		return c.countRequest(req), 0, true
 	}
 	return 0, 0, false
+}
+
+// plausibleUsage reports whether a server's usage can be taken as it is: some tokens, none
+// negative, and no more completion tokens than were asked for (when a bound was asked). A
+// server that says otherwise is counted locally, as one that says nothing.
+func plausibleUsage(req llm.Request, resp llm.Response) bool {
+	if resp.PromptTokens < 0 || resp.CompletionTokens < 0 || resp.PromptTokens+resp.CompletionTokens == 0 {
+		return false
+	}
+	return req.MaxTokens <= 0 || resp.CompletionTokens <= req.MaxTokens
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -188,7 +189,7 @@ func NewTokenCounter(encoding string) (*BPECounter, error) {
 // file or pattern does not count it (Store.Counter refuses). Tool definitions count 7 per
 // function, the cookbook's value for current models.
 func NewFileCounter(path, pattern string) (*BPECounter, error) {
-	vocab, err := os.ReadFile(path)
+	vocab, err := readVocabulary(path)
 	if err != nil {
 		return nil, fmt.Errorf("encoding file: %w", err)
 	}
@@ -203,6 +204,34 @@ func NewFileCounter(path, pattern string) (*BPECounter, error) {
 		}
 		return enc, nil
 	})}, nil
+}
+
+// MaxVocabularyBytes bounds a vocabulary file (o200k_base's is 3.6 MB): a device, a pipe or a
+// runaway file is refused, never read without end.
+const MaxVocabularyBytes = 64 << 20
+
+// readVocabulary reads a regular file of at most MaxVocabularyBytes.
+func readVocabulary(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > MaxVocabularyBytes {
+		return nil, fmt.Errorf("%s has %d bytes, over the %d a vocabulary may have", path, st.Size(), MaxVocabularyBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxVocabularyBytes+1))
+	if err == nil && len(b) > MaxVocabularyBytes {
+		err = fmt.Errorf("%s grew past the %d bytes a vocabulary may have", path, MaxVocabularyBytes)
+	}
+	return b, err
 }
 
 // FileEncodingName is the Encoding of NewFileCounter for a vocabulary and its split pattern

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -104,6 +105,9 @@ STARTED when it began (UTC unless --local-time); ERROR the error, keys and secre
 			}
 			var at []cascade.Attempt
 			if compaction > 0 {
+				if !cmd.Flags().Changed("limit") {
+					limit = math.MaxInt32 // one compaction's attempts: all of them, as report ID lists them
+				}
 				at, err = compactionAttempts(ctx, s.DB(), compaction, provider, limit)
 			} else {
 				at, err = cascade.Attempts(ctx, s.DB(), provider, limit)
@@ -124,7 +128,7 @@ STARTED when it began (UTC unless --local-time); ERROR the error, keys and secre
 		},
 	}
 	cmd.Flags().StringVar(&provider, "provider", "", "only this provider's attempts")
-	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many attempts")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many attempts (with --compaction: all unless given)")
 	cmd.Flags().Int64Var(&compaction, "compaction", 0, "only the attempts of this compaction, oldest first")
 	return cmd
 }
