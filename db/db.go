@@ -256,23 +256,21 @@ func migrate(ctx context.Context, sqldb *sql.DB, migrations []string) error {
 // timeout), the whole transaction is retried with a jittered, growing pause until ctx ends. fn
 // must therefore be safe to run more than once: it may only write through tx.
 func WithTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
-	return retryBusy(ctx, func() error {
-		tx, err := sqldb.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
+	return RunTx(ctx, sqldb, nil, IsBusy, fn)
 }
 
 // ReadTx runs fn in a read-only transaction: one consistent snapshot, no write lock.
 func ReadTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
-	return retryBusy(ctx, func() error {
-		tx, err := sqldb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	return RunTx(ctx, sqldb, &sql.TxOptions{ReadOnly: true}, IsBusy, fn)
+}
+
+// RunTx runs fn in a transaction begun with opts and commits it. When the transaction fails
+// with an error retryable says may pass if run again (SQLite busy, a PostgreSQL serialization
+// failure), the whole transaction is run again with a jittered, growing pause until ctx ends;
+// fn must therefore only write through tx. Both backends' WithTx and ReadTx are this.
+func RunTx(ctx context.Context, sqldb *sql.DB, opts *sql.TxOptions, retryable func(error) bool, fn func(tx *sql.Tx) error) error {
+	return Retry(ctx, retryable, func() error {
+		tx, err := sqldb.BeginTx(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -284,17 +282,19 @@ func ReadTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error
 	})
 }
 
-func retryBusy(ctx context.Context, fn func() error) error {
+// Retry runs fn until it succeeds, fails with an error retryable does not accept, or ctx ends,
+// pausing between runs (jittered, from 5 ms doubling up to 500 ms).
+func Retry(ctx context.Context, retryable func(error) bool, fn func() error) error {
 	pause := 5 * time.Millisecond
 	for {
 		err := fn()
-		if err == nil || !IsBusy(err) {
+		if err == nil || !retryable(err) {
 			return err
 		}
 		wait := pause/2 + rand.N(pause)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (database busy: %v)", ctx.Err(), err)
+			return fmt.Errorf("%w (retried while it failed: %v)", ctx.Err(), err)
 		case <-time.After(wait):
 		}
 		pause = min(pause*2, 500*time.Millisecond)

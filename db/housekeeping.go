@@ -50,7 +50,7 @@ func Backup(ctx context.Context, sqldb *sql.DB, path string) error {
 // and truncates the write-ahead log. It waits for other writers (the busy timeout), and
 // retries while the database stays busy, until ctx ends.
 func Vacuum(ctx context.Context, sqldb *sql.DB) error {
-	err := retryBusy(ctx, func() error {
+	err := Retry(ctx, IsBusy, func() error {
 		_, err := sqldb.ExecContext(ctx, "VACUUM")
 		return err
 	})

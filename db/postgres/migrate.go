@@ -11,10 +11,9 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"github.com/memcascade/memcascade/db"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the database/sql driver "pgx"
@@ -155,49 +154,12 @@ func readVersion(ctx context.Context, sqldb *sql.DB) (int, error) {
 // retried with a jittered, growing pause until ctx ends. fn must therefore be safe to run more
 // than once: it may only write through tx.
 func WithTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
-	return retry(ctx, func() error {
-		tx, err := sqldb.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
+	return db.RunTx(ctx, sqldb, &sql.TxOptions{Isolation: sql.LevelSerializable}, IsRetryable, fn)
 }
 
 // ReadTx runs fn in a read-only REPEATABLE READ transaction: one consistent snapshot.
 func ReadTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
-	return retry(ctx, func() error {
-		tx, err := sqldb.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
-}
-
-func retry(ctx context.Context, fn func() error) error {
-	pause := 5 * time.Millisecond
-	for {
-		err := fn()
-		if err == nil || !IsRetryable(err) {
-			return err
-		}
-		wait := pause/2 + rand.N(pause)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (transaction kept conflicting: %v)", ctx.Err(), err)
-		case <-time.After(wait):
-		}
-		pause = min(pause*2, 500*time.Millisecond)
-	}
+	return db.RunTx(ctx, sqldb, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, IsRetryable, fn)
 }
 
 // IsRetryable reports whether err is a PostgreSQL serialization failure (SQLSTATE 40001) or
