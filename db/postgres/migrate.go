@@ -1,8 +1,8 @@
 // Package pg holds the PostgreSQL schema (schema.sql), its queries (queries/*.sql, compiled to
 // Go by sqlc into the *.gen.go files, with the same names, parameters and results as package
 // db's where PostgreSQL allows) and the functions that open a database and run transactions.
-// It is the PostgreSQL side of package db and, like it, imports no other package of this
-// module. The driver is pgx through database/sql.
+// It is the PostgreSQL side of package db, whose transaction runner it shares; it imports no
+// other package of this module. The driver is pgx through database/sql.
 package pg
 
 import (
@@ -11,10 +11,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/memcascade/memcascade/db"
 	"net/url"
 	"strings"
 
+	"github.com/memcascade/memcascade/db"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the database/sql driver "pgx"
 )
