@@ -14,9 +14,9 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the database/sql driver "pgx"
+	"github.com/memcascade/memcascade/db"
 )
 
 //go:generate go tool sqlc generate -f ../../sqlc.yaml
