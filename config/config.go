@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -228,9 +229,7 @@ func (c Config) WithDefaults() Config {
 // ContextWindow 8192, MaxOutputTokens 1024, Timeout 60s, MaxAttempts 2,
 // MaxWait 10s, Concurrency 1, Cooldown 30s, MaxCooldown 1h. Name is never filled in.
 func (p Provider) WithDefaults() Provider {
-	if p.Type == "" {
-		p.Type = TypeOpenAI
-	}
+	p.Type = cmp.Or(p.Type, TypeOpenAI)
 	if p.Type == TypeExtractive {
 		if p.Model == "" {
 			p.Model = defaultExtractiveModel
@@ -243,29 +242,13 @@ func (p Provider) WithDefaults() Provider {
 			p.Model = defaultProviderModel
 		}
 	}
-	if p.ContextWindow == 0 {
-		p.ContextWindow = defaultContextWindow
-	}
-	if p.MaxOutputTokens == 0 {
-		p.MaxOutputTokens = defaultMaxOutputTokens
-	}
-	if p.Timeout == 0 {
-		p.Timeout = defaultTimeout
-	}
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = defaultMaxAttempts
-	}
-	if p.MaxWait == 0 {
-		p.MaxWait = defaultMaxWait
-	}
-	if p.Concurrency == 0 {
-		p.Concurrency = defaultConcurrency
-	}
-	if p.Cooldown == 0 {
-		p.Cooldown = defaultCooldown
-	}
-	if p.MaxCooldown == 0 {
-		p.MaxCooldown = defaultMaxCooldown
-	}
+	p.ContextWindow = cmp.Or(p.ContextWindow, defaultContextWindow)
+	p.MaxOutputTokens = cmp.Or(p.MaxOutputTokens, defaultMaxOutputTokens)
+	p.Timeout = cmp.Or(p.Timeout, defaultTimeout)
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, defaultMaxAttempts)
+	p.MaxWait = cmp.Or(p.MaxWait, defaultMaxWait)
+	p.Concurrency = cmp.Or(p.Concurrency, defaultConcurrency)
+	p.Cooldown = cmp.Or(p.Cooldown, defaultCooldown)
+	p.MaxCooldown = cmp.Or(p.MaxCooldown, defaultMaxCooldown)
 	return p
 }

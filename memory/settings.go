@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -72,39 +73,17 @@ const (
 // WithDefaults fills the zero fields with the Default* constants: the one place the defaults
 // are filled (the config file and the thread settings come here too).
 func (s Settings) WithDefaults() Settings {
-	if s.TokenLimit == 0 {
-		s.TokenLimit = DefaultTokenLimit
-	}
-	if s.TargetRatio == 0 {
-		s.TargetRatio = DefaultTargetRatio
-	}
-	if s.TriggerRatio == 0 {
-		s.TriggerRatio = DefaultTriggerRatio
-	}
-	if s.SummaryMaxTokens == 0 {
-		s.SummaryMaxTokens = DefaultSummaryMaxTokens
-	}
-	if s.SummaryRole == "" {
-		s.SummaryRole = DefaultSummaryRole
-	}
-	if s.MaxPasses == 0 {
-		s.MaxPasses = DefaultMaxPasses
-	}
-	if s.TotalTimeout == 0 {
-		s.TotalTimeout = DefaultTotalTimeout
-	}
-	if s.MaxResultBytes == 0 {
-		s.MaxResultBytes = DefaultMaxResultBytes
-	}
-	if s.Strategy == "" {
-		s.Strategy = DefaultStrategy
-	}
-	if s.EmergencyRatio == 0 {
-		s.EmergencyRatio = DefaultEmergencyRatio
-	}
-	if s.OnFailure == "" {
-		s.OnFailure = DefaultOnFailure
-	}
+	s.TokenLimit = cmp.Or(s.TokenLimit, DefaultTokenLimit)
+	s.TargetRatio = cmp.Or(s.TargetRatio, DefaultTargetRatio)
+	s.TriggerRatio = cmp.Or(s.TriggerRatio, DefaultTriggerRatio)
+	s.SummaryMaxTokens = cmp.Or(s.SummaryMaxTokens, DefaultSummaryMaxTokens)
+	s.SummaryRole = cmp.Or(s.SummaryRole, DefaultSummaryRole)
+	s.MaxPasses = cmp.Or(s.MaxPasses, DefaultMaxPasses)
+	s.TotalTimeout = cmp.Or(s.TotalTimeout, DefaultTotalTimeout)
+	s.MaxResultBytes = cmp.Or(s.MaxResultBytes, DefaultMaxResultBytes)
+	s.Strategy = cmp.Or(s.Strategy, DefaultStrategy)
+	s.EmergencyRatio = cmp.Or(s.EmergencyRatio, DefaultEmergencyRatio)
+	s.OnFailure = cmp.Or(s.OnFailure, DefaultOnFailure)
 	return s
 }
 
