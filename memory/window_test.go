@@ -106,7 +106,7 @@ func TestSmallWindows(t *testing.T) {
 // middle in parallel (each summarized on its own, then merged): the compaction is applied,
 // every request fits the window, requests overlap, and the requests stay within the target.
 func TestConcurrentChunks(t *testing.T) {
-	for _, window := range []int{2048, 8192} {
+	for _, window := range []int{1024, 2048, 8192} {
 		t.Run(fmt.Sprint(window), func(t *testing.T) {
 			var mu sync.Mutex
 			inFlight, maxInFlight := 0, 0
