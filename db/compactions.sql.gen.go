@@ -131,19 +131,6 @@ func (q *Queries) ApplyView(ctx context.Context, arg ApplyViewParams) (int64, er
 	return result.RowsAffected()
 }
 
-const compactionRequests = `-- name: CompactionRequests :one
-SELECT CAST(count(*) AS INTEGER) FROM cascade_attempts
-WHERE compaction_id = ? AND outcome IN ('ok', 'error')
-`
-
-// The requests sent to providers for a compaction: its attempts that reached a provider.
-func (q *Queries) CompactionRequests(ctx context.Context, compactionID sql.NullInt64) (int64, error) {
-	row := q.queryRow(ctx, q.compactionRequestsStmt, compactionRequests, compactionID)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
 const currentCompaction = `-- name: CurrentCompaction :one
 SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions
 WHERE thread_id = ? AND status = 'applied'

@@ -80,11 +80,11 @@ func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int
 func (s *Store) finishCompaction(ctx context.Context, id int64, p db.FinishCompactionParams) error {
 	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
 		q := s.q.WithTx(tx)
-		requests, err := q.CompactionRequests(ctx, sql.NullInt64{Int64: id, Valid: true})
+		usage, err := q.CompactionUsage(ctx, sql.NullInt64{Int64: id, Valid: true})
 		if err != nil {
 			return err
 		}
-		p.Requests, p.UpdatedAt, p.ID = requests, s.now(), id
+		p.Requests, p.UpdatedAt, p.ID = usage.Requests, s.now(), id
 		_, err = q.FinishCompaction(ctx, p)
 		return err
 	})

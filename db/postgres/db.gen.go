@@ -30,9 +30,6 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.applyViewStmt, err = db.PrepareContext(ctx, applyView); err != nil {
 		return nil, fmt.Errorf("error preparing query ApplyView: %w", err)
 	}
-	if q.compactionRequestsStmt, err = db.PrepareContext(ctx, compactionRequests); err != nil {
-		return nil, fmt.Errorf("error preparing query CompactionRequests: %w", err)
-	}
 	if q.compactionUsageStmt, err = db.PrepareContext(ctx, compactionUsage); err != nil {
 		return nil, fmt.Errorf("error preparing query CompactionUsage: %w", err)
 	}
@@ -166,11 +163,6 @@ func (q *Queries) Close() error {
 	if q.applyViewStmt != nil {
 		if cerr := q.applyViewStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing applyViewStmt: %w", cerr)
-		}
-	}
-	if q.compactionRequestsStmt != nil {
-		if cerr := q.compactionRequestsStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing compactionRequestsStmt: %w", cerr)
 		}
 	}
 	if q.compactionUsageStmt != nil {
@@ -414,7 +406,6 @@ type Queries struct {
 	tx                            *sql.Tx
 	applyCompactionStmt           *sql.Stmt
 	applyViewStmt                 *sql.Stmt
-	compactionRequestsStmt        *sql.Stmt
 	compactionUsageStmt           *sql.Stmt
 	countLooseAttemptsStmt        *sql.Stmt
 	currentCompactionStmt         *sql.Stmt
@@ -463,7 +454,6 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		tx:                            tx,
 		applyCompactionStmt:           q.applyCompactionStmt,
 		applyViewStmt:                 q.applyViewStmt,
-		compactionRequestsStmt:        q.compactionRequestsStmt,
 		compactionUsageStmt:           q.compactionUsageStmt,
 		countLooseAttemptsStmt:        q.countLooseAttemptsStmt,
 		currentCompactionStmt:         q.currentCompactionStmt,

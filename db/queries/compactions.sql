@@ -76,8 +76,3 @@ LIMIT sqlc.arg(max_rows);
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;
-
--- name: CompactionRequests :one
--- The requests sent to providers for a compaction: its attempts that reached a provider.
-SELECT CAST(count(*) AS INTEGER) FROM cascade_attempts
-WHERE compaction_id = ? AND outcome IN ('ok', 'error');

@@ -76,8 +76,3 @@ LIMIT CAST(sqlc.arg(max_rows) AS BIGINT);
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;
-
--- name: CompactionRequests :one
--- The requests sent to providers for a compaction: its attempts that reached a provider.
-SELECT CAST(count(*) AS BIGINT) FROM cascade_attempts
-WHERE compaction_id = $1 AND outcome IN ('ok', 'error');
