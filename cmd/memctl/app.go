@@ -36,11 +36,16 @@ type app struct {
 
 	cfg   *config.Config
 	store *memory.Store
+	// cleanup runs when the command ends (temporary files that could not be unlinked early).
+	cleanup []func()
 }
 
 func (a *app) close() {
 	if a.store != nil {
 		a.store.Close()
+	}
+	for _, f := range a.cleanup {
+		f()
 	}
 }
 

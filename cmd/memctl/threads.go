@@ -90,14 +90,17 @@ func (a *app) importThread(ctx context.Context, thread, file, model string, agai
 		"imported %d messages into %s (%d messages, %d active tokens)\n", res.Appended, termLine(thread), t.Messages, t.ActiveTokens)
 }
 
-// spoolInput copies r to a temporary file (0600, removed at once: it lives while open) and
-// returns it rewound.
-func spoolInput(r io.Reader) (*os.File, error) {
+// spoolInput copies r to a private temporary file and returns it rewound. The file is unlinked
+// at once where the system allows an open file to be (its data goes with the process);
+// elsewhere (Windows) it is removed when memctl closes.
+func (a *app) spoolInput(r io.Reader) (*os.File, error) {
 	f, err := os.CreateTemp("", "memctl-import-*")
 	if err != nil {
 		return nil, err
 	}
-	os.Remove(f.Name()) // unlinked now: the data goes when the process does
+	if os.Remove(f.Name()) != nil {
+		a.cleanup = append(a.cleanup, func() { f.Close(); os.Remove(f.Name()) })
+	}
 	if _, err := io.Copy(f, r); err != nil {
 		f.Close()
 		return nil, err
@@ -125,7 +128,7 @@ func (a *app) refuseRepeat(ctx context.Context, s *memory.Store, thread, file st
 	if !seekable {
 		// Standard input is read twice: spooled to a private temporary file, so the memory an
 		// import takes stays bounded by its largest message, not by the input.
-		spool, err := spoolInput(r)
+		spool, err := a.spoolInput(r)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("read %s: %w", file, err)}
 		}
