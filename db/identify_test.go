@@ -97,8 +97,8 @@ func TestNewDatabaseHasApplicationID(t *testing.T) {
 	if id := headerID(t, path); id != ApplicationID {
 		t.Fatalf("application_id 0x%08X, want 0x%08X", id, ApplicationID)
 	}
-	if string([]byte{0x4D, 0x43, 0x61, 0x73}) != "MCas" {
-		t.Fatal("the documented spelling of the id is wrong")
+	if got := string(binary.BigEndian.AppendUint32(nil, ApplicationID)); got != "MCas" {
+		t.Fatalf("the id spells %q, documented as \"MCas\"", got)
 	}
 }
 
