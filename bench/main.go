@@ -236,7 +236,7 @@ func (b *bench) append(corpus []conversation) error {
 		err := db.WithTx(ctx, raw, func(tx *sql.Tx) error {
 			q := rawQ.WithTx(tx)
 			thread := fmt.Sprintf("c%d", i)
-			if err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
+			if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
 				return err
 			}
 			for j, m := range c.msgs {

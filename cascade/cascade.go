@@ -23,7 +23,6 @@ package cascade
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -206,14 +205,14 @@ type Cascade struct {
 	// zero means DefaultWindowTTL.
 	WindowTTL time.Duration
 
-	db     *sql.DB
+	db     *db.Handle
 	emitMu sync.Mutex
 	warnMu sync.Mutex
 	warned map[string]bool // entries whose fallback window was already reported
 }
 
-// New returns a cascade of entries that keeps its cooldowns and attempt log in sqldb.
-func New(sqldb *sql.DB, entries ...Entry) *Cascade {
+// New returns a cascade of entries that keeps its cooldowns and attempt log in the database h.
+func New(h *db.Handle, entries ...Entry) *Cascade {
 	return &Cascade{
 		Entries:        entries,
 		Now:            time.Now,
@@ -221,7 +220,7 @@ func New(sqldb *sql.DB, entries ...Entry) *Cascade {
 		InitialBackoff: DefaultInitialBackoff,
 		MaxBackoff:     DefaultMaxBackoff,
 		Redact:         defaultRedact(),
-		db:             sqldb,
+		db:             h,
 	}
 }
 

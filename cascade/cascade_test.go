@@ -3,7 +3,6 @@ package cascade_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 )
 
@@ -180,7 +180,7 @@ func TestCooldownSurvivesReopen(t *testing.T) {
 	}
 	sqldb.Close()
 
-	again, err := db.Open(context.Background(), path)
+	again, err := db.OpenHandle(context.Background(), path, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestCooldownSeenByAnotherProcess(t *testing.T) {
 	}
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), "CASCADE_HELPER_DB="+path)
+	cmd.Env = append(testdb.Environ(), "CASCADE_HELPER_DB="+path)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -256,7 +256,7 @@ func TestHelperProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("run by TestCooldownSeenByAnotherProcess")
 	}
-	sqldb, err := db.Open(context.Background(), path)
+	sqldb, err := db.OpenHandle(context.Background(), path, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestConcurrentFailuresBothCount(t *testing.T) {
 	var ready sync.WaitGroup
 	ready.Add(2)
 	run := func() error {
-		sqldb, err := db.Open(context.Background(), path)
+		sqldb, err := db.OpenHandle(context.Background(), path, db.Options{})
 		if err != nil {
 			return err
 		}
@@ -310,7 +310,7 @@ func TestConcurrentFailuresBothCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sqldb, err := db.Open(context.Background(), path)
+	sqldb, err := db.OpenHandle(context.Background(), path, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestCancelMidBackoff(t *testing.T) {
 	}
 }
 
-func checkCanceled(t *testing.T, sqldb *sql.DB, err error, elapsed time.Duration, next *cascade.Fake) {
+func checkCanceled(t *testing.T, sqldb *db.Handle, err error, elapsed time.Duration, next *cascade.Fake) {
 	t.Helper()
 	if elapsed > time.Second {
 		t.Errorf("returned after %v, want promptly", elapsed)

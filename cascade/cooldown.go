@@ -40,7 +40,7 @@ func (c *Cascade) cooldownRow(ctx context.Context, name string) (db.ProviderCool
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dbTimeout)
 	defer cancel()
-	row, err := db.New(c.db).GetCooldown(rctx, name)
+	row, err := c.db.Q().GetCooldown(rctx, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.ProviderCooldown{Provider: name}, nil
 	}
@@ -52,7 +52,7 @@ func (c *Cascade) cooldownRow(ctx context.Context, name string) (db.ProviderCool
 func (c *Cascade) recordFailure(ctx context.Context, e *Entry, pe *ProviderError) (time.Time, error) {
 	var until time.Time
 	var failures int64
-	err := c.write(ctx, func(q *db.Queries, wctx context.Context) error {
+	err := c.write(ctx, func(q db.Querier, wctx context.Context) error {
 		row, err := q.GetCooldown(wctx, e.Name)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -85,7 +85,7 @@ func (c *Cascade) reset(ctx context.Context, name string, read db.ProviderCooldo
 			return nil
 		}
 	}
-	err := c.write(ctx, func(q *db.Queries, wctx context.Context) error {
+	err := c.write(ctx, func(q db.Querier, wctx context.Context) error {
 		return q.UpsertCooldown(wctx, db.UpsertCooldownParams{Provider: name, UpdatedAt: c.now().UnixMilli()})
 	})
 	if err != nil {
@@ -104,8 +104,7 @@ var ErrUnknownProvider = errors.New("unknown provider")
 // an entry of the cascade or a provider with stored state, else ErrUnknownProvider.
 func (c *Cascade) ResetCooldown(ctx context.Context, name string) (bool, error) {
 	var n int64
-	err := db.WithTx(ctx, c.db, func(tx *sql.Tx) error {
-		q := db.New(tx)
+	err := c.db.WithTx(ctx, func(q db.Querier) error {
 		row, err := q.GetCooldown(ctx, name)
 		if errors.Is(err, sql.ErrNoRows) {
 			for _, e := range c.Entries {
@@ -137,9 +136,9 @@ func (c *Cascade) ResetCooldown(ctx context.Context, name string) (bool, error) 
 // in the cascade or not, and returns how many had something to clear.
 func (c *Cascade) ResetCooldowns(ctx context.Context) (int64, error) {
 	var n int64
-	err := db.WithTx(ctx, c.db, func(tx *sql.Tx) error {
+	err := c.db.WithTx(ctx, func(q db.Querier) error {
 		var err error
-		n, err = db.New(tx).ResetAllCooldowns(ctx, c.now().UnixMilli())
+		n, err = q.ResetAllCooldowns(ctx, c.now().UnixMilli())
 		return err
 	})
 	if err != nil {
@@ -169,7 +168,7 @@ func (c *Cascade) logSkip(ctx context.Context, compactionID int64, e *Entry, out
 
 // insertAttempt adds one row to the attempt log, and logs it.
 func (c *Cascade) insertAttempt(ctx context.Context, row db.InsertAttemptParams) error {
-	err := c.write(ctx, func(q *db.Queries, wctx context.Context) error {
+	err := c.write(ctx, func(q db.Querier, wctx context.Context) error {
 		_, err := q.InsertAttempt(wctx, row)
 		return err
 	})
@@ -210,11 +209,11 @@ func (c *Cascade) logAttrs(ctx context.Context, level slog.Level, msg string, at
 
 // write runs fn in a write transaction. It outlives the caller's cancellation (bounded by
 // dbTimeout): an interrupted attempt is still logged.
-func (c *Cascade) write(ctx context.Context, fn func(q *db.Queries, ctx context.Context) error) error {
+func (c *Cascade) write(ctx context.Context, fn func(q db.Querier, ctx context.Context) error) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dbTimeout)
 	defer cancel()
-	return db.WithTx(wctx, c.db, func(tx *sql.Tx) error {
-		return fn(db.New(tx), wctx)
+	return c.db.WithTx(wctx, func(q db.Querier) error {
+		return fn(q, wctx)
 	})
 }
 

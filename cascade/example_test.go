@@ -22,7 +22,7 @@ func ExampleCascade_Complete() {
 	dir, _ := os.MkdirTemp("", "cascade-example")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	sqldb, err := db.Open(ctx, filepath.Join(dir, "memctl.db"))
+	sqldb, err := db.OpenHandle(ctx, filepath.Join(dir, "memctl.db"), db.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -2,7 +2,6 @@ package cascade_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,12 +11,13 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/config"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/llm"
 )
 
 // defaultCascade builds, through the config and its defaults, a cascade of an
 // OpenAI-compatible provider "first" at baseURL followed by the offline rung.
-func defaultCascade(t *testing.T, baseURL string) (*cascade.Cascade, *sql.DB) {
+func defaultCascade(t *testing.T, baseURL string) (*cascade.Cascade, *db.Handle) {
 	t.Helper()
 	sqldb, _ := openDB(t)
 	cfg, err := config.Parse([]byte(fmt.Sprintf("cascade:\n  - name: first\n    base_url: %s/v1\n  - name: offline\n    type: extractive\n", baseURL)), "test.yaml")

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,16 +18,18 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/db"
+	_ "github.com/memcascade/memcascade/db/postgres"
+	"github.com/memcascade/memcascade/internal/testdb"
 )
 
 // t0 is the injected clock's start.
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // openDB opens a fresh database in the test's temporary directory.
-func openDB(t *testing.T) (*sql.DB, string) {
+func openDB(t *testing.T) (*db.Handle, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "memctl.db")
-	sqldb, err := db.Open(context.Background(), path)
+	path := testdb.Name(t, "memctl.db")
+	sqldb, err := db.OpenHandle(context.Background(), path, db.Options{})
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}
@@ -40,7 +41,7 @@ func openDB(t *testing.T) (*sql.DB, string) {
 // sleeping, and recorded events.
 type harness struct {
 	t   *testing.T
-	db  *sql.DB
+	db  *db.Handle
 	c   *cascade.Cascade
 	mu  sync.Mutex
 	now time.Time
@@ -49,13 +50,13 @@ type harness struct {
 	events []cascade.Event
 }
 
-func newHarness(t *testing.T, sqldb *sql.DB, entries ...cascade.Entry) *harness {
+func newHarness(t *testing.T, sqldb *db.Handle, entries ...cascade.Entry) *harness {
 	t.Helper()
 	return harnessFor(t, sqldb, cascade.New(sqldb, entries...))
 }
 
 // harnessFor injects the harness's clock, Sleep and Observe into c.
-func harnessFor(t *testing.T, sqldb *sql.DB, c *cascade.Cascade) *harness {
+func harnessFor(t *testing.T, sqldb *db.Handle, c *cascade.Cascade) *harness {
 	t.Helper()
 	h := &harness{t: t, db: sqldb, now: t0, c: c}
 	h.c.Now = func() time.Time {
@@ -102,7 +103,7 @@ func (h *harness) recordedEvents() []cascade.Event {
 }
 
 // attempts returns the attempt log oldest first.
-func attempts(t *testing.T, sqldb *sql.DB) []cascade.Attempt {
+func attempts(t *testing.T, sqldb *db.Handle) []cascade.Attempt {
 	t.Helper()
 	rows, err := cascade.Attempts(context.Background(), sqldb, "", 0)
 	if err != nil {
@@ -113,9 +114,9 @@ func attempts(t *testing.T, sqldb *sql.DB) []cascade.Attempt {
 }
 
 // cooldown returns a provider's cooldown row; ok is false when there is none.
-func cooldown(t *testing.T, sqldb *sql.DB, name string) (db.ProviderCooldown, bool) {
+func cooldown(t *testing.T, sqldb *db.Handle, name string) (db.ProviderCooldown, bool) {
 	t.Helper()
-	row, err := db.New(sqldb).GetCooldown(context.Background(), name)
+	row, err := sqldb.Q().GetCooldown(context.Background(), name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, false
 	}
@@ -126,10 +127,10 @@ func cooldown(t *testing.T, sqldb *sql.DB, name string) (db.ProviderCooldown, bo
 }
 
 // setCooldown writes a provider's cooldown row.
-func setCooldown(t *testing.T, sqldb *sql.DB, name string, until time.Time, failures int64) {
+func setCooldown(t *testing.T, sqldb *db.Handle, name string, until time.Time, failures int64) {
 	t.Helper()
-	err := db.WithTx(context.Background(), sqldb, func(tx *sql.Tx) error {
-		return db.New(tx).UpsertCooldown(context.Background(), db.UpsertCooldownParams{
+	err := sqldb.WithTx(context.Background(), func(q db.Querier) error {
+		return q.UpsertCooldown(context.Background(), db.UpsertCooldownParams{
 			Provider: name, CoolingUntil: until.UnixMilli(), ConsecutiveFailures: failures,
 			LastError: "server error (HTTP 503)", UpdatedAt: until.UnixMilli(),
 		})
@@ -243,18 +244,17 @@ func errorTexts(err error) []string {
 	return out
 }
 
-func insertCompaction(t *testing.T, sqldb *sql.DB) int64 {
+func insertCompaction(t *testing.T, sqldb *db.Handle) int64 {
 	t.Helper()
 	return insertCompactionFor(t, sqldb, "t1")
 }
 
 // insertCompactionFor inserts a thread and a running compaction of it.
-func insertCompactionFor(t *testing.T, sqldb *sql.DB, thread string) int64 {
+func insertCompactionFor(t *testing.T, sqldb *db.Handle, thread string) int64 {
 	t.Helper()
 	var id int64
-	err := db.WithTx(context.Background(), sqldb, func(tx *sql.Tx) error {
-		q := db.New(tx)
-		if err := q.InsertThread(context.Background(), db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base",
+	err := sqldb.WithTx(context.Background(), func(q db.Querier) error {
+		if _, err := q.InsertThread(context.Background(), db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base",
 			Metadata: "{}", CreatedAt: t0.UnixMilli(), UpdatedAt: t0.UnixMilli()}); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package cascade
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -29,7 +28,7 @@ type ProviderStatus struct {
 
 // Status lists each entry, in cascade order, with its cooldown state.
 func (c *Cascade) Status(ctx context.Context) ([]ProviderStatus, error) {
-	rows, err := db.New(c.db).ListCooldowns(ctx)
+	rows, err := c.db.Q().ListCooldowns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cascade: list cooldowns: %w", err)
 	}
@@ -69,12 +68,12 @@ type Attempt = db.Attempt
 
 // Attempts reads the attempt log newest first: every provider's when provider is "", at most
 // limit rows (limit <= 0: all).
-func Attempts(ctx context.Context, sqldb *sql.DB, provider string, limit int) ([]Attempt, error) {
+func Attempts(ctx context.Context, h *db.Handle, provider string, limit int) ([]Attempt, error) {
 	maxRows := int64(limit)
 	if limit <= 0 {
 		maxRows = -1 // SQLite: no limit
 	}
-	rows, err := db.New(sqldb).ListAttempts(ctx, db.ListAttemptsParams{Provider: provider, MaxRows: maxRows})
+	rows, err := h.Q().ListAttempts(ctx, db.ListAttemptsParams{Provider: provider, MaxRows: maxRows})
 	if err != nil {
 		return nil, fmt.Errorf("cascade: list attempts: %w", err)
 	}
@@ -82,8 +81,8 @@ func Attempts(ctx context.Context, sqldb *sql.DB, provider string, limit int) ([
 }
 
 // CompactionAttempts reads the attempts made for one compaction, oldest first.
-func CompactionAttempts(ctx context.Context, sqldb *sql.DB, compactionID int64) ([]Attempt, error) {
-	rows, err := db.New(sqldb).ListCompactionAttempts(ctx, nullID(compactionID))
+func CompactionAttempts(ctx context.Context, h *db.Handle, compactionID int64) ([]Attempt, error) {
+	rows, err := h.Q().ListCompactionAttempts(ctx, nullID(compactionID))
 	if err != nil {
 		return nil, fmt.Errorf("cascade: list attempts of compaction %d: %w", compactionID, err)
 	}
@@ -105,8 +104,8 @@ type Usage struct {
 }
 
 // CompactionUsage sums the usage of one compaction's attempts.
-func CompactionUsage(ctx context.Context, sqldb *sql.DB, compactionID int64) (Usage, error) {
-	r, err := db.New(sqldb).CompactionUsage(ctx, nullID(compactionID))
+func CompactionUsage(ctx context.Context, h *db.Handle, compactionID int64) (Usage, error) {
+	r, err := h.Q().CompactionUsage(ctx, nullID(compactionID))
 	if err != nil {
 		return Usage{}, fmt.Errorf("cascade: usage of compaction %d: %w", compactionID, err)
 	}

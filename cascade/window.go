@@ -86,7 +86,7 @@ func (c *Cascade) readWindow(ctx context.Context, e *Entry) (int, bool) {
 		return 0, false
 	}
 	// A cache that cannot be written costs one more probe next time, not the compaction.
-	_ = c.write(ctx, func(q *db.Queries, wctx context.Context) error {
+	_ = c.write(ctx, func(q db.Querier, wctx context.Context) error {
 		return q.SetContextWindow(wctx, db.SetContextWindowParams{Provider: e.Name, ContextWindow: int64(tokens),
 			ContextWindowAt: c.now().UnixMilli()})
 	})
@@ -97,7 +97,7 @@ func (c *Cascade) readWindow(ctx context.Context, e *Entry) (int, bool) {
 // forgetWindow drops a cached window (a context_length answer proved it wrong): the next turn
 // asks the server again.
 func (c *Cascade) forgetWindow(ctx context.Context, e *Entry) {
-	_ = c.write(ctx, func(q *db.Queries, wctx context.Context) error {
+	_ = c.write(ctx, func(q db.Querier, wctx context.Context) error {
 		return q.SetContextWindow(wctx, db.SetContextWindowParams{Provider: e.Name, ContextWindowAt: c.now().UnixMilli()})
 	})
 }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/llm"
 )
 
@@ -171,7 +170,7 @@ func windowTask(seen *[]int) llm.Task {
 
 func cachedWindow(t *testing.T, h *harness, name string) int {
 	t.Helper()
-	row, err := db.New(h.db).GetCooldown(context.Background(), name)
+	row, err := h.db.Q().GetCooldown(context.Background(), name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0
 	}

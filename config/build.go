@@ -1,13 +1,13 @@
 package config
 
 import (
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/redact"
@@ -72,11 +72,11 @@ func (c Config) Redactor() (*redact.Redactor, error) {
 	return r, nil
 }
 
-// NewCascade builds the provider cascade of the config on the database sqldb, which holds the
+// NewCascade builds the provider cascade of the config on the database h, which holds the
 // cooldowns and the attempt log. count, when not nil, is the token counter the extractive
 // provider sizes its summaries with, and the one that counts the usage of a server that sends
 // none. API keys are read from the environment at request time.
-func (c Config) NewCascade(sqldb *sql.DB, count func(string) int) (*cascade.Cascade, error) {
+func (c Config) NewCascade(h *db.Handle, count func(string) int) (*cascade.Cascade, error) {
 	c = c.WithDefaults()
 	red, err := c.Redactor()
 	if err != nil {
@@ -111,7 +111,7 @@ func (c Config) NewCascade(sqldb *sql.DB, count func(string) int) (*cascade.Casc
 		}
 		entries = append(entries, e)
 	}
-	casc := cascade.New(sqldb, entries...)
+	casc := cascade.New(h, entries...)
 	casc.AttemptTimeout = time.Duration(c.Compaction.AttemptTimeout)
 	casc.Count = count // the usage of a server that sends none is counted with the thread's tokenizer
 	casc.Redact = func(s string) string { out, _ := red.Redact(s); return out }

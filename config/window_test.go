@@ -38,7 +38,7 @@ func TestContextWindowAuto(t *testing.T) {
 		t.Errorf("JSON: %s", js)
 	}
 
-	sqldb, err := db.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
+	sqldb, err := db.OpenHandle(context.Background(), filepath.Join(t.TempDir(), "m.db"), db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

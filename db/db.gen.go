@@ -117,6 +117,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listThreadsStmt, err = db.PrepareContext(ctx, listThreads); err != nil {
 		return nil, fmt.Errorf("error preparing query ListThreads: %w", err)
 	}
+	if q.lockThreadStmt, err = db.PrepareContext(ctx, lockThread); err != nil {
+		return nil, fmt.Errorf("error preparing query LockThread: %w", err)
+	}
 	if q.markInterruptedStmt, err = db.PrepareContext(ctx, markInterrupted); err != nil {
 		return nil, fmt.Errorf("error preparing query MarkInterrupted: %w", err)
 	}
@@ -313,6 +316,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing listThreadsStmt: %w", cerr)
 		}
 	}
+	if q.lockThreadStmt != nil {
+		if cerr := q.lockThreadStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lockThreadStmt: %w", cerr)
+		}
+	}
 	if q.markInterruptedStmt != nil {
 		if cerr := q.markInterruptedStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing markInterruptedStmt: %w", cerr)
@@ -443,6 +451,7 @@ type Queries struct {
 	listMessagesBetweenStmt       *sql.Stmt
 	listRunningCompactionsStmt    *sql.Stmt
 	listThreadsStmt               *sql.Stmt
+	lockThreadStmt                *sql.Stmt
 	markInterruptedStmt           *sql.Stmt
 	prunableCompactionsStmt       *sql.Stmt
 	renewLeaseStmt                *sql.Stmt
@@ -492,6 +501,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listMessagesBetweenStmt:       q.listMessagesBetweenStmt,
 		listRunningCompactionsStmt:    q.listRunningCompactionsStmt,
 		listThreadsStmt:               q.listThreadsStmt,
+		lockThreadStmt:                q.lockThreadStmt,
 		markInterruptedStmt:           q.markInterruptedStmt,
 		prunableCompactionsStmt:       q.prunableCompactionsStmt,
 		renewLeaseStmt:                q.renewLeaseStmt,

@@ -282,13 +282,18 @@ func RunTx(ctx context.Context, sqldb *sql.DB, opts *sql.TxOptions, retryable fu
 	})
 }
 
-// Retry runs fn until it succeeds, fails with an error retryable does not accept, or ctx ends,
+// ErrRetry, returned (or wrapped) by a transaction's function, asks RunTx and Retry to run it
+// again: what it read is no longer so (another writer created the row it found missing).
+var ErrRetry = errors.New("run the transaction again")
+
+// Retry runs fn until it succeeds, fails with an error retryable does not accept (ErrRetry is
+// always accepted), or ctx ends,
 // pausing between runs (jittered, from 5 ms doubling up to 500 ms).
 func Retry(ctx context.Context, retryable func(error) bool, fn func() error) error {
 	pause := 5 * time.Millisecond
 	for {
 		err := fn()
-		if err == nil || !retryable(err) {
+		if err == nil || !(retryable(err) || errors.Is(err, ErrRetry)) {
 			return err
 		}
 		wait := pause/2 + rand.N(pause)

@@ -42,9 +42,10 @@ func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
 	return i, err
 }
 
-const insertThread = `-- name: InsertThread :exec
+const insertThread = `-- name: InsertThread :execrows
 INSERT INTO threads (id, model, encoding, metadata, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO NOTHING
 `
 
 type InsertThreadParams struct {
@@ -56,8 +57,9 @@ type InsertThreadParams struct {
 	UpdatedAt int64
 }
 
-func (q *Queries) InsertThread(ctx context.Context, arg InsertThreadParams) error {
-	_, err := q.exec(ctx, q.insertThreadStmt, insertThread,
+// Creates a thread; 0 rows when another writer created it first.
+func (q *Queries) InsertThread(ctx context.Context, arg InsertThreadParams) (int64, error) {
+	result, err := q.exec(ctx, q.insertThreadStmt, insertThread,
 		arg.ID,
 		arg.Model,
 		arg.Encoding,
@@ -65,7 +67,10 @@ func (q *Queries) InsertThread(ctx context.Context, arg InsertThreadParams) erro
 		arg.CreatedAt,
 		arg.UpdatedAt,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const listThreads = `-- name: ListThreads :many
@@ -141,6 +146,29 @@ func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRo
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockThread = `-- name: LockThread :one
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings FROM threads WHERE id = ?
+`
+
+// The thread row an append changes, read first in the append's transaction. SQLite's write
+// transaction already holds the database's write lock; PostgreSQL's version locks the row.
+func (q *Queries) LockThread(ctx context.Context, id string) (Thread, error) {
+	row := q.queryRow(ctx, q.lockThreadStmt, lockThread, id)
+	var i Thread
+	err := row.Scan(
+		&i.ID,
+		&i.Model,
+		&i.Encoding,
+		&i.Metadata,
+		&i.LastSeq,
+		&i.OpenCalls,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Settings,
+	)
+	return i, err
 }
 
 const setThreadSettings = `-- name: SetThreadSettings :execrows

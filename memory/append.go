@@ -84,11 +84,12 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 		return AppendResult{}, errors.New("append: empty thread id")
 	}
 	var res AppendResult
-	err := db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+	// The thread row is locked first: appends to one thread, from any process or host, run
+	// one after another.
+	err := s.h.LockedTx(ctx, func(q db.Querier) error {
 		res = AppendResult{Thread: thread}
-		q := s.q.WithTx(tx)
 		now := s.now()
-		t, err := q.GetThread(ctx, thread)
+		t, err := q.LockThread(ctx, thread)
 		if errors.Is(err, sql.ErrNoRows) {
 			if t, res.Warning, err = s.createThread(ctx, q, thread, opt.Model, now); err != nil {
 				return err
@@ -131,7 +132,7 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 // search in batches.
 type appender struct {
 	ctx     context.Context
-	q       *db.Queries
+	q       db.Querier
 	thread  string
 	now     int64
 	counter TokenCounter
@@ -200,7 +201,7 @@ func (s *Store) indexBatchBytes() int {
 	return indexBatchBytes
 }
 
-func (s *Store) createThread(ctx context.Context, q *db.Queries, id, model string, now int64) (db.Thread, string, error) {
+func (s *Store) createThread(ctx context.Context, q db.Querier, id, model string, now int64) (db.Thread, string, error) {
 	if model == "" {
 		model = s.DefaultModel
 	}
@@ -212,12 +213,22 @@ func (s *Store) createThread(ctx context.Context, q *db.Queries, id, model strin
 	if !known {
 		warning = fmt.Sprintf("the tokenizer does not know model %q: counting with %s", model, enc)
 	}
-	if err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: model, Encoding: enc, Metadata: "{}", CreatedAt: now, UpdatedAt: now}); err != nil {
+	n, err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: model, Encoding: enc, Metadata: "{}", CreatedAt: now, UpdatedAt: now})
+	if err != nil {
 		return db.Thread{}, "", err
 	}
-	t, err := q.GetThread(ctx, id)
+	if n == 0 {
+		// Another writer created it meanwhile (the insert waited for it): run again, as an
+		// append to an existing thread.
+		return db.Thread{}, "", errThreadRace
+	}
+	t, err := q.LockThread(ctx, id)
 	return t, warning, err
 }
+
+// errThreadRace ends an append transaction that found the thread missing and then lost the race
+// to create it; the store runs the transaction again (see Handle.Retryable).
+var errThreadRace = db.ErrRetry
 
 // largeMessage is the stored size from which a message's garbage is handed back to the system
 // before and after it is written (see releaseMemory).

@@ -30,10 +30,10 @@ type newCompaction struct {
 // insertCompaction records a compaction row and returns its id.
 func (s *Store) insertCompaction(ctx context.Context, n newCompaction) (int64, error) {
 	var id int64
-	err := db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+	err := s.h.WithTx(ctx, func(q db.Querier) error {
 		now := s.now()
 		var err error
-		id, err = s.q.WithTx(tx).InsertCompaction(ctx, db.InsertCompactionParams{
+		id, err = q.InsertCompaction(ctx, db.InsertCompactionParams{
 			ThreadID: n.thread, Status: n.status, Reason: n.reason, Strategy: n.strategy,
 			BaseID:  sql.NullInt64{Int64: n.base, Valid: n.base != 0},
 			LastSeq: n.lastSeq, TokenLimit: int64(n.settings.TokenLimit), ReserveTokens: int64(n.settings.ReserveTokens),
@@ -51,9 +51,8 @@ func (s *Store) insertCompaction(ctx context.Context, n newCompaction) (int64, e
 
 // applyCompaction commits compaction id in one transaction, after checking that the thread's
 // current compaction is still base, the one it was planned on. apply writes the row.
-func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int64, apply func(q *db.Queries) (int64, error)) error {
-	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
-		q := s.q.WithTx(tx)
+func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int64, apply func(q db.Querier) (int64, error)) error {
+	return s.h.WithTx(ctx, func(q db.Querier) error {
 		cur, err := currentID(ctx, q, thread)
 		if err != nil {
 			return err
@@ -78,8 +77,7 @@ func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int
 // finishCompaction records the final figures and status of compaction id, and the requests
 // its providers were sent.
 func (s *Store) finishCompaction(ctx context.Context, id int64, p db.FinishCompactionParams) error {
-	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
-		q := s.q.WithTx(tx)
+	return s.h.WithTx(ctx, func(q db.Querier) error {
 		usage, err := q.CompactionUsage(ctx, sql.NullInt64{Int64: id, Valid: true})
 		if err != nil {
 			return err
@@ -93,7 +91,7 @@ func (s *Store) finishCompaction(ctx context.Context, id int64, p db.FinishCompa
 // latestSettled returns the newest applied or ineffective compaction of a thread (ok false:
 // none).
 func (s *Store) latestSettled(ctx context.Context, thread string) (c db.Compaction, ok bool, err error) {
-	c, err = s.q.LatestSettledCompaction(ctx, thread)
+	c, err = s.h.Q().LatestSettledCompaction(ctx, thread)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, false, nil
 	}
@@ -102,12 +100,12 @@ func (s *Store) latestSettled(ctx context.Context, thread string) (c db.Compacti
 
 // lastSeq returns the seq of a thread's newest message.
 func (s *Store) lastSeq(ctx context.Context, thread string) (int64, error) {
-	t, err := s.q.GetThread(ctx, thread)
+	t, err := s.h.Q().GetThread(ctx, thread)
 	return t.LastSeq, err
 }
 
 // messagesBetween reads the messages from..to of a thread, whole or light.
-func (s *Store) messagesBetween(ctx context.Context, q *db.Queries, thread string, from, to int64, light bool) ([]Entry, error) {
+func (s *Store) messagesBetween(ctx context.Context, q db.Querier, thread string, from, to int64, light bool) ([]Entry, error) {
 	if !light {
 		rows, err := q.ListMessagesBetween(ctx, db.ListMessagesBetweenParams{ThreadID: thread, FromSeq: from, ToSeq: to})
 		if err != nil {
@@ -124,17 +122,17 @@ func (s *Store) messagesBetween(ctx context.Context, q *db.Queries, thread strin
 
 // between reads the messages from..to of a thread, whole.
 func (s *Store) between(ctx context.Context, thread string, from, to int64) ([]Entry, error) {
-	return s.messagesBetween(ctx, s.q, thread, from, to, false)
+	return s.messagesBetween(ctx, s.h.Q(), thread, from, to, false)
 }
 
 // applySummary commits a summary pass of compaction id (see applyCompaction).
 func (s *Store) applySummary(ctx context.Context, thread string, id, base int64, p db.ApplyCompactionParams) error {
 	p.ID, p.UpdatedAt = id, s.now()
-	return s.applyCompaction(ctx, thread, id, base, func(q *db.Queries) (int64, error) { return q.ApplyCompaction(ctx, p) })
+	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyCompaction(ctx, p) })
 }
 
 // applyView commits a view of compaction id that no new summary made (see applyCompaction).
 func (s *Store) applyView(ctx context.Context, thread string, id, base int64, p db.ApplyViewParams) error {
 	p.ID, p.UpdatedAt = id, s.now()
-	return s.applyCompaction(ctx, thread, id, base, func(q *db.Queries) (int64, error) { return q.ApplyView(ctx, p) })
+	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyView(ctx, p) })
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -277,7 +278,7 @@ func TestCompactKilledMidSummary(t *testing.T) {
 	beforeJSON, _ := json.Marshal(before.Messages())
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCompactKilledMidSummary$")
-	cmd.Env = append(os.Environ(), "MEMCASCADE_HELPER=compact-and-hang", "MEMCASCADE_DB="+path)
+	cmd.Env = append(testdb.Environ(), "MEMCASCADE_HELPER=compact-and-hang", "MEMCASCADE_DB="+path)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -24,9 +25,11 @@ import (
 // airline is the recorded conversation most tests compact.
 const airline = "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"
 
+// openStore opens a new store on the backend of the run (testdb): its name is a file path or a
+// PostgreSQL URL, which Open takes again.
 func openStore(t testing.TB) (*memory.Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "memory.db")
+	path := testdb.Name(t, "memory.db")
 	s, err := memory.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)

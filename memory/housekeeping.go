@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -16,19 +15,23 @@ var ErrBackupExists = db.ErrBackupExists
 // writing: every transaction committed before it started is in the copy. An existing path is
 // refused with ErrBackupExists.
 func (s *Store) Backup(ctx context.Context, path string) error {
-	return db.Backup(ctx, s.db, path)
+	return s.h.Backup(ctx, path)
 }
 
 // Vacuum rebuilds the database file to return the space of deleted rows (see Prune) to the
 // file system.
 func (s *Store) Vacuum(ctx context.Context) error {
-	return db.Vacuum(ctx, s.db)
+	return s.h.Vacuum(ctx)
 }
+
+// Size returns the bytes the database takes: an SQLite file with its write-ahead log, or the
+// tables and indexes of a PostgreSQL schema.
+func (s *Store) Size(ctx context.Context) (int64, error) { return s.h.Size(ctx) }
 
 // Check verifies the database: SQLite's integrity check, the foreign keys and both full-text
 // indexes. nil means intact; the error names what is wrong.
 func (s *Store) Check(ctx context.Context) error {
-	return db.Check(ctx, s.db)
+	return s.h.Check(ctx)
 }
 
 // PruneOptions say what Prune deletes.
@@ -79,9 +82,8 @@ func (s *Store) Prune(ctx context.Context, opt PruneOptions) (PruneResult, error
 		cutoff++
 	}
 	var res PruneResult
-	work := func(tx *sql.Tx) error {
+	work := func(q db.Querier) error {
 		res = PruneResult{Before: before.UTC(), DryRun: opt.DryRun, Reports: []PrunedReport{}}
-		q := s.q.WithTx(tx)
 		rows, err := q.PrunableCompactions(ctx, cutoff)
 		if err != nil {
 			return err
@@ -110,9 +112,9 @@ func (s *Store) Prune(ctx context.Context, opt PruneOptions) (PruneResult, error
 	}
 	var err error
 	if opt.DryRun {
-		err = db.ReadTx(ctx, s.db, work)
+		err = s.h.ReadTx(ctx, work)
 	} else {
-		err = db.WithTx(ctx, s.db, work)
+		err = s.h.WithTx(ctx, work)
 	}
 	if err != nil {
 		return PruneResult{}, fmt.Errorf("prune: %w", err)

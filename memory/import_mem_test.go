@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -33,7 +34,10 @@ func bigMessageLine(t testing.TB, size int) []byte {
 // bound holds only if no step makes more than one copy of it beyond the input's own buffering
 // (twice the line for JSONL, about three times for an array, whose decoder doubles its buffer).
 // It measures 5 times the message for JSONL and 6 for an array (a copy more under the race
-// detector); the bounds, 8 and 9, leave room for that. Before, JSONL allocated 12 times.
+// detector); the bounds, 8 and 9, leave room for that. Before, JSONL allocated 12 times. On
+// PostgreSQL the driver copies both stored columns (the text and the JSON, two copies of the
+// message) into its wire buffer, which grows by doubling: about 6 times more, measured 10.9
+// and 12.0; the bounds there are 6 higher.
 func TestImportLargeMessageAllocates(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := context.Background()
@@ -58,6 +62,9 @@ func TestImportLargeMessageAllocates(t *testing.T) {
 		}
 		total := after.TotalAlloc - before.TotalAlloc
 		t.Logf("import of a %d MB message as %s allocated %d MB (%.1fx)", len(line)>>20, tc.format, total>>20, float64(total)/float64(len(line)))
+		if testdb.Backend() == testdb.Postgres {
+			tc.times += 6
+		}
 		if limit := uint64(tc.times * len(line)); total > limit {
 			t.Errorf("import of a %d-byte message as %s allocated %d bytes, over %d (%dx the message)", len(line), tc.format, total, limit, tc.times)
 		}

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"os"
 	"strings"
@@ -59,8 +58,8 @@ func (s *Store) holdLease(ctx context.Context, id int64) (stop func()) {
 				until := s.Now().Add(s.lease()).UnixMilli()
 				// A failed renewal is retried at the next tick; if the lease runs out meanwhile
 				// the row may be marked interrupted, and the commit then fails cleanly.
-				_ = db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
-					_, err := s.q.WithTx(tx).RenewLease(ctx, db.RenewLeaseParams{LeaseUntil: until, ID: id})
+				_ = s.h.WithTx(ctx, func(q db.Querier) error {
+					_, err := q.RenewLease(ctx, db.RenewLeaseParams{LeaseUntil: until, ID: id})
 					return err
 				})
 			}
@@ -72,7 +71,7 @@ func (s *Store) holdLease(ctx context.Context, id int64) (stop func()) {
 // failInterrupted marks failed (interrupted) every running compaction whose lease expired, or
 // whose process is gone from this machine boot and process namespace.
 func (s *Store) failInterrupted(ctx context.Context) error {
-	running, err := s.q.ListRunningCompactions(ctx)
+	running, err := s.h.Q().ListRunningCompactions(ctx)
 	if err != nil {
 		return err
 	}
@@ -96,9 +95,8 @@ func (s *Store) failInterrupted(ctx context.Context) error {
 		return nil // no write lock: a compaction running elsewhere is no reason to wait
 	}
 	var marked []int64
-	err = db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
+	err = s.h.WithTx(ctx, func(q db.Querier) error {
 		marked = marked[:0]
-		q := s.q.WithTx(tx)
 		for _, p := range gone {
 			n, err := q.MarkInterrupted(ctx, p)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/testdb"
 )
 
 // runningRow records a running compaction of thread "t" as process pid under owner would,
@@ -22,7 +23,7 @@ func runningRow(t *testing.T, s *Store, owner string, pid int, leaseUntil time.T
 	if _, err := s.Append(ctx, "t", []Message{TextMessage(RoleUser, "hi")}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := s.q.InsertCompaction(ctx, db.InsertCompactionParams{
+	id, err := s.h.Q().InsertCompaction(ctx, db.InsertCompactionParams{
 		ThreadID: "t", Status: StatusRunning, Reason: ReasonForced, Strategy: StrategySummarize,
 		LastSeq: 1, TokenLimit: 1000, OwnerHost: owner, OwnerPid: int64(pid),
 		LeaseUntil: leaseUntil.UnixMilli(), CreatedAt: 1, UpdatedAt: 1,
@@ -36,6 +37,7 @@ func runningRow(t *testing.T, s *Store, owner string, pid int, leaseUntil time.T
 // deadPID returns the id of a process that has exited.
 func deadPID(t *testing.T) int {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = testdb.Environ()
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ type Usage struct {
 }
 
 // usageOf sums the usage of compaction id's attempts.
-func usageOf(ctx context.Context, q *db.Queries, id int64) (Usage, error) {
+func usageOf(ctx context.Context, q db.Querier, id int64) (Usage, error) {
 	u, err := q.CompactionUsage(ctx, sql.NullInt64{Int64: id, Valid: true})
 	return Usage{Requests: int(u.Requests), PromptTokens: int(u.PromptTokens), CompletionTokens: int(u.CompletionTokens),
 		Estimated: u.Estimated != 0}, err
@@ -157,8 +157,7 @@ func (s *Store) Reports(ctx context.Context, thread string, limit int) ([]Report
 		limit = 100
 	}
 	out := []Report{}
-	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.h.ReadTx(ctx, func(q db.Querier) error {
 		if thread != "" {
 			if _, err := q.GetThread(ctx, thread); errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
@@ -190,10 +189,10 @@ func (s *Store) Reports(ctx context.Context, thread string, limit int) ([]Report
 
 // Report returns one compaction report with its summary and every provider attempt.
 func (s *Store) Report(ctx context.Context, id int64) (Report, error) {
-	return readTx(ctx, s, func(q *db.Queries) (Report, error) { return s.report(ctx, q, id) })
+	return readTx(ctx, s, func(q db.Querier) (Report, error) { return s.report(ctx, q, id) })
 }
 
-func (s *Store) report(ctx context.Context, q *db.Queries, id int64) (Report, error) {
+func (s *Store) report(ctx context.Context, q db.Querier, id int64) (Report, error) {
 	c, err := q.GetCompaction(ctx, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Report{}, fmt.Errorf("%w: %d", ErrCompactionNotFound, id)
@@ -224,7 +223,7 @@ func (s *Store) report(ctx context.Context, q *db.Queries, id int64) (Report, er
 }
 
 // currentID is the id of the thread's current (newest applied) compaction, 0 when none.
-func currentID(ctx context.Context, q *db.Queries, thread string) (int64, error) {
+func currentID(ctx context.Context, q db.Querier, thread string) (int64, error) {
 	c, err := q.CurrentCompaction(ctx, thread)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
@@ -237,8 +236,7 @@ func currentID(ctx context.Context, q *db.Queries, thread string) (int64, error)
 // again. Reverting any other compaction is refused (ErrNotLatest).
 func (s *Store) Revert(ctx context.Context, id int64) (Report, error) {
 	var r Report
-	err := db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.h.WithTx(ctx, func(q db.Querier) error {
 		c, err := q.GetCompaction(ctx, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %d", ErrCompactionNotFound, id)

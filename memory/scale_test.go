@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -232,7 +233,7 @@ func TestConcurrentCompactionsTwoProcesses(t *testing.T) {
 	var outs []*bytes.Buffer
 	for range 2 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestConcurrentCompactionsTwoProcesses$")
-		cmd.Env = append(os.Environ(), "MEMCASCADE_HELPER=compact-slowly", "MEMCASCADE_DB="+path)
+		cmd.Env = append(testdb.Environ(), "MEMCASCADE_HELPER=compact-slowly", "MEMCASCADE_DB="+path)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {

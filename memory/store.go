@@ -25,7 +25,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/tokenizer"
@@ -69,8 +68,7 @@ type Store struct {
 	// failed (keys thread, compaction_id, owner_host, owner_pid). nil: silent.
 	Logger *slog.Logger
 
-	db       *sql.DB
-	q        *db.Queries
+	h        *db.Handle
 	mu       sync.Mutex
 	counters map[string]TokenCounter
 	// indexBatch overrides indexBatchBytes (0: the constant); set by tests (export_test.go).
@@ -104,21 +102,15 @@ type OpenOptions struct {
 
 // OpenWith opens the store at path as opt says (see Open).
 func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error) {
-	sqldb, err := db.OpenWith(ctx, path, db.Options{NoCreate: opt.NoCreate, ReadOnly: opt.ReadOnly})
+	// The queries are prepared once: appends run InsertMessage once per message.
+	h, err := db.OpenHandle(ctx, path, db.Options{NoCreate: opt.NoCreate, ReadOnly: opt.ReadOnly})
 	if err != nil {
 		return nil, err
-	}
-	// Prepared once: appends run InsertMessage once per message.
-	q, err := db.Prepare(ctx, sqldb)
-	if err != nil {
-		sqldb.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	s := &Store{
 		Now:          time.Now,
 		DefaultModel: "gpt-4o",
-		db:           sqldb,
-		q:            q,
+		h:            h,
 		counters:     map[string]TokenCounter{},
 		Logger:       opt.Logger,
 	}
@@ -133,11 +125,11 @@ func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error)
 }
 
 // readTx runs f in one read transaction of the store: what it reads is one snapshot.
-func readTx[T any](ctx context.Context, s *Store, f func(q *db.Queries) (T, error)) (T, error) {
+func readTx[T any](ctx context.Context, s *Store, f func(q db.Querier) (T, error)) (T, error) {
 	var v T
-	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
+	err := s.h.ReadTx(ctx, func(q db.Querier) error {
 		var err error
-		v, err = f(s.q.WithTx(tx))
+		v, err = f(q)
 		return err
 	})
 	return v, err
@@ -145,12 +137,11 @@ func readTx[T any](ctx context.Context, s *Store, f func(q *db.Queries) (T, erro
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.q.Close()
-	return s.db.Close()
+	return s.h.Close()
 }
 
 // DB returns the database handle, for the cascade's cooldowns and attempt log.
-func (s *Store) DB() *sql.DB { return s.db }
+func (s *Store) DB() *db.Handle { return s.h }
 
 func (s *Store) now() int64 { return s.Now().UnixMilli() }
 
@@ -248,7 +239,7 @@ func (s *Store) Thread(ctx context.Context, id string) (Thread, error) {
 }
 
 func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
-	rows, err := s.q.ListThreads(ctx, only)
+	rows, err := s.h.Q().ListThreads(ctx, only)
 	if err != nil {
 		return nil, err
 	}
@@ -332,21 +323,21 @@ func (a Active) Messages() []Message {
 // Active reads the active context of a thread in one consistent snapshot. Its cost grows with
 // the active context, not the history.
 func (s *Store) Active(ctx context.Context, thread string) (Active, error) {
-	return readTx(ctx, s, func(q *db.Queries) (Active, error) { return s.active(ctx, q, thread) })
+	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.active(ctx, q, thread) })
 }
 
 // activeLight reads the active context for the compactor: the entries are built from the
 // stored columns (role, text, name, tool calls), without reading or decoding each message's
 // JSON.
 func (s *Store) activeLight(ctx context.Context, thread string) (Active, error) {
-	return readTx(ctx, s, func(q *db.Queries) (Active, error) { return s.readActive(ctx, q, thread, true) })
+	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readActive(ctx, q, thread, true) })
 }
 
-func (s *Store) active(ctx context.Context, q *db.Queries, thread string) (Active, error) {
+func (s *Store) active(ctx context.Context, q db.Querier, thread string) (Active, error) {
 	return s.readActive(ctx, q, thread, false)
 }
 
-func (s *Store) readActive(ctx context.Context, q *db.Queries, thread string, light bool) (Active, error) {
+func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, light bool) (Active, error) {
 	r, err := q.GetThread(ctx, thread)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Active{}, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
@@ -421,7 +412,7 @@ func lightEntries[R lightRow](thread string, rows []R) ([]Entry, error) {
 }
 
 // messagesBefore and messagesAfter read the messages below or above a seq, whole or light.
-func (s *Store) messagesBefore(ctx context.Context, q *db.Queries, thread string, before int64, light bool) ([]Entry, error) {
+func (s *Store) messagesBefore(ctx context.Context, q db.Querier, thread string, before int64, light bool) ([]Entry, error) {
 	if !light {
 		rows, err := q.ListMessagesBefore(ctx, db.ListMessagesBeforeParams{ThreadID: thread, BeforeSeq: before})
 		if err != nil {
@@ -436,7 +427,7 @@ func (s *Store) messagesBefore(ctx context.Context, q *db.Queries, thread string
 	return lightEntries(thread, rows)
 }
 
-func (s *Store) messagesAfter(ctx context.Context, q *db.Queries, thread string, after int64, light bool) ([]Entry, error) {
+func (s *Store) messagesAfter(ctx context.Context, q db.Querier, thread string, after int64, light bool) ([]Entry, error) {
 	if !light {
 		rows, err := q.ListMessagesAfter(ctx, db.ListMessagesAfterParams{ThreadID: thread, AfterSeq: after})
 		if err != nil {
@@ -477,8 +468,7 @@ func entries(rows []db.Message) ([]Entry, error) {
 // History returns every message of a thread as appended, oldest first.
 func (s *Store) History(ctx context.Context, thread string) ([]Entry, error) {
 	var out []Entry
-	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.h.ReadTx(ctx, func(q db.Querier) error {
 		if _, err := q.GetThread(ctx, thread); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
 		} else if err != nil {
@@ -497,8 +487,8 @@ func (s *Store) History(ctx context.Context, thread string) ([]Entry, error) {
 // DeleteThread deletes a thread with its whole history, its compaction reports and their
 // attempt log.
 func (s *Store) DeleteThread(ctx context.Context, thread string) error {
-	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
-		n, err := s.q.WithTx(tx).DeleteThread(ctx, thread)
+	return s.h.WithTx(ctx, func(q db.Querier) error {
+		n, err := q.DeleteThread(ctx, thread)
 		if err != nil {
 			return fmt.Errorf("delete thread %q: %w", thread, err)
 		}
@@ -540,14 +530,13 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 	if opt.Limit <= 0 {
 		opt.Limit = 20
 	}
-	match := ftsQuery(query)
+	match := s.h.Match(query)
 	if match == "" {
 		return []SearchHit{}, nil
 	}
 	out := []SearchHit{}
 	open, close := snippetMarks()
-	err := db.ReadTx(ctx, s.db, func(tx *sql.Tx) error {
-		q := s.q.WithTx(tx)
+	err := s.h.ReadTx(ctx, func(q db.Querier) error {
 		msgs, err := q.SearchMessages(ctx, db.SearchMessagesParams{MarkOpen: open, MarkClose: close, Query: match, ThreadID: opt.Thread, MaxRows: int64(opt.Limit)})
 		if err != nil {
 			return err
@@ -609,27 +598,4 @@ func markSnippet(s, open, close string) (string, [][2]int) {
 	}
 	b.WriteString(s)
 	return b.String(), marks
-}
-
-// ftsQuery turns user text into an FTS5 query that requires every word: each word becomes a
-// quoted phrase (inner quotes doubled), so no user text is read as FTS5 syntax; a word ending
-// in * becomes a prefix query (the phrase followed by *). Words without a letter or digit match
-// nothing the tokenizer indexes and are dropped. A NUL byte separates words: FTS5 reads a query
-// string only up to its first NUL, which would leave a phrase unterminated (and the tokenizer
-// treats NUL as a separator in indexed text too).
-func ftsQuery(text string) string {
-	var parts []string
-	for w := range strings.FieldsFuncSeq(text, func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) {
-		word := strings.TrimRight(w, "*")
-		prefix := word != w
-		if !strings.ContainsFunc(word, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
-			continue
-		}
-		phrase := `"` + strings.ReplaceAll(word, `"`, `""`) + `"`
-		if prefix {
-			phrase += "*"
-		}
-		parts = append(parts, phrase)
-	}
-	return strings.Join(parts, " ")
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -241,6 +242,7 @@ func TestSearch(t *testing.T) {
 }
 
 func TestOpenCreatesPrivateFile(t *testing.T) {
+	testdb.SQLiteOnly(t, "a file's mode")
 	_, path := openStore(t)
 	st, err := os.Stat(path)
 	if err != nil {

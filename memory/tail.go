@@ -5,8 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"github.com/memcascade/memcascade/db"
 	"io"
+
+	"github.com/memcascade/memcascade/db"
 )
 
 // EndsWith reads the messages in r (any form Import takes) and reports whether they are
@@ -35,7 +36,7 @@ func (s *Store) EndsWith(ctx context.Context, thread string, r io.Reader) (bool,
 	}
 	// Only the thread's last len(sums) messages are read: the check costs what the input
 	// holds, not the history.
-	rows, err := s.q.ListMessagesBetween(ctx, db.ListMessagesBetweenParams{
+	rows, err := s.h.Q().ListMessagesBetween(ctx, db.ListMessagesBetweenParams{
 		ThreadID: thread, FromSeq: int64(t.Messages - len(sums) + 1), ToSeq: int64(t.Messages)})
 	if err != nil {
 		return false, err

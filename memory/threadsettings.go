@@ -156,7 +156,7 @@ func parseThreadSettings(thread, text string) (ThreadSettings, error) {
 // ThreadSettings returns the settings stored on a thread (all unset for a thread that never
 // had any).
 func (s *Store) ThreadSettings(ctx context.Context, thread string) (ThreadSettings, error) {
-	r, err := s.q.GetThread(ctx, thread)
+	r, err := s.h.Q().GetThread(ctx, thread)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ThreadSettings{}, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
 	}
@@ -177,8 +177,8 @@ func (s *Store) SetThreadSettings(ctx context.Context, thread string, t ThreadSe
 	if err != nil {
 		return err
 	}
-	return db.WithTx(ctx, s.db, func(tx *sql.Tx) error {
-		n, err := s.q.WithTx(tx).SetThreadSettings(ctx, db.SetThreadSettingsParams{Settings: string(b), ID: thread})
+	return s.h.WithTx(ctx, func(q db.Querier) error {
+		n, err := q.SetThreadSettings(ctx, db.SetThreadSettingsParams{Settings: string(b), ID: thread})
 		if err != nil {
 			return fmt.Errorf("thread %q: set settings: %w", thread, err)
 		}

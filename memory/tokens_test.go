@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -199,7 +200,7 @@ func TestNewTokenCounterIsLazy(t *testing.T) {
 	const env = "MEMCASCADE_TOKENS_LAZY_CHILD"
 	if os.Getenv(env) == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestNewTokenCounterIsLazy$", "-test.v")
-		cmd.Env = append(os.Environ(), env+"=1")
+		cmd.Env = append(testdb.Environ(), env+"=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "--- PASS: TestNewTokenCounterIsLazy") {
 			t.Fatalf("child process: %v\n%s", err, out)

@@ -96,7 +96,7 @@ func (v view) applyMarks(es []Entry) {
 }
 
 // readView reads the active context of a thread whose current compaction cur has a view.
-func (s *Store) readView(ctx context.Context, q *db.Queries, a Active, cur db.Compaction, light bool) (Active, error) {
+func (s *Store) readView(ctx context.Context, q db.Querier, a Active, cur db.Compaction, light bool) (Active, error) {
 	var v view
 	if err := json.Unmarshal([]byte(cur.View), &v); err != nil {
 		return Active{}, fmt.Errorf("thread %q: compaction %d: stored view: %w", a.Thread.ID, cur.ID, err)
@@ -124,7 +124,7 @@ func (s *Store) readView(ctx context.Context, q *db.Queries, a Active, cur db.Co
 }
 
 // withSummary inserts the summary of compaction id into a, where the range of cur puts it.
-func (s *Store) withSummary(ctx context.Context, q *db.Queries, a Active, cur db.Compaction, id int64) (Active, error) {
+func (s *Store) withSummary(ctx context.Context, q db.Querier, a Active, cur db.Compaction, id int64) (Active, error) {
 	sum := cur
 	if id != cur.ID {
 		var err error

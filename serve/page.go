@@ -130,7 +130,7 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 		Error(w, err)
 		return
 	}
-	rows, err := db.New(s.Store.DB()).ListCompactions(ctx, db.ListCompactionsParams{ThreadID: id, MaxRows: 10000})
+	rows, err := s.Store.DB().Q().ListCompactions(ctx, db.ListCompactionsParams{ThreadID: id, MaxRows: 10000})
 	if err != nil {
 		Error(w, err)
 		return

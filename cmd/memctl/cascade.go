@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/db"
 )
 
 func (a *app) providersCommand() *cobra.Command {
@@ -135,7 +135,7 @@ STARTED when it began (UTC unless --local-time); ERROR the error, keys and secre
 
 // compactionAttempts lists one compaction's attempts, oldest first, of provider ("" for
 // every one), at most limit.
-func compactionAttempts(ctx context.Context, sqldb *sql.DB, id int64, provider string, limit int) ([]cascade.Attempt, error) {
+func compactionAttempts(ctx context.Context, sqldb *db.Handle, id int64, provider string, limit int) ([]cascade.Attempt, error) {
 	all, err := cascade.CompactionAttempts(ctx, sqldb, id)
 	if err != nil {
 		return nil, err

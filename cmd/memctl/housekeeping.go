@@ -47,8 +47,8 @@ backup never overwrites a file.`,
 			if err != nil {
 				return err
 			}
-			return a.printResult(map[string]any{"database": loc.path, "backup": dest, "bytes": st.Size()},
-				"backed up %s to %s (%s)\n", loc.path, dest, byteSize(st.Size()))
+			return a.printResult(map[string]any{"database": loc.shown(), "backup": dest, "bytes": st.Size()},
+				"backed up %s to %s (%s)\n", loc.shown(), dest, byteSize(st.Size()))
 		},
 	}
 }
@@ -151,13 +151,19 @@ after (database and write-ahead log together).`,
 			if err != nil {
 				return err
 			}
-			before := fileBytes(loc.path)
+			before, err := s.Size(ctx)
+			if err != nil {
+				return err
+			}
 			if err := s.Vacuum(ctx); err != nil {
 				return err
 			}
-			after := fileBytes(loc.path)
-			return a.printResult(map[string]any{"database": loc.path, "bytes_before": before, "bytes_after": after},
-				"vacuumed %s: %s -> %s\n", loc.path, byteSize(before), byteSize(after))
+			after, err := s.Size(ctx)
+			if err != nil {
+				return err
+			}
+			return a.printResult(map[string]any{"database": loc.shown(), "bytes_before": before, "bytes_after": after},
+				"vacuumed %s: %s -> %s\n", loc.shown(), byteSize(before), byteSize(after))
 		},
 	}
 }
@@ -170,17 +176,6 @@ func (a *app) openDatabase(ctx context.Context, mode openMode) (*memory.Store, d
 	}
 	loc, err := a.database()
 	return s, loc, err
-}
-
-// fileBytes is the size of a database with its write-ahead log.
-func fileBytes(path string) int64 {
-	var n int64
-	for _, p := range []string{path, path + "-wal"} {
-		if st, err := os.Stat(p); err == nil {
-			n += st.Size()
-		}
-	}
-	return n
 }
 
 func (a *app) checkCommand() *cobra.Command {
@@ -201,7 +196,7 @@ on stdout, exit 1 when not ok.`,
 			}
 			cerr := s.Check(ctx)
 			if a.json {
-				out := map[string]any{"database": loc.path, "ok": cerr == nil, "error": ""}
+				out := map[string]any{"database": loc.shown(), "ok": cerr == nil, "error": ""}
 				if cerr != nil {
 					out["error"] = cerr.Error()
 				}
@@ -210,10 +205,14 @@ on stdout, exit 1 when not ok.`,
 				}
 			}
 			if cerr != nil {
-				return fmt.Errorf("check %s: %w", loc.path, cerr)
+				return fmt.Errorf("check %s: %w", loc.shown(), cerr)
 			}
 			if !a.json {
-				fmt.Fprintf(a.out, "ok: %s (integrity, foreign keys, full-text indexes)\n", loc.path)
+				what := "integrity, foreign keys, full-text indexes"
+				if loc.isURL() {
+					what = "schema version, message sequences"
+				}
+				fmt.Fprintf(a.out, "ok: %s (%s)\n", loc.shown(), what)
 			}
 			return nil
 		},

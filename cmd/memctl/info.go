@@ -41,18 +41,20 @@ configuration gains "config_file" (null for the built-in default) and "database"
 				return err
 			}
 			dbState := "does not exist yet: a command that writes creates it"
-			if _, err := os.Stat(loc.path); err == nil {
+			if loc.isURL() {
+				dbState = "a server database: a command that writes creates its schema when missing"
+			} else if _, err := os.Stat(loc.path); err == nil {
 				dbState = "exists"
 			}
 			if a.json {
-				return a.printConfigJSON(cfg, path, loc.path)
+				return a.printConfigJSON(cfg, path, loc.shown())
 			}
 			if path != "" {
 				fmt.Fprintf(a.out, "# config: %s (from %s)\n", path, from)
 			} else {
 				fmt.Fprintf(a.out, "# config: %s (%s)\n", config.DefaultSource, from)
 			}
-			fmt.Fprintf(a.out, "# database: %s (from %s; %s)\n%s", loc.path, loc.from, dbState, cfg.YAML())
+			fmt.Fprintf(a.out, "# database: %s (from %s; %s)\n%s", loc.shown(), loc.from, dbState, cfg.YAML())
 			return nil
 		},
 	}

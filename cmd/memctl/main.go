@@ -109,7 +109,7 @@ the attempt log.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.dbPath, "db", "", "the SQLite file (default $MEMCTL_DB, else $XDG_DATA_HOME/memctl/memctl.db, ~/.local/share/memctl/memctl.db when unset)")
+	pf.StringVar(&a.dbPath, "db", "", "the SQLite file or postgres:// URL (default $MEMCTL_DB, else $XDG_DATA_HOME/memctl/memctl.db, ~/.local/share/memctl/memctl.db when unset)")
 	pf.StringVar(&a.configPath, "config", "", "the config file (default $MEMCTL_CONFIG, else $XDG_CONFIG_HOME/memctl/config.yaml if it exists, else built-in)")
 	pf.BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 	pf.BoolVar(&a.localTime, "local-time", false, "show times in the local zone instead of UTC (JSON stays UTC)")

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/memcascade/memcascade/config"
+	"github.com/memcascade/memcascade/db"
 )
 
 // dbLocation is the database memctl uses and where that choice came from.
@@ -14,6 +15,12 @@ type dbLocation struct {
 	// userDir is set for the default location: the directory a writing command creates (0700).
 	userDir string
 }
+
+// shown is the database as output may show it: a URL without user, password or parameters.
+func (l dbLocation) shown() string { return db.Display(l.path) }
+
+// isURL reports whether the database is a server's (postgres://...), not a file.
+func (l dbLocation) isURL() bool { return db.URLScheme(l.path) != "" }
 
 // database returns the database path: --db, else $MEMCTL_DB, else memctl.db in the memctl
 // directory of the user data directory ($XDG_DATA_HOME/memctl, ~/.local/share/memctl; the

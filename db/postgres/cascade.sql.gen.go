@@ -108,7 +108,7 @@ const listAttempts = `-- name: ListAttempts :many
 SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated FROM cascade_attempts
 WHERE CAST($1 AS TEXT) = '' OR provider = $1
 ORDER BY id DESC
-LIMIT CAST($2 AS BIGINT)
+LIMIT nullif(greatest(CAST($2 AS BIGINT), -1), -1)
 `
 
 type ListAttemptsParams struct {
@@ -117,6 +117,7 @@ type ListAttemptsParams struct {
 }
 
 // The attempt log newest first; provider ” lists every provider.
+// A negative max_rows means no limit, as in SQLite (LIMIT NULL is none).
 func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]CascadeAttempt, error) {
 	rows, err := q.query(ctx, q.listAttemptsStmt, listAttempts, arg.Provider, arg.MaxRows)
 	if err != nil {

@@ -424,7 +424,7 @@ const listCompactions = `-- name: ListCompactions :many
 SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages FROM compactions
 WHERE CAST($1 AS TEXT) = '' OR thread_id = $1
 ORDER BY id DESC
-LIMIT CAST($2 AS BIGINT)
+LIMIT nullif(greatest(CAST($2 AS BIGINT), -1), -1)
 `
 
 type ListCompactionsParams struct {
@@ -433,6 +433,7 @@ type ListCompactionsParams struct {
 }
 
 // Reports newest first; thread_id ” lists every thread.
+// A negative max_rows means no limit, as in SQLite (LIMIT NULL is none).
 func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams) ([]Compaction, error) {
 	rows, err := q.query(ctx, q.listCompactionsStmt, listCompactions, arg.ThreadID, arg.MaxRows)
 	if err != nil {

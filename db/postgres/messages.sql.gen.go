@@ -383,7 +383,7 @@ func (q *Queries) ListMessagesBetween(ctx context.Context, arg ListMessagesBetwe
 const searchMessages = `-- name: SearchMessages :many
 SELECT m.thread_id, m.seq, m.role,
        CAST(ts_headline('simple',
-           coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''),
+           left(coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''), 100000),
            p.q, p.options) AS TEXT) AS snippet,
        CAST(CAST(EXISTS (
            SELECT 1 FROM compactions c
@@ -401,11 +401,11 @@ FROM (SELECT 'StartSel="' || replace(CAST($1 AS TEXT), '"', '""')
              || '", MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter="..."' AS options,
         to_tsquery('simple', $3) AS q) p
 JOIN messages m
-  ON to_tsvector('simple', coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, '')) @@ p.q
+  ON to_tsvector('simple', left(coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''), 100000)) @@ p.q
 WHERE (CAST($4 AS TEXT) = '' OR m.thread_id = $4)
-ORDER BY ts_rank(to_tsvector('simple', coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, '')), p.q) DESC,
+ORDER BY ts_rank(to_tsvector('simple', left(coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''), 100000)), p.q) DESC,
          m.thread_id, m.seq
-LIMIT CAST($5 AS BIGINT)
+LIMIT nullif(greatest(CAST($5 AS BIGINT), -1), -1)
 `
 
 type SearchMessagesParams struct {
@@ -430,6 +430,7 @@ type SearchMessagesRow struct {
 // the thread's current summary, or left out or masked by its current view, so it is no longer
 // in the active context. The marks reach ts_headline as double-quoted option values. The
 // parameters come in the order of db's SearchMessagesParams, so the two structs convert.
+// A negative max_rows means no limit, as in SQLite (LIMIT NULL is none).
 func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
 	rows, err := q.query(ctx, q.searchMessagesStmt, searchMessages,
 		arg.MarkOpen,
@@ -477,7 +478,7 @@ FROM (SELECT 'StartSel="' || replace(CAST($1 AS TEXT), '"', '""')
 JOIN compactions c ON c.summary IS NOT NULL AND to_tsvector('simple', coalesce(c.summary, '')) @@ p.q
 WHERE (CAST($4 AS TEXT) = '' OR c.thread_id = $4)
 ORDER BY ts_rank(to_tsvector('simple', coalesce(c.summary, '')), p.q) DESC, c.id
-LIMIT CAST($5 AS BIGINT)
+LIMIT nullif(greatest(CAST($5 AS BIGINT), -1), -1)
 `
 
 type SearchSummariesParams struct {
@@ -500,6 +501,7 @@ type SearchSummariesRow struct {
 
 // Full-text search over summary text (query as for SearchMessages). superseded: a newer
 // applied compaction of the thread folded this summary in, or it was reverted.
+// A negative max_rows means no limit, as in SQLite (LIMIT NULL is none).
 func (q *Queries) SearchSummaries(ctx context.Context, arg SearchSummariesParams) ([]SearchSummariesRow, error) {
 	rows, err := q.query(ctx, q.searchSummariesStmt, searchSummaries,
 		arg.MarkOpen,

@@ -11,7 +11,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,8 +31,9 @@ var Migrations = []string{schemaSQL}
 // Version is the schema version this build writes.
 var Version = len(Migrations)
 
-// ErrNewerSchema is returned by Open for a database written by a newer version of memcascade.
-var ErrNewerSchema = errors.New("database was written by a newer version of memcascade")
+// ErrNewerSchema is returned by Open for a database written by a newer version of memcascade:
+// db.ErrNewerSchema, as for SQLite.
+var ErrNewerSchema = db.ErrNewerSchema
 
 // migrateLock is the key of the transaction-scoped advisory lock that serializes migrations of
 // one database: the four ASCII bytes "MCas", as db.ApplicationID.
@@ -54,7 +54,7 @@ func Open(ctx context.Context, rawURL string) (*sql.DB, error) {
 	if !IsURL(rawURL) {
 		return nil, errors.New("open database: not a PostgreSQL URL (want postgres://... or postgresql://...)")
 	}
-	where := describe(rawURL)
+	where := db.Display(rawURL)
 	sqldb, err := sql.Open("pgx", rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", where, err)
@@ -70,13 +70,129 @@ func Open(ctx context.Context, rawURL string) (*sql.DB, error) {
 	return sqldb, nil
 }
 
-// describe names a database URL for errors: host, port and database, without user or password.
-func describe(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(unparsable PostgreSQL URL)"
+func init() {
+	db.RegisterURL("postgres", OpenHandle)
+	db.RegisterURL("postgresql", OpenHandle)
+}
+
+// OpenHandle opens the PostgreSQL database at rawURL for package db (db.OpenHandle calls it for
+// postgres:// and postgresql:// URLs). With opt.NoCreate a database without the memcascade
+// schema is db.ErrNoDatabase; with opt.ReadOnly the schema is never migrated, and one written by
+// an older version is db.ErrOlderSchema. Otherwise it is Open.
+func OpenHandle(ctx context.Context, rawURL string, opt db.Options) (*db.Handle, error) {
+	if !IsURL(rawURL) {
+		return nil, errors.New("open database: not a PostgreSQL URL (want postgres://... or postgresql://...)")
 	}
-	return u.Scheme + "://" + u.Host + u.Path
+	where := db.Display(rawURL)
+	sqldb, err := sql.Open("pgx", rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", where, err)
+	}
+	if err := prepareSchema(ctx, sqldb, opt); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w", where, err)
+	}
+	h, err := db.NewHandle(ctx, sqldb, "postgres", where, Ops)
+	if err != nil {
+		sqldb.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// prepareSchema checks the server answers and brings the schema up to date, as opt allows.
+func prepareSchema(ctx context.Context, sqldb *sql.DB, opt db.Options) error {
+	if err := sqldb.PingContext(ctx); err != nil {
+		return err
+	}
+	if !opt.NoCreate && !opt.ReadOnly {
+		return migrate(ctx, sqldb, Migrations)
+	}
+	version, err := readVersion(ctx, sqldb)
+	if err != nil {
+		return err
+	}
+	switch {
+	case version == 0:
+		return fmt.Errorf("%w: the database has no memcascade schema", db.ErrNoDatabase)
+	case version > len(Migrations):
+		return fmt.Errorf("%w (schema version %d, this build knows %d)", ErrNewerSchema, version, len(Migrations))
+	case version < len(Migrations) && opt.ReadOnly:
+		return fmt.Errorf("%w (schema version %d, this build reads %d): a command that writes upgrades it", db.ErrOlderSchema, version, len(Migrations))
+	case version < len(Migrations):
+		return migrate(ctx, sqldb, Migrations)
+	}
+	return nil
+}
+
+// Ops are the operations of a PostgreSQL database (see db.Ops).
+var Ops = db.Ops{
+	Prepare: func(ctx context.Context, sqldb *sql.DB) (db.Querier, error) {
+		q, err := Prepare(ctx, sqldb)
+		if err != nil {
+			return nil, err
+		}
+		return adapter{q}, nil
+	},
+	Bind:      func(q db.Querier, tx *sql.Tx) db.Querier { return adapter{q.(adapter).q.WithTx(tx)} },
+	Write:     &sql.TxOptions{Isolation: sql.LevelSerializable},
+	Locked:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	Read:      &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+	Retryable: IsRetryable,
+	Match:     TSQuery,
+	Close:     func(q db.Querier) error { return q.(adapter).q.Close() },
+	Vacuum:    vacuum,
+	Check:     check,
+	Size: func(ctx context.Context, sqldb *sql.DB, _ string) (int64, error) {
+		var n int64
+		err := sqldb.QueryRowContext(ctx, `SELECT CAST(coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) AS BIGINT)
+FROM unnest(ARRAY['threads', 'messages', 'compactions', 'cascade_attempts', 'provider_cooldowns']) AS t`).Scan(&n)
+		return n, err
+	},
+}
+
+// vacuum reclaims the space of deleted rows and refreshes the planner's statistics of every
+// table (VACUUM runs outside a transaction).
+func vacuum(ctx context.Context, sqldb *sql.DB) error {
+	_, err := sqldb.ExecContext(ctx, "VACUUM (ANALYZE) threads, messages, compactions, cascade_attempts, provider_cooldowns")
+	return err
+}
+
+// check verifies what PostgreSQL does not enforce by itself: the schema version is this
+// build's, and every thread's messages run 1..last_seq without a gap. The server keeps its own
+// pages and constraints.
+func check(ctx context.Context, sqldb *sql.DB) error {
+	version, err := readVersion(ctx, sqldb)
+	if err != nil {
+		return err
+	}
+	if version != len(Migrations) {
+		return fmt.Errorf("schema version %d, this build writes %d", version, len(Migrations))
+	}
+	rows, err := sqldb.QueryContext(ctx, `SELECT t.id FROM threads t
+LEFT JOIN (SELECT thread_id, count(*) AS n, coalesce(max(seq), 0) AS top FROM messages GROUP BY thread_id) m
+  ON m.thread_id = t.id
+WHERE coalesce(m.n, 0) <> t.last_seq OR coalesce(m.top, 0) <> t.last_seq
+ORDER BY t.id LIMIT 10`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var bad []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		bad = append(bad, fmt.Sprintf("%q", id))
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("threads whose messages do not run 1..last_seq: %s", strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 // migrate brings the schema up to date. A database already up to date is only read. Otherwise

@@ -2,53 +2,19 @@ package pg
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/internal/testdb"
 )
 
 // testURL returns a URL of the server named by MEMCASCADE_TEST_POSTGRES whose search_path is a
 // schema made for this test alone, dropped when the test ends.
-func testURL(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("MEMCASCADE_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("MEMCASCADE_TEST_POSTGRES is not set: no PostgreSQL server to test against (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "test_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	// schema is this function's own letters and hex digits, never outside text.
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		admin.Close()
-		t.Fatalf("create schema on %s: %v", describe(base), err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func testURL(t *testing.T) string { return testdb.Schema(t, os.Getenv(testdb.Env)) }
 
 func openTest(t *testing.T, u string) *sql.DB {
 	t.Helper()
@@ -109,7 +75,7 @@ func TestReopenIsNoop(t *testing.T) {
 	ctx := context.Background()
 	first := openTest(t, u)
 	q := New(first)
-	if err := q.InsertThread(ctx, InsertThreadParams{ID: "t1", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
+	if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t1", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var before int64

@@ -43,9 +43,11 @@ CREATE TABLE messages (
 CREATE INDEX messages_tokens ON messages (thread_id, seq, tokens);
 
 -- The searchable text of a message: its content, name and tool calls (concat_ws is not
--- immutable in PostgreSQL, so the parts are joined by hand).
+-- immutable in PostgreSQL, so the parts are joined by hand), its first 100,000 characters: a
+-- tsvector holds at most 1 MB, which longer text of distinct words can pass, and an insert
+-- whose tsvector does not fit fails.
 CREATE INDEX messages_fts ON messages USING GIN (
-    to_tsvector('simple', coalesce(content, '') || ' ' || coalesce(name, '') || ' ' || coalesce(tool_calls, ''))
+    to_tsvector('simple', left(coalesce(content, '') || ' ' || coalesce(name, '') || ' ' || coalesce(tool_calls, ''), 100000))
 );
 
 -- One row per compaction that got past planning.

@@ -1,9 +1,16 @@
 -- name: GetThread :one
 SELECT * FROM threads WHERE id = ?;
 
--- name: InsertThread :exec
+-- name: LockThread :one
+-- The thread row an append changes, read first in the append's transaction. SQLite's write
+-- transaction already holds the database's write lock; PostgreSQL's version locks the row.
+SELECT * FROM threads WHERE id = ?;
+
+-- name: InsertThread :execrows
+-- Creates a thread; 0 rows when another writer created it first.
 INSERT INTO threads (id, model, encoding, metadata, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?);
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO NOTHING;
 
 -- name: SetThreadTail :exec
 UPDATE threads SET last_seq = ?, open_calls = ?, updated_at = ? WHERE id = ?;

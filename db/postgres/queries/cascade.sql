@@ -10,7 +10,8 @@ RETURNING id;
 SELECT * FROM cascade_attempts
 WHERE CAST(sqlc.arg(provider) AS TEXT) = '' OR provider = sqlc.arg(provider)
 ORDER BY id DESC
-LIMIT CAST(sqlc.arg(max_rows) AS BIGINT);
+-- A negative max_rows means no limit, as in SQLite (LIMIT NULL is none).
+LIMIT nullif(greatest(CAST(sqlc.arg(max_rows) AS BIGINT), -1), -1);
 
 -- name: ListCompactionAttempts :many
 SELECT * FROM cascade_attempts WHERE compaction_id = $1 ORDER BY id;

@@ -72,7 +72,8 @@ WHERE id = sqlc.arg(id) AND status = sqlc.arg(old_status);
 SELECT * FROM compactions
 WHERE CAST(sqlc.arg(thread_id) AS TEXT) = '' OR thread_id = sqlc.arg(thread_id)
 ORDER BY id DESC
-LIMIT CAST(sqlc.arg(max_rows) AS BIGINT);
+-- A negative max_rows means no limit, as in SQLite (LIMIT NULL is none).
+LIMIT nullif(greatest(CAST(sqlc.arg(max_rows) AS BIGINT), -1), -1);
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;

@@ -45,7 +45,7 @@ ORDER BY seq;
 -- parameters come in the order of db's SearchMessagesParams, so the two structs convert.
 SELECT m.thread_id, m.seq, m.role,
        CAST(ts_headline('simple',
-           coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''),
+           left(coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''), 100000),
            p.q, p.options) AS TEXT) AS snippet,
        CAST(CAST(EXISTS (
            SELECT 1 FROM compactions c
@@ -63,11 +63,12 @@ FROM (SELECT 'StartSel="' || replace(CAST(sqlc.arg(mark_open) AS TEXT), '"', '""
              || '", MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter="..."' AS options,
         to_tsquery('simple', sqlc.arg(query)) AS q) p
 JOIN messages m
-  ON to_tsvector('simple', coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, '')) @@ p.q
+  ON to_tsvector('simple', left(coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''), 100000)) @@ p.q
 WHERE (CAST(sqlc.arg(thread_id) AS TEXT) = '' OR m.thread_id = sqlc.arg(thread_id))
-ORDER BY ts_rank(to_tsvector('simple', coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, '')), p.q) DESC,
+ORDER BY ts_rank(to_tsvector('simple', left(coalesce(m.content, '') || ' ' || coalesce(m.name, '') || ' ' || coalesce(m.tool_calls, ''), 100000)), p.q) DESC,
          m.thread_id, m.seq
-LIMIT CAST(sqlc.arg(max_rows) AS BIGINT);
+-- A negative max_rows means no limit, as in SQLite (LIMIT NULL is none).
+LIMIT nullif(greatest(CAST(sqlc.arg(max_rows) AS BIGINT), -1), -1);
 
 -- name: SearchSummaries :many
 -- Full-text search over summary text (query as for SearchMessages). superseded: a newer
@@ -83,4 +84,5 @@ FROM (SELECT 'StartSel="' || replace(CAST(sqlc.arg(mark_open) AS TEXT), '"', '""
 JOIN compactions c ON c.summary IS NOT NULL AND to_tsvector('simple', coalesce(c.summary, '')) @@ p.q
 WHERE (CAST(sqlc.arg(thread_id) AS TEXT) = '' OR c.thread_id = sqlc.arg(thread_id))
 ORDER BY ts_rank(to_tsvector('simple', coalesce(c.summary, '')), p.q) DESC, c.id
-LIMIT CAST(sqlc.arg(max_rows) AS BIGINT);
+-- A negative max_rows means no limit, as in SQLite (LIMIT NULL is none).
+LIMIT nullif(greatest(CAST(sqlc.arg(max_rows) AS BIGINT), -1), -1);

@@ -1,9 +1,17 @@
 -- name: GetThread :one
 SELECT * FROM threads WHERE id = $1;
 
--- name: InsertThread :exec
+-- name: LockThread :one
+-- The thread row an append changes, locked until the append's transaction ends: appends to
+-- one thread from any number of hosts run one after another, so seq stays contiguous.
+SELECT * FROM threads WHERE id = $1 FOR UPDATE;
+
+-- name: InsertThread :execrows
+-- Creates a thread; 0 rows when another writer created it first (the insert waits for that
+-- writer's transaction to end).
 INSERT INTO threads (id, model, encoding, metadata, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6);
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (id) DO NOTHING;
 
 -- name: SetThreadTail :exec
 UPDATE threads SET last_seq = $1, open_calls = $2, updated_at = $3 WHERE id = $4;

@@ -1,0 +1,11 @@
+package cascade_test
+
+import (
+	"testing"
+
+	"github.com/memcascade/memcascade/internal/testdb"
+)
+
+// TestMain runs every test of the package on SQLite, then on PostgreSQL when
+// MEMCASCADE_TEST_POSTGRES is set (see testdb.Main).
+func TestMain(m *testing.M) { testdb.Main(m) }

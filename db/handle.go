@@ -1,0 +1,256 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// Handle is an open memcascade database of either backend: an SQLite file (this package) or a
+// PostgreSQL database (package db/postgres, which registers itself with RegisterURL). The store
+// and the cascade reach every query through Querier and every transaction through the Handle,
+// so what differs between the backends stays in this package and db/postgres.
+type Handle struct {
+	// DB is the database/sql pool, for what no query of Querier does (tests, tools).
+	DB *sql.DB
+	// Backend is "sqlite" or "postgres".
+	Backend string
+	// Name is the file's path, or the PostgreSQL URL without its user and password: what
+	// errors and messages may show.
+	Name string
+
+	q    Querier // the prepared queries, outside any transaction
+	ops  Ops
+	once sync.Once
+}
+
+// Ops is what a backend gives a Handle besides the database: its queries and its transactions.
+type Ops struct {
+	// Prepare prepares every query on the pool (nil: none prepared).
+	Prepare func(ctx context.Context, sqldb *sql.DB) (Querier, error)
+	// Bind returns the queries run inside tx, as prepared ones when q was made by Prepare.
+	Bind func(q Querier, tx *sql.Tx) Querier
+	// Write and Locked are the options of a writing transaction: Write for one that reads
+	// before it writes and must see the database as if alone (PostgreSQL: SERIALIZABLE),
+	// Locked for one that first locks the rows it changes (LockThread), so that it may see
+	// others' commits after its lock (PostgreSQL: READ COMMITTED). Read is a read-only
+	// snapshot.
+	Write, Locked, Read *sql.TxOptions
+	// Retryable reports an error after which the whole transaction may pass when run again.
+	Retryable func(error) bool
+	// Match turns a user's search text into the backend's full-text query: every word
+	// required, a word ending in * a prefix, no user text read as query syntax. "" means
+	// nothing to search for.
+	Match func(text string) string
+	// Close releases the prepared queries.
+	Close func(q Querier) error
+	// Housekeeping the backend does its own way; nil: refused with ErrUnsupported.
+	Backup func(ctx context.Context, sqldb *sql.DB, path string) error
+	Vacuum func(ctx context.Context, sqldb *sql.DB) error
+	Check  func(ctx context.Context, sqldb *sql.DB) error
+	// Size is the bytes the database takes: an SQLite file with its write-ahead log, the
+	// tables and indexes of a PostgreSQL schema.
+	Size func(ctx context.Context, sqldb *sql.DB, name string) (int64, error)
+}
+
+// ErrUnsupported is returned for an operation the database's backend does not have.
+var ErrUnsupported = errors.New("not supported by this database")
+
+// NewHandle makes a Handle of an open pool and its backend's operations, preparing its queries.
+func NewHandle(ctx context.Context, sqldb *sql.DB, backend, name string, ops Ops) (*Handle, error) {
+	h := &Handle{DB: sqldb, Backend: backend, Name: name, ops: ops}
+	q, err := ops.Prepare(ctx, sqldb)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: prepare queries: %w", name, err)
+	}
+	h.q = q
+	return h, nil
+}
+
+// Q returns the queries run outside any transaction.
+func (h *Handle) Q() Querier { return h.q }
+
+// WithTx runs fn in a write transaction and commits it. What fn reads and writes is as if no
+// other writer ran meanwhile (SQLite: BEGIN IMMEDIATE; PostgreSQL: SERIALIZABLE). When the
+// backend reports a conflict (SQLite busy, a PostgreSQL serialization failure or deadlock),
+// the whole transaction is run again with a growing pause until ctx ends: fn may only write
+// through q.
+func (h *Handle) WithTx(ctx context.Context, fn func(q Querier) error) error {
+	return h.run(ctx, h.ops.Write, fn)
+}
+
+// LockedTx is WithTx for a transaction whose first statement locks the rows it changes
+// (LockThread): on PostgreSQL it runs at READ COMMITTED, so writers of one row queue on its
+// lock instead of failing and retrying. On SQLite it is WithTx.
+func (h *Handle) LockedTx(ctx context.Context, fn func(q Querier) error) error {
+	return h.run(ctx, h.ops.Locked, fn)
+}
+
+// ReadTx runs fn in a read-only transaction: one consistent snapshot.
+func (h *Handle) ReadTx(ctx context.Context, fn func(q Querier) error) error {
+	return h.run(ctx, h.ops.Read, fn)
+}
+
+func (h *Handle) run(ctx context.Context, opts *sql.TxOptions, fn func(q Querier) error) error {
+	return RunTx(ctx, h.DB, opts, h.ops.Retryable, func(tx *sql.Tx) error {
+		return fn(h.ops.Bind(h.q, tx))
+	})
+}
+
+// Retryable reports whether err is a conflict after which a transaction may pass when run
+// again (see WithTx).
+func (h *Handle) Retryable(err error) bool { return h.ops.Retryable(err) }
+
+// Match turns search text into the full-text query of SearchMessages and SearchSummaries
+// ("" when the text has no word to search for).
+func (h *Handle) Match(text string) string { return h.ops.Match(text) }
+
+// Backup writes a consistent copy of the database to the file at path (SQLite only).
+func (h *Handle) Backup(ctx context.Context, path string) error {
+	if h.ops.Backup == nil {
+		return fmt.Errorf("backup: %w (%s): use the server's own tools (pg_dump), or memctl copy to an SQLite file", ErrUnsupported, h.Backend)
+	}
+	return h.ops.Backup(ctx, h.DB, path)
+}
+
+// Vacuum gives the space of deleted rows back.
+func (h *Handle) Vacuum(ctx context.Context) error {
+	if h.ops.Vacuum == nil {
+		return fmt.Errorf("vacuum: %w (%s)", ErrUnsupported, h.Backend)
+	}
+	return h.ops.Vacuum(ctx, h.DB)
+}
+
+// Check verifies the database: nil means intact.
+func (h *Handle) Check(ctx context.Context) error {
+	if h.ops.Check == nil {
+		return fmt.Errorf("check: %w (%s)", ErrUnsupported, h.Backend)
+	}
+	return h.ops.Check(ctx, h.DB)
+}
+
+// Size returns the bytes the database takes (see Ops.Size).
+func (h *Handle) Size(ctx context.Context) (int64, error) { return h.ops.Size(ctx, h.DB, h.Name) }
+
+// Close releases the prepared queries and closes the pool.
+func (h *Handle) Close() error {
+	var err error
+	h.once.Do(func() {
+		if h.ops.Close != nil {
+			err = h.ops.Close(h.q)
+		}
+		err = errors.Join(err, h.DB.Close())
+	})
+	return err
+}
+
+// URLOpener opens the database a URL names (see RegisterURL).
+type URLOpener func(ctx context.Context, url string, opt Options) (*Handle, error)
+
+var urlOpeners = map[string]URLOpener{}
+
+// RegisterURL makes OpenHandle open the URLs of scheme (as "postgres") with open. Package
+// db/postgres registers postgres and postgresql when it is linked in; a build without it
+// (go build -tags nopostgres) knows SQLite files only.
+func RegisterURL(scheme string, open URLOpener) { urlOpeners[scheme] = open }
+
+// URLScheme returns the scheme of name when name is a database URL ("postgres" for
+// postgres://...), "" when it is a file path.
+func URLScheme(name string) string {
+	scheme, _, ok := strings.Cut(name, "://")
+	if !ok || scheme == "" || strings.ContainsAny(scheme, `/\.:`) {
+		return ""
+	}
+	return strings.ToLower(scheme)
+}
+
+// Display returns name as messages may show it: a file path as it is; a URL without its user,
+// password and parameters (scheme://host:port/database).
+func Display(name string) string {
+	if URLScheme(name) == "" {
+		return name
+	}
+	u, err := url.Parse(name)
+	if err != nil {
+		return URLScheme(name) + "://(unparsable URL)"
+	}
+	return u.Scheme + "://" + u.Host + u.Path
+}
+
+// OpenHandle opens the database name names: a URL of a registered scheme (postgres://...),
+// or the path of an SQLite file (see OpenWith).
+func OpenHandle(ctx context.Context, name string, opt Options) (*Handle, error) {
+	if scheme := URLScheme(name); scheme != "" {
+		open, ok := urlOpeners[scheme]
+		if !ok {
+			if scheme == "postgres" || scheme == "postgresql" {
+				return nil, fmt.Errorf("open database: this build has no PostgreSQL support (it was built with -tags nopostgres)")
+			}
+			return nil, fmt.Errorf("open database: unknown URL scheme %q (want an SQLite file path or postgres://...)", scheme)
+		}
+		return open(ctx, name, opt)
+	}
+	sqldb, err := OpenWith(ctx, name, opt)
+	if err != nil {
+		return nil, err
+	}
+	h, err := NewHandle(ctx, sqldb, "sqlite", name, SQLiteOps)
+	if err != nil {
+		sqldb.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// SQLiteOps are the operations of an SQLite database.
+var SQLiteOps = Ops{
+	Prepare:   func(ctx context.Context, sqldb *sql.DB) (Querier, error) { return Prepare(ctx, sqldb) },
+	Bind:      func(q Querier, tx *sql.Tx) Querier { return q.(*Queries).WithTx(tx) },
+	Write:     nil, // BEGIN IMMEDIATE: the driver's _txlock
+	Locked:    nil,
+	Read:      &sql.TxOptions{ReadOnly: true},
+	Retryable: IsBusy,
+	Match:     FTSQuery,
+	Close:     func(q Querier) error { return q.(*Queries).Close() },
+	Backup:    Backup,
+	Vacuum:    Vacuum,
+	Check:     Check,
+	Size: func(_ context.Context, _ *sql.DB, path string) (int64, error) {
+		var n int64
+		for _, p := range []string{path, path + "-wal"} {
+			if st, err := os.Stat(p); err == nil {
+				n += st.Size()
+			}
+		}
+		return n, nil
+	},
+}
+
+// FTSQuery turns search text into an FTS5 query that requires every word: each word is a
+// quoted phrase (inner quotes doubled), so no user text is read as FTS5 syntax; a word ending
+// in * is a prefix query. Words with no letter or digit match nothing the tokenizer indexes
+// and are dropped. A NUL byte separates words: FTS5 reads a query string only up to its first
+// NUL, which would leave a phrase unterminated (and the tokenizer treats NUL as a separator in
+// indexed text too).
+func FTSQuery(text string) string {
+	var parts []string
+	for w := range strings.FieldsFuncSeq(text, func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) {
+		word := strings.TrimRight(w, "*")
+		prefix := word != w
+		if !strings.ContainsFunc(word, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			continue
+		}
+		phrase := `"` + strings.ReplaceAll(word, `"`, `""`) + `"`
+		if prefix {
+			phrase += "*"
+		}
+		parts = append(parts, phrase)
+	}
+	return strings.Join(parts, " ")
+}
