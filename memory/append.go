@@ -83,6 +83,9 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 	if thread == "" {
 		return AppendResult{}, errors.New("append: empty thread id")
 	}
+	if msg := badIdentifier(thread); msg != "" {
+		return AppendResult{}, fmt.Errorf("append: thread id %q %s", thread, msg)
+	}
 	var res AppendResult
 	// The thread row is locked first: appends to one thread, from any process or host, run
 	// one after another.
@@ -205,6 +208,9 @@ func (s *Store) createThread(ctx context.Context, q db.Querier, id, model string
 	if model == "" {
 		model = s.DefaultModel
 	}
+	if msg := badIdentifier(model); msg != "" {
+		return db.Thread{}, "", fmt.Errorf("model %q %s", model, msg)
+	}
 	enc, known, err := s.newThreadEncoding(model)
 	if err != nil {
 		return db.Thread{}, "", err
@@ -284,6 +290,7 @@ func storedForm(m Message, counter TokenCounter) (stored, error) {
 		row.text = m.Text()
 		row.tokens = counter.CountMessage(m)
 	}
+	row.text = storableText(row.text)
 	return row, nil
 }
 

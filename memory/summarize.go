@@ -335,6 +335,7 @@ func requestShape(t llm.Target, bodyBudget int, system string, systemTokens, com
 }
 
 func (c *Compactor) redact(s string) string {
+	s = storableText(s) // a provider may answer with NUL characters: no summary keeps them
 	if c.Redact == nil {
 		return s
 	}

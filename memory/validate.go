@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 )
 
 // InputError is a message that cannot be appended. Nothing of the batch it came in was written.
@@ -25,6 +27,29 @@ func (e *InputError) Error() string {
 		s += ": " + e.Field
 	}
 	return s + ": " + e.Msg
+}
+
+// badIdentifier says what makes s unfit as an identifier (a thread id, a name, a tool call's
+// id or function name): a NUL character or bytes that are not UTF-8, which PostgreSQL's text
+// cannot hold and which would otherwise be stored on SQLite alone. "" when it is fit.
+func badIdentifier(s string) string {
+	switch {
+	case strings.ContainsRune(s, 0):
+		return "contains a NUL character (U+0000)"
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	}
+	return ""
+}
+
+// storableText returns s with each NUL character and each byte that is not UTF-8 replaced by
+// U+FFFD: the text of a message (its searchable and summarized copy; the stored JSON keeps the
+// message exactly) and a summary are stored alike on both backends.
+func storableText(s string) string {
+	if !strings.ContainsRune(s, 0) && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // callTracker follows the tool calls of a thread that have not been answered yet, in order.
@@ -49,6 +74,20 @@ func (t *callTracker) check(m Message) (field, msg string) {
 	}
 	if field, msg := checkShape(m); msg != "" {
 		return field, msg
+	}
+	if msg := badIdentifier(m.Name); msg != "" {
+		return "name", msg
+	}
+	if msg := badIdentifier(m.ToolCallID); msg != "" {
+		return "tool_call_id", msg
+	}
+	for j, c := range m.ToolCalls {
+		if msg := badIdentifier(c.ID); msg != "" {
+			return fmt.Sprintf("tool_calls[%d].id", j), msg
+		}
+		if msg := badIdentifier(c.Function.Name); msg != "" {
+			return fmt.Sprintf("tool_calls[%d].function.name", j), msg
+		}
 	}
 	if m.Role == RoleTool {
 		if m.ToolCallID == "" {

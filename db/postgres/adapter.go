@@ -3,6 +3,8 @@ package pg
 import (
 	"context"
 	"database/sql"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/db"
 )
@@ -10,10 +12,22 @@ import (
 // adapter answers package db's Querier with this package's queries. Every parameter and row
 // type converts to db's by a plain conversion (TestTypesConvertToDB): only the queries whose
 // SQL differs in kind need more than that: IndexMessages (PostgreSQL indexes rows as they are
-// written) and the searches (their query is a tsquery, built by Match).
+// written) and the searches (their query is a tsquery, built by Match); and the writes of texts
+// that come from providers (errors, summaries) make them storable (see text).
 type adapter struct{ q *Queries }
 
 var _ db.Querier = adapter{}
+
+// text makes an error text or a summary storable: PostgreSQL's text holds no NUL character and
+// only valid UTF-8, and what a provider sent may hold either. Each becomes U+FFFD. Package
+// memory already does this to message text and summaries on both backends; error texts are
+// kept as they came on SQLite.
+func text(s string) string {
+	if !strings.ContainsRune(s, 0) && utf8.ValidString(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
 
 // convert converts the rows of a list query.
 func convert[T, U any](rows []T, err error, conv func(T) U) ([]U, error) {
@@ -42,6 +56,7 @@ func (a adapter) SearchSummaries(ctx context.Context, arg db.SearchSummariesPara
 }
 
 func (a adapter) ApplyCompaction(ctx context.Context, arg db.ApplyCompactionParams) (int64, error) {
+	arg.Summary.String, arg.Error = text(arg.Summary.String), text(arg.Error)
 	return a.q.ApplyCompaction(ctx, ApplyCompactionParams(arg))
 }
 
@@ -76,6 +91,7 @@ func (a adapter) DeleteThread(ctx context.Context, id string) (int64, error) {
 }
 
 func (a adapter) FinishCompaction(ctx context.Context, arg db.FinishCompactionParams) (int64, error) {
+	arg.Error, arg.Detail = text(arg.Error), text(arg.Detail)
 	return a.q.FinishCompaction(ctx, FinishCompactionParams(arg))
 }
 
@@ -95,10 +111,12 @@ func (a adapter) GetThread(ctx context.Context, id string) (db.Thread, error) {
 }
 
 func (a adapter) InsertAttempt(ctx context.Context, arg db.InsertAttemptParams) (int64, error) {
+	arg.Error = text(arg.Error)
 	return a.q.InsertAttempt(ctx, InsertAttemptParams(arg))
 }
 
 func (a adapter) InsertCompaction(ctx context.Context, arg db.InsertCompactionParams) (int64, error) {
+	arg.Error, arg.Detail = text(arg.Error), text(arg.Detail)
 	return a.q.InsertCompaction(ctx, InsertCompactionParams(arg))
 }
 
@@ -213,6 +231,7 @@ func (a adapter) ResetCooldown(ctx context.Context, arg db.ResetCooldownParams) 
 }
 
 func (a adapter) SetCompactionStatus(ctx context.Context, arg db.SetCompactionStatusParams) (int64, error) {
+	arg.Error = text(arg.Error)
 	return a.q.SetCompactionStatus(ctx, SetCompactionStatusParams(arg))
 }
 
@@ -229,5 +248,6 @@ func (a adapter) SetThreadTail(ctx context.Context, arg db.SetThreadTailParams) 
 }
 
 func (a adapter) UpsertCooldown(ctx context.Context, arg db.UpsertCooldownParams) error {
+	arg.LastError = text(arg.LastError)
 	return a.q.UpsertCooldown(ctx, UpsertCooldownParams(arg))
 }
