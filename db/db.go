@@ -1,6 +1,7 @@
 // Package db holds the SQLite schema, the queries (db/queries/*.sql, compiled to Go by sqlc into
-// the *.gen.go files) and the few functions that open a database and run transactions. It is the
-// only package that contains SQL.
+// the *.gen.go files) and the few functions that open a database and run transactions, and
+// Handle: an open database of either backend, SQLite or PostgreSQL (package db/postgres, which
+// registers its URLs here). With db/postgres it is the only package that contains SQL.
 //
 // It owns the schema, its migrations, the identification of a database file and the decoding of
 // rows shared by several packages (Attempt). It must not import any other package of this
