@@ -21,7 +21,8 @@ func (a *app) backupCommand() *cobra.Command {
 		Long: `Write a consistent copy of the database to PATH (SQLite's VACUUM INTO) while agents keep
 writing: the copy holds every transaction committed before the backup started and is a
 compacted, intact database of its own, mode 0600. An existing PATH is refused (exit 2): a
-backup never overwrites a file.`,
+backup never overwrites a file. A PostgreSQL database is refused too (exit 2): back up a
+server with its own tools (pg_dump).`,
 		Example: "  memctl backup ~/backups/memctl-$(date +%F).db\n  memctl --db agent.db backup agent-copy.db --json",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -29,6 +30,13 @@ backup never overwrites a file.`,
 			dest := args[0]
 			if dest == "" {
 				return usagef("backup: empty PATH")
+			}
+			loc, err := a.database()
+			if err != nil {
+				return err
+			}
+			if loc.isURL() {
+				return usagef("backup: %s is a PostgreSQL database, and backup copies an SQLite file: back up the server with its own tools (pg_dump)", loc.shown())
 			}
 			if _, err := os.Lstat(dest); err == nil {
 				return usagef("backup: %s already exists; a backup never overwrites a file", dest)
@@ -142,7 +150,9 @@ func (a *app) vacuumCommand() *cobra.Command {
 		Long: `Rebuild the database file (SQLite's VACUUM) so that the space of deleted threads and
 pruned reports goes back to the file system, and truncate the write-ahead log. It waits for
 writers in other processes; run it when agents are quiet. Prints the file size before and
-after (database and write-ahead log together).`,
+after (database and write-ahead log together). On PostgreSQL it runs VACUUM (ANALYZE) on
+memcascade's tables: the space of deleted rows becomes reusable (the server keeps it) and the
+planner's statistics are refreshed; the sizes are those of the tables and their indexes.`,
 		Example: "  memctl prune --older-than 30d && memctl vacuum",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -183,7 +193,9 @@ func (a *app) checkCommand() *cobra.Command {
 		Use:   "check",
 		Short: "Verify the database: integrity, foreign keys, full-text indexes",
 		Long: `Verify the database: SQLite's integrity_check, the foreign keys, and both full-text indexes
-(messages and summaries) against the text they index. Prints "ok" and exits 0 when intact;
+(messages and summaries) against the text they index; on PostgreSQL, whose server keeps its
+own integrity, the schema version and that each thread's messages run 1..its last seq with no
+gap. Prints "ok" and exits 0 when intact;
 otherwise exits 1 with one line naming what is wrong. With --json: {"database", "ok", "error"}
 on stdout, exit 1 when not ok.`,
 		Example: "  memctl check\n  memctl --db backup.db check --json",

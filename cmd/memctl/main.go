@@ -1,5 +1,5 @@
 // Command memctl inspects and compacts the conversation memory of LLM agents kept by
-// memcascade in one SQLite file. Its commands, flags, JSON fields and exit codes are a stable
+// memcascade in one SQLite file or a PostgreSQL database. Its commands, flags, JSON fields and exit codes are a stable
 // contract (see README.md).
 package main
 
@@ -82,9 +82,9 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "memctl",
 		Short: "Inspect and compact the conversation memory of LLM agents",
-		Long: `memctl reads and writes a memcascade database: one SQLite file holding an agent's
-conversations as append-only threads, the compaction reports, the provider cooldowns and
-the attempt log.`,
+		Long: `memctl reads and writes a memcascade database: one SQLite file, or a PostgreSQL database
+(--db postgres://...), holding an agent's conversations as append-only threads, the
+compaction reports, the provider cooldowns and the attempt log.`,
 		SilenceUsage:               true,
 		SilenceErrors:              true,
 		SuggestionsMinimumDistance: 2,

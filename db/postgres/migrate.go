@@ -209,7 +209,12 @@ func migrate(ctx context.Context, sqldb *sql.DB, migrations []string) error {
 	if current == len(migrations) {
 		return nil
 	}
-	return WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+	// READ COMMITTED: each statement after the lock reads what the migration that held it
+	// committed. A SERIALIZABLE or REPEATABLE READ transaction keeps the snapshot of its first
+	// statement, taken before the lock was granted: a second process opening a new database at
+	// the same time would find no version row and create the tables again ("relation already
+	// exists").
+	return db.RunTx(ctx, sqldb, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, IsRetryable, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLock); err != nil {
 			return err
 		}

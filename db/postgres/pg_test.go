@@ -145,6 +145,31 @@ func TestFailedMigrationLeavesNothing(t *testing.T) {
 	}
 }
 
+// Processes that open a new database at once all succeed: the first creates the schema, the
+// others wait for it on the migration lock and then find it (none creates the tables again).
+func TestConcurrentOpensOfANewDatabase(t *testing.T) {
+	u := testURL(t)
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			sqldb, err := Open(context.Background(), u)
+			if err == nil {
+				sqldb.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if v := schemaVersion(t, openTest(t, u)); v != Version {
+		t.Fatalf("schema_version = %d, want %d", v, Version)
+	}
+}
+
 func TestOpenRefusesOtherNames(t *testing.T) {
 	for _, name := range []string{"", "memory.db", "/tmp/x.db", "mysql://h/db", "file:postgres://x"} {
 		if _, err := Open(context.Background(), name); err == nil || !strings.Contains(err.Error(), "not a PostgreSQL URL") {
