@@ -92,7 +92,7 @@ func TestCopyCommand(t *testing.T) {
 				dst = testdb.Schema(t, os.Getenv(testdb.Env))
 			}
 			var res struct {
-				Source, Destination, IDs                              string
+				Source, Destination, IDs                            string
 				Threads, Messages, Compactions, Attempts, Cooldowns int
 			}
 			if err := json.Unmarshal([]byte(m.must("copy", m.db, dst, "--json")), &res); err != nil {
