@@ -18,6 +18,15 @@ type Querier interface {
 	// send none), their tokens, and estimated = 1 when any of them were counted locally because
 	// the server sent no usage.
 	CompactionUsage(ctx context.Context, compactionID sql.NullInt64) (CompactionUsageRow, error)
+	// An attempt with every column, its id included.
+	CopyAttempt(ctx context.Context, arg CopyAttemptParams) error
+	// A compaction with every column, its id included.
+	CopyCompaction(ctx context.Context, arg CopyCompactionParams) error
+	// A provider's cooldown row with every column; the caller has merged it with the row the
+	// destination already holds.
+	CopyCooldown(ctx context.Context, arg CopyCooldownParams) error
+	// A thread with every column as the source database has it (its messages follow).
+	CopyThread(ctx context.Context, arg CopyThreadParams) error
 	// Attempts made for no compaction, started before sqlc.arg(before).
 	CountLooseAttempts(ctx context.Context, before int64) (int64, error)
 	// The applied compaction whose summary is in the thread's active context: the newest applied one.
@@ -43,9 +52,18 @@ type Querier interface {
 	// The newest applied or ineffective compaction: automatic compaction waits for messages after
 	// its last_seq.
 	LatestSettledCompaction(ctx context.Context, threadID string) (Compaction, error)
+	// The whole attempt log oldest first, attempts made for no compaction included.
+	ListAllAttempts(ctx context.Context) ([]CascadeAttempt, error)
+	// Every compaction, oldest first: a compaction's base_id names an older one.
+	ListAllCompactions(ctx context.Context) ([]Compaction, error)
+	// Copying a whole database into another (memctl copy, memory.Copy): every row with every
+	// column, ids included. The same names, parameters and rows as in the other backend's copy.sql.
+	ListAllThreads(ctx context.Context) ([]Thread, error)
+	ListAttemptIDs(ctx context.Context) ([]int64, error)
 	// The attempt log newest first; provider '' lists every provider.
 	ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]CascadeAttempt, error)
 	ListCompactionAttempts(ctx context.Context, compactionID sql.NullInt64) ([]CascadeAttempt, error)
+	ListCompactionIDs(ctx context.Context) ([]int64, error)
 	// Reports newest first; thread_id '' lists every thread.
 	ListCompactions(ctx context.Context, arg ListCompactionsParams) ([]Compaction, error)
 	ListCooldowns(ctx context.Context) ([]ProviderCooldown, error)
@@ -84,6 +102,10 @@ type Querier interface {
 	ResetAllCooldowns(ctx context.Context, updatedAt int64) (int64, error)
 	// Clears a provider's cooldown and failure count (memctl providers reset).
 	ResetCooldown(ctx context.Context, arg ResetCooldownParams) (int64, error)
+	// Nothing to do in SQLite: the ids are INTEGER PRIMARY KEY without AUTOINCREMENT (no
+	// sqlite_sequence), so the next insert takes the largest id + 1 whatever ids were copied.
+	// PostgreSQL's version moves its identity sequences past the copied ids.
+	ResetIDSequences(ctx context.Context) error
 	// Full-text search over message text. archived: the message is covered by the thread's current
 	// summary, or left out or masked by its current view, so it is no longer in the active context.
 	SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error)

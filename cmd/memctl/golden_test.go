@@ -82,6 +82,8 @@ func goldenSteps() []goldenStep {
 		{"threads-settings-json", 0, []string{"threads", "--json"}},
 		{"check", 0, []string{"check"}},
 		{"check-json", 0, []string{"check", "--json"}},
+		{"copy", 0, []string{"copy", "m.db", "copy.db"}},
+		{"copy-json", 0, []string{"copy", "m.db", "copy-json.db", "--json"}},
 		{"prune-dry-run", 0, []string{"prune", "--older-than", "0s", "--dry-run"}},
 		{"prune-dry-run-json", 0, []string{"prune", "--older-than", "0s", "--dry-run", "--json"}},
 		{"providers-reset", 0, []string{"providers", "reset", "offline"}},

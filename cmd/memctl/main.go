@@ -120,7 +120,7 @@ compaction reports, the provider cooldowns and the attempt log.`,
 		a.tokensCommand(), a.searchCommand(),
 		a.compactCommand(), a.setCommand(), a.reportsCommand(), a.reportCommand(), a.revertCommand(),
 		a.providersCommand(), a.attemptsCommand(), a.configCommand(), a.versionCommand(),
-		a.backupCommand(), a.pruneCommand(), a.vacuumCommand(), a.checkCommand(),
+		a.backupCommand(), a.copyCommand(), a.pruneCommand(), a.vacuumCommand(), a.checkCommand(),
 		a.serveCommand(),
 	)
 	return root

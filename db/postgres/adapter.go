@@ -251,3 +251,48 @@ func (a adapter) UpsertCooldown(ctx context.Context, arg db.UpsertCooldownParams
 	arg.LastError = text(arg.LastError)
 	return a.q.UpsertCooldown(ctx, UpsertCooldownParams(arg))
 }
+
+// The queries of a copy between databases (copy.sql).
+
+func (a adapter) CopyAttempt(ctx context.Context, arg db.CopyAttemptParams) error {
+	return a.q.CopyAttempt(ctx, CopyAttemptParams(arg))
+}
+
+func (a adapter) CopyCompaction(ctx context.Context, arg db.CopyCompactionParams) error {
+	return a.q.CopyCompaction(ctx, CopyCompactionParams(arg))
+}
+
+func (a adapter) CopyCooldown(ctx context.Context, arg db.CopyCooldownParams) error {
+	return a.q.CopyCooldown(ctx, CopyCooldownParams(arg))
+}
+
+func (a adapter) CopyThread(ctx context.Context, arg db.CopyThreadParams) error {
+	return a.q.CopyThread(ctx, CopyThreadParams(arg))
+}
+
+func (a adapter) ListAllAttempts(ctx context.Context) ([]db.CascadeAttempt, error) {
+	r, err := a.q.ListAllAttempts(ctx)
+	return convert(r, err, func(x CascadeAttempt) db.CascadeAttempt { return db.CascadeAttempt(x) })
+}
+
+func (a adapter) ListAllCompactions(ctx context.Context) ([]db.Compaction, error) {
+	r, err := a.q.ListAllCompactions(ctx)
+	return convert(r, err, func(x Compaction) db.Compaction { return db.Compaction(x) })
+}
+
+func (a adapter) ListAllThreads(ctx context.Context) ([]db.Thread, error) {
+	r, err := a.q.ListAllThreads(ctx)
+	return convert(r, err, func(x Thread) db.Thread { return db.Thread(x) })
+}
+
+func (a adapter) ListAttemptIDs(ctx context.Context) ([]int64, error) {
+	return a.q.ListAttemptIDs(ctx)
+}
+
+func (a adapter) ListCompactionIDs(ctx context.Context) ([]int64, error) {
+	return a.q.ListCompactionIDs(ctx)
+}
+
+func (a adapter) ResetIDSequences(ctx context.Context) error {
+	return a.q.ResetIDSequences(ctx)
+}

@@ -33,6 +33,18 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.compactionUsageStmt, err = db.PrepareContext(ctx, compactionUsage); err != nil {
 		return nil, fmt.Errorf("error preparing query CompactionUsage: %w", err)
 	}
+	if q.copyAttemptStmt, err = db.PrepareContext(ctx, copyAttempt); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyAttempt: %w", err)
+	}
+	if q.copyCompactionStmt, err = db.PrepareContext(ctx, copyCompaction); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyCompaction: %w", err)
+	}
+	if q.copyCooldownStmt, err = db.PrepareContext(ctx, copyCooldown); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyCooldown: %w", err)
+	}
+	if q.copyThreadStmt, err = db.PrepareContext(ctx, copyThread); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyThread: %w", err)
+	}
 	if q.countLooseAttemptsStmt, err = db.PrepareContext(ctx, countLooseAttempts); err != nil {
 		return nil, fmt.Errorf("error preparing query CountLooseAttempts: %w", err)
 	}
@@ -75,11 +87,26 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.latestSettledCompactionStmt, err = db.PrepareContext(ctx, latestSettledCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query LatestSettledCompaction: %w", err)
 	}
+	if q.listAllAttemptsStmt, err = db.PrepareContext(ctx, listAllAttempts); err != nil {
+		return nil, fmt.Errorf("error preparing query ListAllAttempts: %w", err)
+	}
+	if q.listAllCompactionsStmt, err = db.PrepareContext(ctx, listAllCompactions); err != nil {
+		return nil, fmt.Errorf("error preparing query ListAllCompactions: %w", err)
+	}
+	if q.listAllThreadsStmt, err = db.PrepareContext(ctx, listAllThreads); err != nil {
+		return nil, fmt.Errorf("error preparing query ListAllThreads: %w", err)
+	}
+	if q.listAttemptIDsStmt, err = db.PrepareContext(ctx, listAttemptIDs); err != nil {
+		return nil, fmt.Errorf("error preparing query ListAttemptIDs: %w", err)
+	}
 	if q.listAttemptsStmt, err = db.PrepareContext(ctx, listAttempts); err != nil {
 		return nil, fmt.Errorf("error preparing query ListAttempts: %w", err)
 	}
 	if q.listCompactionAttemptsStmt, err = db.PrepareContext(ctx, listCompactionAttempts); err != nil {
 		return nil, fmt.Errorf("error preparing query ListCompactionAttempts: %w", err)
+	}
+	if q.listCompactionIDsStmt, err = db.PrepareContext(ctx, listCompactionIDs); err != nil {
+		return nil, fmt.Errorf("error preparing query ListCompactionIDs: %w", err)
 	}
 	if q.listCompactionsStmt, err = db.PrepareContext(ctx, listCompactions); err != nil {
 		return nil, fmt.Errorf("error preparing query ListCompactions: %w", err)
@@ -132,6 +159,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.resetCooldownStmt, err = db.PrepareContext(ctx, resetCooldown); err != nil {
 		return nil, fmt.Errorf("error preparing query ResetCooldown: %w", err)
 	}
+	if q.resetIDSequencesStmt, err = db.PrepareContext(ctx, resetIDSequences); err != nil {
+		return nil, fmt.Errorf("error preparing query ResetIDSequences: %w", err)
+	}
 	if q.searchMessagesStmt, err = db.PrepareContext(ctx, searchMessages); err != nil {
 		return nil, fmt.Errorf("error preparing query SearchMessages: %w", err)
 	}
@@ -171,6 +201,26 @@ func (q *Queries) Close() error {
 	if q.compactionUsageStmt != nil {
 		if cerr := q.compactionUsageStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing compactionUsageStmt: %w", cerr)
+		}
+	}
+	if q.copyAttemptStmt != nil {
+		if cerr := q.copyAttemptStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyAttemptStmt: %w", cerr)
+		}
+	}
+	if q.copyCompactionStmt != nil {
+		if cerr := q.copyCompactionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyCompactionStmt: %w", cerr)
+		}
+	}
+	if q.copyCooldownStmt != nil {
+		if cerr := q.copyCooldownStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyCooldownStmt: %w", cerr)
+		}
+	}
+	if q.copyThreadStmt != nil {
+		if cerr := q.copyThreadStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyThreadStmt: %w", cerr)
 		}
 	}
 	if q.countLooseAttemptsStmt != nil {
@@ -243,6 +293,26 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing latestSettledCompactionStmt: %w", cerr)
 		}
 	}
+	if q.listAllAttemptsStmt != nil {
+		if cerr := q.listAllAttemptsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listAllAttemptsStmt: %w", cerr)
+		}
+	}
+	if q.listAllCompactionsStmt != nil {
+		if cerr := q.listAllCompactionsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listAllCompactionsStmt: %w", cerr)
+		}
+	}
+	if q.listAllThreadsStmt != nil {
+		if cerr := q.listAllThreadsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listAllThreadsStmt: %w", cerr)
+		}
+	}
+	if q.listAttemptIDsStmt != nil {
+		if cerr := q.listAttemptIDsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listAttemptIDsStmt: %w", cerr)
+		}
+	}
 	if q.listAttemptsStmt != nil {
 		if cerr := q.listAttemptsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listAttemptsStmt: %w", cerr)
@@ -251,6 +321,11 @@ func (q *Queries) Close() error {
 	if q.listCompactionAttemptsStmt != nil {
 		if cerr := q.listCompactionAttemptsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listCompactionAttemptsStmt: %w", cerr)
+		}
+	}
+	if q.listCompactionIDsStmt != nil {
+		if cerr := q.listCompactionIDsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listCompactionIDsStmt: %w", cerr)
 		}
 	}
 	if q.listCompactionsStmt != nil {
@@ -338,6 +413,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing resetCooldownStmt: %w", cerr)
 		}
 	}
+	if q.resetIDSequencesStmt != nil {
+		if cerr := q.resetIDSequencesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing resetIDSequencesStmt: %w", cerr)
+		}
+	}
 	if q.searchMessagesStmt != nil {
 		if cerr := q.searchMessagesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing searchMessagesStmt: %w", cerr)
@@ -415,6 +495,10 @@ type Queries struct {
 	applyCompactionStmt           *sql.Stmt
 	applyViewStmt                 *sql.Stmt
 	compactionUsageStmt           *sql.Stmt
+	copyAttemptStmt               *sql.Stmt
+	copyCompactionStmt            *sql.Stmt
+	copyCooldownStmt              *sql.Stmt
+	copyThreadStmt                *sql.Stmt
 	countLooseAttemptsStmt        *sql.Stmt
 	currentCompactionStmt         *sql.Stmt
 	deleteLooseAttemptsStmt       *sql.Stmt
@@ -429,8 +513,13 @@ type Queries struct {
 	insertMessageStmt             *sql.Stmt
 	insertThreadStmt              *sql.Stmt
 	latestSettledCompactionStmt   *sql.Stmt
+	listAllAttemptsStmt           *sql.Stmt
+	listAllCompactionsStmt        *sql.Stmt
+	listAllThreadsStmt            *sql.Stmt
+	listAttemptIDsStmt            *sql.Stmt
 	listAttemptsStmt              *sql.Stmt
 	listCompactionAttemptsStmt    *sql.Stmt
+	listCompactionIDsStmt         *sql.Stmt
 	listCompactionsStmt           *sql.Stmt
 	listCooldownsStmt             *sql.Stmt
 	listMessageColumnsAfterStmt   *sql.Stmt
@@ -448,6 +537,7 @@ type Queries struct {
 	renewLeaseStmt                *sql.Stmt
 	resetAllCooldownsStmt         *sql.Stmt
 	resetCooldownStmt             *sql.Stmt
+	resetIDSequencesStmt          *sql.Stmt
 	searchMessagesStmt            *sql.Stmt
 	searchSummariesStmt           *sql.Stmt
 	setCompactionStatusStmt       *sql.Stmt
@@ -464,6 +554,10 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		applyCompactionStmt:           q.applyCompactionStmt,
 		applyViewStmt:                 q.applyViewStmt,
 		compactionUsageStmt:           q.compactionUsageStmt,
+		copyAttemptStmt:               q.copyAttemptStmt,
+		copyCompactionStmt:            q.copyCompactionStmt,
+		copyCooldownStmt:              q.copyCooldownStmt,
+		copyThreadStmt:                q.copyThreadStmt,
 		countLooseAttemptsStmt:        q.countLooseAttemptsStmt,
 		currentCompactionStmt:         q.currentCompactionStmt,
 		deleteLooseAttemptsStmt:       q.deleteLooseAttemptsStmt,
@@ -478,8 +572,13 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertMessageStmt:             q.insertMessageStmt,
 		insertThreadStmt:              q.insertThreadStmt,
 		latestSettledCompactionStmt:   q.latestSettledCompactionStmt,
+		listAllAttemptsStmt:           q.listAllAttemptsStmt,
+		listAllCompactionsStmt:        q.listAllCompactionsStmt,
+		listAllThreadsStmt:            q.listAllThreadsStmt,
+		listAttemptIDsStmt:            q.listAttemptIDsStmt,
 		listAttemptsStmt:              q.listAttemptsStmt,
 		listCompactionAttemptsStmt:    q.listCompactionAttemptsStmt,
+		listCompactionIDsStmt:         q.listCompactionIDsStmt,
 		listCompactionsStmt:           q.listCompactionsStmt,
 		listCooldownsStmt:             q.listCooldownsStmt,
 		listMessageColumnsAfterStmt:   q.listMessageColumnsAfterStmt,
@@ -497,6 +596,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		renewLeaseStmt:                q.renewLeaseStmt,
 		resetAllCooldownsStmt:         q.resetAllCooldownsStmt,
 		resetCooldownStmt:             q.resetCooldownStmt,
+		resetIDSequencesStmt:          q.resetIDSequencesStmt,
 		searchMessagesStmt:            q.searchMessagesStmt,
 		searchSummariesStmt:           q.searchSummariesStmt,
 		setCompactionStatusStmt:       q.setCompactionStatusStmt,
