@@ -2,7 +2,11 @@
 // prints a table that can be compared across machines. Run it with bench/run, which builds
 // memctl and installs OpenAI's JavaScript tokenizer (npm tiktoken) for the comparison.
 //
-//	go run ./bench [-memctl PATH] [-js DIR] [-scale N] [-quick]
+//	go run ./bench [-memctl PATH] [-js DIR] [-postgres URL] [-scale N] [-quick]
+//
+// The writers, compact and threads steps measure SQLite and, given a PostgreSQL server
+// (-postgres, default $MEMCASCADE_TEST_POSTGRES), PostgreSQL too, each measurement in a schema
+// of its own that is dropped after it.
 package main
 
 import (
@@ -41,10 +45,11 @@ func main() {
 	js := flag.String("js", "", "a directory with node_modules/tiktoken installed (for the comparison row)")
 	scale := flag.Int("scale", 150, "copies of the testdata conversations in the append corpus")
 	quick := flag.Bool("quick", false, "smaller sizes, for a fast check that the bench runs")
-	only := flag.String("only", "", "run only these steps, comma-separated: append, active, compact, windows, tokens, import, message, threads")
+	only := flag.String("only", "", "run only these steps, comma-separated: append, writers, active, compact, windows, tokens, import, message, threads")
+	postgres := flag.String("postgres", os.Getenv(postgresEnv), "a PostgreSQL server URL for the PostgreSQL rows (default $"+postgresEnv+"; none: SQLite only)")
 	windowMaxOutput := flag.Int("window-max-output", 1024, "max_output_tokens of the summarizer in the windows step")
 	flag.Parse()
-	b := &bench{memctl: *memctl, js: *js, scale: *scale, quick: *quick, only: *only, windowMaxOutput: *windowMaxOutput}
+	b := &bench{memctl: *memctl, js: *js, scale: *scale, quick: *quick, only: *only, windowMaxOutput: *windowMaxOutput, postgres: *postgres}
 	if b.quick {
 		b.scale = 10
 	}
@@ -63,6 +68,10 @@ type bench struct {
 	windowMaxOutput int
 	dir             string
 	rows            []row
+	// postgres is the URL of a PostgreSQL server ("": SQLite rows only); pgAdmin a pool on it
+	// that makes and drops the bench's schemas.
+	postgres string
+	pgAdmin  *sql.DB
 }
 
 type row struct{ name, value, target, verdict string }
@@ -87,6 +96,14 @@ func (b *bench) run() error {
 		return err
 	}
 	defer os.RemoveAll(b.dir)
+	defer func() {
+		if b.pgAdmin != nil {
+			b.pgAdmin.Close()
+		}
+	}()
+	if b.postgres == "" {
+		b.add("PostgreSQL rows", "not run (no -postgres URL and $"+postgresEnv+" is not set)", "", nil)
+	}
 	corpus, err := loadCorpus(b.scale)
 	if err != nil {
 		return err
@@ -94,7 +111,7 @@ func (b *bench) run() error {
 	steps := []struct {
 		name string
 		run  func([]conversation) error
-	}{{"append", b.append}, {"active", b.activeRead}, {"compact", b.compaction}, {"windows", b.windowRows}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}}
+	}{{"append", b.append}, {"writers", b.writers}, {"active", b.activeRead}, {"compact", b.compaction}, {"windows", b.windowRows}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}}
 	for _, step := range steps {
 		if b.only != "" && !slices.Contains(strings.Split(b.only, ","), step.name) {
 			continue
@@ -362,42 +379,57 @@ func median(ds []time.Duration) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// compaction: the compactor's overhead with a zero-latency provider.
+// compaction: the compactor's overhead with a zero-latency provider, on each backend.
 func (b *bench) compaction([]conversation) error {
+	for _, backend := range b.backends() {
+		for _, n := range []int{1_000, 10_000} {
+			err := b.onBackend(backend, "compact.db", func(name string) error { return b.compactionOf(backend, name, n) })
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// compactionOf measures the median of five forced compactions of n messages in the store at name.
+func (b *bench) compactionOf(backend, name string, n int) error {
 	ctx := context.Background()
-	s, err := openStore(filepath.Join(b.dir, "compact.db"))
+	s, err := openStore(name)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	for _, n := range []int{1_000, 10_000} {
-		var ds []time.Duration
-		for i := range 5 {
-			thread := fmt.Sprintf("t%d-%d", n, i)
-			msgs := append([]memory.Message{memory.TextMessage(memory.RoleSystem, "You are a support agent.")}, shortMessages(n, 0)...)
-			if _, err := s.Append(ctx, thread, msgs, memory.AppendOptions{}); err != nil {
-				return err
-			}
-			a, _ := s.Active(ctx, thread)
-			c := memory.NewCompactor(s, zeroLatency{}, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 2048})
-			start := time.Now()
-			rep, err := c.Compact(ctx, thread, memory.CompactOptions{Force: true})
-			if err != nil {
-				return err
-			}
-			ds = append(ds, time.Since(start))
-			if rep.Status != memory.StatusApplied {
-				return fmt.Errorf("compaction of %d messages: %s", n, rep.Status)
-			}
+	var ds []time.Duration
+	for i := range 5 {
+		thread := fmt.Sprintf("t%d-%d", n, i)
+		msgs := append([]memory.Message{memory.TextMessage(memory.RoleSystem, "You are a support agent.")}, shortMessages(n, 0)...)
+		if _, err := s.Append(ctx, thread, msgs, memory.AppendOptions{}); err != nil {
+			return err
 		}
-		d := median(ds)
-		var ok *bool
-		target := ""
-		if n == 10_000 {
-			target, ok = "< 50 ms", ptr(d < 50*time.Millisecond)
+		a, _ := s.Active(ctx, thread)
+		c := memory.NewCompactor(s, zeroLatency{}, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 2048})
+		start := time.Now()
+		rep, err := c.Compact(ctx, thread, memory.CompactOptions{Force: true})
+		if err != nil {
+			return err
 		}
-		b.add(fmt.Sprintf("compaction overhead, %d active messages (plan, render, commit, recount)", n), d.Round(100*time.Microsecond).String(), target, ok)
+		ds = append(ds, time.Since(start))
+		if rep.Status != memory.StatusApplied {
+			return fmt.Errorf("compaction of %d messages: %s", n, rep.Status)
+		}
 	}
+	d := median(ds)
+	var ok *bool
+	target := ""
+	if n == 10_000 {
+		target, ok = "< 50 ms", ptr(d < 50*time.Millisecond)
+	}
+	label := fmt.Sprintf("compaction overhead, %d active messages (plan, render, commit, recount)", n)
+	if backend != sqliteBackend {
+		label += ", " + backend
+	}
+	b.add(label, d.Round(100*time.Microsecond).String(), target, ok)
 	return nil
 }
 
@@ -693,11 +725,12 @@ func hwm(pid int) int64 {
 	return 0
 }
 
-// threads: memctl threads on a database of 1,000 threads, whole process.
-func (b *bench) threads([]conversation) error {
+// threads: memctl threads on a database of 1,000 threads, whole process; then the listing of
+// 100,000 threads on each backend (manyThreads).
+func (b *bench) threads(corpus []conversation) error {
 	if b.memctl == "" {
 		b.add("memctl threads, 1,000 threads", "not run (needs -memctl)", "< 50 ms", nil)
-		return nil
+		return b.manyThreads(corpus)
 	}
 	ctx := context.Background()
 	path := filepath.Join(b.dir, "threads.db")
@@ -727,5 +760,5 @@ func (b *bench) threads([]conversation) error {
 	}
 	d := median(ds)
 	b.add("memctl threads, 1,000 threads (whole process)", d.Round(100*time.Microsecond).String(), "< 50 ms", ptr(d < 50*time.Millisecond))
-	return nil
+	return b.manyThreads(corpus)
 }
