@@ -13,8 +13,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the database/sql driver "pgx"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/memcascade/memcascade/db"
 )
 
@@ -55,7 +56,7 @@ func Open(ctx context.Context, rawURL string) (*sql.DB, error) {
 		return nil, errors.New("open database: not a PostgreSQL URL (want postgres://... or postgresql://...)")
 	}
 	where := db.Display(rawURL)
-	sqldb, err := sql.Open("pgx", rawURL)
+	sqldb, err := connect(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", where, err)
 	}
@@ -68,6 +69,21 @@ func Open(ctx context.Context, rawURL string) (*sql.DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", where, err)
 	}
 	return sqldb, nil
+}
+
+// connect returns a pool of connections to rawURL (not yet dialled). Each new connection turns
+// PostgreSQL's just-in-time compilation off: this schema's queries are short, and compiling the
+// thread listing cost more than running it (1.1-1.9 s of 2.4-2.9 s for 100,000 threads). A
+// server that has no such setting (another engine speaking the protocol) ignores the refusal.
+func connect(rawURL string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error {
+		_, _ = c.Exec(ctx, "SET jit = off")
+		return nil
+	})), nil
 }
 
 func init() {
@@ -84,7 +100,7 @@ func OpenHandle(ctx context.Context, rawURL string, opt db.Options) (*db.Handle,
 		return nil, errors.New("open database: not a PostgreSQL URL (want postgres://... or postgresql://...)")
 	}
 	where := db.Display(rawURL)
-	sqldb, err := sql.Open("pgx", rawURL)
+	sqldb, err := connect(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", where, err)
 	}

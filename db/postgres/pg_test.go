@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/testdb"
 )
 
@@ -266,5 +267,19 @@ func TestTSQuery(t *testing.T) {
 		if got := TSQuery(c.in); got != c.want {
 			t.Errorf("TSQuery(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestConnectionsRunWithoutJIT: every connection of an opened database has just-in-time
+// compilation off (see connect).
+func TestConnectionsRunWithoutJIT(t *testing.T) {
+	h, err := OpenHandle(context.Background(), testURL(t), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var jit string
+	if err := h.DB.QueryRowContext(context.Background(), "SHOW jit").Scan(&jit); err != nil || jit != "off" {
+		t.Fatalf("jit = %q, %v; want off", jit, err)
 	}
 }
