@@ -232,22 +232,36 @@ var SQLiteOps = Ops{
 	},
 }
 
-// FTSQuery turns search text into an FTS5 query that requires every word: each word is a
-// quoted phrase (inner quotes doubled), so no user text is read as FTS5 syntax; a word ending
-// in * is a prefix query. Words with no letter or digit match nothing the tokenizer indexes
-// and are dropped. A NUL byte separates words: FTS5 reads a query string only up to its first
-// NUL, which would leave a phrase unterminated (and the tokenizer treats NUL as a separator in
-// indexed text too).
-func FTSQuery(text string) string {
-	var parts []string
+// SearchTerm is a word of search text: Prefix when it ended in * (the * removed).
+type SearchTerm struct {
+	Word   string
+	Prefix bool
+}
+
+// SearchTerms splits search text into the words both backends search for: separated by white
+// space or NUL (which neither stores), each ending in * a prefix; words with no letter or digit
+// match nothing a tokenizer indexes and are dropped.
+func SearchTerms(text string) []SearchTerm {
+	var out []SearchTerm
 	for w := range strings.FieldsFuncSeq(text, func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) {
 		word := strings.TrimRight(w, "*")
-		prefix := word != w
 		if !strings.ContainsFunc(word, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
 			continue
 		}
-		phrase := `"` + strings.ReplaceAll(word, `"`, `""`) + `"`
-		if prefix {
+		out = append(out, SearchTerm{Word: word, Prefix: word != w})
+	}
+	return out
+}
+
+// FTSQuery turns search text into an FTS5 query that requires every word of SearchTerms: each
+// word is a quoted phrase (inner quotes doubled), so no user text is read as FTS5 syntax; a
+// prefix is the phrase followed by *. "" when there is no word. (FTS5 reads a query string only
+// up to its first NUL, which would leave a phrase unterminated: SearchTerms splits there.)
+func FTSQuery(text string) string {
+	var parts []string
+	for _, t := range SearchTerms(text) {
+		phrase := `"` + strings.ReplaceAll(t.Word, `"`, `""`) + `"`
+		if t.Prefix {
 			phrase += "*"
 		}
 		parts = append(parts, phrase)

@@ -52,6 +52,11 @@ func IsURL(name string) bool {
 // transaction. A database written by a newer version is refused with ErrNewerSchema. Errors
 // name the host and database, never the password.
 func Open(ctx context.Context, rawURL string) (*sql.DB, error) {
+	return openPool(ctx, rawURL, db.Options{})
+}
+
+// openPool connects to rawURL and prepares its schema as opt allows (see prepareSchema).
+func openPool(ctx context.Context, rawURL string, opt db.Options) (*sql.DB, error) {
 	if !IsURL(rawURL) {
 		return nil, errors.New("open database: not a PostgreSQL URL (want postgres://... or postgresql://...)")
 	}
@@ -60,11 +65,7 @@ func Open(ctx context.Context, rawURL string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", where, err)
 	}
-	if err := sqldb.PingContext(ctx); err != nil {
-		sqldb.Close()
-		return nil, fmt.Errorf("open database %s: %w", where, err)
-	}
-	if err := migrate(ctx, sqldb, Migrations); err != nil {
+	if err := prepareSchema(ctx, sqldb, opt); err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("open database %s: %w", where, err)
 	}
@@ -96,18 +97,11 @@ func init() {
 // schema is db.ErrNoDatabase; with opt.ReadOnly the schema is never migrated, and one written by
 // an older version is db.ErrOlderSchema. Otherwise it is Open.
 func OpenHandle(ctx context.Context, rawURL string, opt db.Options) (*db.Handle, error) {
-	if !IsURL(rawURL) {
-		return nil, errors.New("open database: not a PostgreSQL URL (want postgres://... or postgresql://...)")
+	sqldb, err := openPool(ctx, rawURL, opt)
+	if err != nil {
+		return nil, err
 	}
 	where := db.Display(rawURL)
-	sqldb, err := connect(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", where, err)
-	}
-	if err := prepareSchema(ctx, sqldb, opt); err != nil {
-		sqldb.Close()
-		return nil, fmt.Errorf("open database %s: %w", where, err)
-	}
 	h, err := db.NewHandle(ctx, sqldb, "postgres", where, Ops)
 	if err != nil {
 		sqldb.Close()

@@ -2,7 +2,8 @@ package pg
 
 import (
 	"strings"
-	"unicode"
+
+	"github.com/memcascade/memcascade/db"
 )
 
 // TSQuery turns user text into a query for to_tsquery('simple', ...) that requires every word,
@@ -13,15 +14,10 @@ import (
 // there is nothing to search for. NUL, which PostgreSQL text cannot hold, separates words.
 func TSQuery(text string) string {
 	var parts []string
-	for w := range strings.FieldsFuncSeq(text, func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) {
-		word := strings.TrimRight(w, "*")
-		prefix := word != w
-		if !strings.ContainsFunc(word, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
-			continue
-		}
-		word = strings.ReplaceAll(word, `\`, `\\`)
+	for _, t := range db.SearchTerms(text) {
+		word := strings.ReplaceAll(t.Word, `\`, `\\`)
 		operand := "'" + strings.ReplaceAll(word, "'", "''") + "'"
-		if prefix {
+		if t.Prefix {
 			operand += ":*"
 		}
 		parts = append(parts, operand)
