@@ -57,6 +57,9 @@ type Ops struct {
 	// Size is the bytes the database takes: an SQLite file with its write-ahead log, the
 	// tables and indexes of a PostgreSQL schema.
 	Size func(ctx context.Context, sqldb *sql.DB, name string) (int64, error)
+	// Identity names the database the pool reaches, the same however its URL is spelled (nil:
+	// a file, compared by os.SameFile).
+	Identity func(ctx context.Context, sqldb *sql.DB) (string, error)
 }
 
 // ErrUnsupported is returned for an operation the database's backend does not have.
@@ -137,6 +140,28 @@ func (h *Handle) Check(ctx context.Context) error {
 
 // Size returns the bytes the database takes (see Ops.Size).
 func (h *Handle) Size(ctx context.Context) (int64, error) { return h.ops.Size(ctx, h.DB, h.Name) }
+
+// Same reports whether h and o are one database: one SQLite file, whatever the path that names
+// it (symlinks, ./, ..), or one PostgreSQL database and schema, whatever the spelling of the URL.
+func (h *Handle) Same(ctx context.Context, o *Handle) (bool, error) {
+	if h.Backend != o.Backend {
+		return false, nil
+	}
+	if h.ops.Identity == nil {
+		a, errA := os.Stat(h.Name)
+		b, errB := os.Stat(o.Name)
+		return errA == nil && errB == nil && os.SameFile(a, b), nil
+	}
+	a, err := h.ops.Identity(ctx, h.DB)
+	if err != nil {
+		return false, fmt.Errorf("identify database %s: %w", h.Name, err)
+	}
+	b, err := o.ops.Identity(ctx, o.DB)
+	if err != nil {
+		return false, fmt.Errorf("identify database %s: %w", o.Name, err)
+	}
+	return a == b, nil
+}
 
 // Close releases the prepared queries and closes the pool.
 func (h *Handle) Close() error {
