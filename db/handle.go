@@ -196,16 +196,34 @@ func URLScheme(name string) string {
 }
 
 // Display returns name as messages may show it: a file path as it is; a URL without its user,
-// password and parameters (scheme://host:port/database).
+// password and parameters (scheme://host:port/database). A URL whose user or password holds a
+// '/', '?' or '#' not percent-encoded (an '@' after the host) shows only what follows its last
+// '@': everything before may be the password.
 func Display(name string) string {
-	if URLScheme(name) == "" {
+	scheme := URLScheme(name)
+	if scheme == "" {
 		return name
 	}
 	u, err := url.Parse(name)
-	if err != nil {
-		return URLScheme(name) + "://(unparsable URL)"
+	if err != nil || strings.Contains(u.Path, "@") || strings.Contains(u.Fragment, "@") || queryKeyHasAt(u.RawQuery) {
+		_, rest, _ := strings.Cut(name, "://")
+		rest = rest[strings.LastIndex(rest, "@")+1:]
+		if u, err = url.Parse(scheme + "://" + rest); err != nil {
+			return scheme + "://(unparsable URL)"
+		}
 	}
 	return u.Scheme + "://" + u.Host + u.Path
+}
+
+// queryKeyHasAt reports whether a parameter's name holds '@' (as in u:12?34@host: the password
+// cut at its '?').
+func queryKeyHasAt(query string) bool {
+	for kv := range strings.SplitSeq(query, "&") {
+		if k, _, _ := strings.Cut(kv, "="); strings.Contains(k, "@") {
+			return true
+		}
+	}
+	return false
 }
 
 // OpenHandle opens the database name names: a URL of a registered scheme (postgres://...),

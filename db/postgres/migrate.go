@@ -58,15 +58,15 @@ func Open(ctx context.Context, rawURL string) (*sql.DB, error) {
 	where := db.Display(rawURL)
 	sqldb, err := connect(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", where, err)
+		return nil, fmt.Errorf("open database %s: %w", where, hidePassword(err, rawURL))
 	}
 	if err := sqldb.PingContext(ctx); err != nil {
 		sqldb.Close()
-		return nil, fmt.Errorf("open database %s: %w", where, err)
+		return nil, fmt.Errorf("open database %s: %w", where, hidePassword(err, rawURL))
 	}
 	if err := migrate(ctx, sqldb, Migrations); err != nil {
 		sqldb.Close()
-		return nil, fmt.Errorf("open database %s: %w", where, err)
+		return nil, fmt.Errorf("open database %s: %w", where, hidePassword(err, rawURL))
 	}
 	return sqldb, nil
 }
@@ -102,11 +102,11 @@ func OpenHandle(ctx context.Context, rawURL string, opt db.Options) (*db.Handle,
 	where := db.Display(rawURL)
 	sqldb, err := connect(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", where, err)
+		return nil, fmt.Errorf("open database %s: %w", where, hidePassword(err, rawURL))
 	}
 	if err := prepareSchema(ctx, sqldb, opt); err != nil {
 		sqldb.Close()
-		return nil, fmt.Errorf("open database %s: %w", where, err)
+		return nil, fmt.Errorf("open database %s: %w", where, hidePassword(err, rawURL))
 	}
 	h, err := db.NewHandle(ctx, sqldb, "postgres", where, Ops)
 	if err != nil {
