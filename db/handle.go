@@ -57,6 +57,9 @@ type Ops struct {
 	// Size is the bytes the database takes: an SQLite file with its write-ahead log, the
 	// tables and indexes of a PostgreSQL schema.
 	Size func(ctx context.Context, sqldb *sql.DB, name string) (int64, error)
+	// Identity names the database the pool reaches, the same however its URL is spelled (nil:
+	// a file, compared by os.SameFile).
+	Identity func(ctx context.Context, sqldb *sql.DB) (string, error)
 }
 
 // ErrUnsupported is returned for an operation the database's backend does not have.
@@ -138,6 +141,28 @@ func (h *Handle) Check(ctx context.Context) error {
 // Size returns the bytes the database takes (see Ops.Size).
 func (h *Handle) Size(ctx context.Context) (int64, error) { return h.ops.Size(ctx, h.DB, h.Name) }
 
+// Same reports whether h and o are one database: one SQLite file, whatever the path that names
+// it (symlinks, ./, ..), or one PostgreSQL database and schema, whatever the spelling of the URL.
+func (h *Handle) Same(ctx context.Context, o *Handle) (bool, error) {
+	if h.Backend != o.Backend {
+		return false, nil
+	}
+	if h.ops.Identity == nil {
+		a, errA := os.Stat(h.Name)
+		b, errB := os.Stat(o.Name)
+		return errA == nil && errB == nil && os.SameFile(a, b), nil
+	}
+	a, err := h.ops.Identity(ctx, h.DB)
+	if err != nil {
+		return false, fmt.Errorf("identify database %s: %w", h.Name, err)
+	}
+	b, err := o.ops.Identity(ctx, o.DB)
+	if err != nil {
+		return false, fmt.Errorf("identify database %s: %w", o.Name, err)
+	}
+	return a == b, nil
+}
+
 // Close releases the prepared queries and closes the pool.
 func (h *Handle) Close() error {
 	var err error
@@ -171,16 +196,34 @@ func URLScheme(name string) string {
 }
 
 // Display returns name as messages may show it: a file path as it is; a URL without its user,
-// password and parameters (scheme://host:port/database).
+// password and parameters (scheme://host:port/database). A URL whose user or password holds a
+// '/', '?' or '#' not percent-encoded (an '@' after the host) shows only what follows its last
+// '@': everything before may be the password.
 func Display(name string) string {
-	if URLScheme(name) == "" {
+	scheme := URLScheme(name)
+	if scheme == "" {
 		return name
 	}
 	u, err := url.Parse(name)
-	if err != nil {
-		return URLScheme(name) + "://(unparsable URL)"
+	if err != nil || strings.Contains(u.Path, "@") || strings.Contains(u.Fragment, "@") || queryKeyHasAt(u.RawQuery) {
+		_, rest, _ := strings.Cut(name, "://")
+		rest = rest[strings.LastIndex(rest, "@")+1:]
+		if u, err = url.Parse(scheme + "://" + rest); err != nil {
+			return scheme + "://(unparsable URL)"
+		}
 	}
 	return u.Scheme + "://" + u.Host + u.Path
+}
+
+// queryKeyHasAt reports whether a parameter's name holds '@' (as in u:12?34@host: the password
+// cut at its '?').
+func queryKeyHasAt(query string) bool {
+	for kv := range strings.SplitSeq(query, "&") {
+		if k, _, _ := strings.Cut(kv, "="); strings.Contains(k, "@") {
+			return true
+		}
+	}
+	return false
 }
 
 // OpenHandle opens the database name names: a URL of a registered scheme (postgres://...),

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/memcascade/memcascade/db"
@@ -66,8 +65,11 @@ const copyChunk = 256
 // reported last.
 func Copy(ctx context.Context, src, dst *Store) (CopyResult, error) {
 	res := CopyResult{Source: db.Display(src.h.Name), Destination: db.Display(dst.h.Name)}
-	if same(src.h, dst.h) {
-		return res, fmt.Errorf("copy %s to %s: %w", res.Source, res.Destination, ErrCopySame)
+	if same, err := src.h.Same(ctx, dst.h); err != nil || same {
+		if err == nil {
+			err = ErrCopySame
+		}
+		return res, fmt.Errorf("copy %s to %s: %w", res.Source, res.Destination, err)
 	}
 	fail := func(err error) (CopyResult, error) {
 		return CopyResult{Source: res.Source, Destination: res.Destination},
@@ -167,18 +169,6 @@ func keptOr(kept bool) string {
 		return IDsKept
 	}
 	return IDsRenumbered
-}
-
-// same reports whether two handles are one SQLite file. (Two PostgreSQL URLs may name the same
-// database through different hosts or schemas: a copy onto itself is refused as a conflict of
-// every thread.)
-func same(a, b *db.Handle) bool {
-	if a.Backend != "sqlite" || b.Backend != "sqlite" {
-		return false
-	}
-	sa, errA := os.Stat(a.Name)
-	sb, errB := os.Stat(b.Name)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // refuseTaken returns ErrCopyConflict, naming the first few, when the destination holds any

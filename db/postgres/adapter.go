@@ -29,6 +29,11 @@ func text(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
+// held reports whether PostgreSQL's text can hold s. An id it cannot hold names no row (rows
+// are written with storable ids only): a lookup by one finds nothing, as on SQLite, instead of
+// failing with "invalid byte sequence".
+func held(s string) bool { return !strings.ContainsRune(s, 0) && utf8.ValidString(s) }
+
 // convert converts the rows of a list query.
 func convert[T, U any](rows []T, err error, conv func(T) U) ([]U, error) {
 	if err != nil {
@@ -74,6 +79,9 @@ func (a adapter) CountLooseAttempts(ctx context.Context, before int64) (int64, e
 }
 
 func (a adapter) CurrentCompaction(ctx context.Context, threadID string) (db.Compaction, error) {
+	if !held(threadID) {
+		return db.Compaction{}, sql.ErrNoRows
+	}
 	r, err := a.q.CurrentCompaction(ctx, threadID)
 	return db.Compaction(r), err
 }
@@ -87,6 +95,9 @@ func (a adapter) DeletePrunableCompaction(ctx context.Context, id int64) (int64,
 }
 
 func (a adapter) DeleteThread(ctx context.Context, id string) (int64, error) {
+	if !held(id) {
+		return 0, nil
+	}
 	return a.q.DeleteThread(ctx, id)
 }
 
@@ -101,11 +112,17 @@ func (a adapter) GetCompaction(ctx context.Context, id int64) (db.Compaction, er
 }
 
 func (a adapter) GetCooldown(ctx context.Context, provider string) (db.ProviderCooldown, error) {
+	if !held(provider) {
+		return db.ProviderCooldown{}, sql.ErrNoRows
+	}
 	r, err := a.q.GetCooldown(ctx, provider)
 	return db.ProviderCooldown(r), err
 }
 
 func (a adapter) GetThread(ctx context.Context, id string) (db.Thread, error) {
+	if !held(id) {
+		return db.Thread{}, sql.ErrNoRows
+	}
 	r, err := a.q.GetThread(ctx, id)
 	return db.Thread(r), err
 }
@@ -129,6 +146,9 @@ func (a adapter) InsertThread(ctx context.Context, arg db.InsertThreadParams) (i
 }
 
 func (a adapter) LatestSettledCompaction(ctx context.Context, threadID string) (db.Compaction, error) {
+	if !held(threadID) {
+		return db.Compaction{}, sql.ErrNoRows
+	}
 	r, err := a.q.LatestSettledCompaction(ctx, threadID)
 	return db.Compaction(r), err
 }
@@ -175,6 +195,9 @@ func (a adapter) ListMessageColumnsBetween(ctx context.Context, arg db.ListMessa
 }
 
 func (a adapter) ListMessages(ctx context.Context, threadID string) ([]db.Message, error) {
+	if !held(threadID) {
+		return nil, nil
+	}
 	r, err := a.q.ListMessages(ctx, threadID)
 	return convert(r, err, func(x Message) db.Message { return db.Message(x) })
 }
@@ -200,11 +223,17 @@ func (a adapter) ListRunningCompactions(ctx context.Context) ([]db.Compaction, e
 }
 
 func (a adapter) ListThreads(ctx context.Context, only string) ([]db.ListThreadsRow, error) {
+	if !held(only) {
+		return nil, nil
+	}
 	r, err := a.q.ListThreads(ctx, only)
 	return convert(r, err, func(x ListThreadsRow) db.ListThreadsRow { return db.ListThreadsRow(x) })
 }
 
 func (a adapter) LockThread(ctx context.Context, id string) (db.Thread, error) {
+	if !held(id) {
+		return db.Thread{}, sql.ErrNoRows
+	}
 	r, err := a.q.LockThread(ctx, id)
 	return db.Thread(r), err
 }

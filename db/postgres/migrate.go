@@ -63,11 +63,11 @@ func openPool(ctx context.Context, rawURL string, opt db.Options) (*sql.DB, erro
 	where := db.Display(rawURL)
 	sqldb, err := connect(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", where, err)
+		return nil, fmt.Errorf("open database %s: %w", where, hidePassword(err, rawURL))
 	}
 	if err := prepareSchema(ctx, sqldb, opt); err != nil {
 		sqldb.Close()
-		return nil, fmt.Errorf("open database %s: %w", where, err)
+		return nil, fmt.Errorf("open database %s: %w", where, hidePassword(err, rawURL))
 	}
 	return sqldb, nil
 }
@@ -153,12 +153,24 @@ var Ops = db.Ops{
 	Close:     func(q db.Querier) error { return q.(adapter).q.Close() },
 	Vacuum:    vacuum,
 	Check:     check,
+	Identity:  identity,
 	Size: func(ctx context.Context, sqldb *sql.DB, _ string) (int64, error) {
 		var n int64
 		err := sqldb.QueryRowContext(ctx, `SELECT CAST(coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) AS BIGINT)
 FROM unnest(ARRAY['threads', 'messages', 'compactions', 'cascade_attempts', 'provider_cooldowns']) AS t`).Scan(&n)
 		return n, err
 	},
+}
+
+// identity names the server (its system identifier, shared only by its physical replicas), the
+// database and the table threads the pool's search_path reaches: two URLs name one memcascade
+// database exactly when their identities are equal.
+func identity(ctx context.Context, sqldb *sql.DB) (string, error) {
+	var id string
+	err := sqldb.QueryRowContext(ctx, `SELECT CAST((SELECT system_identifier FROM pg_control_system()) AS TEXT)
+  || '/' || CAST((SELECT oid FROM pg_database WHERE datname = current_database()) AS TEXT)
+  || '/' || coalesce(CAST(CAST(to_regclass('threads') AS OID) AS TEXT), '')`).Scan(&id)
+	return id, err
 }
 
 // vacuum reclaims the space of deleted rows and refreshes the planner's statistics of every
