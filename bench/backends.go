@@ -116,11 +116,14 @@ func (b *bench) writers([]conversation) error {
 				if err != nil {
 					return err
 				}
-				shape := "a thread each"
+				shape, writers := "a thread each", "writers"
 				if shared {
 					shape = "one shared thread"
 				}
-				b.add(fmt.Sprintf("appends, %d writers, %s, %s (one message each, one Store)", n, shape, backend),
+				if n == 1 {
+					writers = "writer"
+				}
+				b.add(fmt.Sprintf("appends, %d %s, %s, %s (one message each, one Store)", n, writers, shape, backend),
 					fmt.Sprintf("%.0f/s (%d in %s)", float64(done)/d.Seconds(), done, d.Round(time.Millisecond)), "", nil)
 			}
 		}
