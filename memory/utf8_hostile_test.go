@@ -3,8 +3,10 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -27,6 +29,13 @@ func TestBadUTF8InLookups(t *testing.T) {
 		if _, err := s.History(ctx, id); !errors.Is(err, memory.ErrThreadNotFound) {
 			t.Errorf("history of %q: %v, want ErrThreadNotFound", id, err)
 		}
+	}
+	// Provider names from a config file or a command line: looked up, never stored as such.
+	if atts, err := cascade.Attempts(ctx, s.DB(), "p\xff", 0); err != nil || len(atts) != 0 {
+		t.Errorf("attempts of a provider named with a bad byte: %v, %v", atts, err)
+	}
+	if found, err := cascade.New(s.DB()).ResetCooldown(ctx, "p\x00"); found || err == nil || !strings.Contains(err.Error(), "unknown provider") {
+		t.Errorf("reset of a provider named with NUL: %v, %v; want unknown provider", found, err)
 	}
 	m := memory.TextMessage(memory.RoleUser, "x")
 	m.Name = "a\xffb"

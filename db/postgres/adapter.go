@@ -154,6 +154,9 @@ func (a adapter) LatestSettledCompaction(ctx context.Context, threadID string) (
 }
 
 func (a adapter) ListAttempts(ctx context.Context, arg db.ListAttemptsParams) ([]db.CascadeAttempt, error) {
+	if !held(arg.Provider) {
+		return []db.CascadeAttempt{}, nil
+	}
 	r, err := a.q.ListAttempts(ctx, ListAttemptsParams(arg))
 	return convert(r, err, func(x CascadeAttempt) db.CascadeAttempt { return db.CascadeAttempt(x) })
 }
@@ -224,7 +227,7 @@ func (a adapter) ListRunningCompactions(ctx context.Context) ([]db.Compaction, e
 
 func (a adapter) ListThreads(ctx context.Context, only string) ([]db.ListThreadsRow, error) {
 	if !held(only) {
-		return nil, nil
+		return []db.ListThreadsRow{}, nil
 	}
 	r, err := a.q.ListThreads(ctx, only)
 	return convert(r, err, func(x ListThreadsRow) db.ListThreadsRow { return db.ListThreadsRow(x) })
@@ -256,6 +259,9 @@ func (a adapter) ResetAllCooldowns(ctx context.Context, updatedAt int64) (int64,
 }
 
 func (a adapter) ResetCooldown(ctx context.Context, arg db.ResetCooldownParams) (int64, error) {
+	if !held(arg.Provider) {
+		return 0, nil
+	}
 	return a.q.ResetCooldown(ctx, ResetCooldownParams(arg))
 }
 
