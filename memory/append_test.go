@@ -3,10 +3,10 @@ package memory_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -23,7 +23,7 @@ func TestImportRejectsMalformedJSON(t *testing.T) {
 		"{\"role\":\"user\",\"content\":\"x\"}\n\u00a0{\"role\":\"user\",\"content\":\"y\"}",
 		"{\"role\":\"user\",\"content\":\"x\"}\u0085\n",
 	} {
-		s, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
+		s, err := memory.Open(context.Background(), testdb.Name(t, "m.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func TestImportRejectsMalformedJSON(t *testing.T) {
 		s.Close()
 	}
 	// Keys after "messages" are ignored when well-formed, as before.
-	s, err := memory.Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
+	s, err := memory.Open(context.Background(), testdb.Name(t, "m.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memcascade/memcascade/internal/testdb"
 )
 
 // TestBackupWhileWriting: a backup taken while another store on the same file keeps appending
@@ -113,7 +115,7 @@ func TestBackupWhileWriting(t *testing.T) {
 // it at warn with its thread and id.
 func TestRecoveredCompactionIsLogged(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
+	path := testdb.Name(t, "m.db")
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

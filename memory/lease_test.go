@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +62,7 @@ func TestRecoveryReadsLeases(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "m.db")
+			path := testdb.Name(t, "m.db")
 			s, err := Open(ctx, path)
 			if err != nil {
 				t.Fatal(err)
@@ -94,7 +93,7 @@ func TestRecoveryReadsLeases(t *testing.T) {
 // once its lease ran out (a crashed compaction of another host does not stay running forever).
 func TestRecoveryLeaseExpiresLater(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
+	path := testdb.Name(t, "m.db")
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +119,7 @@ func TestRecoveryLeaseExpiresLater(t *testing.T) {
 // fact of its ledger without naming it in facts_dropped, before anything is written.
 func TestCommitRefusesUnreportedLoss(t *testing.T) {
 	ledger := []facts.Fact{{Kind: facts.KindID, Text: "ZQ9XYZ", Weight: 50}, {Kind: facts.KindAmount, Text: "$400", Weight: 30}}
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "m.db"))
+	s, err := Open(context.Background(), testdb.Name(t, "m.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +142,7 @@ func TestCommitRefusesUnreportedLoss(t *testing.T) {
 // cleanup, which marks a running compaction interrupted only when its lease ran out by it.
 func TestOpenWithNowJudgesLeasesByIt(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "m.db")
+	path := testdb.Name(t, "m.db")
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -324,7 +324,7 @@ func TestSearchAfterBatchedIndexing(t *testing.T) {
 // not make the query malformed.
 func TestSearchQueryWithNUL(t *testing.T) {
 	ctx := context.Background()
-	s, err := memory.Open(ctx, filepath.Join(t.TempDir(), "m.db"))
+	s, err := memory.Open(ctx, testdb.Name(t, "m.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
