@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Handle is an open memcascade database of either backend: an SQLite file (this package) or a
@@ -273,6 +274,19 @@ var SQLiteOps = Ops{
 		}
 		return n, nil
 	},
+}
+
+// Storable reports whether text holds only what both backends store: no NUL character (which
+// PostgreSQL's text cannot hold) and valid UTF-8.
+func Storable(s string) bool { return !strings.ContainsRune(s, 0) && utf8.ValidString(s) }
+
+// MakeStorable returns s with each NUL character and each byte that is not UTF-8 replaced by
+// U+FFFD (see Storable).
+func MakeStorable(s string) string {
+	if Storable(s) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 // SearchTerm is a word of search text: Prefix when it ended in * (the * removed).

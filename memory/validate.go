@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/memcascade/memcascade/db"
 )
 
 // InputError is a message that cannot be appended. Nothing of the batch it came in was written.
@@ -45,12 +47,7 @@ func badIdentifier(s string) string {
 // storableText returns s with each NUL character and each byte that is not UTF-8 replaced by
 // U+FFFD: the text of a message (its searchable and summarized copy; the stored JSON keeps the
 // message exactly) and a summary are stored alike on both backends.
-func storableText(s string) string {
-	if !strings.ContainsRune(s, 0) && utf8.ValidString(s) {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
+func storableText(s string) string { return db.MakeStorable(s) }
 
 // callTracker follows the tool calls of a thread that have not been answered yet, in order.
 // A tool result answers the unanswered call with its id; an id may be reused once its call was

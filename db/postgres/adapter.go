@@ -3,8 +3,6 @@ package pg
 import (
 	"context"
 	"database/sql"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/db"
 )
@@ -22,17 +20,12 @@ var _ db.Querier = adapter{}
 // only valid UTF-8, and what a provider sent may hold either. Each becomes U+FFFD. Package
 // memory already does this to message text and summaries on both backends; error texts are
 // kept as they came on SQLite.
-func text(s string) string {
-	if !strings.ContainsRune(s, 0) && utf8.ValidString(s) {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
+func text(s string) string { return db.MakeStorable(s) }
 
 // held reports whether PostgreSQL's text can hold s. An id it cannot hold names no row (rows
 // are written with storable ids only): a lookup by one finds nothing, as on SQLite, instead of
 // failing with "invalid byte sequence".
-func held(s string) bool { return !strings.ContainsRune(s, 0) && utf8.ValidString(s) }
+func held(s string) bool { return db.Storable(s) }
 
 // convert converts the rows of a list query.
 func convert[T, U any](rows []T, err error, conv func(T) U) ([]U, error) {
