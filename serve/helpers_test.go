@@ -8,12 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/memcascade/memcascade/config"
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 )
@@ -173,7 +173,7 @@ type envOptions struct {
 func newEnv(t testing.TB, opt envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "memctl.db"))
+	store, err := memory.Open(ctx, testdb.Name(t, "memctl.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

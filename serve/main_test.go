@@ -1,0 +1,11 @@
+package serve_test
+
+import (
+	"testing"
+
+	"github.com/memcascade/memcascade/internal/testdb"
+)
+
+// TestMain runs every test of the package (the proxy, the inspection API and the page over a
+// store) on SQLite, then on PostgreSQL when MEMCASCADE_TEST_POSTGRES is set (testdb.Main).
+func TestMain(m *testing.M) { testdb.Main(m) }
