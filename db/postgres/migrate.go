@@ -137,13 +137,9 @@ func prepareSchema(ctx context.Context, sqldb *sql.DB, opt db.Options) error {
 
 // Ops are the operations of a PostgreSQL database (see db.Ops).
 var Ops = db.Ops{
-	Prepare: func(ctx context.Context, sqldb *sql.DB) (db.Querier, error) {
-		q, err := Prepare(ctx, sqldb)
-		if err != nil {
-			return nil, err
-		}
-		return adapter{q}, nil
-	},
+	// Nothing is prepared up front (one round trip a query, at every open): the driver prepares
+	// each statement on first use and keeps it for the connection.
+	Prepare: func(_ context.Context, sqldb *sql.DB) (db.Querier, error) { return adapter{New(sqldb)}, nil },
 	Bind:      func(q db.Querier, tx *sql.Tx) db.Querier { return adapter{q.(adapter).q.WithTx(tx)} },
 	Write:     &sql.TxOptions{Isolation: sql.LevelSerializable},
 	Locked:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
