@@ -115,15 +115,41 @@ func (h *Handle) run(ctx context.Context, opts *sql.TxOptions, fn func(q Querier
 	return h.lost(err)
 }
 
-// lost words err of a transaction whose connection to the server was lost.
+// lost words err of a transaction whose connection to the server was lost (*LostError).
 func (h *Handle) lost(err error) error {
 	if err == nil || h.ops.Lost == nil || !h.ops.Lost(err) {
 		return err
 	}
+	le := &LostError{Name: h.Name, Err: err}
 	if ce := (*CommitError)(nil); errors.As(err, &ce) {
-		return fmt.Errorf("connection to database %s lost during COMMIT: the transaction may have been committed or not (look before running it again): %w", h.Name, ce.Err)
+		le.Committing, le.Err = true, ce.Err
 	}
-	return fmt.Errorf("connection to database %s lost: nothing of this transaction was committed: %w", h.Name, err)
+	return le
+}
+
+// LostError is the error of a transaction whose connection to the server was lost. Before
+// the COMMIT, the server rolled the transaction back; during it (Committing), the transaction
+// may have been committed or not.
+type LostError struct {
+	Name       string // the database, as Display shows it
+	Committing bool
+	Err        error
+}
+
+func (e *LostError) Error() string {
+	if e.Committing {
+		return fmt.Sprintf("connection to database %s lost during COMMIT: the transaction may have been committed or not (look before running it again): %v", e.Name, e.Err)
+	}
+	return fmt.Sprintf("connection to database %s lost: nothing of this transaction was committed: %v", e.Name, e.Err)
+}
+
+func (e *LostError) Unwrap() error { return e.Err }
+
+// CommitUnknown reports whether err is that of a transaction that lost its connection during
+// its COMMIT: whether it was committed is not known.
+func CommitUnknown(err error) bool {
+	var le *LostError
+	return errors.As(err, &le) && le.Committing
 }
 
 // Retryable reports whether err is a conflict after which a transaction may pass when run
