@@ -320,3 +320,52 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	}
 	t.Logf("cut after %d bytes the commit reached the server, after %d it did not", applied, failed)
 }
+
+// TestFaultCascadeWritesCut: the connection is cut while the cascade records its attempts and
+// cooldowns (a first provider fails, its cooldown is written; a second answers). Compact
+// still returns a result, the report or the error naming what happened; the active context
+// is either as before or a committed compaction's; the thread stays whole.
+func TestFaultCascadeWritesCut(t *testing.T) {
+	ctx := context.Background()
+	data, err := os.ReadFile("../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := testdb.PostgresOnly(t, "a connection cut while the cascade writes")
+	for cut := int64(0); cut < 4000; cut += 250 {
+		t.Run(fmt.Sprint("cut after ", cut, " bytes"), func(t *testing.T) {
+			schema := testdb.Schema(t, base)
+			s, p := faultStore(t, schema)
+			if _, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := s.Active(ctx, "t")
+			failing := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+				p.CutAfter(cut)
+				return llm.Response{}, fmt.Errorf("HTTP 503: overloaded")
+			}}
+			c, err := s.Counter(EncodingO200k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			casc := cascade.New(s.DB(),
+				cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: failing, MaxAttempts: 2, Cooldown: time.Second, MaxCooldown: time.Minute},
+				cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{Count: c.CountText},
+					MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+			rep, err := NewCompactor(s, casc, Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", CompactOptions{Force: true})
+			t.Logf("compact: %s, %v", rep.Status, err)
+			if err == nil && rep.Status != StatusApplied {
+				t.Fatalf("no error, status %s", rep.Status)
+			}
+			if err != nil && err.Error() == "" {
+				t.Fatal("an empty error")
+			}
+			if err := s.DB().Check(ctx); err != nil {
+				t.Fatalf("check after the cut: %v", err)
+			}
+			if n, top, last := threadRows(t, direct(t, schema), "t"); n != top || n != last {
+				t.Fatalf("thread: %d messages, top seq %d, last_seq %d", n, top, last)
+			}
+		})
+	}
+}
