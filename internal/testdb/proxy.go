@@ -24,6 +24,7 @@ type Proxy struct {
 	budget  int64              // bytes clients may still send before every connection is cut; <0: no limit
 	cuts    int                // times the connections were cut
 	sent    int64              // bytes the clients sent through the proxy
+	recv    int64              // bytes the server sent to the clients
 	refuse  bool
 	stopped bool
 	wg      sync.WaitGroup
@@ -117,6 +118,13 @@ func (p *Proxy) Sent() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.sent
+}
+
+// Received returns how many bytes the server sent to the clients so far.
+func (p *Proxy) Received() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.recv
 }
 
 // Refuse makes the proxy close every connection it accepts from now on (on) at once, before a
@@ -229,6 +237,7 @@ func (p *Proxy) toClient(c *pair) {
 		if n > 0 {
 			p.mu.Lock()
 			if !c.cut {
+				p.recv += int64(n)
 				if _, werr := c.client.Write(buf[:n]); werr != nil {
 					c.cut = true
 				}
