@@ -279,9 +279,19 @@ func RunTx(ctx context.Context, sqldb *sql.DB, opts *sql.TxOptions, retryable fu
 		if err := fn(tx); err != nil {
 			return err
 		}
-		return tx.Commit()
+		if err := tx.Commit(); err != nil {
+			return &CommitError{Err: err}
+		}
+		return nil
 	})
 }
+
+// CommitError is the error of a transaction's COMMIT (RunTx): when the connection was lost
+// during it, the server may have committed the transaction or not.
+type CommitError struct{ Err error }
+
+func (e *CommitError) Error() string { return "commit: " + e.Err.Error() }
+func (e *CommitError) Unwrap() error { return e.Err }
 
 // ErrRetry, returned (or wrapped) by a transaction's function, asks RunTx and Retry to run it
 // again: what it read is no longer so (another writer created the row it found missing).

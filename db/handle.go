@@ -45,6 +45,9 @@ type Ops struct {
 	Write, Locked, Read *sql.TxOptions
 	// Retryable reports an error after which the whole transaction may pass when run again.
 	Retryable func(error) bool
+	// Lost reports an error that means the connection to the server was lost (nil: a file,
+	// no connection to lose). A transaction that lost it is reported as such (see WithTx).
+	Lost func(error) bool
 	// Match turns a user's search text into the backend's full-text query: every word
 	// required, a word ending in * a prefix, no user text read as query syntax. "" means
 	// nothing to search for.
@@ -85,6 +88,10 @@ func (h *Handle) Q() Querier { return h.q }
 // backend reports a conflict (SQLite busy, a PostgreSQL serialization failure or deadlock),
 // the whole transaction is run again with a growing pause until ctx ends: fn may only write
 // through q.
+//
+// A transaction whose connection to the server is lost is never run again: the error says
+// so, and whether nothing was committed (lost before the COMMIT: the server rolled it back)
+// or the transaction may have been committed (lost during the COMMIT: its answer never came).
 func (h *Handle) WithTx(ctx context.Context, fn func(q Querier) error) error {
 	return h.run(ctx, h.ops.Write, fn)
 }
@@ -102,9 +109,47 @@ func (h *Handle) ReadTx(ctx context.Context, fn func(q Querier) error) error {
 }
 
 func (h *Handle) run(ctx context.Context, opts *sql.TxOptions, fn func(q Querier) error) error {
-	return RunTx(ctx, h.DB, opts, h.ops.Retryable, func(tx *sql.Tx) error {
+	err := RunTx(ctx, h.DB, opts, h.ops.Retryable, func(tx *sql.Tx) error {
 		return fn(h.ops.Bind(h.q, tx))
 	})
+	return h.lost(err)
+}
+
+// lost words err of a transaction whose connection to the server was lost (*LostError).
+func (h *Handle) lost(err error) error {
+	if err == nil || h.ops.Lost == nil || !h.ops.Lost(err) {
+		return err
+	}
+	le := &LostError{Name: h.Name, Err: err}
+	if ce := (*CommitError)(nil); errors.As(err, &ce) {
+		le.Committing, le.Err = true, ce.Err
+	}
+	return le
+}
+
+// LostError is the error of a transaction whose connection to the server was lost. Before
+// the COMMIT, the server rolled the transaction back; during it (Committing), the transaction
+// may have been committed or not.
+type LostError struct {
+	Name       string // the database, as Display shows it
+	Committing bool
+	Err        error
+}
+
+func (e *LostError) Error() string {
+	if e.Committing {
+		return fmt.Sprintf("connection to database %s lost during COMMIT: the transaction may have been committed or not (look before running it again): %v", e.Name, e.Err)
+	}
+	return fmt.Sprintf("connection to database %s lost: nothing of this transaction was committed: %v", e.Name, e.Err)
+}
+
+func (e *LostError) Unwrap() error { return e.Err }
+
+// CommitUnknown reports whether err is that of a transaction that lost its connection during
+// its COMMIT: whether it was committed is not known.
+func CommitUnknown(err error) bool {
+	var le *LostError
+	return errors.As(err, &le) && le.Committing
 }
 
 // Retryable reports whether err is a conflict after which a transaction may pass when run

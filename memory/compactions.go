@@ -51,7 +51,27 @@ func (s *Store) insertCompaction(ctx context.Context, n newCompaction) (int64, e
 
 // applyCompaction commits compaction id in one transaction, after checking that the thread's
 // current compaction is still base, the one it was planned on. apply writes the row.
-func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int64, apply func(q db.Querier) (int64, error)) error {
+//
+// When the connection to the server is lost during the COMMIT, the row is read again: a
+// commit that reached the server is the compaction applied (finishing it as failed would leave
+// a failed row holding an applied summary, and the summary lost).
+// committed tells, from the row read again, whether this commit is the one it holds (an
+// earlier pass of the same compaction may have been applied).
+func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int64, apply func(q db.Querier) (int64, error), committed func(c db.Compaction) bool) error {
+	err := s.applyTx(ctx, thread, id, base, apply)
+	if err != nil && db.CommitUnknown(err) {
+		c, rerr := s.h.Q().GetCompaction(ctx, id)
+		if rerr != nil {
+			return errors.Join(err, fmt.Errorf("read compaction %d again: %w", id, rerr))
+		}
+		if c.Status == StatusApplied && committed(c) {
+			return nil
+		}
+	}
+	return err
+}
+
+func (s *Store) applyTx(ctx context.Context, thread string, id, base int64, apply func(q db.Querier) (int64, error)) error {
 	return s.h.WithTx(ctx, func(q db.Querier) error {
 		cur, err := currentID(ctx, q, thread)
 		if err != nil {
@@ -128,11 +148,17 @@ func (s *Store) between(ctx context.Context, thread string, from, to int64) ([]E
 // applySummary commits a summary pass of compaction id (see applyCompaction).
 func (s *Store) applySummary(ctx context.Context, thread string, id, base int64, p db.ApplyCompactionParams) error {
 	p.ID, p.UpdatedAt = id, s.now()
-	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyCompaction(ctx, p) })
+	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyCompaction(ctx, p) },
+		func(c db.Compaction) bool {
+			return c.UpdatedAt == p.UpdatedAt && c.Summary == p.Summary && c.ToSeq == p.ToSeq && c.View == p.View && c.ViewSeq == p.ViewSeq
+		})
 }
 
 // applyView commits a view of compaction id that no new summary made (see applyCompaction).
 func (s *Store) applyView(ctx context.Context, thread string, id, base int64, p db.ApplyViewParams) error {
 	p.ID, p.UpdatedAt = id, s.now()
-	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyView(ctx, p) })
+	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyView(ctx, p) },
+		func(c db.Compaction) bool {
+			return c.UpdatedAt == p.UpdatedAt && c.ToSeq == p.ToSeq && c.View == p.View && c.ViewSeq == p.ViewSeq
+		})
 }

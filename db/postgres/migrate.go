@@ -8,9 +8,12 @@ package pg
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -139,12 +142,13 @@ func prepareSchema(ctx context.Context, sqldb *sql.DB, opt db.Options) error {
 var Ops = db.Ops{
 	// Nothing is prepared up front (one round trip a query, at every open): the driver prepares
 	// each statement on first use and keeps it for the connection.
-	Prepare: func(_ context.Context, sqldb *sql.DB) (db.Querier, error) { return adapter{New(sqldb)}, nil },
+	Prepare:   func(_ context.Context, sqldb *sql.DB) (db.Querier, error) { return adapter{New(sqldb)}, nil },
 	Bind:      func(q db.Querier, tx *sql.Tx) db.Querier { return adapter{q.(adapter).q.WithTx(tx)} },
 	Write:     &sql.TxOptions{Isolation: sql.LevelSerializable},
 	Locked:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	Read:      &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 	Retryable: IsRetryable,
+	Lost:      IsConnLost,
 	Match:     TSQuery,
 	Close:     func(q db.Querier) error { return q.(adapter).q.Close() },
 	Vacuum:    vacuum,
@@ -299,6 +303,21 @@ func WithTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error
 // ReadTx runs fn in a read-only REPEATABLE READ transaction: one consistent snapshot.
 func ReadTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
 	return db.RunTx(ctx, sqldb, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, IsRetryable, fn)
+}
+
+// IsConnLost reports whether err means the connection to the server was lost or could not be
+// made: the network failed, the server went away, or the driver found its connection dead. An
+// error the server reported (a *pgconn.PgError) and the end of a context are not.
+func IsConnLost(err error) bool {
+	var pe *pgconn.PgError
+	if err == nil || errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.As(err, &ne) || errors.As(err, &ce) || pgconn.SafeToRetry(err)
 }
 
 // IsRetryable reports whether err is a PostgreSQL serialization failure (SQLSTATE 40001) or

@@ -124,3 +124,17 @@ func SQLiteOnly(t testing.TB, what string) {
 		t.Skipf("SQLite only (%s): ran in the SQLite run", what)
 	}
 }
+
+// PostgresOnly skips t outside the PostgreSQL run (it tests what only a server has: its
+// connections) and returns the URL of a fresh schema for t (see Schema). Without Env it skips,
+// naming Env.
+func PostgresOnly(t testing.TB, what string) string {
+	t.Helper()
+	if os.Getenv(Env) == "" {
+		t.Skipf("%s is not set: no PostgreSQL server to test %s against", Env, what)
+	}
+	if backend != Postgres {
+		t.Skipf("PostgreSQL only (%s): runs in the PostgreSQL run", what)
+	}
+	return Schema(t, os.Getenv(Env))
+}

@@ -1,0 +1,371 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/testdb"
+	"github.com/memcascade/memcascade/llm"
+)
+
+// Faults of the PostgreSQL backend: the connection to the server is cut (testdb.Proxy) while
+// the store writes. Nothing committed may be lost, nothing may be half written.
+
+// faultStore opens a store on schema through a proxy to its server.
+func faultStore(t *testing.T, schema string) (*Store, *testdb.Proxy) {
+	t.Helper()
+	p := testdb.NewProxy(t, schema)
+	s, err := Open(context.Background(), p.URL(t, schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, p
+}
+
+// direct opens a connection pool to schema, not through any proxy.
+func direct(t *testing.T, schema string) *sql.DB {
+	t.Helper()
+	d, err := sql.Open("pgx", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// threadRows returns, read directly, how many messages thread has, its highest seq, and its
+// last_seq (-1: no thread row).
+func threadRows(t *testing.T, d *sql.DB, thread string) (n, top, last int64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := d.QueryRowContext(ctx, "SELECT count(*), coalesce(max(seq), 0) FROM messages WHERE thread_id = $1", thread).Scan(&n, &top); err != nil {
+		t.Fatal(err)
+	}
+	err := d.QueryRowContext(ctx, "SELECT last_seq FROM threads WHERE id = $1", thread).Scan(&last)
+	if err == sql.ErrNoRows {
+		last = -1
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return n, top, last
+}
+
+// bigImport is a JSONL conversation of n messages.
+func bigImport(n int) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.Encode(TextMessage(RoleSystem, "You are a careful assistant."))
+	for i := 1; i < n; i++ {
+		role := RoleUser
+		if i%2 == 0 {
+			role = RoleAssistant
+		}
+		enc.Encode(TextMessage(role, fmt.Sprintf("message %d: %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 4))))
+	}
+	return b.Bytes()
+}
+
+// TestFaultImportCut: the connection is cut at points all through a large import, up to its
+// COMMIT. The import fails naming the lost connection; the thread then holds none of the
+// batch or (a COMMIT that reached the server before the cut) all of it, its seqs 1..n; when it
+// holds none, the import run again through a fresh store passes.
+func TestFaultImportCut(t *testing.T) {
+	ctx := context.Background()
+	const n = 3000
+	data := bigImport(n)
+
+	// How many bytes the import sends, measured through a proxy that never cuts.
+	schema := testdb.PostgresOnly(t, "a connection cut mid-import")
+	s, p := faultStore(t, schema)
+	before := p.Sent()
+	if _, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	total := p.Sent() - before
+	t.Logf("the import of %d messages sends %d bytes", n, total)
+
+	for _, cut := range []int64{0, 1, 200, total / 3, total / 2, total - 200, total - 20, total - 1, total} {
+		t.Run(fmt.Sprint("cut after ", cut, " bytes"), func(t *testing.T) {
+			schema := testdb.Schema(t, schema)
+			s, p := faultStore(t, schema)
+			p.CutAfter(cut)
+			res, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{})
+			if p.Cuts() == 0 {
+				t.Fatalf("the import ended before the cut (%v, %+v)", err, res)
+			}
+			if err == nil {
+				t.Fatalf("the import passed although its connection was cut: %+v", res)
+			}
+			t.Logf("import: %v", err)
+			if !strings.Contains(err.Error(), `append to "t"`) {
+				t.Errorf("error %q does not name the thread", err)
+			}
+			got, top, last := threadRows(t, direct(t, schema), "t")
+			switch {
+			case got == 0 && last <= 0:
+				// None of it: run it again.
+				s2, err := Open(ctx, schema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s2.Close()
+				if _, err := s2.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {
+					t.Fatalf("the import run again: %v", err)
+				}
+				if got, top, last = threadRows(t, direct(t, schema), "t"); got != n || top != n || last != n {
+					t.Fatalf("after the import run again: %d messages, top seq %d, last_seq %d; want %d", got, top, last, n)
+				}
+			case got == n && top == n && last == n:
+				// All of it: the COMMIT reached the server. The error must not say nothing was
+				// written.
+				if !strings.Contains(err.Error(), "may have been committed") {
+					t.Errorf("the import was committed but its error does not say it may have been: %v", err)
+				}
+			default:
+				t.Fatalf("half written: %d messages, top seq %d, last_seq %d (want 0 or %d)", got, top, last, n)
+			}
+		})
+	}
+}
+
+// offline is the built-in extractive cascade on the store's database.
+func offline(t *testing.T, s *Store) *cascade.Cascade {
+	t.Helper()
+	c, err := s.Counter(EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
+		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+}
+
+// thenCut is a summarizer that calls cut once its summary is ready, before the compactor
+// commits it.
+type thenCut struct {
+	inner Summarizer
+	cut   func()
+}
+
+func (c thenCut) Run(ctx context.Context, id int64, task llm.Task) (llm.Result, error) {
+	r, err := c.inner.Run(ctx, id, task)
+	c.cut()
+	return r, err
+}
+
+// compactionRow is what a compaction row holds, read directly.
+type compactionRow struct {
+	id                    int64
+	status, errText       string
+	summary, view, fromTo bool // the columns a commit fills are set
+}
+
+func compactionRows(t *testing.T, d *sql.DB, thread string) []compactionRow {
+	t.Helper()
+	rows, err := d.QueryContext(context.Background(), `SELECT id, status, error, summary IS NOT NULL,
+  view IS NOT NULL AND view <> '', from_seq IS NOT NULL AND to_seq IS NOT NULL
+FROM compactions WHERE thread_id = $1 ORDER BY id`, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []compactionRow
+	for rows.Next() {
+		var r compactionRow
+		if err := rows.Scan(&r.id, &r.status, &r.errText, &r.summary, &r.view, &r.fromTo); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestFaultCompactionCommitCut: the connection is cut at points all through what a compaction
+// writes once its summary is ready (its commit, its final figures). The compaction either was
+// applied whole, or ends failed (or running, then marked failed at a later open by the lease
+// rule) with the active context as it was before and no summary in force; a new compaction
+// then passes.
+func TestFaultCompactionCommitCut(t *testing.T) {
+	ctx := context.Background()
+	data, err := os.ReadFile("../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := testdb.PostgresOnly(t, "a connection cut while a compaction commits")
+
+	// setup imports the conversation through a proxy and returns the store, its proxy and the
+	// active context's messages.
+	setup := func(t *testing.T) (string, *Store, *testdb.Proxy, []byte) {
+		schema := testdb.Schema(t, base)
+		s, p := faultStore(t, schema)
+		if _, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := s.Active(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(a.Messages())
+		return schema, s, p, b
+	}
+	settings := func(s *Store) Settings {
+		a, _ := s.Active(ctx, "t")
+		return Settings{TokenLimit: a.Tokens / 2}
+	}
+
+	// How many bytes the compaction sends once its summary is ready.
+	_, s, p, _ := setup(t)
+	var from int64
+	c := NewCompactor(s, thenCut{offline(t, s), func() { from = p.Sent() }}, settings(s))
+	if rep, err := c.Compact(ctx, "t", CompactOptions{Force: true}); err != nil || rep.Status != StatusApplied {
+		t.Fatalf("compaction without a cut: %s, %v", rep.Status, err)
+	}
+	total := p.Sent() - from
+	t.Logf("a compaction sends %d bytes once its summary is ready", total)
+
+	// try cuts the connection after cut bytes, checks what is left, and returns the status
+	// the compaction ended with.
+	try := func(t *testing.T, cut int64) string {
+		schema, s, p, before := setup(t)
+		c := NewCompactor(s, thenCut{offline(t, s), func() { p.CutAfter(cut) }}, settings(s))
+		rep, cerr := c.Compact(ctx, "t", CompactOptions{Force: true})
+		if p.Cuts() == 0 {
+			t.Fatalf("the compaction ended before the cut: %s, %v", rep.Status, cerr)
+		}
+		t.Logf("compact: %s, %v", rep.Status, cerr)
+		if cerr == nil && rep.Status != StatusApplied {
+			t.Fatalf("no error, status %s", rep.Status)
+		}
+
+		// A later open, once any lease ran out.
+		later := func() time.Time { return time.Now().Add(time.Hour) }
+		s2, err := OpenWith(ctx, schema, OpenOptions{Now: later})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s2.Close()
+		rows := compactionRows(t, direct(t, schema), "t")
+		if len(rows) != 1 {
+			t.Fatalf("%d compaction rows, want 1", len(rows))
+		}
+		r := rows[0]
+		a, err := s2.Active(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, _ := json.Marshal(a.Messages())
+		switch r.status {
+		case StatusApplied:
+			if !r.summary || !r.fromTo || bytes.Equal(before, after) {
+				t.Fatalf("applied row: summary %v, range %v, context changed %v", r.summary, r.fromTo, !bytes.Equal(before, after))
+			}
+			if rep.Status != StatusApplied {
+				t.Errorf("the compaction was applied but reported %s (%v)", rep.Status, cerr)
+			}
+		case StatusFailed:
+			if !bytes.Equal(before, after) {
+				t.Fatal("the active context changed although the compaction failed")
+			}
+			if r.summary || r.view || r.fromTo {
+				t.Fatalf("a failed compaction holds what a commit writes: summary %v, view %v, range %v", r.summary, r.view, r.fromTo)
+			}
+			if cerr == nil {
+				t.Fatal("the compaction failed but Compact returned no error")
+			}
+		default:
+			t.Fatalf("after a later open the compaction is %s (%q)", r.status, r.errText)
+		}
+
+		// A new compaction passes.
+		c2 := NewCompactor(s2, offline(t, s2), settings(s2))
+		if rep, err := c2.Compact(ctx, "t", CompactOptions{Force: true}); err != nil || rep.Status != StatusApplied {
+			t.Fatalf("a new compaction: %s, %v", rep.Status, err)
+		}
+		return r.status
+	}
+
+	// Cuts all through, then a search for the first byte count at which the commit reaches
+	// the server whole: cut there, the compaction is committed and its answer is lost.
+	failed, applied := int64(-1), total
+	for k := int64(0); k < total; k += max(total/16, 1) {
+		t.Run(fmt.Sprint("cut after ", k, " bytes"), func(t *testing.T) {
+			if try(t, k) == StatusApplied {
+				applied = min(applied, k)
+			} else if applied == total {
+				failed = k
+			}
+		})
+	}
+	for failed+1 < applied && !t.Failed() {
+		k := (failed + applied) / 2
+		t.Run(fmt.Sprint("cut after ", k, " bytes"), func(t *testing.T) {
+			if try(t, k) == StatusApplied {
+				applied = k
+			} else {
+				failed = k
+			}
+		})
+	}
+	t.Logf("cut after %d bytes the commit reached the server, after %d it did not", applied, failed)
+}
+
+// TestFaultCascadeWritesCut: the connection is cut while the cascade records its attempts and
+// cooldowns (a first provider fails, its cooldown is written; a second answers). Compact
+// still returns a result, the report or the error naming what happened; the active context
+// is either as before or a committed compaction's; the thread stays whole.
+func TestFaultCascadeWritesCut(t *testing.T) {
+	ctx := context.Background()
+	data, err := os.ReadFile("../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := testdb.PostgresOnly(t, "a connection cut while the cascade writes")
+	for cut := int64(0); cut < 4000; cut += 250 {
+		t.Run(fmt.Sprint("cut after ", cut, " bytes"), func(t *testing.T) {
+			schema := testdb.Schema(t, base)
+			s, p := faultStore(t, schema)
+			if _, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := s.Active(ctx, "t")
+			failing := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+				p.CutAfter(cut)
+				return llm.Response{}, fmt.Errorf("HTTP 503: overloaded")
+			}}
+			c, err := s.Counter(EncodingO200k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			casc := cascade.New(s.DB(),
+				cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: failing, MaxAttempts: 2, Cooldown: time.Second, MaxCooldown: time.Minute},
+				cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{Count: c.CountText},
+					MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+			rep, err := NewCompactor(s, casc, Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", CompactOptions{Force: true})
+			t.Logf("compact: %s, %v", rep.Status, err)
+			if err == nil && rep.Status != StatusApplied {
+				t.Fatalf("no error, status %s", rep.Status)
+			}
+			if err != nil && err.Error() == "" {
+				t.Fatal("an empty error")
+			}
+			if err := s.DB().Check(ctx); err != nil {
+				t.Fatalf("check after the cut: %v", err)
+			}
+			if n, top, last := threadRows(t, direct(t, schema), "t"); n != top || n != last {
+				t.Fatalf("thread: %d messages, top seq %d, last_seq %d", n, top, last)
+			}
+		})
+	}
+}
