@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,6 +14,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx", for the bench's schemas
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -40,14 +39,13 @@ func (b *bench) backends() []string {
 // a file in the bench's directory, or a schema of its own on the PostgreSQL server (the URL with
 // its search_path set), dropped with everything in it.
 func (b *bench) freshDB(backend, file string) (string, func() error, error) {
-	var r [6]byte
-	rand.Read(r[:])
-	suffix := hex.EncodeToString(r[:])
 	if backend == sqliteBackend {
-		path := filepath.Join(b.dir, suffix+"-"+file)
-		return path, func() error { return nil }, nil
+		dir, err := os.MkdirTemp(b.dir, "db-")
+		if err != nil {
+			return "", nil, err
+		}
+		return filepath.Join(dir, file), func() error { return nil }, nil
 	}
-	ctx := context.Background()
 	if b.pgAdmin == nil {
 		admin, err := sql.Open("pgx", b.postgres)
 		if err != nil {
@@ -55,26 +53,11 @@ func (b *bench) freshDB(backend, file string) (string, func() error, error) {
 		}
 		b.pgAdmin = admin
 	}
-	schema := "bench_" + suffix
-	// schema is this function's own letters and hex digits, never outside text.
-	if _, err := b.pgAdmin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return "", nil, fmt.Errorf("create a schema on %s: %w", db.Display(b.postgres), err)
-	}
-	drop := func() error {
-		if _, err := b.pgAdmin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			return fmt.Errorf("drop schema %s on %s: %w", schema, db.Display(b.postgres), err)
-		}
-		return nil
-	}
-	u, err := url.Parse(b.postgres)
+	u, drop, err := testdb.NewSchema(context.Background(), b.pgAdmin, b.postgres, "bench_")
 	if err != nil {
-		drop()
-		return "", nil, fmt.Errorf("-postgres: %v", err)
+		return "", nil, fmt.Errorf("postgres %s: %w", db.Display(b.postgres), err)
 	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String(), drop, nil
+	return u, drop, nil
 }
 
 // onBackend runs fn on a fresh database of backend (see freshDB) and removes the database

@@ -87,33 +87,49 @@ func Schema(t testing.TB, base string) string {
 	if base == "" {
 		t.Skipf("%s is not set: no PostgreSQL server to test against (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", Env)
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "test_" + hex.EncodeToString(b[:])
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	// schema is this function's own letters and hex digits, never outside text.
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+	u, drop, err := NewSchema(context.Background(), admin, base, "test_")
+	if err != nil {
 		admin.Close()
-		t.Fatalf("create a schema on the server of %s: %v", Env, err)
+		t.Fatalf("the server of %s: %v", Env, err)
 	}
 	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
+		if err := drop(); err != nil {
+			t.Error(err)
 		}
 		admin.Close()
 	})
+	return u
+}
+
+// NewSchema creates a schema named prefix and random hex digits through admin, a connection to
+// the server at base, and returns base with its search_path set to it and a function that
+// drops it with everything in it. For tests and benchmarks.
+func NewSchema(ctx context.Context, admin *sql.DB, base, prefix string) (string, func() error, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		t.Fatalf("%s: %v", Env, err)
+		return "", nil, fmt.Errorf("the server's URL: %w", err)
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	schema := prefix + hex.EncodeToString(b[:])
+	// schema is the caller's constant prefix and hex digits, never outside text.
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return "", nil, fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	drop := func() error {
+		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			return fmt.Errorf("drop schema %s: %w", schema, err)
+		}
+		return nil
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	return u.String()
+	return u.String(), drop, nil
 }
 
 // SQLiteOnly skips t on PostgreSQL: it tests what only an SQLite file has (its bytes, its
