@@ -152,10 +152,6 @@ func CommitUnknown(err error) bool {
 	return errors.As(err, &le) && le.Committing
 }
 
-// Retryable reports whether err is a conflict after which a transaction may pass when run
-// again (see WithTx).
-func (h *Handle) Retryable(err error) bool { return h.ops.Retryable(err) }
-
 // Match turns search text into the full-text query of SearchMessages and SearchSummaries
 // ("" when the text has no word to search for).
 func (h *Handle) Match(text string) string { return h.ops.Match(text) }
@@ -289,7 +285,7 @@ func OpenHandle(ctx context.Context, name string, opt Options) (*Handle, error) 
 	if err != nil {
 		return nil, err
 	}
-	h, err := NewHandle(ctx, sqldb, "sqlite", name, SQLiteOps)
+	h, err := NewHandle(ctx, sqldb, "sqlite", name, sqliteOps)
 	if err != nil {
 		sqldb.Close()
 		return nil, err
@@ -297,8 +293,8 @@ func OpenHandle(ctx context.Context, name string, opt Options) (*Handle, error) 
 	return h, nil
 }
 
-// SQLiteOps are the operations of an SQLite database.
-var SQLiteOps = Ops{
+// sqliteOps are the operations of an SQLite database.
+var sqliteOps = Ops{
 	Prepare:   func(ctx context.Context, sqldb *sql.DB) (Querier, error) { return Prepare(ctx, sqldb) },
 	Bind:      func(q Querier, tx *sql.Tx) Querier { return q.(*Queries).WithTx(tx) },
 	Write:     nil, // BEGIN IMMEDIATE: the driver's _txlock

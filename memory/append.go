@@ -290,7 +290,7 @@ func storedForm(m Message, counter TokenCounter) (stored, error) {
 		row.text = m.Text()
 		row.tokens = counter.CountMessage(m)
 	}
-	row.text = storableText(row.text)
+	row.text = db.MakeStorable(row.text) // the searchable, summarized copy; raw keeps the message exactly
 	return row, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/transcript"
@@ -335,7 +336,7 @@ func requestShape(t llm.Target, bodyBudget int, system string, systemTokens, com
 }
 
 func (c *Compactor) redact(s string) string {
-	s = storableText(s) // a provider may answer with NUL characters: no summary keeps them
+	s = db.MakeStorable(s) // a provider may answer with NUL characters: no summary keeps them
 	if c.Redact == nil {
 		return s
 	}

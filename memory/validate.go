@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/memcascade/memcascade/db"
 )
 
 // InputError is a message that cannot be appended. Nothing of the batch it came in was written.
@@ -43,11 +41,6 @@ func badIdentifier(s string) string {
 	}
 	return ""
 }
-
-// storableText returns s with each NUL character and each byte that is not UTF-8 replaced by
-// U+FFFD: the text of a message (its searchable and summarized copy; the stored JSON keeps the
-// message exactly) and a summary are stored alike on both backends.
-func storableText(s string) string { return db.MakeStorable(s) }
 
 // callTracker follows the tool calls of a thread that have not been answered yet, in order.
 // A tool result answers the unanswered call with its id; an id may be reused once its call was

@@ -10,22 +10,13 @@ import (
 // adapter answers package db's Querier with this package's queries. Every parameter and row
 // type converts to db's by a plain conversion (TestTypesConvertToDB): only the queries whose
 // SQL differs in kind need more than that: IndexMessages (PostgreSQL indexes rows as they are
-// written) and the searches (their query is a tsquery, built by Match); and the writes of texts
-// that come from providers (errors, summaries) make them storable (see text).
+// written) and the searches (their query is a tsquery, built by Match). PostgreSQL's text holds
+// no NUL character and only valid UTF-8: texts that come from providers (errors, summaries) are
+// written through db.MakeStorable, and a lookup by an id it cannot hold (rows are written with
+// storable ids only) finds nothing, as on SQLite, instead of failing.
 type adapter struct{ q *Queries }
 
 var _ db.Querier = adapter{}
-
-// text makes an error text or a summary storable: PostgreSQL's text holds no NUL character and
-// only valid UTF-8, and what a provider sent may hold either. Each becomes U+FFFD. Package
-// memory already does this to message text and summaries on both backends; error texts are
-// kept as they came on SQLite.
-func text(s string) string { return db.MakeStorable(s) }
-
-// held reports whether PostgreSQL's text can hold s. An id it cannot hold names no row (rows
-// are written with storable ids only): a lookup by one finds nothing, as on SQLite, instead of
-// failing with "invalid byte sequence".
-func held(s string) bool { return db.Storable(s) }
 
 // convert converts the rows of a list query.
 func convert[T, U any](rows []T, err error, conv func(T) U) ([]U, error) {
@@ -54,7 +45,7 @@ func (a adapter) SearchSummaries(ctx context.Context, arg db.SearchSummariesPara
 }
 
 func (a adapter) ApplyCompaction(ctx context.Context, arg db.ApplyCompactionParams) (int64, error) {
-	arg.Summary.String, arg.Error = text(arg.Summary.String), text(arg.Error)
+	arg.Summary.String, arg.Error = db.MakeStorable(arg.Summary.String), db.MakeStorable(arg.Error)
 	return a.q.ApplyCompaction(ctx, ApplyCompactionParams(arg))
 }
 
@@ -72,7 +63,7 @@ func (a adapter) CountLooseAttempts(ctx context.Context, before int64) (int64, e
 }
 
 func (a adapter) CurrentCompaction(ctx context.Context, threadID string) (db.Compaction, error) {
-	if !held(threadID) {
+	if !db.Storable(threadID) {
 		return db.Compaction{}, sql.ErrNoRows
 	}
 	r, err := a.q.CurrentCompaction(ctx, threadID)
@@ -88,14 +79,14 @@ func (a adapter) DeletePrunableCompaction(ctx context.Context, id int64) (int64,
 }
 
 func (a adapter) DeleteThread(ctx context.Context, id string) (int64, error) {
-	if !held(id) {
+	if !db.Storable(id) {
 		return 0, nil
 	}
 	return a.q.DeleteThread(ctx, id)
 }
 
 func (a adapter) FinishCompaction(ctx context.Context, arg db.FinishCompactionParams) (int64, error) {
-	arg.Error, arg.Detail = text(arg.Error), text(arg.Detail)
+	arg.Error, arg.Detail = db.MakeStorable(arg.Error), db.MakeStorable(arg.Detail)
 	return a.q.FinishCompaction(ctx, FinishCompactionParams(arg))
 }
 
@@ -105,7 +96,7 @@ func (a adapter) GetCompaction(ctx context.Context, id int64) (db.Compaction, er
 }
 
 func (a adapter) GetCooldown(ctx context.Context, provider string) (db.ProviderCooldown, error) {
-	if !held(provider) {
+	if !db.Storable(provider) {
 		return db.ProviderCooldown{}, sql.ErrNoRows
 	}
 	r, err := a.q.GetCooldown(ctx, provider)
@@ -113,7 +104,7 @@ func (a adapter) GetCooldown(ctx context.Context, provider string) (db.ProviderC
 }
 
 func (a adapter) GetThread(ctx context.Context, id string) (db.Thread, error) {
-	if !held(id) {
+	if !db.Storable(id) {
 		return db.Thread{}, sql.ErrNoRows
 	}
 	r, err := a.q.GetThread(ctx, id)
@@ -121,12 +112,12 @@ func (a adapter) GetThread(ctx context.Context, id string) (db.Thread, error) {
 }
 
 func (a adapter) InsertAttempt(ctx context.Context, arg db.InsertAttemptParams) (int64, error) {
-	arg.Error = text(arg.Error)
+	arg.Error = db.MakeStorable(arg.Error)
 	return a.q.InsertAttempt(ctx, InsertAttemptParams(arg))
 }
 
 func (a adapter) InsertCompaction(ctx context.Context, arg db.InsertCompactionParams) (int64, error) {
-	arg.Error, arg.Detail = text(arg.Error), text(arg.Detail)
+	arg.Error, arg.Detail = db.MakeStorable(arg.Error), db.MakeStorable(arg.Detail)
 	return a.q.InsertCompaction(ctx, InsertCompactionParams(arg))
 }
 
@@ -139,7 +130,7 @@ func (a adapter) InsertThread(ctx context.Context, arg db.InsertThreadParams) (i
 }
 
 func (a adapter) LatestSettledCompaction(ctx context.Context, threadID string) (db.Compaction, error) {
-	if !held(threadID) {
+	if !db.Storable(threadID) {
 		return db.Compaction{}, sql.ErrNoRows
 	}
 	r, err := a.q.LatestSettledCompaction(ctx, threadID)
@@ -147,7 +138,7 @@ func (a adapter) LatestSettledCompaction(ctx context.Context, threadID string) (
 }
 
 func (a adapter) ListAttempts(ctx context.Context, arg db.ListAttemptsParams) ([]db.CascadeAttempt, error) {
-	if !held(arg.Provider) {
+	if !db.Storable(arg.Provider) {
 		return []db.CascadeAttempt{}, nil
 	}
 	r, err := a.q.ListAttempts(ctx, ListAttemptsParams(arg))
@@ -191,7 +182,7 @@ func (a adapter) ListMessageColumnsBetween(ctx context.Context, arg db.ListMessa
 }
 
 func (a adapter) ListMessages(ctx context.Context, threadID string) ([]db.Message, error) {
-	if !held(threadID) {
+	if !db.Storable(threadID) {
 		return nil, nil
 	}
 	r, err := a.q.ListMessages(ctx, threadID)
@@ -219,7 +210,7 @@ func (a adapter) ListRunningCompactions(ctx context.Context) ([]db.Compaction, e
 }
 
 func (a adapter) ListThreads(ctx context.Context, only string) ([]db.ListThreadsRow, error) {
-	if !held(only) {
+	if !db.Storable(only) {
 		return []db.ListThreadsRow{}, nil
 	}
 	r, err := a.q.ListThreads(ctx, only)
@@ -227,7 +218,7 @@ func (a adapter) ListThreads(ctx context.Context, only string) ([]db.ListThreads
 }
 
 func (a adapter) LockThread(ctx context.Context, id string) (db.Thread, error) {
-	if !held(id) {
+	if !db.Storable(id) {
 		return db.Thread{}, sql.ErrNoRows
 	}
 	r, err := a.q.LockThread(ctx, id)
@@ -252,14 +243,14 @@ func (a adapter) ResetAllCooldowns(ctx context.Context, updatedAt int64) (int64,
 }
 
 func (a adapter) ResetCooldown(ctx context.Context, arg db.ResetCooldownParams) (int64, error) {
-	if !held(arg.Provider) {
+	if !db.Storable(arg.Provider) {
 		return 0, nil
 	}
 	return a.q.ResetCooldown(ctx, ResetCooldownParams(arg))
 }
 
 func (a adapter) SetCompactionStatus(ctx context.Context, arg db.SetCompactionStatusParams) (int64, error) {
-	arg.Error = text(arg.Error)
+	arg.Error = db.MakeStorable(arg.Error)
 	return a.q.SetCompactionStatus(ctx, SetCompactionStatusParams(arg))
 }
 
@@ -276,7 +267,7 @@ func (a adapter) SetThreadTail(ctx context.Context, arg db.SetThreadTailParams) 
 }
 
 func (a adapter) UpsertCooldown(ctx context.Context, arg db.UpsertCooldownParams) error {
-	arg.LastError = text(arg.LastError)
+	arg.LastError = db.MakeStorable(arg.LastError)
 	return a.q.UpsertCooldown(ctx, UpsertCooldownParams(arg))
 }
 

@@ -144,9 +144,9 @@ var Ops = db.Ops{
 	// each statement on first use and keeps it for the connection.
 	Prepare:   func(_ context.Context, sqldb *sql.DB) (db.Querier, error) { return adapter{New(sqldb)}, nil },
 	Bind:      func(q db.Querier, tx *sql.Tx) db.Querier { return adapter{q.(adapter).q.WithTx(tx)} },
-	Write:     &sql.TxOptions{Isolation: sql.LevelSerializable},
+	Write:     writeTx,
 	Locked:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
-	Read:      &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+	Read:      readTx,
 	Retryable: IsRetryable,
 	Lost:      IsConnLost,
 	Match:     TSQuery,
@@ -297,13 +297,19 @@ func readVersion(ctx context.Context, sqldb *sql.DB) (int, error) {
 // retried with a jittered, growing pause until ctx ends. fn must therefore be safe to run more
 // than once: it may only write through tx.
 func WithTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
-	return db.RunTx(ctx, sqldb, &sql.TxOptions{Isolation: sql.LevelSerializable}, IsRetryable, fn)
+	return db.RunTx(ctx, sqldb, writeTx, IsRetryable, fn)
 }
 
 // ReadTx runs fn in a read-only REPEATABLE READ transaction: one consistent snapshot.
 func ReadTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
-	return db.RunTx(ctx, sqldb, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, IsRetryable, fn)
+	return db.RunTx(ctx, sqldb, readTx, IsRetryable, fn)
 }
+
+// The options of a writing and of a reading transaction, for WithTx, ReadTx and Ops.
+var (
+	writeTx = &sql.TxOptions{Isolation: sql.LevelSerializable}
+	readTx  = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+)
 
 // IsConnLost reports whether err means the connection to the server was lost or could not be
 // made: the network failed, the server went away, or the driver found its connection dead. An
