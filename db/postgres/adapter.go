@@ -8,8 +8,8 @@ import (
 )
 
 // adapter answers package db's Querier with this package's queries. Every parameter and row
-// type converts to db's by a plain conversion (this file compiles only while they do): only the queries whose
-// SQL differs in kind need more than that: IndexMessages (PostgreSQL indexes rows as they are
+// type converts to db's by a plain conversion (this file compiles only while they do): only the
+// queries whose SQL differs in kind need more than that: IndexMessages (PostgreSQL indexes rows as they are
 // written) and the searches (their query is a tsquery, built by Match). PostgreSQL's text holds
 // no NUL character and only valid UTF-8: texts that come from providers (errors, summaries) are
 // written through db.MakeStorable, and a lookup by an id it cannot hold (rows are written with
