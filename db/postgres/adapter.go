@@ -35,11 +35,17 @@ func convert[T, U any](rows []T, err error, conv func(T) U) ([]U, error) {
 func (a adapter) IndexMessages(context.Context, db.IndexMessagesParams) error { return nil }
 
 func (a adapter) SearchMessages(ctx context.Context, arg db.SearchMessagesParams) ([]db.SearchMessagesRow, error) {
+	if !db.Storable(arg.ThreadID) {
+		return []db.SearchMessagesRow{}, nil
+	}
 	r, err := a.q.SearchMessages(ctx, SearchMessagesParams(arg))
 	return convert(r, err, func(x SearchMessagesRow) db.SearchMessagesRow { return db.SearchMessagesRow(x) })
 }
 
 func (a adapter) SearchSummaries(ctx context.Context, arg db.SearchSummariesParams) ([]db.SearchSummariesRow, error) {
+	if !db.Storable(arg.ThreadID) {
+		return []db.SearchSummariesRow{}, nil
+	}
 	r, err := a.q.SearchSummaries(ctx, SearchSummariesParams(arg))
 	return convert(r, err, func(x SearchSummariesRow) db.SearchSummariesRow { return db.SearchSummariesRow(x) })
 }
@@ -151,6 +157,9 @@ func (a adapter) ListCompactionAttempts(ctx context.Context, compactionID sql.Nu
 }
 
 func (a adapter) ListCompactions(ctx context.Context, arg db.ListCompactionsParams) ([]db.Compaction, error) {
+	if !db.Storable(arg.ThreadID) {
+		return []db.Compaction{}, nil
+	}
 	r, err := a.q.ListCompactions(ctx, ListCompactionsParams(arg))
 	return convert(r, err, func(x Compaction) db.Compaction { return db.Compaction(x) })
 }
