@@ -21,6 +21,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -125,7 +126,7 @@ func FuzzImport(f *testing.F) {
 	// One store per process (a fresh file per input would make the fuzzer wait on the disk):
 	// each input gets two threads of its own, deleted afterwards.
 	ctx := context.Background()
-	s, err := memory.Open(ctx, filepath.Join(f.TempDir(), "fuzz.db"))
+	s, err := memory.Open(ctx, testdb.Name(f, "fuzz.db"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -410,8 +411,40 @@ func fzClearlyValid(msgs, before []any) bool {
 		if role == "tool" && !isString(o["tool_call_id"]) {
 			return false
 		}
+		// Content may be missing or null only on an assistant message that calls tools.
+		if calls, _ := o["tool_calls"].([]any); !isString(o["content"]) && (role != "assistant" || len(calls) == 0) {
+			return false
+		}
+		// No identifier may hold a NUL character (neither backend stores one).
+		for _, id := range fzIdentifiers(o) {
+			if strings.ContainsRune(id, 0) {
+				return false
+			}
+		}
 	}
 	return true
+}
+
+// fzIdentifiers returns the identifiers of message o: its name, tool_call_id, and each call's
+// id and function name.
+func fzIdentifiers(o map[string]any) []string {
+	var ids []string
+	for _, k := range []string{"name", "tool_call_id"} {
+		if v, ok := o[k].(string); ok {
+			ids = append(ids, v)
+		}
+	}
+	calls, _ := o["tool_calls"].([]any)
+	for _, c := range calls {
+		co, _ := c.(map[string]any)
+		fn, _ := co["function"].(map[string]any)
+		for _, v := range []any{co["id"], fn["name"]} {
+			if id, ok := v.(string); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
 }
 
 // FuzzPlan checks MakePlan's invariants on active contexts generated from the fuzz bytes:
@@ -692,9 +725,8 @@ func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p memory.Pl
 // It fails the fuzz target when the recorded conversations are missing: the compacted data is
 // what the seeds search.
 func fzSearchStore(f *testing.F) (*memory.Store, error) {
-	dir := f.TempDir()
 	ctx := context.Background()
-	s, err := memory.Open(ctx, filepath.Join(dir, "search.db"))
+	s, err := memory.Open(ctx, testdb.Name(f, "search.db"))
 	if err != nil {
 		return nil, err
 	}
