@@ -20,7 +20,7 @@ import (
 func defaultCascade(t *testing.T, baseURL string) (*cascade.Cascade, *db.Handle) {
 	t.Helper()
 	sqldb, _ := openDB(t)
-	cfg, err := config.Parse([]byte(fmt.Sprintf("cascade:\n  - name: first\n    base_url: %s/v1\n  - name: offline\n    type: extractive\n", baseURL)), "test.yaml")
+	cfg, err := config.Parse([]byte(fmt.Sprintf("cascade:\n  - name: first\n    model: llama3.2\n    base_url: %s/v1\n  - name: offline\n    type: extractive\n", baseURL)), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -72,8 +73,26 @@ func (c Config) Redactor() (*redact.Redactor, error) {
 	return r, nil
 }
 
+// OfflineName is the name of the extractive rung [Config.NewCascade] adds.
+const OfflineName = "offline"
+
+// withOfflineRung returns the cascade with the built-in extractive provider as its last rung
+// when it has none and the config does not say offline: false.
+func (c Config) withOfflineRung() []Provider {
+	if (c.Offline != nil && !*c.Offline) || len(c.Cascade) == 0 ||
+		slices.ContainsFunc(c.Cascade, func(p Provider) bool { return p.Type == TypeExtractive }) {
+		return c.Cascade
+	}
+	name := OfflineName
+	for i := 2; slices.ContainsFunc(c.Cascade, func(p Provider) bool { return p.Name == name }); i++ {
+		name = fmt.Sprintf("%s-%d", OfflineName, i)
+	}
+	return append(slices.Clone(c.Cascade), Provider{Name: name, Type: TypeExtractive}.WithDefaults())
+}
+
 // NewCascade builds the provider cascade of the config on the database h, which holds the
-// cooldowns and the attempt log. count, when not nil, is the token counter the extractive
+// cooldowns and the attempt log. A cascade without an extractive provider ends with one named
+// "offline" unless the config says offline: false. count, when not nil, is the token counter the extractive
 // provider sizes its summaries with, and the one that counts the usage of a server that sends
 // none. API keys are read from the environment at request time.
 func (c Config) NewCascade(h *db.Handle, count func(string) int) (*cascade.Cascade, error) {
@@ -82,8 +101,8 @@ func (c Config) NewCascade(h *db.Handle, count func(string) int) (*cascade.Casca
 	if err != nil {
 		return nil, err
 	}
-	entries := make([]cascade.Entry, 0, len(c.Cascade))
-	for _, p := range c.Cascade {
+	entries := make([]cascade.Entry, 0, len(c.Cascade)+1)
+	for _, p := range c.withOfflineRung() {
 		p = p.WithDefaults()
 		e := cascade.Entry{
 			Name: p.Name, Type: p.Type, Model: p.Model, BaseURL: p.BaseURL,

@@ -52,6 +52,10 @@ type Config struct {
 	Cascade []Provider `yaml:"cascade" json:"cascade"`
 	// Serve configures memctl serve; its flags win over it.
 	Serve Serve `yaml:"serve" json:"serve"`
+	// Offline, when false, keeps the cascade as listed. Otherwise (unset or true) a cascade
+	// without an extractive provider gets one, named "offline", as its last rung (see
+	// [Config.NewCascade]), so compaction still works when every server is down.
+	Offline *bool `yaml:"offline" json:"offline,omitempty"`
 
 	Source string `yaml:"-" json:"source"` // the file it came from, or "built-in default"
 }
@@ -136,7 +140,6 @@ type Provider struct {
 // Per-provider defaults.
 const (
 	defaultBaseURL         = "http://127.0.0.1:11434/v1"
-	defaultProviderModel   = "llama3.2"
 	defaultExtractiveModel = "extractive"
 	defaultContextWindow   = 8192
 	defaultMaxOutputTokens = 1024
@@ -224,7 +227,8 @@ func (c Config) WithDefaults() Config {
 
 // WithDefaults returns a copy of p with its zero-valued fields set to the
 // per-provider defaults: Type "openai"; for openai providers BaseURL
-// http://127.0.0.1:11434/v1 and Model "llama3.2"; for extractive providers
+// http://127.0.0.1:11434/v1 (Model has no default: it names what the server
+// serves, and Validate requires it); for extractive providers
 // Model "extractive" (BaseURL, APIKeyEnv and Temperature stay as they are);
 // ContextWindow 8192, MaxOutputTokens 1024, Timeout 60s, MaxAttempts 2,
 // MaxWait 10s, Concurrency 1, Cooldown 30s, MaxCooldown 1h. Name is never filled in.
@@ -237,9 +241,6 @@ func (p Provider) WithDefaults() Provider {
 	} else {
 		if p.BaseURL == "" {
 			p.BaseURL = defaultBaseURL
-		}
-		if p.Model == "" {
-			p.Model = defaultProviderModel
 		}
 	}
 	p.ContextWindow = cmp.Or(p.ContextWindow, defaultContextWindow)

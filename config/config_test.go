@@ -205,12 +205,17 @@ func TestParseMinimal(t *testing.T) {
 }
 
 func TestParseNullMeansDefault(t *testing.T) {
-	got, err := config.Parse([]byte("model: ~\ncompaction:\n  token_limit:\ncascade:\n  - name: a\n    model: null\n"), "m.yaml")
+	got, err := config.Parse([]byte("model: ~\ncompaction:\n  token_limit:\ncascade:\n  - name: a\n    model: m\n    max_wait: null\n"), "m.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Model != "gpt-4o" || got.Compaction.TokenLimit != 128000 || got.Cascade[0].Model != "llama3.2" {
+	if got.Model != "gpt-4o" || got.Compaction.TokenLimit != 128000 || got.Cascade[0].MaxWait != dur("10s") {
 		t.Fatalf("null values did not take defaults: %+v", got)
+	}
+	// A provider's model has no default: null is absent, and absent is an error naming the line.
+	_, err = config.Parse([]byte("cascade:\n  - name: a\n    model: null\n"), "m.yaml")
+	if err == nil || err.Error() != "m.yaml:2: cascade[0].model: is required: name the model the server serves (e.g. model: llama3.2)" {
+		t.Fatalf("a provider without a model: %v", err)
 	}
 }
 
@@ -226,6 +231,7 @@ cascade:
   - &base
     name: 1
     context_window: 4096
+    model: m
   - name: two
     model: 2024-01-01
     timeout: 1.5s
@@ -241,7 +247,7 @@ cascade:
 	if got.Cascade[0].Name != "1" || got.Cascade[1].Model != "2024-01-01" || got.Cascade[1].Timeout != dur("1500ms") {
 		t.Errorf("providers decoded as %+v", got.Cascade)
 	}
-	withAlias, err := config.Parse([]byte("redact_patterns: [&p 'x+', *p]\ncascade:\n  - &a {name: a}\n"), "m.yaml")
+	withAlias, err := config.Parse([]byte("redact_patterns: [&p 'x+', *p]\ncascade:\n  - &a {name: a, model: m}\n"), "m.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +358,7 @@ func TestLocate(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	good := config.Config{Cascade: []config.Provider{{Name: "a"}, {Name: "b", Type: "extractive"}}}.WithDefaults()
+	good := config.Config{Cascade: []config.Provider{{Name: "a", Model: "m"}, {Name: "b", Type: "extractive"}}}.WithDefaults()
 	if err := good.Validate(); err != nil {
 		t.Fatalf("WithDefaults config: %v", err)
 	}
@@ -576,7 +582,7 @@ func TestYAMLRoundTripAwkwardValues(t *testing.T) {
 	c := config.Default()
 	c.RedactPatterns = []string{"\tx", "a\nb", "\x01x", "\u0085x", "x\r\n", "\x7fx", " x ", "x\u2028"}
 	c.Cascade[0].Model = "m\u2028\u2029"
-	c.Cascade = append(c.Cascade, config.Provider{Name: "u", BaseURL: "http://h/\u2028 x?q=#"}.WithDefaults())
+	c.Cascade = append(c.Cascade, config.Provider{Name: "u", Model: "m", BaseURL: "http://h/\u2028 x?q=#"}.WithDefaults())
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +591,7 @@ func TestYAMLRoundTripAwkwardValues(t *testing.T) {
 	}
 	for _, f := range []float64{0, 1e-7, 0.1 + 0.2, 1.9999999999999998, 5e-324, 2} {
 		c := config.Default()
-		c.Cascade = []config.Provider{config.Provider{Name: "n", Temperature: f}.WithDefaults()}
+		c.Cascade = []config.Provider{config.Provider{Name: "n", Model: "m", Temperature: f}.WithDefaults()}
 		back, err := config.Parse(c.YAML(), "r.yaml")
 		if err != nil || back.Cascade[0].Temperature != f {
 			t.Errorf("temperature %v: got %v, %v\n%s", f, back.Cascade, err, c.YAML())

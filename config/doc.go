@@ -32,7 +32,7 @@
 //	  - name: local               # required, unique; the key of its cooldown state
 //	    type: openai              # openai (default) or extractive
 //	    base_url: http://127.0.0.1:11434/v1
-//	    model: llama3.2
+//	    model: llama3.2           # required for type openai: what the server serves
 //	    api_key_env: ""           # the NAME of the variable holding the key
 //	    context_window: 8192      # or auto: read from the server (Ollama, llama.cpp, vLLM)
 //	    max_output_tokens: 1024
@@ -45,11 +45,15 @@
 //	    max_cooldown: 1h
 //	  - name: offline
 //	    type: extractive
+//	offline: true                 # false: no extractive rung is added to a cascade without one
 //
 // Every key is optional and takes the default shown; a key whose value is
 // null (`key:` or `key: ~`) counts as absent. A cascade list replaces the
 // default cascade, and each provider entry takes the per-provider defaults
-// for the keys it omits. With no file at all ([Default]) the cascade is a
+// for the keys it omits, but model: an openai provider without one is an
+// error naming its line. A cascade without an extractive provider gets one,
+// named "offline", as its last rung ([Config.NewCascade]) unless the file
+// says offline: false. With no file at all ([Default]) the cascade is a
 // single extractive provider named "offline", so memctl works offline.
 //
 // An extractive provider is built in and runs offline: base_url, api_key_env

@@ -42,7 +42,7 @@ var badConfigs = []struct {
 }{
 	// Syntax.
 	{"tab indent", "model: x\ncompaction:\n\ttoken_limit: 1\n", 3, "", "invalid YAML: found character that cannot start any token"},
-	{"bad indent in list", "model: x\ncascade:\n  - name: a\n   type: b\n", 4, "", "invalid YAML: did not find expected '-' indicator"},
+	{"bad indent in list", "model: x\ncascade:\n  - name: a\n    model: m\n   type: b\n", 5, "", "invalid YAML: did not find expected '-' indicator"},
 	{"unclosed flow list", "model: x\nredact_patterns: [a\nmodel: y\n", 2, "", "invalid YAML: did not find expected ',' or ']'"},
 	{"mapping on first line", "model: a: b\n", 1, "", "invalid YAML: mapping values are not allowed in this context"},
 	{"unknown anchor", "model: x\n\ncascade: *nope\n", 3, "", "invalid YAML: unknown anchor 'nope' referenced"},
@@ -53,13 +53,13 @@ var badConfigs = []struct {
 	// Unknown and duplicate keys.
 	{"unknown top-level key", "model: x\nmodle: y\n", 2, "modle", "unknown key; did you mean model?"},
 	{"unknown nested key", "model: x\n\n\n\n\ncompaction:\n  tokn_limit: 1\n", 7, "compaction.tokn_limit", "unknown key; did you mean token_limit?"},
-	{"unknown provider key", "cascade:\n  - name: a\n    api_key: OPENAI\n", 3, "cascade[0].api_key", "unknown key; did you mean api_key_env?"},
+	{"unknown provider key", "cascade:\n  - name: a\n    model: m\n    api_key: OPENAI\n", 4, "cascade[0].api_key", "unknown key; did you mean api_key_env?"},
 	{"unrelated unknown key", "foo: 1\n", 1, "foo", "unknown key"},
 	{"key at the wrong level", "model: x\ntoken_limit: 5\n", 2, "token_limit", "unknown key; token_limit belongs under compaction"},
 	{"provider key at top", "timeout: 5s\n", 1, "timeout", "unknown key; timeout belongs to a cascade provider"},
 	{"merge key", "compaction:\n  <<: {max_passes: 2}\n", 2, "compaction.<<", "merge keys (<<) are not supported"},
 	{"duplicate key", "compaction:\n  max_passes: 2\n  token_limit: 9\n  max_passes: 3\n", 4, "compaction.max_passes", "duplicate key (first set at line 2)"},
-	{"duplicate top key", "model: a\ncascade:\n  - name: x\nmodel: b\n", 4, "model", "duplicate key (first set at line 1)"},
+	{"duplicate top key", "model: a\ncascade:\n  - name: x\n    model: m\nmodel: b\n", 5, "model", "duplicate key (first set at line 1)"},
 
 	// Types.
 	{"string for int", "model: x\ncompaction:\n  token_limit: abc\n", 3, "compaction.token_limit", `"abc" is not an integer`},
@@ -72,7 +72,7 @@ var badConfigs = []struct {
 	{"mapping for string", "model: {a: 1}\n", 1, "model", "expected a string, found a mapping"},
 	{"compaction not a mapping", "compaction: 5\n", 1, "compaction", `expected a mapping of compaction settings, found "5"`},
 	{"cascade not a list", "cascade:\n  name: x\n", 1, "cascade", "expected a list of providers, found a mapping"},
-	{"provider not a mapping", "cascade:\n  - name: a\n  - offline\n", 3, "cascade[1]", `expected a provider (a mapping with at least a name), found "offline"`},
+	{"provider not a mapping", "cascade:\n  - name: a\n    model: m\n  - offline\n", 4, "cascade[1]", `expected a provider (a mapping with at least a name), found "offline"`},
 	{"patterns not a list", "redact_patterns: 'x+'\n", 1, "redact_patterns", `expected a list of regular expressions, found "x+"`},
 	{"null pattern", "redact_patterns:\n  - a+\n  -\n", 3, "redact_patterns[1]", "expected a regular expression, found null"},
 	{"binary string", "model: !!binary aGk=\n", 1, "model", "expected a string, found a value tagged !!binary"},
@@ -106,28 +106,28 @@ var badConfigs = []struct {
 
 	// Cascade.
 	{"empty cascade", "model: x\ncascade: []\n", 2, "cascade", "at least one provider is required"},
-	{"missing name", "cascade:\n  - name: a\n  - type: extractive\n    model: x\n", 3, "cascade[1].name", "is required: every provider needs a unique name"},
-	{"blank name", "cascade:\n  - name: ' '\n", 2, "cascade[0].name", "must not be empty"},
-	{"duplicate names", "cascade:\n  - name: a\n  - name: b\n  - name: a\n    type: extractive\n", 4, "cascade[2].name", `duplicate provider name "a" (also cascade[0] at line 2)`},
-	{"bad type", "cascade:\n  - name: a\n    type: anthropic\n", 3, "cascade[0].type", `"anthropic" is not a provider type: use openai or extractive`},
-	{"ftp url", "cascade:\n  - name: a\n    base_url: ftp://host/v1\n", 3, "cascade[0].base_url", `"ftp://host/v1" is not an http(s) URL`},
-	{"url without scheme", "cascade:\n  - name: a\n    base_url: localhost:11434/v1\n", 3, "cascade[0].base_url", `"localhost:11434/v1" is not an http(s) URL`},
+	{"missing name", "cascade:\n  - name: a\n    model: m\n  - type: extractive\n    model: x\n", 4, "cascade[1].name", "is required: every provider needs a unique name"},
+	{"blank name", "cascade:\n  - name: ' '\n    model: m\n", 2, "cascade[0].name", "must not be empty"},
+	{"duplicate names", "cascade:\n  - name: a\n    model: m\n  - name: b\n    model: m\n  - name: a\n    type: extractive\n", 6, "cascade[2].name", `duplicate provider name "a" (also cascade[0] at line 2)`},
+	{"bad type", "cascade:\n  - name: a\n    model: m\n    type: anthropic\n", 4, "cascade[0].type", `"anthropic" is not a provider type: use openai or extractive`},
+	{"ftp url", "cascade:\n  - name: a\n    model: m\n    base_url: ftp://host/v1\n", 4, "cascade[0].base_url", `"ftp://host/v1" is not an http(s) URL`},
+	{"url without scheme", "cascade:\n  - name: a\n    model: m\n    base_url: localhost:11434/v1\n", 4, "cascade[0].base_url", `"localhost:11434/v1" is not an http(s) URL`},
 	{"empty model", "cascade:\n  - name: a\n    model: \"\"\n", 3, "cascade[0].model", "must not be empty"},
-	{"zero context window", "cascade:\n  - name: a\n    context_window: 0\n", 3, "cascade[0].context_window", "0 must be at least 1"},
-	{"zero max output", "cascade:\n  - name: a\n    max_output_tokens: 0\n", 3, "cascade[0].max_output_tokens", "0 must be at least 1"},
-	{"temperature too high", "cascade:\n  - name: a\n    temperature: 2.5\n", 3, "cascade[0].temperature", "2.5 is outside [0, 2]"},
-	{"temperature negative", "cascade:\n  - name: a\n    temperature: -0.1\n", 3, "cascade[0].temperature", "-0.1 is outside [0, 2]"},
-	{"zero timeout", "cascade:\n  - name: a\n    timeout: 0s\n", 3, "cascade[0].timeout", "0s must be positive"},
-	{"zero attempts", "cascade:\n  - name: a\n  - name: b\n    max_attempts: 0\n", 4, "cascade[1].max_attempts", "0 must be at least 1"},
-	{"zero cooldown", "cascade:\n  - name: a\n    cooldown: 0s\n", 3, "cascade[0].cooldown", "0s must be positive"},
-	{"zero max wait", "cascade:\n  - name: a\n    max_wait: 0s\n", 3, "cascade[0].max_wait", "0s must be positive"},
-	{"max cooldown below default cooldown", "cascade:\n  - name: a\n    max_cooldown: 10s\n", 3, "cascade[0].max_cooldown", "10s must be at least cooldown (30s)"},
-	{"cooldown above default max", "cascade:\n  - name: a\n    cooldown: 2h\n", 3, "cascade[0].cooldown", "2h must not exceed max_cooldown (1h)"},
+	{"zero context window", "cascade:\n  - name: a\n    model: m\n    context_window: 0\n", 4, "cascade[0].context_window", "0 must be at least 1"},
+	{"zero max output", "cascade:\n  - name: a\n    model: m\n    max_output_tokens: 0\n", 4, "cascade[0].max_output_tokens", "0 must be at least 1"},
+	{"temperature too high", "cascade:\n  - name: a\n    model: m\n    temperature: 2.5\n", 4, "cascade[0].temperature", "2.5 is outside [0, 2]"},
+	{"temperature negative", "cascade:\n  - name: a\n    model: m\n    temperature: -0.1\n", 4, "cascade[0].temperature", "-0.1 is outside [0, 2]"},
+	{"zero timeout", "cascade:\n  - name: a\n    model: m\n    timeout: 0s\n", 4, "cascade[0].timeout", "0s must be positive"},
+	{"zero attempts", "cascade:\n  - name: a\n    model: m\n  - name: b\n    model: m\n    max_attempts: 0\n", 6, "cascade[1].max_attempts", "0 must be at least 1"},
+	{"zero cooldown", "cascade:\n  - name: a\n    model: m\n    cooldown: 0s\n", 4, "cascade[0].cooldown", "0s must be positive"},
+	{"zero max wait", "cascade:\n  - name: a\n    model: m\n    max_wait: 0s\n", 4, "cascade[0].max_wait", "0s must be positive"},
+	{"max cooldown below default cooldown", "cascade:\n  - name: a\n    model: m\n    max_cooldown: 10s\n", 4, "cascade[0].max_cooldown", "10s must be at least cooldown (30s)"},
+	{"cooldown above default max", "cascade:\n  - name: a\n    model: m\n    cooldown: 2h\n", 4, "cascade[0].cooldown", "2h must not exceed max_cooldown (1h)"},
 	{"extractive base_url", "cascade:\n  - name: x\n    type: extractive\n    base_url: http://localhost/v1\n", 4, "cascade[0].base_url", "not used by type extractive"},
 	{"extractive api_key_env", "cascade:\n  - name: x\n    type: extractive\n    api_key_env: KEY\n", 4, "cascade[0].api_key_env", "not used by type extractive"},
 	{"extractive temperature", "cascade:\n  - name: x\n    type: extractive\n    temperature: 0.7\n", 4, "cascade[0].temperature", "not used by type extractive"},
-	{"api key in api_key_env", "cascade:\n  - name: x\n    api_key_env: sk-proj-Abc123\n", 3, "cascade[0].api_key_env", "must name an environment variable, not hold a key"},
-	{"variable starting with digit", "cascade:\n  - name: x\n    api_key_env: 1KEY\n", 3, "cascade[0].api_key_env", "must name an environment variable, not hold a key"},
+	{"api key in api_key_env", "cascade:\n  - name: x\n    model: m\n    api_key_env: sk-proj-Abc123\n", 4, "cascade[0].api_key_env", "must name an environment variable, not hold a key"},
+	{"variable starting with digit", "cascade:\n  - name: x\n    model: m\n    api_key_env: 1KEY\n", 4, "cascade[0].api_key_env", "must name an environment variable, not hold a key"},
 }
 
 func TestParseErrors(t *testing.T) {
@@ -175,6 +175,7 @@ modle: x
 		line int
 		key  string
 	}{
+		{2, "cascade[0].model"}, // no model: the line of the provider
 		{3, "cascade[0].max_attempts"},
 		{5, "compaction.target_ratio"},
 		{6, "compaction.tokn_limit"},
@@ -188,7 +189,7 @@ modle: x
 			t.Errorf("problem %d = %d %s, want %d %s", i, ps[i].Line, ps[i].Key, w.line, w.key)
 		}
 	}
-	if lines := strings.Split(err.Error(), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[0], "m.yaml:3: ") {
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[0], "m.yaml:2: ") {
 		t.Errorf("joined error text:\n%s", err)
 	}
 }
@@ -203,13 +204,13 @@ func TestBadValueIsNotCheckedTwice(t *testing.T) {
 }
 
 func TestDuplicateProviderNamesNameBothLines(t *testing.T) {
-	in := "cascade:\n  - name: local\n    model: a\n  - name: cloud\n  - name: local\n"
+	in := "cascade:\n  - name: local\n    model: a\n  - name: cloud\n    model: b\n  - name: local\n    model: c\n"
 	_, err := config.Parse([]byte(in), "memctl.yaml")
 	ps := problems(t, err)
 	if len(ps) != 1 {
 		t.Fatalf("got %v", err)
 	}
-	if got := err.Error(); got != `memctl.yaml:5: cascade[2].name: duplicate provider name "local" (also cascade[0] at line 2)` {
+	if got := err.Error(); got != `memctl.yaml:6: cascade[2].name: duplicate provider name "local" (also cascade[0] at line 2)` {
 		t.Fatalf("got %q", got)
 	}
 }
@@ -234,6 +235,12 @@ func TestUnknownKeySuggestions(t *testing.T) {
 			t.Fatalf("%q parsed", tt.yaml)
 		}
 		msg := problems(t, err)[0].Msg
+		for _, p := range problems(t, err) { // a provider without a model is reported too
+			if strings.HasPrefix(p.Msg, "unknown key") {
+				msg = p.Msg
+				break
+			}
+		}
 		if !strings.HasPrefix(msg, "unknown key") {
 			t.Errorf("%q: %q is not an unknown-key error", tt.yaml, msg)
 		}
@@ -253,7 +260,7 @@ func TestAPIKeyEnvValueNotEchoed(t *testing.T) {
 	}
 	for _, s := range secrets {
 		for _, typ := range []string{"openai", "extractive"} {
-			in := "cascade:\n  - name: x\n    type: " + typ + "\n    api_key_env: '" + s + "'\n"
+			in := "cascade:\n  - name: x\n    type: " + typ + "\n    api_key_env: '" + s + "'\n    model: m\n"
 			_, err := config.Parse([]byte(in), "m.yaml")
 			if err == nil {
 				t.Fatalf("api_key_env %q (type %s) accepted", s, typ)
@@ -265,14 +272,14 @@ func TestAPIKeyEnvValueNotEchoed(t *testing.T) {
 				t.Errorf("error %v does not name line 4 and cascade[0].api_key_env", err)
 			}
 		}
-		c := config.Config{Cascade: []config.Provider{{Name: "x", APIKeyEnv: s}}}.WithDefaults()
+		c := config.Config{Cascade: []config.Provider{{Name: "x", Model: "m", APIKeyEnv: s}}}.WithDefaults()
 		if err := c.Validate(); err == nil || strings.Contains(err.Error(), s[:8]) {
 			t.Errorf("Validate with api_key_env %q: %v", s, err)
 		}
 	}
 	// Variable names pass.
 	for _, v := range []string{"OPENAI_API_KEY", "openrouter_key", "_K", "GROQ_API_KEY_2"} {
-		in := "cascade:\n  - name: x\n    api_key_env: " + v + "\n"
+		in := "cascade:\n  - name: x\n    model: m\n    api_key_env: " + v + "\n"
 		if _, err := config.Parse([]byte(in), "m.yaml"); err != nil {
 			t.Errorf("api_key_env %q rejected: %v", v, err)
 		}

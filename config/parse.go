@@ -337,6 +337,7 @@ func (w *walker) top(n *yaml.Node, cfg *Config) {
 			}
 			cfg.Cascade = ps
 		}},
+		{key: "offline", ptr: &cfg.Offline},
 		{key: "serve", sub: func(n *yaml.Node, key string, line int) {
 			if n.Kind != yaml.MappingNode {
 				w.errorf(line, key, "expected a mapping of serve settings, found %s", describe(n))
@@ -482,6 +483,11 @@ func (w *walker) scalar(n *yaml.Node, key string, line int, ptr any) bool {
 		*p, msg = decodeDuration(n)
 	case *Window:
 		*p, msg = decodeWindow(n)
+	case **bool:
+		var b bool
+		if b, msg = decodeBool(n); msg == "" {
+			*p = &b
+		}
 	default:
 		panic(fmt.Sprintf("config: no decoder for %T", ptr))
 	}
@@ -505,6 +511,17 @@ func decodeString(n *yaml.Node) (string, string) {
 	default:
 		return "", "expected a string, found a value tagged " + tag
 	}
+}
+
+func decodeBool(n *yaml.Node) (bool, string) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		return false, "expected true or false, found " + describe(n)
+	}
+	var v bool
+	if err := n.Decode(&v); err != nil {
+		return false, "expected true or false, found " + describe(n)
+	}
+	return v, ""
 }
 
 var digitsRE = regexp.MustCompile(`^[-+]?[0-9_]+$`)

@@ -16,6 +16,7 @@ type renderConfig struct {
 	RedactPatterns  []string         `yaml:"redact_patterns"`
 	Cascade         []renderProvider `yaml:"cascade"`
 	Serve           Serve            `yaml:"serve"`
+	Offline         *bool            `yaml:"offline,omitempty"`
 }
 
 // renderProvider is a Provider whose extractive-only-unused keys can be left out.
@@ -54,6 +55,7 @@ func (c Config) YAML() []byte {
 		Cascade:         make([]renderProvider, len(c.Cascade)),
 		Serve: Serve{Listen: fix(c.Serve.Listen), Upstream: fix(c.Serve.Upstream),
 			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv)},
+		Offline: c.Offline,
 	}
 	r.Compaction.SummaryRole = fix(r.Compaction.SummaryRole)
 	for i, p := range c.RedactPatterns {

@@ -292,7 +292,11 @@ func (ck *checker) validateProvider(prefix string, p Provider) {
 	}
 	extractive := p.Type == TypeExtractive
 
-	ck.checkText(key("model"), p.Model, true)
+	if k := key("model"); !extractive && p.Model == "" && ck.lines[k] == 0 && !ck.skip(k) {
+		ck.add(k, "is required: name the model the server serves (e.g. model: llama3.2)")
+	} else {
+		ck.checkText(k, p.Model, true)
+	}
 	if extractive {
 		const unused = "not used by type extractive"
 		if !ck.skip(key("base_url")) && p.BaseURL != "" {

@@ -14,7 +14,7 @@ import (
 // TestContextWindowAuto: `context_window: auto` parses, renders back as auto (YAML and
 // JSON), builds an entry whose window is read from its server, and carries concurrency.
 func TestContextWindowAuto(t *testing.T) {
-	src := "cascade:\n  - name: local\n    context_window: auto\n    concurrency: 3\n  - name: offline\n    type: extractive\n"
+	src := "cascade:\n  - name: local\n    context_window: auto\n    concurrency: 3\n    model: m\n  - name: offline\n    type: extractive\n"
 	c, err := config.Parse([]byte(src), "memctl.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -61,11 +61,11 @@ func TestContextWindowAutoErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"cascade:\n  - name: x\n    type: extractive\n    context_window: auto\n",
 			"memctl.yaml:4: cascade[0].context_window: auto reads the window from a server: type extractive has none"},
-		{"cascade:\n  - name: x\n    context_window: automatic\n",
+		{"cascade:\n  - name: x\n    context_window: automatic\n    model: m\n",
 			`memctl.yaml:3: cascade[0].context_window: "automatic" is not an integer (a number of tokens, or auto)`},
-		{"cascade:\n  - name: x\n    context_window: -1\n",
+		{"cascade:\n  - name: x\n    context_window: -1\n    model: m\n",
 			"memctl.yaml:3: cascade[0].context_window: -1 must be at least 1"},
-		{"cascade:\n  - name: x\n    concurrency: 0\n",
+		{"cascade:\n  - name: x\n    concurrency: 0\n    model: m\n",
 			"memctl.yaml:3: cascade[0].concurrency: 0 must be at least 1"},
 	} {
 		_, err := config.Parse([]byte(tc.src), "memctl.yaml")

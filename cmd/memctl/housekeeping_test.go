@@ -43,7 +43,7 @@ func compactID(t *testing.T, m *memctl, args ...string) (int, string) {
 // failingConfig writes a config whose only provider cannot be reached.
 func failingConfig(t *testing.T, m *memctl) string {
 	path := filepath.Join(m.dir, "failing.yaml")
-	os.WriteFile(path, []byte("cascade:\n  - name: nowhere\n    base_url: http://127.0.0.1:1/v1\n    timeout: 2s\n    max_attempts: 1\n"), 0o600)
+	os.WriteFile(path, []byte("offline: false\ncascade:\n  - name: nowhere\n    model: m\n    base_url: http://127.0.0.1:1/v1\n    timeout: 2s\n    max_attempts: 1\n"), 0o600)
 	return path
 }
 

@@ -234,8 +234,10 @@ func TestCompactWithDefaultConfig(t *testing.T) {
 func TestCompactAllProvidersFailExits1(t *testing.T) {
 	m := newMemctl(t)
 	m.config = filepath.Join(m.dir, "memctl.yaml")
-	os.WriteFile(m.config, []byte(`cascade:
+	os.WriteFile(m.config, []byte(`offline: false
+cascade:
   - name: nowhere
+    model: m
     base_url: http://127.0.0.1:1/v1
     timeout: 2s
     max_attempts: 1
