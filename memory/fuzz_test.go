@@ -411,8 +411,10 @@ func fzClearlyValid(msgs, before []any) bool {
 		if role == "tool" && !isString(o["tool_call_id"]) {
 			return false
 		}
-		// Content may be missing or null only on an assistant message that calls tools.
-		if calls, _ := o["tool_calls"].([]any); !isString(o["content"]) && (role != "assistant" || len(calls) == 0) {
+		// Content may be missing or null only on an assistant message that calls tools or
+		// refuses (a non-empty string refusal).
+		refusal, _ := o["refusal"].(string)
+		if calls, _ := o["tool_calls"].([]any); !isString(o["content"]) && (role != "assistant" || len(calls) == 0 && refusal == "") {
 			return false
 		}
 		// No identifier may hold a NUL character (neither backend stores one).

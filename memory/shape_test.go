@@ -24,6 +24,7 @@ func TestMessageShapes(t *testing.T) {
 		{"tool without content", `{"role":"assistant","content":null,` + call + "}\n" + `{"role":"tool","tool_call_id":"c1"}`, "content", "missing"},
 		{"assistant with neither content nor calls", `{"role":"assistant"}`, "content", "calls no tool"},
 		{"assistant with null content and null calls", `{"role":"assistant","content":null,"tool_calls":null}`, "content", "calls no tool"},
+		{"assistant with null content and an empty refusal", `{"role":"assistant","content":null,"refusal":""}`, "content", "no refusal"},
 		{"parts that are numbers", `{"role":"user","content":[1,2,3]}`, "content[0]", "not a content part"},
 		{"part without type", `{"role":"user","content":[{"text":"a"}]}`, "content[0].type", "missing"},
 		{"text part without text", `{"role":"user","content":[{"type":"text","text":"a"},{"type":"text"}]}`, "content[1].text", "string text"},
@@ -67,6 +68,8 @@ func TestMessageShapes(t *testing.T) {
 		`{"role":"user","content":""}`,
 		`{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}`,
 		`{"role":"assistant","content":"a","function_call":null}`,
+		`{"role":"assistant","content":null,"refusal":"I can't help with that."}`,
+		`{"role":"assistant","refusal":"I can't help with that."}`,
 	}
 	for _, in := range good {
 		s, _ := openStore(t)

@@ -108,9 +108,16 @@ func (t *callTracker) check(m Message) (field, msg string) {
 	return "", ""
 }
 
+// refuses reports an assistant message that carries a refusal: a non-empty string.
+func refuses(m Message) bool {
+	var r string
+	return json.Unmarshal(m.Extra["refusal"], &r) == nil && r != ""
+}
+
 // checkShape checks what OpenAI's chat completions API checks of a message's content and calls:
 // content is required (a string or a non-empty array of parts), except on an assistant message
-// that calls tools; each part is an object with a type (and a text part has a string text);
+// that calls tools or refuses (a non-empty string refusal, as OpenAI's API answers a refusal,
+// content null); each part is an object with a type (and a text part has a string text);
 // tool_calls, when given, holds at least one call; the legacy function_call is refused, since the
 // function role that would answer it is.
 func checkShape(m Message) (field, msg string) {
@@ -123,7 +130,7 @@ func checkShape(m Message) (field, msg string) {
 	c := bytes.TrimSpace(m.Content)
 	switch {
 	case len(c) == 0 || bytes.Equal(c, []byte("null")):
-		if m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+		if m.Role == RoleAssistant && (len(m.ToolCalls) > 0 || refuses(m)) {
 			return "", ""
 		}
 		what := "missing"
@@ -131,7 +138,7 @@ func checkShape(m Message) (field, msg string) {
 			what = "null"
 		}
 		if m.Role == RoleAssistant {
-			return "content", what + " on an assistant message that calls no tool"
+			return "content", what + " on an assistant message that calls no tool and has no refusal"
 		}
 		return "content", fmt.Sprintf("%s: a %s message needs content (a string or an array of parts)", what, m.Role)
 	case c[0] == '[':

@@ -31,6 +31,15 @@ func writeError(w http.ResponseWriter, status int, typ, code, msg, param string)
 	json.NewEncoder(w).Encode(map[string]apiError{"error": e})
 }
 
+// writeErrorEvent ends a stream with an error event in OpenAI's shape (data: {"error": {...}}),
+// which OpenAI's clients raise as an error; no data: [DONE] follows it.
+func writeErrorEvent(w http.ResponseWriter, code, msg string) {
+	b, _ := json.Marshal(map[string]apiError{"error": {Message: msg, Type: "upstream_error", Code: &code}})
+	w.Write([]byte("data: "))
+	w.Write(b)
+	w.Write([]byte("\n\n"))
+}
+
 // errorKinds maps the domain's errors to an HTTP status, an OpenAI error type and a code.
 var errorKinds = []struct {
 	match  func(error) bool

@@ -38,6 +38,9 @@ type upstream struct {
 	failBody   string
 	// hold, when set, is waited on before answering (and got is signalled first).
 	hold, got chan struct{}
+	// raw, when set, answers every request (its body given) in place of the model: a
+	// hostile upstream.
+	raw func(w http.ResponseWriter, body []byte)
 }
 
 func newUpstream(t testing.TB) *upstream {
@@ -79,13 +82,17 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	u.maxTokens = max(u.maxTokens, tokens)
 	u.bodies = append(u.bodies, fields)
 	u.lastMsgs = req.Messages
-	reply, failStatus, failBody, hold, got := u.reply, u.failStatus, u.failBody, u.hold, u.got
+	reply, failStatus, failBody, hold, got, raw := u.reply, u.failStatus, u.failBody, u.hold, u.got, u.raw
 	u.mu.Unlock()
 	if got != nil {
 		got <- struct{}{}
 	}
 	if hold != nil {
 		<-hold
+	}
+	if raw != nil {
+		raw(w, body)
+		return
 	}
 	if failStatus != 0 {
 		w.Header().Set("Content-Type", "application/json")
@@ -168,6 +175,8 @@ type envOptions struct {
 	limit   int    // the config's token_limit (default 100000)
 	token   string // the bearer token ("" none)
 	maxBody int64  // the body limit (0: the default)
+	// server, when set, changes the server's fields before it serves.
+	server func(*serve.Server)
 }
 
 func newEnv(t testing.TB, opt envOptions) *env {
@@ -194,6 +203,9 @@ func newEnv(t testing.TB, opt envOptions) *env {
 	srv := &serve.Server{
 		Store: store, Compactor: memory.NewCompactor(store, casc, cfg.Settings()), Cascade: casc,
 		Upstream: up.URL(), Token: opt.token, LoopbackOnly: opt.token == "", MaxBodyBytes: opt.maxBody,
+	}
+	if opt.server != nil {
+		opt.server(srv)
 	}
 	e := &env{t: t, store: store, srv: srv, up: up}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

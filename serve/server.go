@@ -42,7 +42,7 @@ const (
 	DefaultListen = "127.0.0.1:8787"
 	// DefaultMaxBodyBytes bounds a request body (images in a conversation are large).
 	DefaultMaxBodyBytes = 32 << 20
-	// DefaultMaxReplyBytes bounds a non-streamed reply of the upstream model.
+	// DefaultMaxReplyBytes bounds a reply of the upstream model, streamed or not.
 	DefaultMaxReplyBytes = 64 << 20
 	// ReadHeaderTimeout and IdleTimeout are those of the http.Server.
 	ReadHeaderTimeout = 10 * time.Second
@@ -69,6 +69,8 @@ type Server struct {
 	Client *http.Client
 	// MaxBodyBytes bounds a request body (0: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxReplyBytes bounds an upstream's reply, streamed or not (0: DefaultMaxReplyBytes).
+	MaxReplyBytes int64
 	// Logger receives one line per request and the outcome of background compactions; never a
 	// header, a key or a message's text (nil: discarded).
 	Logger *slog.Logger
@@ -114,6 +116,9 @@ func (s *Server) init() {
 		}
 		if s.MaxBodyBytes <= 0 {
 			s.MaxBodyBytes = DefaultMaxBodyBytes
+		}
+		if s.MaxReplyBytes <= 0 {
+			s.MaxReplyBytes = DefaultMaxReplyBytes
 		}
 		s.Upstream = strings.TrimRight(s.Upstream, "/")
 	})
