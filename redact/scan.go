@@ -1,6 +1,9 @@
 package redact
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // scanner finds, in one pass over a text, where each built-in pattern may start.
 //
@@ -103,7 +106,7 @@ func rarest(a string, fold bool) int {
 		}
 		return byteFreq(b)
 	}
-	best, bestF := 0, 1<<62
+	best, bestF := 0, math.MaxInt
 	for i := 0; i+1 < len(a); i++ {
 		f := freq(a[i]) * freq(a[i+1])
 		if f < bestF {
