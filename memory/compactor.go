@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/english"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/redact"
 )
@@ -345,6 +346,6 @@ func (p Plan) describe(masked []Entry, a Active) string {
 		pre = describeView(a.Entries, masked) + "; then "
 		a = withEntries(a, masked)
 	}
-	return pre + fmt.Sprintf("keep %d pinned (%d tokens); summarize %d messages, seq %d-%d (%d tokens) into at most %d tokens; keep the newest %d (%d tokens)",
-		p.Pinned, p.PinnedTokens, p.MiddleLen(), p.FromSeq, p.ToSeq, p.MiddleTokens, p.SummaryBudget, len(a.Entries)-p.Kept, p.KeptTokens)
+	return pre + fmt.Sprintf("keep %d pinned (%d tokens); summarize %s, seq %d-%d (%d tokens) into at most %d tokens; keep the newest %d (%d tokens)",
+		p.Pinned, p.PinnedTokens, english.Count(p.MiddleLen(), "message", "messages"), p.FromSeq, p.ToSeq, p.MiddleTokens, p.SummaryBudget, len(a.Entries)-p.Kept, p.KeptTokens)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/english"
 )
 
 // A compaction runs in three steps: plan (decide: what the strategy will do, a pure function of
@@ -280,11 +281,13 @@ func (j *job) fitView(ctx context.Context, cause error) error {
 }
 
 // finish records the final figures and status of the compaction. One that applied nothing
-// reports the context as it was: tokens_after = tokens_before.
+// reports the context as it was: tokens_after = tokens_before, no message summarized.
 func (j *job) finish(ctx context.Context) error {
 	rep := *j.rep
 	if rep.Status != StatusApplied {
+		// Nothing was summarized: every message after the pinned ones stays.
 		rep.TokensAfter, rep.MessagesAfter = rep.TokensBefore, rep.MessagesBefore
+		rep.SummarizedMessages, rep.KeptMessages = 0, len(j.a.Entries)-pinnedLen(j.a.Entries)
 	}
 	dropped, err := json.Marshal(rep.FactsDropped)
 	if err != nil {
@@ -306,7 +309,7 @@ func describeView(pre, post []Entry) string {
 	ch := v.changes()
 	var parts []string
 	if n := len(ch.Masked); n > 0 {
-		parts = append(parts, fmt.Sprintf("masked %d tool results (seq %s)", n, seqList(ch.Masked)))
+		parts = append(parts, fmt.Sprintf("masked %s (seq %s)", english.Count(n, "tool result", "tool results"), seqList(ch.Masked)))
 	}
 	if len(ch.Omitted) > 0 {
 		parts = append(parts, fmt.Sprintf("left seq %s out of the view", rangeList(ch.Omitted)))
@@ -317,8 +320,8 @@ func describeView(pre, post []Entry) string {
 	if len(parts) == 0 {
 		parts = append(parts, "no change")
 	}
-	return fmt.Sprintf("%s: %d tokens, %d messages -> %d tokens, %d messages (history unchanged)",
-		strings.Join(parts, "; "), tokensOf(pre), len(pre), tokensOf(post), len(post))
+	return fmt.Sprintf("%s: %d tokens, %s -> %d tokens, %s (history unchanged)", strings.Join(parts, "; "),
+		tokensOf(pre), english.Count(len(pre), "message", "messages"), tokensOf(post), english.Count(len(post), "message", "messages"))
 }
 
 func maxSeq(es []Entry) int64 {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/english"
 )
 
 // passes summarizes and commits until the context fits L or max_passes is reached; each pass
@@ -80,7 +81,7 @@ func (c *Compactor) after(ctx context.Context, a, next Active) (Active, error) {
 // messages and the newest unit alone are too large), or max_passes was reached.
 func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error {
 	if !next.Ineffective {
-		return fmt.Errorf("%w: %d tokens after %d passes (max_passes), limit %d", ErrOverLimit, a.Tokens, passes, s.Budget())
+		return fmt.Errorf("%w: %d tokens after %s (max_passes), limit %d", ErrOverLimit, a.Tokens, english.Count(passes, "pass", "passes"), s.Budget())
 	}
 	return fmt.Errorf("%w: %d tokens, limit %d: the pinned messages (%d tokens) and the newest unit of messages (%d tokens) alone keep it there",
 		ErrOverLimit, a.Tokens, s.Budget(), next.PinnedTokens, next.KeptTokens)

@@ -3,6 +3,8 @@ package memory
 import (
 	"fmt"
 	"math"
+
+	"github.com/memcascade/memcascade/internal/english"
 )
 
 // minSummaryTokens is the smallest summary budget worth a provider call.
@@ -77,8 +79,8 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 			p.PinnedTokens, p.KeptTokens, s.Budget())
 	default:
 		p.Ineffective = true
-		p.Why = fmt.Sprintf("the middle (%d messages, %d tokens) cannot save 10%% of %d tokens with a summary of at least %d tokens",
-			p.MiddleLen(), p.MiddleTokens, active, minSummaryTokens)
+		p.Why = fmt.Sprintf("the middle (%s, %d tokens) cannot save 10%% of %d tokens with a summary of at least %d tokens",
+			english.Count(p.MiddleLen(), "message", "messages"), p.MiddleTokens, active, minSummaryTokens)
 	}
 	return p
 }

@@ -63,6 +63,12 @@ type Report struct {
 	// FromSeq and ToSeq are the messages the summary covers (or would cover: dry run).
 	FromSeq int64 `json:"from_seq"`
 	ToSeq   int64 `json:"to_seq"`
+	// TokensAppended and MessagesAppended are the messages appended while the compaction ran:
+	// they are in the active context beside what it made of the messages it saw (TokensAfter,
+	// MessagesAfter), so the context it left holds TokensAfter + TokensAppended tokens. A
+	// compaction that applied nothing reports no message summarized (SummarizedMessages 0).
+	TokensAppended   int `json:"tokens_appended"`
+	MessagesAppended int `json:"messages_appended"`
 	// FactsTotal is the number of facts in the middle's ledger; FactsKept how many the
 	// provider's summary held before the missing ones were appended.
 	FactsTotal int `json:"facts_total"`
@@ -142,12 +148,33 @@ func reportFromRow(c db.Compaction, current int64) Report {
 		r.FactsDropped = []string{} // a row written by hand; the column's default is "[]"
 	}
 	r.View = viewChanges(c.View)
+	r.split(c)
 	r.Superseded = c.Status == StatusApplied && c.ID != current
 	if c.Status == StatusRunning {
 		lease := time.UnixMilli(c.LeaseUntil).UTC()
 		r.LeaseUntil = &lease
 	}
 	return r
+}
+
+// split parts the active context an applied compaction left (the row's tokens_after and
+// messages_after, read when it ended) into what it made of the messages it saw (its view, up to
+// view_seq) and the messages appended while it ran. One that applied nothing summarized nothing.
+func (r *Report) split(c db.Compaction) {
+	switch c.Status {
+	case StatusApplied, StatusReverted:
+		if c.ViewMessages == 0 {
+			return // a row written before views were stored
+		}
+		if own := int(c.ViewTokens) + ReplyPriming; r.TokensAfter > own {
+			r.TokensAfter, r.TokensAppended = own, r.TokensAfter-own
+		}
+		if own := int(c.ViewMessages); r.MessagesAfter > own {
+			r.MessagesAfter, r.MessagesAppended = own, r.MessagesAfter-own
+		}
+	case StatusFailed, StatusIneffective:
+		r.SummarizedMessages = 0
+	}
 }
 
 // Reports lists compaction reports newest first (thread "" = every thread; limit 0 = 100),

@@ -59,8 +59,8 @@ func (s *Server) compactIfDue(ctx context.Context, thread string, st *threadStat
 	s.logCompaction(thread, rep, err)
 }
 
-// logCompaction logs a compaction's outcome: its id, status and reason, and its error as the
-// report stores it (redacted).
+// logCompaction logs a compaction's outcome: its id, status and reason, its tokens (those
+// appended while it ran apart), and its error as the report stores it (redacted).
 func (s *Server) logCompaction(thread string, rep memory.Report, err error) {
 	id := int64(0)
 	if rep.ID != nil {
@@ -71,5 +71,5 @@ func (s *Server) logCompaction(thread string, rep memory.Report, err error) {
 		return
 	}
 	s.Logger.Info("compaction", "thread", thread, "id", id, "status", rep.Status, "reason", rep.Reason,
-		"tokens_before", rep.TokensBefore, "tokens_after", rep.TokensAfter, "error", rep.Error)
+		"tokens_before", rep.TokensBefore, "tokens_after", rep.TokensAfter, "tokens_appended", rep.TokensAppended, "error", rep.Error)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/english"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -21,8 +22,9 @@ import (
 var assets embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"path": url.PathEscape,
-	"time": func(t interface{ Format(string) string }) string { return t.Format("2006-01-02 15:04:05") },
+	"path":  url.PathEscape,
+	"count": english.Count,
+	"time":  func(t interface{ Format(string) string }) string { return t.Format("2006-01-02 15:04:05") },
 }).ParseFS(assets, "templates/*.html"))
 
 // securityHeaders are set on every page: nothing is loaded from elsewhere, no script runs,

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/internal/english"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -104,19 +105,23 @@ func (a *app) showProgress(c *memory.Compactor, casc *cascade.Cascade) {
 func eventText(e cascade.Event) string {
 	s := e.Provider + ": " + e.Kind
 	switch e.Kind {
-	case "try":
+	case cascade.EventTry:
 		s = fmt.Sprintf("%s: trying (attempt %d)", e.Provider, e.Attempt)
-	case "skip":
+	case cascade.EventSkip:
 		s = fmt.Sprintf("%s: cooling down, skipped", e.Provider)
-	case "wait":
+	case cascade.EventSkipWindow:
+		s = fmt.Sprintf("%s: skipped, the input does not fit its context window", e.Provider)
+	case cascade.EventSkipBudget:
+		s = fmt.Sprintf("%s: skipped, no time left for it", e.Provider)
+	case cascade.EventWait:
 		return "" // a retry event already said how long it waits
-	case "retry":
+	case cascade.EventRetry:
 		s = fmt.Sprintf("%s: %s, retry in %s", e.Provider, e.Class, e.Wait.Round(time.Millisecond))
-	case "fail":
+	case cascade.EventFail:
 		s = fmt.Sprintf("%s: failed (%s)", e.Provider, e.Class)
-	case "ok":
+	case cascade.EventOK:
 		s = fmt.Sprintf("%s: ok", e.Provider)
-	case "window":
+	case cascade.EventWindow:
 		s = fmt.Sprintf("%s: context window %d tokens", e.Provider, e.Window)
 		if e.Warning {
 			s = fmt.Sprintf("%s: warning", e.Provider)
@@ -131,7 +136,7 @@ func eventText(e cascade.Event) string {
 // usageText describes a compaction's usage: "3 requests, 5230 prompt + 410 completion
 // tokens", with "(estimated: ...)" when some were counted locally.
 func usageText(u memory.Usage) string {
-	s := fmt.Sprintf("%d requests, %d prompt + %d completion tokens", u.Requests, u.PromptTokens, u.CompletionTokens)
+	s := fmt.Sprintf("%s, %d prompt + %d completion tokens", english.Count(u.Requests, "request", "requests"), u.PromptTokens, u.CompletionTokens)
 	if u.Estimated {
 		s += " (estimated: a server sent no usage, counted locally)"
 	}
@@ -160,17 +165,19 @@ func writeReport(w io.Writer, r memory.Report) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
-	fmt.Fprintf(w, "  tokens    %d -> %d (limit %d)\n", r.TokensBefore, r.TokensAfter, r.TokenLimit)
-	fmt.Fprintf(w, "  messages  %d -> %d: %d summarized", r.MessagesBefore, r.MessagesAfter, r.SummarizedMessages)
-	if r.FromSeq > 0 {
+	fmt.Fprintf(w, "  tokens    %d -> %d (limit %d)%s\n", r.TokensBefore, r.TokensAfter, r.TokenLimit,
+		appendedText(r.TokensAppended, r.MessagesAppended, r.TokensAfter))
+	fmt.Fprintf(w, "  messages  %d -> %d: %s", r.MessagesBefore, r.MessagesAfter, summarizedText(r))
+	if r.FromSeq > 0 && r.SummarizedMessages > 0 {
 		fmt.Fprintf(w, " (#%d-#%d)", r.FromSeq, r.ToSeq)
 	}
 	fmt.Fprintf(w, ", %d kept\n", r.KeptMessages)
 	if r.Provider != "" {
-		fmt.Fprintf(w, "  summary   %d tokens by %s (%s), %d passes, %d chunks, %d ms\n", r.SummaryTokens, r.Provider, r.Model, r.Passes, r.Chunks, r.DurationMs)
+		fmt.Fprintf(w, "  summary   %d tokens by %s (%s), %s, %s, %d ms\n", r.SummaryTokens, r.Provider, r.Model,
+			english.Count(r.Passes, "pass", "passes"), english.Count(r.Chunks, "chunk", "chunks"), r.DurationMs)
 	}
 	if r.Requests > 0 {
-		fmt.Fprintf(w, "  requests  %d to providers\n", r.Requests)
+		fmt.Fprintf(w, "  requests  %s to providers\n", english.Count(r.Requests, "request", "requests"))
 	}
 	if u := r.Usage; u.Requests > 0 {
 		fmt.Fprintf(w, "  usage     %s\n", usageText(u))
@@ -208,6 +215,25 @@ func writeReport(w io.Writer, r memory.Report) {
 	}
 }
 
+// appendedText says what was appended while a compaction ran, after its tokens line: "; then
+// 2 messages (57 tokens) appended while it ran: 1540 now". "" when none was.
+func appendedText(tokens, messages, after int) string {
+	if tokens == 0 && messages == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; then %s (%d tokens) appended while it ran: %d now",
+		english.Count(messages, "message", "messages"), tokens, after+tokens)
+}
+
+// summarizedText says how many messages a compaction summarized: "24 summarized", or, for one
+// that applied nothing, "none summarized".
+func summarizedText(r memory.Report) string {
+	if r.SummarizedMessages == 0 {
+		return "none summarized"
+	}
+	return fmt.Sprintf("%d summarized", r.SummarizedMessages)
+}
+
 func (a *app) reportsCommand() *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
@@ -219,7 +245,8 @@ ineffective and reverted ones alike.
 
 Columns: ID the compaction; THREAD its thread; STATUS applied, failed, ineffective or
 reverted ("(superseded)": a later compaction folded it in); REASON why it ran (threshold,
-emergency, forced); TOKENS and MESSAGES the active context before -> after; PROVIDER who wrote
+emergency, forced); TOKENS and MESSAGES the active context before -> after ("(+N)": appended
+while it ran, beside what it made); PROVIDER who wrote
 the summary; REQUESTS the requests to providers; PROMPT+COMPLETION the tokens they used ("~":
 counted locally where a server sent no usage); CREATED when it ran (UTC unless --local-time);
 ERROR why it failed.`,
@@ -266,9 +293,18 @@ func (a *app) reportRow(tw *table, r memory.Report) {
 	if r.Usage.Estimated {
 		cost = "~" + cost // counted locally
 	}
-	tw.row(fmt.Sprint(*r.ID), r.Thread, status, r.Reason, fmt.Sprintf("%d -> %d", r.TokensBefore, r.TokensAfter),
-		fmt.Sprintf("%d -> %d", r.MessagesBefore, r.MessagesAfter), r.Provider, fmt.Sprint(r.Usage.Requests), cost,
+	tw.row(fmt.Sprint(*r.ID), r.Thread, status, r.Reason, beforeAfter(r.TokensBefore, r.TokensAfter, r.TokensAppended),
+		beforeAfter(r.MessagesBefore, r.MessagesAfter, r.MessagesAppended), r.Provider, fmt.Sprint(r.Usage.Requests), cost,
 		a.timeText(r.CreatedAt), oneLine(r.Error))
+}
+
+// beforeAfter is a cell of the table of reports: "4544 -> 3013", with "(+57)" for what was
+// appended while the compaction ran.
+func beforeAfter(before, after, appended int) string {
+	if appended == 0 {
+		return fmt.Sprintf("%d -> %d", before, after)
+	}
+	return fmt.Sprintf("%d -> %d (+%d)", before, after, appended)
 }
 
 func (a *app) reportCommand() *cobra.Command {
@@ -276,7 +312,8 @@ func (a *app) reportCommand() *cobra.Command {
 		Use:   "report ID",
 		Short: "Show one compaction report with its attempts and summary",
 		Long: `Show compaction ID: its status and reason, the tokens and messages of the active context
-before -> after (and the thread's limit), the messages summarized (#first-#last) and kept, the
+before -> after (and the thread's limit; messages appended while it ran are shown apart), the
+messages summarized (#first-#last; none for one that applied nothing) and kept, the
 summary's size and author, the requests and tokens spent, the facts (ids, paths, numbers) of
 what was summarized and whether each reached the active context, every attempt, and the
 summary text.
