@@ -199,7 +199,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 		j.planned()
 		return *j.rep, nil
 	}
-	if j.d.ineffective && !(j.a.Tokens > j.s.Budget() && j.s.OnFailure == OnFailureFit) {
+	if j.d.ineffective && (j.a.Tokens <= j.s.Budget() || !j.reshapes()) {
 		return j.ineffective(ctx)
 	}
 	return j.run(ctx)

@@ -168,8 +168,11 @@ func (j *job) run(ctx context.Context) (Report, error) {
 		slog.Int("messages_before", rep.MessagesBefore), slog.Int("token_limit", rep.TokenLimit))
 	stopLease := c.Store.holdLease(ctx, id)
 	err = j.work(ctx)
-	if err != nil && j.s.OnFailure == OnFailureFit && (errors.Is(err, ErrSummarize) || errors.Is(err, ErrOverLimit)) {
+	switch {
+	case err != nil && j.s.OnFailure == OnFailureFit && (errors.Is(err, ErrSummarize) || errors.Is(err, ErrOverLimit)):
 		err = j.fitView(ctx, err)
+	case errors.Is(err, ErrOverLimit):
+		err = j.cutView(ctx, err) // on_failure keep: only the results that no summary can shrink
 	}
 	stopLease()
 	j.note()
@@ -195,6 +198,9 @@ func (j *job) run(ctx context.Context) (Report, error) {
 
 // work does what was decided: commits the view of mask or window, or summarizes.
 func (j *job) work(ctx context.Context) error {
+	if j.d.ineffective { // over L, and nothing to summarize or mask would bring it under
+		return fmt.Errorf("%w: %d tokens, limit %d: %s", ErrOverLimit, j.a.Tokens, j.s.Budget(), j.d.why)
+	}
 	if !j.d.summarize {
 		if err := j.applyView(ctx, j.a, j.d.post); err != nil {
 			return err
@@ -262,6 +268,36 @@ func (j *job) applyView(ctx context.Context, pre Active, post []Entry) error {
 // view as it now is (this compaction's, if a pass applied) is masked, its oldest units left
 // out, its newest unit's largest results cut (see shaper.fit). History is untouched.
 func (j *job) fitView(ctx context.Context, cause error) error {
+	return j.reshape(ctx, cause, "on_failure fit", j.sh.fit)
+}
+
+// cutView is what on_failure keep does when the context stays over L because of the newest
+// unit (or what no summary can shrink): the largest tool results after the pinned messages are
+// cut with a marker until the view fits (see shaper.cutLargest); nothing is masked or left
+// out. History is untouched.
+func (j *job) cutView(ctx context.Context, cause error) error {
+	return j.reshape(ctx, cause, "results cut to fit", j.cutResults)
+}
+
+// cutResults is the view of cutView: entries with their largest tool results cut to fit limit.
+func (j *job) cutResults(entries []Entry, limit int) ([]Entry, error) {
+	return j.sh.cutLargest(entries, pinnedLen(entries), limit, false)
+}
+
+// reshapes reports whether a context over L that no summary can shrink (an ineffective plan)
+// is worth a compaction: on_failure fit fits its view, and keep cuts its tool results when
+// that makes it fit.
+func (j *job) reshapes() bool {
+	if j.s.OnFailure == OnFailureFit {
+		return true
+	}
+	_, err := j.cutResults(j.a.Entries, j.s.Budget())
+	return err == nil
+}
+
+// reshape applies shape to the view as it now is (this compaction's, if a pass applied) after
+// cause, and names what it did in the report's detail under label.
+func (j *job) reshape(ctx context.Context, cause error, label string, shape func([]Entry, int) ([]Entry, error)) error {
 	a, err := j.c.Store.activeLight(ctx, j.a.Thread.ID)
 	if err != nil {
 		return errors.Join(cause, err)
@@ -269,14 +305,14 @@ func (j *job) fitView(ctx context.Context, cause error) error {
 	if a.current != j.a.current && a.current != j.id {
 		return cause // another compaction was applied meanwhile: its view stands
 	}
-	post, ferr := j.sh.fit(a.Entries, j.s.Budget())
+	post, ferr := shape(a.Entries, j.s.Budget())
 	if tokensOf(post) >= a.Tokens {
 		return errors.Join(cause, ferr)
 	}
 	if err := j.applyView(ctx, a, post); err != nil {
 		return errors.Join(cause, err)
 	}
-	j.rep.Detail = fmt.Sprintf("%s; on_failure fit: %s", errorText(cause, j.c.Redact), describeView(a.Entries, post))
+	j.rep.Detail = fmt.Sprintf("%s; %s: %s", errorText(cause, j.c.Redact), label, describeView(a.Entries, post))
 	return ferr
 }
 

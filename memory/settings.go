@@ -38,9 +38,11 @@ type Settings struct {
 	// emergency, by the cheapest path that gets under the target (see Compactor.Compact).
 	EmergencyRatio float64
 	// OnFailure is what happens when summarizing fails or cannot get under L: keep (the
-	// default: the active context stays as it was) or fit (the view is masked, then its oldest
-	// units left out, then the newest unit's largest tool results cut, until it fits; history is
-	// untouched and revert restores the view).
+	// default: the active context stays as it was when summarizing failed; when what keeps it
+	// over L is what no summary shrinks, the newest unit, its largest tool results are cut in
+	// the view, then the newest user message) or fit (the view is masked, then its oldest units
+	// left out, never the newest user message, then the largest tool results cut, until it
+	// fits). Either way history is untouched and revert restores the view.
 	OnFailure string
 	// Prompt replaces the built-in summarization instructions (see ValidatePrompt); "" keeps them.
 	Prompt string

@@ -104,10 +104,26 @@ func (sh shaper) maskOld(entries []Entry, keepBudget int) []Entry {
 	return sh.mask(entries, pinned, start)
 }
 
-// window leaves the oldest whole units out: the pinned messages and the kept window remain.
+// window leaves the oldest whole units out: the pinned messages and the kept window remain,
+// and the newest user message, a unit of its own, stays before the kept window when it would
+// be left out (it is the question the newest unit answers).
 func window(entries []Entry, keepBudget int) []Entry {
 	pinned, start := keptStart(entries, keepBudget)
-	return append(slices.Clone(entries[:pinned]), entries[start:]...)
+	out := slices.Clone(entries[:pinned])
+	if u := lastUser(entries); u >= pinned && u < start {
+		out = append(out, entries[u])
+	}
+	return append(out, entries[start:]...)
+}
+
+// lastUser is the index of the newest user message of entries, -1 when there is none.
+func lastUser(entries []Entry) int {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Message.Role == RoleUser && entries[i].CompactionID == 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // tokensOf is the prompt size of entries.
@@ -131,15 +147,16 @@ func (sh shaper) fit(entries []Entry, limit int) ([]Entry, error) {
 	if tokensOf(out) <= limit {
 		return out, nil
 	}
-	return sh.cutLargest(out, pinnedLen(out), limit)
+	return sh.cutLargest(out, pinnedLen(out), limit, true)
 }
 
 // minCutBytes is the least a cut keeps of a result.
 const minCutBytes = 64
 
 // cutLargest cuts the largest tool results after the pinned messages, largest first, until
-// entries fit within limit.
-func (sh shaper) cutLargest(entries []Entry, pinned, limit int) ([]Entry, error) {
+// entries fit within limit; then, as a last resort and when user is set, the newest user
+// message (cut, it stays in the view).
+func (sh shaper) cutLargest(entries []Entry, pinned, limit int, user bool) ([]Entry, error) {
 	out := slices.Clone(entries)
 	order := make([]int, 0, len(out))
 	for i := pinned; i < len(out); i++ {
@@ -148,6 +165,9 @@ func (sh shaper) cutLargest(entries []Entry, pinned, limit int) ([]Entry, error)
 		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return out[b].Tokens - out[a].Tokens })
+	if u := lastUser(out); user && u >= pinned && out[u].mark == nil {
+		order = append(order, u)
+	}
 	for _, i := range order {
 		over := tokensOf(out) - limit
 		if over <= 0 {

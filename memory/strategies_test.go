@@ -224,7 +224,7 @@ func TestFitCutsTheNewestUnit(t *testing.T) {
 	}
 	after, _ := s.Active(ctx, "t")
 	checkActive(t, after, "system", 2000)
-	last := after.Entries[len(after.Entries)-1] // the user message, an older unit, may be left out
+	last := after.Entries[len(after.Entries)-1]
 	if text := last.Message.Text(); !strings.Contains(text, "bytes cut to fit the context window") || last.Message.ToolCallID != "c1" {
 		t.Fatalf("cut result %q lacks its marker or its call id", text[:min(len(text), 200)])
 	}

@@ -314,6 +314,11 @@ func (s *Server) fit(ctx context.Context, thread string, req chatRequest) (memor
 	} else if rep.Detail != "" {
 		why += ": " + rep.Detail
 	}
+	if set.OnFailure == memory.OnFailureFit {
+		why += " (even with compaction.on_failure: fit)"
+	} else {
+		why += "; compaction.on_failure: fit would also mask old tool results and leave the oldest messages out of what the model gets (the history keeps them)"
+	}
 	return memory.Active{}, &overLimit{tokens: a.Tokens, tools: tools, budget: set.Budget(), limit: set.TokenLimit, why: why}
 }
 
