@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
@@ -142,11 +141,11 @@ func (s *Server) apiCompact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req CompactRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<10))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", "the body is over 1024 bytes or unreadable", "")
+	body, free, ok := s.readBody(w, r, 1<<10)
+	if !ok {
 		return
 	}
+	free()
 	if len(body) > 0 {
 		if !isJSON(r) {
 			writeError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",

@@ -106,17 +106,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			"the request body must be JSON, sent with Content-Type: application/json", "")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-			fmt.Sprintf("the request body is over %d bytes", tooBig.Limit), "")
+	body, free, ok := s.readBody(w, r, s.MaxBodyBytes)
+	if !ok {
 		return
 	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "cannot read the request body: "+err.Error(), "")
-		return
-	}
+	defer free()
 	req, err := parseChatRequest(body)
 	if err != nil {
 		var br *badRequest
@@ -420,7 +414,13 @@ func copyHeaders(dst, src http.Header) {
 }
 
 func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string, body io.Reader) bool {
-	b, err := io.ReadAll(io.LimitReader(body, s.MaxReplyBytes+1))
+	b, free, err := s.readAll(io.LimitReader(body, s.MaxReplyBytes+1), -1)
+	defer free()
+	if errors.Is(err, errBusy) {
+		w.Header().Del("Content-Type")
+		busy(w)
+		return false
+	}
 	if err != nil || int64(len(b)) > s.MaxReplyBytes {
 		w.Header().Del("Content-Type")
 		msg := fmt.Sprintf("the upstream's reply is over %d bytes", s.MaxReplyBytes)

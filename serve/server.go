@@ -44,6 +44,11 @@ const (
 	DefaultMaxBodyBytes = 32 << 20
 	// DefaultMaxReplyBytes bounds a reply of the upstream model, streamed or not.
 	DefaultMaxReplyBytes = 64 << 20
+	// DefaultMaxInFlightBytes bounds the bytes of request bodies and upstream replies held
+	// at once over all requests.
+	DefaultMaxInFlightBytes = 128 << 20
+	// DefaultReadBodyTimeout bounds the time a client takes to send a request body.
+	DefaultReadBodyTimeout = 30 * time.Second
 	// ReadHeaderTimeout and IdleTimeout are those of the http.Server.
 	ReadHeaderTimeout = 10 * time.Second
 	IdleTimeout       = 2 * time.Minute
@@ -71,6 +76,13 @@ type Server struct {
 	MaxBodyBytes int64
 	// MaxReplyBytes bounds an upstream's reply, streamed or not (0: DefaultMaxReplyBytes).
 	MaxReplyBytes int64
+	// MaxInFlightBytes bounds the bytes of request bodies and non-streamed replies held at
+	// once over all requests; past it a request is answered 503 with Retry-After (0:
+	// DefaultMaxInFlightBytes).
+	MaxInFlightBytes int64
+	// ReadBodyTimeout bounds the time a client takes to send a request body; a slower one
+	// is answered 408 and its connection closed (0: DefaultReadBodyTimeout).
+	ReadBodyTimeout time.Duration
 	// Logger receives one line per request and the outcome of background compactions; never a
 	// header, a key or a message's text (nil: discarded).
 	Logger *slog.Logger
@@ -79,6 +91,7 @@ type Server struct {
 	LoopbackOnly bool
 
 	initOnce sync.Once
+	inflight budget
 	http     *http.Server
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -119,6 +132,13 @@ func (s *Server) init() {
 		}
 		if s.MaxReplyBytes <= 0 {
 			s.MaxReplyBytes = DefaultMaxReplyBytes
+		}
+		if s.MaxInFlightBytes <= 0 {
+			s.MaxInFlightBytes = DefaultMaxInFlightBytes
+		}
+		s.inflight.max = s.MaxInFlightBytes
+		if s.ReadBodyTimeout <= 0 {
+			s.ReadBodyTimeout = DefaultReadBodyTimeout
 		}
 		s.Upstream = strings.TrimRight(s.Upstream, "/")
 	})

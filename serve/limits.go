@@ -1,0 +1,117 @@
+package serve
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// budget bounds the bytes held at once over all requests: request bodies and the upstream's
+// replies being read. A request that would go over it is answered 503 with Retry-After.
+type budget struct {
+	mu        sync.Mutex
+	max, used int64
+}
+
+// take reserves n bytes, or reports that they do not fit.
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// errBusy is a read that would take the bytes in flight over the server's budget.
+var errBusy = errors.New("the server holds its limit of bytes in flight")
+
+// budgetReader reserves in its budget every byte it reads; held says how many. The caller
+// gives them back.
+type budgetReader struct {
+	r    io.Reader
+	b    *budget
+	held int64
+}
+
+func (br *budgetReader) Read(p []byte) (int, error) {
+	n, err := br.r.Read(p)
+	if n > 0 {
+		if !br.b.take(int64(n)) {
+			return 0, errBusy
+		}
+		br.held += int64(n)
+	}
+	return n, err
+}
+
+// readAll reads r whole within the budget: it returns what it read and the function that gives
+// its bytes back (to call once they are no longer held). size, when known (>= 0), sizes the
+// buffer; a size that cannot fit the budget is errBusy before anything is read.
+func (s *Server) readAll(r io.Reader, size int64) ([]byte, func(), error) {
+	br := &budgetReader{r: r, b: &s.inflight}
+	free := func() { s.inflight.give(br.held) }
+	if size > s.inflight.max {
+		return nil, free, errBusy
+	}
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(size) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(br)
+	return buf.Bytes(), free, err
+}
+
+// readBody reads a request's body, at most limit bytes, within ReadBodyTimeout and the
+// budget of bytes in flight. It writes the error itself (413 over the limit, 408 too slow,
+// 503 with Retry-After over the budget, 400 unreadable) and then returns ok false. free
+// gives the body's bytes back to the budget.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, free func(), ok bool) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.ReadBodyTimeout))
+	defer rc.SetReadDeadline(time.Time{}) // a deadline left would end a long reply: the server reads ahead to see a client leave
+	if r.ContentLength > limit {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+			fmt.Sprintf("the request body is over %d bytes", limit), "")
+		return nil, nil, false
+	}
+	body, free, err := s.readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	if err == nil {
+		return body, free, true
+	}
+	free()
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+			fmt.Sprintf("the request body is over %d bytes", tooBig.Limit), "")
+	case errors.Is(err, errBusy):
+		busy(w)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, "invalid_request_error", "request_timeout",
+			fmt.Sprintf("the request body did not arrive within %s", s.ReadBodyTimeout), "")
+	default:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "cannot read the request body: "+err.Error(), "")
+	}
+	return nil, nil, false
+}
+
+// busy answers 503 with Retry-After: the bytes in flight are at the server's budget.
+func busy(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "server_error", "server_busy",
+		"the server holds its limit of bytes in flight (MaxInFlightBytes): retry after a second", "")
+}

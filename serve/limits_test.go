@@ -1,0 +1,95 @@
+package serve_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memcascade/memcascade/serve"
+)
+
+// A request whose body would take the bytes in flight over the server's budget is answered
+// 503 with Retry-After, whether its length is given or not, and goes through once the bytes
+// are given back.
+func TestInFlightBudget(t *testing.T) {
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxInFlightBytes = 8 << 10 }})
+	hold, got := make(chan struct{}), make(chan struct{}, 4)
+	e.up.set(func(u *upstream) { u.hold, u.got = hold, got })
+	answer := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(answer) // before the server's shutdown, which waits for the held request
+	big := func(thread string) string {
+		return `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("x", 6000) + `"}]}`
+	}
+	first := make(chan int, 1)
+	go func() {
+		code, _, _ := e.post("/t/a/v1/chat/completions", big("a"))
+		first <- code
+	}()
+	<-got // the first request's 6 KB are held while the upstream answers
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, chunked := range []bool{false, true} {
+		var body io.Reader = strings.NewReader(big("b"))
+		if chunked {
+			body = io.MultiReader(body) // no length known
+		}
+		req, _ := http.NewRequest(http.MethodPost, e.url+"/t/b/v1/chat/completions", body)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("chunked %v: %v", chunked, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || errorCode(t, string(b)) != "server_busy" {
+			t.Fatalf("chunked %v: %d (Retry-After %q) %s, want 503 server_busy", chunked, resp.StatusCode, resp.Header.Get("Retry-After"), b)
+		}
+	}
+	answer()
+	if code := <-first; code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	if code, body, _ := e.post("/t/b/v1/chat/completions", big("b")); code != 200 {
+		t.Fatalf("the refused request, retried: %d %s", code, body)
+	}
+	if n, _ := e.up.stats(); n != 2 {
+		t.Fatalf("the upstream got %d requests, want 2", n)
+	}
+}
+
+// A client that sends its body a byte at a time is answered 408 once ReadBodyTimeout is
+// over, and its connection closed: it holds no connection for longer.
+func TestSlowBodyDropped(t *testing.T) {
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.ReadBodyTimeout = 300 * time.Millisecond }})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	io.WriteString(conn, "POST /t/slow/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+	go func() {
+		for i := 0; i < 1000; i++ {
+			if _, err := conn.Write([]byte(" ")); err != nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer after %v: %v", time.Since(start), err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 408 || errorCode(t, string(b)) != "request_timeout" || !resp.Close {
+		t.Fatalf("%d (close %v) %s, want 408 request_timeout and the connection closed", resp.StatusCode, resp.Close, b)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("answered after %v", d)
+	}
+}
