@@ -15,7 +15,8 @@ UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, summary = ?, summary_role = ?, summary_tokens = ?,
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
     chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
-    duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, updated_at = ?
+    duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, ledger = ?,
+    updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied')
 `
 
@@ -42,6 +43,7 @@ type ApplyCompactionParams struct {
 	ViewSeq            int64
 	ViewTokens         int64
 	ViewMessages       int64
+	Ledger             string
 	UpdatedAt          int64
 	ID                 int64
 }
@@ -70,6 +72,7 @@ func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams
 		arg.ViewSeq,
 		arg.ViewTokens,
 		arg.ViewMessages,
+		arg.Ledger,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -131,8 +134,20 @@ func (q *Queries) ApplyView(ctx context.Context, arg ApplyViewParams) (int64, er
 	return result.RowsAffected()
 }
 
+const compactionLedger = `-- name: CompactionLedger :one
+SELECT ledger FROM compactions WHERE id = ?
+`
+
+// The stored ledger of an applied summary (” for a row written before ledgers were stored).
+func (q *Queries) CompactionLedger(ctx context.Context, id int64) (string, error) {
+	row := q.queryRow(ctx, q.compactionLedgerStmt, compactionLedger, id)
+	var ledger string
+	err := row.Scan(&ledger)
+	return ledger, err
+}
+
 const currentCompaction = `-- name: CurrentCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger FROM compactions
 WHERE thread_id = ? AND status = 'applied'
 ORDER BY id DESC
 LIMIT 1
@@ -185,6 +200,7 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 		&i.ViewSeq,
 		&i.ViewTokens,
 		&i.ViewMessages,
+		&i.Ledger,
 	)
 	return i, err
 }
@@ -244,7 +260,7 @@ func (q *Queries) FinishCompaction(ctx context.Context, arg FinishCompactionPara
 }
 
 const getCompaction = `-- name: GetCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions WHERE id = ?
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger FROM compactions WHERE id = ?
 `
 
 func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, error) {
@@ -293,6 +309,7 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 		&i.ViewSeq,
 		&i.ViewTokens,
 		&i.ViewMessages,
+		&i.Ledger,
 	)
 	return i, err
 }
@@ -362,7 +379,7 @@ func (q *Queries) InsertCompaction(ctx context.Context, arg InsertCompactionPara
 }
 
 const latestSettledCompaction = `-- name: LatestSettledCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger FROM compactions
 WHERE thread_id = ? AND status IN ('applied', 'ineffective')
 ORDER BY id DESC
 LIMIT 1
@@ -416,12 +433,13 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 		&i.ViewSeq,
 		&i.ViewTokens,
 		&i.ViewMessages,
+		&i.Ledger,
 	)
 	return i, err
 }
 
 const listCompactions = `-- name: ListCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger FROM compactions
 WHERE CAST(?1 AS TEXT) = '' OR thread_id = ?1
 ORDER BY id DESC
 LIMIT ?2
@@ -485,6 +503,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 			&i.ViewSeq,
 			&i.ViewTokens,
 			&i.ViewMessages,
+			&i.Ledger,
 		); err != nil {
 			return nil, err
 		}
@@ -500,7 +519,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 }
 
 const listRunningCompactions = `-- name: ListRunningCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages FROM compactions WHERE status = 'running' ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger FROM compactions WHERE status = 'running' ORDER BY id
 `
 
 func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, error) {
@@ -555,6 +574,7 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 			&i.ViewSeq,
 			&i.ViewTokens,
 			&i.ViewMessages,
+			&i.Ledger,
 		); err != nil {
 			return nil, err
 		}

@@ -14,6 +14,8 @@ type Querier interface {
 	// Commits a view that no new summary made (mask, window, or a view fitted after summarizing
 	// failed): the summary columns are left as they are.
 	ApplyView(ctx context.Context, arg ApplyViewParams) (int64, error)
+	// The stored ledger of an applied summary ('' for a row written before ledgers were stored).
+	CompactionLedger(ctx context.Context, id int64) (string, error)
 	// What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
 	// send none), their tokens, and estimated = 1 when any of them were counted locally because
 	// the server sent no usage.

@@ -82,7 +82,11 @@ CREATE TABLE compactions (
     view                TEXT    NOT NULL DEFAULT '',
     view_seq            INTEGER NOT NULL DEFAULT 0,
     view_tokens         INTEGER NOT NULL DEFAULT 0,
-    view_messages       INTEGER NOT NULL DEFAULT 0
+    view_messages       INTEGER NOT NULL DEFAULT 0,
+    -- The ledger of what an applied summary covers (see migrations/0005.sql): a JSON array of
+    -- the facts and actions of the original messages, each with its kind, the seq it came from,
+    -- its entity and whether it was named dropped; '' for a row with no summary of its own.
+    ledger              TEXT    NOT NULL DEFAULT ''
 ) STRICT;
 
 CREATE INDEX compactions_thread ON compactions (thread_id, id);

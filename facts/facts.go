@@ -57,8 +57,15 @@ type Fact struct {
 	Text string `json:"text"`
 	// Weight is the importance: higher first.
 	Weight int `json:"weight"`
-	// Seq is the index of the message where the fact was first seen.
+	// Seq is the index of the message where the fact was first seen (Extract); in a thread's
+	// stored ledger, the seq of that message.
 	Seq int `json:"seq"`
+	// Entity is the object the fact was seen in (in a thread's ledger: the tool call whose
+	// arguments or result hold it); "" when it was seen in free text.
+	Entity string `json:"entity,omitempty"`
+	// Dropped marks a fact of a stored ledger that a compaction named in its facts_dropped: no
+	// longer needed in the context, since its report says it left.
+	Dropped bool `json:"dropped,omitempty"`
 }
 
 // Base weights of the kinds. Bonuses (at most 7) never lift a fact into the tier above.

@@ -100,6 +100,10 @@ func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary
 	if err != nil {
 		return err
 	}
+	ledger, err := storedLedger(sum.facts, sum.named, append(slices.Clone(sum.dropped), j.lost...))
+	if err != nil {
+		return err
+	}
 	view, _, _ := viewOf(next.Entries, int64(a.Thread.Messages), j.id)
 	rep := j.rep
 	return j.c.Store.applySummary(ctx, a.Thread.ID, j.id, a.current, db.ApplyCompactionParams{
@@ -111,5 +115,6 @@ func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary
 		FactsTotal: int64(sum.factsTotal), FactsKept: int64(sum.factsKept), FactsDropped: string(allDropped),
 		Provider: sum.provider, Model: sum.model, DurationMs: j.c.Store.Now().Sub(rep.CreatedAt).Milliseconds(),
 		View: view, ViewSeq: int64(a.Thread.Messages), ViewTokens: int64(sumTokens(next.Entries)), ViewMessages: int64(len(next.Entries)),
+		Ledger: ledger,
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/memcascade/memcascade/facts"
-	"github.com/memcascade/memcascade/transcript"
 )
 
 // The strategies that need no provider, as pure functions over an active context's entries:
@@ -223,10 +222,6 @@ func viewFacts(pre, post []Entry, redact func(string) string) (ledger, dropped [
 	if len(changed) == 0 {
 		return nil, nil
 	}
-	tms := make([]transcript.Message, len(changed))
-	for i, e := range changed {
-		tms[i] = transcriptMessage(e, redact)
-	}
-	ledger = facts.Extract(factMessages(tms))
+	ledger = entryFacts(changed, redact, true)
 	return ledger, missingFacts(ledger, nil, outsideText(post))
 }

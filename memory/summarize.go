@@ -43,6 +43,7 @@ type summary struct {
 	outside               []bool       // facts of the ledger already in the kept or pinned messages
 	factsTotal, factsKept int          // the ledger's size, and the facts the provider's prose held
 	dropped               []facts.Fact // facts that could not fit (see factFit)
+	named                 []facts.Fact // facts of the stored ledger an earlier report named dropped
 }
 
 // block is one rendered message of the middle.
@@ -59,21 +60,31 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	if err != nil {
 		return summary{}, err
 	}
-	// The ledger is extracted while the providers write: it is only needed once the summary is
-	// back.
-	ledgerc := make(chan []facts.Fact, 1)
-	go func() { ledgerc <- facts.Extract(factMessages(in.tms)) }()
-	res, err := c.Summarizer.Run(ctx, id, in.task)
-	ledger := <-ledgerc
-	for _, f := range carried {
-		if !slices.ContainsFunc(ledger, func(g facts.Fact) bool { return g.Kind == f.Kind && g.Text == f.Text }) {
-			ledger = append(ledger, f)
-		}
+	// The ledger is made while the providers write: it is only needed once the summary is
+	// back. It is the stored ledger of the summary the middle folds in plus the facts of the
+	// messages newly summarized (see ledger.go); the facts an earlier report named dropped are
+	// carried in the stored ledger, not checked again.
+	type ledgerOrErr struct {
+		fs  []facts.Fact
+		err error
 	}
+	ledgerc := make(chan ledgerOrErr, 1)
+	go func() {
+		fs, err := c.middleLedger(ctx, a.Entries[plan.Pinned:plan.Kept])
+		ledgerc <- ledgerOrErr{fs, err}
+	}()
+	res, err := c.Summarizer.Run(ctx, id, in.task)
+	lo := <-ledgerc
 	if err != nil {
 		return summary{chunks: int(in.chunks.Load())}, fmt.Errorf("%w: %w", ErrSummarize, err)
 	}
-	return in.compose(res, ledger, a, plan, s), nil
+	if lo.err != nil {
+		return summary{chunks: int(in.chunks.Load())}, lo.err
+	}
+	ledger, named := needed(facts.Merge(lo.fs, carried))
+	sum := in.compose(res, ledger, a, plan, s)
+	sum.named = named
+	return sum, nil
 }
 
 // input is what one pass sends to every provider it tries: the middle, redacted and rendered,
@@ -464,13 +475,4 @@ func transcriptMessage(e Entry, redact func(string) string) transcript.Message {
 		m.ToolCalls = append(m.ToolCalls, transcript.ToolCall{ID: redact(tc.ID), Name: redact(tc.Function.Name), Arguments: redact(tc.Function.Arguments)})
 	}
 	return m
-}
-
-// factMessages converts the summarizer's (redacted) messages for the fact ledger.
-func factMessages(tms []transcript.Message) []facts.Message {
-	out := make([]facts.Message, len(tms))
-	for i, m := range tms {
-		out[i] = facts.FromTranscript(m)
-	}
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -70,8 +71,14 @@ func (c cutItem) text(orig string) string {
 	if c.Head+c.Tail > len(orig) {
 		return orig
 	}
-	return orig[:c.Head] + fmt.Sprintf("\n[... %d bytes cut to fit the context window; the whole result is in history ...]\n", len(orig)-c.Head-c.Tail) + orig[len(orig)-c.Tail:]
+	return orig[:c.Head] + fmt.Sprintf(cutMarker, len(orig)-c.Head-c.Tail) + orig[len(orig)-c.Tail:]
 }
+
+// cutMarker marks where a cut tool result lost its middle.
+const cutMarker = "\n[... %d bytes cut to fit the context window; the whole result is in history ...]\n"
+
+// cutMarkerRE finds cutMarker in a text: what it says is the product's, never a fact.
+var cutMarkerRE = regexp.MustCompile(`\n\[\.\.\. \d+ bytes cut to fit the context window; the whole result is in history \.\.\.\]\n`)
 
 // withText returns e showing text instead of its own content: the message keeps its role, name
 // and tool_call_id, with a plain string content.

@@ -135,6 +135,10 @@ func (a adapter) InsertThread(ctx context.Context, arg db.InsertThreadParams) (i
 	return a.q.InsertThread(ctx, InsertThreadParams(arg))
 }
 
+func (a adapter) CompactionLedger(ctx context.Context, id int64) (string, error) {
+	return a.q.CompactionLedger(ctx, id)
+}
+
 func (a adapter) LatestSettledCompaction(ctx context.Context, threadID string) (db.Compaction, error) {
 	if !db.Storable(threadID) {
 		return db.Compaction{}, sql.ErrNoRows

@@ -30,6 +30,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.applyViewStmt, err = db.PrepareContext(ctx, applyView); err != nil {
 		return nil, fmt.Errorf("error preparing query ApplyView: %w", err)
 	}
+	if q.compactionLedgerStmt, err = db.PrepareContext(ctx, compactionLedger); err != nil {
+		return nil, fmt.Errorf("error preparing query CompactionLedger: %w", err)
+	}
 	if q.compactionUsageStmt, err = db.PrepareContext(ctx, compactionUsage); err != nil {
 		return nil, fmt.Errorf("error preparing query CompactionUsage: %w", err)
 	}
@@ -196,6 +199,11 @@ func (q *Queries) Close() error {
 	if q.applyViewStmt != nil {
 		if cerr := q.applyViewStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing applyViewStmt: %w", cerr)
+		}
+	}
+	if q.compactionLedgerStmt != nil {
+		if cerr := q.compactionLedgerStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing compactionLedgerStmt: %w", cerr)
 		}
 	}
 	if q.compactionUsageStmt != nil {
@@ -494,6 +502,7 @@ type Queries struct {
 	tx                            *sql.Tx
 	applyCompactionStmt           *sql.Stmt
 	applyViewStmt                 *sql.Stmt
+	compactionLedgerStmt          *sql.Stmt
 	compactionUsageStmt           *sql.Stmt
 	copyAttemptStmt               *sql.Stmt
 	copyCompactionStmt            *sql.Stmt
@@ -553,6 +562,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		tx:                            tx,
 		applyCompactionStmt:           q.applyCompactionStmt,
 		applyViewStmt:                 q.applyViewStmt,
+		compactionLedgerStmt:          q.compactionLedgerStmt,
 		compactionUsageStmt:           q.compactionUsageStmt,
 		copyAttemptStmt:               q.copyAttemptStmt,
 		copyCompactionStmt:            q.copyCompactionStmt,

@@ -28,9 +28,14 @@ import (
 var schemaSQL string
 
 // Migrations upgrade a database one version at a time: Migrations[i] takes a database from
-// version i to version i+1 (the row of schema_version). Version 1 is schema.sql whole; when a
-// version 2 comes, schema.sql stays the whole schema for sqlc and the steps live beside it.
-var Migrations = []string{schemaSQL}
+// version i to version i+1 (the row of schema_version). Version 1 is schema.sql whole, and
+// schema.sql stays the whole schema for sqlc: the later steps are written so that a new
+// database, which already has what they add, passes through them unchanged.
+var Migrations = []string{
+	schemaSQL,
+	// Version 2: an applied summary stores the ledger of what it covers (as SQLite's 0005).
+	`ALTER TABLE compactions ADD COLUMN IF NOT EXISTS ledger TEXT NOT NULL DEFAULT ''`,
+}
 
 // Version is the schema version this build writes.
 var Version = len(Migrations)

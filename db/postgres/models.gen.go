@@ -67,6 +67,7 @@ type Compaction struct {
 	ViewSeq            int64
 	ViewTokens         int64
 	ViewMessages       int64
+	Ledger             string
 }
 
 type Message struct {

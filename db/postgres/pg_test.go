@@ -283,3 +283,31 @@ func TestConnectionsRunWithoutJIT(t *testing.T) {
 		t.Fatalf("jit = %q, %v; want off", jit, err)
 	}
 }
+
+// TestMigrateV1AddsLedger: a database of schema version 1 (before compactions stored their
+// ledger) is brought to the current version at open, its rows kept, the ledger column added.
+func TestMigrateV1AddsLedger(t *testing.T) {
+	u := testURL(t)
+	sqldb := openTest(t, u)
+	for _, stmt := range []string{
+		"ALTER TABLE compactions DROP COLUMN ledger",
+		"UPDATE schema_version SET version = 1",
+		"INSERT INTO threads (id, model, encoding, created_at, updated_at) VALUES ('kept', 'gpt-4o', 'o200k_base', 1, 1)",
+	} {
+		if _, err := sqldb.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	again := openTest(t, u)
+	if v := schemaVersion(t, again); v != Version {
+		t.Fatalf("schema_version = %d after migrating, want %d", v, Version)
+	}
+	var n int
+	if err := again.QueryRow(`SELECT count(*) FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'compactions' AND column_name = 'ledger'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the ledger column is missing after migrating: %d, %v", n, err)
+	}
+	if err := again.QueryRow("SELECT count(*) FROM threads WHERE id = 'kept'").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the thread of version 1 is gone after migrating: %d, %v", n, err)
+	}
+}

@@ -96,7 +96,11 @@ CREATE TABLE compactions (
     view                TEXT    NOT NULL DEFAULT '',
     view_seq            BIGINT  NOT NULL DEFAULT 0,
     view_tokens         BIGINT  NOT NULL DEFAULT 0,
-    view_messages       BIGINT  NOT NULL DEFAULT 0
+    view_messages       BIGINT  NOT NULL DEFAULT 0,
+    -- The ledger of what an applied summary covers (migrate.go, version 2): a JSON array of the
+    -- facts and actions of the original messages, each with its kind, the seq it came from, its
+    -- entity and whether it was named dropped; '' for a row with no summary of its own.
+    ledger              TEXT    NOT NULL DEFAULT ''
 );
 
 CREATE INDEX compactions_thread ON compactions (thread_id, id);

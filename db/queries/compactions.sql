@@ -29,7 +29,8 @@ UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, summary = ?, summary_role = ?, summary_tokens = ?,
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
     chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
-    duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, updated_at = ?
+    duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, ledger = ?,
+    updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied');
 
 -- name: ApplyView :execrows
@@ -73,6 +74,10 @@ SELECT * FROM compactions
 WHERE CAST(sqlc.arg(thread_id) AS TEXT) = '' OR thread_id = sqlc.arg(thread_id)
 ORDER BY id DESC
 LIMIT sqlc.arg(max_rows);
+
+-- name: CompactionLedger :one
+-- The stored ledger of an applied summary ('' for a row written before ledgers were stored).
+SELECT ledger FROM compactions WHERE id = ?;
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;

@@ -29,8 +29,9 @@ UPDATE compactions SET
     status = 'applied', from_seq = $1, to_seq = $2, summary = $3, summary_role = $4, summary_tokens = $5,
     tokens_after = $6, messages_after = $7, summarized_messages = $8, kept_messages = $9, passes = $10,
     chunks = $11, facts_total = $12, facts_kept = $13, facts_dropped = $14, provider = $15, model = $16,
-    duration_ms = $17, error = $18, view = $19, view_seq = $20, view_tokens = $21, view_messages = $22, updated_at = $23
-WHERE id = $24 AND status IN ('running', 'applied');
+    duration_ms = $17, error = $18, view = $19, view_seq = $20, view_tokens = $21, view_messages = $22, ledger = $23,
+    updated_at = $24
+WHERE id = $25 AND status IN ('running', 'applied');
 
 -- name: ApplyView :execrows
 -- Commits a view that no new summary made (mask, window, or a view fitted after summarizing
@@ -74,6 +75,10 @@ WHERE CAST(sqlc.arg(thread_id) AS TEXT) = '' OR thread_id = sqlc.arg(thread_id)
 ORDER BY id DESC
 -- A negative max_rows means no limit, as in SQLite (LIMIT NULL is none).
 LIMIT nullif(greatest(CAST(sqlc.arg(max_rows) AS BIGINT), -1), -1);
+
+-- name: CompactionLedger :one
+-- The stored ledger of an applied summary ('' for a row written before ledgers were stored).
+SELECT ledger FROM compactions WHERE id = $1;
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;

@@ -1,0 +1,142 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/transcript"
+)
+
+// A thread's ledger lives as long as the thread. Each applied summary stores, in its compaction
+// row, the ledger of what it covers: the facts and actions of the original messages, each with
+// the seq of the message it came from, the tool call it belongs to, and whether a report named
+// it dropped. A later compaction that folds the summary in starts from that ledger and adds the
+// facts of the messages it newly summarizes; it never reads facts back from the summary's text.
+// So the facts check (factsfit.go) holds against the original messages after any number of
+// compactions, and a revert restores the ledger with the summary it brings back.
+
+// entryFacts returns the ledger of es as the summarizer reads them (redacted): each fact with
+// the seq of the message it was first seen in and, when it was seen in a tool call's arguments
+// or in its result, that call as its entity. What the product wrote itself is never a fact: a
+// masked result gives the facts of its digest only, a cut one is read without its marker. A
+// summary entry gives the facts of its text when withSummaries is set (a view that leaves it
+// out), and none otherwise (its facts come from its stored ledger, see middleLedger).
+func entryFacts(es []Entry, redact func(string) string, withSummaries bool) []facts.Fact {
+	var (
+		msgs  []facts.Message
+		seqs  []int64
+		ents  []string
+		calls = map[string]string{} // call id -> the call's text
+	)
+	add := func(m facts.Message, seq int64, entity string) {
+		msgs, seqs, ents = append(msgs, m), append(seqs, seq), append(ents, entity)
+	}
+	for _, e := range es {
+		if e.CompactionID != 0 && !withSummaries {
+			continue
+		}
+		tm := transcriptMessage(e, redact)
+		if e.mark != nil && e.mark.masked != nil {
+			tm.Text = redact(e.mark.masked.Digest)
+		} else if e.mark != nil && e.mark.cut != nil {
+			tm.Text = cutMarkerRE.ReplaceAllString(tm.Text, "\n")
+		}
+		fm := facts.FromTranscript(tm)
+		if tm.Role == transcript.RoleSummary {
+			add(fm, e.CoversFrom, "")
+			continue
+		}
+		tcs := fm.ToolCalls
+		fm.ToolCalls = nil
+		entity := ""
+		if fm.ToolCallID != "" {
+			entity = calls[fm.ToolCallID]
+		}
+		add(fm, e.Seq, entity)
+		for i, tc := range tcs { // each call apart: its arguments belong to it
+			text := facts.CallText(tc)
+			calls[tm.ToolCalls[i].ID] = text
+			add(facts.Message{Role: fm.Role, ToolCalls: []facts.ToolCall{tc}}, e.Seq, text)
+		}
+	}
+	ledger := facts.Extract(msgs)
+	for i := range ledger {
+		k := ledger[i].Seq
+		ledger[i].Seq, ledger[i].Entity = int(seqs[k]), ents[k]
+	}
+	return ledger
+}
+
+// middleLedger returns the ledger of a pass's middle: the stored ledgers of the summaries it
+// folds in, merged with the facts of the messages it newly summarizes.
+func (c *Compactor) middleLedger(ctx context.Context, middle []Entry) ([]facts.Fact, error) {
+	var stored []facts.Fact
+	for _, e := range middle {
+		if e.CompactionID == 0 {
+			continue
+		}
+		fs, err := c.Store.summaryLedger(ctx, e, c.redact)
+		if err != nil {
+			return nil, err
+		}
+		stored = facts.Merge(stored, fs)
+	}
+	return facts.Merge(stored, entryFacts(middle, c.redact, false)), nil
+}
+
+// summaryLedger returns the ledger stored with the compaction that wrote summary entry e. A
+// summary applied before ledgers were stored has none: the facts of its text stand for it.
+func (s *Store) summaryLedger(ctx context.Context, e Entry, redact func(string) string) ([]facts.Fact, error) {
+	text, err := s.h.Q().CompactionLedger(ctx, e.CompactionID)
+	if err != nil {
+		return nil, fmt.Errorf("compaction %d: ledger: %w", e.CompactionID, err)
+	}
+	if text == "" {
+		return entryFacts([]Entry{e}, redact, true), nil
+	}
+	var fs []facts.Fact
+	if err := json.Unmarshal([]byte(text), &fs); err != nil {
+		return nil, fmt.Errorf("compaction %d: stored ledger: %w", e.CompactionID, err)
+	}
+	return fs, nil
+}
+
+// needed splits a ledger into the facts the context still needs and those a report already
+// named dropped.
+func needed(ledger []facts.Fact) (need, named []facts.Fact) {
+	for _, f := range ledger {
+		if f.Dropped {
+			named = append(named, f)
+		} else {
+			need = append(need, f)
+		}
+	}
+	return need, named
+}
+
+// storedLedger is the ledger a summary's row stores: every fact of what it covers (ledger, what
+// the check ran against; earlier, what earlier reports named dropped), with the facts this
+// compaction named dropped (dropped: those that did not fit, and those a mask left out) marked
+// so.
+func storedLedger(ledger, earlier, dropped []facts.Fact) (string, error) {
+	type key struct {
+		kind facts.Kind
+		text string
+	}
+	gone := make([]facts.Fact, len(dropped))
+	named := make(map[key]bool, len(dropped))
+	for i, f := range dropped {
+		f.Dropped = true
+		gone[i] = f
+		named[key{f.Kind, f.Text}] = true
+	}
+	out := make([]facts.Fact, len(ledger))
+	for i, f := range ledger {
+		f.Dropped = named[key{f.Kind, f.Text}]
+		out[i] = f
+	}
+	b, err := json.Marshal(facts.Merge(facts.Merge(out, gone), earlier))
+	return string(b), err
+}

@@ -1,0 +1,101 @@
+package memory_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// originalFacts returns the ledger of a thread's original messages, as appended.
+func originalFacts(t testing.TB, s *memory.Store, thread string) []facts.Fact {
+	t.Helper()
+	hist, err := s.History(context.Background(), thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]facts.Message, len(hist))
+	for i, e := range hist {
+		m := facts.Message{Role: e.Message.Role, Content: e.Message.Text(), Name: e.Message.Name, ToolCallID: e.Message.ToolCallID}
+		for _, tc := range e.Message.ToolCalls {
+			m.ToolCalls = append(m.ToolCalls, facts.ToolCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		msgs[i] = m
+	}
+	return facts.Extract(msgs)
+}
+
+// lifeLosses returns the facts of the original messages that are neither in the thread's active
+// context nor named in the facts_dropped of any of its compactions: the losses no report owns.
+func lifeLosses(t testing.TB, s *memory.Store, thread string, original []facts.Fact) []facts.Fact {
+	t.Helper()
+	ctx := context.Background()
+	a, err := s.Active(ctx, thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := s.Reports(ctx, thread, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, r := range reps {
+		for _, d := range r.FactsDropped {
+			named[d] = true
+		}
+	}
+	var lost []facts.Fact
+	for i, ok := range facts.Kept(original, activeText(a)) {
+		if !ok && !named[original[i].Text] {
+			lost = append(lost, original[i])
+		}
+	}
+	return lost
+}
+
+// TestLedgerSurvivesRecompaction is the life of issue 20 in four compactions: a recorded
+// airline thread compacted at 3,000 tokens, then forced three times more, each compaction
+// folding the previous summary in. After each one, every fact of the original messages is in
+// the active context or named in some report's facts_dropped: the check runs against the
+// ledger stored with the summary, never against a re-reading of the summary's text.
+func TestLedgerSurvivesRecompaction(t *testing.T) {
+	ctx := context.Background()
+	for _, file := range conversations(t) {
+		if !strings.Contains(file, "airline") {
+			continue
+		}
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			s, _ := openStore(t)
+			importFile(t, s, "t", file)
+			original := originalFacts(t, s, "t")
+			c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 3000})
+			var last int64
+			for i := range 4 {
+				rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: i > 0})
+				if rep.Status == memory.StatusApplied {
+					last = *rep.ID
+				} else if i == 0 || rep.Status != memory.StatusFailed && rep.Status != memory.StatusIneffective {
+					// A summary that has nothing left to save may fail or be ineffective, and
+					// change nothing; the first compaction must apply.
+					t.Fatalf("compaction %d: %s, %v", i+1, rep.Status, err)
+				}
+				if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
+					texts := make([]string, len(lost))
+					for k, f := range lost {
+						texts[k] = f.Text
+					}
+					t.Fatalf("compaction %d lost %d facts of the original messages that no report names: %q", i+1, len(lost), texts)
+				}
+			}
+			if _, err := s.Revert(ctx, last); err != nil {
+				t.Fatalf("revert: %v", err)
+			}
+			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
+				t.Fatalf("after a revert, %d facts of the original messages are lost", len(lost))
+			}
+		})
+	}
+}
