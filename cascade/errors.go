@@ -271,6 +271,20 @@ func Classify(err error) (class string, status int, retryAfter time.Duration) {
 	return "", 0, 0
 }
 
+// ClassifyHTTP classifies the error answer of an OpenAI-compatible server, its status and
+// body, as Classify classifies a provider's (an error object's code and type, else the
+// status, and the words of an oversized input): memctl serve reads its upstream's answers so.
+func ClassifyHTTP(status int, body []byte) string {
+	var env struct {
+		Error *openai.APIError `json:"error"`
+	}
+	if json.Unmarshal(body, &env) == nil && env.Error != nil {
+		env.Error.HTTPStatusCode = status
+		return classifyAPIError(env.Error)
+	}
+	return classifyStatus(status, string(body))
+}
+
 // classifyAPIError classifies an error object an OpenAI-compatible server sent.
 func classifyAPIError(e *openai.APIError) string {
 	code, _ := e.Code.(string)

@@ -134,10 +134,11 @@ func (c *Cascade) warnOnce(e *Entry, text string) {
 //     one slot), or a top-level n_ctx;
 //   - Ollama: POST {root}/api/show {"model": ...}: num_ctx among the parameters when the
 //     model sets it, else the smaller of the model's <architecture>.context_length and
-//     OllamaDefaultNumCtx.
+//     OllamaDefaultNumCtx;
+//   - LiteLLM's proxy: GET {root}/model/info, the model's max_input_tokens.
 //
 // root is the base URL without a trailing /v1. The API key (when configured) is sent to
-// GET {base}/models only.
+// GET {base}/models and GET {root}/model/info only.
 func (p *OpenAI) ReadWindow(ctx context.Context) (int, string, error) {
 	base := strings.TrimRight(p.cfg.BaseURL, "/")
 	if base == "" {
@@ -145,7 +146,7 @@ func (p *OpenAI) ReadWindow(ctx context.Context) (int, string, error) {
 	}
 	root := strings.TrimSuffix(base, "/v1")
 	var errs []error
-	for _, probe := range []func(context.Context, string, string) (int, string, error){p.modelsWindow, p.propsWindow, p.ollamaWindow} {
+	for _, probe := range []func(context.Context, string, string) (int, string, error){p.modelsWindow, p.propsWindow, p.ollamaWindow, p.litellmWindow} {
 		n, source, err := probe(ctx, base, root)
 		if err == nil && n > 0 {
 			return n, source, nil
@@ -171,11 +172,7 @@ func (p *OpenAI) modelsWindow(ctx context.Context, base, _ string) (int, string,
 			MaxModelLen int    `json:"max_model_len"`
 		} `json:"data"`
 	}
-	key := ""
-	if p.cfg.APIKeyEnv != "" {
-		key = p.cfg.Getenv(p.cfg.APIKeyEnv)
-	}
-	if err := p.probe(ctx, http.MethodGet, base+"/models", key, nil, &body); err != nil {
+	if err := p.probe(ctx, http.MethodGet, base+"/models", p.probeKey(), nil, &body); err != nil {
 		return 0, "", fmt.Errorf("%s: %w", what, err)
 	}
 	for _, m := range body.Data {
@@ -188,6 +185,36 @@ func (p *OpenAI) modelsWindow(ctx context.Context, base, _ string) (int, string,
 		return n, fmt.Sprintf("max_model_len %d of %s (its only model, %q)", n, what, body.Data[0].ID), nil
 	}
 	return 0, "", fmt.Errorf("%s: no max_model_len for model %q", what, p.cfg.Model)
+}
+
+// probeKey is the API key sent with the probes of servers that may need it ("" none).
+func (p *OpenAI) probeKey() string {
+	if p.cfg.APIKeyEnv == "" {
+		return ""
+	}
+	return p.cfg.Getenv(p.cfg.APIKeyEnv)
+}
+
+// litellmWindow reads max_input_tokens of the model from LiteLLM's GET {root}/model/info.
+func (p *OpenAI) litellmWindow(ctx context.Context, _, root string) (int, string, error) {
+	const what = "GET /model/info"
+	var body struct {
+		Data []struct {
+			ModelName string `json:"model_name"`
+			ModelInfo struct {
+				MaxInputTokens int `json:"max_input_tokens"`
+			} `json:"model_info"`
+		} `json:"data"`
+	}
+	if err := p.probe(ctx, http.MethodGet, root+"/model/info", p.probeKey(), nil, &body); err != nil {
+		return 0, "", fmt.Errorf("%s: %w", what, err)
+	}
+	for _, m := range body.Data {
+		if n := m.ModelInfo.MaxInputTokens; m.ModelName == p.cfg.Model && n > 0 {
+			return n, fmt.Sprintf("max_input_tokens %d of %s", n, what), nil
+		}
+	}
+	return 0, "", fmt.Errorf("%s: no max_input_tokens for model %q", what, p.cfg.Model)
 }
 
 // propsWindow reads n_ctx from llama.cpp's GET {root}/props.

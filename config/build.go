@@ -20,7 +20,7 @@ func (c Config) Settings() memory.Settings { return c.WithDefaults().Compaction.
 // settings maps the compaction section onto memory's settings, values as they are.
 func (cp Compaction) settings() memory.Settings {
 	return memory.Settings{
-		TokenLimit:       cp.TokenLimit,
+		TokenLimit:       cp.Limit(),
 		ReserveTokens:    cp.ReserveTokens,
 		TargetRatio:      cp.TargetRatio,
 		TriggerRatio:     cp.TriggerRatio,
@@ -35,9 +35,21 @@ func (cp Compaction) settings() memory.Settings {
 	}
 }
 
+// Limit is token_limit as a number: memory.DefaultTokenLimit for auto, which only memctl
+// serve resolves (to its upstream's window).
+func (cp Compaction) Limit() int {
+	if cp.TokenLimit == WindowAuto {
+		return memory.DefaultTokenLimit
+	}
+	return int(cp.TokenLimit)
+}
+
 // setSettings sets the compaction section from memory's settings (the inverse of settings).
 func (cp *Compaction) setSettings(s memory.Settings) {
-	cp.TokenLimit, cp.ReserveTokens = s.TokenLimit, s.ReserveTokens
+	if cp.TokenLimit != WindowAuto {
+		cp.TokenLimit = Window(s.TokenLimit)
+	}
+	cp.ReserveTokens = s.ReserveTokens
 	cp.TargetRatio, cp.TriggerRatio = s.TargetRatio, s.TriggerRatio
 	cp.SummaryMaxTokens, cp.SummaryRole = s.SummaryMaxTokens, s.SummaryRole
 	cp.MaxPasses, cp.TotalTimeout = s.MaxPasses, Duration(s.TotalTimeout)

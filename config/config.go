@@ -62,7 +62,10 @@ type Config struct {
 
 // Compaction holds the budgets and limits of one compaction.
 type Compaction struct {
-	TokenLimit int `yaml:"token_limit" json:"token_limit"`
+	// TokenLimit is the window compactions fit the active context in: a number of tokens, or
+	// WindowAuto (the default): memctl serve reads the window of the model it fronts from the
+	// upstream, and everything else uses memory.DefaultTokenLimit (see [Compaction.Limit]).
+	TokenLimit Window `yaml:"token_limit" json:"token_limit"`
 	// ReserveTokens are held back for tool definitions and the reply; every
 	// budget is TokenLimit - ReserveTokens.
 	ReserveTokens int `yaml:"reserve_tokens" json:"reserve_tokens"`
@@ -154,7 +157,7 @@ const (
 // defaultCompaction is the compaction section's defaults: those of package memory, so a
 // library user without a config file gets the same ones.
 func defaultCompaction() Compaction {
-	var cp Compaction
+	cp := Compaction{TokenLimit: WindowAuto}
 	cp.fill()
 	return cp
 }
@@ -166,6 +169,9 @@ const defaultAttemptTimeout = Duration(5 * time.Minute)
 // fill sets the zero fields of the compaction section to their defaults: memory's
 // (memory.Settings.WithDefaults), and attempt_timeout's.
 func (cp *Compaction) fill() {
+	if cp.TokenLimit == 0 {
+		cp.TokenLimit = WindowAuto
+	}
 	cp.setSettings(cp.settings().WithDefaults())
 	if cp.AttemptTimeout == 0 {
 		cp.AttemptTimeout = defaultAttemptTimeout

@@ -31,7 +31,7 @@ func TestDefault(t *testing.T) {
 		Model:    "gpt-4o",
 		Encoding: "",
 		Compaction: config.Compaction{
-			TokenLimit:       128000,
+			TokenLimit:       config.WindowAuto, // memctl serve reads the window; memory.DefaultTokenLimit elsewhere
 			ReserveTokens:    0,
 			TargetRatio:      0.5,
 			TriggerRatio:     0.8,
@@ -209,7 +209,7 @@ func TestParseNullMeansDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Model != "gpt-4o" || got.Compaction.TokenLimit != 128000 || got.Cascade[0].MaxWait != dur("10s") {
+	if got.Model != "gpt-4o" || got.Compaction.TokenLimit != config.WindowAuto || got.Cascade[0].MaxWait != dur("10s") {
 		t.Fatalf("null values did not take defaults: %+v", got)
 	}
 	// A provider's model has no default: null is absent, and absent is an error naming the line.
@@ -363,7 +363,7 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("WithDefaults config: %v", err)
 	}
 	if good.Cascade[0].BaseURL != "http://127.0.0.1:11434/v1" || good.Cascade[1].Model != "extractive" ||
-		good.Compaction.TokenLimit != 128000 || good.Model != "gpt-4o" || good.RedactPatterns == nil {
+		good.Compaction.TokenLimit != config.WindowAuto || good.Settings().TokenLimit != 128000 || good.Model != "gpt-4o" || good.RedactPatterns == nil {
 		t.Fatalf("WithDefaults did not fill defaults: %+v", good)
 	}
 	if got := (config.Config{}).WithDefaults(); !reflect.DeepEqual(got.Cascade, config.Default().Cascade) {

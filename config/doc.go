@@ -18,7 +18,7 @@
 //	encoding_file: ""             # or count with a tiktoken-format vocabulary file (Llama 3's tokenizer.model)
 //	encoding_pattern: ""          # its split pattern (regexp2 syntax); "" is cl100k_base's
 //	compaction:
-//	  token_limit: 128000
+//	  token_limit: auto           # memctl serve: the window the upstream reports; 128000 elsewhere
 //	  reserve_tokens: 0           # every budget is token_limit - reserve_tokens
 //	  target_ratio: 0.5           # system prompt + kept recent messages: up to token_limit × target_ratio
 //	  trigger_ratio: 0.8          # compact when the active context passes token_limit × trigger_ratio

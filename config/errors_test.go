@@ -62,9 +62,9 @@ var badConfigs = []struct {
 	{"duplicate top key", "model: a\ncascade:\n  - name: x\n    model: m\nmodel: b\n", 5, "model", "duplicate key (first set at line 1)"},
 
 	// Types.
-	{"string for int", "model: x\ncompaction:\n  token_limit: abc\n", 3, "compaction.token_limit", `"abc" is not an integer`},
+	{"string for int", "model: x\ncompaction:\n  token_limit: abc\n", 3, "compaction.token_limit", `"abc" is not an integer (a number of tokens, or auto)`},
 	{"float for int", "compaction:\n  max_passes: 2.5\n", 2, "compaction.max_passes", `"2.5" is not an integer`},
-	{"int out of range", "compaction:\n  token_limit: 99999999999999999999\n", 2, "compaction.token_limit", `"99999999999999999999" is out of range`},
+	{"int out of range", "compaction:\n  token_limit: 99999999999999999999\n", 2, "compaction.token_limit", `"99999999999999999999" is out of range (a number of tokens, or auto)`},
 	{"list for int", "compaction:\n  max_passes: [1]\n", 2, "compaction.max_passes", "expected an integer, found a list"},
 	{"string for ratio", "compaction:\n  target_ratio: half\n", 2, "compaction.target_ratio", `"half" is not a number`},
 	{"bare number duration", "compaction:\n  attempt_timeout: 300\n", 2, "compaction.attempt_timeout", `300 is not a duration: write it with a unit, e.g. "60s", "5m", "1h"`},
