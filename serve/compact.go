@@ -45,6 +45,16 @@ func (s *Server) compactIfDue(ctx context.Context, thread string, st *threadStat
 		return
 	}
 	defer release(st.compact)
+	s.mu.Lock()
+	over := st.over
+	s.mu.Unlock()
+	if !over.IsZero() { // the limit of the turn (token_limit auto): Compact checks it is due
+		rep, err := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Override: over})
+		if rep.Status != memory.StatusNotNeeded {
+			s.logCompaction(thread, rep, err)
+		}
+		return
+	}
 	due, err := s.Compactor.ShouldCompact(ctx, thread)
 	if err != nil {
 		if ctx.Err() == nil {

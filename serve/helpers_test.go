@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
@@ -41,6 +42,14 @@ type upstream struct {
 	// raw, when set, answers every request (its body given) in place of the model: a
 	// hostile upstream.
 	raw func(w http.ResponseWriter, body []byte)
+
+	// window, when set, is the model's window: reported as way says (llama.cpp, vllm, ollama,
+	// litellm; "" not at all), and enforced on the prompt counted times scale (a server whose
+	// tokenizer counts more than o200k): a larger one is refused as llama.cpp refuses it.
+	window  int
+	way     string
+	scale   float64
+	refused int
 }
 
 func newUpstream(t testing.TB) *upstream {
@@ -58,6 +67,25 @@ func newUpstream(t testing.TB) *upstream {
 func (u *upstream) URL() string { return u.srv.URL + "/v1" }
 
 func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	window, way := u.window, u.way
+	u.mu.Unlock()
+	if window > 0 {
+		switch {
+		case way == "llama.cpp" && r.URL.Path == "/props":
+			fmt.Fprintf(w, `{"default_generation_settings":{"n_ctx":%d},"total_slots":1}`, window)
+			return
+		case way == "vllm" && r.Method == http.MethodGet && r.URL.Path == "/v1/models":
+			fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","max_model_len":%d}]}`, window)
+			return
+		case way == "ollama" && r.URL.Path == "/api/show":
+			fmt.Fprintf(w, `{"parameters":"num_ctx                        %d\nstop \"<|im_end|>\"","model_info":{"general.architecture":"qwen3","qwen3.context_length":40960}}`, window)
+			return
+		case way == "litellm" && r.URL.Path == "/model/info":
+			fmt.Fprintf(w, `{"data":[{"model_name":"m","model_info":{"max_input_tokens":%d,"max_tokens":4096}}]}`, window)
+			return
+		}
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
@@ -77,6 +105,17 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	json.Unmarshal(body, &fields)
 	tokens := u.counter.CountMessages(req.Messages) + u.counter.CountTools(req.Tools)
 	u.mu.Lock()
+	if u.scale > 0 {
+		tokens = int(float64(tokens) * u.scale)
+	}
+	if u.window > 0 && tokens > u.window {
+		u.refused++
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"code":400,"message":"the request exceeds the available context size (%d tokens, %d available), try increasing it","type":"exceed_context_size_error"}}`, tokens, u.window)
+		return
+	}
 	u.requests++
 	n := u.requests
 	u.maxTokens = max(u.maxTokens, tokens)
@@ -177,6 +216,7 @@ type envOptions struct {
 	maxBody int64  // the body limit (0: the default)
 	// server, when set, changes the server's fields before it serves.
 	server func(*serve.Server)
+	auto   bool // token_limit auto: the window is read from the upstream
 }
 
 func newEnv(t testing.TB, opt envOptions) *env {
@@ -189,7 +229,7 @@ func newEnv(t testing.TB, opt envOptions) *env {
 	t.Cleanup(func() { store.Close() })
 	cfg := config.Default()
 	if opt.limit > 0 {
-		cfg.Compaction.TokenLimit = opt.limit
+		cfg.Compaction.TokenLimit = config.Window(opt.limit)
 	}
 	counter, err := store.Counter(memory.EncodingO200k)
 	if err != nil {
@@ -206,6 +246,9 @@ func newEnv(t testing.TB, opt envOptions) *env {
 	}
 	if opt.server != nil {
 		opt.server(srv)
+	}
+	if opt.auto {
+		srv.Windows = &cascade.Windows{BaseURL: up.URL()}
 	}
 	e := &env{t: t, store: store, srv: srv, up: up}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -153,22 +154,41 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	active, err := s.fit(ctx, thread, req)
-	if err != nil {
-		var over *overLimit
-		if errors.As(err, &over) {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", over.Error(), "messages")
+	cap, refused := 0, ""
+	for {
+		active, sent, err := s.fit(ctx, thread, req, cap)
+		if err != nil {
+			var over *overLimit
+			if errors.As(err, &over) {
+				msg := over.Error()
+				if refused != "" {
+					msg = refused + "; compacting to fit " + msg
+				}
+				writeError(w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", msg, "messages")
+				return
+			}
+			Error(w, err)
 			return
 		}
-		Error(w, err)
-		return
+		up, err := s.upstreamBody(req, active)
+		if err != nil {
+			Error(w, err)
+			return
+		}
+		_, tooLong := s.relay(w, r, thread, req, up, sent, cap == 0)
+		if !tooLong {
+			return
+		}
+		// The upstream refused the prompt as too long: once, compact to a smaller budget
+		// (emergency) and retry; the agent sees the answer of the retry.
+		cap = max(int(float64(sent)*retryShrink), 1)
+		refused = fmt.Sprintf("the upstream refused a prompt of %d tokens (counted here) as too long for model %q", sent, req.model)
+		if s.Windows != nil {
+			s.Windows.Forget(req.model)
+		}
+		s.Logger.Warn("upstream refused the prompt as too long: compacting and retrying", "thread", thread, "model", req.model,
+			"tokens", sent, "retry_limit", cap)
 	}
-	up, err := s.upstreamBody(req, active)
-	if err != nil {
-		Error(w, err)
-		return
-	}
-	s.relay(w, r, thread, req.stream, up)
 }
 
 func isJSON(r *http.Request) bool {
@@ -284,23 +304,26 @@ func (e *overLimit) Error() string {
 // fit returns the thread's active context, compacted first (reason emergency) when it would
 // not fit the thread's limit: its messages within token_limit - reserve_tokens, and with the
 // request's tool definitions within token_limit.
-func (s *Server) fit(ctx context.Context, thread string, req chatRequest) (memory.Active, error) {
-	a, set, tools, err := s.measure(ctx, thread, req)
+//
+// cap, when above 0, caps the limit (a compact-and-retry). It also returns the size of the
+// prompt it makes, messages and tools, counted here.
+func (s *Server) fit(ctx context.Context, thread string, req chatRequest, cap int) (memory.Active, int, error) {
+	a, set, over, tools, err := s.measure(ctx, thread, req, cap)
 	if err != nil || fits(a, set, tools) {
-		return a, err
+		return a, a.Tokens + tools, err
 	}
 	st := s.state(thread)
 	if err := acquire(ctx, st.compact); err != nil { // a background compaction may be running
-		return memory.Active{}, err
+		return memory.Active{}, 0, err
 	}
 	defer release(st.compact)
-	if a, set, tools, err = s.measure(ctx, thread, req); err != nil || fits(a, set, tools) {
-		return a, err
+	if a, set, over, tools, err = s.measure(ctx, thread, req, cap); err != nil || fits(a, set, tools) {
+		return a, a.Tokens + tools, err
 	}
-	rep, cerr := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Emergency: true})
+	rep, cerr := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Emergency: true, Override: over})
 	s.logCompaction(thread, rep, cerr)
-	if a, set, tools, err = s.measure(ctx, thread, req); err != nil || fits(a, set, tools) {
-		return a, err
+	if a, set, _, tools, err = s.measure(ctx, thread, req, cap); err != nil || fits(a, set, tools) {
+		return a, a.Tokens + tools, err
 	}
 	why := rep.Status
 	if rep.Error != "" {
@@ -313,20 +336,27 @@ func (s *Server) fit(ctx context.Context, thread string, req chatRequest) (memor
 	} else {
 		why += "; compaction.on_failure: fit would also mask old tool results and leave the oldest messages out of what the model gets (the history keeps them)"
 	}
-	return memory.Active{}, &overLimit{tokens: a.Tokens, tools: tools, budget: set.Budget(), limit: set.TokenLimit, why: why}
+	return memory.Active{}, 0, &overLimit{tokens: a.Tokens, tools: tools, budget: set.Budget(), limit: set.TokenLimit, why: why}
 }
 
-func (s *Server) measure(ctx context.Context, thread string, req chatRequest) (memory.Active, memory.Settings, int, error) {
+// measure reads the thread's active context and the settings of this turn: the thread's, with
+// the override of Server.limits (which the thread's background compaction uses too).
+func (s *Server) measure(ctx context.Context, thread string, req chatRequest, cap int) (memory.Active, memory.Settings, memory.ThreadSettings, int, error) {
 	a, err := s.Store.Active(ctx, thread)
 	if err != nil {
-		return a, memory.Settings{}, 0, err
+		return a, memory.Settings{}, memory.ThreadSettings{}, 0, err
 	}
-	set := memory.Effective(s.Compactor.Settings, a.Thread.Settings, memory.ThreadSettings{})
+	over := s.limits(ctx, a.Thread.Settings, req.model, cap)
+	st := s.state(thread)
+	s.mu.Lock()
+	st.over = over
+	s.mu.Unlock()
+	set := memory.Effective(s.Compactor.Settings, a.Thread.Settings, over)
 	counter, err := s.Store.Counter(a.Thread.Encoding)
 	if err != nil {
-		return a, set, 0, err
+		return a, set, over, 0, err
 	}
-	return a, set, counter.CountTools(req.tools), nil
+	return a, set, over, counter.CountTools(req.tools), nil
 }
 
 func fits(a memory.Active, set memory.Settings, tools int) bool {
@@ -350,12 +380,16 @@ func (s *Server) upstreamBody(req chatRequest, a memory.Active) ([]byte, error) 
 // relay calls the upstream and passes its answer to the client, storing the reply once it is
 // complete, before the client sees the end of the answer: a client that reads the whole
 // answer finds the reply stored. A stored reply schedules a background compaction check.
-func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, stream bool, body []byte) bool {
-	ctx := r.Context()
+//
+// sent is the prompt's size counted here: the reply's usage.prompt_tokens calibrates the
+// model's ratio against it. With retry set, an answer that the prompt is too long (classified
+// as the cascade classifies a provider's) is not passed on: tooLong reports it.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, req chatRequest, body []byte, sent int, retry bool) (ok, tooLong bool) {
+	ctx, stream := r.Context(), req.stream
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Upstream+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "upstream_error", "upstream_unreachable", "upstream: "+err.Error(), "")
-		return false
+		return false, false
 	}
 	up.Header.Set("Content-Type", "application/json")
 	if stream {
@@ -371,22 +405,37 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, st
 		if ctx.Err() == nil {
 			writeError(w, http.StatusBadGateway, "upstream_error", "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
 		}
-		return false
+		return false, false
 	}
 	defer resp.Body.Close()
-	copyHeaders(w.Header(), resp.Header)
 	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorHead))
+		if retry && cascade.ClassifyHTTP(resp.StatusCode, b) == cascade.ClassContextLength {
+			return false, true
+		}
 		// The upstream's error, as it gave it: status and body.
+		copyHeaders(w.Header(), resp.Header)
 		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, io.LimitReader(resp.Body, s.MaxReplyBytes))
-		return false
+		w.Write(b)
+		io.Copy(w, io.LimitReader(resp.Body, s.MaxReplyBytes-int64(len(b))))
+		return false, false
+	}
+	copyHeaders(w.Header(), resp.Header)
+	calibrate := func(upstream int) {
+		if r, ok := s.calib.record(req.model, upstream, sent); ok {
+			s.Logger.Debug("token count calibrated", "model", req.model, "upstream", upstream, "local", sent, "ratio", r)
+		}
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if stream && mt == "text/event-stream" {
-		return s.relayStream(w, r, thread, resp.Body)
+		return s.relayStream(w, r, thread, resp.Body, calibrate), false
 	}
-	return s.relayJSON(w, r, thread, resp.Body)
+	return s.relayJSON(w, r, thread, resp.Body, calibrate), false
 }
+
+// maxErrorHead is how much of an upstream's error answer is read to classify it; the rest is
+// passed on as it comes.
+const maxErrorHead = 64 << 10
 
 // redactURLError drops the URL from a transport error: the upstream URL may carry a key in
 // its query.
@@ -413,7 +462,7 @@ func copyHeaders(dst, src http.Header) {
 	}
 }
 
-func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string, body io.Reader) bool {
+func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string, body io.Reader, calibrate func(int)) bool {
 	b, free, err := s.readAll(io.LimitReader(body, s.MaxReplyBytes+1), -1)
 	defer free()
 	if errors.Is(err, errBusy) {
@@ -435,6 +484,7 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string
 		writeError(w, http.StatusBadGateway, "upstream_error", "bad_upstream_reply", err.Error(), "")
 		return false
 	}
+	calibrate(promptTokens(b))
 	if r.Context().Err() != nil {
 		return false // the client left: it never sees this reply, so it is not stored
 	}
@@ -482,7 +532,7 @@ func replyMessage(b []byte) (memory.Message, error) {
 // ends with an error event in OpenAI's shape (data: {"error": {...}}) and no [DONE], so
 // that every client raises. An error event of the upstream's own is passed through, and
 // nothing is stored. What the upstream sends after [DONE] is not read.
-func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread string, body io.Reader) bool {
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread string, body io.Reader, calibrate func(int)) bool {
 	flusher, _ := w.(http.Flusher)
 	flush := func() {
 		if flusher != nil {
@@ -511,6 +561,9 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread stri
 			if isData {
 				if aerr := acc.add(data); aerr != nil {
 					return fail("bad_upstream_stream", "the upstream's stream cannot be relayed: "+aerr.Error()+"; nothing was stored")
+				}
+				if n := promptTokens(data); n > 0 {
+					calibrate(n)
 				}
 			}
 			if _, werr := w.Write(line); werr != nil {

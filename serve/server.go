@@ -86,6 +86,11 @@ type Server struct {
 	// Logger receives one line per request and the outcome of background compactions; never a
 	// header, a key or a message's text (nil: discarded).
 	Logger *slog.Logger
+	// Windows, when set, is token_limit auto: a thread that sets no token_limit of its own is
+	// fitted in the window the upstream reports for the model of each request (read and
+	// cached by Windows), scaled by the ratio of the upstream's token count to the local one
+	// (measured from each reply's usage.prompt_tokens). Nil: the Compactor's token_limit.
+	Windows *cascade.Windows
 	// LoopbackOnly refuses requests whose Host is not a loopback name or address (a defence
 	// against DNS rebinding when the server listens on loopback without a token).
 	LoopbackOnly bool
@@ -96,6 +101,8 @@ type Server struct {
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
+
+	calib calibration
 
 	mu      sync.Mutex
 	closing bool
@@ -115,6 +122,10 @@ type threadState struct {
 	// len(hist) messages: history is append-only, so nothing else can change it.
 	hist        []memory.Message
 	histCreated time.Time
+
+	// over is the settings override of the thread's latest turn (see Server.limits), which its
+	// background compaction uses too; under Server.mu.
+	over memory.ThreadSettings
 }
 
 func (s *Server) init() {

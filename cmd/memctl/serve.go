@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/serve"
 )
@@ -57,6 +58,13 @@ in flight finish and are stored; a second signal stops at once.`,
 			srv, err := a.newServer(cmd.Context(), sc)
 			if err != nil {
 				return err
+			}
+			if cfg.Compaction.TokenLimit == config.WindowAuto && sc.Upstream != "" {
+				// token_limit auto (the default): the window of each model, read from the upstream.
+				srv.Windows = &cascade.Windows{BaseURL: sc.Upstream, APIKeyEnv: sc.UpstreamKeyEnv, Getenv: a.getenv,
+					Warn: func(model, msg string) {
+						srv.Logger.Warn("the upstream does not report the window of the model: a default is assumed", "model", model, "window", msg)
+					}}
 			}
 			return a.serve(cmd.Context(), srv, sc)
 		},

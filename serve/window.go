@@ -1,0 +1,101 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"sync"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// Calibration bounds: the ratio of the upstream's prompt tokens to the local count of the
+// same prompt is kept within them (a server that reports nonsense cannot shrink the budget to
+// nothing nor grow it without bound).
+const (
+	MinTokenRatio = 0.5
+	MaxTokenRatio = 3.0
+)
+
+// retryShrink is the share of the refused prompt's size that the emergency compaction of a
+// compact-and-retry fits the context in.
+const retryShrink = 2.0 / 3
+
+// calibration holds, per model, the ratio of the upstream's count of a prompt
+// (usage.prompt_tokens) to the local count of what was sent.
+type calibration struct {
+	mu    sync.Mutex
+	ratio map[string]float64
+}
+
+// Ratio returns the model's ratio, 1 when none was measured.
+func (c *calibration) Ratio(model string) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.ratio[model]; ok {
+		return r
+	}
+	return 1
+}
+
+// record adds one measure: the upstream counted upstream tokens for a prompt of local tokens.
+// The ratio follows the latest measures, and grows at once (a server that counts more refuses
+// what does not fit).
+func (c *calibration) record(model string, upstream, local int) (float64, bool) {
+	if upstream <= 0 || local <= 0 {
+		return 0, false
+	}
+	r := min(max(float64(upstream)/float64(local), MinTokenRatio), MaxTokenRatio)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ratio == nil {
+		c.ratio = map[string]float64{}
+	}
+	if old, ok := c.ratio[model]; ok && r < old {
+		r = (old + r) / 2
+	}
+	c.ratio[model] = r
+	return r, true
+}
+
+// promptTokens reads usage.prompt_tokens of a chat completion, or of a stream chunk (0 when
+// there is none).
+func promptTokens(b []byte) int {
+	var v struct {
+		Usage *struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(b, &v) != nil || v.Usage == nil {
+		return 0
+	}
+	return v.Usage.PromptTokens
+}
+
+// limits returns what a turn of a thread changes in its settings (the override given to the
+// compactor): with Windows set (token_limit auto), a thread that sets no token_limit of its
+// own is fitted in the window the upstream reports for the model, divided by the model's
+// calibration ratio; capped, when cap > 0, at cap (a compact-and-retry). The reserve is
+// lowered to a quarter of a limit it would not leave room in.
+func (s *Server) limits(ctx context.Context, ts memory.ThreadSettings, model string, cap int) memory.ThreadSettings {
+	var over memory.ThreadSettings
+	limit := memory.Effective(s.Compactor.Settings, ts, over).TokenLimit
+	if s.Windows != nil && ts.TokenLimit == nil {
+		w := s.Windows.Window(ctx, model)
+		limit = int(math.Floor(float64(w.Tokens) / s.calib.Ratio(model)))
+		over.TokenLimit = &limit
+	}
+	if cap > 0 && cap < limit {
+		limit = cap
+		over.TokenLimit = &limit
+	}
+	if over.TokenLimit == nil {
+		return over
+	}
+	limit = max(limit, 1)
+	if r := memory.Effective(s.Compactor.Settings, ts, over).ReserveTokens; r >= limit {
+		r = limit / 4
+		over.ReserveTokens = &r
+	}
+	return over
+}
