@@ -338,7 +338,7 @@ func fzFields(m any) fzMsg {
 	return r
 }
 
-// fzSpecViolation checks accepted messages against the rules of CLI.md ("Messages"): a known
+// fzSpecViolation checks accepted messages against the import rules (memory/validate.go): a known
 // role, a tool message answers an unanswered call, no call id repeated while unanswered.
 func fzSpecViolation(msgs, before []any) string {
 	open := map[string]bool{}

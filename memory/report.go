@@ -263,34 +263,61 @@ func currentID(ctx context.Context, q db.Querier, thread string) (int64, error) 
 // again. Reverting any other compaction is refused (ErrNotLatest).
 func (s *Store) Revert(ctx context.Context, id int64) (Report, error) {
 	var r Report
-	err := s.h.WithTx(ctx, func(q db.Querier) error {
-		c, err := q.GetCompaction(ctx, id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: %d", ErrCompactionNotFound, id)
-		}
-		if err != nil {
-			return err
-		}
-		cur, err := currentID(ctx, q, c.ThreadID)
-		if err != nil {
-			return err
-		}
-		if c.Status != StatusApplied || cur != id {
-			why := fmt.Sprintf("it is %s", c.Status)
-			if c.Status == StatusApplied {
-				why = fmt.Sprintf("compaction %d is the latest applied one of thread %q", cur, c.ThreadID)
-			}
-			return fmt.Errorf("%w: compaction %d: %s", ErrNotLatest, id, why)
-		}
-		if _, err := q.SetCompactionStatus(ctx, db.SetCompactionStatusParams{
-			NewStatus: StatusReverted, Error: c.Error, UpdatedAt: s.now(), ID: id, OldStatus: StatusApplied,
-		}); err != nil {
-			return err
-		}
-		r, err = s.report(ctx, q, id)
+	err := s.h.WithTx(ctx, func(q db.Querier) (err error) {
+		r, err = s.revert(ctx, q, id)
 		return err
 	})
 	return r, err
+}
+
+// RevertThread undoes the latest applied compaction of a thread, as Revert does; a thread
+// with none is ErrCompactionNotFound.
+func (s *Store) RevertThread(ctx context.Context, thread string) (Report, error) {
+	var r Report
+	err := s.h.WithTx(ctx, func(q db.Querier) error {
+		if _, err := q.GetThread(ctx, thread); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+		} else if err != nil {
+			return err
+		}
+		id, err := currentID(ctx, q, thread)
+		if err != nil {
+			return err
+		}
+		if id == 0 {
+			return fmt.Errorf("%w: thread %q has no applied compaction to revert", ErrCompactionNotFound, thread)
+		}
+		r, err = s.revert(ctx, q, id)
+		return err
+	})
+	return r, err
+}
+
+func (s *Store) revert(ctx context.Context, q db.Querier, id int64) (Report, error) {
+	c, err := q.GetCompaction(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Report{}, fmt.Errorf("%w: %d", ErrCompactionNotFound, id)
+	}
+	if err != nil {
+		return Report{}, err
+	}
+	cur, err := currentID(ctx, q, c.ThreadID)
+	if err != nil {
+		return Report{}, err
+	}
+	if c.Status != StatusApplied || cur != id {
+		why := fmt.Sprintf("it is %s", c.Status)
+		if c.Status == StatusApplied {
+			why = fmt.Sprintf("compaction %d is the latest applied one of thread %q", cur, c.ThreadID)
+		}
+		return Report{}, fmt.Errorf("%w: compaction %d: %s", ErrNotLatest, id, why)
+	}
+	if _, err := q.SetCompactionStatus(ctx, db.SetCompactionStatusParams{
+		NewStatus: StatusReverted, Error: c.Error, UpdatedAt: s.now(), ID: id, OldStatus: StatusApplied,
+	}); err != nil {
+		return Report{}, err
+	}
+	return s.report(ctx, q, id)
 }
 
 // ErrNotLatest: only the latest applied compaction of a thread can be reverted.

@@ -1,5 +1,5 @@
 // Package memory is the domain of memcascade: conversations kept as append-only threads in one
-// SQLite file (Store), token counts (TokenCounter, built in as BPECounter), and compaction of a thread's active
+// SQLite file or a PostgreSQL database (Store), token counts (TokenCounter, built in as BPECounter), and compaction of a thread's active
 // context (Compactor, Plan, Report).
 //
 // A thread's history is never rewritten. Its active context, what the agent sends to its
@@ -50,8 +50,8 @@ var (
 // (another application's SQLite file, or not SQLite at all); the file was left untouched.
 type ForeignError = db.ForeignError
 
-// Store is a conversation memory in one SQLite file. It is safe for concurrent use, and several
-// processes may use the same file.
+// Store is a conversation memory in one SQLite file or one PostgreSQL database. It is safe for
+// concurrent use, and several processes may use the same database.
 type Store struct {
 	// Now is the clock of the whole system: the store's rows, leases and reports, and the
 	// attempts and cooldowns of a cascade given to NewCompactor (see Clocked). It defaults to

@@ -42,6 +42,18 @@ func badIdentifier(s string) string {
 	return ""
 }
 
+// missingRole says what a value without a role is, when its fields tell: a chat completion
+// response or request holds messages but is not one.
+func missingRole(m Message) string {
+	switch {
+	case m.Extra["choices"] != nil:
+		return `missing: this is a chat completion response, not a message (its messages are in choices[].message; import .choices[0].message)`
+	case m.Extra["message"] != nil:
+		return `missing: this holds a message under "message" (import .message)`
+	}
+	return "missing"
+}
+
 // callTracker follows the tool calls of a thread that have not been answered yet, in order.
 // A tool result answers the unanswered call with its id; an id may be reused once its call was
 // answered (recorded agents do), but not while it is still open.
@@ -55,7 +67,7 @@ func (t *callTracker) check(m Message) (field, msg string) {
 	switch m.Role {
 	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
 	case "":
-		return "role", "missing"
+		return "role", missingRole(m)
 	default:
 		return "role", fmt.Sprintf("unknown role %q (want system, developer, user, assistant or tool)", m.Role)
 	}

@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
@@ -107,7 +109,7 @@ compaction reports, the provider cooldowns and the attempt log.`,
 		a.errOut.color = terminal(a.stderr) && colorAllowed()
 		return a.newLogger()
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbPath, "db", "", "the SQLite file or postgres:// URL (default $MEMCTL_DB, else $XDG_DATA_HOME/memctl/memctl.db, ~/.local/share/memctl/memctl.db when unset)")
 	pf.StringVar(&a.configPath, "config", "", "the config file (default $MEMCTL_CONFIG, else $XDG_CONFIG_HOME/memctl/config.yaml if it exists, else built-in)")
@@ -162,4 +164,30 @@ func (a *app) newLogger() error {
 		return usagef("--log-format %q: want text or json", a.logFormat)
 	}
 	return nil
+}
+
+// flagError says what a flag value that did not parse should be, where pflag would print
+// its parser's error (strconv.ParseInt: parsing "2k": invalid syntax).
+func flagError(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return err
+	}
+	var want string
+	switch ive.GetFlag().Value.Type() {
+	case "int", "int64", "uint", "uint64":
+		want = "a whole number in digits"
+		if strings.ContainsAny(strings.ToLower(ive.GetValue()), "km") {
+			want += " (2k may mean 2000 or 2048: write the number)"
+		}
+	case "float64", "float32":
+		want = "a decimal number, such as 0.6"
+	case "duration":
+		want = "a duration, such as 30s, 5m or 1h"
+	case "bool":
+		want = "true or false"
+	default:
+		return err
+	}
+	return fmt.Errorf("--%s %q: not %s", ive.GetFlag().Name, ive.GetValue(), want)
 }

@@ -602,7 +602,11 @@ snippet always has them).`,
 					return fmt.Errorf("--thread: %w", err)
 				}
 			}
-			return a.search(cmd.Context(), strings.Join(args, " "), memory.SearchOptions{Thread: thread, Limit: limit})
+			query := strings.Join(args, " ")
+			if strings.TrimSpace(query) == "" {
+				return usagef("search: the query is empty: give one or more words")
+			}
+			return a.search(cmd.Context(), query, memory.SearchOptions{Thread: thread, Limit: limit})
 		},
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "search only this thread")
@@ -641,10 +645,14 @@ func (a *app) search(ctx context.Context, query string, opt memory.SearchOptions
 			if !marks {
 				snippet = plainSnippet(h)
 			}
-			tw.row(h.Thread, where, h.Role, state, oneLine(snippet))
+			tw.row(h.Thread, where, h.Role, state, oneLine(jsonEscapes.Replace(snippet)))
 		}
 	})
 }
+
+// jsonEscapes turns the escapes of JSON text (a tool call's arguments, a JSON tool result) into
+// what they stand for in a table's one-line snippet: a line break shows as one, not as \n.
+var jsonEscapes = strings.NewReplacer(`\n`, "\n", `\r`, " ", `\t`, " ", `\"`, `"`, `\\`, `\`)
 
 // plainSnippet is the snippet of h without the brackets around its matches.
 func plainSnippet(h memory.SearchHit) string {
