@@ -357,6 +357,40 @@ func (q *Queries) ListAllCompactions(ctx context.Context) ([]Compaction, error) 
 	return items, nil
 }
 
+const listAllPins = `-- name: ListAllPins :many
+SELECT thread_id, seq, from_seq, to_seq, created_at FROM pins ORDER BY thread_id, seq
+`
+
+// Every pin (InsertPin writes them in the destination).
+func (q *Queries) ListAllPins(ctx context.Context) ([]Pin, error) {
+	rows, err := q.query(ctx, q.listAllPinsStmt, listAllPins)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Pin{}
+	for rows.Next() {
+		var i Pin
+		if err := rows.Scan(
+			&i.ThreadID,
+			&i.Seq,
+			&i.FromSeq,
+			&i.ToSeq,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listAllThreads = `-- name: ListAllThreads :many
 
 SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings FROM threads ORDER BY id

@@ -93,6 +93,14 @@ type MessagesText struct {
 	ConcatWs interface{}
 }
 
+type Pin struct {
+	ThreadID  string
+	Seq       int64
+	FromSeq   int64
+	ToSeq     int64
+	CreatedAt int64
+}
+
 type ProviderCooldown struct {
 	Provider            string
 	CoolingUntil        int64

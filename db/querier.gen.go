@@ -34,6 +34,8 @@ type Querier interface {
 	// The applied compaction whose summary is in the thread's active context: the newest applied one.
 	CurrentCompaction(ctx context.Context, threadID string) (Compaction, error)
 	DeleteLooseAttempts(ctx context.Context, before int64) (int64, error)
+	// Unpins every pin whose unit holds the message seq.
+	DeletePins(ctx context.Context, arg DeletePinsParams) (int64, error)
 	// Deletes one report PrunableCompactions listed (its attempts go with it: ON DELETE CASCADE);
 	// the status is checked again.
 	DeletePrunableCompaction(ctx context.Context, id int64) (int64, error)
@@ -49,6 +51,8 @@ type Querier interface {
 	InsertAttempt(ctx context.Context, arg InsertAttemptParams) (int64, error)
 	InsertCompaction(ctx context.Context, arg InsertCompactionParams) (int64, error)
 	InsertMessage(ctx context.Context, arg InsertMessageParams) error
+	// Pins a message with its unit; pinning it again changes nothing.
+	InsertPin(ctx context.Context, arg InsertPinParams) error
 	// Creates a thread; 0 rows when another writer created it first.
 	InsertThread(ctx context.Context, arg InsertThreadParams) (int64, error)
 	// The newest applied or ineffective compaction: automatic compaction waits for messages after
@@ -58,6 +62,8 @@ type Querier interface {
 	ListAllAttempts(ctx context.Context) ([]CascadeAttempt, error)
 	// Every compaction, oldest first: a compaction's base_id names an older one.
 	ListAllCompactions(ctx context.Context) ([]Compaction, error)
+	// Every pin (InsertPin writes them in the destination).
+	ListAllPins(ctx context.Context) ([]Pin, error)
 	// Copying a whole database into another (memctl copy, memory.Copy): every row with every
 	// column, ids included. The same names, parameters and rows as in the other backend's copy.sql.
 	ListAllThreads(ctx context.Context) ([]Thread, error)
@@ -80,6 +86,7 @@ type Querier interface {
 	// Messages with seq below before_seq: the pinned head of the active context.
 	ListMessagesBefore(ctx context.Context, arg ListMessagesBeforeParams) ([]Message, error)
 	ListMessagesBetween(ctx context.Context, arg ListMessagesBetweenParams) ([]Message, error)
+	ListPins(ctx context.Context, threadID string) ([]Pin, error)
 	ListRunningCompactions(ctx context.Context) ([]Compaction, error)
 	// Every thread (or only the one named) with the size of its active context, from stored
 	// counts: the messages outside the range of its current (newest applied) compaction, plus

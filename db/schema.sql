@@ -1,4 +1,4 @@
--- memcascade schema, version 4: what the migrations in db/migrations build, written whole for
+-- memcascade schema, version 6: what the migrations in db/migrations build, written whole for
 -- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). db.Open applies the
 -- migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
@@ -41,7 +41,7 @@ CREATE TABLE compactions (
     id                  INTEGER NOT NULL PRIMARY KEY,
     thread_id           TEXT    NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
     status              TEXT    NOT NULL CHECK (status IN ('running', 'applied', 'ineffective', 'failed', 'reverted')),
-    reason              TEXT    NOT NULL CHECK (reason IN ('threshold', 'emergency', 'forced')),
+    reason              TEXT    NOT NULL CHECK (reason IN ('threshold', 'emergency', 'forced', 'requested')),
     strategy            TEXT    NOT NULL DEFAULT 'summarize' CHECK (strategy IN ('summarize', 'mask', 'hybrid', 'window')),
     base_id             INTEGER,           -- the applied compaction this one was planned on (NULL: none)
     last_seq            INTEGER NOT NULL,  -- the thread's newest seq when planned
@@ -92,6 +92,19 @@ CREATE TABLE compactions (
 CREATE INDEX compactions_thread ON compactions (thread_id, id);
 CREATE INDEX compactions_current ON compactions (thread_id, status, id);
 CREATE INDEX compactions_running ON compactions (status) WHERE status = 'running';
+
+-- Messages pinned in a thread's active context: each stays there verbatim whatever a
+-- compaction covers. A pin holds the whole unit of its message, from_seq..to_seq (an
+-- assistant message with the tool results that answer its calls), so that a call never
+-- leaves its result.
+CREATE TABLE pins (
+    thread_id   TEXT    NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,          -- the message pinned
+    from_seq    INTEGER NOT NULL,          -- its unit
+    to_seq      INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+) STRICT;
 
 -- One row per provider attempt, skipped ones included.
 CREATE TABLE cascade_attempts (

@@ -95,6 +95,11 @@ type CompactOptions struct {
 	// Emergency compacts with reason emergency whatever the context's size (a proxy whose
 	// upstream refused a request as too long): the cheapest path that gets under the target.
 	Emergency bool
+	// Requested is a compaction the agent's model asked for (memory_compact): it runs as a
+	// forced one, recorded with reason requested, and keeps at most target_ratio of the
+	// context as it is (not of the limit): what is older is summarized however small the
+	// context.
+	Requested bool
 }
 
 // NewCompactor returns a Compactor with the given settings, redacting secrets with the
@@ -186,7 +191,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 	if err != nil {
 		return Report{}, fmt.Errorf("compact %q: %w", thread, err)
 	}
-	if !opt.Force && !opt.Emergency {
+	if !opt.Force && !opt.Emergency && !opt.Requested {
 		j.rep.Status = StatusNotNeeded
 		if j.rep.Detail, err = c.notNeeded(ctx, j.a.Thread, j.a.Tokens, j.s); err != nil || j.rep.Detail != "" {
 			return *j.rep, err
@@ -229,6 +234,10 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt CompactOptio
 		CreatedAt: start.UTC(), Strategy: s.Strategy, FactsDropped: []string{},
 	}
 	j := &job{c: c, s: s, a: a, rep: rep, keep: int(float64(s.Budget()) * s.TargetRatio), timeout: s.TotalTimeout}
+	if opt.Requested {
+		// Asked for at a natural break, under the limit: the older part of what there is goes.
+		j.keep = min(j.keep, int(float64(a.Tokens)*s.TargetRatio))
+	}
 	if rep.Reason == ReasonEmergency {
 		j.timeout = min(j.timeout, EmergencyTimeout)
 	}
@@ -245,6 +254,8 @@ func reasonFor(tokens int, s Settings, opt CompactOptions) string {
 	switch {
 	case opt.Emergency:
 		return ReasonEmergency
+	case opt.Requested:
+		return ReasonRequested
 	case opt.Force:
 		return ReasonForced
 	case float64(tokens) >= s.EmergencyRatio*float64(s.Budget()):

@@ -32,6 +32,7 @@ type CopyResult struct {
 	Compactions int    `json:"compactions"`
 	Attempts    int    `json:"attempts"`  // the whole attempt log, attempts made for no compaction included
 	Cooldowns   int    `json:"cooldowns"` // the source's provider rows, merged into the destination's
+	Pins        int    `json:"pins"`
 	// IDs is "kept" when every compaction and attempt has its source id in the destination
 	// (then `memctl report ID` shows the same report on both), "renumbered" when either had to
 	// take new ids because the destination held one of them. CompactionIDs and AttemptIDs say
@@ -49,7 +50,7 @@ const copyChunk = 256
 
 // Copy copies every thread of src into dst with all it holds: the thread rows (model,
 // encoding, metadata, settings, last_seq, open calls, times), every message (same seq, raw
-// JSON, tokens and created_at), every compaction with every column (reports, summaries,
+// JSON, tokens and created_at) and its pins, every compaction with every column (reports, summaries,
 // views, leases, dropped facts, the settings it ran with), the whole attempt log (attempts of
 // no compaction included) and the providers' cooldowns. src is read in one snapshot; dst is
 // written in one transaction, so a failure leaves it as it was. Messages are read and written
@@ -92,6 +93,10 @@ func Copy(ctx context.Context, src, dst *Store) (CopyResult, error) {
 		if err != nil {
 			return fmt.Errorf("read the source's cooldowns: %w", err)
 		}
+		pins, err := sq.ListAllPins(ctx)
+		if err != nil {
+			return fmt.Errorf("read the source's pins: %w", err)
+		}
 		return dst.h.WithTx(ctx, func(q db.Querier) error {
 			r := res
 			if err := refuseTaken(ctx, q, threads, r.Destination); err != nil {
@@ -112,6 +117,12 @@ func Copy(ctx context.Context, src, dst *Store) (CopyResult, error) {
 				}
 				r.Threads++
 				r.Messages += n
+			}
+			for _, p := range pins {
+				if err := q.InsertPin(ctx, db.InsertPinParams(p)); err != nil {
+					return fmt.Errorf("pin of message %d of thread %q: %w", p.Seq, p.ThreadID, err)
+				}
+				r.Pins++
 			}
 			for _, c := range compactions {
 				c.ID = compMap[c.ID]

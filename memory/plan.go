@@ -35,8 +35,10 @@ func (p Plan) MiddleLen() int { return p.Kept - p.Pinned }
 
 // MakePlan plans one compaction pass over an active context. It is a pure function.
 //
-//   - The leading system/developer messages are pinned. A summary entry (CompactionID != 0) is
-//     never pinned, whatever its role: it belongs to the middle, so the new summary folds it in.
+//   - The leading system/developer messages are pinned, and so are the pinned messages (Store.Pin)
+//     that follow them (the compactor reads every pinned message there). A summary entry
+//     (CompactionID != 0) is never pinned, whatever its role: it belongs to the middle, so the
+//     new summary folds it in.
 //   - The rest is cut only between units: a unit is a user message, or an assistant message with
 //     the tool results that answer its calls (a result answers the latest unanswered call with
 //     its id). No cut separates a call from its result, and the kept part never starts with a
@@ -110,8 +112,10 @@ func pinnedLen(entries []Entry) int {
 	return n
 }
 
+// isPinnable reports whether e stays whatever a compaction does: a system/developer message,
+// or a pinned one (the compactor reads pinned messages right after those, see hoistPinned).
 func isPinnable(e Entry) bool {
-	return e.CompactionID == 0 && (e.Message.Role == RoleSystem || e.Message.Role == RoleDeveloper)
+	return e.Pinned || e.CompactionID == 0 && (e.Message.Role == RoleSystem || e.Message.Role == RoleDeveloper)
 }
 
 // validCuts returns the indexes i in (pinned, len) where the kept part may start: entries[i] is

@@ -27,6 +27,7 @@ const (
 	ReasonThreshold = "threshold"
 	ReasonEmergency = "emergency"
 	ReasonForced    = "forced"
+	ReasonRequested = "requested" // the agent's model asked for it (memory_compact)
 )
 
 // Compaction strategies.

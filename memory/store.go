@@ -258,6 +258,14 @@ func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
 		if t.Settings, err = parseThreadSettings(r.ID, r.Settings); err != nil {
 			return nil, err
 		}
+		if r.Pins > 0 && r.Compactions > 0 {
+			// A pin a summary covers is in the active context: the stored counts do not say.
+			a, err := s.activeLight(ctx, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			t.ActiveMessages, t.ActiveTokens = len(a.Entries), a.Tokens
+		}
 		out[i] = t
 	}
 	return out, nil
@@ -279,6 +287,10 @@ type Entry struct {
 	// it, which covers the messages CoversFrom to CoversTo.
 	CompactionID         int64
 	CoversFrom, CoversTo int64
+	// Pinned is set on a pinned message (Store.Pin) and the rest of its unit: it stays in the
+	// active context verbatim. One a summary covers is shown after the leading system
+	// messages, before the summary.
+	Pinned bool
 
 	// text is the message's text when the entry was read light (see Store.activeLight): its
 	// Message then holds role, name, tool calls and tool_call_id, not content or Extra.
@@ -382,6 +394,9 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 			return Active{}, err
 		}
 		a.Entries = append(a.Entries, tail...)
+	}
+	if a.Entries, err = s.withPins(ctx, q, thread, a.Entries, light); err != nil {
+		return Active{}, err
 	}
 	for _, e := range a.Entries {
 		a.Tokens += e.Tokens

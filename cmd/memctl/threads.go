@@ -333,7 +333,7 @@ func (a *app) showActive(ctx context.Context, s *memory.Store, thread string) er
 		if e.CompactionID != 0 {
 			label = fmt.Sprintf("summary of compaction %d, covers #%d-#%d", e.CompactionID, e.CoversFrom, e.CoversTo)
 		}
-		writeEntry(a.out, e, label, a.showLimit)
+		writeEntry(a.out, e, pinLabel(e, label), a.showLimit)
 	}
 	return nil
 }
@@ -344,6 +344,13 @@ func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) e
 	if err != nil {
 		return err
 	}
+	pins, err := s.Pins(ctx, thread)
+	if err != nil {
+		return err
+	}
+	for i, e := range cv.Messages {
+		cv.Messages[i].Pinned = slices.ContainsFunc(pins, func(p memory.Pinned) bool { return e.Seq >= p.FromSeq && e.Seq <= p.ToSeq })
+	}
 	if a.json {
 		return a.printJSON(showJSON(cv.Messages, cv.Covering))
 	}
@@ -352,9 +359,20 @@ func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) e
 		for _, r := range cv.StartingAt(e.Seq) {
 			fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, r.CoverState(), r.FromSeq, r.ToSeq, r.SummaryTokens)
 		}
-		writeEntry(a.out, e, cv.Label(e.Seq), a.showLimit)
+		writeEntry(a.out, e, pinLabel(e, cv.Label(e.Seq)), a.showLimit)
 	}
 	return nil
+}
+
+// pinLabel adds "pinned" to the label of a pinned entry.
+func pinLabel(e memory.Entry, label string) string {
+	switch {
+	case !e.Pinned:
+		return label
+	case label == "":
+		return "pinned"
+	}
+	return "pinned; " + label
 }
 
 // writeEntry prints e under a head line with label; a text over limit bytes is trimmed (0: never).
@@ -392,11 +410,12 @@ func showJSON(entries []memory.Entry, covering []memory.Report) map[string]any {
 		Seq          int64          `json:"seq"`
 		Tokens       int            `json:"tokens"`
 		CompactionID int64          `json:"compaction_id,omitempty"`
+		Pinned       bool           `json:"pinned,omitempty"`
 		Message      memory.Message `json:"message"`
 	}
 	out := make([]entry, len(entries))
 	for i, e := range entries {
-		out[i] = entry{Seq: e.Seq, Tokens: e.Tokens, CompactionID: e.CompactionID, Message: e.Message}
+		out[i] = entry{Seq: e.Seq, Tokens: e.Tokens, CompactionID: e.CompactionID, Pinned: e.Pinned, Message: e.Message}
 	}
 	m := map[string]any{"messages": out}
 	if covering != nil {

@@ -328,3 +328,27 @@ func (a adapter) ListCompactionIDs(ctx context.Context) ([]int64, error) {
 func (a adapter) ResetIDSequences(ctx context.Context) error {
 	return a.q.ResetIDSequences(ctx)
 }
+
+func (a adapter) InsertPin(ctx context.Context, arg db.InsertPinParams) error {
+	return a.q.InsertPin(ctx, InsertPinParams(arg))
+}
+
+func (a adapter) DeletePins(ctx context.Context, arg db.DeletePinsParams) (int64, error) {
+	if !db.Storable(arg.ThreadID) {
+		return 0, nil
+	}
+	return a.q.DeletePins(ctx, DeletePinsParams(arg))
+}
+
+func (a adapter) ListPins(ctx context.Context, threadID string) ([]db.Pin, error) {
+	if !db.Storable(threadID) {
+		return []db.Pin{}, nil
+	}
+	r, err := a.q.ListPins(ctx, threadID)
+	return convert(r, err, func(x Pin) db.Pin { return db.Pin(x) })
+}
+
+func (a adapter) ListAllPins(ctx context.Context) ([]db.Pin, error) {
+	r, err := a.q.ListAllPins(ctx)
+	return convert(r, err, func(x Pin) db.Pin { return db.Pin(x) })
+}

@@ -57,6 +57,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.deleteLooseAttemptsStmt, err = db.PrepareContext(ctx, deleteLooseAttempts); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteLooseAttempts: %w", err)
 	}
+	if q.deletePinsStmt, err = db.PrepareContext(ctx, deletePins); err != nil {
+		return nil, fmt.Errorf("error preparing query DeletePins: %w", err)
+	}
 	if q.deletePrunableCompactionStmt, err = db.PrepareContext(ctx, deletePrunableCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query DeletePrunableCompaction: %w", err)
 	}
@@ -84,6 +87,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.insertMessageStmt, err = db.PrepareContext(ctx, insertMessage); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertMessage: %w", err)
 	}
+	if q.insertPinStmt, err = db.PrepareContext(ctx, insertPin); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertPin: %w", err)
+	}
 	if q.insertThreadStmt, err = db.PrepareContext(ctx, insertThread); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertThread: %w", err)
 	}
@@ -95,6 +101,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.listAllCompactionsStmt, err = db.PrepareContext(ctx, listAllCompactions); err != nil {
 		return nil, fmt.Errorf("error preparing query ListAllCompactions: %w", err)
+	}
+	if q.listAllPinsStmt, err = db.PrepareContext(ctx, listAllPins); err != nil {
+		return nil, fmt.Errorf("error preparing query ListAllPins: %w", err)
 	}
 	if q.listAllThreadsStmt, err = db.PrepareContext(ctx, listAllThreads); err != nil {
 		return nil, fmt.Errorf("error preparing query ListAllThreads: %w", err)
@@ -137,6 +146,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.listMessagesBetweenStmt, err = db.PrepareContext(ctx, listMessagesBetween); err != nil {
 		return nil, fmt.Errorf("error preparing query ListMessagesBetween: %w", err)
+	}
+	if q.listPinsStmt, err = db.PrepareContext(ctx, listPins); err != nil {
+		return nil, fmt.Errorf("error preparing query ListPins: %w", err)
 	}
 	if q.listRunningCompactionsStmt, err = db.PrepareContext(ctx, listRunningCompactions); err != nil {
 		return nil, fmt.Errorf("error preparing query ListRunningCompactions: %w", err)
@@ -246,6 +258,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing deleteLooseAttemptsStmt: %w", cerr)
 		}
 	}
+	if q.deletePinsStmt != nil {
+		if cerr := q.deletePinsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deletePinsStmt: %w", cerr)
+		}
+	}
 	if q.deletePrunableCompactionStmt != nil {
 		if cerr := q.deletePrunableCompactionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deletePrunableCompactionStmt: %w", cerr)
@@ -291,6 +308,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing insertMessageStmt: %w", cerr)
 		}
 	}
+	if q.insertPinStmt != nil {
+		if cerr := q.insertPinStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertPinStmt: %w", cerr)
+		}
+	}
 	if q.insertThreadStmt != nil {
 		if cerr := q.insertThreadStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing insertThreadStmt: %w", cerr)
@@ -309,6 +331,11 @@ func (q *Queries) Close() error {
 	if q.listAllCompactionsStmt != nil {
 		if cerr := q.listAllCompactionsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listAllCompactionsStmt: %w", cerr)
+		}
+	}
+	if q.listAllPinsStmt != nil {
+		if cerr := q.listAllPinsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listAllPinsStmt: %w", cerr)
 		}
 	}
 	if q.listAllThreadsStmt != nil {
@@ -379,6 +406,11 @@ func (q *Queries) Close() error {
 	if q.listMessagesBetweenStmt != nil {
 		if cerr := q.listMessagesBetweenStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listMessagesBetweenStmt: %w", cerr)
+		}
+	}
+	if q.listPinsStmt != nil {
+		if cerr := q.listPinsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listPinsStmt: %w", cerr)
 		}
 	}
 	if q.listRunningCompactionsStmt != nil {
@@ -511,6 +543,7 @@ type Queries struct {
 	countLooseAttemptsStmt        *sql.Stmt
 	currentCompactionStmt         *sql.Stmt
 	deleteLooseAttemptsStmt       *sql.Stmt
+	deletePinsStmt                *sql.Stmt
 	deletePrunableCompactionStmt  *sql.Stmt
 	deleteThreadStmt              *sql.Stmt
 	finishCompactionStmt          *sql.Stmt
@@ -520,10 +553,12 @@ type Queries struct {
 	insertAttemptStmt             *sql.Stmt
 	insertCompactionStmt          *sql.Stmt
 	insertMessageStmt             *sql.Stmt
+	insertPinStmt                 *sql.Stmt
 	insertThreadStmt              *sql.Stmt
 	latestSettledCompactionStmt   *sql.Stmt
 	listAllAttemptsStmt           *sql.Stmt
 	listAllCompactionsStmt        *sql.Stmt
+	listAllPinsStmt               *sql.Stmt
 	listAllThreadsStmt            *sql.Stmt
 	listAttemptIDsStmt            *sql.Stmt
 	listAttemptsStmt              *sql.Stmt
@@ -538,6 +573,7 @@ type Queries struct {
 	listMessagesAfterStmt         *sql.Stmt
 	listMessagesBeforeStmt        *sql.Stmt
 	listMessagesBetweenStmt       *sql.Stmt
+	listPinsStmt                  *sql.Stmt
 	listRunningCompactionsStmt    *sql.Stmt
 	listThreadsStmt               *sql.Stmt
 	lockThreadStmt                *sql.Stmt
@@ -571,6 +607,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		countLooseAttemptsStmt:        q.countLooseAttemptsStmt,
 		currentCompactionStmt:         q.currentCompactionStmt,
 		deleteLooseAttemptsStmt:       q.deleteLooseAttemptsStmt,
+		deletePinsStmt:                q.deletePinsStmt,
 		deletePrunableCompactionStmt:  q.deletePrunableCompactionStmt,
 		deleteThreadStmt:              q.deleteThreadStmt,
 		finishCompactionStmt:          q.finishCompactionStmt,
@@ -580,10 +617,12 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertAttemptStmt:             q.insertAttemptStmt,
 		insertCompactionStmt:          q.insertCompactionStmt,
 		insertMessageStmt:             q.insertMessageStmt,
+		insertPinStmt:                 q.insertPinStmt,
 		insertThreadStmt:              q.insertThreadStmt,
 		latestSettledCompactionStmt:   q.latestSettledCompactionStmt,
 		listAllAttemptsStmt:           q.listAllAttemptsStmt,
 		listAllCompactionsStmt:        q.listAllCompactionsStmt,
+		listAllPinsStmt:               q.listAllPinsStmt,
 		listAllThreadsStmt:            q.listAllThreadsStmt,
 		listAttemptIDsStmt:            q.listAttemptIDsStmt,
 		listAttemptsStmt:              q.listAttemptsStmt,
@@ -598,6 +637,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listMessagesAfterStmt:         q.listMessagesAfterStmt,
 		listMessagesBeforeStmt:        q.listMessagesBeforeStmt,
 		listMessagesBetweenStmt:       q.listMessagesBetweenStmt,
+		listPinsStmt:                  q.listPinsStmt,
 		listRunningCompactionsStmt:    q.listRunningCompactionsStmt,
 		listThreadsStmt:               q.listThreadsStmt,
 		lockThreadStmt:                q.lockThreadStmt,

@@ -35,6 +35,18 @@ var Migrations = []string{
 	schemaSQL,
 	// Version 2: an applied summary stores the ledger of what it covers (as SQLite's 0005).
 	`ALTER TABLE compactions ADD COLUMN IF NOT EXISTS ledger TEXT NOT NULL DEFAULT ''`,
+	// Version 3: pinned messages, and a compaction the model asked for (as SQLite's 0006).
+	`ALTER TABLE compactions DROP CONSTRAINT IF EXISTS compactions_reason_check;
+ALTER TABLE compactions ADD CONSTRAINT compactions_reason_check
+    CHECK (reason IN ('threshold', 'emergency', 'forced', 'requested'));
+CREATE TABLE IF NOT EXISTS pins (
+    thread_id   TEXT    NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    seq         BIGINT  NOT NULL,
+    from_seq    BIGINT  NOT NULL,
+    to_seq      BIGINT  NOT NULL,
+    created_at  BIGINT  NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+)`,
 }
 
 // Version is the schema version this build writes.

@@ -84,6 +84,14 @@ type Message struct {
 	CreatedAt  int64
 }
 
+type Pin struct {
+	ThreadID  string
+	Seq       int64
+	FromSeq   int64
+	ToSeq     int64
+	CreatedAt int64
+}
+
 type ProviderCooldown struct {
 	Provider            string
 	CoolingUntil        int64

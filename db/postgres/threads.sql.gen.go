@@ -9,6 +9,24 @@ import (
 	"context"
 )
 
+const deletePins = `-- name: DeletePins :execrows
+DELETE FROM pins WHERE thread_id = $1 AND from_seq <= $2 AND to_seq >= $2
+`
+
+type DeletePinsParams struct {
+	ThreadID string
+	Seq      int64
+}
+
+// Unpins every pin whose unit holds the message seq.
+func (q *Queries) DeletePins(ctx context.Context, arg DeletePinsParams) (int64, error) {
+	result, err := q.exec(ctx, q.deletePinsStmt, deletePins, arg.ThreadID, arg.Seq)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const deleteThread = `-- name: DeleteThread :execrows
 DELETE FROM threads WHERE id = $1
 `
@@ -40,6 +58,32 @@ func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
 		&i.Settings,
 	)
 	return i, err
+}
+
+const insertPin = `-- name: InsertPin :exec
+INSERT INTO pins (thread_id, seq, from_seq, to_seq, created_at)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (thread_id, seq) DO NOTHING
+`
+
+type InsertPinParams struct {
+	ThreadID  string
+	Seq       int64
+	FromSeq   int64
+	ToSeq     int64
+	CreatedAt int64
+}
+
+// Pins a message with its unit; pinning it again changes nothing.
+func (q *Queries) InsertPin(ctx context.Context, arg InsertPinParams) error {
+	_, err := q.exec(ctx, q.insertPinStmt, insertPin,
+		arg.ThreadID,
+		arg.Seq,
+		arg.FromSeq,
+		arg.ToSeq,
+		arg.CreatedAt,
+	)
+	return err
 }
 
 const insertThread = `-- name: InsertThread :execrows
@@ -74,9 +118,44 @@ func (q *Queries) InsertThread(ctx context.Context, arg InsertThreadParams) (int
 	return result.RowsAffected()
 }
 
+const listPins = `-- name: ListPins :many
+SELECT thread_id, seq, from_seq, to_seq, created_at FROM pins WHERE thread_id = $1 ORDER BY from_seq, seq
+`
+
+func (q *Queries) ListPins(ctx context.Context, threadID string) ([]Pin, error) {
+	rows, err := q.query(ctx, q.listPinsStmt, listPins, threadID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Pin{}
+	for rows.Next() {
+		var i Pin
+		if err := rows.Scan(
+			&i.ThreadID,
+			&i.Seq,
+			&i.FromSeq,
+			&i.ToSeq,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listThreads = `-- name: ListThreads :many
 SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS BIGINT) AS compactions,
+       -- A thread with pins and a compaction is measured by reading its active context.
+       CAST((SELECT count(*) FROM pins p WHERE p.thread_id = t.id) AS BIGINT) AS pins,
        -- A compaction with a view (mask, window, fit) records the view's size up to its
        -- view_seq, its summary included; the messages after view_seq are added.
        CAST(CAST(cur.id IS NOT NULL AND cur.view = '' AS INTEGER) AS BIGINT) AS compacted,
@@ -104,6 +183,7 @@ type ListThreadsRow struct {
 	UpdatedAt      int64
 	Settings       string
 	Compactions    int64
+	Pins           int64
 	Compacted      int64
 	SummaryTokens  int64
 	ActiveMessages int64
@@ -131,6 +211,7 @@ func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRo
 			&i.UpdatedAt,
 			&i.Settings,
 			&i.Compactions,
+			&i.Pins,
 			&i.Compacted,
 			&i.SummaryTokens,
 			&i.ActiveMessages,

@@ -12,6 +12,10 @@ SELECT * FROM compactions ORDER BY id;
 -- The whole attempt log oldest first, attempts made for no compaction included.
 SELECT * FROM cascade_attempts ORDER BY id;
 
+-- name: ListAllPins :many
+-- Every pin (InsertPin writes them in the destination).
+SELECT * FROM pins ORDER BY thread_id, seq;
+
 -- name: ListCompactionIDs :many
 SELECT id FROM compactions ORDER BY id;
 

@@ -21,6 +21,8 @@ UPDATE threads SET last_seq = ?, open_calls = ?, updated_at = ? WHERE id = ?;
 -- that compaction's summary.
 SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions,
+       -- A thread with pins and a compaction is measured by reading its active context.
+       CAST((SELECT count(*) FROM pins p WHERE p.thread_id = t.id) AS INTEGER) AS pins,
        -- A compaction with a view (mask, window, fit) records the view's size up to its
        -- view_seq, its summary included; the messages after view_seq are added.
        CAST(cur.id IS NOT NULL AND cur.view = '' AS INTEGER) AS compacted,
@@ -45,3 +47,16 @@ UPDATE threads SET settings = ? WHERE id = ?;
 
 -- name: DeleteThread :execrows
 DELETE FROM threads WHERE id = ?;
+
+-- name: InsertPin :exec
+-- Pins a message with its unit; pinning it again changes nothing.
+INSERT INTO pins (thread_id, seq, from_seq, to_seq, created_at)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (thread_id, seq) DO NOTHING;
+
+-- name: DeletePins :execrows
+-- Unpins every pin whose unit holds the message seq.
+DELETE FROM pins WHERE thread_id = sqlc.arg(thread_id) AND from_seq <= sqlc.arg(seq) AND to_seq >= sqlc.arg(seq);
+
+-- name: ListPins :many
+SELECT * FROM pins WHERE thread_id = ? ORDER BY from_seq, seq;

@@ -22,6 +22,8 @@ UPDATE threads SET last_seq = $1, open_calls = $2, updated_at = $3 WHERE id = $4
 -- that compaction's summary.
 SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS BIGINT) AS compactions,
+       -- A thread with pins and a compaction is measured by reading its active context.
+       CAST((SELECT count(*) FROM pins p WHERE p.thread_id = t.id) AS BIGINT) AS pins,
        -- A compaction with a view (mask, window, fit) records the view's size up to its
        -- view_seq, its summary included; the messages after view_seq are added.
        CAST(CAST(cur.id IS NOT NULL AND cur.view = '' AS INTEGER) AS BIGINT) AS compacted,
@@ -46,3 +48,16 @@ UPDATE threads SET settings = $1 WHERE id = $2;
 
 -- name: DeleteThread :execrows
 DELETE FROM threads WHERE id = $1;
+
+-- name: InsertPin :exec
+-- Pins a message with its unit; pinning it again changes nothing.
+INSERT INTO pins (thread_id, seq, from_seq, to_seq, created_at)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (thread_id, seq) DO NOTHING;
+
+-- name: DeletePins :execrows
+-- Unpins every pin whose unit holds the message seq.
+DELETE FROM pins WHERE thread_id = sqlc.arg('thread_id') AND from_seq <= sqlc.arg('seq') AND to_seq >= sqlc.arg('seq');
+
+-- name: ListPins :many
+SELECT * FROM pins WHERE thread_id = $1 ORDER BY from_seq, seq;

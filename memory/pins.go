@@ -1,0 +1,278 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// A pinned message stays in the active context verbatim, whatever a compaction covers: the
+// planner treats it as it treats the leading system messages (it is never summarized, masked
+// or left out, and its tokens count in the budget). A pin holds the whole unit of its message
+// (an assistant message with the tool results that answer its calls), so that a call never
+// leaves its result. A pinned message a summary covers is shown after the leading system
+// messages, before the summary; the others stay where they are. Pins are rows of their own:
+// they survive compaction, revert and Copy.
+
+// Errors of pins.
+var (
+	// ErrMessageNotFound: the thread has no message with that seq.
+	ErrMessageNotFound = errors.New("message not found")
+	// ErrNotPinned: an unpin named a message that no pin holds.
+	ErrNotPinned = errors.New("message not pinned")
+	// ErrPinRefused: the pinned messages would not fit the thread's limit, or the message
+	// calls a tool whose result has not been appended yet.
+	ErrPinRefused = errors.New("pin refused")
+)
+
+// Pinned is a pin: the message Seq, kept in the active context with its unit FromSeq..ToSeq.
+type Pinned struct {
+	Seq       int64     `json:"seq"`
+	FromSeq   int64     `json:"from_seq"`
+	ToSeq     int64     `json:"to_seq"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Pin pins message seq of a thread (see Pinned), checked against the thread's settings over
+// the built-in defaults. A compactor configured otherwise checks with Compactor.Pin. Pinning a
+// message again changes nothing. A pin is refused (ErrPinRefused, saying why) when the pinned
+// messages, with the newest unit and room for a summary, would not fit the limit.
+func (s *Store) Pin(ctx context.Context, thread string, seq int64) (Pinned, error) {
+	return s.pin(ctx, thread, seq, Settings{})
+}
+
+// Pin pins message seq of a thread as Store.Pin does, checked against the settings this
+// compactor would compact the thread with.
+func (c *Compactor) Pin(ctx context.Context, thread string, seq int64) (Pinned, error) {
+	return c.Store.pin(ctx, thread, seq, c.Settings)
+}
+
+func (s *Store) pin(ctx context.Context, thread string, seq int64, base Settings) (Pinned, error) {
+	var p Pinned
+	err := s.h.WithTx(ctx, func(q db.Querier) error {
+		r, err := q.GetThread(ctx, thread)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+		} else if err != nil {
+			return err
+		}
+		if seq < 1 || seq > r.LastSeq {
+			return fmt.Errorf("%w: thread %q has messages 1..%d, not %d", ErrMessageNotFound, thread, r.LastSeq, seq)
+		}
+		ts, err := parseThreadSettings(r.ID, r.Settings)
+		if err != nil {
+			return err
+		}
+		set := Effective(base, ts, ThreadSettings{})
+		hist, err := s.messagesAfter(ctx, q, thread, 0, true)
+		if err != nil {
+			return err
+		}
+		var open []string
+		if err := json.Unmarshal([]byte(r.OpenCalls), &open); err != nil {
+			return fmt.Errorf("thread %q: stored open calls: %w", thread, err)
+		}
+		from, to, last := unitOf(hist, seq)
+		if to == hist[len(hist)-1].Seq && len(open) > 0 {
+			return fmt.Errorf("%w: message %d of thread %q is in the unit of a tool call whose result has not been appended yet (call %s): pin it once the result is there",
+				ErrPinRefused, seq, thread, open[0])
+		}
+		pins, err := q.ListPins(ctx, thread)
+		if err != nil {
+			return err
+		}
+		ranges := []SeqRange{{from, to}}
+		for _, x := range pins {
+			ranges = append(ranges, SeqRange{x.FromSeq, x.ToSeq})
+		}
+		if err := fits(hist, ranges, last, set); err != nil {
+			return fmt.Errorf("%w: message %d of thread %q (with its unit, messages %d..%d): %v", ErrPinRefused, seq, thread, from, to, err)
+		}
+		now := s.now()
+		if err := q.InsertPin(ctx, db.InsertPinParams{ThreadID: thread, Seq: seq, FromSeq: from, ToSeq: to, CreatedAt: now}); err != nil {
+			return err
+		}
+		p = Pinned{Seq: seq, FromSeq: from, ToSeq: to, CreatedAt: time.UnixMilli(now).UTC()}
+		for _, x := range pins {
+			if x.Seq == seq { // pinned before: that pin stays as it was
+				p = pinnedOf(x)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Pinned{}, fmt.Errorf("pin: %w", err)
+	}
+	return p, nil
+}
+
+// Unpin removes the pin that holds message seq of a thread (any message of its unit names
+// it). A message no pin holds is ErrNotPinned.
+func (s *Store) Unpin(ctx context.Context, thread string, seq int64) error {
+	err := s.h.WithTx(ctx, func(q db.Querier) error {
+		if _, err := q.GetThread(ctx, thread); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+		} else if err != nil {
+			return err
+		}
+		n, err := q.DeletePins(ctx, db.DeletePinsParams{ThreadID: thread, Seq: seq})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: message %d of thread %q", ErrNotPinned, seq, thread)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unpin: %w", err)
+	}
+	return nil
+}
+
+// Pins returns the pins of a thread, oldest unit first.
+func (s *Store) Pins(ctx context.Context, thread string) ([]Pinned, error) {
+	return readTx(ctx, s, func(q db.Querier) ([]Pinned, error) {
+		if _, err := q.GetThread(ctx, thread); errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+		} else if err != nil {
+			return nil, err
+		}
+		rows, err := q.ListPins(ctx, thread)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Pinned, len(rows))
+		for i, r := range rows {
+			out[i] = pinnedOf(r)
+		}
+		return out, nil
+	})
+}
+
+func pinnedOf(r db.Pin) Pinned {
+	return Pinned{Seq: r.Seq, FromSeq: r.FromSeq, ToSeq: r.ToSeq, CreatedAt: time.UnixMilli(r.CreatedAt).UTC()}
+}
+
+// unitOf returns the unit of message seq in a thread's whole history (seqs 1..n): the seqs
+// between the cuts around it where a compaction may cut (validCuts), and the index in hist
+// where the newest unit starts. A leading system message is a unit of its own.
+func unitOf(hist []Entry, seq int64) (from, to int64, last int) {
+	lead := pinnedLen(hist)
+	i := int(seq - 1)
+	cuts := validCuts(hist, lead)
+	last = lead
+	if len(cuts) > 0 {
+		last = cuts[len(cuts)-1]
+	}
+	if i < lead {
+		return seq, seq, last
+	}
+	start, end := lead, len(hist)
+	for _, c := range cuts {
+		if c <= i {
+			start = c
+		} else {
+			end = c
+			break
+		}
+	}
+	return hist[start].Seq, hist[end-1].Seq, last
+}
+
+// fits returns why the pinned messages (the leading system messages and the pin ranges) would
+// not fit the limit of s with the newest unit (hist[last:]) and room for a summary; nil when
+// they fit.
+func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
+	pinned, newest := 0, 0
+	lead := pinnedLen(hist)
+	for i, e := range hist {
+		in := i < lead || slices.ContainsFunc(ranges, func(r SeqRange) bool { return e.Seq >= r[0] && e.Seq <= r[1] })
+		switch {
+		case in:
+			pinned += e.Tokens
+		case i >= last:
+			newest += e.Tokens
+		}
+	}
+	need := pinned + newest + ReplyPriming + minSummaryTokens
+	if need <= s.Budget() {
+		return nil
+	}
+	return fmt.Errorf("the pinned messages would take %d tokens (the leading system messages included); with the newest messages (%d tokens) and room for a summary (%d) that is %d, over the limit %d (token_limit - reserve_tokens): unpin a message or raise the limit",
+		pinned, newest, minSummaryTokens, need, s.Budget())
+}
+
+// withPins puts the pinned messages of a thread into entries, an active context read light
+// or whole: each pin's unit read again (so that a view never shows it masked or cut) in its
+// place when the context has it, else after the leading system messages. Read light, for the
+// compactor, every pinned message is moved there (hoistPinned), so that a plan never
+// summarizes it.
+func (s *Store) withPins(ctx context.Context, q db.Querier, thread string, entries []Entry, light bool) ([]Entry, error) {
+	pins, err := q.ListPins(ctx, thread)
+	if err != nil || len(pins) == 0 {
+		return entries, err
+	}
+	for _, r := range mergePins(pins) {
+		in := func(e Entry) bool { return e.CompactionID == 0 && e.Seq >= r[0] && e.Seq <= r[1] }
+		fresh, err := s.messagesBetween(ctx, q, thread, r[0], r[1], light)
+		if err != nil {
+			return nil, err
+		}
+		for i := range fresh {
+			fresh[i].Pinned = true
+		}
+		at := slices.IndexFunc(entries, in)
+		entries = slices.DeleteFunc(entries, in)
+		if at < 0 || at > len(entries) {
+			at = pinnedLen(entries)
+		}
+		entries = slices.Insert(entries, at, fresh...)
+	}
+	if light {
+		entries = hoistPinned(entries)
+	}
+	return entries, nil
+}
+
+// mergePins returns the seq ranges the pins hold, ascending, overlapping ones merged.
+func mergePins(pins []db.Pin) []SeqRange {
+	rs := make([]SeqRange, len(pins))
+	for i, p := range pins {
+		rs[i] = SeqRange{p.FromSeq, p.ToSeq}
+	}
+	slices.SortFunc(rs, func(a, b SeqRange) int { return int(a[0] - b[0]) })
+	var out []SeqRange
+	for _, r := range rs {
+		if n := len(out); n > 0 && r[0] <= out[n-1][1]+1 {
+			out[n-1][1] = max(out[n-1][1], r[1])
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// hoistPinned moves every pinned entry to the leading pinned block (after the system
+// messages), keeping the order of the rest: the one place where the planner learns of pins.
+func hoistPinned(entries []Entry) []Entry {
+	lead := pinnedLen(entries)
+	out := slices.Clone(entries[:lead])
+	for _, e := range entries[lead:] {
+		if e.Pinned {
+			out = append(out, e)
+		}
+	}
+	for _, e := range entries[lead:] {
+		if !e.Pinned {
+			out = append(out, e)
+		}
+	}
+	return out
+}
