@@ -27,6 +27,22 @@ type ThreadSettings struct {
 	// Model is the model the thread runs against (it does not change the tokenizer that
 	// counts the thread, fixed when the thread was created).
 	Model string `json:"model,omitempty"`
+	// Window is what memctl serve found of the thread's model under token_limit auto. It is
+	// not a setting (Apply, Over, Unset and the keys ignore it): it is recorded so that the
+	// limit and its origin can be shown, and the calibration kept across restarts. The
+	// thread's own TokenLimit wins over it.
+	Window *ServedWindow `json:"window,omitempty"`
+}
+
+// ServedWindow is the window memctl serve fits a thread in under token_limit auto.
+type ServedWindow struct {
+	Model  string `json:"model"`  // the model of the requests
+	Tokens int    `json:"tokens"` // the window the upstream reports (or the default assumed)
+	Source string `json:"source"` // where it was read, or why it was assumed
+	// Ratio is the upstream's count of a prompt over the local count (1 until measured).
+	Ratio float64 `json:"ratio"`
+	// Limit is the limit the thread is fitted in: Tokens / Ratio.
+	Limit int `json:"limit"`
 }
 
 // Keys of ThreadSettings, as stored and as named by SettingError.

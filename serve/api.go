@@ -13,16 +13,38 @@ import (
 )
 
 // ThreadView is a thread as `memctl threads --json` lists it: with its effective token_limit
-// and strategy (the thread's settings, else the config's).
+// and strategy (the thread's settings, else the config's), and where the limit comes from
+// (TokenLimitFrom, see LimitFrom).
 type ThreadView struct {
 	memory.Thread
-	TokenLimit int    `json:"token_limit"`
-	Strategy   string `json:"strategy"`
+	TokenLimit     int    `json:"token_limit"`
+	TokenLimitFrom string `json:"token_limit_from"`
+	Strategy       string `json:"strategy"`
+}
+
+// Origins of a thread's limit.
+const (
+	LimitFromThread   = "thread"   // memctl set --limit
+	LimitFromConfig   = "config"   // compaction.token_limit, or its default
+	LimitFromUpstream = "upstream" // token_limit auto: the window memctl serve read (settings.window)
+)
+
+// LimitFrom returns a thread's limit and where it comes from: the thread's own, else the
+// window recorded by memctl serve when token_limit is auto, else the config's (cfg).
+func LimitFrom(t memory.Thread, cfg memory.Settings, auto bool) (int, string) {
+	switch {
+	case t.Settings.TokenLimit != nil:
+		return *t.Settings.TokenLimit, LimitFromThread
+	case auto && t.Settings.Window != nil:
+		return t.Settings.Window.Limit, LimitFromUpstream
+	}
+	return memory.Effective(cfg, t.Settings, memory.ThreadSettings{}).TokenLimit, LimitFromConfig
 }
 
 func (s *Server) view(t memory.Thread) ThreadView {
 	eff := memory.Effective(s.Compactor.Settings, t.Settings, memory.ThreadSettings{})
-	return ThreadView{Thread: t, TokenLimit: eff.TokenLimit, Strategy: eff.Strategy}
+	limit, from := LimitFrom(t, s.Compactor.Settings, s.Windows != nil)
+	return ThreadView{Thread: t, TokenLimit: limit, TokenLimitFrom: from, Strategy: eff.Strategy}
 }
 
 // threadParam returns the thread id of the path, or writes a 400. Inspection accepts any id a

@@ -346,7 +346,10 @@ func (s *Server) measure(ctx context.Context, thread string, req chatRequest, ca
 	if err != nil {
 		return a, memory.Settings{}, memory.ThreadSettings{}, 0, err
 	}
-	over := s.limits(ctx, a.Thread.Settings, req.model, cap)
+	over, served := s.limits(ctx, a.Thread.Settings, req.model, cap)
+	if cap == 0 {
+		s.recordWindow(ctx, thread, a.Thread.Settings, served)
+	}
 	st := s.state(thread)
 	s.mu.Lock()
 	st.over = over

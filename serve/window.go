@@ -58,6 +58,30 @@ func (c *calibration) record(model string, upstream, local int) (float64, bool) 
 	return r, true
 }
 
+// seed sets the model's ratio when none was measured yet.
+func (c *calibration) seed(model string, r float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ratio == nil {
+		c.ratio = map[string]float64{}
+	}
+	if _, ok := c.ratio[model]; !ok {
+		c.ratio[model] = min(max(r, MinTokenRatio), MaxTokenRatio)
+	}
+}
+
+// recordWindow stores on the thread the window it is fitted in when it changed (ts is what the
+// thread has stored). A failure costs the display only: it is logged.
+func (s *Server) recordWindow(ctx context.Context, thread string, ts memory.ThreadSettings, w *memory.ServedWindow) {
+	if w == nil || ts.Window != nil && *ts.Window == *w {
+		return
+	}
+	ts.Window = w
+	if err := s.Store.SetThreadSettings(ctx, thread, ts); err != nil {
+		s.Logger.Warn("the thread's window was not recorded", "thread", thread, "error", err.Error())
+	}
+}
+
 // promptTokens reads usage.prompt_tokens of a chat completion, or of a stream chunk (0 when
 // there is none).
 func promptTokens(b []byte) int {
@@ -75,27 +99,35 @@ func promptTokens(b []byte) int {
 // limits returns what a turn of a thread changes in its settings (the override given to the
 // compactor): with Windows set (token_limit auto), a thread that sets no token_limit of its
 // own is fitted in the window the upstream reports for the model, divided by the model's
-// calibration ratio; capped, when cap > 0, at cap (a compact-and-retry). The reserve is
-// lowered to a quarter of a limit it would not leave room in.
-func (s *Server) limits(ctx context.Context, ts memory.ThreadSettings, model string, cap int) memory.ThreadSettings {
+// calibration ratio (seeded from the thread's record when this process has measured none);
+// capped, when cap > 0, at cap (a compact-and-retry). The reserve is lowered to a quarter of a
+// limit it would not leave room in. It also returns the window as the thread should record it
+// (nil when the thread's limit is its own).
+func (s *Server) limits(ctx context.Context, ts memory.ThreadSettings, model string, cap int) (memory.ThreadSettings, *memory.ServedWindow) {
 	var over memory.ThreadSettings
+	var served *memory.ServedWindow
 	limit := memory.Effective(s.Compactor.Settings, ts, over).TokenLimit
 	if s.Windows != nil && ts.TokenLimit == nil {
 		w := s.Windows.Window(ctx, model)
-		limit = int(math.Floor(float64(w.Tokens) / s.calib.Ratio(model)))
+		if rw := ts.Window; rw != nil && rw.Model == model && rw.Ratio > 0 {
+			s.calib.seed(model, rw.Ratio)
+		}
+		ratio := s.calib.Ratio(model)
+		limit = int(math.Floor(float64(w.Tokens) / ratio))
 		over.TokenLimit = &limit
+		served = &memory.ServedWindow{Model: model, Tokens: w.Tokens, Source: w.Source, Ratio: math.Round(ratio*100) / 100, Limit: limit}
 	}
 	if cap > 0 && cap < limit {
 		limit = cap
 		over.TokenLimit = &limit
 	}
 	if over.TokenLimit == nil {
-		return over
+		return over, served
 	}
 	limit = max(limit, 1)
 	if r := memory.Effective(s.Compactor.Settings, ts, over).ReserveTokens; r >= limit {
 		r = limit / 4
 		over.ReserveTokens = &r
 	}
-	return over
+	return over, served
 }

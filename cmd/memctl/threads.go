@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve"
 	"github.com/memcascade/memcascade/transcript"
 )
 
@@ -246,7 +248,10 @@ func (a *app) threadsCommand() *cobra.Command {
 Columns: THREAD its id; MODEL the model whose tokenizer counts it; MESSAGES every message
 ever appended; ACTIVE the messages of its active context (what the agent sends: summaries
 included); TOKENS the tokens of the active context; LIMIT and STRATEGY its effective
-token_limit and strategy (the thread's settings, else the config's); COMPACTIONS how many
+token_limit and strategy (the thread's settings, else the config's; with token_limit auto, a
+limit marked "auto" is the window memctl serve read from its upstream for the thread's model,
+over the calibration ratio: --json has its source in settings.window and token_limit_from);
+COMPACTIONS how many
 compactions were applied; UPDATED when it last changed (UTC unless --local-time).`,
 		Example: `  memctl threads --json | jq '.[] | select(.active_tokens > 100000) | .id'`,
 		Args:    args(cobra.NoArgs),
@@ -262,24 +267,32 @@ compactions were applied; UPDATED when it last changed (UTC unless --local-time)
 			}
 			// Each thread with its effective token_limit and strategy: the thread's, else the
 			// config's.
-			type threadView struct {
-				memory.Thread
-				TokenLimit int    `json:"token_limit"`
-				Strategy   string `json:"strategy"`
-			}
-			views := make([]threadView, len(ts))
+			// With token_limit auto, a thread memctl serve fitted in its upstream's window shows
+			// that window's limit (its source is in settings.window).
+			auto := cfg.Compaction.TokenLimit == config.WindowAuto
+			views := make([]serve.ThreadView, len(ts))
 			for i, t := range ts {
 				eff := memory.Effective(cfg.Settings(), t.Settings, memory.ThreadSettings{})
-				views[i] = threadView{Thread: t, TokenLimit: eff.TokenLimit, Strategy: eff.Strategy}
+				limit, from := serve.LimitFrom(t, cfg.Settings(), auto)
+				views[i] = serve.ThreadView{Thread: t, TokenLimit: limit, TokenLimitFrom: from, Strategy: eff.Strategy}
 			}
 			return a.printTable(views, "THREAD\tMODEL\tMESSAGES\tACTIVE\tTOKENS\tLIMIT\tSTRATEGY\tCOMPACTIONS\tUPDATED ("+a.zone()+")", func(tw *table) {
 				for _, t := range views {
 					tw.row(t.ID, t.Model, fmt.Sprint(t.Messages), fmt.Sprint(t.ActiveMessages), fmt.Sprint(t.ActiveTokens),
-						fmt.Sprint(t.TokenLimit), t.Strategy, fmt.Sprint(t.Compactions), a.timeText(t.UpdatedAt))
+						limitText(t.TokenLimit, t.TokenLimitFrom), t.Strategy, fmt.Sprint(t.Compactions), a.timeText(t.UpdatedAt))
 				}
 			})
 		},
 	}
+}
+
+// limitText is a thread's limit in the table of threads: "N", or "N auto" when it is the
+// window memctl serve read from its upstream.
+func limitText(limit int, from string) string {
+	if from == serve.LimitFromUpstream {
+		return fmt.Sprint(limit, " auto")
+	}
+	return fmt.Sprint(limit)
 }
 
 // showTextBytes is how much of a message's text `show` prints without --full.
