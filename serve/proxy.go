@@ -98,6 +98,13 @@ func parseChatRequest(body []byte) (chatRequest, error) {
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	thread := r.PathValue("thread")
+	if r.URL.Path == "/v1/chat/completions" {
+		if thread = r.Header.Get(ThreadHeader); thread == "" {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_thread",
+				"name the thread: in the header "+ThreadHeader+", or in the base URL /t/THREAD/v1", "")
+			return
+		}
+	}
 	if err := ValidThreadID(thread); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_thread_id", err.Error(), "")
 		return
@@ -156,7 +163,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	cap, refused := 0, ""
 	for {
-		active, sent, err := s.fit(ctx, thread, req, cap)
+		active, sent, err := s.fit(ctx, thread, req, cap, w.Header())
 		if err != nil {
 			var over *overLimit
 			if errors.As(err, &over) {
@@ -307,7 +314,7 @@ func (e *overLimit) Error() string {
 //
 // cap, when above 0, caps the limit (a compact-and-retry). It also returns the size of the
 // prompt it makes, messages and tools, counted here.
-func (s *Server) fit(ctx context.Context, thread string, req chatRequest, cap int) (memory.Active, int, error) {
+func (s *Server) fit(ctx context.Context, thread string, req chatRequest, cap int, h http.Header) (memory.Active, int, error) {
 	a, set, over, tools, err := s.measure(ctx, thread, req, cap)
 	if err != nil || fits(a, set, tools) {
 		return a, a.Tokens + tools, err
@@ -322,6 +329,10 @@ func (s *Server) fit(ctx context.Context, thread string, req chatRequest, cap in
 	}
 	rep, cerr := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Emergency: true, Override: over})
 	s.logCompaction(thread, rep, cerr)
+	if rep.ID != nil {
+		h.Set(CompactionHeader, strconv.FormatInt(*rep.ID, 10))
+		h.Set(CompactionStatusHeader, rep.Status)
+	}
 	if a, set, _, tools, err = s.measure(ctx, thread, req, cap); err != nil || fits(a, set, tools) {
 		return a, a.Tokens + tools, err
 	}

@@ -189,6 +189,10 @@ func (s *Server) Handler() http.Handler {
 // routes registers every route of the server.
 func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /t/{thread}/v1/chat/completions", s.chatCompletions)
+	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions) // the thread in ThreadHeader
+	mux.HandleFunc("GET /t/{thread}/v1/models", s.models)
+	mux.HandleFunc("GET /v1/models", s.models)
+	mux.HandleFunc("/", s.notFound)
 	mux.HandleFunc("GET /api/threads", s.apiThreads)
 	mux.HandleFunc("GET /api/threads/{id}", s.apiThread)
 	mux.HandleFunc("GET /api/threads/{id}/active", s.apiActive)
