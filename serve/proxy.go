@@ -248,16 +248,40 @@ func (s *Server) appendNew(ctx context.Context, thread string, req chatRequest) 
 	if len(fresh) == 0 {
 		return nil
 	}
+	// New system/developer messages first, in a thread that has a history: the agent changed
+	// its instructions (see Reconcile).
+	prompt := 0
+	if len(stored) > 0 {
+		prompt = leadingSystem(fresh)
+	}
 	res, err := s.Store.Append(ctx, thread, fresh, memory.AppendOptions{Model: req.model})
 	if err == nil {
 		s.remember(thread, fresh, res.LastSeq)
+		s.pinPrompt(ctx, thread, res.LastSeq-int64(len(fresh)), prompt)
 	}
 	var ie *memory.InputError
 	if errors.As(err, &ie) {
 		i := len(req.messages) - len(fresh) + ie.Index
+		if ie.Index < prompt {
+			i = ie.Index
+		}
 		return &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %s", i, strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
 	}
 	return err
+}
+
+// pinPrompt pins the n messages after seq after, a changed system prompt, so that the active
+// context keeps the newest instructions whatever a compaction does (the earlier ones stay in
+// the history, and as the thread's leading messages). A pin refused (no room within the limit)
+// is logged: the messages are stored all the same.
+func (s *Server) pinPrompt(ctx context.Context, thread string, after int64, n int) {
+	for i := 1; i <= n; i++ {
+		if _, err := s.Compactor.Pin(ctx, thread, after+int64(i)); err != nil {
+			s.Logger.Warn("the changed system prompt is stored but not pinned", "thread", thread, "seq", after+int64(i), "error", err.Error())
+		} else {
+			s.Logger.Info("the system prompt changed: the new one is stored and pinned", "thread", thread, "seq", after+int64(i))
+		}
+	}
 }
 
 // history returns the thread's stored messages (none for a new thread), from the cache of

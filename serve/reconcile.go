@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/memcascade/memcascade/memory"
 )
@@ -30,13 +31,17 @@ func (c *Conflict) Error() string { return c.Msg }
 //     resends its last turn): the longest start of the request that is the end of the history
 //     is skipped.
 //
-// In each case a leading block of system/developer messages that equals the thread's own is
-// recognised and skipped; a leading block that differs from it is a conflict (the agent
-// changed its instructions). Otherwise a request is a conflict when it starts like the
-// history (its first message after the system block equals the history's) or is longer than
-// the history, yet the history is not a prefix of it: the first differing message is named.
-// A request that is a proper prefix of the history is a conflict too (it ends before the
-// thread's stored reply: a regenerate).
+// In each case a leading block of system/developer messages that equals the thread's current
+// one (its leading block, or the block it last stored in its place) is recognised and skipped;
+// a leading block that differs from it is new instructions (many agents put the date in their
+// system prompt): it is new, stored before the request's new messages, and the rest of the
+// request is compared with the history without its system/developer messages. A request of
+// one message, or that starts with the results of the calls the history leaves unanswered
+// (parallel tool calls answered together), is a new turn. Otherwise a request is a conflict
+// when it starts like the history (its first message after the system block equals the
+// history's) or is longer than the history, yet the history is not a prefix of it: the first
+// differing message is named. A request that is a proper prefix of the history is a conflict
+// too (it ends before the thread's stored reply: a regenerate).
 //
 // Messages are compared by what the model sees (see sameMessage): role, content, name, tool
 // calls and tool_call_id; other fields are not compared.
@@ -44,33 +49,95 @@ func Reconcile(history, req []memory.Message) ([]memory.Message, *Conflict) {
 	if len(history) == 0 {
 		return req, nil
 	}
-	ph, pr := leadingSystem(history), leadingSystem(req)
-	if pr > 0 {
-		for i := 0; i < max(ph, pr); i++ {
-			if i >= pr || i >= ph || !sameMessage(req[i], history[i]) {
-				return nil, conflictAt(history, req, i, i)
-			}
+	pr := leadingSystem(req)
+	var prompt []memory.Message // a changed system prompt: new
+	if pr > 0 && !knownSystem(history, req[:pr]) {
+		prompt = req[:pr]
+	}
+	// The history after its leading system block, as stored; or, when that does not match,
+	// without any system/developer message (the blocks stored when the prompt changed).
+	ph := leadingSystem(history)
+	newMsgs, c := reconcileRest(history, req, pr, prompt, func(m memory.Message, i int) bool { return i >= ph })
+	if c != nil && slices.ContainsFunc(history[ph:], isSystem) {
+		return reconcileRest(history, req, pr, prompt, func(m memory.Message, _ int) bool { return !isSystem(m) })
+	}
+	return newMsgs, c
+}
+
+// reconcileRest compares req[pr:] with the messages of history that keep selects (see
+// Reconcile); prompt, a changed system prompt, comes before the new messages it returns.
+func reconcileRest(history, req []memory.Message, pr int, prompt []memory.Message, keep func(memory.Message, int) bool) ([]memory.Message, *Conflict) {
+	var h []memory.Message
+	var at []int // where each message of h is in history
+	for i, m := range history {
+		if keep(m, i) {
+			h, at = append(h, m), append(at, i)
 		}
 	}
-	h, r := history[ph:], req[pr:]
+	at = append(at, len(history))
+	r := req[pr:]
+	fresh := func(ms []memory.Message) ([]memory.Message, *Conflict) {
+		return append(slices.Clip(prompt), ms...), nil
+	}
 	// The whole history, then new messages.
 	if len(r) >= len(h) && samePrefix(r, h) {
-		return r[len(h):], nil
+		return fresh(r[len(h):])
 	}
 	// The end of the history, then new messages: the longest such overlap.
 	for k := min(len(r), len(h)); k >= 1; k-- {
 		if samePrefix(r[:k], h[len(h)-k:]) {
-			return r[k:], nil
+			return fresh(r[k:])
 		}
+	}
+	if len(r) == 1 || answersOpenCalls(r, h) {
+		return fresh(r) // only the new turn
 	}
 	if len(r) > 0 && len(h) > 0 && (sameMessage(r[0], h[0]) || len(r) > len(h) || resendsReply(r, h)) {
 		i := 0
 		for i < len(r) && i < len(h) && sameMessage(r[i], h[i]) {
 			i++
 		}
-		return nil, conflictAt(history, req, pr+i, ph+i)
+		return nil, conflictAt(history, req, pr+i, at[i])
 	}
-	return r, nil
+	return fresh(r)
+}
+
+// knownSystem reports whether block, a request's leading system/developer messages, is one
+// of the blocks of consecutive system/developer messages of the history: its leading block,
+// one stored when the agent changed its instructions, or one the agent put in mid-conversation.
+func knownSystem(history, block []memory.Message) bool {
+	for i := 0; i < len(history); i++ {
+		if !isSystem(history[i]) || i > 0 && isSystem(history[i-1]) {
+			continue // not the start of a block
+		}
+		n := leadingSystem(history[i:])
+		if slices.EqualFunc(history[i:i+n], block, sameMessage) {
+			return true
+		}
+	}
+	return false
+}
+
+// answersOpenCalls reports a request that starts with a tool result answering a call the
+// history leaves unanswered: the new turn of an agent that sends only it.
+func answersOpenCalls(r, h []memory.Message) bool {
+	if len(r) == 0 || r[0].Role != memory.RoleTool {
+		return false
+	}
+	open := map[string]bool{}
+	for _, m := range h {
+		for _, c := range m.ToolCalls {
+			open[c.ID] = true
+		}
+		if m.Role == memory.RoleTool {
+			delete(open, m.ToolCallID)
+		}
+	}
+	return open[r[0].ToolCallID]
+}
+
+func isSystem(m memory.Message) bool {
+	return m.Role == memory.RoleSystem || m.Role == memory.RoleDeveloper
 }
 
 // resendsReply reports a request that holds a stored assistant reply at its place in the
@@ -118,7 +185,7 @@ func difference(a, b memory.Message) string {
 
 func leadingSystem(ms []memory.Message) int {
 	n := 0
-	for n < len(ms) && (ms[n].Role == memory.RoleSystem || ms[n].Role == memory.RoleDeveloper) {
+	for n < len(ms) && isSystem(ms[n]) {
 		n++
 	}
 	return n
@@ -143,8 +210,36 @@ func sameMessage(a, b memory.Message) bool {
 		bytes.Equal(normContent(a.Content), normContent(b.Content)) &&
 		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y memory.ToolCall) bool {
 			return x.ID == y.ID && typeOrFunction(x.Type) == typeOrFunction(y.Type) &&
-				x.Function.Name == y.Function.Name && x.Function.Arguments == y.Function.Arguments
+				x.Function.Name == y.Function.Name && sameArguments(x.Function.Arguments, y.Function.Arguments)
 		})
+}
+
+// sameArguments compares tool-call arguments as JSON when both are JSON (other white space or
+// key order is the same call), else as text.
+func sameArguments(a, b string) bool {
+	if a == b {
+		return true
+	}
+	var x, y any
+	if decodeJSON(a, &x) != nil || decodeJSON(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
+
+// decodeJSON decodes one JSON value, numbers kept as written.
+func decodeJSON(s string, v *any) error {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if d.More() {
+		return fmt.Errorf("more than one JSON value")
+	}
+	return nil
 }
 
 func typeOrFunction(t string) string {

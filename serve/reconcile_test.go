@@ -41,6 +41,8 @@ func texts(ms []memory.Message) string {
 
 func TestReconcile(t *testing.T) {
 	hist := msgs("system:S", "user:a", "assistant:b", "user:c", "assistant:d")
+	threeCalls := msgs("user:a", "assistant>c1:f")
+	threeCalls[1].ToolCalls = append(threeCalls[1].ToolCalls, msgs("assistant>c2:g")[0].ToolCalls[0], msgs("assistant>c3:h")[0].ToolCalls[0])
 	cases := []struct {
 		name      string
 		hist, req []memory.Message
@@ -57,7 +59,19 @@ func TestReconcile(t *testing.T) {
 		{"an edited first message", hist, msgs("system:S", "user:A", "assistant:b", "user:c", "assistant:d", "user:e"), "", 1},
 		{"an edited middle message", hist, msgs("system:S", "user:a", "assistant:B", "user:c", "assistant:d", "user:e"), "", 2},
 		{"a longer list that does not start like the history", hist, msgs("user:x", "assistant:y", "user:z", "assistant:w", "user:v"), "", 0},
-		{"a changed system prompt", hist, msgs("system:T", "user:e"), "", 0},
+		{"a changed system prompt", hist, msgs("system:T", "user:e"), "system:T,user:e", -1},
+		{"a changed system prompt, whole history", hist, msgs("system:T", "user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "system:T,user:e", -1},
+		{"the changed prompt again, whole history", msgs("system:S", "user:a", "assistant:b", "system:T", "user:c", "assistant:d"),
+			msgs("system:T", "user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "user:e", -1},
+		{"the changed prompt again, only the new turn", msgs("system:S", "user:a", "assistant:b", "system:T", "user:c", "assistant:d"),
+			msgs("system:T", "user:e"), "user:e", -1},
+		{"an edit after a changed prompt", msgs("system:S", "user:a", "assistant:b", "system:T", "user:c", "assistant:d"),
+			msgs("system:T", "user:a", "assistant:B", "user:c", "assistant:d", "user:e"), "", 2},
+		{"a system note mid-conversation, resent", msgs("system:S", "user:a", "system:N", "assistant:b"),
+			msgs("system:S", "user:a", "system:N", "assistant:b", "user:c"), "user:c", -1},
+		{"a repeated first user message, only the new turn", msgs("user:a", "assistant:b"), msgs("user:a"), "user:a", -1},
+		{"parallel tool results, only the new turn", threeCalls, msgs("tool<c1:1", "tool<c2:2", "tool<c3:3"), "tool:1,tool:2,tool:3", -1},
+		{"parallel tool results and a reply", threeCalls, msgs("tool<c1:1", "tool<c2:2", "tool<c3:3", "user:more"), "tool:1,tool:2,tool:3,user:more", -1},
 		{"a regenerate (ends before the stored reply)", hist, msgs("system:S", "user:a", "assistant:b", "user:c"), "", 4},
 		{"a tool call and its result", msgs("user:a", "assistant>c1:f"), msgs("user:a", "assistant>c1:f", "tool<c1:42"), "tool:42", -1},
 	}
@@ -99,5 +113,21 @@ func TestReconcileSameMessage(t *testing.T) {
 	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":2}"}}]}`), &args)
 	if _, c := serve.Reconcile(hist, []memory.Message{memory.TextMessage("user", "hi"), args, memory.TextMessage("user", "x")}); c == nil || !strings.Contains(c.Msg, "tool calls differ") {
 		t.Fatalf("changed arguments: %v", c)
+	}
+	// The same arguments, other white space and key order: the same call.
+	var spaced memory.Message
+	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{ \"a\" : 1.0e0 }"}}]}`), &spaced)
+	if fresh, c := serve.Reconcile(hist, []memory.Message{memory.TextMessage("user", "hi"), spaced, memory.TextMessage("user", "x")}); c == nil {
+		t.Fatalf("1.0e0 for 1 is another number as written: %d new", len(fresh))
+	}
+	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{ \"a\" : 1 }\n"}}]}`), &spaced)
+	if fresh, c := serve.Reconcile(hist, []memory.Message{memory.TextMessage("user", "hi"), spaced, memory.TextMessage("user", "x")}); c != nil || len(fresh) != 1 {
+		t.Fatalf("arguments with other white space: %v, %d new", c, len(fresh))
+	}
+	var two, swapped memory.Message
+	json.Unmarshal([]byte(`{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\":1,\"b\":[2]}"}}]}`), &two)
+	json.Unmarshal([]byte(`{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"b\": [2], \"a\": 1}"}}]}`), &swapped)
+	if fresh, c := serve.Reconcile([]memory.Message{memory.TextMessage("user", "hi"), two}, []memory.Message{memory.TextMessage("user", "hi"), swapped, memory.TextMessage("user", "x")}); c != nil || len(fresh) != 1 {
+		t.Fatalf("arguments in another key order: %v, %d new", c, len(fresh))
 	}
 }
