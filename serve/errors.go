@@ -49,6 +49,9 @@ var errorKinds = []struct {
 }{
 	{is(memory.ErrThreadNotFound), http.StatusNotFound, "not_found_error", "thread_not_found"},
 	{is(memory.ErrCompactionNotFound), http.StatusNotFound, "not_found_error", "compaction_not_found"},
+	{is(memory.ErrMessageNotFound), http.StatusNotFound, "not_found_error", "message_not_found"},
+	{is(memory.ErrNotPinned), http.StatusNotFound, "not_found_error", "not_pinned"},
+	{is(memory.ErrPinRefused), http.StatusConflict, "invalid_request_error", "pin_refused"},
 	{as[*memory.InputError], http.StatusBadRequest, "invalid_request_error", "invalid_message"},
 	{as[*memory.SettingError], http.StatusBadRequest, "invalid_request_error", "invalid_settings"},
 	{is(memory.ErrNewerSchema), http.StatusInternalServerError, "server_error", "newer_schema"},

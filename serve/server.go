@@ -203,6 +203,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", s.pageIndex)
 	mux.HandleFunc("GET /threads/{id}", s.pageThread)
 	mux.HandleFunc("GET /static/", s.static)
+	mux.Handle("/mcp", s.mcpHandler())
+	s.memoryRoutes(mux)
 }
 
 // guard checks the bearer token (when set) and the Host (LoopbackOnly), and logs the request.

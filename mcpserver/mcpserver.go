@@ -1,0 +1,401 @@
+// Package mcpserver is memcascade's Model Context Protocol server: tools that give an agent's
+// model its own memory back. It can search and read what compaction moved out of its active
+// context, pin a message so that it stays there verbatim, and ask for a compaction at a
+// natural break. `memctl mcp` serves it over stdio and `memctl serve` at /mcp over streamable
+// HTTP; both build it with New.
+package mcpserver
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// Options are what a server serves.
+type Options struct {
+	// Compactor holds the store, the settings pins are checked against, the cascade that
+	// memory_compact summarizes with, and the redactor.
+	Compactor *memory.Compactor
+	// Thread, when set, is the only thread the tools serve: their thread argument may be
+	// left out, and naming another one is an error. Empty: every tool takes a thread.
+	Thread string
+	// Raw returns message text as stored. By default memory_read and memory_search redact
+	// it as it would be redacted for a provider (Compactor.Redact).
+	Raw bool
+	// ReadTokens bounds the messages one memory_read returns (0: DefaultReadTokens).
+	ReadTokens int
+	// Version is the server's version, as the initialize answer names it.
+	Version string
+}
+
+// DefaultReadTokens is how many tokens of messages one memory_read returns at most.
+const DefaultReadTokens = 8000
+
+// Tool names.
+const (
+	ToolSearch      = "memory_search"
+	ToolRead        = "memory_read"
+	ToolCompactions = "memory_compactions"
+	ToolPin         = "memory_pin"
+	ToolUnpin       = "memory_unpin"
+	ToolCompact     = "memory_compact"
+)
+
+// New returns an MCP server with the memory tools. It panics when opt has no Compactor.
+func New(opt Options) *mcp.Server {
+	if opt.Compactor == nil || opt.Compactor.Store == nil {
+		panic("mcpserver: no compactor")
+	}
+	if opt.ReadTokens <= 0 {
+		opt.ReadTokens = DefaultReadTokens
+	}
+	if opt.Version == "" {
+		opt.Version = "dev"
+	}
+	h := &handler{opt: opt, store: opt.Compactor.Store}
+	s := mcp.NewServer(&mcp.Implementation{Name: "memcascade", Version: opt.Version}, &mcp.ServerOptions{
+		Instructions: "Tools over this conversation's memory. Older messages may have been compacted into a summary; " +
+			"the originals are kept. Search them with memory_search, read them with memory_read, keep one in context with memory_pin.",
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: ToolSearch, Description: "Search this conversation's whole history, including messages a compaction " +
+		"replaced by a summary, for every word of query (a word ending in * is a prefix). Hits come newest first, each with its seq, " +
+		"role, a snippet with the matches in [brackets], and whether it is still in your active context. Use it when the summary " +
+		"mentions something you need the exact details of (an id, a number, what a tool returned); then memory_read the seqs around a hit."},
+		h.search)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolRead, Description: "Read the original messages from_seq..to_seq of a conversation, as they were " +
+		"before any compaction: role, text, tool calls and results. The answer is bounded in tokens: when truncated is true, read " +
+		"again from next_seq. Secrets are redacted."},
+		h.read)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolCompactions, Description: "List the compactions of a conversation, newest first: the messages " +
+		"each one summarized (from_seq..to_seq), its status and reason, and the facts (ids, amounts, paths) the summary kept and " +
+		"the exact values it had to drop. Read dropped values back with memory_search."},
+		h.compactions)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolPin, Description: "Pin message seq of a conversation: it stays in your active context verbatim " +
+		"whatever later compactions summarize (a tool call is pinned with its results), and it counts against the context budget. " +
+		"A pin that would not fit is refused, saying why. Pin what you must quote exactly later: a booking id, a user's constraint."},
+		h.pin)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolUnpin, Description: "Remove the pin that holds message seq of a conversation: later compactions " +
+		"may summarize it again."},
+		h.unpin)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolCompact, Description: "Compact a conversation now, at a natural break (a task finished): the " +
+		"older messages are replaced by a summary in your active context; pinned messages and the newest turn stay. The originals " +
+		"remain searchable. reason says why, in a few words; the compaction is recorded with reason requested."},
+		h.compact)
+	return s
+}
+
+type handler struct {
+	opt   Options
+	store *memory.Store
+}
+
+// thread resolves a tool's thread argument against the server's fixed thread.
+func (h *handler) thread(arg string) (string, error) {
+	switch {
+	case h.opt.Thread != "" && arg != "" && arg != h.opt.Thread:
+		return "", fmt.Errorf("thread %q: this server serves thread %q only", arg, h.opt.Thread)
+	case h.opt.Thread != "":
+		return h.opt.Thread, nil
+	case arg == "":
+		return "", errors.New("thread: required (this server serves every thread: name one)")
+	}
+	return arg, nil
+}
+
+// redact redacts text unless the server is raw.
+func (h *handler) redact(text string) string {
+	if h.opt.Raw || h.opt.Compactor.Redact == nil {
+		return text
+	}
+	return h.opt.Compactor.Redact(text)
+}
+
+// SearchInput are memory_search's arguments.
+type SearchInput struct {
+	Query  string `json:"query" jsonschema:"the words to find; every word must match; a word ending in * is a prefix"`
+	Thread string `json:"thread,omitempty" jsonschema:"the conversation (thread id); may be left out when the server serves one thread"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many hits (default 10, at most 100)"`
+}
+
+// SearchHit is one hit of memory_search.
+type SearchHit struct {
+	Thread          string `json:"thread"`
+	Seq             int64  `json:"seq"`
+	Role            string `json:"role"`
+	Snippet         string `json:"snippet"`
+	InActiveContext bool   `json:"in_active_context"`
+	// CompactionID is set when the hit is a compaction's summary (Seq is then the last
+	// message it covers).
+	CompactionID int64 `json:"compaction_id,omitempty"`
+}
+
+// SearchOutput is memory_search's answer.
+type SearchOutput struct {
+	Hits []SearchHit `json:"hits"`
+}
+
+func (h *handler) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
+	thread := in.Thread
+	if h.opt.Thread != "" || thread != "" {
+		var err error
+		if thread, err = h.thread(in.Thread); err != nil {
+			return nil, SearchOutput{}, err
+		}
+	}
+	hits, err := Search(ctx, h.store, in.Query, thread, in.Limit)
+	if err != nil {
+		return nil, SearchOutput{}, err
+	}
+	for i := range hits {
+		hits[i].Snippet = h.redact(hits[i].Snippet)
+	}
+	return nil, SearchOutput{Hits: hits}, nil
+}
+
+// Search is memory_search (and the recall of memctl serve): the hits of query in thread (""
+// for every thread), newest first (by thread, then newest first), each saying whether it is in its thread's active context.
+// limit is clipped to 1..100 (0: 10). The snippets are as stored: redact them before they
+// leave the machine.
+func Search(ctx context.Context, s *memory.Store, query, thread string, limit int) ([]SearchHit, error) {
+	if limit <= 0 {
+		limit = 10
+	}
+	limit = min(limit, 100)
+	found, err := s.Search(ctx, query, memory.SearchOptions{Thread: thread, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	active := map[string]memory.Active{}
+	hits := make([]SearchHit, 0, len(found))
+	for _, f := range found {
+		a, ok := active[f.Thread]
+		if !ok {
+			if a, err = s.Active(ctx, f.Thread); err != nil {
+				return nil, err
+			}
+			active[f.Thread] = a
+		}
+		in := slices.ContainsFunc(a.Entries, func(e memory.Entry) bool {
+			if f.CompactionID != 0 {
+				return e.CompactionID == f.CompactionID
+			}
+			return e.CompactionID == 0 && e.Seq == f.Seq
+		})
+		hits = append(hits, SearchHit{Thread: f.Thread, Seq: f.Seq, Role: f.Role, Snippet: f.Snippet, InActiveContext: in, CompactionID: f.CompactionID})
+	}
+	slices.SortStableFunc(hits, func(a, b SearchHit) int {
+		return cmp.Or(cmp.Compare(a.Thread, b.Thread), cmp.Compare(b.Seq, a.Seq))
+	})
+	return hits, nil
+}
+
+// ReadInput are memory_read's arguments.
+type ReadInput struct {
+	Thread  string `json:"thread,omitempty" jsonschema:"the conversation (thread id); may be left out when the server serves one thread"`
+	FromSeq int64  `json:"from_seq" jsonschema:"the first message to read (seq, from 1)"`
+	ToSeq   int64  `json:"to_seq" jsonschema:"the last message to read (seq)"`
+}
+
+// ReadMessage is one message of memory_read.
+type ReadMessage struct {
+	Seq        int64      `json:"seq"`
+	Role       string     `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	ToolCalls  []ReadCall `json:"tool_calls,omitempty"`
+	Tokens     int        `json:"tokens"`
+}
+
+// ReadCall is a tool call of a message of memory_read.
+type ReadCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ReadOutput is memory_read's answer.
+type ReadOutput struct {
+	Thread   string        `json:"thread"`
+	Messages []ReadMessage `json:"messages"`
+	// Truncated: the token bound stopped the answer before ToSeq; read on from NextSeq.
+	Truncated bool  `json:"truncated"`
+	NextSeq   int64 `json:"next_seq,omitempty"`
+}
+
+func (h *handler) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
+	thread, err := h.thread(in.Thread)
+	if err != nil {
+		return nil, ReadOutput{}, err
+	}
+	if in.FromSeq < 1 || in.ToSeq < in.FromSeq {
+		return nil, ReadOutput{}, fmt.Errorf("from_seq %d, to_seq %d: want 1 <= from_seq <= to_seq", in.FromSeq, in.ToSeq)
+	}
+	// Read no more than the bound can take: a message takes at least 4 tokens.
+	to := min(in.ToSeq, in.FromSeq+int64(h.opt.ReadTokens/4))
+	es, err := h.store.Messages(ctx, thread, in.FromSeq, to)
+	if err != nil {
+		return nil, ReadOutput{}, err
+	}
+	out := ReadOutput{Thread: thread, Messages: []ReadMessage{}}
+	used := 0
+	for i, e := range es {
+		if i > 0 && used+e.Tokens > h.opt.ReadTokens {
+			out.Truncated, out.NextSeq = true, e.Seq
+			break
+		}
+		used += e.Tokens
+		m := ReadMessage{Seq: e.Seq, Role: e.Message.Role, Content: h.redact(e.Message.Text()), Name: h.redact(e.Message.Name),
+			ToolCallID: h.redact(e.Message.ToolCallID), Tokens: e.Tokens}
+		for _, c := range e.Message.ToolCalls {
+			m.ToolCalls = append(m.ToolCalls, ReadCall{ID: h.redact(c.ID), Name: h.redact(c.Function.Name), Arguments: h.redact(c.Function.Arguments)})
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	if last := es[len(es)-1].Seq; !out.Truncated && last < in.ToSeq && last == to {
+		if t, err := h.store.Thread(ctx, thread); err == nil && int64(t.Messages) > last {
+			out.Truncated, out.NextSeq = true, last+1
+		}
+	}
+	return nil, out, nil
+}
+
+// ThreadInput are the arguments of a tool that takes only a thread.
+type ThreadInput struct {
+	Thread string `json:"thread,omitempty" jsonschema:"the conversation (thread id); may be left out when the server serves one thread"`
+}
+
+// Compaction is one compaction of memory_compactions.
+type Compaction struct {
+	ID           int64     `json:"id"`
+	Status       string    `json:"status"`
+	Reason       string    `json:"reason"`
+	Strategy     string    `json:"strategy"`
+	CreatedAt    time.Time `json:"created_at"`
+	FromSeq      int64     `json:"from_seq,omitempty"`
+	ToSeq        int64     `json:"to_seq,omitempty"`
+	Summarized   int       `json:"summarized_messages"`
+	TokensBefore int       `json:"tokens_before"`
+	TokensAfter  int       `json:"tokens_after"`
+	FactsTotal   int       `json:"facts_total"`
+	FactsKept    int       `json:"facts_kept"`
+	FactsDropped []string  `json:"facts_dropped"`
+	Superseded   bool      `json:"superseded,omitempty"`
+	Detail       string    `json:"detail,omitempty"`
+}
+
+// CompactionsOutput is memory_compactions' answer.
+type CompactionsOutput struct {
+	Thread      string       `json:"thread"`
+	Compactions []Compaction `json:"compactions"`
+}
+
+func (h *handler) compactions(ctx context.Context, _ *mcp.CallToolRequest, in ThreadInput) (*mcp.CallToolResult, CompactionsOutput, error) {
+	thread, err := h.thread(in.Thread)
+	if err != nil {
+		return nil, CompactionsOutput{}, err
+	}
+	if _, err := h.store.Thread(ctx, thread); err != nil {
+		return nil, CompactionsOutput{}, err
+	}
+	reps, err := h.store.Reports(ctx, thread, 100)
+	if err != nil {
+		return nil, CompactionsOutput{}, err
+	}
+	out := CompactionsOutput{Thread: thread, Compactions: []Compaction{}}
+	for _, r := range reps {
+		c := Compaction{Status: r.Status, Reason: r.Reason, Strategy: r.Strategy, CreatedAt: r.CreatedAt, FromSeq: r.FromSeq, ToSeq: r.ToSeq,
+			Summarized: r.SummarizedMessages, TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, FactsTotal: r.FactsTotal,
+			FactsKept: r.FactsKept, FactsDropped: []string{}, Superseded: r.Superseded, Detail: h.redact(r.Detail)}
+		if r.ID != nil {
+			c.ID = *r.ID
+		}
+		for _, f := range r.FactsDropped {
+			c.FactsDropped = append(c.FactsDropped, h.redact(f))
+		}
+		out.Compactions = append(out.Compactions, c)
+	}
+	return nil, out, nil
+}
+
+// PinInput are memory_pin's and memory_unpin's arguments.
+type PinInput struct {
+	Thread string `json:"thread,omitempty" jsonschema:"the conversation (thread id); may be left out when the server serves one thread"`
+	Seq    int64  `json:"seq" jsonschema:"the message (seq, as memory_search and memory_read give it)"`
+}
+
+// PinOutput is memory_pin's and memory_unpin's answer.
+type PinOutput struct {
+	Thread string `json:"thread"`
+	Seq    int64  `json:"seq"`
+	Pinned bool   `json:"pinned"`
+	// FromSeq and ToSeq are the messages the pin holds (the message's unit).
+	FromSeq int64 `json:"from_seq,omitempty"`
+	ToSeq   int64 `json:"to_seq,omitempty"`
+}
+
+func (h *handler) pin(ctx context.Context, _ *mcp.CallToolRequest, in PinInput) (*mcp.CallToolResult, PinOutput, error) {
+	thread, err := h.thread(in.Thread)
+	if err != nil {
+		return nil, PinOutput{}, err
+	}
+	p, err := h.opt.Compactor.Pin(ctx, thread, in.Seq)
+	if err != nil {
+		return nil, PinOutput{}, err
+	}
+	return nil, PinOutput{Thread: thread, Seq: p.Seq, Pinned: true, FromSeq: p.FromSeq, ToSeq: p.ToSeq}, nil
+}
+
+func (h *handler) unpin(ctx context.Context, _ *mcp.CallToolRequest, in PinInput) (*mcp.CallToolResult, PinOutput, error) {
+	thread, err := h.thread(in.Thread)
+	if err != nil {
+		return nil, PinOutput{}, err
+	}
+	if err := h.store.Unpin(ctx, thread, in.Seq); err != nil {
+		return nil, PinOutput{}, err
+	}
+	return nil, PinOutput{Thread: thread, Seq: in.Seq}, nil
+}
+
+// CompactInput are memory_compact's arguments.
+type CompactInput struct {
+	Thread string `json:"thread,omitempty" jsonschema:"the conversation (thread id); may be left out when the server serves one thread"`
+	Reason string `json:"reason,omitempty" jsonschema:"why now, in a few words (for example: booking done, next task)"`
+}
+
+// CompactOutput is memory_compact's answer.
+type CompactOutput struct {
+	Thread       string `json:"thread"`
+	CompactionID int64  `json:"compaction_id,omitempty"`
+	Status       string `json:"status"`
+	Reason       string `json:"reason"`
+	FromSeq      int64  `json:"from_seq,omitempty"`
+	ToSeq        int64  `json:"to_seq,omitempty"`
+	TokensBefore int    `json:"tokens_before"`
+	TokensAfter  int    `json:"tokens_after"`
+	Detail       string `json:"detail,omitempty"`
+}
+
+func (h *handler) compact(ctx context.Context, _ *mcp.CallToolRequest, in CompactInput) (*mcp.CallToolResult, CompactOutput, error) {
+	thread, err := h.thread(in.Thread)
+	if err != nil {
+		return nil, CompactOutput{}, err
+	}
+	r, err := h.opt.Compactor.Compact(ctx, thread, memory.CompactOptions{Requested: true})
+	if err != nil {
+		return nil, CompactOutput{}, err
+	}
+	out := CompactOutput{Thread: thread, Status: r.Status, Reason: r.Reason, FromSeq: r.FromSeq, ToSeq: r.ToSeq,
+		TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, Detail: h.redact(r.Detail)}
+	if r.ID != nil {
+		out.CompactionID = *r.ID
+	}
+	return nil, out, nil
+}

@@ -1,0 +1,30 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// Messages returns the messages from..to (both included) of a thread as they were appended,
+// oldest first, archived ones included: what a compaction covered can always be read back. A
+// range beyond the thread's messages is clipped; an empty one is an error naming the thread's
+// range.
+func (s *Store) Messages(ctx context.Context, thread string, from, to int64) ([]Entry, error) {
+	return readTx(ctx, s, func(q db.Querier) ([]Entry, error) {
+		r, err := q.GetThread(ctx, thread)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+		} else if err != nil {
+			return nil, err
+		}
+		from, to = max(from, 1), min(to, r.LastSeq)
+		if from > to {
+			return nil, fmt.Errorf("%w: thread %q has messages 1..%d: no message in the range asked", ErrMessageNotFound, thread, r.LastSeq)
+		}
+		return s.messagesBetween(ctx, q, thread, from, to, false)
+	})
+}

@@ -1,0 +1,131 @@
+package serve
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/memcascade/memcascade/mcpserver"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// The memory routes: what the MCP tools do (package mcpserver), over the inspection API.
+// They answer with the tools' JSON shapes.
+
+// memoryRoutes registers the memory routes.
+func (s *Server) memoryRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/search", s.apiSearch)
+	mux.HandleFunc("GET /api/threads/{id}/messages", s.apiMessages)
+	mux.HandleFunc("POST /api/threads/{id}/pins/{seq}", s.apiPin)
+	mux.HandleFunc("DELETE /api/threads/{id}/pins/{seq}", s.apiPin)
+}
+
+// intParam reads a whole-number query or path value of at least min; def when absent (a
+// path value is never absent). It writes a 400 naming the parameter when it is not one.
+func intParam(w http.ResponseWriter, name, v string, def, min int64) (int64, bool) {
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_"+name,
+			fmt.Sprintf("%s %q: want a whole number from %d", name, v, min), name)
+		return 0, false
+	}
+	return n, true
+}
+
+// GET /api/search?q=QUERY[&thread=T][&limit=N]: memory_search's hits, newest first.
+func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("q") == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_q", "q: the words to search for are required", "q")
+		return
+	}
+	limit, ok := intParam(w, "limit", q.Get("limit"), 0, 1)
+	if !ok {
+		return
+	}
+	hits, err := mcpserver.Search(r.Context(), s.Store, q.Get("q"), q.Get("thread"), int(limit))
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, mcpserver.SearchOutput{Hits: hits})
+}
+
+// GET /api/threads/{id}/messages?from=&to=: the original messages of a range (default: all),
+// as appended, archived ones included (memctl export --all of a range).
+func (s *Server) apiMessages(w http.ResponseWriter, r *http.Request) {
+	id, ok := threadParam(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	from, ok := intParam(w, "from", q.Get("from"), 1, 1)
+	if !ok {
+		return
+	}
+	to, ok := intParam(w, "to", q.Get("to"), 1<<53, 1)
+	if !ok {
+		return
+	}
+	es, err := s.Store.Messages(r.Context(), id, from, to)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	type message struct {
+		Seq     int64          `json:"seq"`
+		Tokens  int            `json:"tokens"`
+		Message memory.Message `json:"message"`
+	}
+	out := make([]message, len(es))
+	for i, e := range es {
+		out[i] = message{Seq: e.Seq, Tokens: e.Tokens, Message: e.Message}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// POST /api/threads/{id}/pins/{seq} pins a message (memctl pin); DELETE unpins it. Both
+// refuse a cross-site request: the body, even empty, must be sent as application/json (a
+// form cannot), and an Origin header must be the server's own.
+func (s *Server) apiPin(w http.ResponseWriter, r *http.Request) {
+	id, ok := threadParam(w, r)
+	if !ok || !sameSite(w, r) {
+		return
+	}
+	seq, ok := intParam(w, "seq", r.PathValue("seq"), 0, 1)
+	if !ok {
+		return
+	}
+	if r.Method == http.MethodDelete {
+		if err := s.Store.Unpin(r.Context(), id, seq); err != nil {
+			Error(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, mcpserver.PinOutput{Thread: id, Seq: seq})
+		return
+	}
+	p, err := s.Compactor.Pin(r.Context(), id, seq)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, mcpserver.PinOutput{Thread: id, Seq: p.Seq, Pinned: true, FromSeq: p.FromSeq, ToSeq: p.ToSeq})
+}
+
+// sameSite refuses, writing the error, a state-changing request a browser could send from
+// another site: one not marked application/json, or whose Origin is another site's.
+func sameSite(w http.ResponseWriter, r *http.Request) bool {
+	if !isJSON(r) {
+		writeError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+			"send this request with Content-Type: application/json", "")
+		return false
+	}
+	if err := http.NewCrossOriginProtection().Check(r); err != nil {
+		writeError(w, http.StatusForbidden, "permission_error", "cross_origin", "cross-site request refused: "+err.Error(), "")
+		return false
+	}
+	return true
+}
