@@ -186,7 +186,8 @@ func (s *Server) apiCompact(w http.ResponseWriter, r *http.Request) {
 		Error(w, err)
 		return
 	}
-	st := s.state(id)
+	st := s.hold(id)
+	defer s.drop(st)
 	if err := acquire(r.Context(), st.compact); err != nil {
 		return
 	}

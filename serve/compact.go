@@ -22,10 +22,12 @@ func (s *Server) compactLater(thread string) {
 		return
 	}
 	st.bgRunning = true
+	st.users++ // the goroutine's use, dropped when it ends
 	s.bg.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer s.bg.Done()
+		defer s.drop(st)
 		for {
 			s.compactIfDue(s.bgCtx, thread, st)
 			s.mu.Lock()

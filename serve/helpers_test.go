@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -208,6 +209,25 @@ type env struct {
 	srv   *serve.Server
 	up    *upstream
 	url   string // the proxy's base, http://127.0.0.1:PORT
+	logs  *lockedBuffer
+}
+
+// lockedBuffer is the server's log.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 type envOptions struct {
@@ -217,6 +237,8 @@ type envOptions struct {
 	// server, when set, changes the server's fields before it serves.
 	server func(*serve.Server)
 	auto   bool // token_limit auto: the window is read from the upstream
+	// selfUpstream points the server's upstream at itself (thread "inner").
+	selfUpstream bool
 }
 
 func newEnv(t testing.TB, opt envOptions) *env {
@@ -244,18 +266,22 @@ func newEnv(t testing.TB, opt envOptions) *env {
 		Store: store, Compactor: memory.NewCompactor(store, casc, cfg.Settings()), Cascade: casc,
 		Upstream: up.URL(), Token: opt.token, LoopbackOnly: opt.token == "", MaxBodyBytes: opt.maxBody,
 	}
+	e := &env{t: t, store: store, srv: srv, up: up, logs: &lockedBuffer{}}
+	srv.Logger = slog.New(slog.NewTextHandler(e.logs, nil))
 	if opt.server != nil {
 		opt.server(srv)
 	}
 	if opt.auto {
 		srv.Windows = &cascade.Windows{BaseURL: up.URL()}
 	}
-	e := &env{t: t, store: store, srv: srv, up: up}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.url = "http://" + ln.Addr().String()
+	if opt.selfUpstream {
+		srv.Upstream = e.url + "/t/inner/v1"
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {

@@ -132,7 +132,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	st := s.state(thread)
+	st := s.hold(thread)
+	defer s.drop(st)
 	if err := acquire(ctx, st.turn); err != nil {
 		return // the client left while waiting for the thread's previous turn
 	}
@@ -290,7 +291,7 @@ func (s *Server) history(ctx context.Context, thread string) ([]memory.Message, 
 	st := s.state(thread)
 	t, err := s.Store.Thread(ctx, thread)
 	if errors.Is(err, memory.ErrThreadNotFound) {
-		st.hist, st.histCreated = nil, time.Time{}
+		s.cache(st, nil, time.Time{})
 		return nil, nil
 	}
 	if err != nil {
@@ -303,11 +304,12 @@ func (s *Server) history(ctx context.Context, thread string) ([]memory.Message, 
 	if err != nil {
 		return nil, err
 	}
-	st.hist, st.histCreated = make([]memory.Message, len(hist)), t.CreatedAt
+	msgs := make([]memory.Message, len(hist))
 	for i, e := range hist {
-		st.hist[i] = e.Message
+		msgs[i] = e.Message
 	}
-	return st.hist, nil
+	s.cache(st, msgs, t.CreatedAt)
+	return msgs, nil
 }
 
 // remember adds appended messages to the thread's cached history, or drops the cache when it
@@ -315,10 +317,10 @@ func (s *Server) history(ctx context.Context, thread string) ([]memory.Message, 
 func (s *Server) remember(thread string, msgs []memory.Message, lastSeq int64) {
 	st := s.state(thread)
 	if st.hist != nil && int64(len(st.hist)+len(msgs)) == lastSeq {
-		st.hist = append(st.hist, msgs...)
+		s.cache(st, append(st.hist, msgs...), st.histCreated)
 		return
 	}
-	st.hist, st.histCreated = nil, time.Time{}
+	s.cache(st, nil, time.Time{})
 }
 
 // overLimit is an active context that stays over the limit after an emergency compaction.
@@ -430,6 +432,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, re
 		return false, false
 	}
 	up.Header.Set("Content-Type", "application/json")
+	s.markUpstream(up, r)
 	if stream {
 		up.Header.Set("Accept", "text/event-stream")
 	} else {

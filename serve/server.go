@@ -21,6 +21,7 @@
 package serve
 
 import (
+	"container/list"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -47,6 +48,9 @@ const (
 	// DefaultMaxInFlightBytes bounds the bytes of request bodies and upstream replies held
 	// at once over all requests.
 	DefaultMaxInFlightBytes = 128 << 20
+	// DefaultCacheBytes and DefaultCacheIdle bound the threads' state kept between turns.
+	DefaultCacheBytes = 64 << 20
+	DefaultCacheIdle  = 10 * time.Minute
 	// DefaultReadBodyTimeout bounds the time a client takes to send a request body.
 	DefaultReadBodyTimeout = 30 * time.Second
 	// ReadHeaderTimeout and IdleTimeout are those of the http.Server.
@@ -83,6 +87,11 @@ type Server struct {
 	// ReadBodyTimeout bounds the time a client takes to send a request body; a slower one
 	// is answered 408 and its connection closed (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
+	// CacheBytes bounds the threads' histories the proxy keeps between turns, least recently
+	// used dropped first (0: DefaultCacheBytes); a thread unused for CacheIdle is dropped
+	// (0: DefaultCacheIdle). The cache only saves reads: a dropped thread is read again.
+	CacheBytes int64
+	CacheIdle  time.Duration
 	// Logger receives one line per request and the outcome of background compactions; never a
 	// header, a key or a message's text (nil: discarded).
 	Logger *slog.Logger
@@ -96,6 +105,7 @@ type Server struct {
 	LoopbackOnly bool
 
 	initOnce sync.Once
+	id       string // this server's id in ViaHeader
 	inflight budget
 	http     *http.Server
 	bgCtx    context.Context
@@ -106,32 +116,23 @@ type Server struct {
 
 	mu      sync.Mutex
 	closing bool
-	threads map[string]*threadState
-}
-
-// threadState serializes the work on one thread: turn is held by a request for its whole
-// turn (reconcile, append, model call, reply), compact by the one compaction of the thread
-// that runs at a time. Both are one-slot semaphores, so that waiting can be abandoned.
-type threadState struct {
-	turn, compact chan struct{}
-	bgRunning     bool // a background compaction goroutine owns the thread
-	bgAgain       bool // a turn ended while it ran: check once more when it ends
-
-	// hist caches the thread's stored history between turns (read and written only by the
-	// holder of turn). It is valid while the thread has the creation time histCreated and
-	// len(hist) messages: history is append-only, so nothing else can change it.
-	hist        []memory.Message
-	histCreated time.Time
-
-	// over is the settings override of the thread's latest turn (see Server.limits), which its
-	// background compaction uses too; under Server.mu.
-	over memory.ThreadSettings
+	threads map[string]*threadState // the threads in use or cached (see threads.go)
+	lru     list.List               // of *threadState, the most recently used first
+	cached  int64                   // the bytes of the histories cached
 }
 
 func (s *Server) init() {
 	s.initOnce.Do(func() {
 		s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
+		s.id = newServerID()
 		s.threads = map[string]*threadState{}
+		s.lru.Init()
+		if s.CacheBytes <= 0 {
+			s.CacheBytes = DefaultCacheBytes
+		}
+		if s.CacheIdle <= 0 {
+			s.CacheIdle = DefaultCacheIdle
+		}
 		if s.Logger == nil {
 			s.Logger = slog.New(slog.DiscardHandler)
 		}
@@ -154,29 +155,6 @@ func (s *Server) init() {
 		s.Upstream = strings.TrimRight(s.Upstream, "/")
 	})
 }
-
-func (s *Server) state(thread string) *threadState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.threads[thread]
-	if !ok {
-		st = &threadState{turn: make(chan struct{}, 1), compact: make(chan struct{}, 1)}
-		s.threads[thread] = st
-	}
-	return st
-}
-
-// acquire takes a one-slot semaphore, or gives up when ctx ends.
-func acquire(ctx context.Context, sem chan struct{}) error {
-	select {
-	case sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func release(sem chan struct{}) { <-sem }
 
 // Handler returns the server's handler: its routes behind the token check.
 func (s *Server) Handler() http.Handler {
@@ -212,11 +190,23 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	want := []byte(s.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
-			s.Logger.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			status := rec.status
+			if status == 0 && r.Context().Err() == nil {
+				status = http.StatusOK // the handler returned without an answer: net/http sends 200
+			}
+			if status == 0 {
+				s.Logger.Info("request", "method", r.Method, "path", r.URL.Path, "status", 0,
+					"outcome", "the client left before an answer", "ms", time.Since(start).Milliseconds())
+				return
+			}
+			s.Logger.Info("request", "method", r.Method, "path", r.URL.Path, "status", status,
 				"ms", time.Since(start).Milliseconds())
 		}()
+		if s.refuseLoop(rec, r) {
+			return
+		}
 		if s.LoopbackOnly && !loopbackHost(r.Host) {
 			writeError(rec, http.StatusForbidden, "permission_error", "host_not_allowed",
 				fmt.Sprintf("the Host %q is not a loopback name or address: this server answers loopback requests only", r.Host), "")
@@ -231,19 +221,32 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if s.refuseCrossSite(rec, r) {
+			return
+		}
 		next.ServeHTTP(rec, r)
 	})
 }
 
-// statusRecorder remembers the status written, for the log; it passes Flush through.
+// statusRecorder remembers the status written (0: none yet), for the log; it passes Flush
+// through.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
+	if r.status == 0 {
+		r.status = code
+	}
 	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
 }
 
 func (r *statusRecorder) Flush() {

@@ -1,0 +1,142 @@
+package serve
+
+import (
+	"container/list"
+	"context"
+	"time"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// threadState serializes the work on one thread: turn is held by a request for its whole
+// turn (reconcile, append, model call, reply), compact by the one compaction of the thread
+// that runs at a time. Both are one-slot semaphores, so that waiting can be abandoned.
+//
+// The server keeps a thread's state while it is in use (users > 0: requests of the thread,
+// its background compaction), and after that only while its cached history fits within
+// CacheBytes among the most recently used and the thread was used within CacheIdle.
+type threadState struct {
+	thread        string
+	turn, compact chan struct{}
+	bgRunning     bool // a background compaction goroutine owns the thread
+	bgAgain       bool // a turn ended while it ran: check once more when it ends
+
+	// users, used and elem are the server's, under its mu.
+	users int
+	used  time.Time
+	elem  *list.Element
+
+	// hist caches the thread's stored history between turns (read and written only by the
+	// holder of turn; set through Server.cache). It is valid while the thread has the
+	// creation time histCreated and len(hist) messages: history is append-only, so nothing
+	// else can change it. histSize is its size in bytes as histBytes counts.
+	hist        []memory.Message
+	histCreated time.Time
+	histSize    int64
+
+	// over is the settings override of the thread's latest turn (see Server.limits), which its
+	// background compaction uses too; under Server.mu.
+	over memory.ThreadSettings
+}
+
+// hold returns the thread's state, made when the server keeps none, and counts the caller
+// as its user until drop.
+func (s *Server) hold(thread string) *threadState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropIdle(time.Now().Add(-s.CacheIdle))
+	st, ok := s.threads[thread]
+	if !ok {
+		st = &threadState{thread: thread, turn: make(chan struct{}, 1), compact: make(chan struct{}, 1)}
+		st.elem = s.lru.PushFront(st)
+		s.threads[thread] = st
+	}
+	st.users++
+	return st
+}
+
+// drop ends a use of hold: the state stays cached (the most recently used) when it holds a
+// history, and the cache is brought back within CacheBytes.
+func (s *Server) drop(st *threadState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.users--
+	st.used = time.Now()
+	s.lru.MoveToFront(st.elem)
+	if st.users == 0 && st.hist == nil {
+		s.forget(st)
+	}
+	for e := s.lru.Back(); e != nil && s.cached > s.CacheBytes; {
+		prev := e.Prev()
+		if old := e.Value.(*threadState); old.users == 0 {
+			s.forget(old)
+		}
+		e = prev
+	}
+}
+
+// dropIdle forgets the unused threads last used before cutoff. The caller holds mu.
+func (s *Server) dropIdle(cutoff time.Time) {
+	for e := s.lru.Back(); e != nil; {
+		prev := e.Prev()
+		st := e.Value.(*threadState)
+		if st.users == 0 {
+			if !st.used.Before(cutoff) {
+				return
+			}
+			s.forget(st)
+		}
+		e = prev
+	}
+}
+
+// forget removes an unused thread's state. The caller holds mu.
+func (s *Server) forget(st *threadState) {
+	s.lru.Remove(st.elem)
+	delete(s.threads, st.thread)
+	s.cached -= st.histSize
+	st.hist, st.histSize = nil, 0
+}
+
+// state returns the state of a thread the caller holds (see hold).
+func (s *Server) state(thread string) *threadState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.threads[thread]
+}
+
+// cache sets the thread's cached history (nil: none). The caller holds the thread's turn.
+func (s *Server) cache(st *threadState, hist []memory.Message, created time.Time) {
+	size := histBytes(hist)
+	s.mu.Lock()
+	s.cached += size - st.histSize
+	s.mu.Unlock()
+	st.hist, st.histCreated, st.histSize = hist, created, size
+}
+
+// histBytes estimates the memory that messages hold.
+func histBytes(msgs []memory.Message) int64 {
+	n := int64(0)
+	for _, m := range msgs {
+		n += 96 + int64(len(m.Role)+len(m.Content)+len(m.Name)+len(m.ToolCallID))
+		for k, v := range m.Extra {
+			n += 32 + int64(len(k)+len(v))
+		}
+		for _, c := range m.ToolCalls {
+			n += 96 + int64(len(c.ID)+len(c.Type)+len(c.Function.Name)+len(c.Function.Arguments))
+		}
+	}
+	return n
+}
+
+// acquire takes a one-slot semaphore, or gives up when ctx ends.
+func acquire(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func release(sem chan struct{}) { <-sem }
