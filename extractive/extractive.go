@@ -229,7 +229,9 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 	if folded {
 		label = "Later request: "
 	}
-	add(secGoal, rankGoal, label+cut(oneLine(goal), 300))
+	if goal != "" { // a summary of a summary alone has no new request to name
+		add(secGoal, rankGoal, label+cut(oneLine(goal), 300))
+	}
 	rest := ledgerItems(facts.Extract(factMsgs), goal, add)
 	if lastUser != "" {
 		add(secNext, rankNext, "Last user message: "+cut(oneLine(lastUser), 300))

@@ -253,3 +253,19 @@ func TestExtractiveHeadings(t *testing.T) {
 		t.Errorf("the summary ends with section %d, want the key facts:\n%s", last, out)
 	}
 }
+
+// TestExtractiveSummaryOfSummaryAlone: summarizing an earlier summary with no new message
+// carries its lines and writes no empty "Later request:" line (issue 20: the last summary of
+// every thread held one).
+func TestExtractiveSummaryOfSummaryAlone(t *testing.T) {
+	msgs := []transcript.Message{{Role: transcript.RoleSummary, Text: "## Goal and constraints\n- Goal: downgrade every reservation to economy.\n\n## Work done\n- update_reservation_flights(reservation_id=JG7FMM) -> ok"}}
+	resp := summarize(t, extractive.Summarizer{}, msgs, 1000)
+	if strings.Contains(resp.Text, "Later request") {
+		t.Errorf("a summary of a summary alone names a later request:\n%s", resp.Text)
+	}
+	for _, want := range []string{"downgrade every reservation to economy", "update_reservation_flights(reservation_id=JG7FMM) -> ok"} {
+		if !strings.Contains(resp.Text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, resp.Text)
+		}
+	}
+}

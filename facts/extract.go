@@ -23,6 +23,48 @@ var (
 
 type extractor struct {
 	c *collector
+	// calls are the tool_call entries by call id, waiting for their result's outcome.
+	calls map[string]*entry
+	// lastError is the last error line found in the message being read.
+	lastError string
+}
+
+// addError records an error line.
+func (x *extractor) addError(line string, ref bool) {
+	line = cutWords(line, maxErrorLen)
+	x.c.add(KindError, line, "", ref)
+	if x.lastError == "" {
+		x.lastError = line
+	}
+}
+
+// outcome records what the result content of call id said: its first error line, else ok.
+func (x *extractor) outcome(id, content string) {
+	e := x.calls[id]
+	if e == nil {
+		return
+	}
+	delete(x.calls, id)
+	e.fact.Outcome = "ok"
+	if x.lastError != "" {
+		e.fact.Outcome = x.lastError
+	}
+}
+
+// lookupVerbs start the names of tools that only read.
+var lookupVerbs = []string{"get", "search", "list", "find", "lookup", "read", "fetch", "query", "show", "view",
+	"check", "calculate", "think", "count", "describe", "grep", "ls", "cat", "open"}
+
+// isLookup reports whether a tool only reads, by its name: get_user_details, search_flights,
+// list_files, read_file. Its calls are kept after the calls that change something.
+func isLookup(name string) bool {
+	n := strings.ToLower(name)
+	for _, v := range lookupVerbs {
+		if rest, ok := strings.CutPrefix(n, v); ok && (rest == "" || rest[0] == '_' || rest[0] == '-' || rest[0] == '.') {
+			return true
+		}
+	}
+	return false
 }
 
 // message extracts from a message content: a JSON document is walked (keys are not
@@ -45,11 +87,19 @@ func (x *extractor) toolCall(tc ToolCall) {
 	v, ok := parseJSONDoc(args)
 	if name != "" {
 		text, required := toolCallText(name, v, ok, args)
-		base := weightKey
-		if required == 0 {
+		base := weightWrite
+		switch {
+		case required == 0:
 			base = weightValue // think(thought=…), submit(): only the name to keep
+		case isLookup(name):
+			base = weightKey
 		}
-		x.c.addBase(KindToolCall, text, "", true, base)
+		if e := x.c.addBase(KindToolCall, text, "", true, base); e != nil && tc.ID != "" {
+			if x.calls == nil {
+				x.calls = map[string]*entry{}
+			}
+			x.calls[tc.ID] = e
+		}
 	}
 	if ok {
 		x.walk(v, "", "", ctxArgs)
@@ -235,7 +285,7 @@ func (x *extractor) keyed(key, parent, val string, number bool, cx ctx) {
 		x.c.add(KindID, v, "", cx.ref)
 	case !number && (isErrorKey(k) || isErrorKey(strings.ToLower(parent)) && isMessageKey(k)):
 		if line := oneLine(v); line != "" {
-			x.c.add(KindError, cutWords(line, maxErrorLen), "", cx.ref)
+			x.addError(line, cx.ref)
 		}
 	}
 }

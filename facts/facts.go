@@ -20,8 +20,9 @@ type Message struct {
 	ToolCallID string
 }
 
-// ToolCall is one tool call of an assistant message. Arguments is the JSON string as sent.
-type ToolCall struct{ Name, Arguments string }
+// ToolCall is one tool call of an assistant message. Arguments is the JSON string as sent; ID
+// is the call's id, which the tool's result names ("" when unknown).
+type ToolCall struct{ Name, Arguments, ID string }
 
 // Kind is the kind of a fact.
 type Kind string
@@ -63,6 +64,9 @@ type Fact struct {
 	// Entity is the object the fact was seen in (in a thread's ledger: the tool call whose
 	// arguments or result hold it); "" when it was seen in free text.
 	Entity string `json:"entity,omitempty"`
+	// Outcome is, for a tool call, what its result said: "ok", or the error the tool returned
+	// ("" while no result was seen). A tool call with its outcome is the record of an action.
+	Outcome string `json:"outcome,omitempty"`
 	// Dropped marks a fact of a stored ledger that a compaction named in its facts_dropped: no
 	// longer needed in the context, since its report says it left.
 	Dropped bool `json:"dropped,omitempty"`
@@ -72,7 +76,8 @@ type Fact struct {
 const (
 	weightConstraint = 90
 	weightError      = 70
-	weightKey        = 50 // ids and tool calls
+	weightWrite      = 60 // tool calls that change something: kept before lookups and ids
+	weightKey        = 50 // ids and lookups (tool calls that only read)
 	weightValue      = 30 // amounts, percentages, dates, paths, URLs, emails
 	weightDetail     = 10 // times and quantities
 
@@ -157,7 +162,9 @@ func collect(c *collector, msgs []Message, first int) {
 				x.toolCall(tc)
 			}
 		default: // tool, function, and any other role: output to read
+			x.lastError = ""
 			x.message(content, ctxTool)
+			x.outcome(m.ToolCallID, content)
 		}
 	}
 }
@@ -197,10 +204,10 @@ func (c *collector) add(k Kind, text, key string, ref bool) {
 }
 
 // addBase is add with a base weight other than the kind's.
-func (c *collector) addBase(k Kind, text, key string, ref bool, base int) {
+func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry {
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return
+		return nil
 	}
 	if key == "" {
 		key = normalize(text)
@@ -216,6 +223,7 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) {
 	}
 	e.ref = e.ref || ref
 	e.base = max(e.base, base)
+	return e
 }
 
 // merge adds the entries of d, which saw only messages after every message c saw: the first
@@ -229,6 +237,9 @@ func (c *collector) merge(d *collector) {
 		}
 		e.msgs += de.msgs
 		e.lastSeq = de.lastSeq
+		if de.fact.Outcome != "" {
+			e.fact.Outcome = de.fact.Outcome
+		}
 		e.ref = e.ref || de.ref
 		e.base = max(e.base, de.base)
 	}
@@ -257,7 +268,7 @@ func FromTranscript(m transcript.Message) Message {
 		fm.Role = "assistant"
 	}
 	for _, tc := range m.ToolCalls {
-		fm.ToolCalls = append(fm.ToolCalls, ToolCall{Name: tc.Name, Arguments: tc.Arguments})
+		fm.ToolCalls = append(fm.ToolCalls, ToolCall{Name: tc.Name, Arguments: tc.Arguments, ID: tc.ID})
 	}
 	return fm
 }

@@ -330,14 +330,18 @@ func TestKeptRules(t *testing.T) {
 		{Kind: KindConstraint, Text: "Please don’t book basic economy"},
 		{Kind: KindEmail, Text: "Omar.Davis7857@example.com"},
 		{Kind: KindID, Text: ""},
+		{Kind: KindToolCall, Text: "update_reservation_flights(reservation_id=X7BYG1, cabin=economy, payment_id=gift_card_3481935)"},
 	}
+	// The first update_reservation_flights is told over two lines (its reservation on one, its
+	// name on the next): an action is kept only on one line with what it acted on.
 	summary := `The user (OMAR.DAVIS7857@EXAMPLE.COM) downgraded JG7FMM to economy with
-update_reservation_flights, paying with credit_card_2929732, flight hat028. The failing
+update_reservation_flights, paying with credit_card_2929732, flight hat028. Then
+update_reservation_flights put X7BYG1 in economy (gift_card_3481935). The failing
 date was May 13, 2024; the new one 2024-05-21. The segment cost $1,859 and total savings
 are 23553 dollars, refund on 2024-05-22. Bag: 12kg. Edited /testbed/src/marshmallow/fields.py.
 Please don't   book basic
 economy. The agent used think.`
-	want := []bool{true, false, true, false, true, true, true, false, true, true, false, true, true, true, true, false}
+	want := []bool{true, false, false, false, true, true, true, false, true, true, false, true, true, true, true, false, true}
 	got := Kept(ledger, summary)
 	for i := range ledger {
 		if got[i] != want[i] {

@@ -14,7 +14,8 @@ import (
 // fact must stand as its own token: "HAT02" is not found in "HAT028". On top of that:
 //
 //   - a tool_call fact is kept when its tool name and every one of its key argument values
-//     appear (values cut with "…", true, false and null need not);
+//     appear on one line (values cut with "…", true, false and null need not): an action is
+//     told with what it acted on, not by a name in one place and ids in a list elsewhere;
 //   - a date is kept when the summary has the same day in any supported format
 //     (2024-05-13, May 13, 2024, 13 May 2024, 2024/05/13, 13/05/2024);
 //   - an amount is kept when the summary has the same number (1859 matches $1,859);
@@ -36,6 +37,8 @@ type summaryIndex struct {
 	numbers map[string]bool // canonical numbers
 	nospace string          // norm without the spaces between a number and a unit
 	words   map[string]bool // the maximal runs of word runes of norm, built on first use
+	lines   []string        // the normalised non-empty lines, built on first use
+	byName  map[string][]string
 }
 
 func newSummaryIndex(summary string) *summaryIndex {
@@ -78,10 +81,11 @@ func (s *summaryIndex) has(f Fact) bool {
 
 var unitSpaceRE = regexp.MustCompile(`(\d)[ -]([^\d\s])`)
 
-// hasToolCall checks the name and the key argument values of "name(k=v, k=v)".
+// hasToolCall checks the name and the key argument values of "name(k=v, k=v)", on one line.
 func (s *summaryIndex) hasToolCall(text string) bool {
 	name, values := parseToolCallText(text)
-	if name == "" || !s.contains(normalize(name)) {
+	name = normalize(name)
+	if name == "" || !s.contains(name) {
 		return false
 	}
 	for _, v := range values {
@@ -89,7 +93,44 @@ func (s *summaryIndex) hasToolCall(text string) bool {
 			return false
 		}
 	}
-	return true
+	// Every part is in the text: find a line that holds them all.
+	for _, line := range s.linesWith(name) {
+		ok := true
+		for _, v := range values {
+			if !containsToken(line, normalize(v)) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// linesWith returns the normalised lines of the summary that hold name as a token, from a
+// cache: a tool's name is looked for once whatever the number of its calls.
+func (s *summaryIndex) linesWith(name string) []string {
+	if got, ok := s.byName[name]; ok {
+		return got
+	}
+	if s.lines == nil {
+		for l := range strings.SplitSeq(s.raw, "\n") {
+			if l = normalize(l); l != "" {
+				s.lines = append(s.lines, l)
+			}
+		}
+		s.byName = map[string][]string{}
+	}
+	var out []string
+	for _, l := range s.lines {
+		if containsToken(l, name) {
+			out = append(out, l)
+		}
+	}
+	s.byName[name] = out
+	return out
 }
 
 var argKeyRE = regexp.MustCompile(`(?:^|, )([A-Za-z_][A-Za-z0-9_.-]*)=`)

@@ -42,7 +42,7 @@ func (x *extractor) errors(s string, cx ctx) {
 		}
 		l := strings.TrimSpace(strings.TrimPrefix(line, "E "))
 		if isErrorLine(l, phrases) {
-			x.c.add(KindError, cutWords(l, maxErrorLen), "", cx.ref)
+			x.addError(l, cx.ref)
 		}
 	}
 }

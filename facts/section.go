@@ -91,6 +91,9 @@ func renderSection(facts []Fact) string {
 		if !longKind(f.Kind) && len(long) > 0 && inLong.has(f) {
 			continue
 		}
+		if f.Kind == KindToolCall && f.Outcome != "" {
+			text += " -> " + oneLineText(f.Outcome) // the action's record, on its one line
+		}
 		if _, ok := groups[f.Kind]; !ok {
 			order = append(order, f.Kind)
 		}

@@ -89,6 +89,7 @@ func TestLedgerSurvivesRecompaction(t *testing.T) {
 					}
 					t.Fatalf("compaction %d lost %d facts of the original messages that no report names: %q", i+1, len(lost), texts)
 				}
+				checkWritesKept(t, s, "t", original, "update_reservation_flights(")
 			}
 			if _, err := s.Revert(ctx, last); err != nil {
 				t.Fatalf("revert: %v", err)
@@ -97,5 +98,29 @@ func TestLedgerSurvivesRecompaction(t *testing.T) {
 				t.Fatalf("after a revert, %d facts of the original messages are lost", len(lost))
 			}
 		})
+	}
+}
+
+// checkWritesKept asserts that every call of the original messages whose text starts with
+// prefix (a write action) is in the active context on one line with its key arguments.
+func checkWritesKept(t testing.TB, s *memory.Store, thread string, original []facts.Fact, prefix string) {
+	t.Helper()
+	a, err := s.Active(context.Background(), thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes []facts.Fact
+	for _, f := range original {
+		if f.Kind == facts.KindToolCall && strings.HasPrefix(f.Text, prefix) {
+			writes = append(writes, f)
+		}
+	}
+	if len(writes) == 0 {
+		t.Fatalf("no %s call in the original messages", prefix)
+	}
+	for i, ok := range facts.Kept(writes, activeText(a)) {
+		if !ok {
+			t.Errorf("the write action %s is not in the active context on one line with its arguments", writes[i].Text)
+		}
 	}
 }

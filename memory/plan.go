@@ -50,6 +50,9 @@ func (p Plan) MiddleLen() int { return p.Kept - p.Pinned }
 //     tokens (3: the reply priming), where minSave is 10% of the active context: a summary
 //     within budget always saves 10%, and leaves the context within L. When that budget is
 //     under a useful minimum the plan is Ineffective and no provider is called.
+//   - A middle that is the current summary alone is Ineffective while the context is within
+//     the limit: a summary is only ever updated with new messages, never shrunk for its own
+//     sake (each such pass would drop facts it holds).
 func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 	s = s.WithDefaults()
 	n := len(entries)
@@ -74,6 +77,11 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 	p.RoomBudget = min(s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming, p.MiddleTokens-minSave)
 	p.SummaryBudget = min(s.SummaryMaxTokens, p.RoomBudget)
 	switch {
+	case p.MiddleLen() == 1 && entries[p.Pinned].CompactionID != 0 && active <= s.Budget():
+		// Summarizing the summary again, with nothing new to fold in, could only make it lose
+		// what it holds; within the limit there is no need to.
+		p.Ineffective = true
+		p.Why = "nothing new to summarize: the middle is the current summary alone, and the context is within the limit"
 	case p.SummaryBudget >= minSummaryTokens:
 	case s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming < minSummaryTokens:
 		p.Ineffective = true

@@ -332,7 +332,9 @@ func TestRecompactionHasNoPromptText(t *testing.T) {
 			rec := &requestLog{Completer: extractive.Summarizer{Count: counter.CountText}}
 			casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: rec, MaxAttempts: 1})
 			var summaries []string
-			for _, limit := range []int{before.Tokens * 6 / 10, before.Tokens * 6 / 10} { // the second one forced
+			// The second, smaller limit folds messages in beside the first summary (a summary
+			// alone is not summarized again).
+			for _, limit := range []int{before.Tokens * 6 / 10, before.Tokens * 4 / 10} {
 				c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
 				rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
 				if err != nil || rep.Status != memory.StatusApplied || rep.Summary == nil {

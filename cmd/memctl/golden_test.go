@@ -52,7 +52,7 @@ func goldenSteps() []goldenStep {
 		{"compact-not-needed-json", 0, []string{"compact", "t1", "--json"}},
 		{"compact", 0, []string{"compact", "t1", "--limit", "5000"}},
 		{"compact-json", 0, []string{"compact", "t2", "--limit", "4000", "--json"}},
-		{"compact-forced-json", 0, []string{"compact", "t2", "--limit", "4000", "--force", "--json"}},
+		{"compact-forced-json", 0, []string{"compact", "t2", "--limit", "3000", "--force", "--json"}},
 		{"show-active-compacted", 0, []string{"show", "t1"}},
 		{"show-all", 0, []string{"show", "t1", "--all"}},
 		{"show-all-json", 0, []string{"show", "t2", "--all", "--json"}},

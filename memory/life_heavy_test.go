@@ -1,0 +1,42 @@
+//go:build heavy
+
+package memory_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// TestLifeMatrix replays every recorded conversation and two generated long ones at 2,048,
+// 4,096, 8,192 and 32,768 tokens through each kind of summarizer (see simulateLife), and logs
+// the figures the README gives:
+//
+//	go test -tags heavy -run TestLifeMatrix -v ./memory | grep LIFE
+func TestLifeMatrix(t *testing.T) {
+	lives := map[string][]memory.Message{
+		"generated40":  generatedLife(40),
+		"generated120": generatedLife(120),
+	}
+	for _, f := range conversations(t) {
+		lives[filepath.Base(f)] = readMessagesFile(t, f)
+	}
+	for name, msgs := range lives {
+		for _, limit := range []int{2048, 4096, 8192, 32768} {
+			for _, kind := range []string{"offline", "nofacts", "third"} {
+				t.Run(fmt.Sprintf("%s/%d/%s", name, limit, kind), func(t *testing.T) {
+					st := simulateLife(t, msgs, limit, kind)
+					t.Logf("LIFE %s %d %s: turns %d, compactions %d (%.1f per 100 turns), failed %d; facts %d, actions %d (writes %d); kept %d, named %d, lost %d; writes kept %d, named %d; tokens per turn %d; newest user message out %d",
+						name, limit, kind, st.turns, st.compactions, 100*float64(st.compactions)/float64(st.turns), st.failed,
+						st.facts, st.actions, st.writes, st.kept, st.named, st.lost, st.writesKept, st.writesNamed,
+						st.tokensSum/max(st.turns, 1), st.newestUserMissing)
+					if st.lost > 0 {
+						t.Errorf("%d facts and actions lost, no report names them", st.lost)
+					}
+				})
+			}
+		}
+	}
+}
