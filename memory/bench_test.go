@@ -58,6 +58,35 @@ func BenchmarkCompact(b *testing.B) {
 	}
 }
 
+// BenchmarkRecompact is a compaction that folds a summary in: it reads the stored ledger of the
+// first one (the facts of n messages) and adds the facts of the messages summarized since.
+func BenchmarkRecompact(b *testing.B) {
+	for _, n := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ctx := context.Background()
+			s, _ := openStore(b)
+			msgs := benchMessages(n)
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				thread := fmt.Sprint("t", i)
+				if _, err := s.Append(ctx, thread, msgs, memory.AppendOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				a, _ := s.Active(ctx, thread)
+				c := memory.NewCompactor(s, instant{}, memory.Settings{TokenLimit: a.Tokens / 2})
+				if _, err := c.Compact(ctx, thread, memory.CompactOptions{Force: true}); err != nil {
+					b.Fatal(err)
+				}
+				c.Settings.TokenLimit = a.Tokens / 4
+				b.StartTimer()
+				if rep, err := c.Compact(ctx, thread, memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+					b.Fatalf("second compaction: %s, %v", rep.Status, err)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkActive(b *testing.B) {
 	ctx := context.Background()
 	s, _ := openStore(b)
