@@ -32,7 +32,7 @@ var secrets = [][2]string{
 	{"maps key AIzaSyB7x2Kq9Lm4Np8Qr1St6Uv3Wx0Yz5Ab2Cd", "AIzaSyB7x2Kq9Lm4Np8Qr1St6Uv3Wx0Yz5Ab2Cd"},
 	{"HF_TOKEN=hf_Vb3Nm7Kq2Lp9Wx4Zr8Ts1Yu6Io0Pa5Sd3Fg", "hf_Vb3Nm7Kq2Lp9Wx4Zr8Ts1Yu6Io0Pa5Sd3Fg"},
 	{"SENDGRID=SG.Ab3Cd7Ef2Gh9Ij4Kl8Mn1Op.Qr6St3Uv0Wx7Yz2Ab5Cd9Ef4Gh1Ij8Kl3Mn6Op0", "SG.Ab3Cd7Ef2Gh9Ij4Kl8Mn1Op.Qr6St3Uv0Wx7Yz2Ab5Cd9Ef4Gh1Ij8Kl3Mn6Op0"},
-	{"//registry.npmjs.org/:_authToken=npm_Zq8Xw3Vc7Bn2Ml9Kj4Hg1Fd6Sa0Po5Iu3Yt", "npm_Zq8Xw3Vc7Bn2Ml9Kj4Hg1Fd6Sa0Po5Iu3Yt"},
+	{"//registry.example.com/:_authToken=npm_Zq8Xw3Vc7Bn2Ml9Kj4Hg1Fd6Sa0Po5Iu3Yt", "npm_Zq8Xw3Vc7Bn2Ml9Kj4Hg1Fd6Sa0Po5Iu3Yt"},
 	{"curl -H 'Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0fe9d8c7b' https://api.acme.dev/v1", "9f8e7d6c5b4a39281706f5e4d3c2b1a0fe9d8c7b"},
 	{"session=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI4NzEyMzQiLCJyb2xlIjoiYWRtaW4ifQ.Xk2Lm9Np4Qr7St1Uv6Wx3Yz0AbCdEfGhIjKlMnOp", "eyJzdWIiOiI4NzEyMzQiLCJyb2xlIjoiYWRtaW4ifQ"},
 	{"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\nVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"},

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/internal/nodetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -21,27 +22,7 @@ import (
 // limit; no upstream request exceeds the limit; the streamed reply reaches the client whole
 // and is stored.
 func TestNodeOpenAIClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the test of the official Node client cannot run (.ci/run installs node and runs npm ci in serve/testdata/node)")
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "node"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai", "package.json")); err != nil {
-		// Installed from the lockfile on first use, so the README's test command needs no
-		// step of its own (.ci/run installs it beforehand too).
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatalf("the openai package is not installed in %s and npm is not there to install it", dir)
-		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-	}
+	node, dir := nodetest.Require(t, filepath.Join("testdata", "node"), "openai")
 	const limit, turns = 1500, 14
 	e := newEnv(t, envOptions{limit: limit, token: "node-token"})
 	e.up.set(func(u *upstream) {
