@@ -236,6 +236,16 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// RedactText redacts s with the cascade's Redact (the default redactor when it is nil).
+// memory.NewCompactor redacts with it, so that the compactor and the cascade share one
+// redactor: the config's, when config.NewCascade built the cascade.
+func (c *Cascade) RedactText(s string) string {
+	if c.Redact == nil {
+		return defaultRedact()(s)
+	}
+	return c.Redact(s)
+}
+
 // UseClock sets the cascade's clock (Now) before its first use; memory.NewCompactor gives it
 // the store's, so that a compaction and its attempts read one clock.
 func (c *Cascade) UseClock(now func() time.Time) { c.Now = now }

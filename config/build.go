@@ -102,6 +102,19 @@ func (c Config) withOfflineRung() []Provider {
 	return append(slices.Clone(c.Cascade), Provider{Name: name, Type: TypeExtractive}.WithDefaults())
 }
 
+// NewCompactor builds the compactor of the config over store: the config's cascade on the
+// store's database (see NewCascade), the compaction settings, and one redactor, built once
+// from the built-in patterns and redact_patterns, that both the compactor (everything sent to
+// a provider, every summary, fact and error stored) and the cascade (every attempt's error)
+// apply. count is as for NewCascade.
+func (c Config) NewCompactor(store *memory.Store, count func(string) int) (*memory.Compactor, *cascade.Cascade, error) {
+	casc, err := c.NewCascade(store.DB(), count)
+	if err != nil {
+		return nil, nil, err
+	}
+	return memory.NewCompactor(store, casc, c.Settings()), casc, nil // the compactor redacts with casc's redactor
+}
+
 // NewCascade builds the provider cascade of the config on the database h, which holds the
 // cooldowns and the attempt log. A cascade without an extractive provider ends with one named
 // "offline" unless the config says offline: false. count, when not nil, is the token counter the extractive

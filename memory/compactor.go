@@ -42,8 +42,8 @@ type Compactor struct {
 
 	// Redact is applied to every text that leaves the machine (the summarizer's input, each
 	// fact of the ledger) and to the summary and error text before they are stored.
-	// NewCompactor sets it to the built-in secret patterns (package redact); nil turns
-	// redaction off.
+	// NewCompactor sets it to the summarizer's redactor (see Redacting), else to the built-in
+	// secret patterns (package redact); nil turns redaction off.
 	Redact func(string) string
 	// OnReport is called with the report of every compaction that reached a decision (not
 	// dry runs). Its error or panic never fails the compaction; it goes to HookError.
@@ -102,21 +102,34 @@ type CompactOptions struct {
 	Requested bool
 }
 
-// NewCompactor returns a Compactor with the given settings, redacting secrets with the
-// built-in patterns of package redact. A summarizer with a clock of its own (a Clocked, such as
-// a *cascade.Cascade) is set to read the store's, so that the whole system keeps one clock:
-// Store.Now.
+// NewCompactor returns a Compactor with the given settings. It redacts secrets with the
+// summarizer's own redactor when the summarizer has one (a Redacting, such as a
+// *cascade.Cascade, whose redactor config.NewCascade builds from the config's
+// redact_patterns), so that what the compactor sends and what the cascade stores pass one
+// redactor; otherwise with the built-in patterns of package redact. A summarizer with a clock
+// of its own (a Clocked, such as a *cascade.Cascade) is set to read the store's, so that the
+// whole system keeps one clock: Store.Now.
 func NewCompactor(store *Store, summarizer Summarizer, s Settings) *Compactor {
 	if c, ok := summarizer.(Clocked); ok {
 		c.UseClock(func() time.Time { return store.Now() })
 	}
-	return &Compactor{Store: store, Summarizer: summarizer, Settings: s, Redact: builtinRedact()}
+	red := builtinRedact()
+	if r, ok := summarizer.(Redacting); ok {
+		red = r.RedactText
+	}
+	return &Compactor{Store: store, Summarizer: summarizer, Settings: s, Redact: red}
 }
 
 // Clocked is a summarizer that keeps time (cooldowns, attempt start times); NewCompactor gives
 // it the store's clock.
 type Clocked interface {
 	UseClock(now func() time.Time)
+}
+
+// Redacting is a summarizer that redacts the text it stores with a redactor of its own;
+// NewCompactor redacts with the same one.
+type Redacting interface {
+	RedactText(s string) string
 }
 
 // builtinRedact is the redaction of the built-in patterns, compiled once.

@@ -55,6 +55,14 @@
 //     taken too), a JWT broken over lines, percent-encoded URL userinfo, and base64 of
 //     user:password after "Basic" or, with no label, when it ends in '=' padding
 //     (unpadded bare base64 is not decoded: it would mean decoding every word-like run).
+//   - Evasions are undone before matching, on a copy: string escapes (\u0070assword, \x70,
+//     surrogate pairs), HTML character references (p&#97;ssword, &quot;), percent-encoded
+//     bytes (password%3DX), invisible characters (zero-width spaces and joiners, the soft
+//     hyphen, the byte order mark, bidirectional controls) dropped, full-width forms and
+//     mathematical letters folded to ASCII, Cyrillic and Greek look-alike letters folded to
+//     Latin. A secret found in the copy is replaced in the original, whole, from its first
+//     byte to its last (escapes and invisible characters included); the rest of the text is
+//     kept byte for byte.
 //   - Formats without a prefix are taken only with their label: the newer Mailgun key
 //     (32-8-8 hex) within 200 bytes after "mailgun", an Azure DevOps PAT (52 base32
 //     characters) after PAT or a key ending in _PAT; bare, they cannot be told from other

@@ -84,11 +84,38 @@ func New(extra []string) (*Redactor, error) {
 func Kinds() []string { return slices.Clone(allKinds) }
 
 // Redact returns text with every secret replaced, and the number of replacements.
+//
+// The text is read twice when it holds a possible evasion (a string escape, an HTML entity,
+// an invisible or full-width character, a look-alike letter, a percent-encoded byte): as it
+// is, and normalised (see normalize). A secret found in the normalised text is replaced in
+// the original, whole: from the first byte of the first character it came from to the last
+// byte of the last, escapes and invisible characters included.
 func (r *Redactor) Redact(text string) (string, int) {
+	ss := r.secrets(text)
+	return apply(text, ss), len(ss)
+}
+
+// secret is a span of a text to replace with the marker of kind.
+type secret struct {
+	s, e int
+	kind string
+}
+
+// secrets returns the spans of the secrets of text, ascending and disjoint.
+func (r *Redactor) secrets(text string) []secret {
 	if text == "" {
-		return text, 0
+		return nil
 	}
-	total := 0
+	ss := r.plain(text)
+	if n, ok := normalize(text); ok {
+		ss = merge(ss, n.back(r.plain(n.text)))
+	}
+	return ss
+}
+
+// plain returns the spans of the secrets the patterns find in text as it is.
+func (r *Redactor) plain(text string) []secret {
+	var t tracker
 	starts := builtinScan.scan(text)
 	markers := markerSpans(text)
 	for i, p := range builtins {
@@ -104,7 +131,7 @@ func (r *Redactor) Redact(text string) (string, int) {
 		var edits []edit
 		text, edits = p.replace(text, ms, markers)
 		if len(edits) > 0 {
-			total += len(edits)
+			t.record(edits)
 			for j := i + 1; j < len(starts); j++ {
 				starts[j] = shift(starts[j], edits)
 			}
@@ -119,11 +146,93 @@ func (r *Redactor) Redact(text string) (string, int) {
 		var edits []edit
 		text, edits = p.replace(text, ms, markers)
 		if len(edits) > 0 {
-			total += len(edits)
+			t.record(edits)
 			markers = shiftMarkers(markers, edits)
 		}
 	}
-	return text, total
+	return t.secrets()
+}
+
+// tracker maps the markers the patterns put into a text, one pass after another, back to
+// the spans of the original text they replaced.
+type tracker struct{ recs []placed }
+
+// placed is a marker at [cs, ce) of the current text that replaced [os, oe) of the original.
+type placed struct {
+	cs, ce, os, oe int
+	kind           string
+}
+
+// record adds the edits of one pass (ascending, in the offsets of the text before it). An
+// edit never overlaps a marker placed before, so each replaced a span of original text.
+func (t *tracker) record(edits []edit) {
+	out := make([]placed, 0, len(t.recs)+len(edits))
+	k, delta, shiftBy := 0, 0, 0 // delta: current minus original before the edit; shiftBy: this pass's growth so far
+	for _, ed := range edits {
+		for k < len(t.recs) && t.recs[k].ce <= ed.s {
+			r := t.recs[k]
+			delta += (r.ce - r.cs) - (r.oe - r.os)
+			r.cs, r.ce = r.cs+shiftBy, r.ce+shiftBy
+			out = append(out, r)
+			k++
+		}
+		cs := ed.s + shiftBy
+		out = append(out, placed{cs: cs, ce: cs + ed.n, os: ed.s - delta, oe: ed.e - delta, kind: ed.kind})
+		shiftBy += ed.n - (ed.e - ed.s)
+	}
+	for ; k < len(t.recs); k++ {
+		r := t.recs[k]
+		r.cs, r.ce = r.cs+shiftBy, r.ce+shiftBy
+		out = append(out, r)
+	}
+	t.recs = out
+}
+
+func (t *tracker) secrets() []secret {
+	ss := make([]secret, len(t.recs))
+	for i, r := range t.recs {
+		ss[i] = secret{r.os, r.oe, r.kind}
+	}
+	return ss
+}
+
+// apply replaces the spans of ss (ascending, disjoint) with their markers.
+func apply(text string, ss []secret) string {
+	if len(ss) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	last := 0
+	for _, s := range ss {
+		b.WriteString(text[last:s.s])
+		b.WriteString(Marker(s.kind))
+		last = s.e
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+// merge returns the union of two span lists (each ascending and disjoint): overlapping
+// spans become one, with the kind of the one that starts first.
+func merge(a, b []secret) []secret {
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	all := append(slices.Clone(a), b...)
+	slices.SortStableFunc(all, func(x, y secret) int { return x.s - y.s })
+	out := all[:1]
+	for _, s := range all[1:] {
+		if last := &out[len(out)-1]; s.s < last.e {
+			last.e = max(last.e, s.e)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // defaultWindow bounds the bytes an anchored match may span, so that trying a candidate
@@ -175,8 +284,11 @@ func (p *pattern) find(text string, starts []int) [][]int {
 	return ms
 }
 
-// edit records that text[s:e] became a marker of n bytes.
-type edit struct{ s, e, n int }
+// edit records that text[s:e] became a marker of n bytes, of kind.
+type edit struct {
+	s, e, n int
+	kind    string
+}
 
 // shift moves candidate starts from the offsets of a text to those of the text after
 // edits (ascending). A start inside a replaced secret moves to the end of its marker.
@@ -263,7 +375,7 @@ func (p *pattern) replace(text string, ms [][]int, markers [][]int) (string, []e
 		for _, sp := range spans {
 			b.WriteString(text[last:sp[0]])
 			b.WriteString(mk)
-			edits = append(edits, edit{sp[0], sp[1], len(mk)})
+			edits = append(edits, edit{sp[0], sp[1], len(mk), kind})
 			last = sp[1]
 		}
 	}

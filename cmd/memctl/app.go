@@ -156,12 +156,10 @@ func (a *app) newCompactor(s *memory.Store, count func(string) int, logger *slog
 	if err != nil {
 		return nil, nil, err
 	}
-	casc, err := cfg.NewCascade(s.DB(), count)
+	c, casc, err := cfg.NewCompactor(s, count) // one redactor, of the config's patterns, for both
 	if err != nil {
 		return nil, nil, err
 	}
-	c := memory.NewCompactor(s, casc, cfg.Settings())
-	c.Redact = casc.Redact // the config's patterns, compiled once by NewCascade
 	if logger != nil {
 		casc.Logger, c.Logger = logger, logger
 	}

@@ -1,0 +1,112 @@
+package memory_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// evasions are secrets written so that a pattern reading the bytes as they are misses them;
+// the second value must never leave the machine nor reach a summary, report or fact.
+var evasions = [][2]string{
+	{`{"\u0070assword":"Xy8#pQ3rT6vW"}`, "Xy8#pQ3rT6vW"},                                                          // a JSON escape in the key
+	{"OPENAI_API_KEY=sk-proj-Qx7Lm2Vb9Tz4\u200bRk8Wc1Yd5Fh3Jn6Pg0Se2Ua7Ib4Oc9", "Rk8Wc1Yd5Fh3Jn6Pg0Se2Ua7Ib4Oc9"}, // a zero-width space inside
+	{"p&#97;ssword=Vq3#Lm8Zt2Wx", "Vq3#Lm8Zt2Wx"},                                                                 // an HTML entity in the label
+	{"раssword: Hd7!Kp2Qz9Ry", "Hd7!Kp2Qz9Ry"},                                                                    // a Cyrillic р in the label
+	{"ｐａｓｓｗｏｒｄ＝Nf4$Tb8Wq1Zs", "Nf4$Tb8Wq1Zs"},                                                                     // full-width label and sign
+	{"https://app.example.com/login?next=%2Fhome&password%3DJr5%25Yc2Mv7Xk", "Jr5"},                               // percent-encoded
+}
+
+// TestEvasionsNeverLeave: secrets hidden by an escape, an entity, an invisible or full-width
+// character, a look-alike letter or percent-encoding, in a tool call's arguments, its result
+// and user text, reach neither a remote provider nor the stored summary, report or facts (the
+// ledger decodes the arguments' JSON from the redacted text). The original messages keep them.
+func TestEvasionsNeverLeave(t *testing.T) {
+	for _, provider := range []string{"remote", "offline"} {
+		t.Run(provider, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := openStore(t)
+			msgs := []memory.Message{memory.TextMessage("system", "You are a deployment assistant.")}
+			for i, ev := range evasions {
+				call := memory.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []memory.ToolCall{
+					{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: memory.FunctionCall{Name: "login", Arguments: ev[0]}}}}
+				res := memory.TextMessage("tool", "ok: "+ev[0])
+				res.ToolCallID = fmt.Sprintf("call_%d", i)
+				msgs = append(msgs, memory.TextMessage("user", "Use this: "+ev[0]), call, res)
+			}
+			for i := range 6 {
+				msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("recent question %d %s", i, strings.Repeat("word ", 40))))
+			}
+			if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			srv := httptest.NewServer(rec)
+			defer srv.Close()
+			entry := cascade.Entry{Name: "offline", Type: "extractive", Provider: extractive.Summarizer{}, Offline: true,
+				MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
+			if provider == "remote" {
+				entry = cascade.Entry{Name: "remote", Type: "openai", Model: "m",
+					Provider:      cascade.NewOpenAI(cascade.OpenAIConfig{Name: "remote", BaseURL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second, MaxOutputTokens: 500}),
+					ContextWindow: 100000, MaxOutputTokens: 500, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
+			}
+			casc := cascade.New(s.DB(), entry)
+			a, _ := s.Active(ctx, "t")
+			c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 1500})
+			var spans []memory.Span
+			c.OnSummarized = func(_ context.Context, sp memory.Span) error { spans = append(spans, sp); return nil }
+			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+			if err != nil || rep.Status != memory.StatusApplied {
+				t.Fatalf("compact: %+v, %v", rep, err)
+			}
+			if provider == "remote" && len(rec.bodies) == 0 {
+				t.Fatal("the provider got no request")
+			}
+			var stored strings.Builder
+			reps, err := s.Reports(ctx, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range reps {
+				full, err := s.Report(ctx, *r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(full)
+				stored.Write(b)
+			}
+			for _, sp := range spans {
+				b, _ := json.Marshal(sp.Facts)
+				stored.Write(b)
+				stored.WriteString(sp.Summary)
+			}
+			active, _ := s.Active(ctx, "t")
+			b, _ := json.Marshal(active.Messages())
+			stored.Write(b)
+			if !strings.Contains(stored.String(), "[REDACTED:") {
+				t.Fatal("nothing stored shows a marker: the secrets may not have been summarized at all")
+			}
+			for _, ev := range evasions {
+				for i, body := range rec.bodies {
+					if strings.Contains(body, ev[1]) || strings.Contains(body, jsonEscaped(ev[1])) {
+						t.Errorf("request %d carried the secret %q of %q", i, ev[1], ev[0])
+					}
+				}
+				if strings.Contains(stored.String(), ev[1]) || strings.Contains(stored.String(), jsonEscaped(ev[1])) {
+					t.Errorf("the secret %q of %q was stored in a summary, report or fact", ev[1], ev[0])
+				}
+			}
+			if hist := string(exportAll(t, s, "t")); !strings.Contains(hist, jsonEscaped(evasions[0][0])) {
+				t.Fatal("the original message lost its text")
+			}
+		})
+	}
+}

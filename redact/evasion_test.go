@@ -1,0 +1,71 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+// evasionCase is a secret written so that the patterns, reading the bytes as they are, miss
+// it. secret is the value as the patterns would see it once the evasion is undone; no piece
+// of it may be left, and keep must survive byte for byte.
+type evasionCase struct {
+	name, text, secret string
+	keep               []string
+}
+
+var evasionCases = []evasionCase{
+	{"json escape in the key", `{"user":"root","\u0070assword":"Xy8#pQ3rT6vW"}`, "Xy8#pQ3rT6vW", []string{`{"user":"root","\u0070assword":"`, `"}`}},
+	{"json escapes in the value", `{"password":"Xy8\u0023pQ3rT6vW"}`, "Xy8#pQ3rT6vW", []string{`{"password":"`, `"}`}},
+	{"surrogate pair in the key", `{"\ud835\udc29assword":"a7f3c9e1b5d2084f6e1a9c3b7d5f2e80"}`, "a7f3c9e1b5d2084f6e1a9c3b7d5f2e80", nil},
+	{"hex escape", `cfg = "\x70assword=Gh5!Lk8Zq2Wv"`, "Gh5!Lk8Zq2Wv", []string{`cfg = "`}},
+	{"zero-width space in a key", "key: sk-proj-Qx7Lm2Vb9Tz4\u200bRk8Wc1Yd5Fh3Jn6Pg0Se2Ua7Ib4Oc9 done", "sk-proj-Qx7Lm2Vb9Tz4Rk8Wc1Yd5Fh3Jn6Pg0Se2Ua7Ib4Oc9", []string{"key: ", " done"}},
+	{"zero-width joiner in a prefix", "use gh\u200dp_R4nD0mT0k3nV4lu3F0rT3st1ngAbCdEf12xy now", "ghp_R4nD0mT0k3nV4lu3F0rT3st1ngAbCdEf12xy", []string{"use ", " now"}},
+	{"soft hyphen in a label", "pass\u00adword=Tb6%Wr2Qx9Lm", "Tb6%Wr2Qx9Lm", nil},
+	{"byte order mark in a key", "AKIA\ufeff2OGYBAH6ZQ3XK4PM is the id", "AKIA2OGYBAH6ZQ3XK4PM", []string{" is the id"}},
+	{"bidi controls around a key", "token \u202eglpat-Xy7Zq2Wv9Ut4Sr8Pq1No\u202c here", "glpat-Xy7Zq2Wv9Ut4Sr8Pq1No", []string{"token ", " here"}},
+	{"numeric entity in a label", "p&#97;ssword=Vq3#Lm8Zt2Wx", "Vq3#Lm8Zt2Wx", nil},
+	{"hex entity in a label", "&#x70;assword: Vq3#Lm8Zt2Wx", "Vq3#Lm8Zt2Wx", nil},
+	{"named entities around a value", `password=&quot;Vq3#Lm8Zt2Wx&quot;`, "Vq3#Lm8Zt2Wx", nil},
+	{"cyrillic letters in a label", "раssword: Hd7!Kp2Qz9Ry", "Hd7!Kp2Qz9Ry", nil},
+	{"greek letters in a label", "api_kεy = Hd7Kp2Qz9RyWx4Nb", "Hd7Kp2Qz9RyWx4Nb", nil},
+	{"full-width label", "ｐａｓｓｗｏｒｄ＝Nf4$Tb8Wq1Zs", "Nf4$Tb8Wq1Zs", nil},
+	{"full-width key", "ｓｋ-ant-api03-Zk4Pq8Wm2Xr6Tn1Yb5Vc9Hd3Jf7Lg0Ks4Ma8Qe2Ru6", "sk-ant-api03-Zk4Pq8Wm2Xr6Tn1Yb5Vc9Hd3Jf7Lg0Ks4Ma8Qe2Ru6", nil},
+	{"percent-encoded query pair", "https://app.example.com/login?next=%2Fhome&password%3DJr5%25Yc2Mv7Xk", "Jr5%Yc2Mv7Xk", []string{"https://app.example.com/login?next=%2Fhome&password%3D"}},
+	{"percent-encoded aws secret", "aws_secret_access_key=wJa1rXUtnFEMI%2FK7MDENG%2FbPxRfiCYzQ8Kd93hQa", "wJa1rXUtnFEMI/K7MDENG/bPxRfiCYzQ8Kd93hQa", []string{"aws_secret_access_key="}},
+}
+
+func TestEvasions(t *testing.T) {
+	r, _ := New(nil)
+	for _, c := range evasionCases {
+		t.Run(c.name, func(t *testing.T) {
+			out, n := r.Redact(c.text)
+			if n == 0 {
+				t.Fatalf("nothing redacted in %q", c.text)
+			}
+			assertNoPiece(t, out, c.secret)
+			for _, k := range c.keep {
+				if !strings.Contains(out, k) {
+					t.Errorf("%q lost %q", out, k)
+				}
+			}
+			if again, _ := r.Redact(out); again != out {
+				t.Errorf("not idempotent: %q -> %q", out, again)
+			}
+		})
+	}
+}
+
+// assertNoPiece fails when out, read as the patterns read it, still holds six consecutive
+// bytes of secret.
+func assertNoPiece(t *testing.T, out, secret string) {
+	t.Helper()
+	seen := out
+	if n, ok := normalize(out); ok {
+		seen = n.text
+	}
+	for i := 0; i+6 <= len(secret); i++ {
+		if strings.Contains(seen, secret[i:i+6]) {
+			t.Fatalf("%q still holds %q of the secret", out, secret[i:i+6])
+		}
+	}
+}
