@@ -19,6 +19,9 @@ const markerPrefix = "[REDACTED:"
 // concurrent use.
 type Redactor struct {
 	extra []*pattern // the user's patterns, run after the built-in ones
+	// own leaves gitleaks' rules out, and unfiltered runs each of them on every text (no
+	// keyword prefilter): for measuring them.
+	own, unfiltered bool
 }
 
 // pattern is one compiled rule.
@@ -116,41 +119,63 @@ func (r *Redactor) secrets(text string) []secret {
 // plain returns the spans of the secrets the patterns find in text as it is.
 func (r *Redactor) plain(text string) []secret {
 	var t tracker
-	starts := builtinScan.scan(text)
+	passes := r.passes(text)
 	markers := markerSpans(text)
-	for i, p := range builtins {
+	for i, ps := range passes {
 		var ms [][]int
-		if p.scanAll != nil {
+		switch p := ps.p; {
+		case p.scanAll != nil:
 			ms = p.scanAll(text)
-		} else if len(starts[i]) > 0 {
-			ms = p.find(text, starts[i])
+		case ps.all:
+			ms = p.re.FindAllStringSubmatchIndex(text, -1)
+		case len(ps.starts) > 0:
+			ms = p.find(text, ps.starts)
 		}
 		if len(ms) == 0 {
 			continue
 		}
 		var edits []edit
-		text, edits = p.replace(text, ms, markers)
+		text, edits = ps.p.replace(text, ms, markers)
 		if len(edits) > 0 {
 			t.record(edits)
-			for j := i + 1; j < len(starts); j++ {
-				starts[j] = shift(starts[j], edits)
+			for j := i + 1; j < len(passes); j++ {
+				passes[j].starts = shift(passes[j].starts, edits)
 			}
 			markers = shiftMarkers(markers, edits)
 		}
 	}
-	for _, p := range r.extra {
-		ms := p.re.FindAllStringSubmatchIndex(text, -1)
-		if len(ms) == 0 {
-			continue
-		}
-		var edits []edit
-		text, edits = p.replace(text, ms, markers)
-		if len(edits) > 0 {
-			t.record(edits)
-			markers = shiftMarkers(markers, edits)
-		}
-	}
 	return t.secrets()
+}
+
+// pass is a pattern to run on a text: at its candidate starts, or (all) unanchored over the
+// whole text.
+type pass struct {
+	p      *pattern
+	starts []int
+	all    bool
+}
+
+// passes returns what runs on text, in order: the built-in patterns (at the starts one scan
+// found), gitleaks' rules whose keywords the text holds (see glRules.run), and the user's
+// patterns (one FindAll pass each).
+func (r *Redactor) passes(text string) []pass {
+	starts := builtinScan.scan(text)
+	out := make([]pass, 0, len(builtins)+len(r.extra)+8)
+	for i, p := range builtins {
+		out = append(out, pass{p: p, starts: starts[i]})
+	}
+	switch {
+	case r.unfiltered:
+		for _, p := range gitleaksRules().full {
+			out = append(out, pass{p: p, all: true})
+		}
+	case !r.own:
+		out = append(out, gitleaksRules().run(text)...)
+	}
+	for _, p := range r.extra {
+		out = append(out, pass{p: p, all: true})
+	}
+	return out
 }
 
 // tracker maps the markers the patterns put into a text, one pass after another, back to
