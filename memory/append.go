@@ -89,8 +89,20 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 	var res AppendResult
 	// The thread row is locked first: appends to one thread, from any process or host, run
 	// one after another.
-	err := s.h.LockedTx(ctx, func(q db.Querier) error {
-		res = AppendResult{Thread: thread}
+	err := s.h.LockedTx(ctx, func(q db.Querier) (err error) {
+		res, err = s.appendTx(ctx, q, thread, opt, produce)
+		return err
+	})
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, err)
+	}
+	return res, nil
+}
+
+// appendTx is the work of write within transaction q.
+func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
+	res := AppendResult{Thread: thread}
+	err := func() error {
 		now := s.now()
 		t, err := q.LockThread(ctx, thread)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -124,11 +136,8 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 			return err
 		}
 		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: ap.seq, OpenCalls: string(open), UpdatedAt: now, ID: thread})
-	})
-	if err != nil {
-		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, err)
-	}
-	return res, nil
+	}()
+	return res, err
 }
 
 // appender writes the messages of one append transaction, one at a time, and indexes them for

@@ -139,17 +139,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release(st.turn)
 
+	appendNew := s.appendNew
 	if r.Header.Get(ResetHeader) == "1" {
-		archived, err := s.startOver(ctx, thread)
-		if err != nil {
-			Error(w, err)
-			return
-		}
-		if archived != "" {
-			w.Header().Set(ArchivedHeader, archived)
+		appendNew = func(ctx context.Context, thread string, req chatRequest) error {
+			return s.startOver(ctx, w, st, req)
 		}
 	}
-	if err := s.appendNew(ctx, thread, req); err != nil {
+	if err := appendNew(ctx, thread, req); err != nil {
 		var c *Conflict
 		var br *badRequest
 		switch {
@@ -204,35 +200,22 @@ func isJSON(r *http.Request) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
-// startOver archives and deletes a thread (see ResetHeader). It returns the archive's id, ""
-// when the thread did not exist.
-func (s *Server) startOver(ctx context.Context, thread string) (string, error) {
-	t, err := s.Store.Thread(ctx, thread)
-	if errors.Is(err, memory.ErrThreadNotFound) {
-		return "", nil
-	}
+// startOver starts the request's thread over with the request's messages (see ResetHeader),
+// in one transaction: a request whose messages are not valid changes nothing. It names the
+// archive in the ArchivedHeader of w, and returns a *badRequest naming an invalid message.
+func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threadState, req chatRequest) error {
+	archive := fmt.Sprintf("%s.reset-%d", st.thread, s.Store.Now().UnixMilli())
+	s.cache(st, nil, time.Time{})
+	res, archived, err := s.Store.StartOver(ctx, st.thread, archive, req.messages, memory.AppendOptions{Model: req.model})
 	if err != nil {
-		return "", err
+		return messageError(err, req, len(req.messages), 0)
 	}
-	hist, err := s.Store.History(ctx, thread)
-	if err != nil {
-		return "", err
+	if archived {
+		w.Header().Set(ArchivedHeader, archive)
+		s.Logger.Info("thread started over", "thread", st.thread, "archived_as", archive)
 	}
-	archive := fmt.Sprintf("%s.reset-%d", thread, s.Store.Now().UnixMilli())
-	if len(hist) > 0 {
-		msgs := make([]memory.Message, len(hist))
-		for i, e := range hist {
-			msgs[i] = e.Message
-		}
-		if _, err := s.Store.Append(ctx, archive, msgs, memory.AppendOptions{Model: t.Model}); err != nil {
-			return "", fmt.Errorf("start thread %q over: copy its history to %q: %w", thread, archive, err)
-		}
-	}
-	if err := s.Store.DeleteThread(ctx, thread); err != nil {
-		return "", fmt.Errorf("start thread %q over: %w", thread, err)
-	}
-	s.Logger.Info("thread started over", "thread", thread, "archived_as", archive)
-	return archive, nil
+	s.remember(st.thread, req.messages, res.LastSeq)
+	return nil
 }
 
 // appendNew appends the request's messages that the thread does not hold yet (see
@@ -260,15 +243,22 @@ func (s *Server) appendNew(ctx context.Context, thread string, req chatRequest) 
 		s.remember(thread, fresh, res.LastSeq)
 		s.pinPrompt(ctx, thread, res.LastSeq-int64(len(fresh)), prompt)
 	}
+	return messageError(err, req, len(fresh), prompt)
+}
+
+// messageError names the request's message at fault of an *InputError of an append of the
+// request's last n messages, the first prompt of which are its leading messages: a
+// *badRequest; other errors are returned as they are.
+func messageError(err error, req chatRequest, n, prompt int) error {
 	var ie *memory.InputError
-	if errors.As(err, &ie) {
-		i := len(req.messages) - len(fresh) + ie.Index
-		if ie.Index < prompt {
-			i = ie.Index
-		}
-		return &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %s", i, strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
+	if !errors.As(err, &ie) {
+		return err
 	}
-	return err
+	i := len(req.messages) - n + ie.Index
+	if ie.Index < prompt {
+		i = ie.Index
+	}
+	return &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %s", i, strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
 }
 
 // pinPrompt pins the n messages after seq after, a changed system prompt, so that the active
