@@ -106,6 +106,9 @@ type Serve struct {
 	// TokenEnv names the environment variable that holds the bearer token clients must send;
 	// required for a non-loopback Listen.
 	TokenEnv string `yaml:"token_env" json:"token_env"`
+	// Recall lets the model of a thread with compacted history search it: the proxy adds a
+	// memory_search tool and answers the model's calls of it itself (serve.Server.Recall).
+	Recall bool `yaml:"recall" json:"recall"`
 }
 
 // DefaultListen is the default address of memctl serve.

@@ -354,6 +354,7 @@ func serveFields(s *Serve) []field {
 		{key: "upstream", ptr: &s.Upstream},
 		{key: "upstream_key_env", ptr: &s.UpstreamKeyEnv},
 		{key: "token_env", ptr: &s.TokenEnv},
+		{key: "recall", ptr: &s.Recall},
 	}
 }
 
@@ -488,6 +489,8 @@ func (w *walker) scalar(n *yaml.Node, key string, line int, ptr any) bool {
 		if b, msg = decodeBool(n); msg == "" {
 			*p = &b
 		}
+	case *bool:
+		*p, msg = decodeBool(n)
 	default:
 		panic(fmt.Sprintf("config: no decoder for %T", ptr))
 	}

@@ -54,7 +54,7 @@ func (c Config) YAML() []byte {
 		RedactPatterns:  make([]string, len(c.RedactPatterns)),
 		Cascade:         make([]renderProvider, len(c.Cascade)),
 		Serve: Serve{Listen: fix(c.Serve.Listen), Upstream: fix(c.Serve.Upstream),
-			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv)},
+			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv), Recall: c.Serve.Recall},
 		Offline: c.Offline,
 	}
 	r.Compaction.SummaryRole = fix(r.Compaction.SummaryRole)

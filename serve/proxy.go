@@ -158,6 +158,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if s.Recall && s.recall(w, r, thread, req) {
+		return
+	}
 	cap, refused := 0, ""
 	for {
 		active, sent, err := s.fit(ctx, thread, req, cap, w.Header())
@@ -225,6 +228,7 @@ func (s *Server) appendNew(ctx context.Context, thread string, req chatRequest) 
 	if err != nil {
 		return err
 	}
+	stored = withoutRecall(stored) // the agent never saw the proxy's recall turns
 	fresh, conflict := Reconcile(stored, req.messages)
 	if conflict != nil {
 		return conflict

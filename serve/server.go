@@ -103,6 +103,8 @@ type Server struct {
 	// LoopbackOnly refuses requests whose Host is not a loopback name or address (a defence
 	// against DNS rebinding when the server listens on loopback without a token).
 	LoopbackOnly bool
+	// Recall lets the model of a thread with compacted history search it (see recall.go).
+	Recall bool
 
 	initOnce sync.Once
 	id       string // this server's id in ViaHeader

@@ -377,15 +377,22 @@ func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) e
 	return nil
 }
 
-// pinLabel adds "pinned" to the label of a pinned entry.
+// pinLabel adds "pinned" to the label of a pinned entry, and "recall by the proxy" to that of
+// a message memctl serve stored for a recall (see serve.Recall).
 func pinLabel(e memory.Entry, label string) string {
-	switch {
-	case !e.Pinned:
-		return label
-	case label == "":
-		return "pinned"
+	for _, m := range []struct {
+		on   bool
+		text string
+	}{{serve.IsRecall(e.Message), "recall by the proxy"}, {e.Pinned, "pinned"}} {
+		switch {
+		case !m.on:
+		case label == "":
+			label = m.text
+		default:
+			label = m.text + "; " + label
+		}
 	}
-	return "pinned; " + label
+	return label
 }
 
 // writeEntry prints e under a head line with label; a text over limit bytes is trimmed (0: never).
