@@ -23,7 +23,10 @@ import (
 // masked result gives the facts of its digest only, a cut one is read without its marker. A
 // summary entry gives the facts of its text when withSummaries is set (a view that leaves it
 // out), and none otherwise (its facts come from its stored ledger, see middleLedger).
-func entryFacts(es []Entry, redact func(string) string, withSummaries bool) []facts.Fact {
+//
+// tms, when not nil, are es as the summarizer reads them already (parallel to es): they are not
+// redacted again.
+func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string, withSummaries bool) []facts.Fact {
 	var (
 		msgs  []facts.Message
 		seqs  []int64
@@ -33,11 +36,16 @@ func entryFacts(es []Entry, redact func(string) string, withSummaries bool) []fa
 	add := func(m facts.Message, seq int64, entity string) {
 		msgs, seqs, ents = append(msgs, m), append(seqs, seq), append(ents, entity)
 	}
-	for _, e := range es {
+	for i, e := range es {
 		if e.CompactionID != 0 && !withSummaries {
 			continue
 		}
-		tm := transcriptMessage(e, redact)
+		var tm transcript.Message
+		if tms != nil {
+			tm = tms[i]
+		} else {
+			tm = transcriptMessage(e, redact)
+		}
 		if e.mark != nil && e.mark.masked != nil {
 			tm.Text = redact(e.mark.masked.Digest)
 		} else if e.mark != nil && e.mark.cut != nil {
@@ -70,8 +78,9 @@ func entryFacts(es []Entry, redact func(string) string, withSummaries bool) []fa
 }
 
 // middleLedger returns the ledger of a pass's middle: the stored ledgers of the summaries it
-// folds in, merged with the facts of the messages it newly summarizes.
-func (c *Compactor) middleLedger(ctx context.Context, middle []Entry) ([]facts.Fact, error) {
+// folds in, merged with the facts of the messages it newly summarizes (tms: the middle as the
+// summarizer reads it, redacted).
+func (c *Compactor) middleLedger(ctx context.Context, middle []Entry, tms []transcript.Message) ([]facts.Fact, error) {
 	var stored []facts.Fact
 	for _, e := range middle {
 		if e.CompactionID == 0 {
@@ -83,7 +92,7 @@ func (c *Compactor) middleLedger(ctx context.Context, middle []Entry) ([]facts.F
 		}
 		stored = facts.Merge(stored, fs)
 	}
-	return facts.Merge(stored, entryFacts(middle, c.redact, false)), nil
+	return facts.Merge(stored, entryFacts(middle, tms, c.redact, false)), nil
 }
 
 // summaryLedger returns the ledger stored with the compaction that wrote summary entry e. A
@@ -94,7 +103,7 @@ func (s *Store) summaryLedger(ctx context.Context, e Entry, redact func(string) 
 		return nil, fmt.Errorf("compaction %d: ledger: %w", e.CompactionID, err)
 	}
 	if text == "" {
-		return entryFacts([]Entry{e}, redact, true), nil
+		return entryFacts([]Entry{e}, nil, redact, true), nil
 	}
 	var fs []facts.Fact
 	if err := json.Unmarshal([]byte(text), &fs); err != nil {

@@ -222,6 +222,6 @@ func viewFacts(pre, post []Entry, redact func(string) string) (ledger, dropped [
 	if len(changed) == 0 {
 		return nil, nil
 	}
-	ledger = entryFacts(changed, redact, true)
+	ledger = entryFacts(changed, nil, redact, true)
 	return ledger, missingFacts(ledger, nil, outsideText(post))
 }

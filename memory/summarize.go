@@ -70,7 +70,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	}
 	ledgerc := make(chan ledgerOrErr, 1)
 	go func() {
-		fs, err := c.middleLedger(ctx, a.Entries[plan.Pinned:plan.Kept])
+		fs, err := c.middleLedger(ctx, a.Entries[plan.Pinned:plan.Kept], in.tms)
 		ledgerc <- ledgerOrErr{fs, err}
 	}()
 	res, err := c.Summarizer.Run(ctx, id, in.task)
