@@ -301,7 +301,8 @@ func (c *Cascade) Complete(ctx context.Context, compactionID int64, req llm.Requ
 //
 // When ctx has a deadline, each provider's turn ends before it, keeping time for an offline
 // rung later in the cascade (see OfflineReserve); a provider cut this way fails with class
-// timeout and cools down, one left no time is skipped (outcome skipped_budget). An offline
+// timeout but is not cooled down (the budget was the caller's, the provider did not fail),
+// one left no time is skipped (outcome skipped_budget). An offline
 // rung is tried even after the deadline has passed.
 //
 // When no provider succeeds Run returns an *Error wrapping every provider's cause. When the
@@ -351,7 +352,7 @@ func (c *Cascade) try(ctx context.Context, compactionID int64, i int, task llm.T
 		pe, err := c.skipCooling(ctx, compactionID, e, row, until)
 		return "", pe, err
 	}
-	turnCtx, limit, cancel := c.turnContext(ctx, i)
+	turnCtx, limit, ours, cancel := c.turnContext(ctx, i)
 	defer cancel()
 	if turnCtx == nil {
 		pe, err := c.skip(ctx, compactionID, e, OutcomeSkippedBudget, errors.New(limit))
@@ -379,6 +380,11 @@ func (c *Cascade) try(ctx context.Context, compactionID int64, i int, task llm.T
 	case errors.Is(pe.Err, llm.ErrWindowTooSmall):
 		pe, err := c.skip(ctx, compactionID, e, OutcomeSkippedWindow, pe.Err)
 		return "", pe, err
+	case pe.Class == ClassTimeout && turnCtx.Err() != nil && ours:
+		// Cut by the caller's budget (an emergency's, a total timeout), not by a limit of the
+		// provider's own: it did not fail, so it is not cooled down.
+		c.emit(Event{Provider: e.Name, Kind: EventFail, Class: pe.Class, HTTPStatus: pe.HTTPStatus, Err: pe.detail()})
+		return "", pe, nil
 	}
 	return "", pe, c.failed(ctx, e, pe)
 }
@@ -400,16 +406,18 @@ func (c *Cascade) failed(ctx context.Context, e *Entry, pe *ProviderError) error
 // turnContext returns the context of entry i's turn and the name of the limit that bounds it:
 // AttemptTimeout and, when the caller has a deadline, that deadline less the time kept for a
 // later offline rung. An offline rung's turn ignores the caller's deadline. A nil context
-// means no time is left for the turn; limit then says so.
-func (c *Cascade) turnContext(ctx context.Context, i int) (turn context.Context, limit string, cancel context.CancelFunc) {
+// means no time is left for the turn; limit then says so. ours reports a turn bounded by the
+// caller's deadline rather than by AttemptTimeout.
+func (c *Cascade) turnContext(ctx context.Context, i int) (turn context.Context, limit string, ours bool, cancel context.CancelFunc) {
 	if c.Entries[i].offline() {
 		ctx, stop := withoutDeadline(ctx)
 		turn, limit, cancel := c.attemptTimeout(ctx)
-		return turn, limit, func() { cancel(); stop() }
+		return turn, limit, false, func() { cancel(); stop() }
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		return c.attemptTimeout(ctx)
+		turn, limit, cancel := c.attemptTimeout(ctx)
+		return turn, limit, false, cancel
 	}
 	left, limit := time.Until(deadline), "total timeout"
 	if c.offlineAfter(i) {
@@ -423,13 +431,14 @@ func (c *Cascade) turnContext(ctx context.Context, i int) (turn context.Context,
 	}
 	if left < minTurn {
 		return nil, fmt.Sprintf("no time left for a request: %s remained of the %s, a turn needs %s",
-			max(left, 0).Round(time.Millisecond), limit, minTurn), func() {}
+			max(left, 0).Round(time.Millisecond), limit, minTurn), true, func() {}
 	}
 	if c.AttemptTimeout > 0 && c.AttemptTimeout <= left {
-		return c.attemptTimeout(ctx)
+		turn, limit, cancel := c.attemptTimeout(ctx)
+		return turn, limit, false, cancel
 	}
 	turn, cancel = context.WithTimeout(ctx, left)
-	return turn, limit, cancel
+	return turn, limit, true, cancel
 }
 
 // attemptTimeout bounds ctx by AttemptTimeout (when set).

@@ -252,14 +252,34 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt CompactOptio
 		j.keep = min(j.keep, int(float64(a.Tokens)*s.TargetRatio))
 	}
 	if rep.Reason == ReasonEmergency {
-		j.timeout = min(j.timeout, EmergencyTimeout)
+		j.timeout = min(j.timeout, c.emergencyBudget(ctx, a.Tokens))
 	}
 	return j, nil
 }
 
-// EmergencyTimeout bounds the summarizing of an emergency compaction: the cascade skips the
-// providers it leaves no time for (outcome skipped_budget) and the offline rung still answers.
+// EmergencyTimeout bounds the summarizing of an emergency compaction, unless the summarizer's
+// measured speed asks for more (see Paced): the cascade skips the providers it leaves no time
+// for (outcome skipped_budget) and the offline rung still answers.
 const EmergencyTimeout = 20 * time.Second
+
+// Paced is a summarizer that knows how long summarizing takes at the speed its providers were
+// measured at (a *cascade.Cascade, from its attempt log).
+type Paced interface {
+	// TimeFor returns the time to read and write tokens tokens, false when unknown.
+	TimeFor(ctx context.Context, tokens int) (time.Duration, bool)
+}
+
+// emergencyBudget is the time an emergency compaction of a context of tokens tokens gives its
+// summarizing: EmergencyTimeout, or more when the summarizer's measured speed needs more (a
+// slow local model is not cut at a fixed 20 s; total_timeout still bounds it).
+func (c *Compactor) emergencyBudget(ctx context.Context, tokens int) time.Duration {
+	if p, ok := c.Summarizer.(Paced); ok {
+		if d, ok := p.TimeFor(ctx, tokens); ok && d > EmergencyTimeout {
+			return d
+		}
+	}
+	return EmergencyTimeout
+}
 
 // reasonFor is the reason of a compaction: emergency when the call says so or the context is
 // at or above L * emergency_ratio (unless forced), else forced or threshold.

@@ -117,7 +117,7 @@ func (j *job) note() {
 	}
 	path := "masked old tool results first (no provider call)"
 	if j.d.summarize {
-		path += fmt.Sprintf(", then summarized within %s (the providers it leaves no time for are skipped)", EmergencyTimeout)
+		path += fmt.Sprintf(", then summarized within %s (the providers it leaves no time for are skipped)", j.timeout.Round(time.Second))
 	}
 	if j.rep.Strategy == StrategyWindow {
 		path = "left the oldest units out (no provider call)"
