@@ -52,8 +52,10 @@ func (n *normalized) back(ss []secret) []secret {
 
 // normalize undoes the evasions that would hide a secret from the patterns:
 //
-//   - string escapes: \uXXXX (surrogate pairs too), \UXXXXXXXX, \xXX and, once one of these
-//     is there, \n, \t, \r, \", \\, \/ and \' (JSON, Go, Python, JavaScript, C);
+//   - string escapes: \uXXXX (surrogate pairs too), \UXXXXXXXX, \xXX and \/ (JSON, Go,
+//     Python, JavaScript, C); an escaped quote or backslash stays escaped (\u0022 becomes
+//     \"), and \n, \t, \" and the like stay as they are, so that the quoting of a value,
+//     which the patterns read, is kept;
 //   - HTML character references: &#112;, &#x70;, &quot;, &equals; and the other named ones;
 //   - percent-encoded bytes: %70, %2B;
 //   - invisible characters, dropped: zero-width spaces and joiners, the word joiner, the soft
@@ -112,7 +114,9 @@ func normalize(text string) (normalized, bool) {
 			r = f
 		}
 		k := 1
-		if r < utf8.RuneSelf {
+		if (r == '"' || r == '\'' || r == '\\') && c == '\\' && size > 1 {
+			rb[0], rb[1], k = '\\', byte(r), 2 // \u0022 stays an escaped quote: the quoting is kept
+		} else if r < utf8.RuneSelf {
 			rb[0] = byte(r)
 		} else if r == utf8.RuneError && size == 1 {
 			rb[0] = c
@@ -207,14 +211,8 @@ func unescape(s string) (rune, int, bool) {
 		return 0, 0, false
 	}
 	switch s[1] {
-	case 'n':
-		return '\n', 2, true
-	case 't':
-		return '\t', 2, true
-	case 'r':
-		return '\r', 2, true
-	case '"', '\\', '/', '\'':
-		return rune(s[1]), 2, true
+	case '/':
+		return '/', 2, true
 	case 'x':
 		return hexRune(s, 2, 2)
 	case 'U':

@@ -110,8 +110,21 @@ func (r *Redactor) secrets(text string) []secret {
 		return nil
 	}
 	ss := r.plain(text)
-	if n, ok := normalize(text); ok {
-		ss = merge(ss, n.back(r.plain(n.text)))
+	// An evasion may hide another (%\u0032F is %2F once the escape is decoded): normalise
+	// up to three times, reading each result, and map what is found back level by level.
+	var levels []normalized
+	for cur := text; len(levels) < 3; {
+		n, ok := normalize(cur)
+		if !ok {
+			break
+		}
+		levels = append(levels, n)
+		found := r.plain(n.text)
+		for k := len(levels) - 1; k >= 0; k-- {
+			found = levels[k].back(found)
+		}
+		ss = merge(ss, found)
+		cur = n.text
 	}
 	return ss
 }
