@@ -207,11 +207,17 @@ func samePrefix(r, h []memory.Message) bool {
 // client may drop or add them when it resends a reply.
 func sameMessage(a, b memory.Message) bool {
 	return a.Role == b.Role && a.Name == b.Name && a.ToolCallID == b.ToolCallID &&
-		bytes.Equal(normContent(a.Content), normContent(b.Content)) &&
+		sameContent(a.Content, b.Content) &&
 		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y memory.ToolCall) bool {
 			return x.ID == y.ID && typeOrFunction(x.Type) == typeOrFunction(y.Type) &&
 				x.Function.Name == y.Function.Name && sameArguments(x.Function.Arguments, y.Function.Arguments)
 		})
+}
+
+// sameContent compares contents as normContent does; the same bytes (what an agent that
+// resends its history sends) are the same without decoding them.
+func sameContent(a, b json.RawMessage) bool {
+	return bytes.Equal(a, b) || bytes.Equal(normContent(a), normContent(b))
 }
 
 // sameArguments compares tool-call arguments as JSON when both are JSON (other white space or
