@@ -163,6 +163,29 @@ func TestTools(t *testing.T) {
 	}
 }
 
+// TestReadRedacts: memory_read and memory_search redact a secret as it is redacted for a
+// provider, unless the server is raw.
+func TestReadRedacts(t *testing.T) {
+	const secret = "sk-proj-Zq8vN3kR7tY2wX5mB9cD4fG6hJ1lP0sA"
+	for _, raw := range []bool{false, true} {
+		cs, s := setup(t, mcpserver.Options{Thread: "t", Raw: raw})
+		if _, err := s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", "my key is "+secret)}, memory.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var read mcpserver.ReadOutput
+		if e := call(t, cs, "memory_read", map[string]any{"from_seq": 63, "to_seq": 63}, &read); e != "" {
+			t.Fatal(e)
+		}
+		var found mcpserver.SearchOutput
+		if e := call(t, cs, "memory_search", map[string]any{"query": "key"}, &found); e != "" || len(found.Hits) == 0 {
+			t.Fatalf("search: %s %v", e, found)
+		}
+		if strings.Contains(read.Messages[0].Content, secret) != raw || strings.Contains(found.Hits[0].Snippet, "sk-proj-Zq8") != raw {
+			t.Fatalf("raw %v: read %q, snippet %q", raw, read.Messages[0].Content, found.Hits[0].Snippet)
+		}
+	}
+}
+
 // TestToolErrors: bad arguments are tool errors that say what is wrong.
 func TestToolErrors(t *testing.T) {
 	cs, _ := setup(t, mcpserver.Options{Thread: "t", ReadTokens: 300})

@@ -113,6 +113,11 @@ func TestMCPOverHTTP(t *testing.T) {
 	if code, _, _ := e.post("/mcp?thread=t", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); code != http.StatusUnauthorized {
 		t.Fatalf("/mcp without the token: %d", code)
 	}
+	// A browser's request from another site, token or not, is refused.
+	if code, _, _ := e.post("/mcp?thread=t", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Authorization", "Bearer tok",
+		"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"); code != http.StatusForbidden {
+		t.Fatalf("/mcp from another site: %d", code)
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp?thread=t",
 		HTTPClient: &http.Client{Transport: bearer{"tok"}}}, nil)
