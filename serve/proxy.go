@@ -47,6 +47,7 @@ func ValidThreadID(id string) error {
 type chatRequest struct {
 	fields   map[string]json.RawMessage
 	messages []memory.Message
+	sent     *sentMessages // the messages as sent and as decoded
 	tools    []memory.Tool
 	model    string
 	stream   bool
@@ -57,7 +58,17 @@ type badRequest struct{ param, msg string }
 
 func (e *badRequest) Error() string { return e.msg }
 
-func parseChatRequest(body []byte) (chatRequest, error) {
+// sentMessages are the messages of a request as sent (raw) and as decoded (msgs); neither is
+// changed once made.
+type sentMessages struct {
+	raw  []json.RawMessage
+	msgs []memory.Message
+}
+
+// parseChatRequest parses a request's body. prev, when not nil, is the thread's previous
+// request: a message sent at the same place with the same bytes (an agent resending its
+// history) is taken as it was decoded then, not decoded again.
+func parseChatRequest(body []byte, prev *sentMessages) (chatRequest, error) {
 	var req chatRequest
 	if !utf8.Valid(body) {
 		return req, &badRequest{"", "the request body is not valid UTF-8"}
@@ -74,6 +85,10 @@ func parseChatRequest(body []byte) (chatRequest, error) {
 	}
 	req.messages = make([]memory.Message, len(raws))
 	for i, raw := range raws {
+		if prev != nil && i < len(prev.raw) && bytes.Equal(raw, prev.raw[i]) {
+			req.messages[i] = prev.msgs[i]
+			continue
+		}
 		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 			return req, &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: want a message object", i)}
 		}
@@ -81,6 +96,7 @@ func parseChatRequest(body []byte) (chatRequest, error) {
 			return req, &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %v", i, err)}
 		}
 	}
+	req.sent = &sentMessages{raw: raws, msgs: req.messages}
 	if raw, ok := req.fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &req.stream) != nil {
 			return req, &badRequest{"stream", "stream: want true or false"}
@@ -119,7 +135,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer free()
-	req, err := parseChatRequest(body)
+	req, err := parseChatRequest(body, s.lastSent(thread))
 	if err != nil {
 		var br *badRequest
 		errors.As(err, &br)
@@ -134,6 +150,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 	st := s.hold(thread)
 	defer s.drop(st)
+	s.keepSent(st, req.sent)
 	if err := acquire(ctx, st.turn); err != nil {
 		return // the client left while waiting for the thread's previous turn
 	}

@@ -34,6 +34,11 @@ type threadState struct {
 	histCreated time.Time
 	histSize    int64
 
+	// sent is the thread's latest request's messages (see parseChatRequest), sentSize their
+	// size; under Server.mu.
+	sent     *sentMessages
+	sentSize int64
+
 	// over is the settings override of the thread's latest turn (see Server.limits), which its
 	// background compaction uses too; under Server.mu.
 	over memory.ThreadSettings
@@ -64,7 +69,7 @@ func (s *Server) drop(st *threadState) {
 	st.used = time.Now()
 	s.lru.MoveToFront(st.elem)
 	if st.users == 0 && st.hist == nil {
-		s.forget(st)
+		s.forget(st) // nothing to reconcile with: what it sent is of no use
 	}
 	for e := s.lru.Back(); e != nil && s.cached > s.CacheBytes; {
 		prev := e.Prev()
@@ -94,8 +99,31 @@ func (s *Server) dropIdle(cutoff time.Time) {
 func (s *Server) forget(st *threadState) {
 	s.lru.Remove(st.elem)
 	delete(s.threads, st.thread)
-	s.cached -= st.histSize
-	st.hist, st.histSize = nil, 0
+	s.cached -= st.histSize + st.sentSize
+	st.hist, st.histSize, st.sent, st.sentSize = nil, 0, nil, 0
+}
+
+// lastSent returns the messages of the thread's latest request, nil when none is kept.
+func (s *Server) lastSent(thread string) *sentMessages {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.threads[thread]; st != nil {
+		return st.sent
+	}
+	return nil
+}
+
+// keepSent keeps a request's messages as the thread's latest (see parseChatRequest). The
+// caller holds the thread.
+func (s *Server) keepSent(st *threadState, sent *sentMessages) {
+	size := histBytes(sent.msgs)
+	for _, r := range sent.raw {
+		size += int64(len(r))
+	}
+	s.mu.Lock()
+	s.cached += size - st.sentSize
+	st.sent, st.sentSize = sent, size
+	s.mu.Unlock()
 }
 
 // state returns the state of a thread the caller holds (see hold).
