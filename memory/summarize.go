@@ -114,7 +114,7 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 		return nil, err
 	}
 	in := &input{c: c, thread: a.Thread.ID, pass: pass, counter: counter,
-		header: fmt.Sprintf("Summary of the earlier conversation (messages %d to %d):\n\n", plan.FromSeq, plan.ToSeq)}
+		header: fmt.Sprintf("Summary of the earlier conversation (messages %d to %d; the originals are kept in history, and `memctl search` finds them):\n\n", plan.FromSeq, plan.ToSeq)}
 	// The body may use what is left of the budget after the message framing and header; two
 	// tokens of slack cover the join of header and body.
 	in.bodyBudget = plan.SummaryBudget - counter.CountMessage(TextMessage(s.SummaryRole, in.header)) - 2
