@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,3 +96,96 @@ func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkConcurrentAgents measures 50 agents at once, each on its own thread resending its
+// whole history each turn (20 turns each per iteration), through the proxy and, interleaved,
+// straight to the upstream: turns per second of each, the p99 of a proxied turn, and the Go
+// heap in use after the run (every thread's cache included) with the number of threads.
+// Every turn is checked stored once.
+//
+//	go test ./serve -run '^$' -bench ConcurrentAgents -benchtime 1x
+func BenchmarkConcurrentAgents(b *testing.B) {
+	const agents, turns = 50, 20
+	e := newEnv(b, envOptions{})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agents}}
+	post := func(url string, msgs []memory.Message) (time.Duration, memory.Message) {
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
+		start := time.Now()
+		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Error(err)
+			return 0, memory.Message{}
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		d := time.Since(start)
+		if resp.StatusCode != 200 {
+			b.Errorf("%s: %d %s", url, resp.StatusCode, out)
+		}
+		var r struct {
+			Choices []struct {
+				Message memory.Message `json:"message"`
+			} `json:"choices"`
+		}
+		json.Unmarshal(out, &r)
+		if len(r.Choices) == 0 {
+			return d, memory.Message{}
+		}
+		return d, r.Choices[0].Message
+	}
+	run := func(iter int, direct bool) (time.Duration, []time.Duration) {
+		var mu sync.Mutex
+		var lat []time.Duration
+		var wg sync.WaitGroup
+		start := time.Now()
+		for a := 0; a < agents; a++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				url := fmt.Sprintf("%s/t/agent-%d-%d/v1/chat/completions", e.url, iter, a)
+				if direct {
+					url = e.up.URL() + "/chat/completions"
+				}
+				msgs := []memory.Message{memory.TextMessage("system", "You are a coding agent.")}
+				for t := 0; t < turns; t++ {
+					msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("agent %d, step %d: %s", a, t, strings.Repeat("context ", 20))))
+					d, reply := post(url, msgs)
+					msgs = append(msgs, reply)
+					mu.Lock()
+					lat = append(lat, d)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return time.Since(start), lat
+	}
+	var proxied, direct time.Duration
+	var lat []time.Duration
+	for i := 0; i < b.N; i++ {
+		d, _ := run(i, true)
+		direct += d
+		p, l := run(i, false)
+		proxied += p
+		lat = append(lat, l...)
+	}
+	b.StopTimer()
+	e.srv.WaitBackground()
+	for i := 0; i < b.N; i++ {
+		if got := len(e.history(fmt.Sprintf("agent-%d-7", i))); got != 1+2*turns {
+			b.Fatalf("agent 7 stored %d messages, want %d", got, 1+2*turns)
+		}
+	}
+	total := float64(b.N * agents * turns)
+	_, p99 := percentiles(lat)
+	var mem runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&mem)
+	threads, cached := e.srv.Tracked()
+	b.ReportMetric(total/proxied.Seconds(), "proxy-turns/s")
+	b.ReportMetric(total/direct.Seconds(), "direct-turns/s")
+	b.ReportMetric(ms(p99), "proxy-p99-ms")
+	b.ReportMetric(float64(mem.HeapInuse)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(threads), "threads-kept")
+	b.ReportMetric(float64(cached)/(1<<20), "cache-MiB")
+}
