@@ -31,7 +31,15 @@ http://ADDR/t/THREAD/v1. Also served: the inspection API (/api/...) and a page (
 then every request must carry Authorization: Bearer <the variable's value>. The upstream's
 key is read from the variable named by --upstream-key-env, never from a flag or a file.
 Flags win over the config's serve: section. SIGINT or SIGTERM stops it gracefully: replies
-in flight finish and are stored; a second signal stops at once.`,
+in flight finish and are stored; a second signal stops at once.
+
+With compaction.token_limit auto (the default when the config sets none), a thread is fitted
+in the window the upstream reports for the request's model (vLLM, llama.cpp, Ollama,
+LiteLLM; 4096 tokens and a warning when it does not say), divided by the ratio of the
+upstream's token count to the local one measured on each reply. An upstream answer that the
+prompt is too long is absorbed: the thread is compacted to a smaller budget and the request
+sent once more. GET /v1/models is the upstream's; POST /v1/chat/completions takes the thread
+in the header X-Memctl-Thread.`,
 		Example: `  memctl serve --upstream http://127.0.0.1:11434/v1
   OPENAI_API_KEY=... memctl serve --upstream https://api.openai.com/v1 --upstream-key-env OPENAI_API_KEY
   MEMCTL_TOKEN=... memctl serve --listen 0.0.0.0:8787 --token-env MEMCTL_TOKEN --upstream http://gpu-box:8000/v1`,
