@@ -160,9 +160,10 @@ func (h *handler) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchI
 }
 
 // Search is memory_search (and the recall of memctl serve): the hits of query in thread (""
-// for every thread), newest first (by thread, then newest first), each saying whether it is in its thread's active context.
-// limit is clipped to 1..100 (0: 10). The snippets are as stored: redact them before they
-// leave the machine.
+// for every thread, then grouped by thread), newest first, each saying whether its thread's
+// active context holds it as it is (a masked or cut tool result is not held). limit is
+// clipped to 1..100 (0: 10). The snippets are as stored: redact them before they leave the
+// machine.
 func Search(ctx context.Context, s *memory.Store, query, thread string, limit int) ([]SearchHit, error) {
 	if limit <= 0 {
 		limit = 10
@@ -186,7 +187,7 @@ func Search(ctx context.Context, s *memory.Store, query, thread string, limit in
 			if f.CompactionID != 0 {
 				return e.CompactionID == f.CompactionID
 			}
-			return e.CompactionID == 0 && e.Seq == f.Seq
+			return e.CompactionID == 0 && e.Seq == f.Seq && !e.Shortened()
 		})
 		hits = append(hits, SearchHit{Thread: f.Thread, Seq: f.Seq, Role: f.Role, Snippet: f.Snippet, InActiveContext: in, CompactionID: f.CompactionID})
 	}

@@ -213,3 +213,29 @@ func TestToolErrors(t *testing.T) {
 		t.Fatalf("read of 8 messages with a bound of 300 tokens: %d messages, truncated %v, next %d", len(out.Messages), out.Truncated, out.NextSeq)
 	}
 }
+
+// TestSearchMaskedIsNotInContext: a tool result a compaction masked is in the active context
+// as a placeholder only: memory_search says it is not there, so the model reads it back.
+func TestSearchMaskedIsNotInContext(t *testing.T) {
+	cs, s := setup(t, mcpserver.Options{Thread: "t"})
+	ctx := context.Background()
+	if _, err := s.Revert(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := memory.NewCompactor(s, nil, memory.Settings{TokenLimit: 7000, Strategy: memory.StrategyMask})
+	if rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.View == nil || !slices.Contains(rep.View.Masked, 16) {
+		t.Fatalf("mask: %+v %v", rep.View, err)
+	}
+	var found mcpserver.SearchOutput
+	if e := call(t, cs, "memory_search", map[string]any{"query": "LQ940Q"}, &found); e != "" {
+		t.Fatal(e)
+	}
+	for _, h := range found.Hits {
+		if h.Seq == 16 && h.InActiveContext {
+			t.Fatalf("the masked result 16 is said to be in the active context: %+v", h)
+		}
+		if h.Seq == 15 && !h.InActiveContext {
+			t.Fatalf("the call 15, kept whole, is said not to be in the active context: %+v", h)
+		}
+	}
+}

@@ -28,3 +28,7 @@ func (s *Store) Messages(ctx context.Context, thread string, from, to int64) ([]
 		return s.messagesBetween(ctx, q, thread, from, to, false)
 	})
 }
+
+// Shortened reports whether the entry is shown masked or cut by a compaction's view: the
+// active context holds a placeholder or a part of the message, not the message.
+func (e Entry) Shortened() bool { return e.mark != nil }
