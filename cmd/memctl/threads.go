@@ -368,11 +368,19 @@ func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) e
 		return a.printJSON(showJSON(cv.Messages, cv.Covering))
 	}
 	fmt.Fprintf(a.out, "thread %s: %d messages, %d summaries\n\n", termLine(thread), len(cv.Messages), len(cv.Covering))
+	conversed := false // a message other than the leading system ones was seen
 	for _, e := range cv.Messages {
 		for _, r := range cv.StartingAt(e.Seq) {
 			fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, r.CoverState(), r.FromSeq, r.ToSeq, r.SummaryTokens)
 		}
-		writeEntry(a.out, e, pinLabel(e, cv.Label(e.Seq)), a.showLimit)
+		label := pinLabel(e, cv.Label(e.Seq))
+		if system := e.Message.Role == memory.RoleSystem || e.Message.Role == memory.RoleDeveloper; system && conversed {
+			// memctl serve stores a changed system prompt so (the earlier one stays above).
+			label = strings.TrimSuffix("system prompt changed; "+label, "; ")
+		} else if !system {
+			conversed = true
+		}
+		writeEntry(a.out, e, label, a.showLimit)
 	}
 	return nil
 }
