@@ -97,7 +97,7 @@ var badConfigs = []struct {
 	{"reserve above default limit", "compaction:\n  reserve_tokens: 200000\n", 2, "compaction.reserve_tokens", "200000 must be below token_limit (128000)"},
 	{"negative reserve", "compaction:\n  reserve_tokens: -1\n", 2, "compaction.reserve_tokens", "-1 must not be negative"},
 	{"zero limit", "compaction:\n  token_limit: 0\n", 2, "compaction.token_limit", "0 must be at least 1"},
-	{"limit beyond the largest supported", "compaction:\n  token_limit: 9223372036854775807\n", 2, "compaction.token_limit", "9223372036854775807 is over the largest supported, 1099511627776"},
+	{"limit beyond the largest supported", "compaction:\n  token_limit: 9223372036854775807\n", 2, "compaction.token_limit", "9223372036854775807 is over the largest supported, 1073741824"},
 	{"zero summary", "compaction:\n  summary_max_tokens: 0\n", 2, "compaction.summary_max_tokens", "0 must be at least 1"},
 	{"bad role", "compaction:\n  summary_role: assistant\n", 2, "compaction.summary_role", `"assistant" must be system or user`},
 	{"zero passes", "compaction:\n  max_passes: 0\n", 2, "compaction.max_passes", "0 must be at least 1"},

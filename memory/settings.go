@@ -125,9 +125,10 @@ func conflict(key, value, rule, other, otherValue, otherRule string) *SettingErr
 // of memctl are checked with them.
 func (s Settings) Validate() error { return s.WithDefaults().check() }
 
-// MaxTokenLimit bounds token_limit (2^40, a thousand times any model's window): budgets are
+// MaxTokenLimit bounds token_limit (2^30, hundreds of times any model's window, and an int on
+// 32-bit targets too): budgets are
 // computed in float64 and int, and a larger limit would overflow them.
-const MaxTokenLimit = 1 << 40
+const MaxTokenLimit = 1 << 30
 
 // check is Validate of settings whose zero fields are values, not "the default".
 func (s Settings) check() error {
