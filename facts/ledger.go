@@ -5,8 +5,15 @@ import "strings"
 // Merge returns the ledger of older followed by newer (facts of later messages): each fact once,
 // by kind and normalised text. A fact in both keeps older's first sighting and entity and the
 // higher weight; it is dropped only when newer does not see it again (a later message that
-// repeats a fact makes it needed again). The result is sorted as Extract sorts.
+// repeats a fact makes it needed again). The result is sorted as Extract sorts; when one side
+// is empty it is the other, as given (a ledger of Extract or Merge is sorted already).
 func Merge(older, newer []Fact) []Fact {
+	switch {
+	case len(newer) == 0:
+		return older
+	case len(older) == 0:
+		return newer
+	}
 	out := make([]Fact, 0, len(older)+len(newer))
 	at := make(map[string]int, len(older)+len(newer))
 	for _, fs := range [][]Fact{older, newer} {
