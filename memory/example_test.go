@@ -82,7 +82,7 @@ func Example_agentLoop() {
 	active, _ := store.Active(ctx, "t")
 	fmt.Println("under the limit:", active.Tokens <= 2000)
 	// Output:
-	// turn 22: applied, 1669 -> 1184 tokens
-	// turn 28: applied, 1616 -> 1195 tokens
+	// turn 22: applied, 1669 -> 1200 tokens
+	// turn 28: applied, 1632 -> 1211 tokens
 	// under the limit: true
 }
