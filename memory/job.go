@@ -71,7 +71,9 @@ func (j *job) decide() error {
 		d.post = j.sh.maskOld(a.Entries, j.keep)
 	}
 	if j.rep.Strategy == StrategyHybrid && tokensOf(d.post) > j.keep {
-		if p := MakePlan(d.post, j.s, j.keep); !p.Ineffective || sumTokens(d.post) >= sumTokens(a.Entries) {
+		// The summary of hybrid covers what is outside the window the mask kept (no share of
+		// the target set aside): it is worth a call only when that is more than placeholders.
+		if p := makePlan(d.post, j.s, j.keep, 0); !p.Ineffective || sumTokens(d.post) >= sumTokens(a.Entries) {
 			d.plan, d.summarize, d.ineffective, d.why = p, true, p.Ineffective, p.Why
 		}
 	}
@@ -125,6 +127,42 @@ func (j *job) note() {
 	j.rep.Detail = strings.TrimPrefix(j.rep.Detail+"; emergency: "+path, "; ")
 }
 
+// deepNoteText marks the note of a deep compaction in a report's detail; deepTag the short
+// note of the deep compactions of the thread after it.
+const (
+	deepNoteText = "of the limit are pinned messages"
+	deepTag      = "deep compaction"
+)
+
+// deepNoteWindow is how many of a thread's latest reports deepNote reads.
+const deepNoteWindow = 5
+
+// deepNote says, in the report's detail and the log, that the pinned messages and the newest
+// unit leave the target out of reach, so the compaction went deep. The share the pinned
+// messages take is said once per thread and limit: the deep compactions that follow (one of
+// the thread's latest reports with the same limit says it) only say they are deep.
+func (j *job) deepNote(ctx context.Context) {
+	p := j.d.plan
+	if !j.d.summarize || !p.Deep || j.rep.Status != StatusApplied {
+		return
+	}
+	reps, err := j.c.Store.Reports(ctx, j.a.Thread.ID, deepNoteWindow)
+	if err != nil {
+		return
+	}
+	note := fmt.Sprintf("%s: a summary of at most %d tokens, only the newest unit kept (the pinned messages leave less than the trigger's headroom)", deepTag, p.SummaryBudget)
+	said := slices.ContainsFunc(reps, func(r Report) bool {
+		return r.TokenLimit == j.s.TokenLimit && (strings.Contains(r.Detail, deepNoteText) || strings.Contains(r.Detail, deepTag))
+	})
+	if !said {
+		note = fmt.Sprintf("%.0f%% %s (%d of %d tokens): with the newest unit (%d tokens) they leave less than the trigger's headroom, so compactions go deeper (a summary of at most %d tokens, only the newest unit kept) rather than run every turn",
+			100*float64(p.PinnedTokens)/float64(j.s.Budget()), deepNoteText, p.PinnedTokens, j.s.Budget(), p.KeptTokens, p.SummaryBudget)
+		j.c.log(ctx, slog.LevelWarn, "pinned messages leave less than the trigger's headroom", slog.String("thread", j.rep.Thread),
+			slog.Int("pinned_tokens", p.PinnedTokens), slog.Int("limit", j.s.Budget()), slog.String("detail", note))
+	}
+	j.rep.Detail = strings.TrimPrefix(j.rep.Detail+"; "+note, "; ")
+}
+
 // ineffective records a compaction that would not save enough, and, when the context is over
 // L, says why it stays there.
 func (j *job) ineffective(ctx context.Context) (Report, error) {
@@ -176,6 +214,7 @@ func (j *job) run(ctx context.Context) (Report, error) {
 	}
 	stopLease()
 	j.note()
+	j.deepNote(ctx)
 	rep.DurationMs = c.Store.Now().Sub(rep.CreatedAt).Milliseconds()
 	if err != nil && rep.Status != StatusApplied {
 		rep.Status = StatusFailed

@@ -10,6 +10,10 @@ import (
 // minSummaryTokens is the smallest summary budget worth a provider call.
 const minSummaryTokens = 32
 
+// deepSummaryTokens is the least a deep plan gives its summary: the header that names the
+// range it covers and a few lines.
+const deepSummaryTokens = 128
+
 // Plan is what one compaction pass does to an active context: entries [0, Pinned) stay, the
 // middle [Pinned, Kept) is replaced by one summary, entries [Kept, len) stay. It refers to
 // entries by index.
@@ -25,6 +29,10 @@ type Plan struct {
 	// FromSeq and ToSeq are the range of messages the summary will cover (a previous summary in
 	// the middle extends it back to the range that summary covered).
 	FromSeq, ToSeq int64
+	// Deep is set when the pinned messages and the newest unit leave no room for a summary
+	// within the target (L * target_ratio, or the kept budget of a later pass): the summary is
+	// then kept small, to leave what room there is below the trigger for the next turns.
+	Deep bool
 	// Ineffective is set, with Why, when the pass cannot save enough to be worth a provider call.
 	Ineffective bool
 	Why         string
@@ -44,16 +52,28 @@ func (p Plan) MiddleLen() int { return p.Kept - p.Pinned }
 //     its id). No cut separates a call from its result, and the kept part never starts with a
 //     tool result. A call still waiting for its result stays in the kept part with its unit,
 //     even when other messages followed it.
-//   - Walking back from the newest, whole units are kept while pinned + kept fits in keepBudget;
-//     the newest unit is always kept.
-//   - The summary may take min(SummaryMaxTokens, L - pinned - kept - 3, middle - minSave)
-//     tokens (3: the reply priming), where minSave is 10% of the active context: a summary
-//     within budget always saves 10%, and leaves the context within L. When that budget is
-//     under a useful minimum the plan is Ineffective and no provider is called.
+//   - keepBudget is the target of the pass (L * target_ratio for the first). The summary's
+//     share of it is half of what the pinned messages leave, at most SummaryMaxTokens. Walking
+//     back from the newest, whole units are kept while pinned + kept + share fits in
+//     keepBudget; the newest unit is always kept.
+//   - The summary may take min(SummaryMaxTokens, keepBudget - pinned - kept - 3,
+//     middle - minSave) tokens (3: the reply priming), where minSave is 10% of the active
+//     context: a summary within budget always saves 10%, and leaves the context within its
+//     target. The facts a provider left out may take it further (RoomBudget), up to L. When
+//     the pinned messages and the newest unit leave the target out of reach the plan is Deep:
+//     the summary gets half of what is left below the trigger (at least 128 tokens), and
+//     its facts may take it up to the trigger. Never beyond L; when that budget is under a
+//     useful minimum the plan is Ineffective and no provider is called.
 //   - A middle that is the current summary alone is Ineffective while the context is within
 //     the limit: a summary is only ever updated with new messages, never shrunk for its own
 //     sake (each such pass would drop facts it holds).
 func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
+	return makePlan(entries, s, keepBudget, -1)
+}
+
+// makePlan is MakePlan with the summary's share of the target set aside for it (-1: half of
+// what the pinned messages leave of the target, at most SummaryMaxTokens).
+func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 	s = s.WithDefaults()
 	n := len(entries)
 	p := Plan{Kept: n}
@@ -68,20 +88,42 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 		p.KeptTokens = sumTokens(entries[p.Pinned:])
 		return p
 	}
-	p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens)
+	// The summary's share of the target: half of what the pinned messages leave of it, at most
+	// summary_max_tokens. The kept messages take the rest.
+	if share < 0 {
+		share = min(s.SummaryMaxTokens, max(keepBudget-p.PinnedTokens-ReplyPriming, 0)/2)
+	}
+	p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens-share)
 	p.MiddleTokens = sumTokens(entries[p.Pinned:p.Kept])
 	p.FromSeq, p.ToSeq = middleRange(entries[p.Pinned:p.Kept])
 
 	active := p.PinnedTokens + p.MiddleTokens + p.KeptTokens + ReplyPriming
 	minSave := int(math.Ceil(0.1 * float64(active)))
-	p.RoomBudget = min(s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming, p.MiddleTokens-minSave)
-	p.SummaryBudget = min(s.SummaryMaxTokens, p.RoomBudget)
+	base := p.PinnedTokens + p.KeptTokens + ReplyPriming
+	trigger := int(float64(s.Budget()) * s.TriggerRatio)
+	// The summary's prose fits in what the target leaves; the facts a provider left out may
+	// take it further (see factFit), up to L.
+	prose, room := keepBudget-base, s.Budget()-base
+	if prose < 2*minSummaryTokens {
+		// Deep: the pinned messages and the newest unit leave the target out of reach. The
+		// prose is small, and the facts may take the summary up to the trigger, not beyond,
+		// so that the next turn has what room there is.
+		p.Deep = true
+		prose = max(deepSummaryTokens, (trigger-base)/2)
+		room = max(prose, trigger-base)
+	}
+	p.RoomBudget = min(room, s.Budget()-base, p.MiddleTokens-minSave)
+	p.SummaryBudget = min(s.SummaryMaxTokens, prose, p.RoomBudget)
 	switch {
 	case p.MiddleLen() == 1 && entries[p.Pinned].CompactionID != 0 && active <= s.Budget():
 		// Summarizing the summary again, with nothing new to fold in, could only make it lose
 		// what it holds; within the limit there is no need to.
 		p.Ineffective = true
 		p.Why = "nothing new to summarize: the middle is the current summary alone, and the context is within the limit"
+	case p.Deep && p.SummaryBudget < min(deepSummaryTokens, s.SummaryMaxTokens):
+		p.Ineffective = true
+		p.Why = fmt.Sprintf("the pinned messages (%d tokens) and the newest unit of messages (%d tokens) leave room for a summary of %d tokens, under the %d a summary's header and a few lines take",
+			p.PinnedTokens, p.KeptTokens, max(p.SummaryBudget, 0), deepSummaryTokens)
 	case p.SummaryBudget >= minSummaryTokens:
 	case s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming < minSummaryTokens:
 		p.Ineffective = true

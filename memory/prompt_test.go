@@ -334,7 +334,7 @@ func TestRecompactionHasNoPromptText(t *testing.T) {
 			var summaries []string
 			// The second, smaller limit folds messages in beside the first summary (a summary
 			// alone is not summarized again).
-			for _, limit := range []int{before.Tokens * 6 / 10, before.Tokens * 4 / 10} {
+			for _, limit := range []int{before.Tokens * 9 / 10, before.Tokens * 4 / 10} {
 				c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
 				rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
 				if err != nil || rep.Status != memory.StatusApplied || rep.Summary == nil {
