@@ -31,6 +31,8 @@ const (
 	factsShare = 0.2
 	// blockHeaderTokens is what a message's transcript header and call ids add to its count.
 	blockHeaderTokens = 12
+	// countedBlockBytes: a rendered message up to this size is counted, not estimated.
+	countedBlockBytes = 1024
 )
 
 // summary is the outcome of one pass's summarization.
@@ -154,10 +156,11 @@ func (in *input) render(middle []Entry, s Settings) {
 		transcript.RenderMessage(&sb, in.tms[i], transcript.Options{MaxTextBytes: s.MaxResultBytes})
 		text := sb.String()
 		// A block's size is the message's stored count plus its header, unless trimming made
-		// it smaller: then it is counted (only long messages are trimmed).
+		// it smaller or it is short: then it is counted (the header is most of a short
+		// message's block, and the estimate would pack a request with half what it holds).
 		tokens := e.Tokens + blockHeaderTokens
-		if rendered := len(in.tms[i].Text) + argsLen(in.tms[i].ToolCalls); len(text) < rendered {
-			tokens = in.counter.CountText(text)
+		if rendered := len(in.tms[i].Text) + argsLen(in.tms[i].ToolCalls); len(text) < rendered || len(text) <= countedBlockBytes {
+			tokens = in.counter.CountText(text) + 1 // 1: the newline joining it to the next
 		}
 		in.blocks[i] = block{text: text, tokens: tokens}
 	}
