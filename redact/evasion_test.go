@@ -2,6 +2,7 @@ package redact
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -152,4 +153,38 @@ func FuzzEvasions(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q", out, again)
 		}
 	})
+}
+
+// TestBenignCorpus: of the values in testdata/benign.txt (ids, digests, paths, URLs, dates
+// from recorded agent runs and public documentation), at least 99% are kept byte for byte,
+// alone and in a sentence.
+func TestBenignCorpus(t *testing.T) {
+	r, _ := New(nil)
+	data, err := os.ReadFile("testdata/benign.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, kept := 0, 0
+	for line := range strings.Lines(string(data)) {
+		v := strings.TrimRight(line, "\n")
+		if v == "" || strings.HasPrefix(v, "#") {
+			continue
+		}
+		total++
+		alone, _ := r.Redact(v)
+		sentence := "The agent noted " + v + " in its report."
+		inSentence, _ := r.Redact(sentence)
+		if alone != v || inSentence != sentence {
+			t.Logf("changed: %q -> %q / %q", v, alone, inSentence)
+			continue
+		}
+		kept++
+	}
+	if total < 200 {
+		t.Fatalf("the corpus holds %d values, fewer than 200", total)
+	}
+	t.Logf("benign corpus: %d of %d kept byte for byte (%.1f%%)", kept, total, 100*float64(kept)/float64(total))
+	if float64(kept) < 0.99*float64(total) {
+		t.Errorf("%d of %d benign values kept, under 99%%", kept, total)
+	}
 }
