@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/config"
+	"github.com/memcascade/memcascade/internal/nodetest"
 	"github.com/memcascade/memcascade/mcpserver"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
@@ -24,25 +26,7 @@ import (
 // conversation moved out of the active context, reads them, pins one, asks for a compaction,
 // and sees the pinned message stay in the active context.
 func TestMCPNodeClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the test of the MCP TypeScript client cannot run (.ci/run installs node and runs npm ci in cmd/memctl/testdata/mcp-node)")
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "mcp-node"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Fatalf("the MCP SDK is not installed in %s and npm is not there to install it", dir)
-		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-	}
+	node, dir := nodetest.Require(t, filepath.Join("testdata", "mcp-node"), "@modelcontextprotocol/sdk")
 	m := newMemctl(t)
 	m.config = filepath.Join(m.dir, "config.yaml")
 	if err := os.WriteFile(m.config, []byte("compaction:\n  token_limit: 4000\n"), 0o600); err != nil {
@@ -50,6 +34,14 @@ func TestMCPNodeClient(t *testing.T) {
 	}
 	m.must("import", "t", testdata("conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"))
 	m.must("compact", "t", "--force")
+	// The conversation goes on after the compaction, so that the compaction the model requests
+	// has new messages to summarize (a middle that is the current summary alone is ineffective).
+	var more strings.Builder
+	for i := range 8 {
+		more.WriteString(fmt.Sprintf(`{"role":"user","content":"Turn %d: one more question about my trip. %s"}`+"\n", i, strings.Repeat("I would like to know the baggage rules for each segment. ", 6)))
+		more.WriteString(fmt.Sprintf(`{"role":"assistant","content":"Answer %d: %s"}`+"\n", i, strings.Repeat("Each passenger may bring one carry-on and one personal item. ", 6)))
+	}
+	m.must("import", "t", m.writeFile("more.jsonl", more.String()))
 
 	ctx := context.Background()
 	s, err := memory.Open(ctx, m.db)
