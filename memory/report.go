@@ -220,15 +220,21 @@ func (s *Store) Report(ctx context.Context, id int64) (Report, error) {
 	return readTx(ctx, s, func(q db.Querier) (Report, error) { return s.report(ctx, q, id) })
 }
 
-func (s *Store) report(ctx context.Context, q db.Querier, id int64) (Report, error) {
+// compactionAndCurrent reads compaction id and the id of its thread's current compaction.
+func compactionAndCurrent(ctx context.Context, q db.Querier, id int64) (db.Compaction, int64, error) {
 	c, err := q.GetCompaction(ctx, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Report{}, fmt.Errorf("%w: %d", ErrCompactionNotFound, id)
+		return c, 0, fmt.Errorf("%w: %d", ErrCompactionNotFound, id)
 	}
 	if err != nil {
-		return Report{}, err
+		return c, 0, err
 	}
 	cur, err := currentID(ctx, q, c.ThreadID)
+	return c, cur, err
+}
+
+func (s *Store) report(ctx context.Context, q db.Querier, id int64) (Report, error) {
+	c, cur, err := compactionAndCurrent(ctx, q, id)
 	if err != nil {
 		return Report{}, err
 	}
@@ -295,14 +301,7 @@ func (s *Store) RevertThread(ctx context.Context, thread string) (Report, error)
 }
 
 func (s *Store) revert(ctx context.Context, q db.Querier, id int64) (Report, error) {
-	c, err := q.GetCompaction(ctx, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Report{}, fmt.Errorf("%w: %d", ErrCompactionNotFound, id)
-	}
-	if err != nil {
-		return Report{}, err
-	}
-	cur, err := currentID(ctx, q, c.ThreadID)
+	c, cur, err := compactionAndCurrent(ctx, q, id)
 	if err != nil {
 		return Report{}, err
 	}
