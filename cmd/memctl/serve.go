@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -117,7 +116,7 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	return &serve.Server{
 		Store: s, Compactor: c, Cascade: casc,
 		Upstream: sc.Upstream, UpstreamKey: key, Token: token,
-		Logger: slog.New(slog.NewTextHandler(a.stderr, nil)), LoopbackOnly: loopback && token == "", Recall: sc.Recall,
+		Logger: a.logger, LoopbackOnly: loopback && token == "", Recall: sc.Recall,
 	}, nil
 }
 
