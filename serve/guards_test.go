@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -83,5 +84,28 @@ func TestNoCrossSiteWrites(t *testing.T) {
 		if code, body, _ := e.post("/api/threads/x/compact", `{"dry_run": true}`, h...); code != 200 {
 			t.Fatalf("token %q, same origin: %d %s", token, code, body)
 		}
+	}
+}
+
+// A thread created for a model the tokenizer does not know is counted with o200k: the log
+// says so, once, where the operator sees it; a known model gives no warning.
+func TestUnknownModelWarned(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for i, model := range []string{"qwen3-8b", "qwen3-8b", "gpt-4o"} {
+		thread := "local"
+		if model == "gpt-4o" {
+			thread = "openai"
+		}
+		body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi %d"}]}`, model, i)
+		if code, resp, _ := e.post("/t/"+thread+"/v1/chat/completions", body); code != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", i, code, resp)
+		}
+	}
+	logs := e.logs.String()
+	if got := strings.Count(logs, `the tokenizer does not know model \"qwen3-8b\"`); got != 1 {
+		t.Fatalf("the unknown model was warned about %d times, want once:\n%s", got, logs)
+	}
+	if strings.Contains(logs, "gpt-4o\\\" ") || strings.Contains(logs, `model \"gpt-4o\"`) {
+		t.Fatalf("a known model was warned about:\n%s", logs)
 	}
 }

@@ -230,6 +230,7 @@ func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threa
 	if err != nil {
 		return messageError(err, req, len(req.messages), 0)
 	}
+	s.warnNew(st.thread, res)
 	if archived {
 		w.Header().Set(ArchivedHeader, archive)
 		s.Logger.Info("thread started over", "thread", st.thread, "archived_as", archive)
@@ -261,10 +262,19 @@ func (s *Server) appendNew(ctx context.Context, thread string, req chatRequest) 
 	}
 	res, err := s.Store.Append(ctx, thread, fresh, memory.AppendOptions{Model: req.model})
 	if err == nil {
+		s.warnNew(thread, res)
 		s.remember(thread, fresh, res.LastSeq)
 		s.pinPrompt(ctx, thread, res.LastSeq-int64(len(fresh)), prompt)
 	}
 	return messageError(err, req, len(fresh), prompt)
+}
+
+// warnNew logs the warning of an append that created its thread: the tokenizer does not
+// know the request's model and counts it with another encoding (once per thread).
+func (s *Server) warnNew(thread string, res memory.AppendResult) {
+	if res.Warning != "" {
+		s.Logger.Warn(res.Warning, "thread", thread)
+	}
 }
 
 // messageError names the request's message at fault of an *InputError of an append of the
