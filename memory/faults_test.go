@@ -288,10 +288,16 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 			t.Fatalf("after a later open the compaction is %s (%q)", r.status, r.errText)
 		}
 
-		// A new compaction passes.
+		// A new compaction runs: nothing the cut left (a lease, a running row) stands in its
+		// way. After an applied one, its middle may be the summary alone, which is ineffective
+		// (a summary is never re-summarized alone, and here the pinned messages and the newest
+		// unit keep the context over the halved limit whatever is summarized): an answer, not
+		// a block.
 		c2 := NewCompactor(s2, offline(t, s2), settings(s2))
-		if rep, err := c2.Compact(ctx, "t", CompactOptions{Force: true}); err != nil || rep.Status != StatusApplied {
-			t.Fatalf("a new compaction: %s, %v", rep.Status, err)
+		rep2, err := c2.Compact(ctx, "t", CompactOptions{Force: true})
+		summaryAlone := r.status == StatusApplied && rep2.Status == StatusIneffective
+		if !summaryAlone && (err != nil || rep2.Status != StatusApplied) {
+			t.Fatalf("a new compaction: %s, %v", rep2.Status, err)
 		}
 		return r.status
 	}
