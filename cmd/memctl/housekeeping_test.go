@@ -285,8 +285,10 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	os.WriteFile(conv, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 	m.must("import", "t1", conv)
 	// The second compaction runs at a smaller limit, so that it has messages to fold in beside
-	// the first one's summary (a summary alone is not summarized again).
-	for format, limit := range map[string]string{"json": "2000", "text": "1500"} {
+	// the first one's summary (a summary alone is not summarized again). The order is fixed: at
+	// 2000 after 1500 there would be nothing new to summarize.
+	for _, run := range []struct{ format, limit string }{{"json", "2000"}, {"text", "1500"}} {
+		format, limit := run.format, run.limit
 		m.must("providers", "reset", "--all")
 		code, _, errs := m.run("--log-level", "debug", "--log-format", format, "compact", "t1", "--limit", limit, "--force")
 		if code != 0 {
