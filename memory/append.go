@@ -68,7 +68,7 @@ func (s *Store) Append(ctx context.Context, thread string, msgs []Message, opt A
 // written (two forced collections of the whole process: see releaseMemory).
 func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt AppendOptions) (AppendResult, error) {
 	consumed := false
-	return s.write(ctx, thread, opt, func(add func(Message, int) error) error {
+	return s.writeInput(ctx, thread, opt, func(add addFunc) error {
 		if consumed {
 			// The transaction is being retried after the input was read: it cannot be read again.
 			return errors.New("import: database busy after the input was read; nothing was written")
@@ -80,6 +80,22 @@ func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt Appe
 
 // write runs one append transaction: produce calls add for each message in order.
 func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
+	return s.writeInput(ctx, thread, opt, withoutRaw(produce))
+}
+
+// addFunc writes message m, read at line of the input (0: not read from lines). raw is its
+// stored JSON when the reader has it (see decodeLine), nil to store m's MarshalJSON.
+type addFunc func(m Message, raw []byte, line int) error
+
+// withoutRaw is produce for writeInput and appendInput: its messages have no stored JSON yet.
+func withoutRaw(produce func(add func(m Message, line int) error) error) func(addFunc) error {
+	return func(add addFunc) error {
+		return produce(func(m Message, line int) error { return add(m, nil, line) })
+	}
+}
+
+// writeInput is write for a producer that may have the stored JSON of its messages.
+func (s *Store) writeInput(ctx context.Context, thread string, opt AppendOptions, produce func(add addFunc) error) (AppendResult, error) {
 	if thread == "" {
 		return AppendResult{}, errors.New("append: empty thread id")
 	}
@@ -90,7 +106,7 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 	// The thread row is locked first: appends to one thread, from any process or host, run
 	// one after another.
 	err := s.h.LockedTx(ctx, func(q db.Querier) (err error) {
-		res, err = s.appendTx(ctx, q, thread, opt, produce)
+		res, err = s.appendInput(ctx, q, thread, opt, produce)
 		return err
 	})
 	if err != nil {
@@ -101,6 +117,11 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 
 // appendTx is the work of write within transaction q.
 func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
+	return s.appendInput(ctx, q, thread, opt, withoutRaw(produce))
+}
+
+// appendInput is appendTx for a producer that may have the stored JSON of its messages.
+func (s *Store) appendInput(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add addFunc) error) (AppendResult, error) {
 	res := AppendResult{Thread: thread}
 	err := func() error {
 		now := s.now()
@@ -166,13 +187,13 @@ func (ap *appender) flushIndex() error {
 	return err
 }
 
-// add writes message m, read at line of the input (0: not read from lines).
-func (ap *appender) add(m Message, line int) error {
+// add is the appender's addFunc.
+func (ap *appender) add(m Message, raw []byte, line int) error {
 	defer func() { ap.index++ }()
 	if field, msg := ap.calls.check(m); msg != "" {
 		return &InputError{Line: line, Index: ap.index, Field: field, Msg: msg}
 	}
-	row, err := storedForm(m, ap.counter)
+	row, err := storedForm(m, raw, ap.counter)
 	if err != nil {
 		return &InputError{Line: line, Index: ap.index, Msg: err.Error()}
 	}
@@ -186,7 +207,7 @@ func (ap *appender) add(m Message, line int) error {
 		ThreadID: ap.thread, Seq: ap.seq, Role: m.Role,
 		Content:    nullString(row.text),
 		Name:       nullString(m.Name),
-		ToolCalls:  nullString(toolCallsJSON(m.ToolCalls)),
+		ToolCalls:  nullString(row.toolCalls),
 		ToolCallID: nullString(m.ToolCallID),
 		Raw:        row.raw, Tokens: int64(row.tokens), CreatedAt: ap.now,
 	}); err != nil {
@@ -261,15 +282,25 @@ func releaseMemory() { debug.FreeOSMemory() }
 
 // stored is a message as the messages table keeps it.
 type stored struct {
-	raw    string // the message's JSON, compact, with HTML characters escaped as encoding/json does
+	// raw is the message's JSON, compact: an import's input as it holds it (see decodeLine),
+	// else MarshalJSON's, with HTML characters escaped as encoding/json does.
+	raw    string
 	text   string // Message.Text
 	tokens int
+	// toolCalls is the tool_calls column: the calls as json.Marshal writes them ("": none).
+	toolCalls string
 }
 
 // storedForm computes what the messages table keeps of m, each in one copy: a message of tens
-// of megabytes is encoded once, its text decoded once, and the text counted where it was
-// decoded instead of being decoded again.
-func storedForm(m Message, counter TokenCounter) (stored, error) {
+// of megabytes is encoded once (or not at all when raw, the input's compact JSON of it, is
+// given), its text decoded once, and the text counted where it was decoded instead of being
+// decoded again.
+func storedForm(m Message, raw []byte, counter TokenCounter) (stored, error) {
+	if raw != nil {
+		row := storedText(m, raw, counter)
+		row.toolCalls = toolCallsColumn(m.ToolCalls)
+		return row, nil
+	}
 	raw, err := m.MarshalJSON()
 	if err != nil {
 		return stored{}, err
@@ -290,6 +321,13 @@ func storedForm(m Message, counter TokenCounter) (stored, error) {
 		json.HTMLEscape(&buf, raw)
 		raw = buf.Bytes()
 	}
+	row := storedText(m, raw, counter)
+	row.toolCalls = toolCallsJSON(m.ToolCalls)
+	return row, nil
+}
+
+// storedText completes the stored form of m from its stored JSON: the text and the count.
+func storedText(m Message, raw []byte, counter TokenCounter) stored {
 	// raw is never written again: the string shares its bytes instead of copying them.
 	row := stored{raw: unsafe.String(unsafe.SliceData(raw), len(raw))}
 	if text, ok := jsonStringValue(m.Content); ok {
@@ -300,7 +338,7 @@ func storedForm(m Message, counter TokenCounter) (stored, error) {
 		row.tokens = counter.CountMessage(m)
 	}
 	row.text = db.MakeStorable(row.text) // the searchable, summarized copy; raw keeps the message exactly
-	return row, nil
+	return row
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
@@ -314,8 +352,9 @@ func toolCallsJSON(calls []ToolCall) string {
 }
 
 // readMessages reads JSONL, a JSON array of messages or {"messages": [...]} from r as a stream
-// and calls add for each message with its line (JSONL) or 0.
-func readMessages(r io.Reader, add func(Message, int) error) error {
+// and calls add for each message with its stored JSON (see decodeLine) and its line (JSONL)
+// or 0.
+func readMessages(r io.Reader, add addFunc) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	first, err := firstByte(br)
 	if err == io.EOF {
@@ -390,7 +429,7 @@ func expectMessagesKey(dec *json.Decoder) error {
 }
 
 // readArray reads a JSON array of messages and returns how many it held.
-func readArray(dec *json.Decoder, add func(Message, int) error) (int, error) {
+func readArray(dec *json.Decoder, add addFunc) (int, error) {
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('[') {
 		return 0, &InputError{Field: "messages", Msg: "want a JSON array of messages"}
@@ -404,9 +443,9 @@ func readArray(dec *json.Decoder, add func(Message, int) error) (int, error) {
 		if v.err != nil {
 			return n, &InputError{Index: n, Msg: v.err.Error()}
 		}
-		m := v.m
+		m, raw := v.m, v.raw
 		v = messageValue{}
-		if err := add(m, 0); err != nil {
+		if err := add(m, raw, 0); err != nil {
 			return n, err
 		}
 		n++
@@ -420,16 +459,17 @@ func readArray(dec *json.Decoder, add func(Message, int) error) (int, error) {
 	return n, nil
 }
 
-// messageValue decodes an element of a JSON array of messages with decodeMessage straight from
+// messageValue decodes an element of a JSON array of messages with decodeLine straight from
 // the decoder's buffer: json.Decoder hands an Unmarshaler the bytes of a value without copying
 // them, where decoding into a json.RawMessage would copy a large message once more.
 type messageValue struct {
 	m   Message
-	err error // decodeMessage's, kept apart from the decoder's syntax errors
+	raw []byte
+	err error // decodeLine's, kept apart from the decoder's syntax errors
 }
 
 func (v *messageValue) UnmarshalJSON(b []byte) error {
-	v.m, v.err = decodeMessage(b)
+	v.m, v.raw, v.err = decodeLine(b, false) // the buffer is the decoder's: not in place
 	return nil
 }
 
@@ -470,18 +510,19 @@ func expectEnd(dec *json.Decoder, n int) error {
 	return &InputError{Index: n, Msg: "malformed JSON: data after the end of the messages: " + what}
 }
 
-func readJSONL(br *bufio.Reader, add func(Message, int) error) error {
+func readJSONL(br *bufio.Reader, add addFunc) error {
 	line, n := 0, 0
 	for {
 		b, err := br.ReadBytes('\n')
 		if len(b) > 0 {
 			line++
 			if t := bytes.Trim(b, jsonSpace); len(t) > 0 {
-				m, derr := decodeMessage(t)
+				// The line is a copy of the input's own, read by no one else.
+				m, raw, derr := decodeLine(t, true)
 				if derr != nil {
 					return &InputError{Line: line, Index: n, Msg: derr.Error()}
 				}
-				if err := add(m, line); err != nil {
+				if err := add(m, raw, line); err != nil {
 					return err
 				}
 				n++
