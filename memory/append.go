@@ -365,27 +365,15 @@ func readMessages(r io.Reader, add addFunc) error {
 	}
 	switch first {
 	case '[':
-		dec := json.NewDecoder(br)
-		n, err := readArray(dec, add)
-		if err != nil {
-			return err
-		}
-		return expectEnd(dec, n)
+		return streamArray(br, false, add)
 	case '{':
 		head, _ := br.Peek(br.Size())
+		if n := messagesHead(head); n > 0 {
+			br.Discard(n)
+			return streamArray(br, true, add)
+		}
 		if isMessagesObject(head) {
-			dec := json.NewDecoder(br)
-			if err := expectMessagesKey(dec); err != nil {
-				return err
-			}
-			n, err := readArray(dec, add)
-			if err != nil {
-				return err
-			}
-			if err := skipObjectRest(dec, n); err != nil {
-				return err
-			}
-			return expectEnd(dec, n)
+			return decodeArray(json.NewDecoder(br), true, 0, false, add)
 		}
 		return readJSONL(br, add)
 	default:
@@ -428,13 +416,42 @@ func expectMessagesKey(dec *json.Decoder) error {
 	return nil
 }
 
-// readArray reads a JSON array of messages and returns how many it held.
-func readArray(dec *json.Decoder, add addFunc) (int, error) {
+// decodeArray reads with dec an input that holds an array of messages, as a JSON array or
+// (object) {"messages": [...]}: the array, what follows it and the end of the input. n0
+// messages were read before (by streamArray); standIn says the array's first element stands
+// for them and is skipped.
+func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add addFunc) error {
+	if object {
+		if err := expectMessagesKey(dec); err != nil {
+			return err
+		}
+	}
+	n, err := readArray(dec, add, n0, standIn)
+	if err != nil {
+		return err
+	}
+	if object {
+		if err := skipObjectRest(dec, n); err != nil {
+			return err
+		}
+	}
+	return expectEnd(dec, n)
+}
+
+// readArray reads a JSON array of messages and returns how many it held, n0 and a stand-in
+// first element (see decodeArray) included.
+func readArray(dec *json.Decoder, add addFunc, n0 int, standIn bool) (int, error) {
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('[') {
 		return 0, &InputError{Field: "messages", Msg: "want a JSON array of messages"}
 	}
-	n := 0
+	if standIn {
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return n0, err
+		}
+	}
+	n := n0
 	for dec.More() {
 		var v messageValue
 		if err := dec.Decode(&v); err != nil {

@@ -3,6 +3,9 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memcascade/memcascade/llm"
@@ -123,5 +126,41 @@ func BenchmarkThreads1000(b *testing.B) {
 		if _, err := s.Threads(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkImport imports the recorded conversations (as the files hold them, white space
+// after each comma and colon) into a new thread per op, as JSONL, as a JSON array and as
+// {"messages": [...]}.
+func BenchmarkImport(b *testing.B) {
+	ctx := context.Background()
+	var lines []string
+	for _, f := range conversations(b) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+			lines = append(lines, strings.ReplaceAll(line, `"call_`, fmt.Sprintf(`"%s_call_`, filepath.Base(f))))
+		}
+	}
+	for _, form := range []struct{ name, input string }{
+		{"jsonl", strings.Join(lines, "\n")},
+		{"array", "[\n" + strings.Join(lines, ",\n") + "\n]"},
+		{"object", `{"messages": [` + strings.Join(lines, ", ") + `]}`},
+	} {
+		b.Run(form.name, func(b *testing.B) {
+			s, _ := openStore(b)
+			// The encoding is loaded, and the statements prepared, before the measure.
+			if _, err := s.Import(ctx, "warm", strings.NewReader(lines[0]), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(form.input)))
+			for i := 0; b.Loop(); i++ {
+				if _, err := s.Import(ctx, fmt.Sprint("t", i), strings.NewReader(form.input), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -55,7 +56,7 @@ func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
 	}
 	// In place, b is only read until it is known to be valid JSON: decodeMessage may need it
 	// as it was. A value without white space to drop is stored as it is.
-	s := compactor{src: b, write: !inPlace}
+	s := compactor{src: b, write: !inPlace, fields: make([]field, 0, 8)}
 	if !inPlace {
 		s.dst = make([]byte, 0, len(b))
 	}
@@ -66,7 +67,7 @@ func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
 	if !inPlace {
 		raw = s.dst
 	} else if s.spaced {
-		s = compactor{src: b, dst: b[:0], write: true, inPlace: true}
+		s = compactor{src: b, dst: b[:0], write: true, inPlace: true, fields: s.fields[:0]}
 		s.object(0) // valid JSON: it passes
 		raw = s.dst
 	}
@@ -364,6 +365,24 @@ var strPlain = func() (t [256]bool) {
 	return t
 }()
 
+// skipPlain returns the index of the first byte of b from i that a string does not hold as it
+// is (see strPlain), or len(b): eight bytes at a time, then one at a time.
+func skipPlain(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		// A byte below 0x20, or one equal to '"' or '\\' (zero once xor'ed), sets its high bit.
+		if ((x-ones*0x20)|(q-ones)|(bs-ones))&^x&highs != 0 {
+			break
+		}
+	}
+	for i < len(b) && strPlain[b[i]] {
+		i++
+	}
+	return i
+}
+
 func (s *compactor) space() {
 	for s.i < len(s.src) {
 		switch s.src[s.i] {
@@ -470,9 +489,7 @@ func (s *compactor) str() (escaped, ok bool) {
 	b, from := s.src, s.i
 	i := s.i + 1
 	for {
-		for i < len(b) && strPlain[b[i]] {
-			i++
-		}
+		i = skipPlain(b, i)
 		if i >= len(b) {
 			return false, false
 		}

@@ -292,3 +292,22 @@ func TestImportStoresTheInputJSON(t *testing.T) {
 		t.Errorf("content column %q", got)
 	}
 }
+
+// skipPlain stops where a byte-at-a-time scan stops.
+func FuzzSkipPlain(f *testing.F) {
+	for _, s := range []string{"", "plain text, longer than eight bytes", `0123456"89`, `abcdefgh\ijk`, "abcdefghijklmn\x1f", "é€😀 high bytes \x7f\x80\xff then\"", "\x00"} {
+		f.Add([]byte(s), 0)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, from int) {
+		if from < 0 || from > len(b) {
+			return
+		}
+		want := from
+		for want < len(b) && strPlain[b[want]] {
+			want++
+		}
+		if got := skipPlain(b, from); got != want {
+			t.Fatalf("skipPlain(%q, %d) = %d, want %d", b, from, got, want)
+		}
+	})
+}
