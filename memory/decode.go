@@ -15,7 +15,8 @@ import (
 // the message is built from those fields. The bytes it returns are what the row stores: the
 // message as the caller wrote it (its fields in their order, numbers and escapes as written),
 // without encoding it again. Anything it does not take (a syntax error, a field of the wrong
-// type) is decoded again by decodeMessage, whose error names the problem as encoding/json does.
+// type, a key given twice) is decoded again by decodeMessage, as every message was before: its
+// errors name the problem as they did, and its messages are stored as MarshalJSON writes them.
 
 // maxDepth is how deeply arrays and objects may nest: encoding/json's limit, so that both
 // decoders take the same inputs.
@@ -173,9 +174,9 @@ func fastToolCalls(v []byte) ([]ToolCall, bool) {
 	return calls, true
 }
 
-// fastObject reads obj, a compact object, as decodeObject does: take decodes a field (the last
-// of those with its name) and says whether it took it, else it goes to the returned Extra, and
-// whether it was well typed.
+// fastObject reads obj, a compact object, as decodeObject does: take decodes a field and says
+// whether it took it (else it goes to the returned Extra) and whether it was well typed. An
+// object that gives a key twice is refused.
 func fastObject(obj []byte, take func(name, val []byte, escaped bool) (taken, ok bool)) (map[string]json.RawMessage, bool) {
 	fields := members(obj)
 	if nameFields(obj, fields) {
