@@ -68,7 +68,7 @@ func (s *Store) Append(ctx context.Context, thread string, msgs []Message, opt A
 // written (two forced collections of the whole process: see releaseMemory).
 func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt AppendOptions) (AppendResult, error) {
 	consumed := false
-	return s.writeInput(ctx, thread, opt, func(add addFunc) error {
+	return s.write(ctx, thread, opt, func(add func(Message, int) error) error {
 		if consumed {
 			// The transaction is being retried after the input was read: it cannot be read again.
 			return errors.New("import: database busy after the input was read; nothing was written")
@@ -80,22 +80,6 @@ func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt Appe
 
 // write runs one append transaction: produce calls add for each message in order.
 func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
-	return s.writeInput(ctx, thread, opt, withoutRaw(produce))
-}
-
-// addFunc writes message m, read at line of the input (0: not read from lines). raw is its
-// stored JSON when the reader has it (see decodeLine), nil to store m's MarshalJSON.
-type addFunc func(m Message, raw []byte, line int) error
-
-// withoutRaw is produce for writeInput and appendInput: its messages have no stored JSON yet.
-func withoutRaw(produce func(add func(m Message, line int) error) error) func(addFunc) error {
-	return func(add addFunc) error {
-		return produce(func(m Message, line int) error { return add(m, nil, line) })
-	}
-}
-
-// writeInput is write for a producer that may have the stored JSON of its messages.
-func (s *Store) writeInput(ctx context.Context, thread string, opt AppendOptions, produce func(add addFunc) error) (AppendResult, error) {
 	if thread == "" {
 		return AppendResult{}, errors.New("append: empty thread id")
 	}
@@ -106,7 +90,7 @@ func (s *Store) writeInput(ctx context.Context, thread string, opt AppendOptions
 	// The thread row is locked first: appends to one thread, from any process or host, run
 	// one after another.
 	err := s.h.LockedTx(ctx, func(q db.Querier) (err error) {
-		res, err = s.appendInput(ctx, q, thread, opt, produce)
+		res, err = s.appendTx(ctx, q, thread, opt, produce)
 		return err
 	})
 	if err != nil {
@@ -117,11 +101,6 @@ func (s *Store) writeInput(ctx context.Context, thread string, opt AppendOptions
 
 // appendTx is the work of write within transaction q.
 func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
-	return s.appendInput(ctx, q, thread, opt, withoutRaw(produce))
-}
-
-// appendInput is appendTx for a producer that may have the stored JSON of its messages.
-func (s *Store) appendInput(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add addFunc) error) (AppendResult, error) {
 	res := AppendResult{Thread: thread}
 	err := func() error {
 		now := s.now()
@@ -187,13 +166,13 @@ func (ap *appender) flushIndex() error {
 	return err
 }
 
-// add is the appender's addFunc.
-func (ap *appender) add(m Message, raw []byte, line int) error {
+// add writes message m, read at line of the input (0: not read from lines).
+func (ap *appender) add(m Message, line int) error {
 	defer func() { ap.index++ }()
 	if field, msg := ap.calls.check(m); msg != "" {
 		return &InputError{Line: line, Index: ap.index, Field: field, Msg: msg}
 	}
-	row, err := storedForm(m, raw, ap.counter)
+	row, err := storedForm(m, ap.counter)
 	if err != nil {
 		return &InputError{Line: line, Index: ap.index, Msg: err.Error()}
 	}
@@ -292,12 +271,12 @@ type stored struct {
 }
 
 // storedForm computes what the messages table keeps of m, each in one copy: a message of tens
-// of megabytes is encoded once (or not at all when raw, the input's compact JSON of it, is
-// given), its text decoded once, and the text counted where it was decoded instead of being
-// decoded again.
-func storedForm(m Message, raw []byte, counter TokenCounter) (stored, error) {
-	if raw != nil {
-		row := storedText(m, raw, counter)
+// of megabytes is encoded once (or not at all: an imported message stores its input, see
+// decodeLine), its text decoded once, and the text counted where it was decoded instead of
+// being decoded again.
+func storedForm(m Message, counter TokenCounter) (stored, error) {
+	if m.input != nil {
+		row := storedText(m, m.input, counter)
 		row.toolCalls = toolCallsColumn(m.ToolCalls)
 		return row, nil
 	}
@@ -352,9 +331,8 @@ func toolCallsJSON(calls []ToolCall) string {
 }
 
 // readMessages reads JSONL, a JSON array of messages or {"messages": [...]} from r as a stream
-// and calls add for each message with its stored JSON (see decodeLine) and its line (JSONL)
-// or 0.
-func readMessages(r io.Reader, add addFunc) error {
+// and calls add for each message with its line (JSONL) or 0.
+func readMessages(r io.Reader, add func(Message, int) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	first, err := firstByte(br)
 	if err == io.EOF {
@@ -420,7 +398,7 @@ func expectMessagesKey(dec *json.Decoder) error {
 // (object) {"messages": [...]}: the array, what follows it and the end of the input. n0
 // messages were read before (by streamArray); standIn says the array's first element stands
 // for them and is skipped.
-func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add addFunc) error {
+func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add func(Message, int) error) error {
 	if object {
 		if err := expectMessagesKey(dec); err != nil {
 			return err
@@ -440,7 +418,7 @@ func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add addFu
 
 // readArray reads a JSON array of messages and returns how many it held, n0 and a stand-in
 // first element (see decodeArray) included.
-func readArray(dec *json.Decoder, add addFunc, n0 int, standIn bool) (int, error) {
+func readArray(dec *json.Decoder, add func(Message, int) error, n0 int, standIn bool) (int, error) {
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('[') {
 		return 0, &InputError{Field: "messages", Msg: "want a JSON array of messages"}
@@ -460,9 +438,9 @@ func readArray(dec *json.Decoder, add addFunc, n0 int, standIn bool) (int, error
 		if v.err != nil {
 			return n, &InputError{Index: n, Msg: v.err.Error()}
 		}
-		m, raw := v.m, v.raw
+		m := v.m
 		v = messageValue{}
-		if err := add(m, raw, 0); err != nil {
+		if err := add(m, 0); err != nil {
 			return n, err
 		}
 		n++
@@ -481,12 +459,11 @@ func readArray(dec *json.Decoder, add addFunc, n0 int, standIn bool) (int, error
 // them, where decoding into a json.RawMessage would copy a large message once more.
 type messageValue struct {
 	m   Message
-	raw []byte
 	err error // decodeLine's, kept apart from the decoder's syntax errors
 }
 
 func (v *messageValue) UnmarshalJSON(b []byte) error {
-	v.m, v.raw, v.err = decodeLine(b, false) // the buffer is the decoder's: not in place
+	v.m, v.err = decodeLine(b, false) // the buffer is the decoder's: not in place
 	return nil
 }
 
@@ -527,19 +504,18 @@ func expectEnd(dec *json.Decoder, n int) error {
 	return &InputError{Index: n, Msg: "malformed JSON: data after the end of the messages: " + what}
 }
 
-func readJSONL(br *bufio.Reader, add addFunc) error {
+func readJSONL(br *bufio.Reader, add func(Message, int) error) error {
 	line, n := 0, 0
 	for {
 		b, err := br.ReadBytes('\n')
 		if len(b) > 0 {
 			line++
 			if t := bytes.Trim(b, jsonSpace); len(t) > 0 {
-				// The line is a copy of the input's own, read by no one else.
-				m, raw, derr := decodeLine(t, true)
+				m, derr := decodeLine(t, true) // the line is a copy of the input's, read by no one else
 				if derr != nil {
 					return &InputError{Line: line, Index: n, Msg: derr.Error()}
 				}
-				if err := add(m, raw, line); err != nil {
+				if err := add(m, line); err != nil {
 					return err
 				}
 				n++

@@ -23,19 +23,20 @@ import (
 const maxDepth = 10000
 
 // decodeLine decodes one message of an import: b is its JSON, with nothing else than white
-// space around it. When it returns a nil stored JSON, the message was decoded by decodeMessage
-// and its row stores its MarshalJSON. inPlace says b may be overwritten (it belongs to the
-// caller and is not read again): the stored JSON is then b itself, made compact where needed.
-func decodeLine(b []byte, inPlace bool) (Message, []byte, error) {
+// space around it. The message's input is its stored JSON, or nil when it was decoded by
+// decodeMessage (its row then stores its MarshalJSON). inPlace says b may be overwritten (it
+// belongs to the caller and is not read again): the stored JSON is then b itself, made
+// compact where needed.
+func decodeLine(b []byte, inPlace bool) (Message, error) {
 	m, raw, ok := decodeFast(b, inPlace)
 	if ok {
-		return m, raw, nil
+		m.input = raw
+		return m, nil
 	}
 	if raw != nil {
 		b = raw // compacted in place: the same JSON value
 	}
-	m, err := decodeMessage(b)
-	return m, nil, err
+	return decodeMessage(b)
 }
 
 // field is a top-level field of a message, as offsets in the compact JSON.
