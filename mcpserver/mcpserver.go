@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -149,6 +150,9 @@ func (h *handler) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchI
 			return nil, SearchOutput{}, err
 		}
 	}
+	if len(db.SearchTerms(in.Query)) == 0 {
+		return nil, SearchOutput{}, fmt.Errorf("query %q: no word to search for (a word has a letter or a digit)", in.Query)
+	}
 	hits, err := Search(ctx, h.store, in.Query, thread, in.Limit)
 	if err != nil {
 		return nil, SearchOutput{}, err
@@ -163,12 +167,17 @@ func (h *handler) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchI
 // for every thread, then grouped by thread), newest first, each saying whether its thread's
 // active context holds it as it is (a masked or cut tool result is not held). limit is
 // clipped to 1..100 (0: 10). The snippets are as stored: redact them before they leave the
-// machine.
+// machine. A query of more than MaxQueryWords distinct words is ErrQueryTooLong;
+// a word given again is searched once.
 func Search(ctx context.Context, s *memory.Store, query, thread string, limit int) ([]SearchHit, error) {
 	if limit <= 0 {
 		limit = 10
 	}
 	limit = min(limit, 100)
+	query, err := boundQuery(query)
+	if err != nil {
+		return nil, err
+	}
 	found, err := s.Search(ctx, query, memory.SearchOptions{Thread: thread, Limit: limit})
 	if err != nil {
 		return nil, err
