@@ -69,7 +69,7 @@ func (s *Store) pin(ctx context.Context, thread string, seq int64, base Settings
 		if err != nil {
 			return err
 		}
-		set := Effective(base, ts, ThreadSettings{})
+		set := Effective(base, ts, servedLimit(base, ts))
 		hist, err := s.messagesAfter(ctx, q, thread, 0, true)
 		if err != nil {
 			return err
@@ -110,6 +110,26 @@ func (s *Store) pin(ctx context.Context, thread string, seq int64, base Settings
 		return Pinned{}, fmt.Errorf("pin: %w", err)
 	}
 	return p, nil
+}
+
+// servedLimit returns the override that checks a pin against the window memctl serve fits the
+// thread in (token_limit auto records it in the thread's settings.window) when that is below
+// the limit the thread would have without it: a pin that fits the config's default limit but
+// not the model's window would leave every later turn over the limit. The thread's own
+// token_limit wins. As the proxy does, a reserve that would leave no room is a quarter of the
+// limit.
+func servedLimit(base Settings, ts ThreadSettings) ThreadSettings {
+	w := ts.Window
+	if ts.TokenLimit != nil || w == nil || w.Limit <= 0 || w.Limit >= Effective(base, ts, ThreadSettings{}).TokenLimit {
+		return ThreadSettings{}
+	}
+	limit := w.Limit
+	over := ThreadSettings{TokenLimit: &limit}
+	if r := Effective(base, ts, over).ReserveTokens; r >= limit {
+		r = limit / 4
+		over.ReserveTokens = &r
+	}
+	return over
 }
 
 // Unpin removes the pin that holds message seq of a thread (any message of its unit names

@@ -161,6 +161,38 @@ func TestPinRefused(t *testing.T) {
 	}
 }
 
+// TestPinInServedWindow: a thread that memctl serve fits in the window its upstream reports
+// (token_limit auto: settings.window) has its pins checked against that window, not against
+// the config's default limit: a pin that fits 128,000 tokens but not the 2,000 the thread is
+// served in would leave every later turn over the limit (the proxy answers 400 to each).
+// A thread's own token_limit still wins.
+func TestPinInServedWindow(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	importFile(t, s, "t", airline)
+	served := memory.ThreadSettings{Window: &memory.ServedWindow{Model: "m", Tokens: 2000, Source: "n_ctx 2000 of GET /props", Ratio: 1, Limit: 2000}}
+	if err := s.SetThreadSettings(ctx, "t", served); err != nil {
+		t.Fatal(err)
+	}
+	def := &memory.Compactor{Store: s, Settings: memory.Settings{TokenLimit: memory.DefaultTokenLimit}}
+	for name, pin := range map[string]func() (memory.Pinned, error){
+		"Store.Pin":     func() (memory.Pinned, error) { return s.Pin(ctx, "t", 40) },
+		"Compactor.Pin": func() (memory.Pinned, error) { return def.Pin(ctx, "t", 40) },
+	} {
+		if _, err := pin(); !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "over the limit 2000") {
+			t.Fatalf("%s in a thread served in 2,000 tokens: %v", name, err)
+		}
+	}
+	own := 100000
+	served.TokenLimit = &own
+	if err := s.SetThreadSettings(ctx, "t", served); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := def.Pin(ctx, "t", 40); err != nil {
+		t.Fatalf("pin in a thread whose own limit is 100,000: %v", err)
+	}
+}
+
 // TestPinCopied: memory.Copy carries the pins, so the copy's active context is the source's.
 func TestPinCopied(t *testing.T) {
 	ctx := context.Background()
