@@ -208,7 +208,9 @@ func unitOf(hist []Entry, seq int64) (from, to int64, last int) {
 
 // fits returns why the pinned messages (the leading system messages and the pin ranges) would
 // not fit the limit of s with the newest unit (hist[last:]) and room for a summary; nil when
-// they fit.
+// they fit. The room is what a deep plan gives its summary at least (deepSummaryTokens, or
+// summary_max_tokens when that is less): pins that take the context there leave a compaction
+// only a deep plan, and one with less room is ineffective, the thread over its limit for good.
 func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 	pinned, newest := 0, 0
 	lead := pinnedLen(hist)
@@ -221,12 +223,13 @@ func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 			newest += e.Tokens
 		}
 	}
-	need := pinned + newest + ReplyPriming + minSummaryTokens
+	room := min(deepSummaryTokens, s.WithDefaults().SummaryMaxTokens)
+	need := pinned + newest + ReplyPriming + room
 	if need <= s.Budget() {
 		return nil
 	}
 	return fmt.Errorf("the pinned messages would take %d tokens (the leading system messages included); with the newest messages (%d tokens) and room for a summary (%d) that is %d, over the limit %d (token_limit - reserve_tokens): unpin a message or raise the limit",
-		pinned, newest, minSummaryTokens, need, s.Budget())
+		pinned, newest, room, need, s.Budget())
 }
 
 // withPins puts the pinned messages of a thread into entries, an active context read light
