@@ -26,13 +26,10 @@ type threadState struct {
 	used  time.Time
 	elem  *list.Element
 
-	// hist caches the thread's stored history between turns (read and written only by the
-	// holder of turn; set through Server.cache). It is valid while the thread has the
-	// creation time histCreated and len(hist) messages: history is append-only, so nothing
-	// else can change it. histSize is its size in bytes as histBytes counts.
-	hist        []memory.Message
-	histCreated time.Time
-	histSize    int64
+	// lv is what the server keeps of the thread between turns (see liveState; read and
+	// written only by the holder of turn, through Server.keepLive), liveSize its size.
+	lv       *liveState
+	liveSize int64
 
 	// sent is the thread's latest request's messages (see parseChatRequest), sentSize their
 	// size; under Server.mu.
@@ -68,7 +65,7 @@ func (s *Server) drop(st *threadState) {
 	st.users--
 	st.used = time.Now()
 	s.lru.MoveToFront(st.elem)
-	if st.users == 0 && st.hist == nil {
+	if st.users == 0 && st.lv == nil {
 		s.forget(st) // nothing to reconcile with: what it sent is of no use
 	}
 	for e := s.lru.Back(); e != nil && s.cached > s.CacheBytes; {
@@ -99,8 +96,8 @@ func (s *Server) dropIdle(cutoff time.Time) {
 func (s *Server) forget(st *threadState) {
 	s.lru.Remove(st.elem)
 	delete(s.threads, st.thread)
-	s.cached -= st.histSize + st.sentSize
-	st.hist, st.histSize, st.sent, st.sentSize = nil, 0, nil, 0
+	s.cached -= st.liveSize + st.sentSize
+	st.lv, st.liveSize, st.sent, st.sentSize = nil, 0, nil, 0
 }
 
 // lastSent returns the messages of the thread's latest request, nil when none is kept.
@@ -116,9 +113,9 @@ func (s *Server) lastSent(thread string) *sentMessages {
 // keepSent keeps a request's messages as the thread's latest (see parseChatRequest). The
 // caller holds the thread.
 func (s *Server) keepSent(st *threadState, sent *sentMessages) {
-	size := histBytes(sent.msgs)
+	size := histBytes(sent.msgs) + int64(len(sent.toolsRaw))
 	for _, r := range sent.raw {
-		size += int64(len(r))
+		size += 24 + int64(len(r))
 	}
 	s.mu.Lock()
 	s.cached += size - st.sentSize
@@ -131,15 +128,6 @@ func (s *Server) state(thread string) *threadState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.threads[thread]
-}
-
-// cache sets the thread's cached history (nil: none). The caller holds the thread's turn.
-func (s *Server) cache(st *threadState, hist []memory.Message, created time.Time) {
-	size := histBytes(hist)
-	s.mu.Lock()
-	s.cached += size - st.histSize
-	s.mu.Unlock()
-	st.hist, st.histCreated, st.histSize = hist, created, size
 }
 
 // histBytes estimates the memory that messages hold.
