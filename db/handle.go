@@ -116,6 +116,12 @@ func (h *Handle) ReadTx(ctx context.Context, fn func(q Querier) error) error {
 }
 
 func (h *Handle) run(ctx context.Context, opts *sql.TxOptions, fn func(q Querier) error) error {
+	return h.runTx(ctx, opts, func(tx *sql.Tx) error { return fn(h.ops.Bind(h.q, tx)) })
+}
+
+// runTx runs fn in a transaction begun with opts (see WithTx), queued behind this process's
+// other writers when the backend has one writer (Ops.OneWriter).
+func (h *Handle) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
 	if h.ops.OneWriter && opts != h.ops.Read {
 		select {
 		case h.writer <- struct{}{}:
@@ -124,10 +130,7 @@ func (h *Handle) run(ctx context.Context, opts *sql.TxOptions, fn func(q Querier
 			return ctx.Err()
 		}
 	}
-	err := RunTx(ctx, h.DB, opts, h.ops.Retryable, func(tx *sql.Tx) error {
-		return fn(h.ops.Bind(h.q, tx))
-	})
-	return h.lost(err)
+	return h.lost(RunTx(ctx, h.DB, opts, h.ops.Retryable, fn))
 }
 
 // lost words err of a transaction whose connection to the server was lost (*LostError).
@@ -382,3 +385,38 @@ func FTSQuery(text string) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// Batch runs fns in one write transaction (as LockedTx), each within a savepoint of its own:
+// a function that fails has what it wrote rolled back and its error in errs, and the others
+// commit with the transaction. An error of the transaction itself (its begin, its commit, or
+// a function's error the backend may pass when run again, which runs them all again) is err,
+// and then nothing of any function was committed. Group commit: writes of concurrent callers
+// made one transaction, one commit.
+func (h *Handle) Batch(ctx context.Context, fns []func(q Querier) error) (errs []error, err error) {
+	err = h.runTx(ctx, h.ops.Locked, func(tx *sql.Tx) error {
+		q := h.ops.Bind(h.q, tx)
+		errs = make([]error, len(fns))
+		for i, fn := range fns {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT batch_item"); err != nil {
+				return err
+			}
+			if errs[i] = fn(q); errs[i] != nil {
+				if h.ops.Retryable(errs[i]) || errors.Is(errs[i], ErrRetry) {
+					return errs[i]
+				}
+				if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT batch_item"); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT batch_item"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return errs, err
+}
+
+// OneWriter reports whether the writing transactions of this process run one at a time
+// (Ops.OneWriter: SQLite).
+func (h *Handle) OneWriter() bool { return h.ops.OneWriter }

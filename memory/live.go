@@ -120,7 +120,8 @@ type Appended struct {
 }
 
 // AppendLive appends msgs as Append does, and reports what a host that keeps the thread needs
-// to follow it without reading it again (see Appended). With expect set, the append is made
+// to follow it without reading it again (see Appended). On SQLite, concurrent calls are
+// committed together (group commit, batch.go), each all or nothing. With expect set, the append is made
 // only when the thread's active context is that of *expect (Version.SameContext; a Version
 // with Found false: the thread does not exist yet); otherwise it returns ErrStale and writes
 // nothing.
@@ -132,7 +133,7 @@ func (s *Store) AppendLive(ctx context.Context, thread string, msgs []Message, o
 		return Appended{}, err
 	}
 	var out Appended
-	err := s.h.LockedTx(ctx, func(q db.Querier) error {
+	err := s.writeTx(ctx, func(ctx context.Context, q db.Querier) error {
 		out = Appended{Entries: make([]Entry, 0, len(msgs)), Raw: make([]json.RawMessage, 0, len(msgs))}
 		kept := func(raw string, tokens int) {
 			i := len(out.Entries)

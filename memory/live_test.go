@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/memcascade/memcascade/memory"
@@ -114,5 +117,65 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	wb, _ := json.Marshal(after.Active.Messages())
 	if string(gb) != string(wb) {
 		t.Fatalf("extended context:\n%s\nread:\n%s", gb, wb)
+	}
+}
+
+// Appends made at once are committed together on SQLite (group commit): each is all or
+// nothing whatever the others do, an invalid one or a stale one fails alone, and every valid
+// one is stored once.
+func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	const n = 40
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	stale := memory.Version{Found: true, CreatedAt: 1, LastSeq: 99}
+	for i := range n {
+		wg.Go(func() {
+			thread := fmt.Sprintf("g%d", i%10)
+			msgs := []memory.Message{memory.TextMessage("user", fmt.Sprintf("hello %d", i)), memory.TextMessage("assistant", fmt.Sprintf("hi %d", i))}
+			var expect *memory.Version
+			switch i % 4 {
+			case 1: // a tool result no call asked for: invalid
+				bad := memory.TextMessage("tool", "result")
+				bad.ToolCallID = "nope"
+				msgs = append(msgs, bad)
+			case 2:
+				expect = &stale
+			}
+			_, errs[i] = s.AppendLive(ctx, thread, msgs, memory.AppendOptions{}, expect)
+		})
+	}
+	wg.Wait()
+	want := map[string]int{}
+	for i, err := range errs {
+		switch i % 4 {
+		case 1:
+			var ie *memory.InputError
+			if !errors.As(err, &ie) || ie.Index != 2 {
+				t.Fatalf("append %d (invalid): %v, want an InputError at message 2", i, err)
+			}
+		case 2:
+			if !errors.Is(err, memory.ErrStale) {
+				t.Fatalf("append %d (stale): %v, want ErrStale", i, err)
+			}
+		default:
+			if err != nil {
+				t.Fatalf("append %d: %v", i, err)
+			}
+			want[fmt.Sprintf("g%d", i%10)] += 2
+		}
+	}
+	for thread, n := range want {
+		h, err := s.History(ctx, thread)
+		if err != nil || len(h) != n {
+			t.Fatalf("thread %s: %d messages, want %d (%v)", thread, len(h), n, err)
+		}
+		for k := 0; k < len(h); k += 2 {
+			if h[k].Message.Role != "user" || h[k+1].Message.Role != "assistant" ||
+				strings.TrimPrefix(h[k].Message.Text(), "hello ") != strings.TrimPrefix(h[k+1].Message.Text(), "hi ") {
+				t.Fatalf("thread %s: messages %d and %d are not one append's: %q, %q", thread, k+1, k+2, h[k].Message.Text(), h[k+1].Message.Text())
+			}
+		}
 	}
 }
