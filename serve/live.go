@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/memory"
 )
@@ -59,12 +60,15 @@ func (lv *liveState) resent(req chatRequest) (fresh []memory.Message, fast bool)
 // liveBytes estimates the memory a liveState holds: the history's messages, the active
 // context's entries (whose messages share the history's) and their encodings.
 func liveBytes(lv *liveState) int64 {
-	n := histBytes(lv.hist) + int64(len(lv.active.Entries))*160
+	n := histBytes(lv.hist) + int64(len(lv.active.Entries))*entryBytes
 	for _, e := range lv.enc {
-		n += 24 + int64(len(e))
+		n += 24 + alloc(len(e))
 	}
 	return n
 }
+
+// entryBytes is the size of a memory.Entry.
+const entryBytes = int64(unsafe.Sizeof(memory.Entry{}))
 
 // live returns the thread's kept state, read anew when none is kept or, with check, when the
 // thread's version is not the one kept (a version that differs only in settings updates

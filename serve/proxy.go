@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"mime"
 	"net/http"
@@ -51,11 +52,11 @@ type chatRequest struct {
 	sent     *sentMessages // the messages as sent and as decoded
 	// prev is the thread's previous request given to parseChatRequest, of which the first
 	// same messages are this one's, byte for byte.
-	prev     *sentMessages
-	same     int
-	tools    []memory.Tool
-	model    string
-	stream   bool
+	prev   *sentMessages
+	same   int
+	tools  []memory.Tool
+	model  string
+	stream bool
 }
 
 // badRequest is a malformed request: its message and the parameter at fault.
@@ -63,13 +64,23 @@ type badRequest struct{ param, msg string }
 
 func (e *badRequest) Error() string { return e.msg }
 
-// sentMessages are the messages of a request as sent (raw) and as decoded (msgs), and its
-// tools likewise; none is changed once made.
+// sentMessages are the messages of a request as sent (the hash of each one's bytes) and as
+// decoded (msgs), and its tools likewise; none is changed once made.
 type sentMessages struct {
-	raw      [][]byte
-	msgs     []memory.Message
-	toolsRaw []byte
-	tools    []memory.Tool
+	hashes    []bytesHash
+	msgs      []memory.Message
+	toolsHash bytesHash
+	tools     []memory.Tool // nil: none sent
+}
+
+// bytesHash identifies a message by its bytes: 128 bits of two seeded hashes (maphash), the
+// seeds random per process, so that no request can be made to collide with another.
+type bytesHash [2]uint64
+
+var hashSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func hashBytes(b []byte) bytesHash {
+	return bytesHash{maphash.Bytes(hashSeeds[0], b), maphash.Bytes(hashSeeds[1], b)}
 }
 
 // parseChatRequest parses a request's body in one pass over it (see scanRequest). prev, when
@@ -99,8 +110,10 @@ func parseChatRequest(body []byte, prev *sentMessages) (chatRequest, error) {
 	}
 	req.messages = make([]memory.Message, len(raws))
 	req.prev = prev
+	hashes := make([]bytesHash, len(raws))
 	for i, raw := range raws {
-		if prev != nil && i < len(prev.raw) && bytes.Equal(raw, prev.raw[i]) {
+		hashes[i] = hashBytes(raw)
+		if prev != nil && i < len(prev.hashes) && hashes[i] == prev.hashes[i] {
 			req.messages[i] = prev.msgs[i]
 			if req.same == i {
 				req.same++
@@ -114,19 +127,23 @@ func parseChatRequest(body []byte, prev *sentMessages) (chatRequest, error) {
 			return req, &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %v", i, err)}
 		}
 	}
-	req.sent = &sentMessages{raw: raws, msgs: req.messages}
+	req.sent = &sentMessages{hashes: hashes, msgs: req.messages}
 	if raw, ok := req.fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &req.stream) != nil {
 			return req, &badRequest{"stream", "stream: want true or false"}
 		}
 	}
 	if raw, ok := req.fields["tools"]; ok && !bytes.Equal(raw, []byte("null")) {
-		if prev != nil && prev.toolsRaw != nil && bytes.Equal(raw, prev.toolsRaw) {
+		h := hashBytes(raw)
+		if prev != nil && prev.tools != nil && h == prev.toolsHash {
 			req.tools = prev.tools
 		} else if json.Unmarshal(raw, &req.tools) != nil {
 			return req, &badRequest{"tools", "tools: want an array of tool definitions"}
 		}
-		req.sent.toolsRaw, req.sent.tools = raw, req.tools
+		if req.tools == nil {
+			req.tools = []memory.Tool{}
+		}
+		req.sent.toolsHash, req.sent.tools = h, req.tools
 	}
 	return req, nil
 }
@@ -290,7 +307,7 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req chatRequest
 		}
 		if len(fresh) == 0 {
 			if known {
-				lv.known, lv.knownSent = len(req.messages), req.sent
+				s.knownSent(st, lv, req)
 			}
 			return nil
 		}
@@ -306,7 +323,7 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req chatRequest
 			continue // another process changed the thread: reconcile with what it is now
 		}
 		if err == nil && known && st.lv != nil {
-			st.lv.known, st.lv.knownSent = len(req.messages), req.sent
+			s.knownSent(st, st.lv, req)
 		}
 		if err == nil {
 			s.warnNew(st.thread, res)
@@ -317,6 +334,28 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req chatRequest
 		}
 		return messageError(err, req, len(fresh), prompt)
 	}
+}
+
+// knownSent records that the request's messages are, one for one, the first of the kept
+// history (the whole of it then what the request appended), and keeps them as the thread's
+// latest request with the history's own messages in their place (one copy of each message is
+// kept, not two): the next request that resends them with the same bytes is compared with the
+// history from where they end (see liveState.resent).
+func (s *Server) knownSent(st *threadState, lv *liveState, req chatRequest) {
+	if lv.recall {
+		return // the history holds messages the agent never saw: not one for one
+	}
+	msgs := slices.Clone(req.messages)
+	copy(msgs, lv.hist)
+	sent := &sentMessages{hashes: req.sent.hashes, msgs: msgs, toolsHash: req.sent.toolsHash, tools: req.sent.tools}
+	s.mu.Lock()
+	latest := st.sent == req.sent
+	s.mu.Unlock()
+	if !latest {
+		return // a later request of the thread came meanwhile: it is the latest
+	}
+	s.keepSent(st, sent)
+	lv.known, lv.knownSent = len(msgs), sent
 }
 
 // warnNew logs the warning of an append that created its thread: the tokenizer does not

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"time"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/memory"
 )
@@ -113,10 +114,7 @@ func (s *Server) lastSent(thread string) *sentMessages {
 // keepSent keeps a request's messages as the thread's latest (see parseChatRequest). The
 // caller holds the thread.
 func (s *Server) keepSent(st *threadState, sent *sentMessages) {
-	size := histBytes(sent.msgs) + int64(len(sent.toolsRaw))
-	for _, r := range sent.raw {
-		size += 24 + int64(len(r))
-	}
+	size := histBytes(sent.msgs) + int64(len(sent.hashes))*16 + int64(len(sent.tools))*256
 	s.mu.Lock()
 	s.cached += size - st.sentSize
 	st.sent, st.sentSize = sent, size
@@ -130,19 +128,34 @@ func (s *Server) state(thread string) *threadState {
 	return s.threads[thread]
 }
 
-// histBytes estimates the memory that messages hold.
+// histBytes estimates the memory that messages hold: each one's struct (messageBytes) and
+// what it points to, rounded up as the allocator does.
 func histBytes(msgs []memory.Message) int64 {
 	n := int64(0)
 	for _, m := range msgs {
-		n += 96 + int64(len(m.Role)+len(m.Content)+len(m.Name)+len(m.ToolCallID))
-		for k, v := range m.Extra {
-			n += 32 + int64(len(k)+len(v))
+		n += messageBytes + alloc(len(m.Role)) + alloc(len(m.Content)) + alloc(len(m.Name)) + alloc(len(m.ToolCallID))
+		if m.Extra != nil {
+			n += 48
+			for k, v := range m.Extra {
+				n += 48 + alloc(len(k)) + alloc(len(v))
+			}
 		}
 		for _, c := range m.ToolCalls {
-			n += 96 + int64(len(c.ID)+len(c.Type)+len(c.Function.Name)+len(c.Function.Arguments))
+			n += 96 + alloc(len(c.ID)) + alloc(len(c.Type)) + alloc(len(c.Function.Name)) + alloc(len(c.Function.Arguments))
 		}
 	}
 	return n
+}
+
+// messageBytes is the size of a memory.Message.
+const messageBytes = int64(unsafe.Sizeof(memory.Message{}))
+
+// alloc is the memory an allocation of n bytes takes: n rounded up to 16 (0 for none).
+func alloc(n int) int64 {
+	if n == 0 {
+		return 0
+	}
+	return int64(n+15) &^ 15
 }
 
 // acquire takes a one-slot semaphore, or gives up when ctx ends.
