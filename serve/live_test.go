@@ -168,3 +168,40 @@ func TestKeptContextIsTheStoredOne(t *testing.T) {
 		t.Fatalf("%d messages stored, want %d", got, len(msgs))
 	}
 }
+
+type wordCounter struct{}
+
+func (wordCounter) Encoding() string                    { return "words-v1" }
+func (wordCounter) CountText(s string) int              { return len(strings.Fields(s)) }
+func (w wordCounter) CountMessage(m memory.Message) int { return 2 + w.CountText(m.Text()) }
+func (w wordCounter) CountMessages(ms []memory.Message) int {
+	n := 0
+	for _, m := range ms {
+		n += w.CountMessage(m)
+	}
+	return n
+}
+func (wordCounter) CountTools([]memory.Tool) int { return 0 }
+
+// A turn whose thread the server cannot count (its tokenizer is another host's) is answered
+// with an error naming it, as any error reading the thread is: the server keeps nothing of it.
+func TestUncountableThreadAnswered(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	other, err := memory.Open(ctx, e.dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.UseCounter(wordCounter{}); err != nil {
+		t.Fatal(err)
+	}
+	hi := []memory.Message{memory.TextMessage("user", "hello there")}
+	if _, err := other.Append(ctx, "words", hi, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ := e.post("/t/words/v1/chat/completions", turnBody(t, hi)) // nothing new to append
+	if code != http.StatusInternalServerError || !strings.Contains(body, "words-v1") {
+		t.Fatalf("%d %s: want 500 naming the encoding", code, body)
+	}
+}

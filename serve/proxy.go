@@ -415,15 +415,20 @@ func (e *overLimit) Error() string {
 func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap int, h http.Header) (*liveState, int, error) {
 	thread := st.thread
 	lv, set, over, tools, err := s.measure(ctx, st, req, cap, false)
-	if err != nil || fits(lv.active, set, tools) {
-		return lv, lv.active.Tokens + tools, err
+	if err != nil {
+		return nil, 0, err
+	}
+	if fits(lv.active, set, tools) {
+		return lv, lv.active.Tokens + tools, nil
 	}
 	if err := acquire(ctx, st.compact); err != nil { // a background compaction may be running
 		return nil, 0, err
 	}
 	defer release(st.compact)
-	if lv, set, over, tools, err = s.measure(ctx, st, req, cap, true); err != nil || fits(lv.active, set, tools) {
-		return lv, lv.active.Tokens + tools, err
+	if lv, set, over, tools, err = s.measure(ctx, st, req, cap, true); err != nil {
+		return nil, 0, err
+	} else if fits(lv.active, set, tools) {
+		return lv, lv.active.Tokens + tools, nil
 	}
 	rep, cerr := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Emergency: true, Override: over})
 	s.logCompaction(thread, rep, cerr)
@@ -431,8 +436,10 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 		h.Set(CompactionHeader, strconv.FormatInt(*rep.ID, 10))
 		h.Set(CompactionStatusHeader, rep.Status)
 	}
-	if lv, set, _, tools, err = s.measure(ctx, st, req, cap, true); err != nil || fits(lv.active, set, tools) {
-		return lv, lv.active.Tokens + tools, err
+	if lv, set, _, tools, err = s.measure(ctx, st, req, cap, true); err != nil {
+		return nil, 0, err
+	} else if fits(lv.active, set, tools) {
+		return lv, lv.active.Tokens + tools, nil
 	}
 	a := lv.active
 	why := rep.Status

@@ -90,9 +90,11 @@ type Server struct {
 	// ReadBodyTimeout bounds the time a client takes to send a request body; a slower one
 	// is answered 408 and its connection closed (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
-	// CacheBytes bounds the threads' histories the proxy keeps between turns, least recently
-	// used dropped first (0: DefaultCacheBytes); a thread unused for CacheIdle is dropped
-	// (0: DefaultCacheIdle). The cache only saves reads: a dropped thread is read again.
+	// CacheBytes bounds what the proxy keeps of the threads between turns (each one's
+	// history, active context with its encodings, and latest request: see liveState), least
+	// recently used dropped first (0: DefaultCacheBytes); a thread unused for CacheIdle is
+	// dropped (0: DefaultCacheIdle). The cache only saves reads: a dropped thread is read
+	// again.
 	CacheBytes int64
 	CacheIdle  time.Duration
 	// Logger receives one line per request and the outcome of background compactions; never a
@@ -123,7 +125,7 @@ type Server struct {
 	closing bool
 	threads map[string]*threadState // the threads in use or cached (see threads.go)
 	lru     list.List               // of *threadState, the most recently used first
-	cached  int64                   // the bytes of the histories cached
+	cached  int64                   // the bytes of what is kept of the threads
 }
 
 func (s *Server) init() {
