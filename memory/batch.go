@@ -11,22 +11,23 @@ import (
 // Group commit. On a database with one writer at a time (SQLite), the appends of concurrent
 // callers (AppendLive: the turns of many agents at once through memctl serve) queue for the
 // write lock, and each paid for a transaction of its own: its begin, its commit and the write
-// of its pages to the log. They are made instead by one goroutine of the store, which takes
-// every append waiting when it starts a transaction (up to maxBatch) and runs them in one,
-// each within a savepoint: an append that fails (an invalid message, a stale version) has
-// what it wrote rolled back, alone, and the others commit together. A caller learns its
-// outcome once the transaction is committed. On PostgreSQL each append is its own
-// transaction, as writers there do not queue.
+// of its pages to the log. They are made instead in batches: a caller that finds no batch
+// running runs one itself, of every append waiting (up to maxBatch), in one transaction, each
+// within a savepoint: an append that fails (an invalid message, a stale version) has what it
+// wrote rolled back, alone, and the others commit together. The appends that came meanwhile
+// are the next batch, run by a goroutine of its own. A caller learns its outcome once the
+// transaction is committed; one that finds no other waits for nothing. On PostgreSQL each
+// append is its own transaction, as writers there do not queue.
 
 // maxBatch bounds the appends of one transaction.
 const maxBatch = 64
 
 // batcher is the store's group commit (see above).
 type batcher struct {
-	once sync.Once
-	jobs chan *batchJob
-	quit chan struct{}
-	stop sync.Once
+	mu      sync.Mutex
+	queue   []*batchJob
+	running bool // a batch is running: what is queued will be run after it
+	closed  bool
 }
 
 // batchJob is an append waiting for its transaction: fn writes it through q, with the
@@ -49,60 +50,42 @@ func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, q db.Q
 		return s.h.LockedTx(ctx, func(q db.Querier) error { return fn(ctx, q) })
 	}
 	b := &s.batch
-	b.once.Do(func() {
-		b.jobs, b.quit = make(chan *batchJob, maxBatch), make(chan struct{})
-		go s.writeBatches()
-	})
 	j := &batchJob{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	select {
-	case b.jobs <- j:
-	case <-b.quit:
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
 		return errStoreClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	}
+	b.queue = append(b.queue, j)
+	lead := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if lead && s.runBatch() {
+		go func() {
+			for s.runBatch() {
+			}
+		}()
 	}
 	return <-j.done // once queued it may be committed: its outcome is awaited
 }
 
-// writeBatches runs the queued appends, those waiting together in one transaction, until the
-// store is closed.
-func (s *Store) writeBatches() {
+// runBatch runs the appends queued (up to maxBatch) in one transaction and gives each its
+// outcome. It reports whether more are queued, to run next; when none is, no batch runs.
+func (s *Store) runBatch() (more bool) {
 	b := &s.batch
-	for {
-		var batch []*batchJob
-		select {
-		case j := <-b.jobs:
-			batch = append(batch, j)
-		case <-b.quit:
-			for {
-				select {
-				case j := <-b.jobs:
-					j.done <- errStoreClosed
-				default:
-					return
-				}
-			}
-		}
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case j := <-b.jobs:
-				batch = append(batch, j)
-			default:
-				break more
-			}
-		}
-		var run []*batchJob
-		for _, j := range batch {
-			if err := j.ctx.Err(); err != nil {
-				j.done <- err // its caller left before it was written
-				continue
-			}
-			run = append(run, j)
-		}
-		if len(run) == 0 {
+	b.mu.Lock()
+	batch := b.queue[:min(len(b.queue), maxBatch)]
+	b.queue = b.queue[len(batch):]
+	b.mu.Unlock()
+	var run []*batchJob
+	for _, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			j.done <- err // its caller left before it was written
 			continue
 		}
+		run = append(run, j)
+	}
+	if len(run) > 0 {
 		ctx := context.Background()
 		fns := make([]func(db.Querier) error, len(run))
 		for i, j := range run {
@@ -117,15 +100,18 @@ func (s *Store) writeBatches() {
 			}
 		}
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		b.running = false
+		return false
+	}
+	return true
 }
 
-// stopBatches ends the group commit's goroutine (Close).
+// stopBatches refuses the appends that come after Close.
 func (s *Store) stopBatches() {
-	b := &s.batch
-	b.stop.Do(func() {
-		b.once.Do(func() {}) // none started: none will
-		if b.quit != nil {
-			close(b.quit)
-		}
-	})
+	s.batch.mu.Lock()
+	s.batch.closed = true
+	s.batch.mu.Unlock()
 }
