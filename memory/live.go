@@ -187,7 +187,7 @@ func (a Active) Extend(entries []Entry) Active {
 	if len(a.Entries) == 0 {
 		a.Tokens += ReplyPriming
 	}
-	a.Entries = append(a.Entries, entries...)
+	a.Entries = AppendGrowing(a.Entries, entries...)
 	for _, e := range entries {
 		a.Tokens += e.Tokens
 	}
@@ -200,4 +200,16 @@ func (a Active) Extend(entries []Entry) Active {
 // budget times its trigger ratio: an automatic compaction of it would not be due.
 func (s Settings) UnderTrigger(tokens int) bool {
 	return tokens <= int(float64(s.Budget())*s.TriggerRatio)
+}
+
+// AppendGrowing appends to s as append does, but grows a full s by an eighth rather than
+// doubling it: a slice a host keeps per thread and extends each turn holds little unused room
+// (doubled, half of what many threads kept was room), for a copy every few turns.
+func AppendGrowing[T any](s []T, add ...T) []T {
+	if cap(s)-len(s) < len(add) {
+		grown := make([]T, len(s), len(s)+len(add)+len(s)/8+4)
+		copy(grown, s)
+		s = grown
+	}
+	return append(s, add...)
 }

@@ -131,7 +131,7 @@ func (s *Server) appended(st *threadState, msgs []memory.Message, ap memory.Appe
 		s.keepLive(st, nil)
 		return
 	}
-	next := &liveState{ver: ap.After, hist: append(lv.hist, msgs...), active: lv.active.Extend(ap.Entries), enc: append(lv.enc, ap.Raw...),
+	next := &liveState{ver: ap.After, hist: memory.AppendGrowing(lv.hist, msgs...), active: lv.active.Extend(ap.Entries), enc: memory.AppendGrowing(lv.enc, ap.Raw...),
 		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent}
 	if ap.After.Settings != lv.ver.Settings || !lv.ver.Found {
 		ts, err := ap.After.ParsedSettings(st.thread)

@@ -345,8 +345,8 @@ func (s *Server) knownSent(st *threadState, lv *liveState, req chatRequest) {
 	if lv.recall {
 		return // the history holds messages the agent never saw: not one for one
 	}
-	msgs := slices.Clone(req.messages)
-	copy(msgs, lv.hist)
+	// The history's own slice, capped at its length: an append to the history writes past it.
+	msgs := lv.hist[:len(req.messages):len(req.messages)]
 	sent := &sentMessages{hashes: req.sent.hashes, msgs: msgs, toolsHash: req.sent.toolsHash, tools: req.sent.tools}
 	s.mu.Lock()
 	latest := st.sent == req.sent
