@@ -14,8 +14,8 @@ import (
 // that runs at a time. Both are one-slot semaphores, so that waiting can be abandoned.
 //
 // The server keeps a thread's state while it is in use (users > 0: requests of the thread,
-// its background compaction), and after that only while its cached history fits within
-// CacheBytes among the most recently used and the thread was used within CacheIdle.
+// its background compaction), and after that only while what it keeps (see liveState) fits
+// within CacheBytes among the most recently used and the thread was used within CacheIdle.
 type threadState struct {
 	thread        string
 	turn, compact chan struct{}
