@@ -36,12 +36,15 @@ type Config struct {
 	// o200k_base, cl100k_base, p50k_base, r50k_base) for models the tokenizer
 	// library does not know; "" picks it from Model.
 	Encoding string `yaml:"encoding" json:"encoding"`
-	// EncodingFile is a tiktoken-format vocabulary file (Llama 3's
-	// tokenizer.model is one) that counts new threads instead of a built-in
-	// encoding; see memory.NewFileCounter. It excludes Encoding.
+	// EncodingFile is a vocabulary file that counts new threads instead of a
+	// built-in encoding: a Hugging Face tokenizer.json of a byte-level BPE
+	// model (Qwen, Llama 3, ...), recognized by its content, or a
+	// tiktoken-format vocabulary (Llama 3's tokenizer.model is one); see
+	// memory.NewFileCounter. It excludes Encoding.
 	EncodingFile string `yaml:"encoding_file" json:"encoding_file"`
-	// EncodingPattern is the split pattern of EncodingFile, a regexp2 regular
-	// expression; "" is the cl100k_base pattern, which Llama 3 also uses.
+	// EncodingPattern is the split pattern of a tiktoken-format EncodingFile,
+	// a regexp2 regular expression; "" is the cl100k_base pattern, which
+	// Llama 3 also uses. A tokenizer.json has its own: it must be "".
 	EncodingPattern string `yaml:"encoding_pattern" json:"encoding_pattern"`
 
 	Compaction Compaction `yaml:"compaction" json:"compaction"`

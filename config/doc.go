@@ -15,8 +15,8 @@
 //
 //	model: gpt-4o                 # the agent's model: picks the tokenizer of new threads
 //	encoding: ""                  # force a tokenizer (o200k_base, cl100k_base, p50k_base, r50k_base)
-//	encoding_file: ""             # or count with a tiktoken-format vocabulary file (Llama 3's tokenizer.model)
-//	encoding_pattern: ""          # its split pattern (regexp2 syntax); "" is cl100k_base's
+//	encoding_file: ""             # or count with a model's tokenizer.json (byte-level BPE) or a tiktoken-format file
+//	encoding_pattern: ""          # a tiktoken-format file's split pattern (regexp2 syntax); "" is cl100k_base's
 //	compaction:
 //	  token_limit: auto           # memctl serve: the window the upstream reports; 128000 elsewhere
 //	  reserve_tokens: 0           # every budget is token_limit - reserve_tokens

@@ -29,6 +29,8 @@ type Handle struct {
 	q    Querier // the prepared queries, outside any transaction
 	ops  Ops
 	once sync.Once
+	// writer is held by the writing transaction of this process that runs (Ops.OneWriter).
+	writer chan struct{}
 }
 
 // Ops is what a backend gives a Handle besides the database: its queries and its transactions.
@@ -43,6 +45,11 @@ type Ops struct {
 	// others' commits after its lock (PostgreSQL: READ COMMITTED). Read is a read-only
 	// snapshot.
 	Write, Locked, Read *sql.TxOptions
+	// OneWriter makes the writing transactions of this process run one at a time, queued in
+	// the order they come, each taking the database's write lock only when the previous one
+	// has committed (SQLite: one writer at a time per file; without it, concurrent writers
+	// poll the lock with SQLite's growing sleeps, and a turn waited seconds under load).
+	OneWriter bool
 	// Retryable reports an error after which the whole transaction may pass when run again.
 	Retryable func(error) bool
 	// Lost reports an error that means the connection to the server was lost (nil: a file,
@@ -71,7 +78,7 @@ var ErrUnsupported = errors.New("not supported by this database")
 
 // NewHandle makes a Handle of an open pool and its backend's operations, preparing its queries.
 func NewHandle(ctx context.Context, sqldb *sql.DB, backend, name string, ops Ops) (*Handle, error) {
-	h := &Handle{DB: sqldb, Backend: backend, Name: name, ops: ops}
+	h := &Handle{DB: sqldb, Backend: backend, Name: name, ops: ops, writer: make(chan struct{}, 1)}
 	q, err := ops.Prepare(ctx, sqldb)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: prepare queries: %w", name, err)
@@ -109,10 +116,21 @@ func (h *Handle) ReadTx(ctx context.Context, fn func(q Querier) error) error {
 }
 
 func (h *Handle) run(ctx context.Context, opts *sql.TxOptions, fn func(q Querier) error) error {
-	err := RunTx(ctx, h.DB, opts, h.ops.Retryable, func(tx *sql.Tx) error {
-		return fn(h.ops.Bind(h.q, tx))
-	})
-	return h.lost(err)
+	return h.runTx(ctx, opts, func(tx *sql.Tx) error { return fn(h.ops.Bind(h.q, tx)) })
+}
+
+// runTx runs fn in a transaction begun with opts (see WithTx), queued behind this process's
+// other writers when the backend has one writer (Ops.OneWriter).
+func (h *Handle) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
+	if h.ops.OneWriter && opts != h.ops.Read {
+		select {
+		case h.writer <- struct{}{}:
+			defer func() { <-h.writer }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.lost(RunTx(ctx, h.DB, opts, h.ops.Retryable, fn))
 }
 
 // lost words err of a transaction whose connection to the server was lost (*LostError).
@@ -300,6 +318,7 @@ var sqliteOps = Ops{
 	Write:     nil, // BEGIN IMMEDIATE: the driver's _txlock
 	Locked:    nil,
 	Read:      &sql.TxOptions{ReadOnly: true},
+	OneWriter: true,
 	Retryable: IsBusy,
 	Match:     FTSQuery,
 	Close:     func(q Querier) error { return q.(*Queries).Close() },
@@ -366,3 +385,38 @@ func FTSQuery(text string) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// Batch runs fns in one write transaction (as LockedTx), each within a savepoint of its own:
+// a function that fails has what it wrote rolled back and its error in errs, and the others
+// commit with the transaction. An error of the transaction itself (its begin, its commit, or
+// a function's error the backend may pass when run again, which runs them all again) is err,
+// and then nothing of any function was committed. Group commit: writes of concurrent callers
+// made one transaction, one commit.
+func (h *Handle) Batch(ctx context.Context, fns []func(q Querier) error) (errs []error, err error) {
+	err = h.runTx(ctx, h.ops.Locked, func(tx *sql.Tx) error {
+		q := h.ops.Bind(h.q, tx)
+		errs = make([]error, len(fns))
+		for i, fn := range fns {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT batch_item"); err != nil {
+				return err
+			}
+			if errs[i] = fn(q); errs[i] != nil {
+				if h.ops.Retryable(errs[i]) || errors.Is(errs[i], ErrRetry) {
+					return errs[i]
+				}
+				if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT batch_item"); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT batch_item"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return errs, err
+}
+
+// OneWriter reports whether the writing transactions of this process run one at a time
+// (Ops.OneWriter: SQLite).
+func (h *Handle) OneWriter() bool { return h.ops.OneWriter }

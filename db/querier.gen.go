@@ -128,6 +128,11 @@ type Querier interface {
 	// messages and does not change.
 	SetThreadSettings(ctx context.Context, arg SetThreadSettingsParams) (int64, error)
 	SetThreadTail(ctx context.Context, arg SetThreadTailParams) error
+	// What a thread's active context is made from, in one read of indexed rows: the thread's
+	// counters and settings, its current (newest applied) compaction with the time it last
+	// changed, and its pins. A copy of the active context kept between two reads is still the
+	// thread's while they are the same.
+	ThreadVersion(ctx context.Context, id string) (ThreadVersionRow, error)
 	UpsertCooldown(ctx context.Context, arg UpsertCooldownParams) error
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -134,6 +135,8 @@ type SearchHit struct {
 	// CompactionID is set when the hit is a compaction's summary (Seq is then the last
 	// message it covers).
 	CompactionID int64 `json:"compaction_id,omitempty"`
+
+	marks [][2]int // the matched text in Snippet (memory.SearchHit.Marks)
 }
 
 // SearchOutput is memory_search's answer.
@@ -149,12 +152,17 @@ func (h *handler) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchI
 			return nil, SearchOutput{}, err
 		}
 	}
+	if len(db.SearchTerms(in.Query)) == 0 {
+		return nil, SearchOutput{}, fmt.Errorf("query %q: no word to search for (a word has a letter or a digit)", in.Query)
+	}
 	hits, err := Search(ctx, h.store, in.Query, thread, in.Limit)
 	if err != nil {
 		return nil, SearchOutput{}, err
 	}
-	for i := range hits {
-		hits[i].Snippet = h.redact(hits[i].Snippet)
+	if !h.opt.Raw {
+		if err := RedactHits(ctx, h.store, in.Query, hits, h.opt.Compactor.Redact); err != nil {
+			return nil, SearchOutput{}, err
+		}
 	}
 	return nil, SearchOutput{Hits: hits}, nil
 }
@@ -163,12 +171,17 @@ func (h *handler) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchI
 // for every thread, then grouped by thread), newest first, each saying whether its thread's
 // active context holds it as it is (a masked or cut tool result is not held). limit is
 // clipped to 1..100 (0: 10). The snippets are as stored: redact them before they leave the
-// machine.
+// machine (RedactHits). A query of more than MaxQueryWords distinct words is ErrQueryTooLong;
+// a word given again is searched once.
 func Search(ctx context.Context, s *memory.Store, query, thread string, limit int) ([]SearchHit, error) {
 	if limit <= 0 {
 		limit = 10
 	}
 	limit = min(limit, 100)
+	query, err := boundQuery(query)
+	if err != nil {
+		return nil, err
+	}
 	found, err := s.Search(ctx, query, memory.SearchOptions{Thread: thread, Limit: limit})
 	if err != nil {
 		return nil, err
@@ -189,7 +202,8 @@ func Search(ctx context.Context, s *memory.Store, query, thread string, limit in
 			}
 			return e.CompactionID == 0 && e.Seq == f.Seq && !e.Shortened()
 		})
-		hits = append(hits, SearchHit{Thread: f.Thread, Seq: f.Seq, Role: f.Role, Snippet: f.Snippet, InActiveContext: in, CompactionID: f.CompactionID})
+		hits = append(hits, SearchHit{Thread: f.Thread, Seq: f.Seq, Role: f.Role, Snippet: f.Snippet, InActiveContext: in, CompactionID: f.CompactionID,
+			marks: f.Marks})
 	}
 	slices.SortStableFunc(hits, func(a, b SearchHit) int {
 		return cmp.Or(cmp.Compare(a.Thread, b.Thread), cmp.Compare(b.Seq, a.Seq))

@@ -80,11 +80,8 @@ func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt Appe
 
 // write runs one append transaction: produce calls add for each message in order.
 func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
-	if thread == "" {
-		return AppendResult{}, errors.New("append: empty thread id")
-	}
-	if msg := badIdentifier(thread); msg != "" {
-		return AppendResult{}, fmt.Errorf("append: thread id %q %s", thread, msg)
+	if err := checkThreadID(thread); err != nil {
+		return AppendResult{}, err
 	}
 	var res AppendResult
 	// The thread row is locked first: appends to one thread, from any process or host, run
@@ -99,8 +96,25 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 	return res, nil
 }
 
+// checkThreadID refuses a thread id an append cannot create.
+func checkThreadID(thread string) error {
+	if thread == "" {
+		return errors.New("append: empty thread id")
+	}
+	if msg := badIdentifier(thread); msg != "" {
+		return fmt.Errorf("append: thread id %q %s", thread, msg)
+	}
+	return nil
+}
+
 // appendTx is the work of write within transaction q.
 func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
+	return s.appendRows(ctx, q, thread, opt, produce, nil)
+}
+
+// appendRows is appendTx; kept, when set, is given the stored JSON and the token count of each
+// message written.
+func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error, kept func(raw string, tokens int)) (AppendResult, error) {
 	res := AppendResult{Thread: thread}
 	err := func() error {
 		now := s.now()
@@ -113,7 +127,7 @@ func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt A
 		} else if err != nil {
 			return err
 		}
-		ap := &appender{ctx: ctx, q: q, thread: thread, now: now, seq: t.LastSeq, indexed: t.LastSeq, batch: s.indexBatchBytes()}
+		ap := &appender{ctx: ctx, q: q, thread: thread, now: now, seq: t.LastSeq, indexed: t.LastSeq, batch: s.indexBatchBytes(), kept: kept}
 		if ap.counter, err = s.Counter(t.Encoding); err != nil {
 			return err
 		}
@@ -154,6 +168,7 @@ type appender struct {
 	pending int   // bytes written since the last index
 	batch   int   // bytes written before indexing them
 	index   int   // the index of the next message in the input
+	kept    func(raw string, tokens int)
 }
 
 // flushIndex indexes the messages written since the last time.
@@ -175,6 +190,9 @@ func (ap *appender) add(m Message, line int) error {
 	row, err := storedForm(m, ap.counter)
 	if err != nil {
 		return &InputError{Line: line, Index: ap.index, Msg: err.Error()}
+	}
+	if ap.kept != nil {
+		ap.kept(row.raw, row.tokens)
 	}
 	m.Content = nil // the stored form holds what is needed: let a large content go
 	if len(row.raw) >= largeMessage {

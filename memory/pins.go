@@ -69,7 +69,7 @@ func (s *Store) pin(ctx context.Context, thread string, seq int64, base Settings
 		if err != nil {
 			return err
 		}
-		set := Effective(base, ts, ThreadSettings{})
+		set := Effective(base, ts, servedLimit(base, ts))
 		hist, err := s.messagesAfter(ctx, q, thread, 0, true)
 		if err != nil {
 			return err
@@ -110,6 +110,26 @@ func (s *Store) pin(ctx context.Context, thread string, seq int64, base Settings
 		return Pinned{}, fmt.Errorf("pin: %w", err)
 	}
 	return p, nil
+}
+
+// servedLimit returns the override that checks a pin against the window memctl serve fits the
+// thread in (token_limit auto records it in the thread's settings.window) when that is below
+// the limit the thread would have without it: a pin that fits the config's default limit but
+// not the model's window would leave every later turn over the limit. The thread's own
+// token_limit wins. As the proxy does, a reserve that would leave no room is a quarter of the
+// limit.
+func servedLimit(base Settings, ts ThreadSettings) ThreadSettings {
+	w := ts.Window
+	if ts.TokenLimit != nil || w == nil || w.Limit <= 0 || w.Limit >= Effective(base, ts, ThreadSettings{}).TokenLimit {
+		return ThreadSettings{}
+	}
+	limit := w.Limit
+	over := ThreadSettings{TokenLimit: &limit}
+	if r := Effective(base, ts, over).ReserveTokens; r >= limit {
+		r = limit / 4
+		over.ReserveTokens = &r
+	}
+	return over
 }
 
 // Unpin removes the pin that holds message seq of a thread (any message of its unit names
@@ -188,7 +208,9 @@ func unitOf(hist []Entry, seq int64) (from, to int64, last int) {
 
 // fits returns why the pinned messages (the leading system messages and the pin ranges) would
 // not fit the limit of s with the newest unit (hist[last:]) and room for a summary; nil when
-// they fit.
+// they fit. The room is what a deep plan gives its summary at least (deepSummaryTokens, or
+// summary_max_tokens when that is less): pins that take the context there leave a compaction
+// only a deep plan, and one with less room is ineffective, the thread over its limit for good.
 func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 	pinned, newest := 0, 0
 	lead := pinnedLen(hist)
@@ -201,12 +223,13 @@ func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 			newest += e.Tokens
 		}
 	}
-	need := pinned + newest + ReplyPriming + minSummaryTokens
+	room := min(deepSummaryTokens, s.WithDefaults().SummaryMaxTokens)
+	need := pinned + newest + ReplyPriming + room
 	if need <= s.Budget() {
 		return nil
 	}
 	return fmt.Errorf("the pinned messages would take %d tokens (the leading system messages included); with the newest messages (%d tokens) and room for a summary (%d) that is %d, over the limit %d (token_limit - reserve_tokens): unpin a message or raise the limit",
-		pinned, newest, minSummaryTokens, need, s.Budget())
+		pinned, newest, room, need, s.Budget())
 }
 
 // withPins puts the pinned messages of a thread into entries, an active context read light

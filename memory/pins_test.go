@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -158,6 +159,86 @@ func TestPinRefused(t *testing.T) {
 	}
 	if pins, err := s.Pins(ctx, "t"); err != nil || len(pins) != 0 {
 		t.Fatalf("pins after refusals: %v %v", pins, err)
+	}
+}
+
+// TestPinInServedWindow: a thread that memctl serve fits in the window its upstream reports
+// (token_limit auto: settings.window) has its pins checked against that window, not against
+// the config's default limit: a pin that fits 128,000 tokens but not the 2,000 the thread is
+// served in would leave every later turn over the limit (the proxy answers 400 to each).
+// A thread's own token_limit still wins.
+func TestPinInServedWindow(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	importFile(t, s, "t", airline)
+	served := memory.ThreadSettings{Window: &memory.ServedWindow{Model: "m", Tokens: 2000, Source: "n_ctx 2000 of GET /props", Ratio: 1, Limit: 2000}}
+	if err := s.SetThreadSettings(ctx, "t", served); err != nil {
+		t.Fatal(err)
+	}
+	def := &memory.Compactor{Store: s, Settings: memory.Settings{TokenLimit: memory.DefaultTokenLimit}}
+	for name, pin := range map[string]func() (memory.Pinned, error){
+		"Store.Pin":     func() (memory.Pinned, error) { return s.Pin(ctx, "t", 40) },
+		"Compactor.Pin": func() (memory.Pinned, error) { return def.Pin(ctx, "t", 40) },
+	} {
+		if _, err := pin(); !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "over the limit 2000") {
+			t.Fatalf("%s in a thread served in 2,000 tokens: %v", name, err)
+		}
+	}
+	own := 100000
+	served.TokenLimit = &own
+	if err := s.SetThreadSettings(ctx, "t", served); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := def.Pin(ctx, "t", 40); err != nil {
+		t.Fatalf("pin in a thread whose own limit is 100,000: %v", err)
+	}
+}
+
+// TestPinsLeaveRoomToCompact: the pins a thread accepts never leave it where no compaction
+// can bring it back within its limit. Messages are pinned one by one until a pin is refused;
+// then the conversation goes on, and each compaction must fit the context in the limit. With
+// room for a 32-token summary only, the last pins left the compactor a summary under the 128
+// tokens a deep plan needs: every compaction was ineffective and the thread stayed over its
+// limit.
+func TestPinsLeaveRoomToCompact(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	var msgs []memory.Message
+	for i := range 30 {
+		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("note %d: %s", i, strings.Repeat("alpha beta gamma delta ", 30))),
+			memory.TextMessage("assistant", fmt.Sprintf("noted %d", i)))
+	}
+	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
+	pinned := 0
+	for seq := int64(1); seq <= 59; seq += 2 {
+		if _, err := c.Pin(ctx, "t", seq); errors.Is(err, memory.ErrPinRefused) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pinned++
+	}
+	if pinned == 0 || pinned == 30 {
+		t.Fatalf("%d of 30 messages pinned: the test wants the limit to refuse one", pinned)
+	}
+	for turn := range 5 {
+		if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", fmt.Sprintf("turn %d", turn)), memory.TextMessage("assistant", "ok")}, memory.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := c.Compact(ctx, "t", memory.CompactOptions{Emergency: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := s.Active(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Tokens > 2048 {
+			t.Fatalf("turn %d, %d messages pinned: the active context is %d tokens after compaction (%s: %s), over the limit 2048", turn, pinned, a.Tokens, rep.Status, rep.Detail)
+		}
 	}
 }
 

@@ -73,6 +73,8 @@ type Store struct {
 	counters map[string]TokenCounter
 	// indexBatch overrides indexBatchBytes (0: the constant); set by tests (export_test.go).
 	indexBatch int
+	// batch is the group commit of AppendLive (batch.go).
+	batch batcher
 }
 
 // Open opens the store at path, creating the file (mode 0600) when missing and migrating an
@@ -137,6 +139,7 @@ func readTx[T any](ctx context.Context, s *Store, f func(q db.Querier) (T, error
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.stopBatches()
 	return s.h.Close()
 }
 

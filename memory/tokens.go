@@ -24,8 +24,8 @@ const (
 )
 
 // FileEncodingPrefix starts the encoding name of a vocabulary loaded from a file (see
-// NewFileCounter): "file:" and 16 hexadecimal digits of a SHA-256 of the vocabulary and its
-// split pattern.
+// NewFileCounter): "file:" and 16 hexadecimal digits of a SHA-256 of the file (and of its split
+// pattern, for a tiktoken-format file).
 const FileEncodingPrefix = "file:"
 
 // Encodings returns the names of the built-in encodings: o200k_base, cl100k_base, p50k_base
@@ -149,7 +149,8 @@ type TokenCounter interface {
 //
 // For o200k_base and cl100k_base the tokens are exactly those of tiktoken (package tokenizer is
 // checked token for token against tiktoken-go), computed by a much faster encoder; p50k_base,
-// r50k_base and vocabulary files are encoded by tiktoken-go itself.
+// r50k_base and tiktoken-format vocabulary files are encoded by tiktoken-go itself, and a
+// tokenizer.json by package tokenizer (checked token for token against the tokenizers library).
 //
 // A built-in encoding is loaded on first use, once per process per encoding, and shared by all
 // counters of that encoding. A BPECounter is safe for concurrent use: encoding only reads the
@@ -177,37 +178,63 @@ func NewTokenCounter(encoding string) (*BPECounter, error) {
 	})}, nil
 }
 
-// NewFileCounter returns a counter for a tiktoken-format vocabulary file (one token a line:
-// its bytes in base64, a space, its rank; Llama 3's tokenizer.model is one), split by pattern,
-// a regular expression in the syntax of github.com/dlclark/regexp2 ("" means the cl100k_base
-// pattern, which Llama 3 also uses). It is encoded by tiktoken-go's BPE.
+// NewFileCounter returns a counter for a vocabulary file, which is one of:
+//
+//   - a Hugging Face tokenizer.json of a byte-level BPE model (most models served locally ship
+//     one; Qwen 3's and Llama 3's are tested), recognized by its content (a JSON object). It is encoded
+//     as the reference implementation (the tokenizers library) encodes text without special
+//     tokens; see tokenizer.HF for what such a file may hold. pattern must be "": the file's
+//     pre_tokenizer says how text is split. Added tokens (special tokens such as
+//     "<|im_start|>", and Qwen 3's "<think>") are not looked for in the text: their text counts
+//     as ordinary text, as special-token text counts everywhere else.
+//   - a tiktoken-format vocabulary (one token a line: its bytes in base64, a space, its rank;
+//     Llama 3's tokenizer.model is one), split by pattern, a regular expression in the syntax
+//     of github.com/dlclark/regexp2 ("" means the cl100k_base pattern, which Llama 3 also uses).
+//     It is encoded by tiktoken-go's BPE.
 //
 // The file is read now, and parsed on first use (Load parses it at once and returns its
-// errors, which name the file and line; Store.Counter calls Load). The counter's Encoding is FileEncodingPrefix and the first
-// 16 hexadecimal digits of the SHA-256 of the pattern, a zero byte and the vocabulary: a
-// thread counted with one file and pattern records that name, and a counter made from another
-// file or pattern does not count it (Store.Counter refuses). Tool definitions count 7 per
-// function, the cookbook's value for current models.
+// errors, which name the file and the line or the component; Store.Counter calls Load). A file
+// is parsed at most once per process, whatever the number of counters made from it. The
+// counter's Encoding is FileEncodingName's: FileEncodingPrefix and the first 16 hexadecimal
+// digits of a SHA-256 of the file (and of the pattern, for a tiktoken-format file): a thread
+// counted with one file records that name, and a counter made from another file or pattern
+// does not count it (Store.Counter refuses). Tool definitions count 7 per function, the
+// cookbook's value for current models.
 func NewFileCounter(path, pattern string) (*BPECounter, error) {
 	vocab, err := readVocabulary(path)
 	if err != nil {
 		return nil, fmt.Errorf("encoding file: %w", err)
 	}
+	hf := tokenizer.IsHFJSON(vocab)
+	if hf && pattern != "" {
+		return nil, fmt.Errorf("encoding file %s is a tokenizer.json: its pre_tokenizer says how it splits text, so encoding_pattern must not be set", path)
+	}
 	if pattern == "" {
 		pattern = tokenizer.CL100kPattern
 	}
 	name := FileEncodingName(vocab, pattern)
-	return &BPECounter{encoding: name, funcInit: funcInitO200k, load: sync.OnceValues(func() (tokenizer.Encoder, error) {
-		enc, err := tokenizer.NewGeneric(name, vocab, pattern)
+	shared, _ := fileEncoders.LoadOrStore(name, sync.OnceValues(func() (tokenizer.Encoder, error) {
+		if hf {
+			return tokenizer.ParseHF(name, vocab)
+		}
+		return tokenizer.NewGeneric(name, vocab, pattern)
+	}))
+	parse := shared.(func() (tokenizer.Encoder, error))
+	return &BPECounter{encoding: name, funcInit: funcInitO200k, load: func() (tokenizer.Encoder, error) {
+		enc, err := parse()
 		if err != nil {
 			return nil, fmt.Errorf("encoding file %s: %w", path, err)
 		}
 		return enc, nil
-	})}, nil
+	}}, nil
 }
 
-// MaxVocabularyBytes bounds a vocabulary file (o200k_base's is 3.6 MB): a device, a pipe or a
-// runaway file is refused, never read without end.
+// fileEncoders holds the encoder of each vocabulary file by its encoding name, loaded at most
+// once per process (a tokenizer.json takes tens of megabytes while it is parsed).
+var fileEncoders sync.Map
+
+// MaxVocabularyBytes bounds a vocabulary file (o200k_base's is 3.6 MB, Qwen 3's tokenizer.json
+// 11 MB): a device, a pipe or a runaway file is refused, never read without end.
 const MaxVocabularyBytes = 64 << 20
 
 // readVocabulary reads a regular file of at most MaxVocabularyBytes.
@@ -234,15 +261,19 @@ func readVocabulary(path string) ([]byte, error) {
 	return b, err
 }
 
-// FileEncodingName is the Encoding of NewFileCounter for a vocabulary and its split pattern
-// ("" is the cl100k_base pattern).
+// FileEncodingName is the Encoding of NewFileCounter for a vocabulary file and its split pattern
+// ("" is the cl100k_base pattern): FileEncodingPrefix and 16 hexadecimal digits of the SHA-256
+// of the pattern, a zero byte and the file, or of the file alone for a tokenizer.json (whose
+// pattern is in it).
 func FileEncodingName(vocab []byte, pattern string) string {
-	if pattern == "" {
-		pattern = tokenizer.CL100kPattern
-	}
 	h := sha256.New()
-	h.Write([]byte(pattern))
-	h.Write([]byte{0})
+	if !tokenizer.IsHFJSON(vocab) {
+		if pattern == "" {
+			pattern = tokenizer.CL100kPattern
+		}
+		h.Write([]byte(pattern))
+		h.Write([]byte{0})
+	}
 	h.Write(vocab)
 	return FileEncodingPrefix + hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve"
 )
 
 // BenchmarkProxyOverhead measures the latency the proxy adds to one chat completion of a
@@ -188,4 +190,70 @@ func BenchmarkConcurrentAgents(b *testing.B) {
 	b.ReportMetric(float64(mem.HeapInuse)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(threads), "threads-kept")
 	b.ReportMetric(float64(cached)/(1<<20), "cache-MiB")
+}
+
+// BenchmarkProxyTurns measures the turns of one thread through the proxy, in front of an
+// upstream that reads the request and answers at once: the thread has 200 messages when the
+// timing starts, and each turn resends it whole plus a new user message (b.N turns: the thread
+// grows by 2 messages a turn). Reported: p50 and p99 of a turn, in ms. The profile of this
+// benchmark is the proxy's work per turn (bench's serve step measures the same against a
+// direct call, with the server in its own process).
+//
+//	go test ./serve -run '^$' -bench ProxyTurns -benchtime 300x -cpuprofile cpu.out
+func BenchmarkProxyTurns(b *testing.B) {
+	n := 0
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n++
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"reply %d: the tests pass."},"finish_reason":"stop"}]}`, n)
+	}))
+	defer bare.Close()
+	e := newEnv(b, envOptions{server: func(s *serve.Server) { s.Upstream = bare.URL + "/v1" }})
+	client := &http.Client{}
+	url := e.url + "/t/turns/v1/chat/completions"
+	post := func(msgs []memory.Message) (time.Duration, memory.Message) {
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
+		start := time.Now()
+		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		d := time.Since(start)
+		if resp.StatusCode != 200 {
+			b.Fatalf("%d %s", resp.StatusCode, out)
+		}
+		var r struct {
+			Choices []struct {
+				Message memory.Message `json:"message"`
+			} `json:"choices"`
+		}
+		json.Unmarshal(out, &r)
+		return d, r.Choices[0].Message
+	}
+	msgs := []memory.Message{memory.TextMessage("system", "You are a coding agent.")}
+	for i := 1; len(msgs) < 199; i++ {
+		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("Step %d: run the tests in package %d and tell me what failed. %s", i, i, strings.Repeat("context ", 20))),
+			memory.TextMessage("assistant", fmt.Sprintf("Step %d: 3 tests failed in package %d; the fix is in handler.go line %d.", i, i, 40+i)))
+	}
+	msgs = msgs[:199]
+	_, reply := post(msgs)
+	msgs = append(msgs, reply)
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("turn %d: and now?", i)))
+		d, reply := post(msgs)
+		lat = append(lat, d)
+		msgs = append(msgs, reply)
+	}
+	b.StopTimer()
+	if got := len(e.history("turns")); got != len(msgs) {
+		b.Fatalf("%d messages stored, want %d", got, len(msgs))
+	}
+	p50, p99 := percentiles(lat)
+	b.ReportMetric(ms(p50), "p50-ms")
+	b.ReportMetric(ms(p99), "p99-ms")
 }

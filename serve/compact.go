@@ -11,6 +11,16 @@ import (
 // that ends while one runs makes it check once more when it is done.
 func (s *Server) compactLater(thread string) {
 	st := s.state(thread)
+	if lv := st.lv; lv != nil && lv.ver.Found {
+		// What is kept is the thread as the reply left it: under the trigger, no compaction
+		// is due (the check Compact and ShouldCompact make first), and none is looked for.
+		s.mu.Lock()
+		over := st.over
+		s.mu.Unlock()
+		if memory.Effective(s.Compactor.Settings, lv.active.Thread.Settings, over).UnderTrigger(lv.active.Tokens) {
+			return
+		}
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()

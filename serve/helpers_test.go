@@ -210,6 +210,8 @@ type env struct {
 	up    *upstream
 	url   string // the proxy's base, http://127.0.0.1:PORT
 	logs  *lockedBuffer
+	// dbName names the database, for another Store on it (another process).
+	dbName string
 }
 
 // lockedBuffer is the server's log.
@@ -244,7 +246,8 @@ type envOptions struct {
 func newEnv(t testing.TB, opt envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	store, err := memory.Open(ctx, testdb.Name(t, "memctl.db"))
+	dbName := testdb.Name(t, "memctl.db")
+	store, err := memory.Open(ctx, dbName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +269,7 @@ func newEnv(t testing.TB, opt envOptions) *env {
 		Store: store, Compactor: memory.NewCompactor(store, casc, cfg.Settings()), Cascade: casc,
 		Upstream: up.URL(), Token: opt.token, LoopbackOnly: opt.token == "", MaxBodyBytes: opt.maxBody,
 	}
-	e := &env{t: t, store: store, srv: srv, up: up, logs: &lockedBuffer{}}
+	e := &env{t: t, store: store, srv: srv, up: up, logs: &lockedBuffer{}, dbName: dbName}
 	srv.Logger = slog.New(slog.NewTextHandler(e.logs, nil))
 	if opt.server != nil {
 		opt.server(srv)

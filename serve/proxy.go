@@ -7,13 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"mime"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -43,14 +44,19 @@ func ValidThreadID(id string) error {
 }
 
 // chatRequest is a chat completions request: every field as given (forwarded unchanged but
-// messages), and the fields the proxy reads.
+// messages, in the order given), and the fields the proxy reads.
 type chatRequest struct {
 	fields   map[string]json.RawMessage
+	order    []string // the keys of fields as the request gives them
 	messages []memory.Message
 	sent     *sentMessages // the messages as sent and as decoded
-	tools    []memory.Tool
-	model    string
-	stream   bool
+	// prev is the thread's previous request given to parseChatRequest, of which the first
+	// same messages are this one's, byte for byte.
+	prev   *sentMessages
+	same   int
+	tools  []memory.Tool
+	model  string
+	stream bool
 }
 
 // badRequest is a malformed request: its message and the parameter at fault.
@@ -58,54 +64,86 @@ type badRequest struct{ param, msg string }
 
 func (e *badRequest) Error() string { return e.msg }
 
-// sentMessages are the messages of a request as sent (raw) and as decoded (msgs); neither is
-// changed once made.
+// sentMessages are the messages of a request as sent (the hash of each one's bytes) and as
+// decoded (msgs), and its tools likewise; none is changed once made.
 type sentMessages struct {
-	raw  []json.RawMessage
-	msgs []memory.Message
+	hashes    []bytesHash
+	msgs      []memory.Message
+	toolsHash bytesHash
+	tools     []memory.Tool // nil: none sent
 }
 
-// parseChatRequest parses a request's body. prev, when not nil, is the thread's previous
-// request: a message sent at the same place with the same bytes (an agent resending its
-// history) is taken as it was decoded then, not decoded again.
+// bytesHash identifies a message by its bytes: 128 bits of two seeded hashes (maphash), the
+// seeds random per process, so that no request can be made to collide with another.
+type bytesHash [2]uint64
+
+var hashSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func hashBytes(b []byte) bytesHash {
+	return bytesHash{maphash.Bytes(hashSeeds[0], b), maphash.Bytes(hashSeeds[1], b)}
+}
+
+// parseChatRequest parses a request's body in one pass over it (see scanRequest). prev, when
+// not nil, is the thread's previous request: a message sent at the same place with the same
+// bytes (an agent resending its history), and tools sent with the same bytes, are taken as
+// they were decoded then, not decoded again.
 func parseChatRequest(body []byte, prev *sentMessages) (chatRequest, error) {
 	var req chatRequest
 	if !utf8.Valid(body) {
 		return req, &badRequest{"", "the request body is not valid UTF-8"}
 	}
-	if err := json.Unmarshal(body, &req.fields); err != nil || req.fields == nil {
-		return req, &badRequest{"", "the request body is not a JSON object: want {\"model\": ..., \"messages\": [...]}"}
+	members, raws, err := scanRequest(body)
+	if err != nil {
+		return req, &badRequest{"", "the request body is not a JSON object: want {\"model\": ..., \"messages\": [...]}: " + err.Error()}
+	}
+	req.fields = make(map[string]json.RawMessage, len(members))
+	req.order = make([]string, len(members))
+	for i, m := range members {
+		req.fields[m.key] = m.val
+		req.order[i] = m.key
 	}
 	if raw, ok := req.fields["model"]; !ok || json.Unmarshal(raw, &req.model) != nil || req.model == "" {
 		return req, &badRequest{"model", "model: want the model's name, a non-empty string"}
 	}
-	var raws []json.RawMessage
-	if raw, ok := req.fields["messages"]; !ok || json.Unmarshal(raw, &raws) != nil || len(raws) == 0 {
+	if len(raws) == 0 {
 		return req, &badRequest{"messages", "messages: want a non-empty array of chat messages"}
 	}
 	req.messages = make([]memory.Message, len(raws))
+	req.prev = prev
+	hashes := make([]bytesHash, len(raws))
 	for i, raw := range raws {
-		if prev != nil && i < len(prev.raw) && bytes.Equal(raw, prev.raw[i]) {
+		hashes[i] = hashBytes(raw)
+		if prev != nil && i < len(prev.hashes) && hashes[i] == prev.hashes[i] {
 			req.messages[i] = prev.msgs[i]
+			if req.same == i {
+				req.same++
+			}
 			continue
 		}
-		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+		if raw[0] != '{' {
 			return req, &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: want a message object", i)}
 		}
 		if err := json.Unmarshal(raw, &req.messages[i]); err != nil {
 			return req, &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %v", i, err)}
 		}
 	}
-	req.sent = &sentMessages{raw: raws, msgs: req.messages}
+	req.sent = &sentMessages{hashes: hashes, msgs: req.messages}
 	if raw, ok := req.fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &req.stream) != nil {
 			return req, &badRequest{"stream", "stream: want true or false"}
 		}
 	}
 	if raw, ok := req.fields["tools"]; ok && !bytes.Equal(raw, []byte("null")) {
-		if json.Unmarshal(raw, &req.tools) != nil {
+		h := hashBytes(raw)
+		if prev != nil && prev.tools != nil && h == prev.toolsHash {
+			req.tools = prev.tools
+		} else if json.Unmarshal(raw, &req.tools) != nil {
 			return req, &badRequest{"tools", "tools: want an array of tool definitions"}
 		}
+		if req.tools == nil {
+			req.tools = []memory.Tool{}
+		}
+		req.sent.toolsHash, req.sent.tools = h, req.tools
 	}
 	return req, nil
 }
@@ -158,11 +196,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 	appendNew := s.appendNew
 	if r.Header.Get(ResetHeader) == "1" {
-		appendNew = func(ctx context.Context, thread string, req chatRequest) error {
+		appendNew = func(ctx context.Context, st *threadState, req chatRequest) error {
 			return s.startOver(ctx, w, st, req)
 		}
 	}
-	if err := appendNew(ctx, thread, req); err != nil {
+	if err := appendNew(ctx, st, req); err != nil {
 		var c *Conflict
 		var br *badRequest
 		switch {
@@ -180,7 +218,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	cap, refused := 0, ""
 	for {
-		active, sent, err := s.fit(ctx, thread, req, cap, w.Header())
+		active, sent, err := s.fit(ctx, st, req, cap, w.Header())
 		if err != nil {
 			var over *overLimit
 			if errors.As(err, &over) {
@@ -225,7 +263,7 @@ func isJSON(r *http.Request) bool {
 // archive in the ArchivedHeader of w, and returns a *badRequest naming an invalid message.
 func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threadState, req chatRequest) error {
 	archive := fmt.Sprintf("%s.reset-%d", st.thread, s.Store.Now().UnixMilli())
-	s.cache(st, nil, time.Time{})
+	s.keepLive(st, nil)
 	res, archived, err := s.Store.StartOver(ctx, st.thread, archive, req.messages, memory.AppendOptions{Model: req.model})
 	if err != nil {
 		return messageError(err, req, len(req.messages), 0)
@@ -235,38 +273,89 @@ func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threa
 		w.Header().Set(ArchivedHeader, archive)
 		s.Logger.Info("thread started over", "thread", st.thread, "archived_as", archive)
 	}
-	s.remember(st.thread, req.messages, res.LastSeq)
 	return nil
 }
 
 // appendNew appends the request's messages that the thread does not hold yet (see
-// Reconcile). It returns a *Conflict, or a *badRequest naming an invalid message.
-func (s *Server) appendNew(ctx context.Context, thread string, req chatRequest) error {
-	stored, err := s.history(ctx, thread)
-	if err != nil {
-		return err
+// Reconcile), reconciled with the history the server keeps: the append is made only if the
+// thread is still what was kept, else it is read again and the request reconciled anew. It
+// returns a *Conflict, or a *badRequest naming an invalid message.
+func (s *Server) appendNew(ctx context.Context, st *threadState, req chatRequest) error {
+	for attempt := 0; ; attempt++ {
+		// The kept state is trusted first: the append checks it. A request that appends
+		// nothing, or that conflicts, is checked against the thread as it is.
+		kept := st.lv != nil
+		lv, err := s.live(ctx, st, attempt > 0)
+		if err != nil {
+			return err
+		}
+		stored := lv.hist
+		if lv.recall {
+			stored = withoutRecall(lv.hist) // the agent never saw the proxy's recall turns
+		}
+		fresh, fast := lv.resent(req)
+		var conflict *Conflict
+		if !fast {
+			fresh, conflict = Reconcile(stored, req.messages)
+		}
+		if (conflict != nil || len(fresh) == 0) && attempt == 0 && kept {
+			continue // check the version first
+		}
+		known := fast || len(req.messages) == len(stored)+len(fresh) && samePrefix(req.messages, stored)
+		if conflict != nil {
+			return conflict
+		}
+		if len(fresh) == 0 {
+			if known {
+				s.knownSent(st, lv, req)
+			}
+			return nil
+		}
+		// New system/developer messages first, in a thread that has a history: the agent
+		// changed its instructions (see Reconcile).
+		prompt := 0
+		if len(stored) > 0 {
+			prompt = leadingSystem(fresh)
+		}
+		expect := lv.ver
+		res, err := s.appendLive(ctx, st, fresh, memory.AppendOptions{Model: req.model}, &expect)
+		if errors.Is(err, memory.ErrStale) && attempt < 5 {
+			continue // another process changed the thread: reconcile with what it is now
+		}
+		if err == nil && known && st.lv != nil {
+			s.knownSent(st, st.lv, req)
+		}
+		if err == nil {
+			s.warnNew(st.thread, res)
+			if prompt > 0 {
+				s.pinPrompt(ctx, st.thread, res.LastSeq-int64(len(fresh)), prompt)
+				s.keepLive(st, nil) // the pins changed the active context
+			}
+		}
+		return messageError(err, req, len(fresh), prompt)
 	}
-	stored = withoutRecall(stored) // the agent never saw the proxy's recall turns
-	fresh, conflict := Reconcile(stored, req.messages)
-	if conflict != nil {
-		return conflict
+}
+
+// knownSent records that the request's messages are, one for one, the first of the kept
+// history (the whole of it then what the request appended), and keeps them as the thread's
+// latest request with the history's own messages in their place (one copy of each message is
+// kept, not two): the next request that resends them with the same bytes is compared with the
+// history from where they end (see liveState.resent).
+func (s *Server) knownSent(st *threadState, lv *liveState, req chatRequest) {
+	if lv.recall {
+		return // the history holds messages the agent never saw: not one for one
 	}
-	if len(fresh) == 0 {
-		return nil
+	// The history's own slice, capped at its length: an append to the history writes past it.
+	msgs := lv.hist[:len(req.messages):len(req.messages)]
+	sent := &sentMessages{hashes: req.sent.hashes, msgs: msgs, toolsHash: req.sent.toolsHash, tools: req.sent.tools}
+	s.mu.Lock()
+	latest := st.sent == req.sent
+	s.mu.Unlock()
+	if !latest {
+		return // a later request of the thread came meanwhile: it is the latest
 	}
-	// New system/developer messages first, in a thread that has a history: the agent changed
-	// its instructions (see Reconcile).
-	prompt := 0
-	if len(stored) > 0 {
-		prompt = leadingSystem(fresh)
-	}
-	res, err := s.Store.Append(ctx, thread, fresh, memory.AppendOptions{Model: req.model})
-	if err == nil {
-		s.warnNew(thread, res)
-		s.remember(thread, fresh, res.LastSeq)
-		s.pinPrompt(ctx, thread, res.LastSeq-int64(len(fresh)), prompt)
-	}
-	return messageError(err, req, len(fresh), prompt)
+	s.keepSent(st, sent)
+	lv.known, lv.knownSent = len(msgs), sent
 }
 
 // warnNew logs the warning of an append that created its thread: the tokenizer does not
@@ -306,44 +395,6 @@ func (s *Server) pinPrompt(ctx context.Context, thread string, after int64, n in
 	}
 }
 
-// history returns the thread's stored messages (none for a new thread), from the cache of
-// the thread when it is still valid (see threadState.hist). The caller holds the turn.
-func (s *Server) history(ctx context.Context, thread string) ([]memory.Message, error) {
-	st := s.state(thread)
-	t, err := s.Store.Thread(ctx, thread)
-	if errors.Is(err, memory.ErrThreadNotFound) {
-		s.cache(st, nil, time.Time{})
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if st.hist != nil && len(st.hist) == t.Messages && st.histCreated.Equal(t.CreatedAt) {
-		return st.hist, nil
-	}
-	hist, err := s.Store.History(ctx, thread)
-	if err != nil {
-		return nil, err
-	}
-	msgs := make([]memory.Message, len(hist))
-	for i, e := range hist {
-		msgs[i] = e.Message
-	}
-	s.cache(st, msgs, t.CreatedAt)
-	return msgs, nil
-}
-
-// remember adds appended messages to the thread's cached history, or drops the cache when it
-// does not end where they begin. The caller holds the turn.
-func (s *Server) remember(thread string, msgs []memory.Message, lastSeq int64) {
-	st := s.state(thread)
-	if st.hist != nil && int64(len(st.hist)+len(msgs)) == lastSeq {
-		s.cache(st, append(st.hist, msgs...), st.histCreated)
-		return
-	}
-	s.cache(st, nil, time.Time{})
-}
-
 // overLimit is an active context that stays over the limit after an emergency compaction.
 type overLimit struct {
 	tokens, tools, budget, limit int
@@ -361,18 +412,23 @@ func (e *overLimit) Error() string {
 //
 // cap, when above 0, caps the limit (a compact-and-retry). It also returns the size of the
 // prompt it makes, messages and tools, counted here.
-func (s *Server) fit(ctx context.Context, thread string, req chatRequest, cap int, h http.Header) (memory.Active, int, error) {
-	a, set, over, tools, err := s.measure(ctx, thread, req, cap)
-	if err != nil || fits(a, set, tools) {
-		return a, a.Tokens + tools, err
+func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap int, h http.Header) (*liveState, int, error) {
+	thread := st.thread
+	lv, set, over, tools, err := s.measure(ctx, st, req, cap, false)
+	if err != nil {
+		return nil, 0, err
 	}
-	st := s.state(thread)
+	if fits(lv.active, set, tools) {
+		return lv, lv.active.Tokens + tools, nil
+	}
 	if err := acquire(ctx, st.compact); err != nil { // a background compaction may be running
-		return memory.Active{}, 0, err
+		return nil, 0, err
 	}
 	defer release(st.compact)
-	if a, set, over, tools, err = s.measure(ctx, thread, req, cap); err != nil || fits(a, set, tools) {
-		return a, a.Tokens + tools, err
+	if lv, set, over, tools, err = s.measure(ctx, st, req, cap, true); err != nil {
+		return nil, 0, err
+	} else if fits(lv.active, set, tools) {
+		return lv, lv.active.Tokens + tools, nil
 	}
 	rep, cerr := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Emergency: true, Override: over})
 	s.logCompaction(thread, rep, cerr)
@@ -380,9 +436,12 @@ func (s *Server) fit(ctx context.Context, thread string, req chatRequest, cap in
 		h.Set(CompactionHeader, strconv.FormatInt(*rep.ID, 10))
 		h.Set(CompactionStatusHeader, rep.Status)
 	}
-	if a, set, _, tools, err = s.measure(ctx, thread, req, cap); err != nil || fits(a, set, tools) {
-		return a, a.Tokens + tools, err
+	if lv, set, _, tools, err = s.measure(ctx, st, req, cap, true); err != nil {
+		return nil, 0, err
+	} else if fits(lv.active, set, tools) {
+		return lv, lv.active.Tokens + tools, nil
 	}
+	a := lv.active
 	why := rep.Status
 	if rep.Error != "" {
 		why += ": " + rep.Error
@@ -394,48 +453,92 @@ func (s *Server) fit(ctx context.Context, thread string, req chatRequest, cap in
 	} else {
 		why += "; compaction.on_failure: fit would also mask old tool results and leave the oldest messages out of what the model gets (the history keeps them)"
 	}
-	return memory.Active{}, 0, &overLimit{tokens: a.Tokens, tools: tools, budget: set.Budget(), limit: set.TokenLimit, why: why}
+	return nil, 0, &overLimit{tokens: a.Tokens, tools: tools, budget: set.Budget(), limit: set.TokenLimit, why: why}
 }
 
-// measure reads the thread's active context and the settings of this turn: the thread's, with
-// the override of Server.limits (which the thread's background compaction uses too).
-func (s *Server) measure(ctx context.Context, thread string, req chatRequest, cap int) (memory.Active, memory.Settings, memory.ThreadSettings, int, error) {
-	a, err := s.Store.Active(ctx, thread)
+// measure returns the thread's active context (the one kept, checked first with check) and
+// the settings of this turn: the thread's, with the override of Server.limits (which the
+// thread's background compaction uses too).
+func (s *Server) measure(ctx context.Context, st *threadState, req chatRequest, cap int, check bool) (*liveState, memory.Settings, memory.ThreadSettings, int, error) {
+	lv, err := s.live(ctx, st, check)
 	if err != nil {
-		return a, memory.Settings{}, memory.ThreadSettings{}, 0, err
+		return nil, memory.Settings{}, memory.ThreadSettings{}, 0, err
 	}
+	if !lv.ver.Found {
+		return nil, memory.Settings{}, memory.ThreadSettings{}, 0, fmt.Errorf("thread %q: %w", st.thread, memory.ErrThreadNotFound)
+	}
+	a := lv.active
 	over, served := s.limits(ctx, a.Thread.Settings, req.model, cap)
 	if cap == 0 {
-		s.recordWindow(ctx, thread, a.Thread.Settings, served)
+		s.recordWindow(ctx, st.thread, a.Thread.Settings, served)
 	}
-	st := s.state(thread)
 	s.mu.Lock()
 	st.over = over
 	s.mu.Unlock()
 	set := memory.Effective(s.Compactor.Settings, a.Thread.Settings, over)
 	counter, err := s.Store.Counter(a.Thread.Encoding)
 	if err != nil {
-		return a, set, over, 0, err
+		return nil, set, over, 0, err
 	}
-	return a, set, over, counter.CountTools(req.tools), nil
+	return lv, set, over, counter.CountTools(req.tools), nil
 }
 
 func fits(a memory.Active, set memory.Settings, tools int) bool {
 	return a.Tokens <= set.Budget() && a.Tokens+tools <= set.TokenLimit
 }
 
-// upstreamBody is the request as the agent sent it, with the active context as its messages.
-func (s *Server) upstreamBody(req chatRequest, a memory.Active) ([]byte, error) {
-	msgs, err := json.Marshal(a.Messages())
-	if err != nil {
-		return nil, err
-	}
-	fields := make(map[string]json.RawMessage, len(req.fields))
+// upstreamBody is the request as the agent sent it, its members in its order, with the active
+// context as its messages, written from their kept encodings.
+func (s *Server) upstreamBody(req chatRequest, lv *liveState) ([]byte, error) {
+	n := 64 + len(req.fields)*8
 	for k, v := range req.fields {
-		fields[k] = v
+		if k != "messages" {
+			n += len(k) + len(v)
+		}
 	}
-	fields["messages"] = msgs
-	return json.Marshal(fields)
+	for _, e := range lv.enc {
+		n += len(e) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	first := true
+	member := func(k string, v []byte) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		key, _ := json.Marshal(k) // a string always marshals
+		b = append(append(b, key...), ':')
+		b = append(b, v...)
+	}
+	written := map[string]bool{}
+	keys := append(slices.Clone(req.order), "messages")
+	for k := range req.fields {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k) // added by the proxy (recall)
+		}
+	}
+	for _, k := range keys {
+		v, ok := req.fields[k]
+		if written[k] || !ok && k != "messages" {
+			continue
+		}
+		written[k] = true
+		if k != "messages" {
+			member(k, v)
+			continue
+		}
+		member(k, nil)
+		b = append(b, '[')
+		for i, e := range lv.enc {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, e...)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), nil
 }
 
 // relay calls the upstream and passes its answer to the client, storing the reply once it is
@@ -495,6 +598,12 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, re
 	return s.relayJSON(w, r, thread, resp.Body, calibrate), false
 }
 
+// storeReply appends the proxy's messages of a turn (the model's reply, a recall's call and
+// results) to the thread the caller holds the turn of, whatever it holds by now.
+func (s *Server) storeReply(ctx context.Context, thread string, msgs []memory.Message) (memory.AppendResult, error) {
+	return s.appendLive(ctx, s.state(thread), msgs, memory.AppendOptions{}, nil)
+}
+
 // maxErrorHead is how much of an upstream's error answer is read to classify it; the rest is
 // passed on as it comes.
 const maxErrorHead = 64 << 10
@@ -550,12 +659,10 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string
 	if r.Context().Err() != nil {
 		return false // the client left: it never sees this reply, so it is not stored
 	}
-	res, err := s.Store.Append(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}, memory.AppendOptions{})
-	if err != nil {
+	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}); err != nil {
 		writeError(w, http.StatusBadGateway, "upstream_error", "reply_not_stored", "the model's reply could not be stored: "+err.Error(), "")
 		return false
 	}
-	s.remember(thread, []memory.Message{reply}, res.LastSeq)
 	s.compactLater(thread)
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
@@ -660,11 +767,9 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread stri
 		return false // the client left: it never sees the end, so nothing is stored
 	}
 	reply := acc.message()
-	res, err := s.Store.Append(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}, memory.AppendOptions{})
-	if err != nil {
+	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}); err != nil {
 		return fail("reply_not_stored", "the model's reply could not be stored: "+err.Error())
 	}
-	s.remember(thread, []memory.Message{reply}, res.LastSeq)
 	s.compactLater(thread)
 	if done {
 		io.WriteString(w, "data: [DONE]\n\n")

@@ -108,15 +108,15 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, thread string, r
 	for round := 0; round < maxRecallRounds; round++ {
 		counted := req // counted with the tool: it is sent with it
 		counted.tools = append(slices.Clone(req.tools), recallToolDef)
-		active, _, err := s.fit(ctx, thread, counted, 0, w.Header())
+		lv, _, err := s.fit(ctx, s.state(thread), counted, 0, w.Header())
 		if err != nil {
 			return false
 		}
-		rr, ok := s.recallFor(req, active)
+		rr, ok := s.recallFor(req, lv.active)
 		if !ok {
 			return false
 		}
-		body, err := s.upstreamBody(rr, active)
+		body, err := s.upstreamBody(rr, lv)
 		if err != nil {
 			return false
 		}
@@ -197,11 +197,9 @@ func (s *Server) runRecall(ctx context.Context, thread string, reply memory.Mess
 		msgs = append(msgs, res)
 	}
 	msgs[0] = call
-	out, err := s.Store.Append(context.WithoutCancel(ctx), thread, msgs, memory.AppendOptions{})
-	if err != nil {
+	if _, err := s.storeReply(context.WithoutCancel(ctx), thread, msgs); err != nil {
 		return err
 	}
-	s.remember(thread, msgs, out.LastSeq)
 	s.Logger.Info("recall", "thread", thread, "searches", len(call.ToolCalls))
 	return nil
 }

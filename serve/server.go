@@ -53,6 +53,8 @@ const (
 	DefaultCacheIdle  = 10 * time.Minute
 	// DefaultReadBodyTimeout bounds the time a client takes to send a request body.
 	DefaultReadBodyTimeout = 30 * time.Second
+	// UpstreamIdleConns is how many idle connections to the upstream the default client keeps.
+	UpstreamIdleConns = 128
 	// ReadHeaderTimeout and IdleTimeout are those of the http.Server.
 	ReadHeaderTimeout = 10 * time.Second
 	IdleTimeout       = 2 * time.Minute
@@ -74,7 +76,8 @@ type Server struct {
 	UpstreamKey string
 	// Token, when set, is the bearer token every request must carry.
 	Token string
-	// Client calls the upstream (nil: a client without a global timeout: replies stream).
+	// Client calls the upstream (nil: a client without a global timeout: replies stream; it
+	// keeps UpstreamIdleConns connections).
 	Client *http.Client
 	// MaxBodyBytes bounds a request body (0: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -87,9 +90,11 @@ type Server struct {
 	// ReadBodyTimeout bounds the time a client takes to send a request body; a slower one
 	// is answered 408 and its connection closed (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
-	// CacheBytes bounds the threads' histories the proxy keeps between turns, least recently
-	// used dropped first (0: DefaultCacheBytes); a thread unused for CacheIdle is dropped
-	// (0: DefaultCacheIdle). The cache only saves reads: a dropped thread is read again.
+	// CacheBytes bounds what the proxy keeps of the threads between turns (each one's
+	// history, active context with its encodings, and latest request: see liveState), least
+	// recently used dropped first (0: DefaultCacheBytes); a thread unused for CacheIdle is
+	// dropped (0: DefaultCacheIdle). The cache only saves reads: a dropped thread is read
+	// again.
 	CacheBytes int64
 	CacheIdle  time.Duration
 	// Logger receives one line per request and the outcome of background compactions; never a
@@ -120,7 +125,7 @@ type Server struct {
 	closing bool
 	threads map[string]*threadState // the threads in use or cached (see threads.go)
 	lru     list.List               // of *threadState, the most recently used first
-	cached  int64                   // the bytes of the histories cached
+	cached  int64                   // the bytes of what is kept of the threads
 }
 
 func (s *Server) init() {
@@ -139,7 +144,15 @@ func (s *Server) init() {
 			s.Logger = slog.New(slog.DiscardHandler)
 		}
 		if s.Client == nil {
-			s.Client = &http.Client{Transport: http.DefaultTransport}
+			// Connections to the upstream are kept for as many agents as call at once: the
+			// default transport keeps 2, and each request past them dialled anew.
+			var rt http.RoundTripper = http.DefaultTransport
+			if t, ok := rt.(*http.Transport); ok {
+				t = t.Clone()
+				t.MaxIdleConnsPerHost = UpstreamIdleConns
+				rt = t
+			}
+			s.Client = &http.Client{Transport: rt}
 		}
 		if s.MaxBodyBytes <= 0 {
 			s.MaxBodyBytes = DefaultMaxBodyBytes

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"time"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/memory"
 )
@@ -13,8 +14,8 @@ import (
 // that runs at a time. Both are one-slot semaphores, so that waiting can be abandoned.
 //
 // The server keeps a thread's state while it is in use (users > 0: requests of the thread,
-// its background compaction), and after that only while its cached history fits within
-// CacheBytes among the most recently used and the thread was used within CacheIdle.
+// its background compaction), and after that only while what it keeps (see liveState) fits
+// within CacheBytes among the most recently used and the thread was used within CacheIdle.
 type threadState struct {
 	thread        string
 	turn, compact chan struct{}
@@ -26,13 +27,10 @@ type threadState struct {
 	used  time.Time
 	elem  *list.Element
 
-	// hist caches the thread's stored history between turns (read and written only by the
-	// holder of turn; set through Server.cache). It is valid while the thread has the
-	// creation time histCreated and len(hist) messages: history is append-only, so nothing
-	// else can change it. histSize is its size in bytes as histBytes counts.
-	hist        []memory.Message
-	histCreated time.Time
-	histSize    int64
+	// lv is what the server keeps of the thread between turns (see liveState; read and
+	// written only by the holder of turn, through Server.keepLive), liveSize its size.
+	lv       *liveState
+	liveSize int64
 
 	// sent is the thread's latest request's messages (see parseChatRequest), sentSize their
 	// size; under Server.mu.
@@ -68,7 +66,7 @@ func (s *Server) drop(st *threadState) {
 	st.users--
 	st.used = time.Now()
 	s.lru.MoveToFront(st.elem)
-	if st.users == 0 && st.hist == nil {
+	if st.users == 0 && st.lv == nil {
 		s.forget(st) // nothing to reconcile with: what it sent is of no use
 	}
 	for e := s.lru.Back(); e != nil && s.cached > s.CacheBytes; {
@@ -99,8 +97,8 @@ func (s *Server) dropIdle(cutoff time.Time) {
 func (s *Server) forget(st *threadState) {
 	s.lru.Remove(st.elem)
 	delete(s.threads, st.thread)
-	s.cached -= st.histSize + st.sentSize
-	st.hist, st.histSize, st.sent, st.sentSize = nil, 0, nil, 0
+	s.cached -= st.liveSize + st.sentSize
+	st.lv, st.liveSize, st.sent, st.sentSize = nil, 0, nil, 0
 }
 
 // lastSent returns the messages of the thread's latest request, nil when none is kept.
@@ -116,10 +114,7 @@ func (s *Server) lastSent(thread string) *sentMessages {
 // keepSent keeps a request's messages as the thread's latest (see parseChatRequest). The
 // caller holds the thread.
 func (s *Server) keepSent(st *threadState, sent *sentMessages) {
-	size := histBytes(sent.msgs)
-	for _, r := range sent.raw {
-		size += int64(len(r))
-	}
+	size := histBytes(sent.msgs) + int64(len(sent.hashes))*16 + int64(len(sent.tools))*256
 	s.mu.Lock()
 	s.cached += size - st.sentSize
 	st.sent, st.sentSize = sent, size
@@ -133,28 +128,34 @@ func (s *Server) state(thread string) *threadState {
 	return s.threads[thread]
 }
 
-// cache sets the thread's cached history (nil: none). The caller holds the thread's turn.
-func (s *Server) cache(st *threadState, hist []memory.Message, created time.Time) {
-	size := histBytes(hist)
-	s.mu.Lock()
-	s.cached += size - st.histSize
-	s.mu.Unlock()
-	st.hist, st.histCreated, st.histSize = hist, created, size
-}
-
-// histBytes estimates the memory that messages hold.
+// histBytes estimates the memory that messages hold: each one's struct (messageBytes) and
+// what it points to, rounded up as the allocator does.
 func histBytes(msgs []memory.Message) int64 {
 	n := int64(0)
 	for _, m := range msgs {
-		n += 96 + int64(len(m.Role)+len(m.Content)+len(m.Name)+len(m.ToolCallID))
-		for k, v := range m.Extra {
-			n += 32 + int64(len(k)+len(v))
+		n += messageBytes + alloc(len(m.Role)) + alloc(len(m.Content)) + alloc(len(m.Name)) + alloc(len(m.ToolCallID))
+		if m.Extra != nil {
+			n += 48
+			for k, v := range m.Extra {
+				n += 48 + alloc(len(k)) + alloc(len(v))
+			}
 		}
 		for _, c := range m.ToolCalls {
-			n += 96 + int64(len(c.ID)+len(c.Type)+len(c.Function.Name)+len(c.Function.Arguments))
+			n += 96 + alloc(len(c.ID)) + alloc(len(c.Type)) + alloc(len(c.Function.Name)) + alloc(len(c.Function.Arguments))
 		}
 	}
 	return n
+}
+
+// messageBytes is the size of a memory.Message.
+const messageBytes = int64(unsafe.Sizeof(memory.Message{}))
+
+// alloc is the memory an allocation of n bytes takes: n rounded up to 16 (0 for none).
+func alloc(n int) int64 {
+	if n == 0 {
+		return 0
+	}
+	return int64(n+15) &^ 15
 }
 
 // acquire takes a one-slot semaphore, or gives up when ctx ends.

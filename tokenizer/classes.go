@@ -68,7 +68,11 @@ func classesOf(r rune) uint8 {
 	return c
 }
 
-func buildClasses() *classTable {
+func buildClasses() *classTable { return buildClassTable(nil) }
+
+// buildClassTable builds the table of the unicode package's classes, changed by adjust (when not
+// nil) before it is packed.
+func buildClassTable(adjust func(flat []uint8)) *classTable {
 	flat := make([]uint8, unicode.MaxRune+1)
 	set := func(tab *unicode.RangeTable, bit uint8) {
 		for _, r := range tab.R16 {
@@ -109,6 +113,9 @@ func buildClasses() *classTable {
 	}
 	flat['\r'] |= cNL
 	flat['\n'] |= cNL
+	if adjust != nil {
+		adjust(flat)
+	}
 
 	t := &classTable{}
 	seen := map[[256]uint8]uint16{}

@@ -64,7 +64,14 @@ func parseRanks(data []byte) (*rankTable, error) {
 	if len(offsets) < 257 {
 		return nil, errors.New("too few tokens")
 	}
-	t := &rankTable{tokens: string(buf), offsets: offsets}
+	return newRankTable(string(buf), offsets)
+}
+
+// newRankTable builds the table of the tokens tokens[offsets[r]:offsets[r+1]], r = 0, 1, ...: the
+// byte string of rank r. An empty byte string is no token (a rank left unused). Every single byte
+// must be a token, no token may be longer than maxTokenLen, and no byte string may appear twice.
+func newRankTable(tokens string, offsets []uint32) (*rankTable, error) {
+	t := &rankTable{tokens: tokens, offsets: offsets}
 	count := len(offsets) - 1
 	size := 1 << bits.Len(uint(count*2-1)) // a power of two, at least twice the count
 	t.slots = make([]slot, size)
@@ -91,6 +98,12 @@ func parseRanks(data []byte) (*rankTable, error) {
 	starts := make([]uint32, size>>bucketBits+1)
 	for r := range count {
 		tok := t.token(uint32(r))
+		if len(tok) == 0 {
+			continue
+		}
+		if len(tok) > maxTokenLen {
+			return nil, fmt.Errorf("token %d has %d bytes, over the %d a token may have", r, len(tok), maxTokenLen)
+		}
 		h, head := hashKey(tok)
 		e := entry{slot{head, (h&0xffffff)<<40 | uint64(len(tok))<<32 | uint64(r)}, h >> t.shift}
 		entries[r] = e
@@ -107,11 +120,17 @@ func parseRanks(data []byte) (*rankTable, error) {
 	}
 	sorted := make([]entry, count)
 	for _, e := range entries {
+		if e.meta == 0 {
+			continue // no token
+		}
 		b := e.home >> bucketBits
 		sorted[starts[b]] = e
 		starts[b]++
 	}
 	for _, e := range sorted {
+		if e.meta == 0 {
+			continue // the tail left by ranks without a token
+		}
 		i := e.home
 		for ; t.slots[i].meta != 0; i = (i + 1) & t.mask {
 			if sl := t.slots[i]; sl.head == e.head && sl.meta>>32 == e.meta>>32 &&

@@ -25,7 +25,11 @@ import "unicode/utf8"
 // Each function returns the end of the piece that starts at p < len(s); s must be valid UTF-8.
 
 // splitO200k returns the end of the o200k_base piece starting at p.
-func (t *classTable) splitO200k(s string, p int) int {
+func (t *classTable) splitO200k(s string, p int) int { return t.o200k(s, p, false) }
+
+// o200k returns the end of the piece starting at p of o200k_base's pattern; fold makes the
+// contractions match as Oniguruma matches them (see contractionFold), not as regexp2 does.
+func (t *classTable) o200k(s string, p int, fold bool) int {
 	// Fast path for ASCII words: ASCII has no marks and no Lm, Lo or Lt letters, so both word
 	// alternatives come down to [A-Z]*[a-z]* (not empty), maybe after a prefix byte. It holds
 	// if the word ends at the end of s or at an ASCII byte; otherwise the general path below
@@ -43,7 +47,7 @@ func (t *classTable) splitO200k(s string, p int) int {
 			i++
 		}
 		if i > q && (i == len(s) || s[i] < utf8.RuneSelf) {
-			return contraction(s, i)
+			return contractionIf(fold, s, i)
 		}
 	}
 	c0, w0 := t.at(s, p)
@@ -53,26 +57,26 @@ func (t *classTable) splitO200k(s string, p int) int {
 		// mark each word alternative is first tried with the mark as its prefix.
 		if c0&cL == 0 && p+w0 < len(s) {
 			if e := t.o200kWordLowerTail(s, p+w0); e >= 0 {
-				return contraction(s, e)
+				return contractionIf(fold, s, e)
 			}
 		}
 		if e := t.o200kWordLowerTail(s, p); e >= 0 {
-			return contraction(s, e)
+			return contractionIf(fold, s, e)
 		}
 		if c0&cL == 0 && p+w0 < len(s) {
 			if e := t.o200kWordUpperHead(s, p+w0); e >= 0 {
-				return contraction(s, e)
+				return contractionIf(fold, s, e)
 			}
 		}
-		return contraction(s, t.o200kWordUpperHead(s, p))
+		return contractionIf(fold, s, t.o200kWordUpperHead(s, p))
 	case c0&notPrefix == 0 && p+w0 < len(s):
 		// A possible prefix of a word.
 		q := p + w0
 		if e := t.o200kWordLowerTail(s, q); e >= 0 {
-			return contraction(s, e)
+			return contractionIf(fold, s, e)
 		}
 		if e := t.o200kWordUpperHead(s, q); e >= 0 {
-			return contraction(s, e)
+			return contractionIf(fold, s, e)
 		}
 	}
 	if c0&cN != 0 {
@@ -258,6 +262,14 @@ func (t *classTable) spaces(s string, p int) int {
 		// \s+(?!\S) gives back the last whitespace rune, so that what follows is not \S.
 		return last
 	}
+}
+
+// contractionIf is contractionFold if fold is set, contraction otherwise.
+func contractionIf(fold bool, s string, e int) int {
+	if fold {
+		return contractionFold(s, e)
+	}
+	return contraction(s, e)
 }
 
 // contraction matches the optional (?i:'s|'t|'re|'ve|'m|'ll|'d) at e and returns the end: e if

@@ -1,8 +1,10 @@
 // Package tokenizer holds the BPE encodings memcascade counts with, and the one list of their
 // names (Names). o200k_base and cl100k_base have a fast, exact encoder of this package
 // (Encoding); p50k_base, r50k_base and any tiktoken-format vocabulary file are encoded by
-// github.com/pkoukk/tiktoken-go (Generic). Every encoder returns the tokens of tiktoken's
-// encode_ordinary: special-token text such as "<|endoftext|>" is encoded as ordinary text.
+// github.com/pkoukk/tiktoken-go (Generic); a Hugging Face tokenizer.json of a byte-level BPE
+// model by an encoder of this package that follows the tokenizers library (HF). Every encoder
+// returns the tokens of tiktoken's encode_ordinary: special-token text such as "<|endoftext|>"
+// is encoded as ordinary text.
 //
 // The fast encoder's tokens are those of tiktoken-go, token for token, including for strings
 // that are not valid UTF-8 (each invalid byte is read as U+FFFD, as a conversion to []rune

@@ -352,3 +352,11 @@ func (a adapter) ListAllPins(ctx context.Context) ([]db.Pin, error) {
 	r, err := a.q.ListAllPins(ctx)
 	return convert(r, err, func(x Pin) db.Pin { return db.Pin(x) })
 }
+
+func (a adapter) ThreadVersion(ctx context.Context, id string) (db.ThreadVersionRow, error) {
+	if !db.Storable(id) {
+		return db.ThreadVersionRow{}, sql.ErrNoRows
+	}
+	r, err := a.q.ThreadVersion(ctx, id)
+	return db.ThreadVersionRow(r), err
+}

@@ -195,6 +195,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setThreadTailStmt, err = db.PrepareContext(ctx, setThreadTail); err != nil {
 		return nil, fmt.Errorf("error preparing query SetThreadTail: %w", err)
 	}
+	if q.threadVersionStmt, err = db.PrepareContext(ctx, threadVersion); err != nil {
+		return nil, fmt.Errorf("error preparing query ThreadVersion: %w", err)
+	}
 	if q.upsertCooldownStmt, err = db.PrepareContext(ctx, upsertCooldown); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertCooldown: %w", err)
 	}
@@ -488,6 +491,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setThreadTailStmt: %w", cerr)
 		}
 	}
+	if q.threadVersionStmt != nil {
+		if cerr := q.threadVersionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing threadVersionStmt: %w", cerr)
+		}
+	}
 	if q.upsertCooldownStmt != nil {
 		if cerr := q.upsertCooldownStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing upsertCooldownStmt: %w", cerr)
@@ -589,6 +597,7 @@ type Queries struct {
 	setContextWindowStmt          *sql.Stmt
 	setThreadSettingsStmt         *sql.Stmt
 	setThreadTailStmt             *sql.Stmt
+	threadVersionStmt             *sql.Stmt
 	upsertCooldownStmt            *sql.Stmt
 }
 
@@ -653,6 +662,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		setContextWindowStmt:          q.setContextWindowStmt,
 		setThreadSettingsStmt:         q.setThreadSettingsStmt,
 		setThreadTailStmt:             q.setThreadTailStmt,
+		threadVersionStmt:             q.threadVersionStmt,
 		upsertCooldownStmt:            q.upsertCooldownStmt,
 	}
 }

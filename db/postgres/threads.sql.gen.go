@@ -292,3 +292,44 @@ func (q *Queries) SetThreadTail(ctx context.Context, arg SetThreadTailParams) er
 	)
 	return err
 }
+
+const threadVersion = `-- name: ThreadVersion :one
+SELECT t.created_at, t.updated_at, t.last_seq, t.settings,
+       CAST(coalesce(cur.id, 0) AS BIGINT) AS compaction_id,
+       CAST(coalesce(cur.updated_at, 0) AS BIGINT) AS compaction_updated_at,
+       CAST(coalesce((SELECT string_agg(p.seq || ':' || p.from_seq || ':' || p.to_seq, ',' ORDER BY p.seq)
+                      FROM pins p WHERE p.thread_id = t.id), '') AS TEXT) AS pins
+FROM threads t
+LEFT JOIN compactions cur ON cur.id = (
+    SELECT max(c.id) FROM compactions c WHERE c.thread_id = t.id AND c.status = 'applied')
+WHERE t.id = $1
+`
+
+type ThreadVersionRow struct {
+	CreatedAt           int64
+	UpdatedAt           int64
+	LastSeq             int64
+	Settings            string
+	CompactionID        int64
+	CompactionUpdatedAt int64
+	Pins                string
+}
+
+// What a thread's active context is made from, in one read of indexed rows: the thread's
+// counters and settings, its current (newest applied) compaction with the time it last
+// changed, and its pins. A copy of the active context kept between two reads is still the
+// thread's while they are the same.
+func (q *Queries) ThreadVersion(ctx context.Context, id string) (ThreadVersionRow, error) {
+	row := q.queryRow(ctx, q.threadVersionStmt, threadVersion, id)
+	var i ThreadVersionRow
+	err := row.Scan(
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.LastSeq,
+		&i.Settings,
+		&i.CompactionID,
+		&i.CompactionUpdatedAt,
+		&i.Pins,
+	)
+	return i, err
+}

@@ -60,3 +60,18 @@ DELETE FROM pins WHERE thread_id = sqlc.arg(thread_id) AND from_seq <= sqlc.arg(
 
 -- name: ListPins :many
 SELECT * FROM pins WHERE thread_id = ? ORDER BY from_seq, seq;
+
+-- name: ThreadVersion :one
+-- What a thread's active context is made from, in one read of indexed rows: the thread's
+-- counters and settings, its current (newest applied) compaction with the time it last
+-- changed, and its pins. A copy of the active context kept between two reads is still the
+-- thread's while they are the same.
+SELECT t.created_at, t.updated_at, t.last_seq, t.settings,
+       CAST(coalesce(cur.id, 0) AS INTEGER) AS compaction_id,
+       CAST(coalesce(cur.updated_at, 0) AS INTEGER) AS compaction_updated_at,
+       CAST(coalesce((SELECT group_concat(p.seq || ':' || p.from_seq || ':' || p.to_seq, ',')
+                      FROM (SELECT seq, from_seq, to_seq FROM pins WHERE thread_id = t.id ORDER BY seq) p), '') AS TEXT) AS pins
+FROM threads t
+LEFT JOIN compactions cur ON cur.id = (
+    SELECT max(c.id) FROM compactions c WHERE c.thread_id = t.id AND c.status = 'applied')
+WHERE t.id = ?;

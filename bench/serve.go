@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// serveRows: memctl serve in a child process, in front of an upstream (in this process) that
+// answers at once, driven by clients in this process:
+//
+//   - latency: one thread of 200 messages resent whole each turn plus a new user message, for
+//     300 turns (800 messages at the end), each turn sent through the proxy and straight to
+//     the upstream, in turn (which first alternates): the p50 and p99 the proxy adds;
+//   - agents: 50 agents at once, each on its own thread, 20 turns each resending their whole
+//     history, straight to the upstream and then through the proxy: turns per second of each
+//     and the p99 of a proxied turn;
+//   - memory: a new server serves 1,000 threads of 50 messages (5 turns each, 8 clients at
+//     once), then its resident memory is read (VmRSS of /proc/PID/status).
+//
+// Every turn is checked stored once: each thread's history is read back from the database
+// and compared with the conversation the client holds.
+func (b *bench) serveRows([]conversation) error {
+	if b.memctl == "" {
+		b.add("serve: latency added, 200-message thread resent whole, 300 turns", "not run (needs -memctl)", "p50 <= 2 ms, p99 <= 10 ms", nil)
+		return nil
+	}
+	up, err := startUpstream()
+	if err != nil {
+		return err
+	}
+	defer up.close()
+	latTurns, agents, agentTurns, memThreads := 300, 50, 20, 1000
+	if b.quick {
+		latTurns, agents, agentTurns, memThreads = 30, 10, 5, 100
+	}
+
+	p, err := b.startServe("serve.db", up.url)
+	if err != nil {
+		return err
+	}
+	if err := b.serveLatency(p, up, latTurns); err != nil {
+		p.stop()
+		return err
+	}
+	if err := b.serveAgents(p, up, agents, agentTurns); err != nil {
+		p.stop()
+		return err
+	}
+	p.stop()
+
+	p, err = b.startServe("memory.db", up.url)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	return b.serveMemory(p, memThreads)
+}
+
+// fakeUpstream is an OpenAI-compatible model that answers at once: it reads the request and
+// answers "reply N". It reports a window (vLLM's max_model_len) so that memctl serve fits the
+// threads in it without compacting them.
+type fakeUpstream struct {
+	url string
+	srv *http.Server
+	n   atomic.Int64
+}
+
+func startUpstream() (*fakeUpstream, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	u := &fakeUpstream{url: "http://" + ln.Addr().String() + "/v1"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o","object":"model","max_model_len":1000000}]}`)
+	})
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n := u.n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"reply %d: the tests pass now."},"finish_reason":"stop"}]}`, n, n)
+	})
+	u.srv = &http.Server{Handler: mux}
+	go u.srv.Serve(ln)
+	return u, nil
+}
+
+func (u *fakeUpstream) close() { u.srv.Close() }
+
+// serveProc is memctl serve running in a child process.
+type serveProc struct {
+	cmd  *exec.Cmd
+	url  string // http://127.0.0.1:PORT
+	db   string
+	errb bytes.Buffer
+}
+
+func (b *bench) startServe(db, upstream string) (*serveProc, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	p := &serveProc{url: "http://" + addr, db: filepath.Join(b.dir, db)}
+	p.cmd = exec.Command(b.memctl, "--db", p.db, "serve", "--listen", addr, "--upstream", upstream)
+	p.cmd.Dir = b.dir
+	p.cmd.Stderr = &p.errb
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	for start := time.Now(); time.Since(start) < 20*time.Second; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(p.url + "/v1/models")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+	}
+	p.stop()
+	return nil, fmt.Errorf("memctl serve did not answer within 20 s: %s", p.errb.String())
+}
+
+func (p *serveProc) stop() {
+	p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// vmRSS is the resident memory of a running process, in bytes (0 when unknown).
+func vmRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// chatClient posts chat completions and returns the reply, timing the exchange.
+type chatClient struct{ http *http.Client }
+
+func (c chatClient) post(url string, body []byte) (time.Duration, memory.Message, error) {
+	start := time.Now()
+	resp, err := c.http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, memory.Message{}, err
+	}
+	out, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if err != nil {
+		return 0, memory.Message{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, memory.Message{}, fmt.Errorf("%s: %d %s", url, resp.StatusCode, out)
+	}
+	var r struct {
+		Choices []struct {
+			Message memory.Message `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r.Choices) == 0 {
+		return 0, memory.Message{}, fmt.Errorf("%s: not a chat completion: %s", url, out)
+	}
+	return d, r.Choices[0].Message, nil
+}
+
+func chatBody(msgs []memory.Message) []byte {
+	b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
+	return b
+}
+
+// agentHistory is a conversation of n messages, distinct per thread: a system prompt, then
+// user and assistant messages in turn.
+func agentHistory(thread string, n int) []memory.Message {
+	msgs := []memory.Message{memory.TextMessage(memory.RoleSystem, "You are a coding agent. Run the tests, read the failures, fix the code.")}
+	for i := 1; len(msgs) < n; i++ {
+		role := memory.RoleUser
+		text := fmt.Sprintf("[%s] step %d: run the tests in package p%d and tell me what failed; the last run printed %s", thread, i, i, strings.Repeat("ok ", 20))
+		if i%2 == 0 {
+			role = memory.RoleAssistant
+			text = fmt.Sprintf("[%s] step %d: 3 tests failed in package p%d; the fix is in handler.go line %d, where the nil map is written.", thread, i, i, 40+i)
+		}
+		msgs = append(msgs, memory.TextMessage(role, text))
+	}
+	return msgs
+}
+
+// checkStored reads the threads back from the database and compares each with the
+// conversation its client holds: every message stored once, in order.
+func checkStored(path string, want map[string][]memory.Message) error {
+	ctx := context.Background()
+	s, err := memory.OpenWith(ctx, path, memory.OpenOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for thread, msgs := range want {
+		h, err := s.History(ctx, thread)
+		if err != nil {
+			return err
+		}
+		if len(h) != len(msgs) {
+			return fmt.Errorf("thread %s: %d messages stored, the client holds %d", thread, len(h), len(msgs))
+		}
+		for i, e := range h {
+			if e.Message.Role != msgs[i].Role || e.Message.Text() != msgs[i].Text() {
+				return fmt.Errorf("thread %s: stored message %d is %s %q, the client's %s %q", thread, i+1, e.Message.Role, e.Message.Text(), msgs[i].Role, msgs[i].Text())
+			}
+		}
+	}
+	return nil
+}
+
+func (b *bench) serveLatency(p *serveProc, up *fakeUpstream, turns int) error {
+	c := chatClient{http: &http.Client{}}
+	proxy := p.url + "/t/latency/v1/chat/completions"
+	direct := up.url + "/chat/completions"
+	msgs := agentHistory("latency", 199)
+	_, reply, err := c.post(proxy, chatBody(msgs))
+	if err != nil {
+		return err
+	}
+	msgs = append(msgs, reply) // 200 stored
+	var proxied, straight []time.Duration
+	for t := range turns {
+		msgs = append(msgs, memory.TextMessage(memory.RoleUser, fmt.Sprintf("[latency] turn %d: and now? %s", t, strings.Repeat("more ", 10))))
+		body := chatBody(msgs)
+		var dp, dd time.Duration
+		if t%2 == 0 {
+			if dd, _, err = c.post(direct, body); err == nil {
+				dp, reply, err = c.post(proxy, body)
+			}
+		} else if dp, reply, err = c.post(proxy, body); err == nil {
+			dd, _, err = c.post(direct, body)
+		}
+		if err != nil {
+			return err
+		}
+		proxied, straight = append(proxied, dp), append(straight, dd)
+		msgs = append(msgs, reply)
+	}
+	if err := checkStored(p.db, map[string][]memory.Message{"latency": msgs}); err != nil {
+		return err
+	}
+	pp50, pp99 := pct(proxied, 50), pct(proxied, 99)
+	dp50, dp99 := pct(straight, 50), pct(straight, 99)
+	a50, a99 := pp50-dp50, pp99-dp99
+	b.add(fmt.Sprintf("serve: one thread, 200 messages resent whole + 1, %d turns (%d messages at the end): through the proxy", turns, len(msgs)),
+		fmt.Sprintf("p50 %s, p99 %s", ms2(pp50), ms2(pp99)), "", nil)
+	b.add("serve: the same requests straight to the upstream", fmt.Sprintf("p50 %s, p99 %s", ms2(dp50), ms2(dp99)), "", nil)
+	b.add("serve: latency the proxy adds (every turn stored once)", fmt.Sprintf("p50 %s, p99 %s", ms2(a50), ms2(a99)), "p50 <= 2 ms, p99 <= 10 ms",
+		ptr(a50 <= 2*time.Millisecond && a99 <= 10*time.Millisecond))
+	return nil
+}
+
+func (b *bench) serveAgents(p *serveProc, up *fakeUpstream, agents, turns int) error {
+	c := chatClient{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agents}}}
+	run := func(direct bool) (time.Duration, []time.Duration, map[string][]memory.Message, error) {
+		var mu sync.Mutex
+		var lat []time.Duration
+		var errs []error
+		convs := map[string][]memory.Message{}
+		var wg sync.WaitGroup
+		start := time.Now()
+		for a := range agents {
+			wg.Go(func() {
+				thread := fmt.Sprintf("agent-%d", a)
+				url := p.url + "/t/" + thread + "/v1/chat/completions"
+				if direct {
+					url = up.url + "/chat/completions"
+				}
+				msgs := agentHistory(thread, 1)
+				for t := range turns {
+					msgs = append(msgs, memory.TextMessage(memory.RoleUser, fmt.Sprintf("[%s] turn %d: %s", thread, t, strings.Repeat("context ", 20))))
+					d, reply, err := c.post(url, chatBody(msgs))
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+						return
+					}
+					msgs = append(msgs, reply)
+					mu.Lock()
+					lat = append(lat, d)
+					mu.Unlock()
+				}
+				mu.Lock()
+				convs[thread] = msgs
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return time.Since(start), lat, convs, errors.Join(errs...)
+	}
+	dd, _, _, err := run(true)
+	if err != nil {
+		return err
+	}
+	dp, lat, convs, err := run(false)
+	if err != nil {
+		return err
+	}
+	if err := checkStored(p.db, convs); err != nil {
+		return err
+	}
+	total := float64(agents * turns)
+	rate, direct := total/dp.Seconds(), total/dd.Seconds()
+	p99 := pct(lat, 99)
+	b.add(fmt.Sprintf("serve: %d agents at once, %d turns each, straight to the upstream", agents, turns), fmt.Sprintf("%.0f turns/s", direct), "", nil)
+	b.add(fmt.Sprintf("serve: the same %d agents through the proxy (every turn stored once)", agents), fmt.Sprintf("%.0f turns/s, p99 %s", rate, ms2(p99)),
+		">= 500 turns/s, p99 < 50 ms", ptr(rate >= 500 && p99 < 50*time.Millisecond))
+	return nil
+}
+
+func (b *bench) serveMemory(p *serveProc, threads int) error {
+	const turns, size, workers = 5, 50, 8
+	c := chatClient{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}}
+	var mu sync.Mutex
+	var errs []error
+	convs := map[string][]memory.Message{}
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= threads {
+					return
+				}
+				thread := fmt.Sprintf("memory-%04d", i)
+				url := p.url + "/t/" + thread + "/v1/chat/completions"
+				msgs := agentHistory(thread, size-2*turns+1)
+				for t := range turns {
+					if t > 0 {
+						msgs = append(msgs, memory.TextMessage(memory.RoleUser, fmt.Sprintf("[%s] turn %d: and then?", thread, t)))
+					}
+					_, reply, err := c.post(url, chatBody(msgs))
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+						return
+					}
+					msgs = append(msgs, reply)
+				}
+				mu.Lock()
+				convs[thread] = msgs
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	rss, peak := vmRSS(p.cmd.Process.Pid), hwm(p.cmd.Process.Pid)
+	if err := checkStored(p.db, convs); err != nil {
+		return err
+	}
+	b.add(fmt.Sprintf("serve: resident memory after serving %d threads of %d messages (VmRSS of the server; peak VmHWM)", threads, size),
+		fmt.Sprintf("%d MB (peak %d MB)", rss>>20, peak>>20), "< 150 MB", ptr(rss < 150<<20))
+	return nil
+}
+
+// pct is the q-th percentile of ds.
+func pct(ds []time.Duration, q int) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)*q/100, len(s)-1)]
+}
+
+func ms2(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }

@@ -1,0 +1,215 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/memcascade/memcascade/db"
+)
+
+// A host that serves a thread turn after turn (memctl serve) keeps what it read of it, its
+// history and its active context, and checks before each turn that the thread is still what it
+// read: Version is what the active context is made from, read by one query of indexed rows.
+// Any change by any process (an append, a compaction applied or reverted, a pin, new settings,
+// the thread deleted and made again) changes it.
+
+// Version identifies the stored state a thread's history and active context are made from.
+// Two versions of a thread are equal when nothing that makes them changed in between.
+type Version struct {
+	// Found is false when the thread does not exist (the other fields are then zero).
+	Found bool
+	// CreatedAt is the thread's creation time (Unix milliseconds): a thread deleted and made
+	// again is another thread. LastSeq is its newest message.
+	CreatedAt, LastSeq int64
+	// Compaction is the current (newest applied) compaction's id, 0 for none, and
+	// CompactionUpdated the time its row last changed.
+	Compaction, CompactionUpdated int64
+	// Pins lists the thread's pins (seq:from:to, by seq).
+	Pins string
+	// Settings is the thread's stored settings, as stored (a JSON object).
+	Settings string
+}
+
+// SameContext reports whether the active context of two versions is the same, whatever their
+// settings.
+func (v Version) SameContext(o Version) bool {
+	v.Settings, o.Settings = "", ""
+	return v == o
+}
+
+// ParsedSettings returns the thread settings of v.
+func (v Version) ParsedSettings(thread string) (ThreadSettings, error) {
+	return parseThreadSettings(thread, v.Settings)
+}
+
+// ErrStale is the error of an append given a version (AppendLive) that is no longer the
+// thread's: nothing was written.
+var ErrStale = errors.New("the thread changed since it was read")
+
+// Version reads the thread's version; a thread that does not exist has Found false.
+func (s *Store) Version(ctx context.Context, thread string) (Version, error) {
+	return threadVersion(ctx, s.h.Q(), thread)
+}
+
+func threadVersion(ctx context.Context, q db.Querier, thread string) (Version, error) {
+	r, err := q.ThreadVersion(ctx, thread)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Version{}, nil
+	}
+	if err != nil {
+		return Version{}, fmt.Errorf("thread %q: read its version: %w", thread, err)
+	}
+	return Version{Found: true, CreatedAt: r.CreatedAt, LastSeq: r.LastSeq, Compaction: r.CompactionID,
+		CompactionUpdated: r.CompactionUpdatedAt, Pins: r.Pins, Settings: r.Settings}, nil
+}
+
+// Live is a thread as read whole for a host that keeps it: its history, its active context and
+// the version of both, read in one snapshot.
+type Live struct {
+	Version Version
+	History []Message
+	Active  Active
+}
+
+// ReadLive reads the thread's history, its active context and their version in one snapshot.
+// A thread that does not exist is a Live whose Version has Found false. The active context's
+// messages that are stored messages shown as stored share their memory with History's.
+func (s *Store) ReadLive(ctx context.Context, thread string) (Live, error) {
+	return readTx(ctx, s, func(q db.Querier) (Live, error) {
+		v, err := threadVersion(ctx, q, thread)
+		if err != nil || !v.Found {
+			return Live{Version: v}, err
+		}
+		rows, err := q.ListMessages(ctx, thread)
+		if err != nil {
+			return Live{}, err
+		}
+		hist, err := entries(rows)
+		if err != nil {
+			return Live{}, err
+		}
+		a, err := s.active(ctx, q, thread)
+		if err != nil {
+			return Live{}, err
+		}
+		l := Live{Version: v, History: make([]Message, len(hist)), Active: a}
+		for i, e := range hist {
+			l.History[i] = e.Message
+		}
+		for i, e := range a.Entries {
+			if e.Seq >= 1 && e.Seq <= int64(len(hist)) && e.mark == nil && e.CompactionID == 0 {
+				a.Entries[i].Message = l.History[e.Seq-1]
+			}
+		}
+		return l, nil
+	})
+}
+
+// Appended is what AppendLive wrote, for a host that keeps the thread: the entry of each
+// message (its seq, tokens and message) with its stored JSON, and the thread's version before
+// and after the append.
+type Appended struct {
+	AppendResult
+	Entries []Entry
+	// Raw is the stored JSON of each message: its encoding in a chat completions request.
+	Raw           []json.RawMessage
+	Before, After Version
+}
+
+// AppendLive appends msgs as Append does, and reports what a host that keeps the thread needs
+// to follow it without reading it again (see Appended). On SQLite, concurrent calls are
+// committed together (group commit, batch.go), each all or nothing. With expect set, the append is made
+// only when the thread's active context is that of *expect (Version.SameContext; a Version
+// with Found false: the thread does not exist yet); otherwise it returns ErrStale and writes
+// nothing.
+func (s *Store) AppendLive(ctx context.Context, thread string, msgs []Message, opt AppendOptions, expect *Version) (Appended, error) {
+	if len(msgs) == 0 {
+		return Appended{}, fmt.Errorf("append to %q: %w", thread, ErrNoMessages)
+	}
+	if err := checkThreadID(thread); err != nil {
+		return Appended{}, err
+	}
+	var out Appended
+	err := s.writeTx(ctx, func(ctx context.Context, q db.Querier) error {
+		out = Appended{Entries: make([]Entry, 0, len(msgs)), Raw: make([]json.RawMessage, 0, len(msgs))}
+		kept := func(raw string, tokens int) {
+			i := len(out.Entries)
+			out.Entries = append(out.Entries, Entry{Tokens: tokens, Message: msgs[i]})
+			out.Raw = append(out.Raw, json.RawMessage(raw))
+		}
+		res, err := s.appendRows(ctx, q, thread, opt, func(add func(Message, int) error) error {
+			for _, m := range msgs {
+				if err := add(m, 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, kept)
+		if err != nil {
+			return err
+		}
+		// Read after the writes: on PostgreSQL the thread's row is locked by then, so what
+		// this reads of the rest is at least as new as what the writes were based on.
+		after, err := threadVersion(ctx, q, thread)
+		if err != nil {
+			return err
+		}
+		before := after
+		before.LastSeq = res.FirstSeq - 1
+		if res.Created {
+			before = Version{}
+		}
+		if expect != nil && !before.SameContext(*expect) {
+			return ErrStale
+		}
+		for i := range out.Entries {
+			out.Entries[i].Seq = res.FirstSeq + int64(i)
+		}
+		out.AppendResult, out.Before, out.After = res, before, after
+		return nil
+	})
+	if err != nil {
+		return Appended{}, fmt.Errorf("append to %q: %w", thread, err)
+	}
+	return out, nil
+}
+
+// Extend returns the active context followed by entries, the entries of an append (see
+// Appended): an append adds its messages at the end of the active context and changes nothing
+// before them. The thread's counts follow.
+func (a Active) Extend(entries []Entry) Active {
+	if len(entries) == 0 {
+		return a
+	}
+	if len(a.Entries) == 0 {
+		a.Tokens += ReplyPriming
+	}
+	a.Entries = AppendGrowing(a.Entries, entries...)
+	for _, e := range entries {
+		a.Tokens += e.Tokens
+	}
+	a.Thread.Messages = int(entries[len(entries)-1].Seq)
+	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
+	return a
+}
+
+// UnderTrigger reports whether a context of tokens tokens is at or under the trigger of s, its
+// budget times its trigger ratio: an automatic compaction of it would not be due.
+func (s Settings) UnderTrigger(tokens int) bool {
+	return tokens <= int(float64(s.Budget())*s.TriggerRatio)
+}
+
+// AppendGrowing appends to s as append does, but grows a full s by an eighth rather than
+// doubling it: a slice a host keeps per thread and extends each turn holds little unused room
+// (doubled, half of what many threads kept was room), for a copy every few turns.
+func AppendGrowing[T any](s []T, add ...T) []T {
+	if cap(s)-len(s) < len(add) {
+		grown := make([]T, len(s), len(s)+len(add)+len(s)/8+4)
+		copy(grown, s)
+		s = grown
+	}
+	return append(s, add...)
+}

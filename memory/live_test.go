@@ -1,0 +1,181 @@
+package memory_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// A thread's version changes with everything its active context is made from, whichever Store
+// changes it; AppendLive appends to the version it is given only, and what it reports
+// (entries, encodings, the version after) is what reading the thread again gives.
+func TestVersionFollowsEveryChange(t *testing.T) {
+	ctx := context.Background()
+	s, name := openStore(t)
+	other, err := memory.Open(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	v0, err := s.Version(ctx, "v")
+	if err != nil || v0.Found {
+		t.Fatalf("version of a missing thread: %+v, %v", v0, err)
+	}
+	longThread(t, s, "v", 20, 200)
+	v1, _ := s.Version(ctx, "v")
+	if !v1.Found || v1.LastSeq != 41 || v1.SameContext(v0) {
+		t.Fatalf("after an append: %+v", v1)
+	}
+	changes := []struct {
+		what string
+		do   func() error
+	}{
+		{"a compaction", func() error {
+			limit := 2000
+			rep, err := memory.NewCompactor(other, extractiveCascade(t, other), memory.Settings{}).Compact(ctx, "v",
+				memory.CompactOptions{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}})
+			if err == nil && rep.Status != memory.StatusApplied {
+				err = errors.New(rep.Status + ": " + rep.Detail)
+			}
+			return err
+		}},
+		{"a pin", func() error { _, err := other.Pin(ctx, "v", 3); return err }},
+		{"an unpin", func() error { return other.Unpin(ctx, "v", 3) }},
+		{"an append", func() error {
+			_, err := other.Append(ctx, "v", []memory.Message{memory.TextMessage("user", "more")}, memory.AppendOptions{})
+			return err
+		}},
+	}
+	prev := v1
+	for _, c := range changes {
+		if err := c.do(); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		v, err := s.Version(ctx, "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.SameContext(prev) {
+			t.Fatalf("%s by another store left the version as it was: %+v", c.what, v)
+		}
+		// An append given the version from before the change is refused, writing nothing.
+		if _, err := s.AppendLive(ctx, "v", []memory.Message{memory.TextMessage("user", "stale")}, memory.AppendOptions{}, &prev); !errors.Is(err, memory.ErrStale) {
+			t.Fatalf("append at the version before %s: %v, want ErrStale", c.what, err)
+		}
+		if again, _ := s.Version(ctx, "v"); again != v {
+			t.Fatalf("a refused append changed the version: %+v, then %+v", v, again)
+		}
+		prev = v
+	}
+	// Settings change the version, not the context.
+	limit := 5000
+	if err := other.SetThreadSettings(ctx, "v", memory.ThreadSettings{TokenLimit: &limit}); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := s.Version(ctx, "v")
+	if v == prev || !v.SameContext(prev) {
+		t.Fatalf("new settings: %+v after %+v: want other settings, the same context", v, prev)
+	}
+	if ts, err := v.ParsedSettings("v"); err != nil || ts.TokenLimit == nil || *ts.TokenLimit != 5000 {
+		t.Fatalf("the version's settings: %+v, %v", ts, err)
+	}
+
+	// AppendLive at the thread's version: what it reports is what a new read gives.
+	l, err := s.ReadLive(ctx, "v")
+	if err != nil || l.Version != v || len(l.History) != int(v.LastSeq) {
+		t.Fatalf("ReadLive: version %+v (want %+v), %d messages, %v", l.Version, v, len(l.History), err)
+	}
+	add := []memory.Message{memory.TextMessage("user", "a <new> question & more"), memory.TextMessage("assistant", "an answer")}
+	ap, err := s.AppendLive(ctx, "v", add, memory.AppendOptions{}, &l.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ap.Before.SameContext(v) || ap.After.LastSeq != v.LastSeq+2 {
+		t.Fatalf("AppendLive: before %+v, after %+v", ap.Before, ap.After)
+	}
+	after, _ := s.ReadLive(ctx, "v")
+	if after.Version != ap.After {
+		t.Fatalf("the version after the append: reported %+v, read %+v", ap.After, after.Version)
+	}
+	got := l.Active.Extend(ap.Entries)
+	if got.Tokens != after.Active.Tokens || len(got.Entries) != len(after.Active.Entries) {
+		t.Fatalf("extended context: %d tokens, %d entries; read: %d tokens, %d entries", got.Tokens, len(got.Entries), after.Active.Tokens, len(after.Active.Entries))
+	}
+	for i, e := range ap.Entries {
+		want, _ := json.Marshal(add[i])
+		if string(ap.Raw[i]) != string(want) || e.Seq != v.LastSeq+1+int64(i) {
+			t.Fatalf("entry %d: seq %d, raw %s; want seq %d, raw %s", i, e.Seq, ap.Raw[i], v.LastSeq+1+int64(i), want)
+		}
+	}
+	gb, _ := json.Marshal(got.Messages())
+	wb, _ := json.Marshal(after.Active.Messages())
+	if string(gb) != string(wb) {
+		t.Fatalf("extended context:\n%s\nread:\n%s", gb, wb)
+	}
+}
+
+// Appends made at once are committed together on SQLite (group commit): each is all or
+// nothing whatever the others do, an invalid one or a stale one fails alone, and every valid
+// one is stored once.
+func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	const n = 40
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	stale := memory.Version{Found: true, CreatedAt: 1, LastSeq: 99}
+	for i := range n {
+		wg.Go(func() {
+			thread := fmt.Sprintf("g%d", i%10)
+			msgs := []memory.Message{memory.TextMessage("user", fmt.Sprintf("hello %d", i)), memory.TextMessage("assistant", fmt.Sprintf("hi %d", i))}
+			var expect *memory.Version
+			switch i % 4 {
+			case 1: // a tool result no call asked for: invalid
+				bad := memory.TextMessage("tool", "result")
+				bad.ToolCallID = "nope"
+				msgs = append(msgs, bad)
+			case 2:
+				expect = &stale
+			}
+			_, errs[i] = s.AppendLive(ctx, thread, msgs, memory.AppendOptions{}, expect)
+		})
+	}
+	wg.Wait()
+	want := map[string]int{}
+	for i, err := range errs {
+		switch i % 4 {
+		case 1:
+			var ie *memory.InputError
+			if !errors.As(err, &ie) || ie.Index != 2 {
+				t.Fatalf("append %d (invalid): %v, want an InputError at message 2", i, err)
+			}
+		case 2:
+			if !errors.Is(err, memory.ErrStale) {
+				t.Fatalf("append %d (stale): %v, want ErrStale", i, err)
+			}
+		default:
+			if err != nil {
+				t.Fatalf("append %d: %v", i, err)
+			}
+			want[fmt.Sprintf("g%d", i%10)] += 2
+		}
+	}
+	for thread, n := range want {
+		h, err := s.History(ctx, thread)
+		if err != nil || len(h) != n {
+			t.Fatalf("thread %s: %d messages, want %d (%v)", thread, len(h), n, err)
+		}
+		for k := 0; k < len(h); k += 2 {
+			if h[k].Message.Role != "user" || h[k+1].Message.Role != "assistant" ||
+				strings.TrimPrefix(h[k].Message.Text(), "hello ") != strings.TrimPrefix(h[k+1].Message.Text(), "hi ") {
+				t.Fatalf("thread %s: messages %d and %d are not one append's: %q, %q", thread, k+1, k+2, h[k].Message.Text(), h[k+1].Message.Text())
+			}
+		}
+	}
+}

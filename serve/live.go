@@ -1,0 +1,164 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"unsafe"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// liveState is what the proxy keeps of a thread between its turns: the history to reconcile
+// the next request with, the active context to send the model, with the encoding of each of
+// its messages (the upstream body is written from them), and the version of the thread they
+// are of (memory.Version). A turn does work in proportion to its new messages: it appends
+// them and the reply to what is kept, and never reads the thread again while its version
+// stays the one kept.
+//
+// The version is checked by the append of the request's new messages, in its transaction
+// (memory.AppendLive: a thread another process changed meanwhile is not appended to; it is
+// read again and the request reconciled with what it is now), and by one query before a turn
+// that appends nothing and before each compaction decision. A compaction, a pin, new settings
+// or an append by another process (memctl compact, another memctl serve) are seen at the
+// next turn.
+type liveState struct {
+	ver    memory.Version
+	hist   []memory.Message
+	active memory.Active
+	enc    []json.RawMessage // the encoding of each message of active, in order
+	size   int64             // the bytes it holds, as liveBytes counts
+	recall bool              // hist holds the proxy's recall turns
+
+	// The first known messages of the request knownSent are the first known of hist, one for
+	// one (sameMessage): a request whose first messages are those of knownSent byte for
+	// byte is compared with hist from there on only (see resent).
+	known     int
+	knownSent *sentMessages
+}
+
+// resent returns the new messages of a request that resends the thread's whole history
+// (what OpenAI's SDKs do): the history is a prefix of it, one for one. What the previous
+// request sent with the same bytes is known to be the history's, so only the messages after
+// it (the reply, and what the thread holds since) are compared. fast is false when that does
+// not show the history a prefix of the request: Reconcile decides. When it is true, the
+// answer is Reconcile's (its first case: the whole history, then new messages).
+func (lv *liveState) resent(req chatRequest) (fresh []memory.Message, fast bool) {
+	h, r := lv.hist, req.messages
+	if lv.recall || req.prev == nil || req.prev != lv.knownSent || len(r) < len(h) || leadingSystem(h) == len(h) {
+		return nil, false
+	}
+	for i := min(req.same, lv.known); i < len(h); i++ {
+		if !sameMessage(r[i], h[i]) {
+			return nil, false
+		}
+	}
+	return r[len(h):], true
+}
+
+// liveBytes estimates the memory a liveState holds: the history's messages, the active
+// context's entries (whose messages share the history's) and their encodings.
+func liveBytes(lv *liveState) int64 {
+	n := histBytes(lv.hist) + int64(len(lv.active.Entries))*entryBytes
+	for _, e := range lv.enc {
+		n += 24 + alloc(len(e))
+	}
+	return n
+}
+
+// entryBytes is the size of a memory.Entry.
+const entryBytes = int64(unsafe.Sizeof(memory.Entry{}))
+
+// live returns the thread's kept state, read anew when none is kept or, with check, when the
+// thread's version is not the one kept (a version that differs only in settings updates
+// them). The caller holds the thread's turn.
+func (s *Server) live(ctx context.Context, st *threadState, check bool) (*liveState, error) {
+	lv := st.lv
+	if lv != nil && !check {
+		return lv, nil
+	}
+	if lv != nil {
+		v, err := s.Store.Version(ctx, st.thread)
+		if err != nil {
+			return nil, err
+		}
+		if v.SameContext(lv.ver) {
+			if v.Settings != lv.ver.Settings {
+				ts, err := v.ParsedSettings(st.thread)
+				if err != nil {
+					return nil, err
+				}
+				lv.ver.Settings, lv.active.Thread.Settings = v.Settings, ts
+			}
+			return lv, nil
+		}
+	}
+	l, err := s.Store.ReadLive(ctx, st.thread)
+	if err != nil {
+		return nil, err
+	}
+	lv = &liveState{ver: l.Version, hist: l.History, active: l.Active, enc: make([]json.RawMessage, len(l.Active.Entries)),
+		recall: slices.ContainsFunc(l.History, IsRecall)}
+	for i, e := range l.Active.Entries {
+		if lv.enc[i], err = json.Marshal(e.Message); err != nil {
+			return nil, err
+		}
+	}
+	s.keepLive(st, lv)
+	return lv, nil
+}
+
+// keepLive makes lv the thread's kept state (nil: none). The caller holds the thread's turn.
+func (s *Server) keepLive(st *threadState, lv *liveState) {
+	size := int64(0)
+	if lv != nil {
+		lv.size = liveBytes(lv)
+		size = lv.size
+	}
+	s.mu.Lock()
+	s.cached += size - st.liveSize
+	st.lv, st.liveSize = lv, size
+	s.mu.Unlock()
+}
+
+// appended follows an append of msgs made by this server: the kept state is extended when the
+// thread was, before the append, the version kept; else it is dropped (read again when next
+// needed). The caller holds the thread's turn.
+func (s *Server) appended(st *threadState, msgs []memory.Message, ap memory.Appended) {
+	lv := st.lv
+	if lv == nil || !ap.Before.SameContext(lv.ver) || lv.ver.Found && len(lv.hist) != int(ap.Before.LastSeq) {
+		s.keepLive(st, nil)
+		return
+	}
+	next := &liveState{ver: ap.After, hist: memory.AppendGrowing(lv.hist, msgs...), active: lv.active.Extend(ap.Entries), enc: memory.AppendGrowing(lv.enc, ap.Raw...),
+		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent}
+	if ap.After.Settings != lv.ver.Settings || !lv.ver.Found {
+		ts, err := ap.After.ParsedSettings(st.thread)
+		if err != nil {
+			s.keepLive(st, nil)
+			return
+		}
+		next.active.Thread.Settings = ts
+	}
+	if !lv.ver.Found {
+		next.active.Thread = memory.Thread{} // a new thread: read once, with its model and encoding
+		s.keepLive(st, nil)
+		return
+	}
+	s.keepLive(st, next)
+}
+
+// appendLive appends msgs to the thread the caller holds the turn of, as memory.AppendLive
+// does (expect: see there), and follows it in the kept state.
+func (s *Server) appendLive(ctx context.Context, st *threadState, msgs []memory.Message, opt memory.AppendOptions, expect *memory.Version) (memory.AppendResult, error) {
+	ap, err := s.Store.AppendLive(ctx, st.thread, msgs, opt, expect)
+	if err != nil {
+		if errors.Is(err, memory.ErrStale) {
+			s.keepLive(st, nil)
+		}
+		return ap.AppendResult, err
+	}
+	s.appended(st, msgs, ap)
+	return ap.AppendResult, nil
+}
