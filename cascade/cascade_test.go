@@ -619,7 +619,7 @@ func TestTaskErrors(t *testing.T) {
 	}
 }
 
-// TestJSONShapes checks the field names the README promises for --json output.
+// TestJSONShapes checks the field names docs/serve.md promises for --json output.
 func TestJSONShapes(t *testing.T) {
 	sqldb, _ := openDB(t)
 	failing := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, serverError() }}

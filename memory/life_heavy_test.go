@@ -12,7 +12,7 @@ import (
 
 // TestLifeMatrix replays every recorded conversation and two generated long ones at 2,048,
 // 4,096, 8,192 and 32,768 tokens through each kind of summarizer (see simulateLife), and logs
-// the figures the README gives:
+// the figures docs/compaction.md gives:
 //
 //	go test -tags heavy -run TestLifeMatrix -v ./memory | grep LIFE
 func TestLifeMatrix(t *testing.T) {

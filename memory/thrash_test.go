@@ -145,7 +145,7 @@ func agentLife(t testing.TB, n int) [][]memory.Message {
 
 // TestLifeMeasure replays every recorded conversation and a long agent's life at each limit:
 // no compaction fails, and from 4,096 tokens on no turn ends over the trigger after its
-// compaction. With -v it prints the compactions per 100 turns the README gives
+// compaction. With -v it prints the compactions per 100 turns docs/compaction.md gives
 // (go test -run TestLifeMeasure -v ./memory); TestLifeNoThrash is its short version.
 func TestLifeMeasure(t *testing.T) {
 	if testing.Short() {

@@ -1,6 +1,6 @@
 // Command memctl inspects and compacts the conversation memory of LLM agents kept by
 // memcascade in one SQLite file or a PostgreSQL database. Its commands, flags, JSON fields and exit codes are a stable
-// contract (see README.md).
+// contract (see README.md and docs/).
 package main
 
 import (
