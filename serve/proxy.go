@@ -21,9 +21,9 @@ const (
 //
 // Its steps, a file each: the request is read and checked (request.go), its new messages
 // appended to the thread (append.go), recall rounds run when Recall is set (recall.go), the
-// active context fitted to the window, compacted
-// first when it would not fit (fit.go), and the upstream called with it (relay.go), its reply
-// stored and passed on as JSON (relay.go) or as server-sent events (stream.go).
+// active context fitted to the window, compacted first when it would not fit (fit.go), the
+// upstream called with it (relay.go), and its reply stored and passed on as JSON (relay.go) or
+// as server-sent events (stream.go).
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	thread := r.PathValue("thread")
