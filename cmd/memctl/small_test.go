@@ -114,3 +114,44 @@ func TestImportResponseObject(t *testing.T) {
 		t.Fatalf("import of a response object: exit %d, %q", code, errs)
 	}
 }
+
+// TestSearchSnippetLineBreaks: a line break in a snippet shows as "; " in the table, whether it
+// is one in a message's text, an escape in a JSON tool result, or an escape in a tool call's
+// arguments (JSON text within the JSON of the tool calls, so escaped twice); --json keeps
+// each snippet as stored.
+func TestSearchSnippetLineBreaks(t *testing.T) {
+	m := newMemctl(t)
+	path := filepath.Join(m.dir, "c.json")
+	conv := `[{"role":"user","content":"first zebra line\nsecond zebra line"},
+{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"note","arguments":"{\"t\":\"C:\\\\d \\\"q\\\"\\tone zebra\\ntwo\"}"}}]},
+{"role":"tool","tool_call_id":"c1","content":"{\"ok\":\"zebra\\nsaved\"}"}]`
+	if err := os.WriteFile(path, []byte(conv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.must("import", "t", path)
+	out := m.must("search", "zebra")
+	for _, want := range []string{
+		"first zebra line; second zebra line",
+		`{"ok":"zebra; saved"}`,
+		`"arguments":"{"t":"C:\d "q" one zebra; two"}"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("search zebra: no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `\n`) || strings.Contains(out, `\t`) || strings.Contains(out, `\"`) {
+		t.Errorf("snippets show JSON escapes:\n%s", out)
+	}
+	var hits []struct {
+		Seq     int    `json:"seq"`
+		Snippet string `json:"snippet"`
+	}
+	if err := json.Unmarshal([]byte(m.must("search", "zebra", "--json")), &hits); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		if h.Seq == 2 && !strings.Contains(h.Snippet, `one [zebra]\\ntwo`) {
+			t.Errorf("--json changed the tool call's snippet: %q", h.Snippet)
+		}
+	}
+}
