@@ -82,7 +82,7 @@ func (a *app) search(ctx context.Context, query string, opt memory.SearchOptions
 			if !marks {
 				snippet = plainSnippet(h)
 			}
-			tw.row(h.Thread, where, h.Role, state, oneLine(jsonEscapes.Replace(snippet)))
+			tw.row(h.Thread, where, h.Role, state, oneLine(unescapeJSON(snippet)))
 		}
 	})
 }
@@ -90,6 +90,14 @@ func (a *app) search(ctx context.Context, query string, opt memory.SearchOptions
 // jsonEscapes turns the escapes of JSON text (a tool call's arguments, a JSON tool result) into
 // what they stand for in a table's one-line snippet: a line break shows as one, not as \n.
 var jsonEscapes = strings.NewReplacer(`\n`, "\n", `\r`, " ", `\t`, " ", `\"`, `"`, `\\`, `\`)
+
+// unescapeJSON is s with jsonEscapes replaced twice: a tool call's arguments are JSON text
+// within the JSON of the tool calls, so a line break in them is escaped twice (\\n). A
+// backslash before an n in text escaped once (a JSON tool result's "C:\\new") shows as a line
+// break too: the table's snippet is for reading; --json keeps it as stored.
+func unescapeJSON(s string) string {
+	return jsonEscapes.Replace(jsonEscapes.Replace(s))
+}
 
 // plainSnippet is the snippet of h without the brackets around its matches.
 func plainSnippet(h memory.SearchHit) string {

@@ -66,9 +66,13 @@ func TestServeRunsAndStops(t *testing.T) {
 }
 
 // serveRunsAndStops runs memctl serve at the log level given, sends it one request and
-// stops it, checks what was stored and that no secret was logged, and returns the log.
+// stops it, checks that it created the database (mode 0600, as the README says), what was
+// stored and that no secret was logged, and returns the log.
 func serveRunsAndStops(t *testing.T, level string) string {
 	m := newMemctl(t)
+	if _, err := os.Stat(m.db); !os.IsNotExist(err) {
+		t.Fatalf("the database exists before serve: %v", err)
+	}
 	t.Setenv("MEMCTL_TEST_UPSTREAM_KEY", "sk-upstream-secret-1")
 	t.Setenv("MEMCTL_TEST_TOKEN", "client-token-secret-2")
 	var mu sync.Mutex
@@ -132,6 +136,9 @@ func serveRunsAndStops(t *testing.T, level string) string {
 	logs := errb.String()
 	if strings.Contains(logs, "sk-upstream-secret-1") || strings.Contains(logs, "client-token-secret-2") {
 		t.Fatalf("a secret was logged:\n%s", logs)
+	}
+	if st, err := os.Stat(m.db); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the database serve created: %v %v, want mode 0600", st, err)
 	}
 	if code, out, errs := m.run("export", "cli", "--all"); code != 0 || !strings.Contains(out, "ping") || !strings.Contains(out, "pong") {
 		t.Fatalf("the stored turn: %d %s %s", code, out, errs)

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // TestRevertByThread: revert takes a thread id as well as a compaction id, and reverts the
@@ -112,5 +115,100 @@ func TestImportResponseObject(t *testing.T) {
 	code, _, errs := m.run("import", "t", path)
 	if code != 2 || !strings.Contains(errs, "this is a chat completion response, not a message") || !strings.Contains(errs, ".choices[0].message") {
 		t.Fatalf("import of a response object: exit %d, %q", code, errs)
+	}
+}
+
+// TestSearchSnippetLineBreaks: a line break in a snippet shows as "; " in the table, whether it
+// is one in a message's text, an escape in a JSON tool result, or an escape in a tool call's
+// arguments (JSON text within the JSON of the tool calls, so escaped twice); --json keeps
+// each snippet as stored.
+func TestSearchSnippetLineBreaks(t *testing.T) {
+	m := newMemctl(t)
+	path := filepath.Join(m.dir, "c.json")
+	conv := `[{"role":"user","content":"first zebra line\nsecond zebra line"},
+{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"note","arguments":"{\"t\":\"C:\\\\d \\\"q\\\"\\tone zebra\\ntwo\"}"}}]},
+{"role":"tool","tool_call_id":"c1","content":"{\"ok\":\"zebra\\nsaved\"}"}]`
+	if err := os.WriteFile(path, []byte(conv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.must("import", "t", path)
+	out := m.must("search", "zebra")
+	for _, want := range []string{
+		"first zebra line; second zebra line",
+		`{"ok":"zebra; saved"}`,
+		`"arguments":"{"t":"C:\d "q" one zebra; two"}"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("search zebra: no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `\n`) || strings.Contains(out, `\t`) || strings.Contains(out, `\"`) {
+		t.Errorf("snippets show JSON escapes:\n%s", out)
+	}
+	var hits []struct {
+		Seq     int    `json:"seq"`
+		Snippet string `json:"snippet"`
+	}
+	if err := json.Unmarshal([]byte(m.must("search", "zebra", "--json")), &hits); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		if h.Seq == 2 && !strings.Contains(h.Snippet, `one [zebra]\\ntwo`) {
+			t.Errorf("--json changed the tool call's snippet: %q", h.Snippet)
+		}
+	}
+}
+
+// TestThreadsLimitUsed: the LIMIT column of threads is the limit the thread is fitted in, not
+// the config's: under token_limit auto (the default), the window memctl serve recorded for a
+// thread (over its calibration ratio), marked auto; the thread's own limit wins over it; with
+// a number in the config, serve fits every thread in that number, and threads shows it.
+func TestThreadsLimitUsed(t *testing.T) {
+	m := newMemctl(t)
+	file := conversationFiles(t)[0]
+	for _, id := range []string{"served", "own", "plain"} {
+		m.must("import", id, file)
+	}
+	ctx := context.Background()
+	s, err := memory.Open(ctx, m.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := &memory.ServedWindow{Model: "m", Tokens: 30000, Source: "max_model_len 30000 of GET /v1/models", Ratio: 1.5, Limit: 20000}
+	for _, id := range []string{"served", "own"} {
+		if err := s.SetThreadSettings(ctx, id, memory.ThreadSettings{Window: window}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	m.must("set", "own", "--limit", "7000")
+
+	row := func(out, id string) string {
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == id {
+				return line
+			}
+		}
+		t.Fatalf("no row of %s in\n%s", id, out)
+		return ""
+	}
+	out := m.must("threads")
+	for _, tc := range []struct {
+		id, want string
+		auto     bool
+	}{{"served", " 20000 auto ", true}, {"own", " 7000 ", false}, {"plain", " 128000 ", false}} {
+		if r := row(out, tc.id); !strings.Contains(r, tc.want) || strings.Contains(r, "auto") != tc.auto {
+			t.Errorf("threads, %s: %q, want LIMIT %q", tc.id, r, strings.TrimSpace(tc.want))
+		}
+	}
+	for id, want := range map[string][2]any{"served": {20000.0, "upstream"}, "own": {7000.0, "thread"}, "plain": {128000.0, "config"}} {
+		if e := threadsJSON(t, m)[id]; e["token_limit"] != want[0] || e["token_limit_from"] != want[1] {
+			t.Errorf("threads --json, %s: token_limit %v from %v, want %v from %v", id, e["token_limit"], e["token_limit_from"], want[0], want[1])
+		}
+	}
+
+	m.config = m.writeFile("memctl.yaml", "compaction:\n  token_limit: 9000\n")
+	if r := row(m.must("threads"), "served"); !strings.Contains(r, " 9000 ") || strings.Contains(r, "auto") {
+		t.Errorf("threads with token_limit 9000, served: %q, want LIMIT 9000", r)
 	}
 }
