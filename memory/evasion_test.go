@@ -23,6 +23,8 @@ var evasions = [][2]string{
 	{"раssword: Hd7!Kp2Qz9Ry", "Hd7!Kp2Qz9Ry"},                                                                    // a Cyrillic р in the label
 	{"ｐａｓｓｗｏｒｄ＝Nf4$Tb8Wq1Zs", "Nf4$Tb8Wq1Zs"},                                                                     // full-width label and sign
 	{"https://app.example.com/login?next=%2Fhome&password%3DJr5%25Yc2Mv7Xk", "Jr5"},                               // percent-encoded
+	{"CONFIG_B64=T1BFTkFJX0FQSV9LRVk9c2stcHJvai1NdjNMcThadDJXeDdSazRQYjlOYzFZZDZGaDBKZzVTZThVYTJJYjdPYzM=", "T1BFTkFJX0FQSV9LRVk9c2stcHJvai1NdjNMcThadDJXeDdSazRQYjlOYzFZZDZGaDBKZzVTZThVYTJJYjdPYzM"}, // base64 of a key of a known shape
+	{"blob 6768705f5a71384c6d33566237547832526b365763395964344668314a6e35506738536533556130 end", "6768705f5a71384c6d33566237547832526b365763395964344668314a6e35506738536533556130"},                  // hex of a GitHub token
 }
 
 // Secrets that only the sequence of messages shows: the pieces of each must never leave.

@@ -75,7 +75,7 @@ func Context(turns []Turn) ([]Turn, int) {
 		for j, text := range t.Texts {
 			if prev != nil {
 				a := turns[prev.i].Texts[prev.j]
-				if as, ae, be, kind, ok := splitAt(a, text); ok {
+				if as, ae, be, kind, ok := splitAt(a, text, true); ok {
 					add(prev.i, prev.j, secret{as, ae, kind})
 					add(i, j, secret{0, be, kind})
 				}
@@ -86,7 +86,7 @@ func Context(turns []Turn) ([]Turn, int) {
 					break
 				}
 				nl += at
-				if as, ae, be, kind, ok := splitAt(text[:nl], text[nl+1:]); ok {
+				if as, ae, be, kind, ok := splitAt(text[:nl], text[nl+1:], false); ok {
 					add(i, j, secret{as, ae, kind})
 					add(i, j, secret{nl + 1, nl + 1 + be, kind})
 				}
@@ -113,24 +113,27 @@ const splitRun = 256
 
 // splitAt finds a prefixed token that starts at the end of a and ends at the start of b
 // (see Context): a[as:ae] and b[:be] are its halves (b's leading spaces included).
-func splitAt(a, b string) (as, ae, be int, kind string, ok bool) {
+//
+// With lines set, a's last word may span lines (a JWT wrapped by a terminal, cut at the
+// end of a message); the line breaks inside one text are checked without it.
+func splitAt(a, b string, lines bool) (as, ae, be int, kind string, ok bool) {
 	ae = len(strings.TrimRight(a, " \t\r\n"))
 	as = ae
-	for as > 0 && ae-as < splitRun && isSplitByte(a[as-1]) {
+	for as > 0 && ae-as < splitRun && (isSplitByte(a[as-1]) || lines && (a[as-1] == '\n' || a[as-1] == '\r')) {
 		as--
+	}
+	for as < ae && (a[as] == '\n' || a[as] == '\r') {
+		as++
 	}
 	if ae-as < 3 {
 		return
 	}
 	bs := len(b) - len(strings.TrimLeft(b, " \t\r\n"))
-	be = bs
-	for be < len(b) && be-bs < splitRun && isSplitByte(b[be]) {
-		be++
-	}
-	if bs == be {
+	if bs == len(b) || !isSplitByte(b[bs]) {
 		return
 	}
-	tail, head := a[as:ae], b[bs:be]
+	// The rest may hold more than one word: a JWT's signature on the next line.
+	tail, head := a[as:ae], b[bs:min(len(b), bs+splitRun)]
 	if !hasSplitPrefix(tail) {
 		return
 	}
@@ -191,20 +194,23 @@ func hasSplitPrefix(tail string) bool {
 	return false
 }
 
-// randomish reports a run of at least 8 bytes holding both a digit and a letter.
+// randomish reports a run of at least 4 bytes that does not read as a word: it holds a
+// digit, or an upper-case letter after its first byte and a lower-case one ("NUhJduRHH",
+// not "Thanks" or "README").
 func randomish(s string) bool {
-	var digit, letter bool
+	var digit, upper, lower bool
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		digit = digit || c >= '0' && c <= '9'
-		letter = letter || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		upper = upper || i > 0 && c >= 'A' && c <= 'Z'
+		lower = lower || c >= 'a' && c <= 'z'
 	}
-	return len(s) >= 8 && digit && letter
+	return len(s) >= 4 && (digit || upper && lower)
 }
 
-// isSplitByte reports a byte a token may hold: letters, digits and - _ . + / = ~.
+// isSplitByte reports a byte a token may hold: letters, digits and - _ . + / = ~ $.
 func isSplitByte(c byte) bool {
-	return isWordByte(c) || strings.IndexByte("-.+/=~", c) >= 0
+	return isWordByte(c) || strings.IndexByte("-.+/=~$", c) >= 0
 }
 
 // askRE finds a request for a secret in a message: the noun of one.

@@ -39,6 +39,10 @@ func (r *Redactor) encoded(text string, depth int) []secret {
 		for i < len(text) && b64Run[text[i]] {
 			i++
 		}
+		// A path's or URL's slashes before a run are no part of it (https://ZGlz...).
+		for s < i && (text[s] == '/' || text[s] == '+' || text[s] == '-' || text[s] == '_') {
+			s++
+		}
 		e := i
 		for i < len(text) && text[i] == '=' && i-e < 2 {
 			i++
