@@ -184,7 +184,13 @@ type pass struct {
 // found), gitleaks' rules whose keywords the text holds (see glRules.run), and the user's
 // patterns (one FindAll pass each).
 func (r *Redactor) passes(text string) []pass {
-	starts := builtinScan.scan(text)
+	var starts, found [][]int
+	if r.own || r.unfiltered {
+		starts = builtinScan.scan(text)
+	} else {
+		all := gitleaksRules().both.scan(text) // one scan for both rule sets
+		starts, found = all[:len(builtins)], all[len(builtins):]
+	}
 	out := make([]pass, 0, len(builtins)+len(r.extra)+8)
 	for i, p := range builtins {
 		out = append(out, pass{p: p, starts: starts[i]})
@@ -195,7 +201,7 @@ func (r *Redactor) passes(text string) []pass {
 			out = append(out, pass{p: p, all: true})
 		}
 	case !r.own:
-		out = append(out, gitleaksRules().run(text)...)
+		out = append(out, gitleaksRules().runFound(found)...)
 	}
 	for _, p := range r.extra {
 		out = append(out, pass{p: p, all: true})
