@@ -16,10 +16,11 @@ import (
 // once.
 type scanner struct {
 	pairBits [1 << 10]uint64
-	pair     map[uint16][]*anchorRef
 	quadBits [1 << (quadBits - 6)]uint64
-	quad     map[uint32][]*anchorRef
-	ps       []*pattern
+	// pair and quad hold, by key, 1 + the index of the key's bucket in buckets (0: none).
+	pair, quad [1 << 16]uint16
+	buckets    [][]*anchorRef
+	ps         []*pattern
 }
 
 const quadBits = 16
@@ -36,7 +37,14 @@ type anchorRef struct {
 var builtinScan = newScanner(builtins)
 
 func newScanner(ps []*pattern) *scanner {
-	s := &scanner{ps: ps, pair: map[uint16][]*anchorRef{}, quad: map[uint32][]*anchorRef{}}
+	s := &scanner{ps: ps}
+	put := func(table *[1 << 16]uint16, k uint16, r *anchorRef) {
+		if table[k] == 0 {
+			s.buckets = append(s.buckets, nil)
+			table[k] = uint16(len(s.buckets))
+		}
+		s.buckets[table[k]-1] = append(s.buckets[table[k]-1], r)
+	}
 	type refKey struct {
 		anchor string
 		off    int
@@ -65,7 +73,7 @@ func newScanner(ps []*pattern) *scanner {
 			if width == 4 {
 				h := quadHash(foldWord(k))
 				s.quadBits[h>>6] |= 1 << (h & 63)
-				s.quad[h] = append(s.quad[h], r)
+				put(&s.quad, uint16(h), r)
 				continue
 			}
 			// A pair is looked up as it is: a folded one under each case of its letters.
@@ -73,7 +81,7 @@ func newScanner(ps []*pattern) *scanner {
 				for _, b1 := range cases(k[1], p.fold) {
 					h := uint16(b0)<<8 | uint16(b1)
 					s.pairBits[h>>6] |= 1 << (h & 63)
-					s.pair[h] = append(s.pair[h], r)
+					put(&s.pair, h, r)
 				}
 			}
 		}
@@ -104,17 +112,23 @@ var lowerTable = func() (t [256]byte) {
 func (s *scanner) scan(text string) [][]int {
 	out := make([][]int, len(s.ps))
 	var w uint32 // text[i-3:i+1], folded
+	pb, qb := &s.pairBits, &s.quadBits
 	for i := 0; i < len(text); i++ {
-		w = w<<8 | uint32(lowerTable[text[i]])
-		if i >= 1 {
-			if k := uint16(text[i-1])<<8 | uint16(text[i]); s.pairBits[k>>6]&(1<<(k&63)) != 0 {
-				s.candidates(text, i-1, s.pair[k], out)
+		c := text[i]
+		w = w<<8 | uint32(lowerTable[c])
+		if i < 3 {
+			if i >= 1 {
+				if k := uint16(text[i-1])<<8 | uint16(c); pb[k>>6]&(1<<(k&63)) != 0 {
+					s.candidates(text, i-1, s.buckets[s.pair[k]-1], out)
+				}
 			}
+			continue
 		}
-		if i >= 3 {
-			if h := quadHash(w); s.quadBits[h>>6]&(1<<(h&63)) != 0 {
-				s.candidates(text, i-3, s.quad[h], out)
-			}
+		if k := uint16(text[i-1])<<8 | uint16(c); pb[k>>6]&(1<<(k&63)) != 0 {
+			s.candidates(text, i-1, s.buckets[s.pair[k]-1], out)
+		}
+		if h := uint16((w * 0x9E3779B1) >> (32 - quadBits)); qb[h>>6]&(1<<(h&63)) != 0 {
+			s.candidates(text, i-3, s.buckets[s.quad[h]-1], out)
 		}
 	}
 	for i, starts := range out {
