@@ -23,6 +23,23 @@ var evasions = [][2]string{
 	{"раssword: Hd7!Kp2Qz9Ry", "Hd7!Kp2Qz9Ry"},                                                                    // a Cyrillic р in the label
 	{"ｐａｓｓｗｏｒｄ＝Nf4$Tb8Wq1Zs", "Nf4$Tb8Wq1Zs"},                                                                     // full-width label and sign
 	{"https://app.example.com/login?next=%2Fhome&password%3DJr5%25Yc2Mv7Xk", "Jr5"},                               // percent-encoded
+	{"CONFIG_B64=T1BFTkFJX0FQSV9LRVk9c2stcHJvai1NdjNMcThadDJXeDdSazRQYjlOYzFZZDZGaDBKZzVTZThVYTJJYjdPYzM=", "T1BFTkFJX0FQSV9LRVk9c2stcHJvai1NdjNMcThadDJXeDdSazRQYjlOYzFZZDZGaDBKZzVTZThVYTJJYjdPYzM"}, // base64 of a key of a known shape
+	{"blob 6768705f5a71384c6d33566237547832526b365763395964344668314a6e35506738536533556130 end", "6768705f5a71384c6d33566237547832526b365763395964344668314a6e35506738536533556130"},                  // hex of a GitHub token
+}
+
+// Secrets that only the sequence of messages shows: the pieces of each must never leave.
+const splitToken = "ghp_R4nD0mT0k3nV4lu3F0rT3st1ngAbCdEf12xy"
+
+func conversationEvasions() (msgs []memory.Message, pieces []string) {
+	parts, _ := json.Marshal([]map[string]string{{"type": "text", "text": "second token: gho_Zq8Lm3Vb7Tx"}, {"type": "text", "text": "2Rk6Wc9Yd4Fh1Jn5Pg8Se3Ua0Ib2"}})
+	msgs = []memory.Message{
+		memory.TextMessage("assistant", "Please type your password."),
+		memory.TextMessage("user", "Qm4!Tz8Wr2Lp"), // a bare reply
+		memory.TextMessage("user", "here is the token: "+splitToken[:17]),
+		memory.TextMessage("user", splitToken[17:]+" thanks"), // split over two messages
+		{Role: "user", Content: parts},                        // split over two content parts
+	}
+	return msgs, []string{"Qm4!Tz8Wr2Lp", splitToken[4:17], splitToken[17:], "Zq8Lm3Vb7Tx", "2Rk6Wc9Yd4Fh1Jn5Pg8Se3Ua0Ib2"}
 }
 
 // TestEvasionsNeverLeave: secrets hidden by an escape, an entity, an invisible or full-width
@@ -42,6 +59,10 @@ func TestEvasionsNeverLeave(t *testing.T) {
 				res.ToolCallID = fmt.Sprintf("call_%d", i)
 				msgs = append(msgs, memory.TextMessage("user", "Use this: "+ev[0]), call, res)
 			}
+			conv, pieces := conversationEvasions()
+			msgs = append(msgs, conv...)
+			// An ordinary reply to an ordinary question is sent as it is.
+			msgs = append(msgs, memory.TextMessage("assistant", "What is your reservation id?"), memory.TextMessage("user", "BK-2026-118734"))
 			for i := range 6 {
 				msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("recent question %d %s", i, strings.Repeat("word ", 40))))
 			}
@@ -93,6 +114,19 @@ func TestEvasionsNeverLeave(t *testing.T) {
 			stored.Write(b)
 			if !strings.Contains(stored.String(), "[REDACTED:") {
 				t.Fatal("nothing stored shows a marker: the secrets may not have been summarized at all")
+			}
+			for _, p := range pieces {
+				for i, body := range rec.bodies {
+					if strings.Contains(body, p) || strings.Contains(body, jsonEscaped(p)) {
+						t.Errorf("request %d carried %q", i, p)
+					}
+				}
+				if strings.Contains(stored.String(), p) || strings.Contains(stored.String(), jsonEscaped(p)) {
+					t.Errorf("%q was stored in a summary, report or fact", p)
+				}
+			}
+			if provider == "remote" && !strings.Contains(strings.Join(rec.bodies, ""), "BK-2026-118734") {
+				t.Error("the booking id given in reply to a question was not sent")
 			}
 			for _, ev := range evasions {
 				for i, body := range rec.bodies {

@@ -36,16 +36,14 @@ func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string
 	add := func(m facts.Message, seq int64, entity string) {
 		msgs, seqs, ents = append(msgs, m), append(seqs, seq), append(ents, entity)
 	}
+	if tms == nil {
+		tms = transcriptMessages(es, redact)
+	}
 	for i, e := range es {
 		if e.CompactionID != 0 && !withSummaries {
 			continue
 		}
-		var tm transcript.Message
-		if tms != nil {
-			tm = tms[i]
-		} else {
-			tm = transcriptMessage(e, redact)
-		}
+		tm := tms[i]
 		if e.mark != nil && e.mark.masked != nil {
 			tm.Text = redact(e.mark.masked.Digest)
 		} else if e.mark != nil && e.mark.cut != nil {

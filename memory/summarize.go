@@ -12,6 +12,7 @@ import (
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
+	redactpkg "github.com/memcascade/memcascade/redact"
 	"github.com/memcascade/memcascade/transcript"
 )
 
@@ -150,8 +151,10 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 func (in *input) render(middle []Entry, s Settings) {
 	in.tms = make([]transcript.Message, len(middle))
 	in.blocks = make([]block, len(middle))
-	for i, e := range middle {
-		in.tms[i] = transcriptMessage(e, in.c.redact)
+	tms := transcriptMessages(middle, in.c.redact)
+	for i := range middle {
+		e := middle[i]
+		in.tms[i] = tms[i]
 		var sb strings.Builder
 		transcript.RenderMessage(&sb, in.tms[i], transcript.Options{MaxTextBytes: s.MaxResultBytes})
 		text := sb.String()
@@ -467,10 +470,32 @@ func shift(units []int, from int) []int {
 	return out
 }
 
-// transcriptMessage is an entry as the summarizer reads it, its text and arguments redacted.
-func transcriptMessage(e Entry, redact func(string) string) transcript.Message {
+// transcriptMessages are entries as the summarizer reads them, redacted: what only the
+// sequence shows first (redact.Context: a bare value typed in reply to a request for a
+// password, PIN, token or key; a token cut in two by the end of a message or content part),
+// then each field with redact.
+func transcriptMessages(es []Entry, redact func(string) string) []transcript.Message {
+	turns := make([]redactpkg.Turn, len(es))
+	for i, e := range es {
+		role := e.Message.Role
+		if e.CompactionID != 0 {
+			role = transcript.RoleSummary
+		}
+		turns[i] = redactpkg.Turn{Role: role, Texts: []string{e.Text()}}
+	}
+	turns, _ = redactpkg.Context(turns)
+	out := make([]transcript.Message, len(es))
+	for i, e := range es {
+		out[i] = transcriptMessage(e, turns[i].Texts[0], redact)
+	}
+	return out
+}
+
+// transcriptMessage is an entry with the given text as the summarizer reads it, its text and
+// arguments redacted.
+func transcriptMessage(e Entry, text string, redact func(string) string) transcript.Message {
 	// Every field that reaches the provider is redacted, the header fields included.
-	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: redact(e.Message.Name), ToolCallID: redact(e.Message.ToolCallID), Text: redact(e.Text())}
+	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: redact(e.Message.Name), ToolCallID: redact(e.Message.ToolCallID), Text: redact(text)}
 	if e.CompactionID != 0 {
 		m.Role, m.Seq = transcript.RoleSummary, 0
 	}

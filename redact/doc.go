@@ -53,8 +53,14 @@
 //     an earlier message (base64 lines before an END ... PRIVATE KEY line, or two or more
 //     64-byte base64 lines ending in a shorter one; a 64-wide base64 dump of any file is
 //     taken too), a JWT broken over lines, percent-encoded URL userinfo, and base64 of
-//     user:password after "Basic" or, with no label, when it ends in '=' padding
-//     (unpadded bare base64 is not decoded: it would mean decoding every word-like run).
+//     user:password after "Basic" or, with no label, when it ends in '=' padding.
+//     Beyond those, a base64 or hex run of 16 bytes or more whose first characters show it
+//     decodes to ASCII is decoded, and replaced whole when the rules find a secret in the
+//     printable text it decodes to (see encoded.go); most word-like runs are dismissed by
+//     that first test without decoding.
+//   - What only a conversation shows ([Context], [Redactor.RedactConversation]): a bare
+//     value a user types after a message asking for a password, PIN, token or key, and a
+//     prefixed token cut by the end of a message, a content part or a line.
 //   - Evasions are undone before matching, on a copy: string escapes (\u0070assword, \x70,
 //     surrogate pairs), HTML character references (p&#97;ssword, &quot;), percent-encoded
 //     bytes (password%3DX), invisible characters (zero-width spaces and joiners, the soft

@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"slices"
@@ -120,11 +122,17 @@ func evade(text string, i int, how uint8) string {
 
 // FuzzEvasions plants each secret of the test tables, rewrites up to three of its
 // characters (or of the label before it) with an evasion, and checks that no piece of the
-// secret is left, read as the patterns read it.
+// secret is left, read as the patterns read it. The top three bits of h1 choose instead,
+// one time in two, an evasion of the whole secret: base64 or hex of it, a token of a known
+// prefix split over two messages or two content parts at p2, or the secret typed alone in
+// reply to a request for a password.
 func FuzzEvasions(f *testing.F) {
 	cases := slices.Concat(secretCases, plantedCases)
 	for i := range cases {
 		f.Add(uint16(i), uint16(i*7), uint8(i), uint16(i*13), uint8(i+3), uint16(0), uint8(0))
+		for w := range uint8(4) {
+			f.Add(uint16(i), uint16(i*7), (4+w)<<5|uint8(i%32), uint16(i*13), uint8(i+3), uint16(0), uint8(0))
+		}
 	}
 	r, err := New(nil)
 	if err != nil {
@@ -134,6 +142,10 @@ func FuzzEvasions(f *testing.F) {
 		c := cases[int(ci)%len(cases)]
 		at := strings.Index(c.text, c.secret)
 		if at < 0 || len(c.secret) < 8 {
+			return
+		}
+		if h1>>5 >= 4 {
+			wholeEvasion(t, r, c, h1>>5, p2)
 			return
 		}
 		// Evade inside the secret, or in the 12 bytes of label before it; later
@@ -153,6 +165,71 @@ func FuzzEvasions(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q", out, again)
 		}
 	})
+}
+
+// wholeEvasion plants c's secret evaded whole (see FuzzEvasions) and checks no piece of it
+// is left.
+func wholeEvasion(t *testing.T, r *Redactor, c secretCase, how uint8, p uint16) {
+	at := strings.Index(c.text, c.secret)
+	outside := strings.Replace(c.text, c.secret, " ", 1)
+	// Only a secret of a known shape, one the rules take with no label, is found once
+	// encoded or split; a reply is any secret without spaces.
+	if alone, _ := r.Redact(c.secret); how < 8 && how != 6 && how != 7 && keepsPiece(alone, c.secret) {
+		return
+	}
+	var got []string
+	switch how {
+	case 4, 5: // base64 or hex of the secret, in its place
+		e := base64.StdEncoding.EncodeToString([]byte(c.secret))
+		if how == 5 {
+			e = hex.EncodeToString([]byte(c.secret))
+		}
+		out, _ := r.Redact(c.text[:at] + e + c.text[at+len(c.secret):])
+		if strings.Contains(out, e) {
+			t.Fatalf("the encoded secret %q was kept: %q", e, out)
+		}
+		got = []string{out}
+	case 6, 7: // split over two messages (6) or two content parts of one message (7)
+		pre := ""
+		for _, x := range splitPrefixes() {
+			if strings.HasPrefix(c.secret, x) && len(x) > len(pre) {
+				pre = x
+			}
+		}
+		if alone, _ := r.Redact(c.secret); pre == "" || len(c.secret)-len(pre) < 2 || keepsPiece(alone, c.secret) {
+			// No known prefix: the secret typed alone in reply to a request.
+			if strings.ContainsAny(c.secret, " \t\n") {
+				return
+			}
+			turns, _ := r.RedactConversation([]Turn{{Role: "assistant", Texts: []string{"Please type your password."}}, {Role: "user", Texts: []string{c.secret}}})
+			got, outside = turns[1].Texts, ""
+			break
+		}
+		cut := at + len(pre) + 1 + int(p)%(len(c.secret)-len(pre)-1)
+		a, b := c.text[:cut], c.text[cut:]
+		turns := []Turn{{Role: "user", Texts: []string{a}}, {Role: "user", Texts: []string{b}}}
+		if how == 7 {
+			turns = []Turn{{Role: "user", Texts: []string{a, b}}}
+		}
+		out, _ := r.RedactConversation(turns)
+		for _, tn := range out {
+			got = append(got, tn.Texts...)
+		}
+	}
+	for _, out := range got {
+		assertNoPiece(t, out, c.secret, outside)
+	}
+}
+
+// keepsPiece reports whether out still holds six consecutive bytes of secret.
+func keepsPiece(out, secret string) bool {
+	out = markerRE.ReplaceAllString(out, "")
+	for i := 0; i+6 <= len(secret); i++ {
+		if strings.Contains(out, secret[i:i+6]) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestBenignCorpus: of the values in testdata/benign.txt (ids, digests, paths, URLs, dates

@@ -66,6 +66,8 @@ type glRules struct {
 	litAt  []int
 	always []int
 	scan   *scanner
+	// both scans for the built-in patterns' anchors (first, in builtins' order) and scan's.
+	both *scanner
 }
 
 // allowRule is a compiled allowlist: a finding it allows is not a secret.
@@ -144,6 +146,9 @@ func compileGitleaks(data []byte) (*glRules, error) {
 			var ok bool
 			if a, lits, p.wordStart, ok = anchorAt(re); ok {
 				p.re, p.window = a, -1
+				if r.ID == "generic-api-key" {
+					p.pre = genericOperator
+				}
 			}
 		}
 		g.patterns = append(g.patterns, p)
@@ -172,6 +177,9 @@ func compileGitleaks(data []byte) (*glRules, error) {
 		}
 	}
 	g.scan = newScanner(pre)
+	// One scan finds the anchors of the built-in patterns and gitleaks' keywords and
+	// literals together.
+	g.both = newScanner(slices.Concat(builtins, pre))
 	return g, nil
 }
 
@@ -271,8 +279,10 @@ func shannonEntropy(s string) float64 {
 // run returns the passes of the rules that may match text, in the file's order: those whose
 // keyword it holds (anchored at the keywords when the rule allows it), and those without
 // keywords.
-func (g *glRules) run(text string) []pass {
-	found := g.scan.scan(text)
+func (g *glRules) run(text string) []pass { return g.runFound(g.scan.scan(text)) }
+
+// runFound is run given what g.scan found in the text.
+func (g *glRules) runFound(found [][]int) []pass {
 	hit := make([]bool, len(g.patterns))
 	for _, i := range g.always {
 		hit[i] = true
@@ -410,4 +420,23 @@ func hasCapture(t *syntax.Regexp) bool {
 		return true
 	}
 	return slices.ContainsFunc(t.Sub, hasCapture)
+}
+
+// genericOperator is a necessary condition of generic-api-key's expression tried at st,
+// the start of its keyword, checked before it: the keyword and what follows it up to the
+// assignment are [ \t\w.-] (the keyword, at most 10 bytes, then at most 20), then at most
+// three of [\s'"], then an operator (= > : | , ?). The expression's engine pays some
+// microseconds at each "key", "token" or "auth" of a text; this test, a few nanoseconds.
+func genericOperator(text string, st int) bool {
+	j := st
+	for j < len(text) && j-st < 31 && (isWordByte(text[j]) || text[j] == ' ' || text[j] == '\t' || text[j] == '.' || text[j] == '-') {
+		j++
+	}
+	if j-st >= 31 {
+		return true // a long run: leave it to the expression
+	}
+	for k := 0; k < 3 && j < len(text) && strings.IndexByte(" \t\n\r\f\v'\"", text[j]) >= 0; k++ {
+		j++
+	}
+	return j < len(text) && strings.IndexByte("=>:|,?", text[j]) >= 0
 }

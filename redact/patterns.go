@@ -291,7 +291,20 @@ var tokenPatterns = []*pattern{
 		anchors:   []string{"basic"},
 		fold:      true,
 		wordStart: true,
-		groups:    []int{1},
+		// "basic" in prose is followed by a word: the expression runs only before a
+		// base64 run of six bytes or more.
+		pre: func(text string, st int) bool {
+			j := st + len("basic")
+			for j < len(text) && (text[j] == ' ' || text[j] == '\t') {
+				j++
+			}
+			k := j
+			for k < len(text) && k-j < 6 && (isB64(text[k])) {
+				k++
+			}
+			return j > st+len("basic") && k-j == 6
+		},
+		groups: []int{1},
 		valid: func(text string, _ []int, s, e int) bool {
 			return (e-s)%4 == 0 && basicCreds(text[s:e]) && (e == len(text) || !isTokenByte(text[e]))
 		},

@@ -105,11 +105,20 @@ type secret struct {
 }
 
 // secrets returns the spans of the secrets of text, ascending and disjoint.
-func (r *Redactor) secrets(text string) []secret {
+func (r *Redactor) secrets(text string) []secret { return r.secretsAt(text, 0) }
+
+// maxEncodedDepth bounds the encodings read one inside another (base64 of hex of a key).
+const maxEncodedDepth = 2
+
+// secretsAt is secrets of a text decoded from depth levels of base64 or hex.
+func (r *Redactor) secretsAt(text string, depth int) []secret {
 	if text == "" {
 		return nil
 	}
 	ss := r.plain(text)
+	if depth < maxEncodedDepth {
+		ss = merge(ss, r.encoded(text, depth))
+	}
 	// An evasion may hide another (%\u0032F is %2F once the escape is decoded): normalise
 	// up to three times, reading each result, and map what is found back level by level.
 	var levels []normalized
@@ -120,6 +129,9 @@ func (r *Redactor) secrets(text string) []secret {
 		}
 		levels = append(levels, n)
 		found := r.plain(n.text)
+		if depth < maxEncodedDepth {
+			found = merge(found, r.encoded(n.text, depth))
+		}
 		for k := len(levels) - 1; k >= 0; k-- {
 			found = levels[k].back(found)
 		}
@@ -172,7 +184,13 @@ type pass struct {
 // found), gitleaks' rules whose keywords the text holds (see glRules.run), and the user's
 // patterns (one FindAll pass each).
 func (r *Redactor) passes(text string) []pass {
-	starts := builtinScan.scan(text)
+	var starts, found [][]int
+	if r.own || r.unfiltered {
+		starts = builtinScan.scan(text)
+	} else {
+		all := gitleaksRules().both.scan(text) // one scan for both rule sets
+		starts, found = all[:len(builtins)], all[len(builtins):]
+	}
 	out := make([]pass, 0, len(builtins)+len(r.extra)+8)
 	for i, p := range builtins {
 		out = append(out, pass{p: p, starts: starts[i]})
@@ -183,7 +201,7 @@ func (r *Redactor) passes(text string) []pass {
 			out = append(out, pass{p: p, all: true})
 		}
 	case !r.own:
-		out = append(out, gitleaksRules().run(text)...)
+		out = append(out, gitleaksRules().runFound(found)...)
 	}
 	for _, p := range r.extra {
 		out = append(out, pass{p: p, all: true})
