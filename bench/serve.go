@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -289,7 +290,7 @@ func (b *bench) serveLatency(p *serveProc, up *fakeUpstream, turns, rounds int) 
 	slices.SortFunc(rs, func(x, y latencyRound) int {
 		_, px := x.added()
 		_, py := y.added()
-		return int(px - py)
+		return cmp.Compare(px, py)
 	})
 	m := rs[len(rs)/2]
 	b.add(fmt.Sprintf("serve: one thread, 200 messages resent whole + 1, %d turns (%d messages at the end): through the proxy (the median round of %d by p99 added)", turns, m.messages, rounds),
