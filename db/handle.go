@@ -391,8 +391,9 @@ func FTSQuery(text string) string {
 // commit with the transaction. An error of the transaction itself (its begin, its commit, or
 // a function's error the backend may pass when run again, which runs them all again) is err,
 // and then nothing of any function was committed. Group commit: writes of concurrent callers
-// made one transaction, one commit.
-func (h *Handle) Batch(ctx context.Context, fns []func(q Querier) error) (errs []error, err error) {
+// made one transaction, one commit. finish, if not nil, runs after the functions, in the
+// transaction but in no savepoint, given their errors: its error is the transaction's.
+func (h *Handle) Batch(ctx context.Context, fns []func(q Querier) error, finish func(q Querier, errs []error) error) (errs []error, err error) {
 	err = h.runTx(ctx, h.ops.Locked, func(tx *sql.Tx) error {
 		q := h.ops.Bind(h.q, tx)
 		errs = make([]error, len(fns))
@@ -411,6 +412,9 @@ func (h *Handle) Batch(ctx context.Context, fns []func(q Querier) error) (errs [
 			if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT batch_item"); err != nil {
 				return err
 			}
+		}
+		if finish != nil {
+			return finish(q, errs)
 		}
 		return nil
 	})

@@ -88,10 +88,31 @@ func (s *Store) runBatch() (more bool) {
 	if len(run) > 0 {
 		ctx := context.Background()
 		fns := make([]func(db.Querier) error, len(run))
+		index := make([][]db.IndexMessagesParams, len(run))
 		for i, j := range run {
-			fns[i] = func(q db.Querier) error { return j.fn(ctx, q) }
+			fns[i] = func(q db.Querier) error {
+				index[i] = index[i][:0] // a transaction run again starts over
+				return j.fn(ctx, deferIndex{q, &index[i]})
+			}
 		}
-		errs, err := s.h.Batch(ctx, fns)
+		// The full-text index of what the appends wrote, once all are written: SQLite's FTS5
+		// writes what it holds of the index to disk at each savepoint's end, which made every
+		// append in a batch write index segments of its own (and merge them later). An
+		// append rolled back has no rows to index (and its seqs may be another's now).
+		finish := func(q db.Querier, errs []error) error {
+			for i, ranges := range index {
+				if errs[i] != nil {
+					continue
+				}
+				for _, r := range ranges {
+					if err := q.IndexMessages(ctx, r); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		errs, err := s.h.Batch(ctx, fns, finish)
 		for i, j := range run {
 			if err != nil {
 				j.done <- err
@@ -107,6 +128,18 @@ func (s *Store) runBatch() (more bool) {
 		return false
 	}
 	return true
+}
+
+// deferIndex is the Querier of an append in a batch: the ranges it indexes for search are
+// kept, to be indexed once every append of the batch is written (see runBatch).
+type deferIndex struct {
+	db.Querier
+	ranges *[]db.IndexMessagesParams
+}
+
+func (d deferIndex) IndexMessages(_ context.Context, arg db.IndexMessagesParams) error {
+	*d.ranges = append(*d.ranges, arg)
+	return nil
 }
 
 // stopBatches refuses the appends that come after Close.

@@ -2,12 +2,15 @@ package memory_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memcascade/memcascade/memory"
 )
@@ -177,5 +180,80 @@ func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
 				t.Fatalf("thread %s: messages %d and %d are not one append's: %q, %q", thread, k+1, k+2, h[k].Message.Text(), h[k+1].Message.Text())
 			}
 		}
+	}
+	// The full-text index holds what was committed, once, and nothing of what was rolled
+	// back (whose seqs another append of the thread may have taken).
+	for i := range n {
+		hits, err := s.Search(ctx, fmt.Sprintf("hello %d", i), memory.SearchOptions{Thread: fmt.Sprintf("g%d", i%10)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if i%4 == 1 || i%4 == 2 {
+			want = 0
+		}
+		if len(hits) != want {
+			t.Fatalf("search for append %d's message: %d hits, want %d: %+v", i, len(hits), want, hits)
+		}
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The appends of one batch are indexed for search once all are written: an append rolled back
+// leaves nothing in the index, even when the next append of the batch takes its seqs.
+func TestBatchIndexesWhatCommitted(t *testing.T) {
+	ctx := context.Background()
+	s, path := openStore(t)
+	if _, err := s.AppendLive(ctx, "b", []memory.Message{memory.TextMessage("user", "start")}, memory.AppendOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.SetIndexBatchBytes(1) // each message indexed as it is written: before the failure too
+	queued, release := s.HoldBatches()
+	bad := memory.TextMessage("tool", "result")
+	bad.ToolCallID = "nope"
+	appends := [][]memory.Message{
+		{memory.TextMessage("user", "rolledback words"), memory.TextMessage("assistant", "rolledback reply"), bad},
+		{memory.TextMessage("user", "committed words"), memory.TextMessage("assistant", "committed reply")},
+		{memory.TextMessage("user", "rolledback again")}, // stale: refused once written
+		{memory.TextMessage("user", "committed again")},
+	}
+	errs := make([]error, len(appends))
+	var wg sync.WaitGroup
+	stale := memory.Version{Found: true, CreatedAt: 1, LastSeq: 99}
+	for i, msgs := range appends {
+		var expect *memory.Version
+		if i == 2 {
+			expect = &stale
+		}
+		wg.Go(func() { _, errs[i] = s.AppendLive(ctx, "b", msgs, memory.AppendOptions{}, expect) })
+		for queued() < i+1 { // in this order, in one batch
+			time.Sleep(time.Millisecond)
+		}
+	}
+	release()
+	wg.Wait()
+	var ie *memory.InputError
+	if !errors.As(errs[0], &ie) || errs[1] != nil || !errors.Is(errs[2], memory.ErrStale) || errs[3] != nil {
+		t.Fatalf("appends: %v", errs)
+	}
+	if h, _ := s.History(ctx, "b"); len(h) != 4 || h[1].Message.Text() != "committed words" {
+		t.Fatalf("history: %+v", h)
+	}
+	for word, want := range map[string]int{"rolledback": 0, "committed": 3, "start": 1} {
+		if hits, err := s.Search(ctx, word, memory.SearchOptions{}); err != nil || len(hits) != want {
+			t.Fatalf("search %q: %d hits, want %d (%v): %+v", word, len(hits), want, err, hits)
+		}
+	}
+	// The index against the rows it indexes (rank 1: an external-content index is checked
+	// against its content only when asked): a row indexed twice fails it.
+	sqldb, err := sql.Open("sqlite", "file:"+url.PathEscape(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqldb.Close()
+	if _, err := sqldb.ExecContext(ctx, "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"); err != nil {
+		t.Fatal(err)
 	}
 }

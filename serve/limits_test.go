@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,5 +92,55 @@ func TestSlowBodyDropped(t *testing.T) {
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("answered after %v", d)
+	}
+}
+
+// A client that sends its headers a byte at a time has its connection closed once
+// ReadHeaderTimeout is over, whatever it still sends.
+func TestSlowHeadersDropped(t *testing.T) {
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.ReadHeaderTimeout = 300 * time.Millisecond }})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /t/slow/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if _, err := io.WriteString(conn, "X-Slow: 1\r\n"); err != nil {
+				return
+			}
+		}
+	}()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadAll(conn)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection was still open after 5 s of slow headers")
+	}
+}
+
+// A non-streamed reply over MaxReplyBytes is refused with 502 and not stored, and the proxy
+// reads no more of it than the limit.
+func TestJSONReplyOverLimit(t *testing.T) {
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxReplyBytes = 16 << 10 }})
+	e.up.set(func(u *upstream) {
+		u.raw = func(w http.ResponseWriter, body []byte) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`+strings.Repeat("x", 100<<10)+`"},"finish_reason":"stop"}]}`)
+		}
+	})
+	code, body, _ := e.post("/t/big/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	if code != 502 || errorCode(t, body) != "bad_upstream_reply" || !strings.Contains(body, "over 16384 bytes") {
+		t.Fatalf("%d %.300s, want 502 bad_upstream_reply", code, body)
+	}
+	if got, want := e.history("big"), []string{"user: hi"}; !slices.Equal(got, want) {
+		t.Fatalf("history %q, want %q", got, want)
 	}
 }

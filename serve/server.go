@@ -90,6 +90,9 @@ type Server struct {
 	// ReadBodyTimeout bounds the time a client takes to send a request body; a slower one
 	// is answered 408 and its connection closed (0: DefaultReadBodyTimeout).
 	ReadBodyTimeout time.Duration
+	// ReadHeaderTimeout bounds the time a client takes to send a request's headers; a slower
+	// one has its connection closed (0: the package's ReadHeaderTimeout).
+	ReadHeaderTimeout time.Duration
 	// CacheBytes bounds what the proxy keeps of the threads between turns (each one's
 	// history, active context with its encodings, and latest request: see liveState), least
 	// recently used dropped first (0: DefaultCacheBytes); a thread unused for CacheIdle is
@@ -166,6 +169,9 @@ func (s *Server) init() {
 		s.inflight.max = s.MaxInFlightBytes
 		if s.ReadBodyTimeout <= 0 {
 			s.ReadBodyTimeout = DefaultReadBodyTimeout
+		}
+		if s.ReadHeaderTimeout <= 0 {
+			s.ReadHeaderTimeout = ReadHeaderTimeout
 		}
 		s.Upstream = strings.TrimRight(s.Upstream, "/")
 	})
@@ -282,7 +288,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.http = &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		IdleTimeout:       IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 	}
