@@ -273,12 +273,15 @@ func shannonEntropy(s string) float64 {
 // keywords.
 func (g *glRules) run(text string) []pass {
 	found := g.scan.scan(text)
+	if found == nil && len(g.always) == 0 {
+		return nil // no keyword and no first literal in text: no rule runs
+	}
 	hit := make([]bool, len(g.patterns))
 	for _, i := range g.always {
 		hit[i] = true
 	}
-	for k, st := range found {
-		if len(st) > 0 && g.keyed[k] >= 0 {
+	for _, st := range found {
+		if k := st.pattern; g.keyed[k] >= 0 {
 			hit[g.keyed[k]] = true
 		}
 	}
@@ -288,7 +291,7 @@ func (g *glRules) run(text string) []pass {
 			continue
 		}
 		if k := g.litAt[i]; k >= 0 {
-			out = append(out, pass{p: p, starts: found[k]})
+			out = append(out, pass{p: p, starts: found.of(k)})
 		} else {
 			out = append(out, pass{p: p, all: true})
 		}

@@ -173,9 +173,13 @@ type pass struct {
 // patterns (one FindAll pass each).
 func (r *Redactor) passes(text string) []pass {
 	starts := builtinScan.scan(text)
-	out := make([]pass, 0, len(builtins)+len(r.extra)+8)
+	out := make([]pass, 0, 8+len(r.extra))
 	for i, p := range builtins {
-		out = append(out, pass{p: p, starts: starts[i]})
+		// A pattern with no candidate start and no scan of its own finds nothing: plain
+		// would skip its pass.
+		if at := starts.of(i); p.scanAll != nil || len(at) > 0 {
+			out = append(out, pass{p: p, starts: at})
+		}
 	}
 	switch {
 	case r.unfiltered:

@@ -58,9 +58,28 @@ func newScanner(ps []*pattern) *scanner {
 	return s
 }
 
+// starts are the candidate starts one scan found: for each pattern that has any (ascending
+// by pattern), its starts, ascending and distinct. Most texts have none or a few, so the
+// result is sparse rather than a slice per pattern.
+type starts []patternStarts
+
+type patternStarts struct {
+	pattern int
+	at      []int
+}
+
+// of returns the starts of pattern k (nil: none).
+func (ss starts) of(k int) []int {
+	i, ok := slices.BinarySearchFunc(ss, k, func(p patternStarts, k int) int { return p.pattern - k })
+	if !ok {
+		return nil
+	}
+	return ss[i].at
+}
+
 // scan returns, for each pattern, the ascending starts of its candidate matches.
-func (s *scanner) scan(text string) [][]int {
-	out := make([][]int, len(s.ps))
+func (s *scanner) scan(text string) starts {
+	var found [][2]int // pattern, start
 	for i := 0; i+1 < len(text); i++ {
 		g := s.hit[uint16(text[i])<<8|uint16(text[i+1])]
 		if g == 0 {
@@ -84,15 +103,26 @@ func (s *scanner) scan(text string) [][]int {
 				st = p.start(text, pos)
 			}
 			if st >= 0 {
-				out[r.pattern] = append(out[r.pattern], st)
+				found = append(found, [2]int{r.pattern, st})
 			}
 		}
 	}
-	for i, starts := range out {
-		if !slices.IsSorted(starts) {
-			slices.Sort(starts)
+	if len(found) == 0 {
+		return nil
+	}
+	slices.SortFunc(found, func(a, b [2]int) int {
+		if a[0] != b[0] {
+			return a[0] - b[0]
 		}
-		out[i] = slices.Compact(starts)
+		return a[1] - b[1]
+	})
+	found = slices.Compact(found)
+	var out starts
+	for _, f := range found {
+		if n := len(out); n == 0 || out[n-1].pattern != f[0] {
+			out = append(out, patternStarts{pattern: f[0]})
+		}
+		out[len(out)-1].at = append(out[len(out)-1].at, f[1])
 	}
 	return out
 }
