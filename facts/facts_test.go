@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -658,5 +659,26 @@ func TestExtractParallelIsExact(t *testing.T) {
 	got := Extract(long)
 	if !reflect.DeepEqual(got, want.ledger()) {
 		t.Fatalf("the parallel ledger (%d facts) differs from the sequential one (%d)", len(got), len(want.ledger()))
+	}
+}
+
+// TestNormalizeASCII checks the ASCII path of normalize against the rune by rune one on
+// strings of the bytes it treats apart (case, white space, commas between digits).
+func TestNormalizeASCII(t *testing.T) {
+	alphabet := []byte("aZ09 ,\t\n\r\v\f.-_")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		s := string(b)
+		got, ok := normalizeASCII(s)
+		if want := normalizeRunes(s); !ok || got != want {
+			t.Fatalf("normalizeASCII(%q) = %q, %v; want %q", s, got, ok, want)
+		}
+	}
+	if _, ok := normalizeASCII("caf\u00e9"); ok {
+		t.Error("normalizeASCII took a non-ASCII string")
 	}
 }

@@ -227,6 +227,14 @@ func unitSuffix(rest string) bool {
 // normalize lower-cases s, collapses whitespace, makes typographic quotes and dashes
 // plain, and drops commas between digits.
 func normalize(s string) string {
+	if out, ok := normalizeASCII(s); ok {
+		return out
+	}
+	return normalizeRunes(s)
+}
+
+// normalizeRunes is normalize, rune by rune.
+func normalizeRunes(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
@@ -254,6 +262,57 @@ func normalize(s string) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
+}
+
+// normalizeASCII is normalize for an ASCII s (false otherwise): no rune to decode, and s
+// itself when it is normalised already.
+func normalizeASCII(s string) (string, bool) {
+	clean := true // s is its own normal form so far
+	prev := byte(' ')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80:
+			return "", false
+		case c >= 'A' && c <= 'Z', c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			clean = false
+		case c == ' ':
+			if prev == ' ' || i == len(s)-1 {
+				clean = false // leading, trailing or repeated
+			}
+		case c == ',':
+			if i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1]) {
+				clean = false
+			}
+		}
+		prev = c
+	}
+	if clean {
+		return s, true
+	}
+	b := make([]byte, 0, len(s))
+	space := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case ' ', '\t', '\n', '\v', '\f', '\r':
+			space = true
+			continue
+		case ',':
+			if i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1]) {
+				continue
+			}
+		}
+		if space && len(b) > 0 {
+			b = append(b, ' ')
+		}
+		space = false
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b), true
 }
 
 // containsToken reports whether needle occurs in hay (both normalised) not glued to a
