@@ -37,8 +37,13 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 		return text, nil
 	}
 	best, bestDropped := text, dropped
+	tried := map[string]bool{} // a short prose cuts to the same lines at several shares
 	for _, share := range []float64{1, 0.75, 0.5, 0.25, 0} {
 		cut := cutLines(prose, int(float64(f.count(prose))*share), f.count)
+		if tried[cut] {
+			continue // the same text again: the same result, which cannot be better
+		}
+		tried[cut] = true
 		text, dropped := f.with(cut, f.hard)
 		if len(dropped) == 0 {
 			return text, nil
@@ -89,8 +94,10 @@ func factTexts(fs []facts.Fact) []string {
 	sorted := slices.Clone(fs)
 	slices.SortStableFunc(sorted, func(a, b facts.Fact) int { return b.Weight - a.Weight })
 	out := make([]string, 0, len(sorted))
+	seen := make(map[string]bool, len(sorted))
 	for _, f := range sorted {
-		if !slices.Contains(out, f.Text) {
+		if !seen[f.Text] {
+			seen[f.Text] = true
 			out = append(out, f.Text)
 		}
 	}
