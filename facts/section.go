@@ -42,17 +42,58 @@ func Section(missing []Fact, maxTokens int, count func(string) int) (string, int
 	if maxTokens <= 0 || len(missing) == 0 {
 		return "", 0
 	}
+	return NewSectioner(missing, count).Fit(maxTokens)
+}
+
+// A Sectioner renders the sections of one list of missing facts for several budgets, as
+// Section does, rendering and counting each prefix of the list once whatever the number of
+// budgets asked (a summary is fitted to its soft budget, then to its hard one).
+type Sectioner struct {
+	r      *sectionRenderer
+	count  func(string) int
+	texts  map[int]string
+	tokens map[int]int
+}
+
+// NewSectioner prepares the sections of missing, counted by count (nil: one token per four
+// bytes).
+func NewSectioner(missing []Fact, count func(string) int) *Sectioner {
 	if count == nil {
 		count = func(s string) int { return (len(s) + 3) / 4 }
 	}
 	facts := slices.Clone(missing)
 	facts = slices.DeleteFunc(facts, func(f Fact) bool { return strings.TrimSpace(f.Text) == "" })
 	sortFacts(facts)
-	n := len(facts)
-	r := newSectionRenderer(facts)
-	fits := func(k int) bool { return count(r.render(k)) <= maxTokens }
-	if n > 0 && fits(n) {
-		return r.render(n), n
+	return &Sectioner{r: newSectionRenderer(facts), count: count, texts: map[int]string{}, tokens: map[int]int{}}
+}
+
+func (s *Sectioner) render(k int) string {
+	t, ok := s.texts[k]
+	if !ok {
+		t = s.r.render(k)
+		s.texts[k] = t
+	}
+	return t
+}
+
+func (s *Sectioner) size(k int) int {
+	n, ok := s.tokens[k]
+	if !ok {
+		n = s.count(s.render(k))
+		s.tokens[k] = n
+	}
+	return n
+}
+
+// Fit is Section(missing, maxTokens, count).
+func (s *Sectioner) Fit(maxTokens int) (string, int) {
+	n := len(s.r.facts)
+	if maxTokens <= 0 || n == 0 {
+		return "", 0
+	}
+	fits := func(k int) bool { return s.size(k) <= maxTokens }
+	if fits(n) {
+		return s.render(n), n
 	}
 	// Largest k with fits(k), by bisection: a longer prefix never renders shorter.
 	lo, hi := 0, n // fits(lo) is assumed, fits(hi) is false
@@ -70,7 +111,7 @@ func Section(missing []Fact, maxTokens int, count func(string) int) (string, int
 	if lo == 0 {
 		return "", 0
 	}
-	return r.render(lo), lo
+	return s.render(lo), lo
 }
 
 // sectionRenderer renders prefixes of one sorted list of facts as the section: the

@@ -1,6 +1,7 @@
 package facts
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,6 +68,27 @@ func TestSectionRendererPrefixes(t *testing.T) {
 		for k := 0; k <= len(fs); k++ {
 			if got, want := r.render(k), referenceSection(fs[:k]); got != want {
 				t.Fatalf("%s: prefix %d of %d:\ngot  %q\nwant %q", name, k, len(fs), got, want)
+			}
+		}
+	}
+}
+
+// TestSectionerBudgets: one Sectioner asked several budgets, in any order, gives what
+// Section gives for each.
+func TestSectionerBudgets(t *testing.T) {
+	for _, name := range conversationFiles {
+		fs := Extract(loadConversation(t, name))
+		count := func(s string) int { return len(strings.Fields(s)) + len(s)/7 }
+		full := count(referenceSection(fs))
+		s := NewSectioner(fs, count)
+		for _, budget := range []int{full, full / 3, 0, full + 5, full / 2, 1, full / 3, 40, full - 1} {
+			text, n := s.Fit(budget)
+			wantText, wantN := Section(slices.Clone(fs), budget, count)
+			if text != wantText || n != wantN {
+				t.Fatalf("%s: budget %d: Fit gives %d facts, Section %d", name, budget, n, wantN)
+			}
+			if n > 0 && count(text) > budget {
+				t.Fatalf("%s: budget %d: %d tokens", name, budget, count(text))
 			}
 		}
 	}

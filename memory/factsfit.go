@@ -32,7 +32,8 @@ type factFit struct {
 // (facts.Section keeps the most important ones: constraints, errors, tool calls and ids
 // first).
 func (f factFit) compose(prose string) (string, []facts.Fact) {
-	text, dropped := f.with(prose, f.soft)
+	m := &fitMemo{missing: map[string][]facts.Fact{}}
+	text, dropped := f.with(m, prose, f.soft)
 	if len(dropped) == 0 {
 		return text, nil
 	}
@@ -44,7 +45,7 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 			continue // the same text again: the same result, which cannot be better
 		}
 		tried[cut] = true
-		text, dropped := f.with(cut, f.hard)
+		text, dropped := f.with(m, cut, f.hard)
 		if len(dropped) == 0 {
 			return text, nil
 		}
@@ -55,21 +56,54 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 	return best, bestDropped
 }
 
+// fitMemo keeps what the tries of one compose share: the facts check of each text tried, and
+// the sections of each list of missing facts (the tries at the soft and the hard budget
+// usually miss the same facts, and often make the same text).
+type fitMemo struct {
+	missing  map[string][]facts.Fact
+	sections []memoSection
+}
+
+type memoSection struct {
+	missing []facts.Fact
+	s       *facts.Sectioner
+}
+
+func (m *fitMemo) check(f factFit, text string) []facts.Fact {
+	got, ok := m.missing[text]
+	if !ok {
+		got = f.missing(text)
+		m.missing[text] = got
+	}
+	return got
+}
+
+func (m *fitMemo) sectioner(missing []facts.Fact, count func(string) int) *facts.Sectioner {
+	for _, ms := range m.sections {
+		if slices.Equal(ms.missing, missing) {
+			return ms.s
+		}
+	}
+	s := facts.NewSectioner(missing, count)
+	m.sections = append(m.sections, memoSection{missing, s})
+	return s
+}
+
 // with appends to prose the facts it misses, within budget tokens for the body.
-func (f factFit) with(prose string, budget int) (string, []facts.Fact) {
+func (f factFit) with(m *fitMemo, prose string, budget int) (string, []facts.Fact) {
 	text := f.header + prose
-	missing := f.missing(text)
+	missing := m.check(f, text)
 	if len(missing) == 0 {
 		return text, nil
 	}
 	room := budget - f.count(prose) - 2 // 2: the blank line before the section
-	if section, n := facts.Section(missing, room, f.count); n > 0 {
+	if section, n := m.sectioner(missing, f.count).Fit(room); n > 0 {
 		if prose != "" {
 			text += "\n\n"
 		}
 		text += section
 	}
-	return text, f.missing(text)
+	return text, m.check(f, text)
 }
 
 // missing returns the ledger facts that are neither outside the summary nor in text.

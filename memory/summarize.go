@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -150,7 +151,27 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 func (in *input) render(middle []Entry, s Settings) {
 	in.tms = make([]transcript.Message, len(middle))
 	in.blocks = make([]block, len(middle))
-	for i, e := range middle {
+	// A long middle is rendered by one goroutine per CPU, each a run of messages.
+	workers := min(runtime.GOMAXPROCS(0), len(middle)/renderParallelMin)
+	if workers <= 1 {
+		in.renderRange(middle, s, 0, len(middle))
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(middle)/workers, (w+1)*len(middle)/workers
+		wg.Go(func() { in.renderRange(middle, s, lo, hi) })
+	}
+	wg.Wait()
+}
+
+// renderParallelMin is the number of messages from which render spreads over the CPUs.
+const renderParallelMin = 256
+
+// renderRange renders middle[lo:hi] into in.tms and in.blocks.
+func (in *input) renderRange(middle []Entry, s Settings, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		e := middle[i]
 		in.tms[i] = transcriptMessage(e, in.c.redact)
 		var sb strings.Builder
 		transcript.RenderMessage(&sb, in.tms[i], transcript.Options{MaxTextBytes: s.MaxResultBytes})
