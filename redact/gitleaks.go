@@ -273,23 +273,21 @@ func shannonEntropy(s string) float64 {
 // keywords.
 func (g *glRules) run(text string) []pass {
 	found := g.scan.scan(text)
-	if found == nil && len(g.always) == 0 {
-		return nil // no keyword and no first literal in text: no rule runs
-	}
-	hit := make([]bool, len(g.patterns))
-	for _, i := range g.always {
-		hit[i] = true
-	}
+	// The rules to run, by index: those without keywords, and those whose keyword was found.
+	idx := slices.Clone(g.always)
 	for _, st := range found {
-		if k := st.pattern; g.keyed[k] >= 0 {
-			hit[g.keyed[k]] = true
+		if k := g.keyed[st.pattern]; k >= 0 {
+			idx = append(idx, k)
 		}
 	}
-	var out []pass
-	for i, p := range g.patterns {
-		if !hit[i] {
-			continue
-		}
+	if len(idx) == 0 {
+		return nil // no keyword in text: no rule runs
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	out := make([]pass, 0, len(idx))
+	for _, i := range idx {
+		p := g.patterns[i]
 		if k := g.litAt[i]; k >= 0 {
 			out = append(out, pass{p: p, starts: found.of(k)})
 		} else {

@@ -177,7 +177,14 @@ func (r *Redactor) passes(text string) []pass {
 	for i, p := range builtins {
 		// A pattern with no candidate start and no scan of its own finds nothing: plain
 		// would skip its pass.
-		if at := starts.of(i); p.scanAll != nil || len(at) > 0 {
+		var at []int
+		for len(starts) > 0 && starts[0].pattern < i {
+			starts = starts[1:]
+		}
+		if len(starts) > 0 && starts[0].pattern == i {
+			at = starts[0].at
+		}
+		if p.scanAll != nil || len(at) > 0 {
 			out = append(out, pass{p: p, starts: at})
 		}
 	}

@@ -79,7 +79,8 @@ func (ss starts) of(k int) []int {
 
 // scan returns, for each pattern, the ascending starts of its candidate matches.
 func (s *scanner) scan(text string) starts {
-	var found [][2]int // pattern, start
+	var buf [16][2]int
+	found := buf[:0] // pattern, start
 	for i := 0; i+1 < len(text); i++ {
 		g := s.hit[uint16(text[i])<<8|uint16(text[i+1])]
 		if g == 0 {
@@ -117,12 +118,21 @@ func (s *scanner) scan(text string) starts {
 		return a[1] - b[1]
 	})
 	found = slices.Compact(found)
-	var out starts
-	for _, f := range found {
-		if n := len(out); n == 0 || out[n-1].pattern != f[0] {
-			out = append(out, patternStarts{pattern: f[0]})
+	n := 1
+	for i := 1; i < len(found); i++ {
+		if found[i][0] != found[i-1][0] {
+			n++
 		}
-		out[len(out)-1].at = append(out[len(out)-1].at, f[1])
+	}
+	out := make(starts, 0, n)
+	at := make([]int, len(found)) // the starts of every pattern, one after another
+	from := 0
+	for i, f := range found {
+		at[i] = f[1]
+		if i+1 == len(found) || found[i+1][0] != f[0] {
+			out = append(out, patternStarts{pattern: f[0], at: at[from : i+1 : i+1]})
+			from = i + 1
+		}
 	}
 	return out
 }
