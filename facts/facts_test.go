@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -680,5 +681,34 @@ func TestNormalizeASCII(t *testing.T) {
 	}
 	if _, ok := normalizeASCII("caf\u00e9"); ok {
 		t.Error("normalizeASCII took a non-ASCII string")
+	}
+}
+
+// TestWordSet checks the ASCII path of the summary index's word set against the rune by rune
+// split, on strings that mix ASCII with letters, digits and punctuation beyond it.
+func TestWordSet(t *testing.T) {
+	alphabet := []string{"a", "Z", "0", "_", " ", "-", ".", "é", "ß", "٣", "—", "\u00a0", "x1"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(10) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		s := b.String()
+		want := map[string]bool{}
+		for w := range strings.FieldsFuncSeq(s, func(r rune) bool { return !isWordRune(r) }) {
+			want[w] = true
+		}
+		if got := wordSet(s); !maps.Equal(got, want) {
+			t.Fatalf("wordSet(%q) = %v, want %v", s, got, want)
+		}
+		for w := range want {
+			if !allWordRunes(w) {
+				t.Fatalf("allWordRunes(%q) = false", w)
+			}
+		}
+		if got, want := allWordRunes(s), s != "" && strings.IndexFunc(s, func(r rune) bool { return !isWordRune(r) }) < 0; s != "" && got != want {
+			t.Fatalf("allWordRunes(%q) = %v", s, got)
+		}
 	}
 }

@@ -322,16 +322,56 @@ func normalizeASCII(s string) (string, bool) {
 // set lookup instead of a scan, which matters when thousands of facts are checked against a
 // long text.
 func (s *summaryIndex) contains(needle string) bool {
-	if needle == "" || strings.IndexFunc(needle, func(r rune) bool { return !isWordRune(r) }) >= 0 {
+	if needle == "" || !allWordRunes(needle) {
 		return containsToken(s.norm, needle)
 	}
 	if s.words == nil {
-		s.words = map[string]bool{}
-		for w := range strings.FieldsFuncSeq(s.norm, func(r rune) bool { return !isWordRune(r) }) {
-			s.words[w] = true
-		}
+		s.words = wordSet(s.norm)
 	}
 	return s.words[needle]
+}
+
+// allWordRunes reports whether s is made of word runes only.
+func allWordRunes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 {
+			return strings.IndexFunc(s[i:], func(r rune) bool { return !isWordRune(r) }) < 0
+		} else if !isWordByte(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// wordSet returns the maximal runs of word runes of s.
+func wordSet(s string) map[string]bool {
+	words := map[string]bool{}
+	for i := 0; i < len(s); {
+		if s[i] >= 0x80 { // the rest rune by rune
+			for w := range strings.FieldsFuncSeq(s[i:], func(r rune) bool { return !isWordRune(r) }) {
+				words[w] = true
+			}
+			return words
+		}
+		if !isWordByte(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] < 0x80 && isWordByte(s[j]) {
+			j++
+		}
+		if j < len(s) && s[j] >= 0x80 {
+			// The run may go on with a non-ASCII word rune: read it, and the rest, rune by rune.
+			for w := range strings.FieldsFuncSeq(s[i:], func(r rune) bool { return !isWordRune(r) }) {
+				words[w] = true
+			}
+			return words
+		}
+		words[s[i:j]] = true
+		i = j
+	}
+	return words
 }
 
 func containsToken(hay, needle string) bool {
