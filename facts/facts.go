@@ -109,8 +109,31 @@ var kindRanks = func() map[Kind]int {
 }()
 
 func kindRank(k Kind) int {
-	if i, ok := kindRanks[k]; ok {
-		return i
+	switch k { // the order of Kinds, without a map lookup: sortFacts calls it per comparison
+	case KindConstraint:
+		return 0
+	case KindError:
+		return 1
+	case KindToolCall:
+		return 2
+	case KindID:
+		return 3
+	case KindAmount:
+		return 4
+	case KindPercent:
+		return 5
+	case KindDate:
+		return 6
+	case KindPath:
+		return 7
+	case KindURL:
+		return 8
+	case KindEmail:
+		return 9
+	case KindTime:
+		return 10
+	case KindQuantity:
+		return 11
 	}
 	return len(kindRanks)
 }
@@ -172,12 +195,13 @@ func collect(c *collector, msgs []Message, first int) {
 // sortFacts orders facts by weight (higher first), then by first sighting, kind and text.
 func sortFacts(fs []Fact) {
 	slices.SortStableFunc(fs, func(a, b Fact) int {
-		return cmp.Or(
-			cmp.Compare(b.Weight, a.Weight),
-			cmp.Compare(a.Seq, b.Seq),
-			cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)),
-			strings.Compare(a.Text, b.Text),
-		)
+		if a.Weight != b.Weight {
+			return cmp.Compare(b.Weight, a.Weight)
+		}
+		if a.Seq != b.Seq {
+			return cmp.Compare(a.Seq, b.Seq)
+		}
+		return cmp.Or(cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), strings.Compare(a.Text, b.Text))
 	})
 }
 

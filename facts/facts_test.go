@@ -712,3 +712,15 @@ func TestWordSet(t *testing.T) {
 		}
 	}
 }
+
+// TestKindRank: the ranks follow Kinds, and an unknown kind sorts after them all.
+func TestKindRank(t *testing.T) {
+	for i, k := range Kinds() {
+		if got := kindRank(k); got != i {
+			t.Errorf("kindRank(%s) = %d, want %d", k, got, i)
+		}
+	}
+	if got := kindRank("custom"); got != len(Kinds()) {
+		t.Errorf("kindRank(custom) = %d", got)
+	}
+}
