@@ -207,7 +207,7 @@ func sortFacts(fs []Fact) {
 
 // collector deduplicates facts and counts where they were seen.
 type collector struct {
-	byKey map[string]*entry
+	byKey map[factKey]*entry
 	seq   int
 }
 
@@ -219,7 +219,13 @@ type entry struct {
 	ref     bool
 }
 
-func newCollector() *collector { return &collector{byKey: map[string]*entry{}} }
+// factKey is a fact's identity: its kind and its key.
+type factKey struct {
+	kind Kind
+	key  string
+}
+
+func newCollector() *collector { return &collector{byKey: map[factKey]*entry{}} }
 
 // add records a fact of kind k with the given text, deduplicated by key (the normalised
 // text when key is ""). ref marks a mention by the user, the assistant or a tool call.
@@ -236,11 +242,11 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 	if key == "" {
 		key = normalize(text)
 	}
-	key = string(k) + "\x00" + key
-	e := c.byKey[key]
+	fk := factKey{k, key}
+	e := c.byKey[fk]
 	if e == nil {
 		e = &entry{fact: Fact{Kind: k, Text: text, Seq: c.seq}, base: base, lastSeq: c.seq, msgs: 1}
-		c.byKey[key] = e
+		c.byKey[fk] = e
 	} else if e.lastSeq != c.seq {
 		e.lastSeq = c.seq
 		e.msgs++
