@@ -193,16 +193,39 @@ func collect(c *collector, msgs []Message, first int) {
 }
 
 // sortFacts orders facts by weight (higher first), then by first sighting, kind and text.
+//
+// A long ledger is sorted by index, ties broken by position (the order a stable sort keeps),
+// and then permuted: a fact is moved once instead of at every step of a stable merge.
 func sortFacts(fs []Fact) {
-	slices.SortStableFunc(fs, func(a, b Fact) int {
-		if a.Weight != b.Weight {
-			return cmp.Compare(b.Weight, a.Weight)
+	if len(fs) < 64 {
+		slices.SortStableFunc(fs, func(a, b Fact) int { return compareFacts(&a, &b) })
+		return
+	}
+	idx := make([]int32, len(fs))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := compareFacts(&fs[a], &fs[b]); c != 0 {
+			return c
 		}
-		if a.Seq != b.Seq {
-			return cmp.Compare(a.Seq, b.Seq)
-		}
-		return cmp.Or(cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), strings.Compare(a.Text, b.Text))
+		return cmp.Compare(a, b)
 	})
+	sorted := make([]Fact, len(fs))
+	for i, k := range idx {
+		sorted[i] = fs[k]
+	}
+	copy(fs, sorted)
+}
+
+func compareFacts(a, b *Fact) int {
+	if a.Weight != b.Weight {
+		return cmp.Compare(b.Weight, a.Weight)
+	}
+	if a.Seq != b.Seq {
+		return cmp.Compare(a.Seq, b.Seq)
+	}
+	return cmp.Or(cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), strings.Compare(a.Text, b.Text))
 }
 
 // collector deduplicates facts and counts where they were seen.

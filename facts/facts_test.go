@@ -724,3 +724,22 @@ func TestKindRank(t *testing.T) {
 		t.Errorf("kindRank(custom) = %d", got)
 	}
 }
+
+// TestSortFactsStable: a long ledger sorts as the stable sort does, ties (same weight, seq,
+// kind and text) kept in their order.
+func TestSortFactsStable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	kinds := Kinds()
+	for range 50 {
+		fs := make([]Fact, 64+rng.IntN(500))
+		for i := range fs {
+			fs[i] = Fact{Kind: kinds[rng.IntN(3)], Text: fmt.Sprint(rng.IntN(4)), Weight: rng.IntN(3), Seq: rng.IntN(3), Entity: fmt.Sprint(i)}
+		}
+		want := slices.Clone(fs)
+		slices.SortStableFunc(want, func(a, b Fact) int { return compareFacts(&a, &b) })
+		sortFacts(fs)
+		if !slices.Equal(fs, want) {
+			t.Fatal("sortFacts differs from the stable sort")
+		}
+	}
+}

@@ -115,6 +115,9 @@ func (s *Store) summaryLedger(ctx context.Context, e Entry, redact func(string) 
 // needed splits a ledger into the facts the context still needs and those a report already
 // named dropped.
 func needed(ledger []facts.Fact) (need, named []facts.Fact) {
+	if len(ledger) > 0 {
+		need = make([]facts.Fact, 0, len(ledger))
+	}
 	for _, f := range ledger {
 		if f.Dropped {
 			named = append(named, f)
