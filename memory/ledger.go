@@ -105,8 +105,8 @@ func (s *Store) summaryLedger(ctx context.Context, e Entry, redact func(string) 
 	if text == "" {
 		return entryFacts([]Entry{e}, nil, redact, true), nil
 	}
-	var fs []facts.Fact
-	if err := json.Unmarshal([]byte(text), &fs); err != nil {
+	fs, err := decodeLedger([]byte(text))
+	if err != nil {
 		return nil, fmt.Errorf("compaction %d: stored ledger: %w", e.CompactionID, err)
 	}
 	return fs, nil
