@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/memcascade/memcascade/facts"
@@ -149,6 +148,5 @@ func storedLedger(ledger, earlier, dropped []facts.Fact) (string, error) {
 		f.Dropped = named[key{f.Kind, f.Text}]
 		out[i] = f
 	}
-	b, err := json.Marshal(facts.Merge(facts.Merge(out, gone), earlier))
-	return string(b), err
+	return string(encodeLedger(facts.Merge(facts.Merge(out, gone), earlier))), nil
 }

@@ -124,3 +124,44 @@ func (p *ledgerScanner) int(out *int) bool {
 	p.b = p.b[n:]
 	return true
 }
+
+// encodeLedger is json.Marshal(fs), byte for byte (see appendJSONString), without
+// reflection.
+func encodeLedger(fs []facts.Fact) []byte {
+	if fs == nil {
+		return []byte("null")
+	}
+	n := 2
+	for i := range fs {
+		n += len(fs[i].Kind) + len(fs[i].Text) + len(fs[i].Entity) + len(fs[i].Outcome) + 96
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i := range fs {
+		f := &fs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"kind":`...)
+		b = appendJSONString(b, string(f.Kind))
+		b = append(b, `,"text":`...)
+		b = appendJSONString(b, f.Text)
+		b = append(b, `,"weight":`...)
+		b = strconv.AppendInt(b, int64(f.Weight), 10)
+		b = append(b, `,"seq":`...)
+		b = strconv.AppendInt(b, int64(f.Seq), 10)
+		if f.Entity != "" {
+			b = append(b, `,"entity":`...)
+			b = appendJSONString(b, f.Entity)
+		}
+		if f.Outcome != "" {
+			b = append(b, `,"outcome":`...)
+			b = appendJSONString(b, f.Outcome)
+		}
+		if f.Dropped {
+			b = append(b, `,"dropped":true`...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}

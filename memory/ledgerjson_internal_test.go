@@ -11,8 +11,8 @@ import (
 	"github.com/memcascade/memcascade/facts"
 )
 
-// TestDecodeLedger: the hand decoder of stored ledgers gives what encoding/json gives, on the
-// JSON storedLedger writes for random ledgers (texts with quotes, escapes, control and
+// TestDecodeLedger: the hand encoder and decoder of stored ledgers give what encoding/json
+// gives, on the JSON storedLedger writes for random ledgers (texts with quotes, escapes, control and
 // non-ASCII characters, every optional field) and on JSON of other shapes.
 func TestDecodeLedger(t *testing.T) {
 	texts := []string{"W000123", "", "a\"b", `back\slash`, "tab\there", "line\nbreak", "<html> & co", "café", "\u2028", "emoji 🎉",
@@ -36,6 +36,9 @@ func TestDecodeLedger(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if mine := encodeLedger(fs); string(mine) != string(data) {
+			t.Fatalf("encodeLedger:\n%s\njson.Marshal:\n%s", mine, data)
+		}
 		checkLedgerDecode(t, data)
 		if _, ok := scanLedger(data); ok {
 			fast++
@@ -43,6 +46,11 @@ func TestDecodeLedger(t *testing.T) {
 	}
 	if fast < 100 {
 		t.Errorf("only %d ledgers took the hand path", fast)
+	}
+	for _, fs := range [][]facts.Fact{nil, {}} {
+		if mine := encodeLedger(fs); !json.Valid(mine) || string(mine) != map[bool]string{true: "null", false: "[]"}[fs == nil] {
+			t.Errorf("encodeLedger(%#v) = %s", fs, mine)
+		}
 	}
 	for _, data := range []string{"null", "[]", `[{"kind":"id","text":"A","weight":1,"seq":2}]`, ` [{"kind":"id","text":"A","weight":1,"seq":2}]`,
 		`[{"Kind":"id","text":"A","weight":1,"seq":2}]`, `[{"kind":"id","text":"A","weight":1.5,"seq":2}]`, `[{"kind":"id","text":"A","weight":01,"seq":2}]`,
