@@ -16,6 +16,10 @@ type finder struct {
 	re     *regexp.Regexp
 	window int // bytes a match may span from its start
 	starts func(w, lower string) []int
+	// fast, when set, matches the commonest shape of the pattern by hand at start st of
+	// w[:lim] (lower: w lower-cased): the submatch indexes the pattern would give, and true;
+	// false when the text is of another shape (the pattern then runs).
+	fast func(w, lower string, st, lim int) ([]int, bool)
 }
 
 func newFinder(re *regexp.Regexp, window int, starts func(w, lower string) []int) finder {
@@ -38,7 +42,15 @@ func (f finder) find(w, lower string) [][]int {
 		if st < end || st < 0 || st >= len(w) {
 			continue
 		}
-		m := f.re.FindStringSubmatchIndex(w[st:min(len(w), st+f.window)])
+		lim := min(len(w), st+f.window)
+		if f.fast != nil {
+			if m, ok := f.fast(w, lower, st, lim); ok {
+				out = append(out, m)
+				end = m[1]
+				continue
+			}
+		}
+		m := f.re.FindStringSubmatchIndex(w[st:lim])
 		if m == nil {
 			continue
 		}
@@ -287,19 +299,72 @@ var (
 		}
 		return out
 	})
-	ctxIDFinder = newFinder(ctxIDRE, 96, func(w, lower string) []int {
-		var out []int
-		for _, kw := range []string{"order", "reservation", "booking", "confirmation", "ticket", "invoice", "account",
-			"transaction", "tracking", "reference", "customer", "user", "issue", "incident", "pr", "pull request"} {
-			for _, p := range indexAll(lower, kw) {
-				if e := p + len(kw); wordStart(w, p) && (e == len(w) || !isWordByte(w[e])) {
-					out = append(out, p)
+	ctxIDFinder = func() finder {
+		f := newFinder(ctxIDRE, 96, func(w, lower string) []int {
+			var out []int
+			for _, kw := range ctxIDKeywords {
+				for _, p := range indexAll(lower, kw) {
+					if e := p + len(kw); wordStart(w, p) && (e == len(w) || !isWordByte(w[e])) {
+						out = append(out, p)
+					}
 				}
 			}
-		}
-		return out
-	})
+			return out
+		})
+		f.fast = ctxIDFast
+		return f
+	}()
 )
+
+// ctxIDKeywords are the words of ctxIDRE that an id follows.
+var ctxIDKeywords = []string{"order", "reservation", "booking", "confirmation", "ticket", "invoice", "account",
+	"transaction", "tracking", "reference", "customer", "user", "issue", "incident", "pr", "pull request"}
+
+// ctxIDFast matches ctxIDRE's commonest shape, a keyword, blanks and the id ("order W000123",
+// "user  mia_li" is not one: '_' follows the run): the keyword at st (no two of them start
+// alike), a run of spaces and tabs, then a run of letters, digits and hyphens that starts with
+// an alphanumeric and does not start with a word the pattern reads otherwise (id, number, no,
+// num, code, is), followed by a byte that is neither a word byte nor cut off by the window.
+// The id is the run without its trailing hyphens, as the pattern's backtracking gives it.
+func ctxIDFast(w, lower string, st, lim int) ([]int, bool) {
+	kw := ""
+	for _, k := range ctxIDKeywords {
+		if strings.HasPrefix(lower[st:], k) {
+			kw = k
+			break
+		}
+	}
+	i := st + len(kw)
+	if kw == "" || i >= lim || w[i] != ' ' && w[i] != '\t' {
+		return nil, false
+	}
+	for i < lim && (w[i] == ' ' || w[i] == '\t') {
+		i++
+	}
+	if i >= lim || !isAlnum(w[i]) {
+		return nil, false
+	}
+	for _, p := range []string{"id", "no", "num", "code", "is"} {
+		if strings.HasPrefix(lower[i:lim], p) {
+			return nil, false
+		}
+	}
+	j := i
+	for j < lim && (isAlnum(w[j]) || w[j] == '-') {
+		j++
+	}
+	if j == lim && lim < len(w) || j < len(w) && w[j] == '_' {
+		return nil, false
+	}
+	e := j
+	for w[e-1] == '-' {
+		e--
+	}
+	if e-i < 2 {
+		return nil, false
+	}
+	return []int{st, e, i, e}, true
+}
 
 // monthStarts finds month names (capitalised: "may" is a verb) at a word start.
 func monthStarts(w, _ string) []int {

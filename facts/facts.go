@@ -109,8 +109,31 @@ var kindRanks = func() map[Kind]int {
 }()
 
 func kindRank(k Kind) int {
-	if i, ok := kindRanks[k]; ok {
-		return i
+	switch k { // the order of Kinds, without a map lookup: sortFacts calls it per comparison
+	case KindConstraint:
+		return 0
+	case KindError:
+		return 1
+	case KindToolCall:
+		return 2
+	case KindID:
+		return 3
+	case KindAmount:
+		return 4
+	case KindPercent:
+		return 5
+	case KindDate:
+		return 6
+	case KindPath:
+		return 7
+	case KindURL:
+		return 8
+	case KindEmail:
+		return 9
+	case KindTime:
+		return 10
+	case KindQuantity:
+		return 11
 	}
 	return len(kindRanks)
 }
@@ -170,20 +193,44 @@ func collect(c *collector, msgs []Message, first int) {
 }
 
 // sortFacts orders facts by weight (higher first), then by first sighting, kind and text.
+//
+// A long ledger is sorted by index, ties broken by position (the order a stable sort keeps),
+// and then permuted: a fact is moved once instead of at every step of a stable merge.
 func sortFacts(fs []Fact) {
-	slices.SortStableFunc(fs, func(a, b Fact) int {
-		return cmp.Or(
-			cmp.Compare(b.Weight, a.Weight),
-			cmp.Compare(a.Seq, b.Seq),
-			cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)),
-			strings.Compare(a.Text, b.Text),
-		)
+	if len(fs) < 64 {
+		slices.SortStableFunc(fs, func(a, b Fact) int { return compareFacts(&a, &b) })
+		return
+	}
+	idx := make([]int32, len(fs))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := compareFacts(&fs[a], &fs[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
 	})
+	sorted := make([]Fact, len(fs))
+	for i, k := range idx {
+		sorted[i] = fs[k]
+	}
+	copy(fs, sorted)
+}
+
+func compareFacts(a, b *Fact) int {
+	if a.Weight != b.Weight {
+		return cmp.Compare(b.Weight, a.Weight)
+	}
+	if a.Seq != b.Seq {
+		return cmp.Compare(a.Seq, b.Seq)
+	}
+	return cmp.Or(cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), strings.Compare(a.Text, b.Text))
 }
 
 // collector deduplicates facts and counts where they were seen.
 type collector struct {
-	byKey map[string]*entry
+	byKey map[factKey]*entry
 	seq   int
 }
 
@@ -195,7 +242,13 @@ type entry struct {
 	ref     bool
 }
 
-func newCollector() *collector { return &collector{byKey: map[string]*entry{}} }
+// factKey is a fact's identity: its kind and its key.
+type factKey struct {
+	kind Kind
+	key  string
+}
+
+func newCollector() *collector { return &collector{byKey: map[factKey]*entry{}} }
 
 // add records a fact of kind k with the given text, deduplicated by key (the normalised
 // text when key is ""). ref marks a mention by the user, the assistant or a tool call.
@@ -212,11 +265,11 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 	if key == "" {
 		key = normalize(text)
 	}
-	key = string(k) + "\x00" + key
-	e := c.byKey[key]
+	fk := factKey{k, key}
+	e := c.byKey[fk]
 	if e == nil {
 		e = &entry{fact: Fact{Kind: k, Text: text, Seq: c.seq}, base: base, lastSeq: c.seq, msgs: 1}
-		c.byKey[key] = e
+		c.byKey[fk] = e
 	} else if e.lastSeq != c.seq {
 		e.lastSeq = c.seq
 		e.msgs++

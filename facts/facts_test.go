@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -658,5 +660,86 @@ func TestExtractParallelIsExact(t *testing.T) {
 	got := Extract(long)
 	if !reflect.DeepEqual(got, want.ledger()) {
 		t.Fatalf("the parallel ledger (%d facts) differs from the sequential one (%d)", len(got), len(want.ledger()))
+	}
+}
+
+// TestNormalizeASCII checks the ASCII path of normalize against the rune by rune one on
+// strings of the bytes it treats apart (case, white space, commas between digits).
+func TestNormalizeASCII(t *testing.T) {
+	alphabet := []byte("aZ09 ,\t\n\r\v\f.-_")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		s := string(b)
+		got, ok := normalizeASCII(s)
+		if want := normalizeRunes(s); !ok || got != want {
+			t.Fatalf("normalizeASCII(%q) = %q, %v; want %q", s, got, ok, want)
+		}
+	}
+	if _, ok := normalizeASCII("caf\u00e9"); ok {
+		t.Error("normalizeASCII took a non-ASCII string")
+	}
+}
+
+// TestWordSet checks the ASCII path of the summary index's word set against the rune by rune
+// split, on strings that mix ASCII with letters, digits and punctuation beyond it.
+func TestWordSet(t *testing.T) {
+	alphabet := []string{"a", "Z", "0", "_", " ", "-", ".", "é", "ß", "٣", "—", "\u00a0", "x1"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(10) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		s := b.String()
+		want := map[string]bool{}
+		for w := range strings.FieldsFuncSeq(s, func(r rune) bool { return !isWordRune(r) }) {
+			want[w] = true
+		}
+		if got := wordSet(s); !maps.Equal(got, want) {
+			t.Fatalf("wordSet(%q) = %v, want %v", s, got, want)
+		}
+		for w := range want {
+			if !allWordRunes(w) {
+				t.Fatalf("allWordRunes(%q) = false", w)
+			}
+		}
+		if got, want := allWordRunes(s), s != "" && strings.IndexFunc(s, func(r rune) bool { return !isWordRune(r) }) < 0; s != "" && got != want {
+			t.Fatalf("allWordRunes(%q) = %v", s, got)
+		}
+	}
+}
+
+// TestKindRank: the ranks follow Kinds, and an unknown kind sorts after them all.
+func TestKindRank(t *testing.T) {
+	for i, k := range Kinds() {
+		if got := kindRank(k); got != i {
+			t.Errorf("kindRank(%s) = %d, want %d", k, got, i)
+		}
+	}
+	if got := kindRank("custom"); got != len(Kinds()) {
+		t.Errorf("kindRank(custom) = %d", got)
+	}
+}
+
+// TestSortFactsStable: a long ledger sorts as the stable sort does, ties (same weight, seq,
+// kind and text) kept in their order.
+func TestSortFactsStable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	kinds := Kinds()
+	for range 50 {
+		fs := make([]Fact, 64+rng.IntN(500))
+		for i := range fs {
+			fs[i] = Fact{Kind: kinds[rng.IntN(3)], Text: fmt.Sprint(rng.IntN(4)), Weight: rng.IntN(3), Seq: rng.IntN(3), Entity: fmt.Sprint(i)}
+		}
+		want := slices.Clone(fs)
+		slices.SortStableFunc(want, func(a, b Fact) int { return compareFacts(&a, &b) })
+		sortFacts(fs)
+		if !slices.Equal(fs, want) {
+			t.Fatal("sortFacts differs from the stable sort")
+		}
 	}
 }

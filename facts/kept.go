@@ -227,6 +227,14 @@ func unitSuffix(rest string) bool {
 // normalize lower-cases s, collapses whitespace, makes typographic quotes and dashes
 // plain, and drops commas between digits.
 func normalize(s string) string {
+	if out, ok := normalizeASCII(s); ok {
+		return out
+	}
+	return normalizeRunes(s)
+}
+
+// normalizeRunes is normalize, rune by rune.
+func normalizeRunes(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
@@ -256,6 +264,57 @@ func normalize(s string) string {
 	return b.String()
 }
 
+// normalizeASCII is normalize for an ASCII s (false otherwise): no rune to decode, and s
+// itself when it is normalised already.
+func normalizeASCII(s string) (string, bool) {
+	clean := true // s is its own normal form so far
+	prev := byte(' ')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80:
+			return "", false
+		case c >= 'A' && c <= 'Z', c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			clean = false
+		case c == ' ':
+			if prev == ' ' || i == len(s)-1 {
+				clean = false // leading, trailing or repeated
+			}
+		case c == ',':
+			if i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1]) {
+				clean = false
+			}
+		}
+		prev = c
+	}
+	if clean {
+		return s, true
+	}
+	b := make([]byte, 0, len(s))
+	space := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case ' ', '\t', '\n', '\v', '\f', '\r':
+			space = true
+			continue
+		case ',':
+			if i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1]) {
+				continue
+			}
+		}
+		if space && len(b) > 0 {
+			b = append(b, ' ')
+		}
+		space = false
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b), true
+}
+
 // containsToken reports whether needle occurs in hay (both normalised) not glued to a
 // letter or digit on a side where needle itself starts or ends with one.
 // contains is containsToken(s.norm, needle). A needle made of word runes only (an id, a word)
@@ -263,16 +322,56 @@ func normalize(s string) string {
 // set lookup instead of a scan, which matters when thousands of facts are checked against a
 // long text.
 func (s *summaryIndex) contains(needle string) bool {
-	if needle == "" || strings.IndexFunc(needle, func(r rune) bool { return !isWordRune(r) }) >= 0 {
+	if needle == "" || !allWordRunes(needle) {
 		return containsToken(s.norm, needle)
 	}
 	if s.words == nil {
-		s.words = map[string]bool{}
-		for w := range strings.FieldsFuncSeq(s.norm, func(r rune) bool { return !isWordRune(r) }) {
-			s.words[w] = true
-		}
+		s.words = wordSet(s.norm)
 	}
 	return s.words[needle]
+}
+
+// allWordRunes reports whether s is made of word runes only.
+func allWordRunes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 {
+			return strings.IndexFunc(s[i:], func(r rune) bool { return !isWordRune(r) }) < 0
+		} else if !isWordByte(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// wordSet returns the maximal runs of word runes of s.
+func wordSet(s string) map[string]bool {
+	words := map[string]bool{}
+	for i := 0; i < len(s); {
+		if s[i] >= 0x80 { // the rest rune by rune
+			for w := range strings.FieldsFuncSeq(s[i:], func(r rune) bool { return !isWordRune(r) }) {
+				words[w] = true
+			}
+			return words
+		}
+		if !isWordByte(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] < 0x80 && isWordByte(s[j]) {
+			j++
+		}
+		if j < len(s) && s[j] >= 0x80 {
+			// The run may go on with a non-ASCII word rune: read it, and the rest, rune by rune.
+			for w := range strings.FieldsFuncSeq(s[i:], func(r rune) bool { return !isWordRune(r) }) {
+				words[w] = true
+			}
+			return words
+		}
+		words[s[i:j]] = true
+		i = j
+	}
+	return words
 }
 
 func containsToken(hay, needle string) bool {

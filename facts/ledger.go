@@ -15,10 +15,10 @@ func Merge(older, newer []Fact) []Fact {
 		return newer
 	}
 	out := make([]Fact, 0, len(older)+len(newer))
-	at := make(map[string]int, len(older)+len(newer))
+	at := make(map[factKey]int, len(older)+len(newer))
 	for _, fs := range [][]Fact{older, newer} {
 		for _, f := range fs {
-			key := string(f.Kind) + "\x00" + normalize(f.Text)
+			key := factKey{f.Kind, normalize(f.Text)}
 			i, ok := at[key]
 			if !ok {
 				at[key] = len(out)

@@ -42,16 +42,58 @@ func Section(missing []Fact, maxTokens int, count func(string) int) (string, int
 	if maxTokens <= 0 || len(missing) == 0 {
 		return "", 0
 	}
+	return NewSectioner(missing, count).Fit(maxTokens)
+}
+
+// A Sectioner renders the sections of one list of missing facts for several budgets, as
+// Section does, rendering and counting each prefix of the list once whatever the number of
+// budgets asked (a summary is fitted to its soft budget, then to its hard one).
+type Sectioner struct {
+	r      *sectionRenderer
+	count  func(string) int
+	texts  map[int]string
+	tokens map[int]int
+}
+
+// NewSectioner prepares the sections of missing, counted by count (nil: one token per four
+// bytes).
+func NewSectioner(missing []Fact, count func(string) int) *Sectioner {
 	if count == nil {
 		count = func(s string) int { return (len(s) + 3) / 4 }
 	}
 	facts := slices.Clone(missing)
 	facts = slices.DeleteFunc(facts, func(f Fact) bool { return strings.TrimSpace(f.Text) == "" })
 	sortFacts(facts)
-	n := len(facts)
-	fits := func(k int) bool { return count(renderSection(facts[:k])) <= maxTokens }
-	if n > 0 && fits(n) {
-		return renderSection(facts), n
+	return &Sectioner{r: newSectionRenderer(facts), count: count, texts: map[int]string{}, tokens: map[int]int{}}
+}
+
+func (s *Sectioner) render(k int) string {
+	t, ok := s.texts[k]
+	if !ok {
+		t = s.r.render(k)
+		s.texts[k] = t
+	}
+	return t
+}
+
+func (s *Sectioner) size(k int) int {
+	n, ok := s.tokens[k]
+	if !ok {
+		n = s.count(s.render(k))
+		s.tokens[k] = n
+	}
+	return n
+}
+
+// Fit is Section(missing, maxTokens, count).
+func (s *Sectioner) Fit(maxTokens int) (string, int) {
+	n := len(s.r.facts)
+	if maxTokens <= 0 || n == 0 {
+		return "", 0
+	}
+	fits := func(k int) bool { return s.size(k) <= maxTokens }
+	if fits(n) {
+		return s.render(n), n
 	}
 	// Largest k with fits(k), by bisection: a longer prefix never renders shorter.
 	lo, hi := 0, n // fits(lo) is assumed, fits(hi) is false
@@ -69,55 +111,105 @@ func Section(missing []Fact, maxTokens int, count func(string) int) (string, int
 	if lo == 0 {
 		return "", 0
 	}
-	return renderSection(facts[:lo]), lo
+	return s.render(lo), lo
 }
 
-// renderSection renders facts (sorted) as the section.
-func renderSection(facts []Fact) string {
-	if len(facts) == 0 {
+// sectionRenderer renders prefixes of one sorted list of facts as the section: the
+// bisection of Section renders a dozen of them, so each fact's line is made once.
+type sectionRenderer struct {
+	facts []Fact
+	one   []string // oneLineText of each fact's text
+	line  []string // the fact's line in its group (a tool call with its outcome)
+	long  []bool
+}
+
+func newSectionRenderer(facts []Fact) *sectionRenderer {
+	r := &sectionRenderer{facts: facts, one: make([]string, len(facts)), line: make([]string, len(facts)), long: make([]bool, len(facts))}
+	for i, f := range facts {
+		r.one[i] = oneLineText(f.Text)
+		r.line[i] = r.one[i]
+		if f.Kind == KindToolCall && f.Outcome != "" {
+			r.line[i] += " -> " + oneLineText(f.Outcome)
+		}
+		r.long[i] = longKind(f.Kind)
+	}
+	return r
+}
+
+// render renders facts[:k] as the section.
+func (r *sectionRenderer) render(k int) string {
+	if k == 0 {
 		return ""
 	}
 	var long []string
-	for _, f := range facts {
-		if longKind(f.Kind) {
-			long = append(long, oneLineText(f.Text))
+	for i := range k {
+		if r.long[i] {
+			long = append(long, r.one[i])
 		}
 	}
-	inLong := newSummaryIndex(strings.Join(long, "\n"))
-	var order []Kind
-	groups := map[Kind][]string{}
-	for _, f := range facts {
-		text := oneLineText(f.Text)
-		if !longKind(f.Kind) && len(long) > 0 && inLong.has(f) {
+	var inLong *summaryIndex
+	if len(long) > 0 {
+		inLong = newSummaryIndex(strings.Join(long, "\n"))
+	}
+	type group struct {
+		kind  Kind
+		lines []int
+	}
+	var groups []group // in order of first appearance
+	size := len(sectionTitle) + 1
+	last := -1
+	for i := range k {
+		f := r.facts[i]
+		if !r.long[i] && inLong != nil && inLong.has(f) {
 			continue
 		}
-		if f.Kind == KindToolCall && f.Outcome != "" {
-			text += " -> " + oneLineText(f.Outcome) // the action's record, on its one line
+		if last < 0 || groups[last].kind != f.Kind {
+			last = slices.IndexFunc(groups, func(g group) bool { return g.kind == f.Kind })
+			if last < 0 {
+				groups = append(groups, group{kind: f.Kind})
+				last = len(groups) - 1
+				size += len(f.Kind) + 64
+			}
 		}
-		if _, ok := groups[f.Kind]; !ok {
-			order = append(order, f.Kind)
-		}
-		groups[f.Kind] = append(groups[f.Kind], text)
+		groups[last].lines = append(groups[last].lines, i)
+		size += len(r.line[i]) + 6
 	}
 	var b strings.Builder
+	b.Grow(size)
 	b.WriteString(sectionTitle)
 	b.WriteByte('\n')
-	for _, k := range order {
-		label := kindLabels[k]
+	for _, g := range groups {
+		label := kindLabels[g.kind]
 		if label == "" {
-			label = string(k)
+			label = string(g.kind)
 		}
-		if longKind(k) {
-			b.WriteString("- " + label + ":\n")
-			for _, t := range groups[k] {
-				if k == KindConstraint {
-					t = "\"" + t + "\""
+		if longKind(g.kind) {
+			b.WriteString("- ")
+			b.WriteString(label)
+			b.WriteString(":\n")
+			for _, i := range g.lines {
+				b.WriteString("  - ")
+				if g.kind == KindConstraint {
+					b.WriteByte('"')
+					b.WriteString(r.line[i])
+					b.WriteByte('"')
+				} else {
+					b.WriteString(r.line[i])
 				}
-				b.WriteString("  - " + t + "\n")
+				b.WriteByte('\n')
 			}
 			continue
 		}
-		b.WriteString("- " + label + ": " + strings.Join(groups[k], "; ") + "\n")
+		b.WriteString("- ")
+		b.WriteString(label)
+		b.WriteString(": ")
+		for j, i := range g.lines {
+			if j > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(r.line[i])
+		}
+		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -43,7 +43,8 @@ type Compactor struct {
 	// Redact is applied to every text that leaves the machine (the summarizer's input, each
 	// fact of the ledger) and to the summary and error text before they are stored.
 	// NewCompactor sets it to the summarizer's redactor (see Redacting), else to the built-in
-	// secret patterns (package redact); nil turns redaction off.
+	// secret patterns (package redact); nil turns redaction off. It is called from several
+	// goroutines at once (a long middle is redacted by one per CPU).
 	Redact func(string) string
 	// OnReport is called with the report of every compaction that reached a decision (not
 	// dry runs). Its error or panic never fails the compaction; it goes to HookError.

@@ -32,14 +32,20 @@ type factFit struct {
 // (facts.Section keeps the most important ones: constraints, errors, tool calls and ids
 // first).
 func (f factFit) compose(prose string) (string, []facts.Fact) {
-	text, dropped := f.with(prose, f.soft)
+	m := &fitMemo{missing: map[string][]facts.Fact{}}
+	text, dropped := f.with(m, prose, f.soft)
 	if len(dropped) == 0 {
 		return text, nil
 	}
 	best, bestDropped := text, dropped
+	tried := map[string]bool{} // a short prose cuts to the same lines at several shares
 	for _, share := range []float64{1, 0.75, 0.5, 0.25, 0} {
 		cut := cutLines(prose, int(float64(f.count(prose))*share), f.count)
-		text, dropped := f.with(cut, f.hard)
+		if tried[cut] {
+			continue // the same text again: the same result, which cannot be better
+		}
+		tried[cut] = true
+		text, dropped := f.with(m, cut, f.hard)
 		if len(dropped) == 0 {
 			return text, nil
 		}
@@ -50,21 +56,54 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 	return best, bestDropped
 }
 
+// fitMemo keeps what the tries of one compose share: the facts check of each text tried, and
+// the sections of each list of missing facts (the tries at the soft and the hard budget
+// usually miss the same facts, and often make the same text).
+type fitMemo struct {
+	missing  map[string][]facts.Fact
+	sections []memoSection
+}
+
+type memoSection struct {
+	missing []facts.Fact
+	s       *facts.Sectioner
+}
+
+func (m *fitMemo) check(f factFit, text string) []facts.Fact {
+	got, ok := m.missing[text]
+	if !ok {
+		got = f.missing(text)
+		m.missing[text] = got
+	}
+	return got
+}
+
+func (m *fitMemo) sectioner(missing []facts.Fact, count func(string) int) *facts.Sectioner {
+	for _, ms := range m.sections {
+		if slices.Equal(ms.missing, missing) {
+			return ms.s
+		}
+	}
+	s := facts.NewSectioner(missing, count)
+	m.sections = append(m.sections, memoSection{missing, s})
+	return s
+}
+
 // with appends to prose the facts it misses, within budget tokens for the body.
-func (f factFit) with(prose string, budget int) (string, []facts.Fact) {
+func (f factFit) with(m *fitMemo, prose string, budget int) (string, []facts.Fact) {
 	text := f.header + prose
-	missing := f.missing(text)
+	missing := m.check(f, text)
 	if len(missing) == 0 {
 		return text, nil
 	}
 	room := budget - f.count(prose) - 2 // 2: the blank line before the section
-	if section, n := facts.Section(missing, room, f.count); n > 0 {
+	if section, n := m.sectioner(missing, f.count).Fit(room); n > 0 {
 		if prose != "" {
 			text += "\n\n"
 		}
 		text += section
 	}
-	return text, f.missing(text)
+	return text, m.check(f, text)
 }
 
 // missing returns the ledger facts that are neither outside the summary nor in text.
@@ -89,8 +128,10 @@ func factTexts(fs []facts.Fact) []string {
 	sorted := slices.Clone(fs)
 	slices.SortStableFunc(sorted, func(a, b facts.Fact) int { return b.Weight - a.Weight })
 	out := make([]string, 0, len(sorted))
+	seen := make(map[string]bool, len(sorted))
 	for _, f := range sorted {
-		if !slices.Contains(out, f.Text) {
+		if !seen[f.Text] {
+			seen[f.Text] = true
 			out = append(out, f.Text)
 		}
 	}

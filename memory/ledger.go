@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/memcascade/memcascade/facts"
@@ -103,8 +102,8 @@ func (s *Store) summaryLedger(ctx context.Context, e Entry, redact func(string) 
 	if text == "" {
 		return entryFacts([]Entry{e}, nil, redact, true), nil
 	}
-	var fs []facts.Fact
-	if err := json.Unmarshal([]byte(text), &fs); err != nil {
+	fs, err := decodeLedger([]byte(text))
+	if err != nil {
 		return nil, fmt.Errorf("compaction %d: stored ledger: %w", e.CompactionID, err)
 	}
 	return fs, nil
@@ -113,6 +112,9 @@ func (s *Store) summaryLedger(ctx context.Context, e Entry, redact func(string) 
 // needed splits a ledger into the facts the context still needs and those a report already
 // named dropped.
 func needed(ledger []facts.Fact) (need, named []facts.Fact) {
+	if len(ledger) > 0 {
+		need = make([]facts.Fact, 0, len(ledger))
+	}
 	for _, f := range ledger {
 		if f.Dropped {
 			named = append(named, f)
@@ -144,6 +146,5 @@ func storedLedger(ledger, earlier, dropped []facts.Fact) (string, error) {
 		f.Dropped = named[key{f.Kind, f.Text}]
 		out[i] = f
 	}
-	b, err := json.Marshal(facts.Merge(facts.Merge(out, gone), earlier))
-	return string(b), err
+	return string(encodeLedger(facts.Merge(facts.Merge(out, gone), earlier))), nil
 }

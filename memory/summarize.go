@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -151,10 +152,32 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 func (in *input) render(middle []Entry, s Settings) {
 	in.tms = make([]transcript.Message, len(middle))
 	in.blocks = make([]block, len(middle))
-	tms := transcriptMessages(middle, in.c.redact)
-	for i := range middle {
+	// The context pass reads the conversation in order (a bare reply to a request for a
+	// secret, a token split over messages); the per-message work after it, redaction and
+	// rendering, runs on one goroutine per CPU for a long middle, each a run of messages.
+	texts := contextTexts(middle)
+	workers := min(runtime.GOMAXPROCS(0), len(middle)/renderParallelMin)
+	if workers <= 1 {
+		in.renderRange(middle, texts, s, 0, len(middle))
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(middle)/workers, (w+1)*len(middle)/workers
+		wg.Go(func() { in.renderRange(middle, texts, s, lo, hi) })
+	}
+	wg.Wait()
+}
+
+// renderParallelMin is the number of messages from which render spreads over the CPUs.
+const renderParallelMin = 256
+
+// renderRange renders middle[lo:hi], whose texts after the context pass are texts[lo:hi],
+// into in.tms and in.blocks.
+func (in *input) renderRange(middle []Entry, texts []string, s Settings, lo, hi int) {
+	for i := lo; i < hi; i++ {
 		e := middle[i]
-		in.tms[i] = tms[i]
+		in.tms[i] = transcriptMessage(e, texts[i], in.c.redact)
 		var sb strings.Builder
 		transcript.RenderMessage(&sb, in.tms[i], transcript.Options{MaxTextBytes: s.MaxResultBytes})
 		text := sb.String()
@@ -475,6 +498,17 @@ func shift(units []int, from int) []int {
 // password, PIN, token or key; a token cut in two by the end of a message or content part),
 // then each field with redact.
 func transcriptMessages(es []Entry, redact func(string) string) []transcript.Message {
+	texts := contextTexts(es)
+	out := make([]transcript.Message, len(es))
+	for i, e := range es {
+		out[i] = transcriptMessage(e, texts[i], redact)
+	}
+	return out
+}
+
+// contextTexts are the texts of es after the conversation's own redaction (redact.Context):
+// what each message's text is before its own patterns run.
+func contextTexts(es []Entry) []string {
 	turns := make([]redactpkg.Turn, len(es))
 	for i, e := range es {
 		role := e.Message.Role
@@ -484,11 +518,11 @@ func transcriptMessages(es []Entry, redact func(string) string) []transcript.Mes
 		turns[i] = redactpkg.Turn{Role: role, Texts: []string{e.Text()}}
 	}
 	turns, _ = redactpkg.Context(turns)
-	out := make([]transcript.Message, len(es))
-	for i, e := range es {
-		out[i] = transcriptMessage(e, turns[i].Texts[0], redact)
+	texts := make([]string, len(es))
+	for i := range turns {
+		texts[i] = turns[i].Texts[0]
 	}
-	return out
+	return texts
 }
 
 // transcriptMessage is an entry with the given text as the summarizer reads it, its text and
