@@ -68,8 +68,14 @@ func pemTail(text string) [][]int {
 		line := strings.TrimRight(text[ls:le], "\r")
 		body := strings.TrimLeft(line, " \t")
 		n := len(body)
+		b64Line := n >= 16 && n <= 80 && allB64(strings.TrimRight(body, "="))
+		if start >= 0 && b64Line && !(prevWidth == width && n <= width) && !strings.HasPrefix(body, "-----END") {
+			// A base64 line that does not continue the block ends it and starts the next: the
+			// block before an END line is the same whatever an earlier pass replaced above it.
+			closeBlock(false)
+		}
 		switch {
-		case n >= 16 && n <= 80 && allB64(strings.TrimRight(body, "=")) && (start < 0 || prevWidth == width && n <= width):
+		case b64Line && (start < 0 || prevWidth == width && n <= width):
 			if start < 0 {
 				start, before, width = ls+len(line)-n, last, n
 			}

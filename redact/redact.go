@@ -54,6 +54,8 @@ type pattern struct {
 	valid func(text string, m []int, s, e int) bool
 	// kindOf, when set, names the kind of a match instead of kind.
 	kindOf func(text string, m []int) string
+	// lazy, when set and re is not, compiles re at its first use (see anchorAt).
+	lazy func() *regexp.Regexp
 	// match, when set, is tried at a candidate start instead of re; it returns the
 	// submatch index slice or nil.
 	match func(text string, st int) []int
@@ -325,7 +327,11 @@ func (p *pattern) find(text string, starts []int) [][]int {
 				continue
 			}
 		} else {
-			if m = p.re.FindStringSubmatchIndex(text[st:lim]); m == nil {
+			re := p.re
+			if re == nil {
+				re = p.lazy()
+			}
+			if m = re.FindStringSubmatchIndex(text[st:lim]); m == nil {
 				continue
 			}
 			for i := range m {
