@@ -98,39 +98,18 @@ type Report struct {
 }
 
 // Usage is what a compaction's provider requests cost.
-type Usage struct {
-	Requests         int `json:"requests"` // requests sent (attempts that were not skipped)
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	// Estimated: some tokens were counted locally, a server having sent no usage.
-	Estimated bool `json:"estimated"`
-}
+type Usage = db.Usage
 
 // usageOf sums the usage of compaction id's attempts.
 func usageOf(ctx context.Context, q db.Querier, id int64) (Usage, error) {
 	u, err := q.CompactionUsage(ctx, sql.NullInt64{Int64: id, Valid: true})
-	return Usage{Requests: int(u.Requests), PromptTokens: int(u.PromptTokens), CompletionTokens: int(u.CompletionTokens),
-		Estimated: u.Estimated != 0}, err
+	return db.UsageOf(u), err
 }
 
 // Attempt is one provider attempt made for a compaction, as the compaction's report shows it:
 // a view of a few fields of the attempt log's row (db.Attempt, which cascade.Attempt shows
-// whole). It stays a type of its own because the report's JSON (memctl compact --json) has
-// these fields only, and omits an empty error.
-type Attempt struct {
-	Provider   string `json:"provider"`
-	Model      string `json:"model"`
-	Outcome    string `json:"outcome"`
-	HTTPStatus int    `json:"http_status"`
-	ErrorClass string `json:"error_class"`
-	Error      string `json:"error,omitempty"`
-	DurationMs int64  `json:"duration_ms"`
-}
-
-func attemptView(a db.Attempt) Attempt {
-	return Attempt{Provider: a.Provider, Model: a.Model, Outcome: a.Outcome, HTTPStatus: a.HTTPStatus,
-		ErrorClass: a.ErrorClass, Error: a.Error, DurationMs: a.DurationMs}
-}
+// whole).
+type Attempt = db.AttemptView
 
 func reportFromRow(c db.Compaction, current int64) Report {
 	id := c.ID
@@ -251,7 +230,7 @@ func (s *Store) report(ctx context.Context, q db.Querier, id int64) (Report, err
 	all := db.Attempts(rows)
 	r.Attempts = make([]Attempt, len(all))
 	for i, a := range all {
-		r.Attempts[i] = attemptView(a)
+		r.Attempts[i] = a.View()
 	}
 	return r, nil
 }
