@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
@@ -164,4 +166,40 @@ func (a *app) newCompactor(s *memory.Store, count func(string) int, logger *slog
 		casc.Logger, c.Logger = logger, logger
 	}
 	return c, casc, nil
+}
+
+// storeFor checks the thread argument, then opens the store (see open).
+func (a *app) storeFor(ctx context.Context, mode openMode, thread string) (*memory.Store, error) {
+	if err := threadArg(thread); err != nil {
+		return nil, err
+	}
+	return a.open(ctx, mode)
+}
+
+// openDatabase opens the store (see open) and returns it with its location.
+func (a *app) openDatabase(ctx context.Context, mode openMode) (*memory.Store, dbLocation, error) {
+	s, err := a.open(ctx, mode)
+	if err != nil {
+		return nil, dbLocation{}, err
+	}
+	loc, err := a.database()
+	return s, loc, err
+}
+
+// openCascade opens the store (see open) and builds the config's cascade on its database, for
+// a command that reads or resets its state (a compaction builds its own: see newCompactor).
+func (a *app) openCascade(ctx context.Context, mode openMode) (*cascade.Cascade, error) {
+	s, cfg, err := a.openWithConfig(ctx, mode)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.NewCascade(s.DB(), nil)
+}
+
+// storeWithConfig checks a thread argument and opens the store for writing.
+func (a *app) storeWithConfig(cmd *cobra.Command, thread string) (*memory.Store, config.Config, error) {
+	if err := threadArg(thread); err != nil {
+		return nil, config.Config{}, err
+	}
+	return a.openWithConfig(cmd.Context(), forWriting)
 }

@@ -71,3 +71,20 @@ func readInput(stdin io.Reader, name string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+func compactionID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, usagef("%q is not a compaction id (a positive integer)", s)
+	}
+	return id, nil
+}
+
+// seqArg parses a message's seq: a whole number from 1.
+func seqArg(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, usagef("SEQ %q: must be a message's seq, a whole number from 1", s)
+	}
+	return n, nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+func (a *app) setCommand() *cobra.Command {
+	var unset []string
+	cmd := &cobra.Command{
+		Use:               "set THREAD",
+		ValidArgsFunction: a.completeThreads,
+		Short:             "Store compaction settings on a thread",
+		Long: `Store compaction settings on THREAD; the settings not named keep their stored value, and
+--unset KEY (token_limit, target_ratio, trigger_ratio, reserve_tokens, strategy, model) clears
+one. Every compaction of the thread uses them: a flag of compact wins over them, and they win
+over the config file, which wins over the built-in defaults. Without a flag, prints the
+thread's settings.`,
+		Example: `  memctl set support-42 --limit 8000 --reserve 1000
+  memctl set support-42 --unset token_limit --json`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.setThread(cmd, args[0], unset)
+		},
+	}
+	f := cmd.Flags()
+	addSettingFlags(f, "token_limit: the model's context window")
+	f.Int("reserve", 0, "reserve_tokens: held back for tool definitions and the reply")
+	f.String("strategy", "", "strategy: how the thread is compacted (summarize)")
+	f.String("model", "", "model: the model the thread runs against")
+	f.StringArrayVar(&unset, "unset", nil, "clear a setting (token_limit, target_ratio, trigger_ratio, reserve_tokens, strategy, model); repeatable")
+	return cmd
+}
+
+// setThread stores on thread the settings the flags of cmd give, without those unset names,
+// and prints the thread's settings; with neither, it only prints them.
+func (a *app) setThread(cmd *cobra.Command, thread string, unset []string) error {
+	ctx := cmd.Context()
+	if err := threadArg(thread); err != nil {
+		return err
+	}
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	given, err := settingsFromFlags(cmd)
+	if err != nil {
+		return err
+	}
+	if err := checkUnset(cmd, unset); err != nil {
+		return err
+	}
+	mode := forWriting
+	if given.IsZero() && len(unset) == 0 {
+		mode = forReading
+	}
+	s, t, err := a.openThread(ctx, mode, thread)
+	if err != nil {
+		return err
+	}
+	ts := t.Settings
+	if mode == forWriting {
+		for _, key := range unset {
+			ts.Unset(key) // checked by checkUnset
+		}
+		ts = ts.Over(given)
+		prefix := "set " + t.ID
+		if err := ts.Validate(); err != nil {
+			return settingsError(cmd, prefix, err)
+		}
+		if err := memory.Effective(cfg.Settings(), ts, memory.ThreadSettings{}).Validate(); err != nil {
+			return settingsError(cmd, prefix+" (with the config)", err)
+		}
+		if err := s.SetThreadSettings(ctx, t.ID, ts); err != nil {
+			return err
+		}
+	}
+	return a.printSettings(t.ID, ts, memory.Effective(cfg.Settings(), ts, memory.ThreadSettings{}))
+}
+
+// checkUnset refuses an --unset KEY that names no setting, or one a flag of cmd sets too.
+func checkUnset(cmd *cobra.Command, unset []string) error {
+	for _, key := range unset {
+		var probe memory.ThreadSettings
+		if err := probe.Unset(key); err != nil {
+			return usagef("--unset %s: %v", key, err)
+		}
+		if name := settingFlags[key]; cmd.Flags().Changed(name) {
+			return usagef("--unset %s: --%s sets it in the same command", key, name)
+		}
+	}
+	return nil
+}
+
+// printSettings prints the settings stored on a thread and the effective ones.
+func (a *app) printSettings(thread string, stored memory.ThreadSettings, eff memory.Settings) error {
+	if a.json {
+		return a.printJSON(map[string]any{
+			"thread": thread, "settings": stored,
+			"effective": map[string]any{
+				memory.KeyTokenLimit: eff.TokenLimit, memory.KeyTargetRatio: eff.TargetRatio, memory.KeyTriggerRatio: eff.TriggerRatio,
+				memory.KeyReserveTokens: eff.ReserveTokens, memory.KeyStrategy: eff.Strategy,
+			},
+		})
+	}
+	fmt.Fprintf(a.out, "settings of %s (effective; from the thread or the config):\n", termLine(thread))
+	tw := newTable(a.out, "  KEY\tVALUE\tFROM")
+	from := func(set bool) string {
+		if set {
+			return "thread"
+		}
+		return "config"
+	}
+	ratio := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	tw.row("  "+memory.KeyTokenLimit, fmt.Sprint(eff.TokenLimit), from(stored.TokenLimit != nil))
+	tw.row("  "+memory.KeyTargetRatio, ratio(eff.TargetRatio), from(stored.TargetRatio != nil))
+	tw.row("  "+memory.KeyTriggerRatio, ratio(eff.TriggerRatio), from(stored.TriggerRatio != nil))
+	tw.row("  "+memory.KeyReserveTokens, fmt.Sprint(eff.ReserveTokens), from(stored.ReserveTokens != nil))
+	tw.row("  "+memory.KeyStrategy, eff.Strategy, from(stored.Strategy != ""))
+	if stored.Model != "" {
+		tw.row("  "+memory.KeyModel, stored.Model, "thread")
+	}
+	tw.flush()
+	return nil
+}
