@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/memory"
@@ -51,9 +50,9 @@ func (s *Server) view(t memory.Thread) ThreadView {
 // thread may have (memctl import takes any non-empty id), not only those the proxy creates.
 func threadParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
-	if id == "" || len(id) > 1024 || !utf8.ValidString(id) {
+	if memory.ValidThreadID(id) != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_thread_id",
-			"the thread id must be 1 to 1024 bytes of UTF-8", "")
+			"the thread id must be 1 to 1024 bytes of UTF-8 without NUL", "")
 		return "", false
 	}
 	return id, true

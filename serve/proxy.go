@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // ResetHeader, set to "1" on a chat completions request, starts its thread over: the thread's
@@ -34,7 +36,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := ValidThreadID(thread); err != nil {
+	if err := memory.ValidURLThreadID(thread); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_thread_id", err.Error(), "")
 		return
 	}
