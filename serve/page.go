@@ -156,7 +156,7 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 	var selected int64
 	if q := r.URL.Query().Get("compaction"); q != "" {
 		if selected, err = strconv.ParseInt(q, 10, 64); err != nil || selected < 1 {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_compaction_id",
+			writeCode(w, memory.CodeInvalid, "invalid_compaction_id",
 				fmt.Sprintf("compaction=%q is not a compaction id (a positive integer)", q), "compaction")
 			return
 		}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // TestRevertByThread: revert takes a thread id as well as a compaction id, and reverts the
@@ -112,5 +115,21 @@ func TestImportResponseObject(t *testing.T) {
 	code, _, errs := m.run("import", "t", path)
 	if code != 2 || !strings.Contains(errs, "this is a chat completion response, not a message") || !strings.Contains(errs, ".choices[0].message") {
 		t.Fatalf("import of a response object: exit %d, %q", code, errs)
+	}
+}
+
+// TestExitCodeEveryCode: every memory.Code has its exit code in the one table; an invalid
+// input is 2, a missing thread 1.
+func TestExitCodeEveryCode(t *testing.T) {
+	for _, c := range memory.Codes {
+		if _, ok := exitCodes[c]; !ok {
+			t.Errorf("code %q has no exit code", c)
+		}
+	}
+	if got := exitCode(fmt.Errorf("import: %w", &memory.InputError{Msg: "bad"})); got != exitUsage {
+		t.Errorf("input error: exit %d, want %d", got, exitUsage)
+	}
+	if got := exitCode(fmt.Errorf("show: %w", memory.ErrThreadNotFound)); got != exitFail {
+		t.Errorf("thread not found: exit %d, want %d", got, exitFail)
 	}
 }
