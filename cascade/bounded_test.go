@@ -76,7 +76,7 @@ func TestOversizedResponseIsCut(t *testing.T) {
 		t.Errorf("the server wrote the whole %d bytes: the client kept reading", got)
 	}
 	rows := attempts(t, sqldb)
-	if len(rows) != 1 || rows[0].ErrorClass != cascade.ClassBadResponse || rows[0].HTTPStatus != 200 {
+	if len(rows) != 1 || cascade.Class(rows[0].ErrorClass) != cascade.ClassBadResponse || rows[0].HTTPStatus != 200 {
 		t.Errorf("rows = %+v, want one bad_response of HTTP 200", rows)
 	}
 }

@@ -52,33 +52,45 @@ const (
 // with less, the provider is skipped (outcome skipped_budget).
 const minTurn = 250 * time.Millisecond
 
-// Attempt outcomes, as stored in cascade_attempts.outcome.
+// Outcome is how one attempt ended, as stored in cascade_attempts.outcome (db.Attempt.Outcome).
+type Outcome string
+
+// Attempt outcomes; Outcomes lists them all.
 const (
-	OutcomeOK              = "ok"
-	OutcomeError           = "error"
-	OutcomeSkippedCooldown = "skipped_cooldown"
+	OutcomeOK              Outcome = "ok"
+	OutcomeError           Outcome = "error"
+	OutcomeSkippedCooldown Outcome = "skipped_cooldown"
 	// OutcomeSkippedWindow: the task found the provider's window too small for a useful
 	// request (llm.ErrWindowTooSmall); no request sent, no cooldown.
-	OutcomeSkippedWindow = "skipped_window"
+	OutcomeSkippedWindow Outcome = "skipped_window"
 	// OutcomeSkippedBudget: the caller's deadline left no time for the provider; no request
 	// sent, no cooldown.
-	OutcomeSkippedBudget = "skipped_budget"
+	OutcomeSkippedBudget Outcome = "skipped_budget"
 )
 
-// Event kinds reported to Cascade.Observe.
+// Outcomes is every attempt outcome, the one list of them.
+var Outcomes = []Outcome{OutcomeOK, OutcomeError, OutcomeSkippedCooldown, OutcomeSkippedWindow, OutcomeSkippedBudget}
+
+// EventKind is what a cascade event reports.
+type EventKind string
+
+// Event kinds reported to Cascade.Observe; EventKinds lists them all.
 const (
-	EventTry        = "try"         // attempt Attempt of MaxAttempts starts
-	EventRetry      = "retry"       // attempt Attempt failed (Class, Err); the next one follows after Wait
-	EventWait       = "wait"        // the pause of Wait before attempt Attempt starts
-	EventSkip       = "skip"        // the provider is cooling down until CoolingUntil; no request sent
-	EventSkipWindow = "skip_window" // the provider's window is too small for the task (Err); no request sent
-	EventSkipBudget = "skip_budget" // no time was left for the provider (Err); no request sent
-	EventFail       = "fail"        // the provider gave up (Class, Err); CoolingUntil is set when it cools down
-	EventOK         = "ok"          // the provider produced the result
+	EventTry        EventKind = "try"         // attempt Attempt of MaxAttempts starts
+	EventRetry      EventKind = "retry"       // attempt Attempt failed (Class, Err); the next one follows after Wait
+	EventWait       EventKind = "wait"        // the pause of Wait before attempt Attempt starts
+	EventSkip       EventKind = "skip"        // the provider is cooling down until CoolingUntil; no request sent
+	EventSkipWindow EventKind = "skip_window" // the provider's window is too small for the task (Err); no request sent
+	EventSkipBudget EventKind = "skip_budget" // no time was left for the provider (Err); no request sent
+	EventFail       EventKind = "fail"        // the provider gave up (Class, Err); CoolingUntil is set when it cools down
+	EventOK         EventKind = "ok"          // the provider produced the result
 	// EventWindow: the window of an entry read from its server (Entry.AutoWindow) is Window;
 	// Err says where it was read, or, with Warning set, why the fallback Window is used.
-	EventWindow = "window"
+	EventWindow EventKind = "window"
 )
+
+// EventKinds is every event kind, the one list of them.
+var EventKinds = []EventKind{EventTry, EventRetry, EventWait, EventSkip, EventSkipWindow, EventSkipBudget, EventFail, EventOK, EventWindow}
 
 // Provider is the interface every rung implements: one chat completion request, no retries.
 //
@@ -155,11 +167,11 @@ func (e *Entry) target(window int) llm.Target {
 // retry 2/3 in 1.2s". Err is redacted.
 type Event struct {
 	Provider     string        // the entry's name
-	Kind         string        // one of the Event* constants
+	Kind         EventKind     // one of EventKinds
 	Attempt      int           // try, retry, wait: the attempt's number, from 1
 	MaxAttempts  int           // try, retry, wait: the entry's max attempts
 	Wait         time.Duration // retry, wait: the pause before the next attempt
-	Class        string        // retry, fail: the failure's class
+	Class        Class         // retry, fail: the failure's class
 	HTTPStatus   int           // retry, fail: the response's status (0: none)
 	Err          string        // retry, skip, fail: what went wrong, redacted; window: where it was read, or why not
 	CoolingUntil time.Time     // skip, and fail when the provider now cools down
@@ -274,7 +286,7 @@ func (c *Cascade) emit(ev Event) {
 
 // newError returns a provider's failure that no request produced (a skip, a cancel before
 // the turn), redacted with the cascade's redactor.
-func (c *Cascade) newError(e *Entry, class string, err error) *ProviderError {
+func (c *Cascade) newError(e *Entry, class Class, err error) *ProviderError {
 	return &ProviderError{Provider: e.Name, Model: e.Model, Class: class, Err: err, redact: c.Redact}
 }
 
@@ -512,7 +524,7 @@ func (c *Cascade) skipCooling(ctx context.Context, compactionID int64, e *Entry,
 
 // skip logs and reports a provider left out for its window or for lack of time: no request,
 // no cooldown.
-func (c *Cascade) skip(ctx context.Context, compactionID int64, e *Entry, outcome string, cause error) (*ProviderError, error) {
+func (c *Cascade) skip(ctx context.Context, compactionID int64, e *Entry, outcome Outcome, cause error) (*ProviderError, error) {
 	pe := c.newError(e, "", cause)
 	if err := c.logSkip(ctx, compactionID, e, outcome, pe); err != nil {
 		return nil, err

@@ -50,13 +50,13 @@ func TestCoolingProviderIsSkipped(t *testing.T) {
 	if len(rows) != 2 {
 		t.Fatalf("rows = %+v", rows)
 	}
-	if r := rows[0]; r.Provider != "a" || r.Outcome != cascade.OutcomeSkippedCooldown || r.ErrorClass != "" || r.DurationMs != 0 || r.HTTPStatus != 0 {
+	if r := rows[0]; r.Provider != "a" || cascade.Outcome(r.Outcome) != cascade.OutcomeSkippedCooldown || r.ErrorClass != "" || r.DurationMs != 0 || r.HTTPStatus != 0 {
 		t.Errorf("skip row = %+v", r)
 	}
 	if !strings.Contains(rows[0].Error, "cooling down until 2026-11-29T12:01:00Z") {
 		t.Errorf("skip row error = %q, want the end of the cooldown", rows[0].Error)
 	}
-	if r := rows[1]; r.Provider != "b" || r.Outcome != cascade.OutcomeOK {
+	if r := rows[1]; r.Provider != "b" || cascade.Outcome(r.Outcome) != cascade.OutcomeOK {
 		t.Errorf("second row = %+v", r)
 	}
 	// The skip leaves the cooldown as it was.
@@ -65,7 +65,7 @@ func TestCoolingProviderIsSkipped(t *testing.T) {
 	}
 	var kinds []string
 	for _, ev := range h.recordedEvents() {
-		kinds = append(kinds, ev.Provider+":"+ev.Kind)
+		kinds = append(kinds, ev.Provider+":"+string(ev.Kind))
 	}
 	if got, want := strings.Join(kinds, " "), "a:skip b:try b:ok"; got != want {
 		t.Errorf("events = %s, want %s", got, want)
@@ -123,7 +123,10 @@ func TestAllProvidersFail(t *testing.T) {
 	if len(ce.Causes) != 3 {
 		t.Fatalf("causes = %v", ce.Causes)
 	}
-	for i, want := range []struct{ provider, class string }{{"a", "server"}, {"b", "context_length"}, {"c", ""}} {
+	for i, want := range []struct {
+		provider string
+		class    cascade.Class
+	}{{"a", "server"}, {"b", "context_length"}, {"c", ""}} {
 		if c := ce.Causes[i]; c.Provider != want.provider || c.Class != want.class {
 			t.Errorf("cause %d = %s/%q, want %s/%q", i, c.Provider, c.Class, want.provider, want.class)
 		}
@@ -238,7 +241,7 @@ func TestCooldownSeenByAnotherProcess(t *testing.T) {
 	}
 	// The helper's skip is in the shared log.
 	rows := attempts(t, sqldb)
-	if len(rows) != 2 || rows[1].Outcome != cascade.OutcomeSkippedCooldown {
+	if len(rows) != 2 || cascade.Outcome(rows[1].Outcome) != cascade.OutcomeSkippedCooldown {
 		t.Errorf("rows = %+v, want the helper's skip last", rows)
 	}
 }
@@ -398,7 +401,7 @@ func TestCancelMidRequest(t *testing.T) {
 	start := time.Now()
 	_, err := h.c.Complete(ctx, 0, userReq)
 	checkCanceled(t, sqldb, err, time.Since(start), next)
-	if rows := attempts(t, sqldb); len(rows) != 1 || rows[0].ErrorClass != cascade.ClassCanceled || rows[0].Outcome != "error" {
+	if rows := attempts(t, sqldb); len(rows) != 1 || cascade.Class(rows[0].ErrorClass) != cascade.ClassCanceled || rows[0].Outcome != "error" {
 		t.Errorf("rows = %+v, want one canceled attempt", rows)
 	}
 }
@@ -424,7 +427,7 @@ func TestCancelMidBackoff(t *testing.T) {
 	start := time.Now()
 	_, err := c.Complete(ctx, 0, userReq)
 	checkCanceled(t, sqldb, err, time.Since(start), next)
-	if rows := attempts(t, sqldb); len(rows) != 1 || rows[0].ErrorClass != cascade.ClassServer {
+	if rows := attempts(t, sqldb); len(rows) != 1 || cascade.Class(rows[0].ErrorClass) != cascade.ClassServer {
 		t.Errorf("rows = %+v, want the one server error before the wait", rows)
 	}
 }
@@ -470,7 +473,7 @@ func TestAttemptTimeoutMovesOn(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	rows := attempts(t, sqldb)
-	if len(rows) != 2 || rows[0].ErrorClass != cascade.ClassTimeout || !strings.Contains(rows[0].Error, "attempt timeout of 200ms") {
+	if len(rows) != 2 || cascade.Class(rows[0].ErrorClass) != cascade.ClassTimeout || !strings.Contains(rows[0].Error, "attempt timeout of 200ms") {
 		t.Fatalf("rows = %+v", rows)
 	}
 	if row, ok := cooldown(t, sqldb, "slow"); !ok || row.ConsecutiveFailures != 1 {
@@ -566,7 +569,7 @@ func TestTaskErrors(t *testing.T) {
 	tests := []struct {
 		name      string
 		task      llm.Task
-		wantClass string
+		wantClass cascade.Class
 		cooldown  bool
 	}{
 		{"context length", func(context.Context, llm.Target, llm.Completer) (string, error) {

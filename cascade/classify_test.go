@@ -29,7 +29,7 @@ func TestClassify(t *testing.T) {
 	tests := []struct {
 		name       string
 		err        error
-		class      string
+		class      cascade.Class
 		status     int
 		retryAfter time.Duration
 	}{

@@ -13,7 +13,7 @@ func TestClassifyHTTP(t *testing.T) {
 	for _, tc := range []struct {
 		status int
 		body   string
-		want   string
+		want   cascade.Class
 	}{
 		{400, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}`, cascade.ClassContextLength},                                // llama.cpp
 		{400, `{"object":"error","message":"This model's maximum context length is 2048 tokens. However, you requested 2100 tokens","type":"BadRequestError","param":null,"code":400}`, cascade.ClassContextLength}, // vLLM

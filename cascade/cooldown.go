@@ -72,7 +72,7 @@ func (c *Cascade) recordFailure(ctx context.Context, e *Entry, pe *ProviderError
 		return time.Time{}, fmt.Errorf("cascade: record cooldown of %s: %w", e.Name, err)
 	}
 	c.logAttrs(ctx, slog.LevelWarn, "provider cooling down", slog.String("provider", e.Name),
-		slog.String("class", pe.Class), slog.Int64("failures", failures), slog.Time("cooling_until", until.UTC()))
+		slog.String("class", string(pe.Class)), slog.Int64("failures", failures), slog.Time("cooling_until", until.UTC()))
 	return until, nil
 }
 
@@ -151,13 +151,13 @@ func (c *Cascade) ResetCooldowns(ctx context.Context) (int64, error) {
 }
 
 // logSkip records a provider left out without a request.
-func (c *Cascade) logSkip(ctx context.Context, compactionID int64, e *Entry, outcome string, pe *ProviderError) error {
+func (c *Cascade) logSkip(ctx context.Context, compactionID int64, e *Entry, outcome Outcome, pe *ProviderError) error {
 	err := c.insertAttempt(ctx, db.InsertAttemptParams{
 		CompactionID: nullID(compactionID),
 		Provider:     e.Name,
 		Model:        e.Model,
 		StartedAt:    c.now().UnixMilli(),
-		Outcome:      outcome,
+		Outcome:      string(outcome),
 		Error:        pe.detail(),
 	})
 	if err != nil {
@@ -182,7 +182,7 @@ func (c *Cascade) insertAttempt(ctx context.Context, row db.InsertAttemptParams)
 // text is the stored one, already redacted.
 func (c *Cascade) logAttempt(ctx context.Context, row db.InsertAttemptParams) {
 	level := slog.LevelInfo
-	if row.Outcome == OutcomeError {
+	if Outcome(row.Outcome) == OutcomeError {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
@@ -190,7 +190,7 @@ func (c *Cascade) logAttempt(ctx context.Context, row db.InsertAttemptParams) {
 		slog.Int64("compaction_id", row.CompactionID.Int64), slog.String("outcome", row.Outcome),
 		slog.Int64("duration_ms", row.DurationMs),
 	}
-	if row.Outcome == OutcomeError {
+	if Outcome(row.Outcome) == OutcomeError {
 		attrs = append(attrs, slog.Int64("http_status", row.HttpStatus), slog.String("class", row.ErrorClass))
 	}
 	if row.Error != "" {

@@ -20,20 +20,27 @@ import (
 	"github.com/memcascade/memcascade/redact"
 )
 
-// Error classes, as stored in cascade_attempts.error_class and reported by Classify. What the
-// cascade does with each is said beside it; retryable and coolsDown, at the end of this file,
-// are where it is decided.
+// Class is the class of a provider's failure, as stored in cascade_attempts.error_class
+// (db.Attempt.ErrorClass) and reported by Classify.
+type Class string
+
+// Error classes; Classes lists them all. What the cascade does with each is said beside it;
+// retryable and coolsDown, at the end of this file, are where it is decided.
 const (
-	ClassTimeout       = "timeout"        // a request or a provider's turn ran out of time; retried, cooldown
-	ClassNetwork       = "network"        // connection refused or reset, DNS, TLS; retried, cooldown
-	ClassRateLimited   = "rate_limited"   // HTTP 429; retried after Retry-After, cooldown
-	ClassServer        = "server"         // HTTP 5xx; retried, cooldown
-	ClassAuth          = "auth"           // HTTP 401/403, a missing key, no quota; not retried, cooldown
-	ClassBadRequest    = "bad_request"    // other 4xx, an unknown model; not retried, cooldown
-	ClassContextLength = "context_length" // the input is too large for the window; not retried, no cooldown
-	ClassBadResponse   = "bad_response"   // empty, truncated, malformed or rejected answer; retried, cooldown
-	ClassCanceled      = "canceled"       // the caller's context ended; stops the cascade, no cooldown
+	ClassTimeout       Class = "timeout"        // a request or a provider's turn ran out of time; retried, cooldown
+	ClassNetwork       Class = "network"        // connection refused or reset, DNS, TLS; retried, cooldown
+	ClassRateLimited   Class = "rate_limited"   // HTTP 429; retried after Retry-After, cooldown
+	ClassServer        Class = "server"         // HTTP 5xx; retried, cooldown
+	ClassAuth          Class = "auth"           // HTTP 401/403, a missing key, no quota; not retried, cooldown
+	ClassBadRequest    Class = "bad_request"    // other 4xx, an unknown model; not retried, cooldown
+	ClassContextLength Class = "context_length" // the input is too large for the window; not retried, no cooldown
+	ClassBadResponse   Class = "bad_response"   // empty, truncated, malformed or rejected answer; retried, cooldown
+	ClassCanceled      Class = "canceled"       // the caller's context ended; stops the cascade, no cooldown
 )
+
+// Classes is every error class, the one list of them.
+var Classes = []Class{ClassTimeout, ClassNetwork, ClassRateLimited, ClassServer, ClassAuth, ClassBadRequest,
+	ClassContextLength, ClassBadResponse, ClassCanceled}
 
 var (
 	// ErrCoolingDown is the cause recorded for a provider skipped because it is cooling down.
@@ -55,7 +62,7 @@ const maxErrorText = 1000
 type ProviderError struct {
 	Provider   string        // the cascade entry's name
 	Model      string        // the entry's model
-	Class      string        // one of the Class* constants; "" for a skip or an unrecognised error
+	Class      Class         // one of Classes; "" for a skip or an unrecognised error
 	HTTPStatus int           // the response's status; 0 when there was none
 	RetryAfter time.Duration // what the server asked to wait; 0 when it did not say
 	Err        error         // the cause
@@ -141,7 +148,7 @@ func (e *ProviderError) Is(target error) bool {
 }
 
 // classText is the human name of a class, used in error texts.
-func classText(class string) string {
+func classText(class Class) string {
 	switch class {
 	case ClassTimeout:
 		return "timeout"
@@ -162,7 +169,7 @@ func classText(class string) string {
 	case ClassCanceled:
 		return "canceled"
 	}
-	return class // "" (unclassified) prints nothing
+	return string(class) // "" (unclassified) prints nothing
 }
 
 // Error is returned by Run when no provider produced a result: every provider failed or was
@@ -221,7 +228,7 @@ var defaultRedact = sync.OnceValue(func() func(string) string {
 //
 // A context.Canceled is reported as canceled; the cascade reports it so only when the
 // caller's context ended (a turn that hit the attempt timeout is a timeout).
-func Classify(err error) (class string, status int, retryAfter time.Duration) {
+func Classify(err error) (class Class, status int, retryAfter time.Duration) {
 	if err == nil {
 		return "", 0, 0
 	}
@@ -274,7 +281,7 @@ func Classify(err error) (class string, status int, retryAfter time.Duration) {
 // ClassifyHTTP classifies the error answer of an OpenAI-compatible server, its status and
 // body, as Classify classifies a provider's (an error object's code and type, else the
 // status, and the words of an oversized input): memctl serve reads its upstream's answers so.
-func ClassifyHTTP(status int, body []byte) string {
+func ClassifyHTTP(status int, body []byte) Class {
 	var env struct {
 		Error *openai.APIError `json:"error"`
 	}
@@ -286,7 +293,7 @@ func ClassifyHTTP(status int, body []byte) string {
 }
 
 // classifyAPIError classifies an error object an OpenAI-compatible server sent.
-func classifyAPIError(e *openai.APIError) string {
+func classifyAPIError(e *openai.APIError) Class {
 	code, _ := e.Code.(string)
 	switch {
 	case code == "context_length_exceeded" || e.Type == "context_length_exceeded" ||
@@ -309,7 +316,7 @@ func classifyAPIError(e *openai.APIError) string {
 
 // classifyStatus classifies an HTTP error status; msg is what the server said, read only for
 // the statuses under which servers report an oversized input in words.
-func classifyStatus(status int, msg string) string {
+func classifyStatus(status int, msg string) Class {
 	switch status {
 	case 400, 413, 422, 500:
 		if isContextLengthText(msg) {
@@ -413,7 +420,7 @@ func isLocalRequestError(err error) bool {
 }
 
 // retryable reports whether a class is retried within a provider's max_attempts.
-func retryable(class string) bool {
+func retryable(class Class) bool {
 	switch class {
 	case ClassTimeout, ClassNetwork, ClassServer, ClassRateLimited, ClassBadResponse:
 		return true
@@ -422,6 +429,6 @@ func retryable(class string) bool {
 }
 
 // coolsDown reports whether a provider that gave up with this class is put on cooldown.
-func coolsDown(class string) bool {
+func coolsDown(class Class) bool {
 	return class != ClassContextLength && class != ClassCanceled
 }

@@ -88,7 +88,7 @@ func TestHangingProviderWithinTotalBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].ErrorClass != cascade.ClassTimeout || !strings.Contains(rows[0].Error, "total timeout") {
+	if len(rows) != 1 || cascade.Class(rows[0].ErrorClass) != cascade.ClassTimeout || !strings.Contains(rows[0].Error, "total timeout") {
 		t.Fatalf("first provider's attempts = %+v, want one timeout naming the total timeout", rows)
 	}
 	st, err := c.Status(context.Background())
@@ -120,8 +120,8 @@ func TestSpentBudgetStillTriesOffline(t *testing.T) {
 		t.Errorf("the online provider got %d requests with no time left", n)
 	}
 	rows := attempts(t, sqldb)
-	if len(rows) != 2 || rows[0].Outcome != cascade.OutcomeSkippedBudget || !strings.Contains(rows[0].Error, "no time left") ||
-		rows[1].Outcome != cascade.OutcomeOK {
+	if len(rows) != 2 || cascade.Outcome(rows[0].Outcome) != cascade.OutcomeSkippedBudget || !strings.Contains(rows[0].Error, "no time left") ||
+		cascade.Outcome(rows[1].Outcome) != cascade.OutcomeOK {
 		t.Fatalf("rows = %+v, want skipped_budget then ok", rows)
 	}
 	if _, ok := cooldown(t, sqldb, "online"); ok {
@@ -141,7 +141,7 @@ func TestSpentBudgetWithoutOfflineRung(t *testing.T) {
 	if err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want a failure that is not a cancel", err)
 	}
-	if rows := attempts(t, sqldb); len(rows) != 1 || rows[0].Outcome != cascade.OutcomeSkippedBudget {
+	if rows := attempts(t, sqldb); len(rows) != 1 || cascade.Outcome(rows[0].Outcome) != cascade.OutcomeSkippedBudget {
 		t.Fatalf("rows = %+v, want one skipped_budget", rows)
 	}
 }
@@ -166,7 +166,7 @@ func TestWindowTooSmallSkipped(t *testing.T) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	rows := attempts(t, sqldb)
-	if len(rows) != 2 || rows[0].Provider != "small" || rows[0].Outcome != cascade.OutcomeSkippedWindow ||
+	if len(rows) != 2 || rows[0].Provider != "small" || cascade.Outcome(rows[0].Outcome) != cascade.OutcomeSkippedWindow ||
 		!strings.Contains(rows[0].Error, "window of 512 tokens") || !strings.Contains(rows[0].Error, "needs at least 900") {
 		t.Fatalf("rows = %+v, want skipped_window naming the window and the need", rows)
 	}
@@ -178,7 +178,7 @@ func TestWindowTooSmallSkipped(t *testing.T) {
 	}
 	var kinds []string
 	for _, ev := range h.recordedEvents() {
-		kinds = append(kinds, ev.Provider+":"+ev.Kind)
+		kinds = append(kinds, ev.Provider+":"+string(ev.Kind))
 	}
 	if !strings.Contains(strings.Join(kinds, " "), "small:skip_window") {
 		t.Errorf("events %v lack small:skip_window", kinds)

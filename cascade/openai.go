@@ -168,7 +168,7 @@ func (p *OpenAI) failure(err error, key string, x *exchange) *ProviderError {
 	return pe
 }
 
-func (p *OpenAI) fail(class string, x *exchange, err error) *ProviderError {
+func (p *OpenAI) fail(class Class, x *exchange, err error) *ProviderError {
 	return &ProviderError{Provider: p.cfg.Name, Model: p.cfg.Model, Class: class,
 		HTTPStatus: x.status, RetryAfter: x.retryAfter, Err: err}
 }

@@ -49,7 +49,7 @@ func TestOpenAIFaults(t *testing.T) {
 		timeout      time.Duration
 		seedFailures int64 // a cooldown row (already expired) before the run
 		wantText     string
-		wantClass    string
+		wantClass    cascade.Class
 		wantRows     []wantRow
 		wantCooldown bool
 		wantMinWait  time.Duration
@@ -487,7 +487,7 @@ func TestMissingAPIKey(t *testing.T) {
 		t.Fatalf("server saw %d requests, want 0", n)
 	}
 	rows := attempts(t, sqldb)
-	if len(rows) != 2 || rows[0].ErrorClass != cascade.ClassAuth || rows[0].HTTPStatus != 0 || rows[1].Outcome != "ok" {
+	if len(rows) != 2 || cascade.Class(rows[0].ErrorClass) != cascade.ClassAuth || rows[0].HTTPStatus != 0 || rows[1].Outcome != "ok" {
 		t.Fatalf("rows = %+v, want remote auth then offline ok", rows)
 	}
 	if !strings.Contains(rows[0].Error, "CASCADE_TEST_UNSET_KEY_VAR") {

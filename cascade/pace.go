@@ -35,7 +35,7 @@ func (c *Cascade) TimeFor(ctx context.Context, tokens int) (d time.Duration, ok 
 		}
 		var toks, ms int64
 		for _, r := range rows {
-			if r.Outcome == OutcomeOK && r.DurationMs > 0 && r.PromptTokens+r.CompletionTokens > 0 {
+			if Outcome(r.Outcome) == OutcomeOK && r.DurationMs > 0 && r.PromptTokens+r.CompletionTokens > 0 {
 				toks += int64(r.PromptTokens + r.CompletionTokens)
 				ms += r.DurationMs
 			}

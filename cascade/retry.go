@@ -35,7 +35,7 @@ type completer struct {
 var _ llm.Completer = (*completer)(nil)
 
 // sawClass reports whether a failure of this class was returned to the task during the turn.
-func (k *completer) sawClass(class string) bool {
+func (k *completer) sawClass(class Class) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, pe := range k.issued {
@@ -247,16 +247,16 @@ func (k *completer) log(ctx context.Context, startedAt time.Time, elapsed time.D
 		Model:            k.e.Model,
 		StartedAt:        startedAt.UnixMilli(),
 		DurationMs:       elapsed.Milliseconds(),
-		Outcome:          OutcomeOK,
+		Outcome:          string(OutcomeOK),
 		HttpStatus:       int64(resp.HTTPStatus),
 		PromptTokens:     int64(prompt),
 		CompletionTokens: int64(completion),
 		UsageEstimated:   boolInt(estimated),
 	}
 	if pe != nil {
-		row.Outcome = OutcomeError
+		row.Outcome = string(OutcomeError)
 		row.HttpStatus = int64(pe.HTTPStatus)
-		row.ErrorClass = pe.Class
+		row.ErrorClass = string(pe.Class)
 		row.Error = pe.detail()
 	}
 	err := k.c.insertAttempt(ctx, row)

@@ -89,19 +89,9 @@ func CompactionAttempts(ctx context.Context, h *db.Handle, compactionID int64) (
 	return db.Attempts(rows), nil
 }
 
-// Usage is what one compaction's requests cost, summed over its attempts.
-type Usage struct {
-	// Requests counts the requests sent: attempts whose outcome is ok or error (skips send
-	// none).
-	Requests int `json:"requests"`
-	// PromptTokens and CompletionTokens sum the attempts' tokens: those the servers reported,
-	// else counted locally (see Cascade.Count).
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	// Estimated is true when some of those tokens were counted locally because a server sent
-	// no usage.
-	Estimated bool `json:"estimated"`
-}
+// Usage is what one compaction's requests cost, summed over its attempts (see Cascade.Count
+// for the tokens counted locally).
+type Usage = db.Usage
 
 // CompactionUsage sums the usage of one compaction's attempts.
 func CompactionUsage(ctx context.Context, h *db.Handle, compactionID int64) (Usage, error) {
@@ -109,6 +99,5 @@ func CompactionUsage(ctx context.Context, h *db.Handle, compactionID int64) (Usa
 	if err != nil {
 		return Usage{}, fmt.Errorf("cascade: usage of compaction %d: %w", compactionID, err)
 	}
-	return Usage{Requests: int(r.Requests), PromptTokens: int(r.PromptTokens), CompletionTokens: int(r.CompletionTokens),
-		Estimated: r.Estimated != 0}, nil
+	return db.UsageOf(r), nil
 }

@@ -281,7 +281,7 @@ func TestAutoWindowRefreshedOnContextLength(t *testing.T) {
 }
 
 // eventsOf returns the recorded events of one kind.
-func (h *harness) eventsOf(kind string) []cascade.Event {
+func (h *harness) eventsOf(kind cascade.EventKind) []cascade.Event {
 	var out []cascade.Event
 	for _, ev := range h.recordedEvents() {
 		if ev.Kind == kind {

@@ -326,7 +326,7 @@ func (h *handler) compactions(ctx context.Context, _ *mcp.CallToolRequest, in Th
 	}
 	out := CompactionsOutput{Thread: thread, Compactions: []Compaction{}}
 	for _, r := range reps {
-		c := Compaction{Status: r.Status, Reason: r.Reason, Strategy: r.Strategy, CreatedAt: r.CreatedAt, FromSeq: r.FromSeq, ToSeq: r.ToSeq,
+		c := Compaction{Status: string(r.Status), Reason: string(r.Reason), Strategy: r.Strategy, CreatedAt: r.CreatedAt, FromSeq: r.FromSeq, ToSeq: r.ToSeq,
 			Summarized: r.SummarizedMessages, TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, FactsTotal: r.FactsTotal,
 			FactsKept: r.FactsKept, FactsDropped: []string{}, Superseded: r.Superseded, Detail: h.redact(r.Detail)}
 		if r.ID != nil {
@@ -407,7 +407,7 @@ func (h *handler) compact(ctx context.Context, _ *mcp.CallToolRequest, in Compac
 	if err != nil {
 		return nil, CompactOutput{}, err
 	}
-	out := CompactOutput{Thread: thread, Status: r.Status, Reason: r.Reason, FromSeq: r.FromSeq, ToSeq: r.ToSeq,
+	out := CompactOutput{Thread: thread, Status: string(r.Status), Reason: string(r.Reason), FromSeq: r.FromSeq, ToSeq: r.ToSeq,
 		TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, Detail: h.redact(r.Detail)}
 	if r.ID != nil {
 		out.CompactionID = *r.ID

@@ -96,13 +96,10 @@ func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, pro
 	return res, nil
 }
 
-// checkThreadID refuses a thread id an append cannot create.
+// checkThreadID refuses a thread id an append cannot create (ValidThreadID).
 func checkThreadID(thread string) error {
-	if thread == "" {
-		return errors.New("append: empty thread id")
-	}
-	if msg := badIdentifier(thread); msg != "" {
-		return fmt.Errorf("append: thread id %q %s", thread, msg)
+	if err := ValidThreadID(thread); err != nil {
+		return fmt.Errorf("append: %w", err)
 	}
 	return nil
 }

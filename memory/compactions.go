@@ -17,8 +17,8 @@ import (
 // newCompaction is a compaction row as it starts.
 type newCompaction struct {
 	thread    string
-	status    string // running or ineffective
-	reason    string
+	status    Status // running or ineffective
+	reason    Reason
 	strategy  string
 	base      int64 // the compaction current when it was planned (0: none)
 	lastSeq   int64
@@ -34,7 +34,7 @@ func (s *Store) insertCompaction(ctx context.Context, n newCompaction) (int64, e
 		now := s.now()
 		var err error
 		id, err = q.InsertCompaction(ctx, db.InsertCompactionParams{
-			ThreadID: n.thread, Status: n.status, Reason: n.reason, Strategy: n.strategy,
+			ThreadID: n.thread, Status: string(n.status), Reason: string(n.reason), Strategy: n.strategy,
 			BaseID:  sql.NullInt64{Int64: n.base, Valid: n.base != 0},
 			LastSeq: n.lastSeq, TokenLimit: int64(n.settings.TokenLimit), ReserveTokens: int64(n.settings.ReserveTokens),
 			TargetRatio: n.settings.TargetRatio, TriggerRatio: n.settings.TriggerRatio,
@@ -64,7 +64,7 @@ func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int
 		if rerr != nil {
 			return errors.Join(err, fmt.Errorf("read compaction %d again: %w", id, rerr))
 		}
-		if c.Status == StatusApplied && committed(c) {
+		if Status(c.Status) == StatusApplied && committed(c) {
 			return nil
 		}
 	}

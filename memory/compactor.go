@@ -284,7 +284,7 @@ func (c *Compactor) emergencyBudget(ctx context.Context, tokens int) time.Durati
 
 // reasonFor is the reason of a compaction: emergency when the call says so or the context is
 // at or above L * emergency_ratio (unless forced), else forced or threshold.
-func reasonFor(tokens int, s Settings, opt CompactOptions) string {
+func reasonFor(tokens int, s Settings, opt CompactOptions) Reason {
 	switch {
 	case opt.Emergency:
 		return ReasonEmergency
@@ -315,8 +315,8 @@ func (c *Compactor) logEnd(ctx context.Context, rep Report) {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
-		slog.String("thread", rep.Thread), slog.Int64("compaction_id", *rep.ID), slog.String("reason", rep.Reason),
-		slog.String("strategy", rep.Strategy), slog.String("outcome", rep.Status), slog.String("provider", rep.Provider),
+		slog.String("thread", rep.Thread), slog.Int64("compaction_id", *rep.ID), slog.String("reason", string(rep.Reason)),
+		slog.String("strategy", rep.Strategy), slog.String("outcome", string(rep.Status)), slog.String("provider", rep.Provider),
 		slog.String("model", rep.Model), slog.Int("tokens_before", rep.TokensBefore), slog.Int("tokens_after", rep.TokensAfter),
 		slog.Int("passes", rep.Passes), slog.Int("requests", rep.Requests), slog.Int64("duration_ms", rep.DurationMs),
 	}

@@ -165,7 +165,8 @@ func (c thenCut) Run(ctx context.Context, id int64, task llm.Task) (llm.Result, 
 // compactionRow is what a compaction row holds, read directly.
 type compactionRow struct {
 	id                    int64
-	status, errText       string
+	status                Status
+	errText               string
 	summary, view, fromTo bool // the columns a commit fills are set
 }
 
@@ -237,7 +238,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 
 	// try cuts the connection after cut bytes, checks what is left, and returns the status
 	// the compaction ended with.
-	try := func(t *testing.T, cut int64) string {
+	try := func(t *testing.T, cut int64) Status {
 		schema, s, p, before := setup(t)
 		c := NewCompactor(s, thenCut{offline(t, s), func() { p.CutAfter(cut) }}, settings(s))
 		rep, cerr := c.Compact(ctx, "t", CompactOptions{Force: true})

@@ -188,7 +188,7 @@ func (j *job) ineffective(ctx context.Context) (Report, error) {
 }
 
 // row is the compaction row as it starts.
-func (j *job) row(status string) newCompaction {
+func (j *job) row(status Status) newCompaction {
 	return newCompaction{thread: j.a.Thread.ID, status: status, reason: j.rep.Reason, strategy: j.rep.Strategy,
 		base: j.a.current, lastSeq: int64(j.a.Thread.Messages), settings: j.s, rep: *j.rep}
 }
@@ -202,7 +202,7 @@ func (j *job) run(ctx context.Context) (Report, error) {
 	}
 	j.id, rep.ID, rep.Status = id, &id, StatusRunning
 	c.log(ctx, slog.LevelInfo, "compaction started", slog.String("thread", rep.Thread), slog.Int64("compaction_id", id),
-		slog.String("reason", rep.Reason), slog.String("strategy", rep.Strategy), slog.Int("tokens_before", rep.TokensBefore),
+		slog.String("reason", string(rep.Reason)), slog.String("strategy", rep.Strategy), slog.Int("tokens_before", rep.TokensBefore),
 		slog.Int("messages_before", rep.MessagesBefore), slog.Int("token_limit", rep.TokenLimit))
 	stopLease := c.Store.holdLease(ctx, id)
 	err = j.work(ctx)
@@ -369,7 +369,7 @@ func (j *job) finish(ctx context.Context) error {
 		return err
 	}
 	return j.c.Store.finishCompaction(ctx, j.id, db.FinishCompactionParams{
-		Status: rep.Status, TokensAfter: int64(rep.TokensAfter), MessagesAfter: int64(rep.MessagesAfter),
+		Status: string(rep.Status), TokensAfter: int64(rep.TokensAfter), MessagesAfter: int64(rep.MessagesAfter),
 		SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
 		Passes: int64(rep.Passes), Chunks: int64(rep.Chunks), Provider: rep.Provider, Model: rep.Model,
 		DurationMs: rep.DurationMs, Error: rep.Error, Detail: rep.Detail, FactsDropped: string(dropped),

@@ -114,7 +114,7 @@ func (s *Store) failInterrupted(ctx context.Context) error {
 	for _, id := range marked {
 		c := byID[id]
 		s.Logger.LogAttrs(ctx, slog.LevelWarn, "interrupted compaction marked failed", slog.String("thread", c.ThreadID),
-			slog.Int64("compaction_id", id), slog.String("outcome", StatusFailed),
+			slog.Int64("compaction_id", id), slog.String("outcome", string(StatusFailed)),
 			slog.String("owner_host", c.OwnerHost), slog.Int64("owner_pid", c.OwnerPid))
 	}
 	return nil

@@ -23,7 +23,7 @@ func runningRow(t *testing.T, s *Store, owner string, pid int, leaseUntil time.T
 		t.Fatal(err)
 	}
 	id, err := s.h.Q().InsertCompaction(ctx, db.InsertCompactionParams{
-		ThreadID: "t", Status: StatusRunning, Reason: ReasonForced, Strategy: StrategySummarize,
+		ThreadID: "t", Status: string(StatusRunning), Reason: string(ReasonForced), Strategy: StrategySummarize,
 		LastSeq: 1, TokenLimit: 1000, OwnerHost: owner, OwnerPid: int64(pid),
 		LeaseUntil: leaseUntil.UnixMilli(), CreatedAt: 1, UpdatedAt: 1,
 	})
@@ -151,7 +151,7 @@ func TestOpenWithNowJudgesLeasesByIt(t *testing.T) {
 	s.Close()
 	for _, tc := range []struct {
 		now  func() time.Time
-		want string
+		want Status
 	}{
 		{nil, StatusRunning},
 		{func() time.Time { return time.Now().Add(-time.Hour) }, StatusRunning},

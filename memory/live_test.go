@@ -44,7 +44,7 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 			rep, err := memory.NewCompactor(other, extractiveCascade(t, other), memory.Settings{}).Compact(ctx, "v",
 				memory.CompactOptions{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}})
 			if err == nil && rep.Status != memory.StatusApplied {
-				err = errors.New(rep.Status + ": " + rep.Detail)
+				err = errors.New(string(rep.Status) + ": " + rep.Detail)
 			}
 			return err
 		}},

@@ -11,24 +11,37 @@ import (
 	"github.com/memcascade/memcascade/db"
 )
 
-// Compaction statuses.
+// Status is what became of a compaction, as stored in compactions.status (not_needed and
+// planned are never stored).
+type Status string
+
+// Compaction statuses; Statuses lists them all.
 const (
-	StatusApplied     = "applied"     // the summary replaced the middle in the active context
-	StatusNotNeeded   = "not_needed"  // under the trigger and not forced; not recorded
-	StatusPlanned     = "planned"     // a dry run; not recorded
-	StatusIneffective = "ineffective" // would save under 10%; recorded, no provider called
-	StatusFailed      = "failed"      // no provider could summarize, or the commit lost a race
-	StatusRunning     = "running"     // in progress (or interrupted, until the next Open)
-	StatusReverted    = "reverted"    // was applied, then reverted
+	StatusApplied     Status = "applied"     // the summary replaced the middle in the active context
+	StatusNotNeeded   Status = "not_needed"  // under the trigger and not forced; not recorded
+	StatusPlanned     Status = "planned"     // a dry run; not recorded
+	StatusIneffective Status = "ineffective" // would save under 10%; recorded, no provider called
+	StatusFailed      Status = "failed"      // no provider could summarize, or the commit lost a race
+	StatusRunning     Status = "running"     // in progress (or interrupted, until the next Open)
+	StatusReverted    Status = "reverted"    // was applied, then reverted
 )
 
-// Compaction reasons.
+// Statuses is every compaction status, the one list of them.
+var Statuses = []Status{StatusApplied, StatusNotNeeded, StatusPlanned, StatusIneffective, StatusFailed, StatusRunning, StatusReverted}
+
+// Reason is why a compaction ran, as stored in compactions.reason.
+type Reason string
+
+// Compaction reasons; Reasons lists them all.
 const (
-	ReasonThreshold = "threshold"
-	ReasonEmergency = "emergency"
-	ReasonForced    = "forced"
-	ReasonRequested = "requested" // the agent's model asked for it (memory_compact)
+	ReasonThreshold Reason = "threshold"
+	ReasonEmergency Reason = "emergency"
+	ReasonForced    Reason = "forced"
+	ReasonRequested Reason = "requested" // the agent's model asked for it (memory_compact)
 )
+
+// Reasons is every compaction reason, the one list of them.
+var Reasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, ReasonRequested}
 
 // Compaction strategies.
 const (
@@ -43,8 +56,8 @@ const (
 type Report struct {
 	ID                 *int64    `json:"id"`
 	Thread             string    `json:"thread"`
-	Status             string    `json:"status"`
-	Reason             string    `json:"reason"`
+	Status             Status    `json:"status"`
+	Reason             Reason    `json:"reason"`
 	TokenLimit         int       `json:"token_limit"`
 	TokensBefore       int       `json:"tokens_before"`
 	TokensAfter        int       `json:"tokens_after"`
@@ -98,44 +111,23 @@ type Report struct {
 }
 
 // Usage is what a compaction's provider requests cost.
-type Usage struct {
-	Requests         int `json:"requests"` // requests sent (attempts that were not skipped)
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	// Estimated: some tokens were counted locally, a server having sent no usage.
-	Estimated bool `json:"estimated"`
-}
+type Usage = db.Usage
 
 // usageOf sums the usage of compaction id's attempts.
 func usageOf(ctx context.Context, q db.Querier, id int64) (Usage, error) {
 	u, err := q.CompactionUsage(ctx, sql.NullInt64{Int64: id, Valid: true})
-	return Usage{Requests: int(u.Requests), PromptTokens: int(u.PromptTokens), CompletionTokens: int(u.CompletionTokens),
-		Estimated: u.Estimated != 0}, err
+	return db.UsageOf(u), err
 }
 
 // Attempt is one provider attempt made for a compaction, as the compaction's report shows it:
 // a view of a few fields of the attempt log's row (db.Attempt, which cascade.Attempt shows
-// whole). It stays a type of its own because the report's JSON (memctl compact --json) has
-// these fields only, and omits an empty error.
-type Attempt struct {
-	Provider   string `json:"provider"`
-	Model      string `json:"model"`
-	Outcome    string `json:"outcome"`
-	HTTPStatus int    `json:"http_status"`
-	ErrorClass string `json:"error_class"`
-	Error      string `json:"error,omitempty"`
-	DurationMs int64  `json:"duration_ms"`
-}
-
-func attemptView(a db.Attempt) Attempt {
-	return Attempt{Provider: a.Provider, Model: a.Model, Outcome: a.Outcome, HTTPStatus: a.HTTPStatus,
-		ErrorClass: a.ErrorClass, Error: a.Error, DurationMs: a.DurationMs}
-}
+// whole).
+type Attempt = db.AttemptView
 
 func reportFromRow(c db.Compaction, current int64) Report {
 	id := c.ID
 	r := Report{
-		ID: &id, Thread: c.ThreadID, Status: c.Status, Reason: c.Reason,
+		ID: &id, Thread: c.ThreadID, Status: Status(c.Status), Reason: Reason(c.Reason),
 		TokenLimit: int(c.TokenLimit), TokensBefore: int(c.TokensBefore), TokensAfter: int(c.TokensAfter),
 		MessagesBefore: int(c.MessagesBefore), MessagesAfter: int(c.MessagesAfter),
 		SummarizedMessages: int(c.SummarizedMessages), KeptMessages: int(c.KeptMessages),
@@ -150,8 +142,8 @@ func reportFromRow(c db.Compaction, current int64) Report {
 	}
 	r.View = viewChanges(c.View)
 	r.split(c)
-	r.Superseded = c.Status == StatusApplied && c.ID != current
-	if c.Status == StatusRunning {
+	r.Superseded = r.Status == StatusApplied && c.ID != current
+	if r.Status == StatusRunning {
 		lease := time.UnixMilli(c.LeaseUntil).UTC()
 		r.LeaseUntil = &lease
 	}
@@ -162,7 +154,7 @@ func reportFromRow(c db.Compaction, current int64) Report {
 // messages_after, read when it ended) into what it made of the messages it saw (its view, up to
 // view_seq) and the messages appended while it ran. One that applied nothing summarized nothing.
 func (r *Report) split(c db.Compaction) {
-	switch c.Status {
+	switch Status(c.Status) {
 	case StatusApplied, StatusReverted:
 		if c.ViewMessages == 0 {
 			return // a row written before views were stored
@@ -251,7 +243,7 @@ func (s *Store) report(ctx context.Context, q db.Querier, id int64) (Report, err
 	all := db.Attempts(rows)
 	r.Attempts = make([]Attempt, len(all))
 	for i, a := range all {
-		r.Attempts[i] = attemptView(a)
+		r.Attempts[i] = a.View()
 	}
 	return r, nil
 }
@@ -305,15 +297,15 @@ func (s *Store) revert(ctx context.Context, q db.Querier, id int64) (Report, err
 	if err != nil {
 		return Report{}, err
 	}
-	if c.Status != StatusApplied || cur != id {
+	if Status(c.Status) != StatusApplied || cur != id {
 		why := fmt.Sprintf("it is %s", c.Status)
-		if c.Status == StatusApplied {
+		if Status(c.Status) == StatusApplied {
 			why = fmt.Sprintf("compaction %d is the latest applied one of thread %q", cur, c.ThreadID)
 		}
 		return Report{}, fmt.Errorf("%w: compaction %d: %s", ErrNotLatest, id, why)
 	}
 	if _, err := q.SetCompactionStatus(ctx, db.SetCompactionStatusParams{
-		NewStatus: StatusReverted, Error: c.Error, UpdatedAt: s.now(), ID: id, OldStatus: StatusApplied,
+		NewStatus: string(StatusReverted), Error: c.Error, UpdatedAt: s.now(), ID: id, OldStatus: string(StatusApplied),
 	}); err != nil {
 		return Report{}, err
 	}

@@ -105,7 +105,7 @@ func TestChunkingResplitsOnContextLength(t *testing.T) {
 	}
 	var ctxErrs int
 	for _, at := range rep.Attempts {
-		if at.ErrorClass == cascade.ClassContextLength {
+		if cascade.Class(at.ErrorClass) == cascade.ClassContextLength {
 			ctxErrs++
 		}
 	}

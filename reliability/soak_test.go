@@ -46,8 +46,8 @@ type writerResult struct {
 
 // compactorResult is what the compactor prints when it ends.
 type compactorResult struct {
-	Compactions int            `json:"compactions"`
-	Statuses    map[string]int `json:"statuses"`
+	Compactions int                   `json:"compactions"`
+	Statuses    map[memory.Status]int `json:"statuses"`
 	// OverLimit counts compactions that applied their passes but left the context over the
 	// limit (ErrOverLimit): the writers appended faster than max_passes could catch up. That
 	// is the documented outcome, not a failure.
@@ -151,7 +151,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	statuses := map[string]int{}
+	statuses := map[memory.Status]int{}
 	for _, r := range reps {
 		statuses[r.Status]++
 	}
@@ -394,7 +394,7 @@ func soakWriter(s *memory.Store, id string, until time.Time) writerResult {
 // way memctl compact does, with the default (extractive) cascade.
 func soakCompactor(s *memory.Store, until time.Time) compactorResult {
 	ctx := context.Background()
-	res := compactorResult{Statuses: map[string]int{}}
+	res := compactorResult{Statuses: map[memory.Status]int{}}
 	fail := func(format string, args ...any) compactorResult {
 		fmt.Fprintf(os.Stderr, "ERROR compactor: "+format+"\n", args...)
 		res.Errors++

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/memory"
@@ -51,9 +50,9 @@ func (s *Server) view(t memory.Thread) ThreadView {
 // thread may have (memctl import takes any non-empty id), not only those the proxy creates.
 func threadParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
-	if id == "" || len(id) > 1024 || !utf8.ValidString(id) {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_thread_id",
-			"the thread id must be 1 to 1024 bytes of UTF-8", "")
+	if memory.ValidThreadID(id) != nil {
+		writeCode(w, memory.CodeInvalid, "invalid_thread_id",
+			"the thread id must be 1 to 1024 bytes of UTF-8 without NUL", "")
 		return "", false
 	}
 	return id, true
@@ -123,7 +122,7 @@ func (s *Server) apiReports(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiReport(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_compaction_id",
+		writeCode(w, memory.CodeInvalid, "invalid_compaction_id",
 			fmt.Sprintf("%q is not a compaction id (a positive integer)", r.PathValue("id")), "")
 		return
 	}
@@ -177,7 +176,7 @@ func (s *Server) apiCompact(w http.ResponseWriter, r *http.Request) {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request",
+			writeCode(w, memory.CodeInvalid, "invalid_request",
 				`want {"force": true|false, "dry_run": true|false}: `+err.Error(), "")
 			return
 		}

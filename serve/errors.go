@@ -40,21 +40,44 @@ func writeErrorEvent(w http.ResponseWriter, code, msg string) {
 	w.Write([]byte("\n\n"))
 }
 
-// errorKinds maps the domain's errors to an HTTP status, an OpenAI error type and a code.
-var errorKinds = []struct {
-	match  func(error) bool
+// codeStatus is the one table of memory's error codes and the HTTP status and OpenAI error type
+// each is answered with.
+var codeStatus = map[memory.Code]struct {
 	status int
 	typ    string
-	code   string
 }{
-	{is(memory.ErrThreadNotFound), http.StatusNotFound, "not_found_error", "thread_not_found"},
-	{is(memory.ErrCompactionNotFound), http.StatusNotFound, "not_found_error", "compaction_not_found"},
-	{is(memory.ErrMessageNotFound), http.StatusNotFound, "not_found_error", "message_not_found"},
-	{is(memory.ErrNotPinned), http.StatusNotFound, "not_found_error", "not_pinned"},
-	{is(memory.ErrPinRefused), http.StatusConflict, "invalid_request_error", "pin_refused"},
-	{as[*memory.InputError], http.StatusBadRequest, "invalid_request_error", "invalid_message"},
-	{as[*memory.SettingError], http.StatusBadRequest, "invalid_request_error", "invalid_settings"},
-	{is(memory.ErrNewerSchema), http.StatusInternalServerError, "server_error", "newer_schema"},
+	memory.CodeInvalid:     {http.StatusBadRequest, "invalid_request_error"},
+	memory.CodeNotFound:    {http.StatusNotFound, "not_found_error"},
+	memory.CodeConflict:    {http.StatusConflict, "invalid_request_error"},
+	memory.CodeOverLimit:   {http.StatusBadRequest, "invalid_request_error"},
+	memory.CodeUnavailable: {http.StatusServiceUnavailable, "server_error"},
+	memory.CodeInternal:    {http.StatusInternalServerError, "server_error"},
+}
+
+// writeCode writes an error of code in OpenAI's shape, with the status and type of codeStatus;
+// detail is OpenAI's code field ("" for null).
+func writeCode(w http.ResponseWriter, code memory.Code, detail, msg, param string) {
+	cs, ok := codeStatus[code]
+	if !ok {
+		cs = codeStatus[memory.CodeInternal]
+	}
+	writeError(w, cs.status, cs.typ, detail, msg, param)
+}
+
+// errorDetails names, in OpenAI's code field, the domain's errors serve tells apart; the status
+// and type are their memory.Code's.
+var errorDetails = []struct {
+	match  func(error) bool
+	detail string
+}{
+	{is(memory.ErrThreadNotFound), "thread_not_found"},
+	{is(memory.ErrCompactionNotFound), "compaction_not_found"},
+	{is(memory.ErrMessageNotFound), "message_not_found"},
+	{is(memory.ErrNotPinned), "not_pinned"},
+	{is(memory.ErrPinRefused), "pin_refused"},
+	{as[*memory.InputError], "invalid_message"},
+	{as[*memory.SettingError], "invalid_settings"},
+	{is(memory.ErrNewerSchema), "newer_schema"},
 }
 
 func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }
@@ -64,15 +87,16 @@ func as[T error](err error) bool {
 	return errors.As(err, &t)
 }
 
-// Error writes err in OpenAI's shape with the status its kind maps to (500 when unknown).
+// Error writes err in OpenAI's shape: an error errorDetails names with the status of its
+// memory.Code, any other with 500.
 func Error(w http.ResponseWriter, err error) {
-	for _, k := range errorKinds {
-		if k.match(err) {
-			writeError(w, k.status, k.typ, k.code, err.Error(), "")
+	for _, d := range errorDetails {
+		if d.match(err) {
+			writeCode(w, memory.ErrorCode(err), d.detail, err.Error(), "")
 			return
 		}
 	}
-	writeError(w, http.StatusInternalServerError, "server_error", "internal_error", err.Error(), "")
+	writeCode(w, memory.CodeInternal, "internal_error", err.Error(), "")
 }
 
 // writeJSON writes v as indented JSON, as memctl --json prints it.

@@ -48,7 +48,7 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 	s.logCompaction(thread, rep, cerr)
 	if rep.ID != nil {
 		h.Set(CompactionHeader, strconv.FormatInt(*rep.ID, 10))
-		h.Set(CompactionStatusHeader, rep.Status)
+		h.Set(CompactionStatusHeader, string(rep.Status))
 	}
 	if lv, set, _, tools, err = s.measure(ctx, st, req, cap, true); err != nil {
 		return nil, 0, err
@@ -56,7 +56,7 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 		return lv, lv.active.Tokens + tools, nil
 	}
 	a := lv.active
-	why := rep.Status
+	why := string(rep.Status)
 	if rep.Error != "" {
 		why += ": " + rep.Error
 	} else if rep.Detail != "" {

@@ -28,7 +28,7 @@ func intParam(w http.ResponseWriter, name, v string, def, min int64) (int64, boo
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < min {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_"+name,
+		writeCode(w, memory.CodeInvalid, "invalid_"+name,
 			fmt.Sprintf("%s %q: want a whole number from %d", name, v, min), name)
 		return 0, false
 	}
@@ -39,7 +39,7 @@ func intParam(w http.ResponseWriter, name, v string, def, min int64) (int64, boo
 func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Get("q") == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_q", "q: the words to search for are required", "q")
+		writeCode(w, memory.CodeInvalid, "invalid_q", "q: the words to search for are required", "q")
 		return
 	}
 	limit, ok := intParam(w, "limit", q.Get("limit"), 0, 1)

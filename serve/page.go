@@ -156,7 +156,7 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 	var selected int64
 	if q := r.URL.Query().Get("compaction"); q != "" {
 		if selected, err = strconv.ParseInt(q, 10, 64); err != nil || selected < 1 {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_compaction_id",
+			writeCode(w, memory.CodeInvalid, "invalid_compaction_id",
 				fmt.Sprintf("compaction=%q is not a compaction id (a positive integer)", q), "compaction")
 			return
 		}
@@ -274,7 +274,7 @@ func makeChart(hist []memory.Entry, rows []db.Compaction, limit int) chart {
 		maxY = max(maxY, y+memory.ReplyPriming)
 		for _, row := range bySeq[e.Seq] {
 			before := y + memory.ReplyPriming
-			if row.Status == memory.StatusApplied {
+			if memory.Status(row.Status) == memory.StatusApplied {
 				y = int(row.TokensAfter) - memory.ReplyPriming
 				pts = append(pts, pt{e.Seq, int(row.TokensAfter)})
 			}
@@ -299,7 +299,7 @@ func makeChart(hist []memory.Entry, rows []db.Compaction, limit int) chart {
 	c.Points = b.String()
 	c.LimitY = yy(limit)
 	for i, m := range marks {
-		applied := m.row.Status == memory.StatusApplied
+		applied := memory.Status(m.row.Status) == memory.StatusApplied
 		c.Marks = append(c.Marks, mark{
 			ID: m.row.ID, X: x(m.row.LastSeq), Y1: c.Top, Y2: c.Bottom, LabelY: c.Top + 10 + float64(i%3)*11,
 			Status: m.row.Status, Reason: m.row.Reason, Before: m.before, After: m.aft, AfterSeq: m.row.LastSeq,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // ResetHeader, set to "1" on a chat completions request, starts its thread over: the thread's
@@ -29,13 +31,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	thread := r.PathValue("thread")
 	if r.URL.Path == "/v1/chat/completions" {
 		if thread = r.Header.Get(ThreadHeader); thread == "" {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "missing_thread",
+			writeCode(w, memory.CodeInvalid, "missing_thread",
 				"name the thread: in the header "+ThreadHeader+", or in the base URL /t/THREAD/v1", "")
 			return
 		}
 	}
-	if err := ValidThreadID(thread); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_thread_id", err.Error(), "")
+	if err := memory.ValidURLThreadID(thread); err != nil {
+		writeCode(w, memory.CodeInvalid, "invalid_thread_id", err.Error(), "")
 		return
 	}
 	if !isJSON(r) {
@@ -52,7 +54,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var br *badRequest
 		errors.As(err, &br)
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", br.msg, br.param)
+		writeCode(w, memory.CodeInvalid, "invalid_request", br.msg, br.param)
 		return
 	}
 	if s.Upstream == "" {
@@ -80,9 +82,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		var br *badRequest
 		switch {
 		case errors.As(err, &c):
-			writeError(w, http.StatusConflict, "invalid_request_error", "history_conflict", c.Msg, fmt.Sprintf("messages[%d]", c.Index))
+			writeCode(w, memory.CodeConflict, "history_conflict", c.Msg, fmt.Sprintf("messages[%d]", c.Index))
 		case errors.As(err, &br):
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_message", br.msg, br.param)
+			writeCode(w, memory.CodeInvalid, "invalid_message", br.msg, br.param)
 		default:
 			Error(w, err)
 		}
@@ -101,7 +103,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 				if refused != "" {
 					msg = refused + "; compacting to fit " + msg
 				}
-				writeError(w, http.StatusBadRequest, "invalid_request_error", "context_length_exceeded", msg, "messages")
+				writeCode(w, memory.CodeInvalid, "context_length_exceeded", msg, "messages")
 				return
 			}
 			Error(w, err)

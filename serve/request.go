@@ -7,24 +7,11 @@ import (
 	"hash/maphash"
 	"mime"
 	"net/http"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/memory"
 )
-
-// threadIDPattern is what a thread id in a URL may be: a letter or digit, then letters,
-// digits, '.', '_', ':' or '-', 128 characters at most.
-var threadIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-
-// ValidThreadID checks a thread id taken from a URL.
-func ValidThreadID(id string) error {
-	if !threadIDPattern.MatchString(id) {
-		return fmt.Errorf("thread id %q is not valid: want 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", id)
-	}
-	return nil
-}
 
 // chatRequest is a chat completions request: every field as given (forwarded unchanged but
 // messages, in the order given), and the fields the proxy reads.

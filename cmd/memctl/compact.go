@@ -98,7 +98,7 @@ func (a *app) showProgress(c *memory.Compactor, casc *cascade.Cascade) {
 
 // eventText describes a cascade event for a person.
 func eventText(e cascade.Event) string {
-	s := e.Provider + ": " + e.Kind
+	s := e.Provider + ": " + string(e.Kind)
 	switch e.Kind {
 	case cascade.EventTry:
 		s = fmt.Sprintf("%s: trying (attempt %d)", e.Provider, e.Attempt)

@@ -212,6 +212,8 @@ func TestImpossibleValuesExit2(t *testing.T) {
 		{[]string{"compact", ""}, "empty thread id"},
 		{[]string{"reports", ""}, "empty thread id"},
 		{[]string{"search", "a", "--thread", ""}, "--thread: empty thread id"},
+		{[]string{"show", "a\x00b"}, "contains a NUL character"},
+		{[]string{"export", "bad\xffutf8"}, "is not valid UTF-8"},
 		{[]string{"import", "t1", dir}, dir + " is a directory"},
 		{[]string{"tokens", "--model", "gpt-4o", dir}, dir + " is a directory"},
 		{[]string{"tokens", "--model", "gpt-4o", noMessages}, "no messages"},

@@ -6,12 +6,15 @@ import (
 	"math"
 	"os"
 	"strconv"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
-// threadArg refuses an empty thread id (exit 2): no thread can have it.
+// threadArg refuses a thread id no thread can have (memory.ValidThreadID: empty, too long, not
+// UTF-8 or holding a NUL): exit 2.
 func threadArg(id string) error {
-	if id == "" {
-		return usagef("empty thread id")
+	if err := memory.ValidThreadID(id); err != nil {
+		return usagef("%v", err)
 	}
 	return nil
 }

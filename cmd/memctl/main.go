@@ -69,15 +69,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return exitCode(err)
 }
 
+// exitCode is the exit code of err, from the one table of them: a usage or config error, or
+// an error of memory.CodeInvalid, is exitUsage; any other is exitFail.
 func exitCode(err error) int {
 	var ue usageError
-	var ie *memory.InputError
 	var ce *config.Error
 	switch {
-	case errors.As(err, &ue), errors.As(err, &ie), errors.As(err, &ce):
+	case errors.As(err, &ue), errors.As(err, &ce):
 		return exitUsage
 	}
-	return exitFail
+	return exitCodes[memory.ErrorCode(err)]
+}
+
+// exitCodes maps memory's error codes to exit codes (docs/memctl.md, "Exit codes").
+var exitCodes = map[memory.Code]int{
+	memory.CodeInvalid:     exitUsage,
+	memory.CodeNotFound:    exitFail,
+	memory.CodeConflict:    exitFail,
+	memory.CodeOverLimit:   exitFail,
+	memory.CodeUnavailable: exitFail,
+	memory.CodeInternal:    exitFail,
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mattn/go-isatty"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // What memctl prints: JSON on stdout as it is, human text through termWriter, tables aligned
@@ -116,11 +118,11 @@ func paint(w io.Writer, style, s string) {
 }
 
 // statusStyle is the colour of a compaction status.
-func statusStyle(status string) string {
+func statusStyle(status memory.Status) string {
 	switch status {
-	case "applied", "reverted":
+	case memory.StatusApplied, memory.StatusReverted:
 		return styleGood
-	case "failed":
+	case memory.StatusFailed:
 		return styleError
 	}
 	return styleWarn

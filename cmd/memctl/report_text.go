@@ -34,7 +34,7 @@ func writeReport(w io.Writer, r memory.Report) {
 		id = strconv.FormatInt(*r.ID, 10)
 	}
 	fmt.Fprintf(w, "compaction %s on thread %s: ", id, r.Thread)
-	paint(w, statusStyle(r.Status), r.Status)
+	paint(w, statusStyle(r.Status), string(r.Status))
 	fmt.Fprintf(w, " (%s)\n", r.Reason)
 	if r.Detail != "" {
 		fmt.Fprintf(w, "  %s\n", r.Detail)

@@ -9,16 +9,21 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-// TestEventTextEveryKind: every kind of cascade event has words of its own (a wait says
-// nothing: the retry before it said how long).
+// TestEventTextEveryKind: every kind of cascade event (cascade.EventKinds) has words of its own
+// (a wait says nothing: the retry before it said how long).
 func TestEventTextEveryKind(t *testing.T) {
-	want := map[string]string{
+	want := map[cascade.EventKind]string{
 		cascade.EventTry: "p: trying (attempt 1)", cascade.EventRetry: "p: timeout, retry in 1s", cascade.EventWait: "",
 		cascade.EventSkip: "p: cooling down, skipped", cascade.EventSkipWindow: "p: skipped, the input does not fit its context window",
 		cascade.EventSkipBudget: "p: skipped, no time left for it", cascade.EventFail: "p: failed (timeout)", cascade.EventOK: "p: ok",
 		cascade.EventWindow: "p: context window 1024 tokens",
 	}
-	for k, w := range want {
+	for _, k := range cascade.EventKinds {
+		w, ok := want[k]
+		if !ok {
+			t.Errorf("%s: no words for this kind in the test", k)
+			continue
+		}
 		if got := eventText(cascade.Event{Provider: "p", Kind: k, Attempt: 1, Wait: time.Second, Class: "timeout", Window: 1024}); got != w {
 			t.Errorf("%s: %q, want %q", k, got, w)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -210,5 +211,21 @@ func TestThreadsLimitUsed(t *testing.T) {
 	m.config = m.writeFile("memctl.yaml", "compaction:\n  token_limit: 9000\n")
 	if r := row(m.must("threads"), "served"); !strings.Contains(r, " 9000 ") || strings.Contains(r, "auto") {
 		t.Errorf("threads with token_limit 9000, served: %q, want LIMIT 9000", r)
+	}
+}
+
+// TestExitCodeEveryCode: every memory.Code has its exit code in the one table; an invalid
+// input is 2, a missing thread 1.
+func TestExitCodeEveryCode(t *testing.T) {
+	for _, c := range memory.Codes {
+		if _, ok := exitCodes[c]; !ok {
+			t.Errorf("code %q has no exit code", c)
+		}
+	}
+	if got := exitCode(fmt.Errorf("import: %w", &memory.InputError{Msg: "bad"})); got != exitUsage {
+		t.Errorf("input error: exit %d, want %d", got, exitUsage)
+	}
+	if got := exitCode(fmt.Errorf("show: %w", memory.ErrThreadNotFound)); got != exitFail {
+		t.Errorf("thread not found: exit %d, want %d", got, exitFail)
 	}
 }

@@ -1,0 +1,61 @@
+package cascade_test
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/cascade"
+)
+
+// checkList returns the values a schema's CHECK (column IN (...)) allows.
+func checkList(t *testing.T, path, column string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`CHECK \(` + column + ` IN \(([^)]*)\)\)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no CHECK on %s", path, column)
+	}
+	var out []string
+	for _, v := range strings.Split(string(m[1]), ",") {
+		out = append(out, strings.Trim(strings.TrimSpace(v), "'"))
+	}
+	return out
+}
+
+// TestOutcomesMatchSchema: cascade.Outcomes, the one list of attempt outcomes, is what both
+// schemas allow in cascade_attempts.outcome.
+func TestOutcomesMatchSchema(t *testing.T) {
+	var got []string
+	for _, o := range cascade.Outcomes {
+		got = append(got, string(o))
+	}
+	for _, path := range []string{"../db/schema.sql", "../db/postgres/schema.sql"} {
+		if want := checkList(t, path, "outcome"); !slices.Equal(got, want) {
+			t.Errorf("Outcomes = %v, %s allows %v", got, path, want)
+		}
+	}
+}
+
+// TestClassesDistinct: the tables of classes and event kinds list each value once.
+func TestClassesDistinct(t *testing.T) {
+	seen := map[cascade.Class]bool{}
+	for _, c := range cascade.Classes {
+		if seen[c] || c == "" {
+			t.Errorf("class %q listed twice or empty", c)
+		}
+		seen[c] = true
+	}
+	kinds := map[cascade.EventKind]bool{}
+	for _, k := range cascade.EventKinds {
+		if kinds[k] || k == "" {
+			t.Errorf("event kind %q listed twice or empty", k)
+		}
+		kinds[k] = true
+	}
+}

@@ -1,0 +1,42 @@
+package memory
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Thread ids. ValidThreadID is the one rule for which strings name a thread, applied by every
+// entry point that takes one: Append and AppendLive, memctl's arguments, serve's inspection
+// API. The proxy creates threads from the paths of URLs and takes a narrower set of them
+// (ValidURLThreadID); each of those passes ValidThreadID too.
+
+// MaxThreadIDBytes is the longest thread id, in bytes.
+const MaxThreadIDBytes = 1024
+
+// ValidThreadID checks that id can name a thread: 1 to MaxThreadIDBytes bytes of UTF-8
+// without a NUL character (which PostgreSQL's text cannot hold).
+func ValidThreadID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("empty thread id")
+	case len(id) > MaxThreadIDBytes:
+		return fmt.Errorf("thread id of %d bytes is too long: at most %d", len(id), MaxThreadIDBytes)
+	}
+	if msg := badIdentifier(id); msg != "" {
+		return fmt.Errorf("thread id %q %s", id, msg)
+	}
+	return nil
+}
+
+// urlThreadID is what a thread id the proxy takes from a URL may be: a letter or digit, then
+// letters, digits, '.', '_', ':' or '-', 128 characters at most.
+var urlThreadID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// ValidURLThreadID checks a thread id taken from a URL (memctl serve's /t/THREAD/v1 and
+// X-Memctl-Thread, /mcp?thread=): ValidThreadID's rule, narrowed to urlThreadID.
+func ValidURLThreadID(id string) error {
+	if !urlThreadID.MatchString(id) {
+		return fmt.Errorf("thread id %q is not valid: want 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", id)
+	}
+	return ValidThreadID(id)
+}
