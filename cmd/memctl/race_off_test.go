@@ -1,0 +1,7 @@
+//go:build !race
+
+package main
+
+// raceBuild: the test binary is built without -race, and so are the memctl binaries the tests
+// build (see goBuild).
+const raceBuild = false
