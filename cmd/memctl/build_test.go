@@ -27,7 +27,7 @@ func TestSQLiteOnlyBuild(t *testing.T) {
 			t.Errorf("-tags %q: links pgx = %v, want %v", tc.tags, got, tc.want)
 		}
 	}
-	bin := goBuild(t, "nopostgres")
+	bin := goBuild(t, "nopostgres", true) // run once: built as the test binary was
 	cmd := exec.Command(bin, "--db", "postgres://u:pw@127.0.0.1:1/x", "threads")
 	out, err := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 || !strings.Contains(string(out), "no PostgreSQL support") || strings.Contains(string(out), "pw@") {
@@ -36,17 +36,19 @@ func TestSQLiteOnlyBuild(t *testing.T) {
 }
 
 // goBuild builds memctl with the build tags given into a temporary directory of t and returns
-// its path. It builds as the test binary was built (with -race under -race), so the packages
-// the test binary compiled are reused from the build cache: under -race a build without it
-// compiled every package again (modernc.org/sqlite and its libc included).
-func goBuild(t *testing.T, tags string) string {
+// its path; with race, it builds as the test binary was built (with -race under -race), so the
+// packages the test binary compiled are reused from the build cache: under -race a build
+// without it compiles every package again (modernc.org/sqlite and its libc included). A test
+// that runs the binary at length asks for no race: a binary built with -race runs several
+// times slower.
+func goBuild(t *testing.T, tags string, race bool) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "memctl")
 	args := []string{"build", "-o", bin}
 	if tags != "" {
 		args = append(args, "-tags", tags)
 	}
-	if raceBuild {
+	if race && raceBuild {
 		args = append(args, "-race")
 	}
 	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {

@@ -2,6 +2,5 @@
 
 package main
 
-// raceBuild: the test binary is built with -race, and so are the memctl binaries the tests
-// build (see goBuild).
+// raceBuild: the test binary is built with -race; goBuild builds memctl so too when asked.
 const raceBuild = true
