@@ -13,6 +13,7 @@ import (
 // TestImportRejectsMalformedJSON: data after the messages, an unclosed object, and JSONL lines
 // padded with characters JSON does not count as white space are malformed input.
 func TestImportRejectsMalformedJSON(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		`[{"role":"user","content":"x"}] trailing`,
 		`[{"role":"user","content":"x"}][]`,

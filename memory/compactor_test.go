@@ -88,11 +88,13 @@ func exportAll(t testing.TB, s *memory.Store, thread string) []byte {
 }
 
 func TestCompactEveryConversation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, file := range conversations(t) {
 		for _, frac := range []float64{0.3, 0.5, 0.8} {
 			name := fmt.Sprintf("%s/%.1f", filepath.Base(file), frac)
 			t.Run(name, func(t *testing.T) {
+				t.Parallel()
 				s, _ := openStore(t)
 				data := importFile(t, s, "t", file)
 				before, err := s.Active(ctx, "t")
@@ -135,6 +137,7 @@ func TestCompactEveryConversation(t *testing.T) {
 }
 
 func TestCompactAllProvidersFail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)
@@ -165,6 +168,7 @@ func TestCompactAllProvidersFail(t *testing.T) {
 }
 
 func TestCompactIneffectiveNoLoop(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	big := strings.Repeat("policy ", 3000)
@@ -207,6 +211,7 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 }
 
 func TestCompactNotNeededAndDryRun(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
@@ -235,6 +240,7 @@ func TestCompactNotNeededAndDryRun(t *testing.T) {
 }
 
 func TestCompactHooks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", "../testdata/conversations/sweagent_marshmallow1867_function_calling.jsonl")
@@ -267,6 +273,7 @@ func TestCompactHooks(t *testing.T) {
 // TestCompactKilledMidSummary kills a process while its provider is answering, then reopens
 // the store: the thread is as it was, and the report is failed (interrupted).
 func TestCompactKilledMidSummary(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("MEMCASCADE_HELPER") == "compact-and-hang" {
 		helperCompactAndHang()
 		return
@@ -335,6 +342,7 @@ func helperCompactAndHang() {
 // TestCompactorGivesTheCascadeTheStoreClock: a cascade given to NewCompactor stamps its
 // attempts and cooldowns with the store's clock, so that a test (or a host) sets one clock.
 func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)

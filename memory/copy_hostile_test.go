@@ -50,6 +50,7 @@ func mustGetwd(t *testing.T) string {
 // refused and changes nothing, also when the database holds no thread but an attempt log and
 // cooldowns (which a copy would otherwise append to themselves).
 func TestCopyOntoItselfAnotherSpelling(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, threads := range []bool{false, true} {
 		src, name := openStore(t)
@@ -79,6 +80,7 @@ func TestCopyOntoItselfAnotherSpelling(t *testing.T) {
 // TestCopyBetweenSchemasOfOneServer: two schemas of one PostgreSQL database are two
 // databases; a copy between them is no copy onto itself.
 func TestCopyBetweenSchemasOfOneServer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := openAt(t, testdb.Schema(t, os.Getenv(testdb.Env)))
 	copySource(t, src)

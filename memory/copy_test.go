@@ -219,6 +219,7 @@ func openAt(t *testing.T, name string) *memory.Store {
 // and every row, ids included. The copy passes the destination's check, and the destination
 // goes on: a new compaction and attempt take ids past the copied ones.
 func TestCopyBetweenBackends(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := openStore(t)
 	copySource(t, src)
@@ -280,6 +281,7 @@ func TestCopyBetweenBackends(t *testing.T) {
 // TestCopyRefusesHeldThreads: a destination holding one of the source's threads is refused,
 // naming the thread and the destination, and is left exactly as it was.
 func TestCopyRefusesHeldThreads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := openStore(t)
 	copySource(t, src)
@@ -318,6 +320,7 @@ func TestCopyRefusesHeldThreads(t *testing.T) {
 // base_id and the attempts' compaction ids follow the new ids, the active contexts name the new
 // summaries, and the destination's own thread is untouched.
 func TestCopyRenumbers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := openStore(t)
 	copySource(t, src)
@@ -435,6 +438,7 @@ func TestCopyRenumbers(t *testing.T) {
 // TestCopyCooldownsMerge: a provider in both databases keeps the later cooling_until, and the
 // context window reported last.
 func TestCopyCooldownsMerge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := openStore(t)
 	dst := openAt(t, testdb.Name(t, "dst.db"))

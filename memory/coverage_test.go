@@ -11,6 +11,7 @@ import (
 // TestCoverage: after a compaction its messages read as archived by it and it is current;
 // after a revert it is reverted, no message is archived, and the history is the same.
 func TestCoverage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")

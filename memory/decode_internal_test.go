@@ -169,6 +169,7 @@ func repeatsKey(b []byte) bool {
 }
 
 func TestDecodeFastAgrees(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]bool{
 		`{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}`: false,
 		`{"a":"a","b":["a","a"],"c":"a"}`:           false,
@@ -209,6 +210,7 @@ func TestDecodeFastAgrees(t *testing.T) {
 
 // The stored JSON shares the memory of an input read in place: nothing is copied.
 func TestDecodeFastInPlace(t *testing.T) {
+	t.Parallel()
 	in := []byte(`{"role": "user",   "content": "a long content"}`)
 	m, raw, ok := decodeFast(in, true)
 	if !ok || string(raw) != `{"role":"user","content":"a long content"}` {
@@ -245,6 +247,7 @@ func FuzzAppendJSONString(f *testing.F) {
 // read), and an append of Message values stores their MarshalJSON. The tool_calls column is
 // json.Marshal's form either way.
 func TestImportStoresTheInputJSON(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, testdb.Name(t, "raw.db"))
 	if err != nil {

@@ -34,6 +34,7 @@ func vocabularyFile(t testing.TB, name string) string {
 // encoded by tiktoken-go with the default pattern, counts every message of every recorded
 // conversation exactly as the built-in cl100k_base does.
 func TestFileEncodingMatchesCL100k(t *testing.T) {
+	t.Parallel()
 	fc, err := memory.NewFileCounter(vocabularyFile(t, memory.EncodingCL100k), "")
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +65,7 @@ var referenceLoader sync.Once
 // TestP50kR50kMatchTiktokenGo checks that p50k_base and r50k_base count every text of the
 // recorded conversations as tiktoken-go's own encodings do.
 func TestP50kR50kMatchTiktokenGo(t *testing.T) {
+	t.Parallel()
 	referenceLoader.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
 	var texts []string
 	for _, conv := range recordedMessages(t) {
@@ -99,6 +101,7 @@ func TestP50kR50kMatchTiktokenGo(t *testing.T) {
 // records the file's encoding name, that a store given the same file counts it again, and
 // that a store given another file (or none) refuses to count it.
 func TestFileEncodingRecordedAndRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	vocab := vocabularyFile(t, memory.EncodingCL100k)
 	fc, err := memory.NewFileCounter(vocab, "")
@@ -162,6 +165,7 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 // TestNewFileCounterErrors checks that a bad vocabulary file is refused with the file and line
 // named, when it is loaded.
 func TestNewFileCounterErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, err := memory.NewFileCounter(filepath.Join(dir, "missing.tiktoken"), ""); err == nil {
 		t.Error("a missing file: no error")
@@ -195,6 +199,7 @@ func (wordCounter) CountTools([]memory.Tool) int { return 0 }
 // TestHostTokenCounter checks that a host's TokenCounter counts the threads created after
 // UseCounter, and that a foreign counter cannot take a built-in encoding's name.
 func TestHostTokenCounter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	if err := s.UseCounter(wordCounter{}); err != nil {

@@ -47,6 +47,7 @@ func conversationEvasions() (msgs []memory.Message, pieces []string) {
 // and user text, reach neither a remote provider nor the stored summary, report or facts (the
 // ledger decodes the arguments' JSON from the redacted text). The original messages keep them.
 func TestEvasionsNeverLeave(t *testing.T) {
+	t.Parallel()
 	for _, provider := range []string{"remote", "offline"} {
 		t.Run(provider, func(t *testing.T) {
 			ctx := context.Background()

@@ -22,3 +22,6 @@ func (s *Store) HoldBatches() (queued func() int, release func()) {
 	}
 	return queued, release
 }
+
+// LargeMessage is the stored size from which an append releases memory around a message.
+const LargeMessage = largeMessage

@@ -28,6 +28,7 @@ func activeText(a memory.Active) string {
 // TestExtractiveKeepsEveryFact compacts every testdata conversation with the offline
 // summarizer: every fact of the ledger of what was summarized is in the active context after.
 func TestExtractiveKeepsEveryFact(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, file := range conversations(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
@@ -60,6 +61,7 @@ func TestExtractiveKeepsEveryFact(t *testing.T) {
 // TestMissingFactsAppended: a provider that drops half the facts; the stored summary has them
 // all, and facts_kept says how many the model kept.
 func TestMissingFactsAppended(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")

@@ -80,6 +80,7 @@ func bigImport(n int) []byte {
 // batch or (a COMMIT that reached the server before the cut) all of it, its seqs 1..n; when it
 // holds none, the import run again through a fresh store passes.
 func TestFaultImportCut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const n = 3000
 	data := bigImport(n)
@@ -199,6 +200,7 @@ FROM compactions WHERE thread_id = $1 ORDER BY id`, thread)
 // rule) with the active context as it was before and no summary in force; a new compaction
 // then passes.
 func TestFaultCompactionCommitCut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	data, err := os.ReadFile("../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
 	if err != nil {
@@ -333,6 +335,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 // still returns a result, the report or the error naming what happened; the active context
 // is either as before or a committed compaction's; the thread stays whole.
 func TestFaultCascadeWritesCut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	data, err := os.ReadFile("../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
 	if err != nil {

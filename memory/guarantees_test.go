@@ -72,12 +72,14 @@ func checkFactsGuarantee(t *testing.T, s *memory.Store, thread string, rep memor
 // 8000 tokens, with the offline summarizer and with a provider whose prose holds no fact:
 // after every applied compaction the facts guarantee holds.
 func TestFactsKeptOrDropped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, file := range conversations(t) {
 		for _, limit := range []int{1500, 3000, 8000} {
 			for _, prov := range []string{"offline", "filler"} {
 				name := fmt.Sprintf("%s/%d/%s", filepath.Base(file), limit, prov)
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					s, _ := openStore(t)
 					importFile(t, s, "t", file)
 					var casc *cascade.Cascade
@@ -111,6 +113,7 @@ func TestFactsKeptOrDropped(t *testing.T) {
 // prose. The facts do not fit beside it; room is made (the facts take the budget ahead of
 // the prose, up to what the limit allows) and none is dropped while the limit has room.
 func TestFactsMakeRoomBeforeDropping(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
@@ -141,6 +144,7 @@ func TestFactsMakeRoomBeforeDropping(t *testing.T) {
 // limit so small that not every fact fits: the constraint is kept first, and whatever is left
 // out is named in facts_dropped.
 func TestConstraintSurvivesTinyLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	msgs := []memory.Message{memory.TextMessage("system", "You are a travel agent.")}
@@ -175,6 +179,7 @@ func TestConstraintSurvivesTinyLimit(t *testing.T) {
 // smaller one, is over its limit: it compacts, and ShouldCompact agrees. The same holds after
 // an ineffective compaction at a large limit.
 func TestOverLimitIsNeverNotNeeded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)
@@ -210,6 +215,7 @@ func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 // unforced compaction never says not_needed, even right after the same ineffective one: it
 // records ineffective and fails saying why.
 func TestOverLimitNothingToSummarize(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	msgs := []memory.Message{memory.TextMessage("system", strings.Repeat("policy ", 3000)), memory.TextMessage("user", "hi")}
@@ -236,6 +242,7 @@ func TestOverLimitNothingToSummarize(t *testing.T) {
 // explanation; a failed one too; chunks counts the requests of the provider whose summary was
 // used, requests every request.
 func TestReportsAreTrue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 40, 400)
@@ -308,6 +315,7 @@ func TestReportsAreTrue(t *testing.T) {
 // a store opened meanwhile (another process, another container) does not mark it interrupted,
 // and the compaction applies.
 func TestLiveCompactionKeepsItsLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, path := openStore(t)
 	s.Lease = 600 * time.Millisecond

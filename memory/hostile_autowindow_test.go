@@ -24,6 +24,7 @@ import (
 // was refused again with context_length (the cascade only forgets the window when a turn
 // ends in context_length, and the summarizer's re-split hides it).
 func TestAutoWindowRefreshedAfterResplit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var mu sync.Mutex
 	window, refused := 3000, 0

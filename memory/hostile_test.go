@@ -83,12 +83,19 @@ func hostileConversation(r *rand.Rand, n int) ([]memory.Message, []string) {
 // TestPropertyHostileConversations: on generated conversations with secrets in every field,
 // compacted through a remote provider (which even echoes a secret back) and the offline one,
 // at several limits: no planted secret is in any request body, summary, report, error, attempt
-// or progress line, and the facts guarantee holds.
+// or progress line, and the facts guarantee holds. The default run keeps seeds 0 to 2 with
+// both providers; -tags heavy runs seeds 0 to 5.
 func TestPropertyHostileConversations(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	for seed := range uint64(6) {
+	seeds := uint64(3)
+	if heavyRun {
+		seeds = 6
+	}
+	for seed := range seeds {
 		for _, prov := range []string{"remote", "offline"} {
 			t.Run(fmt.Sprintf("seed%d/%s", seed, prov), func(t *testing.T) {
+				t.Parallel()
 				r := rand.New(rand.NewPCG(seed, 7))
 				msgs, planted := hostileConversation(r, 40+r.IntN(60))
 				s, _ := openStore(t)

@@ -18,6 +18,7 @@ import (
 // (os.ReadFile of an endless file) until the kernel killed it; SIGTERM did not stop it.
 // The FIFO here gives 8 MiB and closes, so the test ends whatever NewFileCounter does.
 func TestNewFileCounterRefusesNonRegularFile(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "vocab.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

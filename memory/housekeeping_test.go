@@ -20,6 +20,7 @@ import (
 // passes the integrity check and holds every thread committed before it started, message for
 // message; the file is 0600, and an existing destination is refused and left as it was.
 func TestBackupWhileWriting(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.db")
@@ -114,6 +115,7 @@ func TestBackupWhileWriting(t *testing.T) {
 // TestRecoveredCompactionIsLogged: the open that marks an interrupted compaction failed logs
 // it at warn with its thread and id.
 func TestRecoveredCompactionIsLogged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := testdb.Name(t, "m.db")
 	s, err := Open(ctx, path)

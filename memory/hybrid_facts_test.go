@@ -15,6 +15,7 @@ import (
 // an amount as a bare number ("786" of "amount": 786); the summary planned on the masked view
 // must not lose it silently.
 func TestHybridFactsKeptOrNamed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, file := range conversations(t) {
 		for _, limit := range []int{2000, 5000} {

@@ -48,6 +48,7 @@ func deadPID(t *testing.T) int {
 // lease is left running although its process id means nothing here; a row of this very boot
 // and namespace whose process is gone is interrupted at once.
 func TestRecoveryReadsLeases(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name        string
@@ -92,6 +93,7 @@ func TestRecoveryReadsLeases(t *testing.T) {
 // TestRecoveryLeaseExpiresLater: a row left valid at one open is interrupted at a later open
 // once its lease ran out (a crashed compaction of another host does not stay running forever).
 func TestRecoveryLeaseExpiresLater(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := testdb.Name(t, "m.db")
 	s, err := Open(ctx, path)
@@ -118,6 +120,7 @@ func TestRecoveryLeaseExpiresLater(t *testing.T) {
 // TestCommitRefusesUnreportedLoss: the facts check at commit refuses a summary that misses a
 // fact of its ledger without naming it in facts_dropped, before anything is written.
 func TestCommitRefusesUnreportedLoss(t *testing.T) {
+	t.Parallel()
 	ledger := []facts.Fact{{Kind: facts.KindID, Text: "ZQ9XYZ", Weight: 50}, {Kind: facts.KindAmount, Text: "$400", Weight: 30}}
 	s, err := Open(context.Background(), testdb.Name(t, "m.db"))
 	if err != nil {
@@ -141,6 +144,7 @@ func TestCommitRefusesUnreportedLoss(t *testing.T) {
 // TestOpenWithNowJudgesLeasesByIt: the clock given in OpenOptions is set before the open's
 // cleanup, which marks a running compaction interrupted only when its lease ran out by it.
 func TestOpenWithNowJudgesLeasesByIt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := testdb.Name(t, "m.db")
 	s, err := Open(ctx, path)

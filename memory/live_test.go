@@ -19,6 +19,7 @@ import (
 // changes it; AppendLive appends to the version it is given only, and what it reports
 // (entries, encodings, the version after) is what reading the thread again gives.
 func TestVersionFollowsEveryChange(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, name := openStore(t)
 	other, err := memory.Open(ctx, name)
@@ -127,6 +128,7 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 // nothing whatever the others do, an invalid one or a stale one fails alone, and every valid
 // one is stored once.
 func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	const n = 40

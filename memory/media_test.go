@@ -69,6 +69,7 @@ func audioMessage(data, format string) memory.Message {
 // TestCountAudioPart checks that an input_audio part costs 1 token per 100 ms of its duration,
 // read from generated files of known duration, instead of the tokens of its base64 as text.
 func TestCountAudioPart(t *testing.T) {
+	t.Parallel()
 	c := counter(t, memory.EncodingO200k)
 	framing := 3 + c.CountText("user")
 	b64 := base64.StdEncoding.EncodeToString
@@ -127,6 +128,7 @@ func pdf(pages int) []byte {
 // TestCountFilePart checks the stated estimate for a PDF file part: 585 tokens per page (85
 // for its image, 500 for its text) plus the filename, with pages read from the file.
 func TestCountFilePart(t *testing.T) {
+	t.Parallel()
 	c := counter(t, memory.EncodingO200k)
 	framing := 3 + c.CountText("user")
 	count := func(file map[string]string) int {
@@ -161,6 +163,7 @@ var jsonStringCases = []string{
 
 // TestJSONStringValue checks the one-copy string decoder of content against encoding/json.
 func TestJSONStringValue(t *testing.T) {
+	t.Parallel()
 	for _, s := range jsonStringCases {
 		checkJSONString(t, s)
 	}

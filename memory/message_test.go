@@ -11,6 +11,7 @@ import (
 // TestMessageKeepsFieldsAsGiven: a message is written back as it was given: named fields that
 // are null or "", a call without type or arguments, and unknown fields of a call's function.
 func TestMessageKeepsFieldsAsGiven(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		`{"role":"user","content":"x","name":null}`,
 		`{"role":"user","content":"x","name":""}`,

@@ -18,6 +18,7 @@ import (
 // exactly in the stored JSON; identifiers holding it are refused naming the field; a summary and
 // a provider's error holding it are stored with U+FFFD in its place.
 func TestNulAndBadUTF8(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	input := `{"role":"system","content":"You are an agent."}` + "\n" +

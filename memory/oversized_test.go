@@ -14,6 +14,7 @@ import (
 // the thread goes on; the history keeps it whole, and the user's question stays in the view
 // under every on_failure, including fit (which used to leave it out as an older unit).
 func TestOversizedNewestResultIsCut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	huge := strings.Repeat("line of a very long log output 0123456789\n", 2000)
 	for _, onFailure := range []string{"", memory.OnFailureKeep, memory.OnFailureFit} {

@@ -23,6 +23,7 @@ func (p paced) TimeFor(ctx context.Context, tokens int) (time.Duration, bool) { 
 // time the summarizer's measured speed needs when that is more than the fixed 20 s (a slow
 // local model is not cut), and 20 s when it needs less.
 func TestEmergencyBudgetFollowsMeasuredSpeed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		need time.Duration

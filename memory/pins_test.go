@@ -63,8 +63,10 @@ func checkPinned(t *testing.T, s *memory.Store, thread string, hist []memory.Ent
 // its call, through every strategy, a second compaction and a revert; the context stays within
 // the limit, counting it; unpinned, the next compaction moves it out.
 func TestPinSurvivesCompaction(t *testing.T) {
+	t.Parallel()
 	for _, strategy := range []string{memory.StrategySummarize, memory.StrategyMask, memory.StrategyHybrid, memory.StrategyWindow} {
 		t.Run(strategy, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s, _ := openStore(t)
 			importFile(t, s, "t", airline)
@@ -133,6 +135,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 // TestPinRefused: a pin that cannot fit, a message that does not exist, a call without its
 // result, and an unpin of what no pin holds are refused, saying why; nothing is pinned.
 func TestPinRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)
@@ -168,6 +171,7 @@ func TestPinRefused(t *testing.T) {
 // served in would leave every later turn over the limit (the proxy answers 400 to each).
 // A thread's own token_limit still wins.
 func TestPinInServedWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)
@@ -201,6 +205,7 @@ func TestPinInServedWindow(t *testing.T) {
 // tokens a deep plan needs: every compaction was ineffective and the thread stayed over its
 // limit.
 func TestPinsLeaveRoomToCompact(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	var msgs []memory.Message
@@ -244,6 +249,7 @@ func TestPinsLeaveRoomToCompact(t *testing.T) {
 
 // TestPinCopied: memory.Copy carries the pins, so the copy's active context is the source's.
 func TestPinCopied(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src, _ := openStore(t)
 	importFile(t, src, "t", airline)
@@ -274,6 +280,7 @@ func TestPinCopied(t *testing.T) {
 // TestRequestedCompaction: a compaction the model asked for runs whatever the trigger and is
 // recorded with reason requested.
 func TestRequestedCompaction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)

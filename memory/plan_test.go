@@ -28,6 +28,7 @@ func entry(role string, seq int64, tokens int, calls ...string) memory.Entry {
 var planSettings = memory.Settings{TokenLimit: 1000, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 200}
 
 func TestPlanPinsAndKeepsWholeUnits(t *testing.T) {
+	t.Parallel()
 	es := []memory.Entry{
 		entry("system", 1, 100),
 		entry("developer", 2, 20),
@@ -62,6 +63,7 @@ func TestPlanPinsAndKeepsWholeUnits(t *testing.T) {
 }
 
 func TestPlanNeverSplitsCallFromResult(t *testing.T) {
+	t.Parallel()
 	es := []memory.Entry{
 		entry("system", 1, 10),
 		entry("user", 2, 300),
@@ -82,6 +84,7 @@ func TestPlanNeverSplitsCallFromResult(t *testing.T) {
 }
 
 func TestPlanKeepsPendingCallWithItsUnit(t *testing.T) {
+	t.Parallel()
 	es := []memory.Entry{
 		entry("system", 1, 10),
 		entry("user", 2, 500),
@@ -98,6 +101,7 @@ func TestPlanKeepsPendingCallWithItsUnit(t *testing.T) {
 // A pending call followed by other messages still stays in the kept part: its result may
 // arrive later and must find its call in the active context.
 func TestPlanKeepsPendingCallFollowedByMessages(t *testing.T) {
+	t.Parallel()
 	es := []memory.Entry{
 		entry("system", 1, 10),
 		entry("user", 2, 100),
@@ -112,6 +116,7 @@ func TestPlanKeepsPendingCallFollowedByMessages(t *testing.T) {
 }
 
 func TestPlanNewestUnitAlwaysKept(t *testing.T) {
+	t.Parallel()
 	es := []memory.Entry{entry("system", 1, 10), entry("user", 2, 500), entry("assistant", 3, 900)}
 	p := memory.MakePlan(es, planSettings, 100)
 	if p.Kept != 2 {
@@ -120,6 +125,7 @@ func TestPlanNewestUnitAlwaysKept(t *testing.T) {
 }
 
 func TestPlanSummaryIsFoldedNeverPinned(t *testing.T) {
+	t.Parallel()
 	sum := memory.Entry{Tokens: 150, Message: memory.TextMessage("system", "Summary..."), CompactionID: 4, CoversFrom: 2, CoversTo: 20}
 	es := []memory.Entry{entry("system", 1, 50), sum, entry("user", 21, 300), entry("assistant", 22, 300), entry("user", 23, 100)}
 	p := memory.MakePlan(es, planSettings, 200)
@@ -132,6 +138,7 @@ func TestPlanSummaryIsFoldedNeverPinned(t *testing.T) {
 }
 
 func TestPlanIneffective(t *testing.T) {
+	t.Parallel()
 	// The middle is a sliver of the context: it cannot save 10%.
 	es := []memory.Entry{entry("system", 1, 800), entry("user", 2, 20), entry("assistant", 3, 100)}
 	p := memory.MakePlan(es, planSettings, 900)

@@ -8,6 +8,7 @@ import (
 
 // A code found in the data is never used: the next one derived from the same seed is.
 func TestFenceSkipsCodesInTheData(t *testing.T) {
+	t.Parallel()
 	seed := sha256.Sum256([]byte("seed"))
 	c0, c1, c2 := fenceCandidate(seed, 0), fenceCandidate(seed, 1), fenceCandidate(seed, 2)
 	if len(c0) != 8 || c0 == c1 || c1 == c2 {
@@ -30,6 +31,7 @@ func TestFenceSkipsCodesInTheData(t *testing.T) {
 // requestFraming covers what the request template adds around the transcript and the running
 // summary, in the largest case (a later part of several).
 func TestRequestFramingBound(t *testing.T) {
+	t.Parallel()
 	counter, err := NewTokenCounter(EncodingO200k)
 	if err != nil {
 		t.Fatal(err)

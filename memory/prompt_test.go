@@ -59,6 +59,7 @@ func injection() []memory.Message {
 }
 
 func TestSummarizeRequestGolden(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	if _, err := s.Append(ctx, "t", injection(), memory.AppendOptions{}); err != nil {
@@ -95,6 +96,7 @@ func TestSummarizeRequestGolden(t *testing.T) {
 }
 
 func TestExtractiveSummarizesInjectionAsContent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	if _, err := s.Append(ctx, "t", injection(), memory.AppendOptions{}); err != nil {
@@ -165,6 +167,7 @@ var hostile = []string{
 // has one transcript block closed by its own tag, parsing it gives back the messages of the
 // middle and no other, and the structured Transcript is the same.
 func TestRequestHostileFields(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for i, h := range hostile {
 		s, _ := openStore(t)
@@ -218,6 +221,7 @@ func jsonEscape(s string) string {
 // RenderRequest frames the running summary and the transcript by tags whose code neither
 // contains, even when they hold the tags of an earlier request with the same text.
 func TestRenderRequestFences(t *testing.T) {
+	t.Parallel()
 	text := transcript.Render([]transcript.Message{{Seq: 2, Role: "user", Text: "hello"}}, transcript.Options{})
 	running := "## Goal and constraints\n- hello"
 	first := memory.RenderRequest(text, running, 2, 3, 100)[1].Content
@@ -253,6 +257,7 @@ func TestRenderRequestFences(t *testing.T) {
 // The system prompt asks for the summary sections under package transcript's headings, each
 // once, in their order, and the offline summarizer writes the same ones.
 func TestSystemPromptHeadings(t *testing.T) {
+	t.Parallel()
 	system := memory.RenderRequest("", "", 1, 1, 100)[0].Content
 	if strings.Contains(system, "{{") || strings.Contains(system, "<no value>") {
 		t.Fatalf("unfilled template:\n%s", system)
@@ -318,6 +323,7 @@ func (r *requestLog) Complete(ctx context.Context, req llm.Request) (llm.Respons
 // summarizer, so that the second middle holds the first summary: no line of the prompt files,
 // whatever numbers were filled in, reaches either summary, and no prompt framing either.
 func TestRecompactionHasNoPromptText(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	lines := promptLines(t)
 	for _, file := range conversations(t) {

@@ -101,6 +101,7 @@ func checkArray(t *testing.T, in []byte) {
 }
 
 func TestStreamArrayAgrees(t *testing.T) {
+	t.Parallel()
 	for _, s := range arraySeeds {
 		checkArray(t, []byte(s))
 	}
@@ -118,6 +119,7 @@ func TestStreamArrayAgrees(t *testing.T) {
 
 // An element longer than the reader's buffer is read whole.
 func TestStreamArrayLongElement(t *testing.T) {
+	t.Parallel()
 	text := strings.Repeat(`long "quoted" {text} [in] brackets \ `, 1<<12)
 	m, _ := json.Marshal(TextMessage(RoleUser, text))
 	in := []byte("[" + string(m) + ", " + string(m) + "]")

@@ -14,6 +14,7 @@ import (
 // active context before it plus every message appended since, and reverting them all gives
 // back every message.
 func TestRevert(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 30, 300)

@@ -36,6 +36,7 @@ func transcriptOf(req llm.Request) string {
 }
 
 func TestChunkingSmallWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 200, 400)
@@ -78,6 +79,7 @@ func TestChunkingSmallWindow(t *testing.T) {
 }
 
 func TestChunkingResplitsOnContextLength(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 60, 400)
@@ -115,6 +117,7 @@ func TestChunkingResplitsOnContextLength(t *testing.T) {
 }
 
 func TestMultiplePasses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 40, 400)
@@ -153,6 +156,7 @@ func TestMultiplePasses(t *testing.T) {
 }
 
 func TestOverLimitNewestUnit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 5, 200)
@@ -175,6 +179,7 @@ func TestOverLimitNewestUnit(t *testing.T) {
 }
 
 func TestConcurrentCompactionsOneWins(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 30, 300)
@@ -221,6 +226,7 @@ func TestConcurrentCompactionsOneWins(t *testing.T) {
 }
 
 func TestConcurrentCompactionsTwoProcesses(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("MEMCASCADE_HELPER") == "compact-slowly" {
 		helperCompactSlowly()
 		return
@@ -319,15 +325,18 @@ func genConversation(r *rand.Rand, n int) []memory.Message {
 }
 
 // TestPropertyGrowingThreads compacts generated threads as they grow, checking the invariants
-// of the active context after every step and that the history only ever grows.
+// of the active context after every step and that the history only ever grows. The default
+// run keeps seeds 0 to 2, each with every check; -tags heavy runs seeds 0 to 11.
 func TestPropertyGrowingThreads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	seeds := 12
-	if testing.Short() {
-		seeds = 4
+	seeds := 3
+	if heavyRun {
+		seeds = 12
 	}
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
 			r := rand.New(rand.NewPCG(uint64(seed), 7))
 			s, _ := openStore(t)
 			msgs := genConversation(r, 40+r.IntN(120))

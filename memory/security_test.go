@@ -62,6 +62,7 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func TestSecretsNeverLeave(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	msgs := []memory.Message{memory.TextMessage("system", "You are a deployment assistant.")}
@@ -168,6 +169,7 @@ func jsonEscaped(s string) string {
 // TestSecretCutByTrimNeverLeaves: a secret where a long tool result is trimmed for the
 // summarizer is redacted whole first, so no piece of it is sent.
 func TestSecretCutByTrimNeverLeaves(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	key := secrets[0][1]

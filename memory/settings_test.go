@@ -9,6 +9,7 @@ import (
 // Problems lists every broken rule, with the parts the config file words them with; Validate
 // reports the first of them.
 func TestSettingsProblemsListsEveryRule(t *testing.T) {
+	t.Parallel()
 	s := memory.Settings{TokenLimit: 1000, ReserveTokens: 1000, TargetRatio: 0.9, TriggerRatio: 0.8,
 		SummaryMaxTokens: 1, SummaryRole: "assistant", MaxPasses: 1, Strategy: "shrink", EmergencyRatio: 2, OnFailure: "keep"}
 	ps := s.Problems()

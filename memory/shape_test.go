@@ -13,6 +13,7 @@ import (
 // naming the line, the message and the field, with nothing written; the shapes it accepts
 // (content null beside tool calls, tool_calls null, parts of any type) are kept.
 func TestMessageShapes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	call := `"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]`
 	bad := []struct {
@@ -81,6 +82,7 @@ func TestMessageShapes(t *testing.T) {
 
 // TestAppendChecksShapes: Append, the library's way in, refuses the same shapes.
 func TestAppendChecksShapes(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t)
 	_, err := s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", "a"), {Role: "user"}}, memory.AppendOptions{})
 	var ie *memory.InputError

@@ -17,6 +17,7 @@ import (
 )
 
 func TestImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	for _, file := range conversations(t) {
@@ -57,6 +58,7 @@ func TestImportRoundTrip(t *testing.T) {
 }
 
 func TestImportFormats(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	lines := `{"role":"system","content":"be brief"}
@@ -86,6 +88,7 @@ func TestImportFormats(t *testing.T) {
 }
 
 func TestImportRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`
 	tests := []struct {
@@ -137,6 +140,7 @@ func TestImportRejectsBadInput(t *testing.T) {
 }
 
 func TestAppendAcrossBatches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	call := memory.Message{Role: memory.RoleAssistant, Content: json.RawMessage("null"),
@@ -169,6 +173,7 @@ func TestAppendAcrossBatches(t *testing.T) {
 }
 
 func TestTokensCountedAtAppend(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	msgs := []memory.Message{memory.TextMessage("system", "You are terse."), memory.TextMessage("user", "hello world")}
@@ -199,6 +204,7 @@ func TestTokensCountedAtAppend(t *testing.T) {
 }
 
 func TestUnknownModelWarns(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t)
 	res, err := s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", "hi")}, memory.AppendOptions{Model: "llama3.2"})
 	if err != nil {
@@ -214,6 +220,7 @@ func TestUnknownModelWarns(t *testing.T) {
 }
 
 func TestSearch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	data, err := os.ReadFile(airline)
@@ -242,6 +249,7 @@ func TestSearch(t *testing.T) {
 }
 
 func TestOpenCreatesPrivateFile(t *testing.T) {
+	t.Parallel()
 	testdb.SQLiteOnly(t, "a file's mode")
 	_, path := openStore(t)
 	st, err := os.Stat(path)
@@ -254,6 +262,7 @@ func TestOpenCreatesPrivateFile(t *testing.T) {
 }
 
 func TestDeleteThread(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", "secretword")}, memory.AppendOptions{}); err != nil {
@@ -274,6 +283,7 @@ func TestDeleteThread(t *testing.T) {
 }
 
 func TestOpenAIConversion(t *testing.T) {
+	t.Parallel()
 	in := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get","arguments":"{\"id\":1}"}}]}`
 	var m memory.Message
 	if err := json.Unmarshal([]byte(in), &m); err != nil {
@@ -298,6 +308,7 @@ func TestOpenAIConversion(t *testing.T) {
 // TestSearchAfterBatchedIndexing: an import long enough to be indexed in several batches
 // finds its first, middle and last messages, and none twice.
 func TestSearchAfterBatchedIndexing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	s.SetIndexBatchBytes(300)
@@ -323,6 +334,7 @@ func TestSearchAfterBatchedIndexing(t *testing.T) {
 // TestSearchQueryWithNUL: FTS5 reads a query string up to its first NUL; a word holding one must
 // not make the query malformed.
 func TestSearchQueryWithNUL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := memory.Open(ctx, testdb.Name(t, "m.db"))
 	if err != nil {

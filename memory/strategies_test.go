@@ -62,10 +62,12 @@ func checkStoredCounts(t testing.TB, s *memory.Store, thread string) {
 // orphaned tool result, is what the stored counts say; history is byte-identical; revert
 // restores the previous view exactly.
 func TestMaskAndWindowEveryConversation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, file := range conversations(t) {
 		for _, strategy := range []string{memory.StrategyMask, memory.StrategyWindow} {
 			t.Run(filepath.Base(file)+"/"+strategy, func(t *testing.T) {
+				t.Parallel()
 				s, _ := openStore(t)
 				importFile(t, s, "t", file)
 				before, _ := s.Active(ctx, "t")
@@ -108,6 +110,7 @@ func TestMaskAndWindowEveryConversation(t *testing.T) {
 // TestMaskPlaceholder: a masked result keeps its call id, tool name, original size and a
 // digest with the facts found in it; its call stays in the view; the original is in history.
 func TestMaskPlaceholder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	big := strings.Repeat("flight HAT001 seat 12A is free; ", 200) + "reservation ZFA04Y total $1,286"
@@ -164,10 +167,12 @@ func mustJSON(s string) json.RawMessage {
 // long recorded thread within its limit and valid, history untouched, and revert restores it;
 // with keep the active context is unchanged.
 func TestOnFailureFit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	file := "../testdata/conversations/sweagent_marshmallow1867_function_calling.jsonl"
 	for _, onFailure := range []string{memory.OnFailureKeep, memory.OnFailureFit} {
 		t.Run(onFailure, func(t *testing.T) {
+			t.Parallel()
 			s, _ := openStore(t)
 			importFile(t, s, "t", file)
 			before, _ := s.Active(ctx, "t")
@@ -208,6 +213,7 @@ func TestOnFailureFit(t *testing.T) {
 // TestFitCutsTheNewestUnit: when the newest unit alone is over the limit, fit cuts its largest
 // tool result with a marker; the call and its result stay paired.
 func TestFitCutsTheNewestUnit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	huge := strings.Repeat("line of a very long log output 0123456789\n", 2000)
@@ -235,6 +241,7 @@ func TestFitCutsTheNewestUnit(t *testing.T) {
 // compacted with reason emergency; masking gets it under the target, so no provider is called
 // even though the strategy is summarize; the report says so. A caller may force it.
 func TestEmergencyTakesTheCheapPath(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, forced := range []bool{false, true} {
 		t.Run(fmt.Sprint("forced=", forced), func(t *testing.T) {
@@ -272,6 +279,7 @@ func TestEmergencyTakesTheCheapPath(t *testing.T) {
 // and LoadPrompt's the file. The shipped default is the built-in prompt. A prompt's headings
 // reach the offline summarizer, and secrets never leave whatever the prompt says.
 func TestPromptFile(t *testing.T) {
+	t.Parallel()
 	bad := map[string]string{
 		"no placeholder":    "Summarize.",
 		"two placeholders":  "Summarize.\n{{transcript}}\n{{transcript}}",
@@ -339,31 +347,35 @@ func TestPromptFile(t *testing.T) {
 // tokens after and the provider requests of each strategy, and the share of the ledger facts of
 // the whole conversation left in the active context.
 func TestStrategiesBench(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, file := range conversations(t) {
 		for _, strategy := range memory.Strategies {
-			s, _ := openStore(t)
-			importFile(t, s, "t", file)
-			before, _ := s.Active(ctx, "t")
-			hist, _ := s.History(ctx, "t")
-			ledger := facts.Extract(factMsgs(hist))
-			c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: before.Tokens / 2, Strategy: strategy})
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
-			if err != nil && !errors.Is(err, memory.ErrOverLimit) {
-				t.Fatalf("%s %s: %v", filepath.Base(file), strategy, err)
-			}
-			after, _ := s.Active(ctx, "t")
-			kept := 0
-			for _, ok := range facts.Kept(ledger, activeText(after)) {
-				if ok {
-					kept++
+			t.Run(filepath.Base(file)+"/"+strategy, func(t *testing.T) {
+				t.Parallel()
+				s, _ := openStore(t)
+				importFile(t, s, "t", file)
+				before, _ := s.Active(ctx, "t")
+				hist, _ := s.History(ctx, "t")
+				ledger := facts.Extract(factMsgs(hist))
+				c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: before.Tokens / 2, Strategy: strategy})
+				rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+				if err != nil && !errors.Is(err, memory.ErrOverLimit) {
+					t.Fatalf("%s %s: %v", filepath.Base(file), strategy, err)
 				}
-			}
-			if after.Tokens >= before.Tokens {
-				t.Errorf("%s %s: no saving", filepath.Base(file), strategy)
-			}
-			t.Logf("%-58s %-9s tokens %6d -> %6d (limit %6d) requests %d facts kept %3d/%3d (%.0f%%)",
-				filepath.Base(file), strategy, before.Tokens, after.Tokens, before.Tokens/2, rep.Requests, kept, len(ledger), 100*float64(kept)/float64(max(len(ledger), 1)))
+				after, _ := s.Active(ctx, "t")
+				kept := 0
+				for _, ok := range facts.Kept(ledger, activeText(after)) {
+					if ok {
+						kept++
+					}
+				}
+				if after.Tokens >= before.Tokens {
+					t.Errorf("%s %s: no saving", filepath.Base(file), strategy)
+				}
+				t.Logf("%-58s %-9s tokens %6d -> %6d (limit %6d) requests %d facts kept %3d/%3d (%.0f%%)",
+					filepath.Base(file), strategy, before.Tokens, after.Tokens, before.Tokens/2, rep.Requests, kept, len(ledger), 100*float64(kept)/float64(max(len(ledger), 1)))
+			})
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 // TestEndsWith: true only for the thread's last messages, same order, in any import form.
 func TestEndsWith(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t)
 	ctx := context.Background()
 	lines := []string{`{"role":"user","content":"a"}`, `{"role":"assistant","content":"b"}`, `{"role":"user","content":[{"type":"text","text":"c"}]}`}
@@ -43,6 +44,7 @@ func TestEndsWith(t *testing.T) {
 // TestSearchPrefixAndMarks: a word ending in * is a prefix query; Marks locate each match in
 // the snippet, brackets of the stored text aside.
 func TestSearchPrefixAndMarks(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t)
 	ctx := context.Background()
 	if _, err := s.Import(ctx, "t", strings.NewReader(`{"role":"user","content":"[a] code OBUT9V and obutane]"}`), memory.AppendOptions{}); err != nil {

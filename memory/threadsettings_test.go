@@ -18,6 +18,7 @@ const longConversation = airline
 // limit, although the compactor's own limit is far above it; unset, the compactor's applies
 // again.
 func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", longConversation)
@@ -75,6 +76,7 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 // The precedence of every setting: the call's, then the thread's, then the compactor's, then
 // the built-in default.
 func TestThreadSettingsPrecedence(t *testing.T) {
+	t.Parallel()
 	cfg := memory.Settings{TokenLimit: 8000, TargetRatio: 0.4, ReserveTokens: 500}
 	thread := memory.ThreadSettings{TokenLimit: ptr(6000), TriggerRatio: ptr(0.9), ReserveTokens: ptr(0)}
 	call := memory.ThreadSettings{TokenLimit: ptr(4000), TargetRatio: ptr(0.3)}
@@ -110,6 +112,7 @@ func TestThreadSettingsPrecedence(t *testing.T) {
 // Impossible settings are refused with the key at fault, and nothing is stored; a thread that
 // does not exist is ErrThreadNotFound; what is stored reads back as it was set.
 func TestThreadSettingsValidation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", longConversation)
@@ -180,6 +183,7 @@ func TestThreadSettingsValidation(t *testing.T) {
 
 // A call's override is held to the same rules: its 0 is a value, refused, not the default.
 func TestCompactOverrideValidated(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", longConversation)

@@ -74,12 +74,14 @@ func hfTokenizerFile(t testing.TB, name string) (string, string) {
 // The chat template's own tokens are not these (a server's count of a request differs by them:
 // the calibration of serve absorbs the difference).
 func TestHFFileCounterMessages(t *testing.T) {
+	t.Parallel()
 	v, err := readHFVectors()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"qwen3", "llama3"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			path, sum := hfTokenizerFile(t, name)
 			fc, err := memory.NewFileCounter(path, "")
 			if err != nil {
@@ -136,6 +138,7 @@ func TestHFFileCounterMessages(t *testing.T) {
 // file's encoding, that the same file counts it again, and that another tokenizer.json, or a
 // split pattern given with it, is refused.
 func TestHFFileCounterThreads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	qwen, _ := hfTokenizerFile(t, "qwen3")
 	llama, _ := hfTokenizerFile(t, "llama3")
@@ -193,6 +196,7 @@ func TestHFFileCounterThreads(t *testing.T) {
 // it is loaded, naming the file and the component, and that its encoding name is the SHA-256
 // of the file alone.
 func TestHFFileCounterErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct{ file, want string }{
 		{`{"model": {"type": "WordPiece", "vocab": {}}}`, `model: type "WordPiece" is not supported`},

@@ -41,6 +41,7 @@ var cookbookMessages = []memory.Message{
 
 // TestCountMessagesCookbook checks the figures the OpenAI API reported in the cookbook.
 func TestCountMessagesCookbook(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		encoding string
 		want     int
@@ -73,6 +74,7 @@ const cookbookTools = `[{
 
 // TestCountToolsCookbook checks messages plus tools against the API's figures in the cookbook.
 func TestCountToolsCookbook(t *testing.T) {
+	t.Parallel()
 	var tools []memory.Tool
 	if err := json.Unmarshal([]byte(cookbookTools), &tools); err != nil {
 		t.Fatal(err)
@@ -96,6 +98,7 @@ func TestCountToolsCookbook(t *testing.T) {
 }
 
 func TestEncodingHelloWorld(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		encoding string
 		want     []int
@@ -119,6 +122,7 @@ func TestEncodingHelloWorld(t *testing.T) {
 // TestCountTextSpecialTokens checks special-token text is counted as ordinary text: no panic, no
 // special token id, several tokens.
 func TestCountTextSpecialTokens(t *testing.T) {
+	t.Parallel()
 	const text = "a <|endoftext|> b <|fim_prefix|><|endofprompt|>"
 	for _, tc := range []struct {
 		encoding  string
@@ -139,6 +143,7 @@ func TestCountTextSpecialTokens(t *testing.T) {
 }
 
 func TestResolveEncoding(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		model, override string
 		want            string
@@ -186,6 +191,7 @@ func TestResolveEncoding(t *testing.T) {
 }
 
 func TestNewTokenCounterUnknownEncoding(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"", "p60k_base", "O200K_BASE", "file:0123456789abcdef", "gpt-4o"} {
 		if c, err := memory.NewTokenCounter(name); err == nil {
 			t.Errorf("NewTokenCounter(%q) = %v, nil; want an error", name, c)
@@ -197,6 +203,7 @@ func TestNewTokenCounterUnknownEncoding(t *testing.T) {
 // checks by heap allocation that NewTokenCounter does not load the encoding and the first count
 // does.
 func TestNewTokenCounterIsLazy(t *testing.T) {
+	t.Parallel()
 	const env = "MEMCASCADE_TOKENS_LAZY_CHILD"
 	if os.Getenv(env) == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestNewTokenCounterIsLazy$", "-test.v")
@@ -226,6 +233,7 @@ func TestNewTokenCounterIsLazy(t *testing.T) {
 	}
 }
 
+// TestCountTextDoesNotReload is not parallel: AllocsPerRun counts every goroutine's allocations.
 func TestCountTextDoesNotReload(t *testing.T) {
 	c := counter(t, memory.EncodingO200k)
 	c.CountText("warm up")
@@ -247,6 +255,7 @@ func textOf(c *memory.BPECounter, parts ...string) int {
 }
 
 func TestCountMessageRules(t *testing.T) {
+	t.Parallel()
 	for _, enc := range []string{memory.EncodingCL100k, memory.EncodingO200k} {
 		c := counter(t, enc)
 		check := func(what string, m memory.Message, want int) {
@@ -297,6 +306,7 @@ func tool(name, desc, params string) memory.Tool {
 }
 
 func TestCountToolsRules(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		encoding string
 		funcInit int
@@ -344,6 +354,7 @@ func TestCountToolsRules(t *testing.T) {
 // TestCountToolsRealSchemas counts the tau-bench airline tools, whose schemas have arrays of
 // objects and enums, and checks func_end is added once for the whole list.
 func TestCountToolsRealSchemas(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../testdata/conversations/tau_bench_airline_tools.json")
 	if err != nil {
 		t.Fatal(err)
@@ -370,6 +381,7 @@ func TestCountToolsRealSchemas(t *testing.T) {
 }
 
 func TestTokenCounterConcurrent(t *testing.T) {
+	t.Parallel()
 	ms := readMessagesFile(t, airline)
 	for _, enc := range []string{memory.EncodingCL100k, memory.EncodingO200k} {
 		want := counter(t, enc).CountMessages(ms)

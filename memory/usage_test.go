@@ -20,6 +20,7 @@ import (
 // and the tokens: reported by one server, counted locally for the other (estimated). The
 // list of reports shows the same usage.
 func TestReportUsage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longRecordedThread(t, s, "t")

@@ -15,6 +15,7 @@ import (
 // both backends instead of failing on PostgreSQL; names given through the library holding it
 // are refused on both.
 func TestBadUTF8InLookups(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage(memory.RoleUser, "hello world")}, memory.AppendOptions{}); err != nil {

@@ -28,6 +28,7 @@ func shortMessages(t testing.TB, s *memory.Store, thread string, n int) {
 // thread, and a thread of many short messages, within 1.5 × ceil(middle / (window / 2)) + 2
 // requests, every request within the window: small units are packed into requests.
 func TestSmallWindowAnyThread(t *testing.T) {
+	t.Parallel()
 	const window = 1024
 	threads := map[string]func(testing.TB, *memory.Store, string){
 		"short messages": func(t testing.TB, s *memory.Store, thread string) { shortMessages(t, s, thread, 700) },
@@ -37,6 +38,7 @@ func TestSmallWindowAnyThread(t *testing.T) {
 	}
 	for name, load := range threads {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s, _ := openStore(t)
 			load(t, s, "t")

@@ -93,8 +93,10 @@ func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvi
 // thread; every request fits its window, and the requests stay within
 // 1.5 × ceil(middle / (window / 2)) + 2.
 func TestSmallWindows(t *testing.T) {
+	t.Parallel()
 	for _, window := range []int{1024, 1500, 2048, 8192, 128000} {
 		t.Run(fmt.Sprint(window), func(t *testing.T) {
+			t.Parallel()
 			w, rep, mid, target := windowRun(t, window, 1, nil)
 			t.Logf("WINDOW %d: middle %d tokens, %d requests (target %d), %d prompt tokens, middle/prompt %.0f%%, %d -> %d tokens",
 				window, mid, w.requests, target, w.prompt, 100*float64(mid)/float64(w.prompt), rep.TokensBefore, rep.TokensAfter)
@@ -106,6 +108,7 @@ func TestSmallWindows(t *testing.T) {
 // middle in parallel (each summarized on its own, then merged): the compaction is applied,
 // every request fits the window, requests overlap, and the requests stay within the target.
 func TestConcurrentChunks(t *testing.T) {
+	t.Parallel()
 	for _, window := range []int{1024, 2048, 8192} {
 		t.Run(fmt.Sprint(window), func(t *testing.T) {
 			var mu sync.Mutex

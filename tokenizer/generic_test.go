@@ -11,6 +11,7 @@ import (
 // TestBuiltinNames checks the one list of encodings: every name loads, Known agrees, and any
 // other name is refused with the list.
 func TestBuiltinNames(t *testing.T) {
+	t.Parallel()
 	if want := []string{O200kBase, CL100kBase, P50kBase, R50kBase}; !slices.Equal(Names(), want) {
 		t.Fatalf("Names() = %v, want %v", Names(), want)
 	}
@@ -46,6 +47,7 @@ func vocab(merges ...string) []byte {
 // TestNewGeneric checks that a vocabulary file encodes by its merges and split pattern, and
 // that a malformed one is refused naming the line.
 func TestNewGeneric(t *testing.T) {
+	t.Parallel()
 	g, err := NewGeneric("small", vocab("ab", "abc", " x"), "")
 	if err != nil {
 		t.Fatal(err)

@@ -115,12 +115,22 @@ func hfFileData(t testing.TB, base string) []byte {
 	return data
 }
 
-var hfCache sync.Map // variant name -> *HF
+var (
+	hfCache sync.Map // variant name -> *HF
+	hfParse sync.Map // variant name -> *sync.Mutex, held while it is parsed
+)
 
 // hfVariant returns the encoding of a variant of the vectors: its base file with the variant's
-// keys replaced, as vectors.mjs replaces them.
+// keys replaced, as vectors.mjs replaces them. Each variant is parsed once per test binary,
+// whatever the number of tests that ask for it at the same time.
 func hfVariant(t testing.TB, name string) *HF {
 	t.Helper()
+	if h, ok := hfCache.Load(name); ok {
+		return h.(*HF)
+	}
+	mu, _ := hfParse.LoadOrStore(name, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	if h, ok := hfCache.Load(name); ok {
 		return h.(*HF)
 	}
@@ -191,9 +201,11 @@ func applyVariant(t testing.TB, data []byte, set map[string]json.RawMessage) []b
 // TestHFVectors checks that every variant encodes every text of the vectors (the recorded
 // conversations, hostile and random strings) to exactly the reference's tokens.
 func TestHFVectors(t *testing.T) {
+	t.Parallel()
 	v := vectors(t)
 	for _, variant := range v.Variants {
 		t.Run(variant.Name, func(t *testing.T) {
+			t.Parallel()
 			h := hfVariant(t, variant.Name)
 			if len(variant.IDs) != len(variant.Texts) {
 				t.Fatalf("%d texts, %d token lists", len(variant.Texts), len(variant.IDs))
@@ -217,12 +229,14 @@ func TestHFVectors(t *testing.T) {
 // TestHFPieces checks the pre-tokenizers' pieces of the hostile and random strings against the
 // reference's pre-tokenizer.
 func TestHFPieces(t *testing.T) {
+	t.Parallel()
 	v := vectors(t)
 	for _, variant := range v.Variants {
 		if variant.Pieces == nil {
 			continue
 		}
 		t.Run(variant.Name, func(t *testing.T) {
+			t.Parallel()
 			h := hfVariant(t, variant.Name)
 			for _, e := range variant.Pieces {
 				var i int
@@ -261,6 +275,7 @@ func sweepProbe(c string) string {
 // TestHFSweep splits every code point in the probe's contexts and checks the pieces against the
 // reference's.
 func TestHFSweep(t *testing.T) {
+	t.Parallel()
 	v := vectors(t)
 	for _, variant := range v.Variants {
 		if variant.Sweep == nil {
@@ -319,6 +334,7 @@ func TestHFSweep(t *testing.T) {
 // the vectors give it, where it differs from c): the vectors hold, per code point, 0 when every
 // output is its input, else hashOutputs of the outputs.
 func TestHFNormalizers(t *testing.T) {
+	t.Parallel()
 	v := vectors(t)
 	decomposed := map[rune]string{}
 	for _, d := range v.Decompositions {

@@ -56,6 +56,7 @@ const byteLevelOnly = `{"type": "ByteLevel", "add_prefix_space": false, "use_reg
 // rank of the merged token, as tiktoken's do), only the merges listed apply, ignore_merges
 // takes a piece that is a token as it is, and merges in either form read the same.
 func TestHFMergeOrder(t *testing.T) {
+	t.Parallel()
 	// Tokens: 256 "bc", 257 "ab", 258 "abc" (= "a" + "bc"), 259 "xy".
 	merges := [][2]string{{"b", "c"}, {"a", "b"}, {"a", "bc"}, {"x", "y"}}
 	h, err := ParseHF("small", smallHF(t, merges, byteLevelOnly, "null", nil))
@@ -118,6 +119,7 @@ func TestHFMergeOrder(t *testing.T) {
 // TestParseHFErrors checks that what the encoder does not support, and what is malformed, is
 // refused with the component named.
 func TestParseHFErrors(t *testing.T) {
+	t.Parallel()
 	good := func(model map[string]any) []byte {
 		return smallHF(t, [][2]string{{"a", "b"}}, byteLevelOnly, "null", model)
 	}
@@ -170,6 +172,7 @@ func TestParseHFErrors(t *testing.T) {
 
 // TestIsHFJSON checks how a tokenizer.json is told from a tiktoken-format file.
 func TestIsHFJSON(t *testing.T) {
+	t.Parallel()
 	for data, want := range map[string]bool{
 		`{"model": {}}`:          true,
 		"\ufeff \n\t{":           true,
@@ -190,6 +193,7 @@ func TestIsHFJSON(t *testing.T) {
 // matches and the text between them are pieces, and the pieces of each are split again by the
 // next step.
 func TestHFRegexpSplit(t *testing.T) {
+	t.Parallel()
 	pre := `{"type": "Sequence", "pretokenizers": [
 		{"type": "Split", "pattern": {"Regex": "\\p{N}{1,3}"}, "behavior": "Isolated", "invert": false},
 		{"type": "Split", "pattern": {"Regex": "[a-z]+"}, "behavior": "Isolated", "invert": false},
@@ -210,6 +214,7 @@ func TestHFRegexpSplit(t *testing.T) {
 // TestHFConcurrent encodes from several goroutines at once with a scanner, regexp2 and the
 // normalizer (go test -race checks the shared cache, the merge flags and regexp2).
 func TestHFConcurrent(t *testing.T) {
+	t.Parallel()
 	pre := `{"type": "Sequence", "pretokenizers": [
 		{"type": "Split", "pattern": {"Regex": "\\p{L}+|\\p{N}|\\s+|."}, "behavior": "Isolated", "invert": false},
 		{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true}]}`

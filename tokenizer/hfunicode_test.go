@@ -94,6 +94,7 @@ func astralParts() []rune {
 // rewrites it), and that the unicode package gives every code point of categories16 another
 // category: a Go release with newer tables needs the data regenerated.
 func TestHFUnicodeTables(t *testing.T) {
+	t.Parallel()
 	want := generateTables(t)
 	if *update {
 		if err := os.WriteFile(tablesFile, want, 0o644); err != nil {
@@ -135,6 +136,7 @@ func goCategory(r rune) string {
 // starter outside the Basic Multilingual Plane before a mark composes as the starter of its lower
 // 16 bits would.
 func TestNormalizerAstralStarter(t *testing.T) {
+	t.Parallel()
 	in := "\U00010041\u0301 \U00020041\u0323 A\u0301"
 	if got := norm.NFC.String(in); got == in {
 		t.Logf("golang.org/x/text/unicode/norm %s no longer composes U+10041 U+0301", norm.Version)

@@ -195,6 +195,7 @@ var tricky = []string{
 }
 
 func TestTricky(t *testing.T) {
+	t.Parallel()
 	for _, name := range encodings {
 		for _, s := range tricky {
 			check(t, name, s)
@@ -253,6 +254,7 @@ func conversationTexts(t testing.TB) []string {
 }
 
 func TestConversations(t *testing.T) {
+	t.Parallel()
 	texts := conversationTexts(t)
 	for _, name := range encodings {
 		total := 0
@@ -268,6 +270,7 @@ func TestConversations(t *testing.T) {
 
 // TestClasses checks the class table against the unicode package for every rune.
 func TestClasses(t *testing.T) {
+	t.Parallel()
 	ct := classes()
 	for r := rune(0); r <= unicode.MaxRune; r++ {
 		want := classesOf(r)
@@ -295,6 +298,7 @@ func TestClasses(t *testing.T) {
 // unicode.ToLower of the text, and no rune outside ASCII lower-cases to a letter of the
 // contractions or to the apostrophe.
 func TestContractionCase(t *testing.T) {
+	t.Parallel()
 	for r := rune(utf8.RuneSelf); r <= unicode.MaxRune; r++ {
 		if l := unicode.ToLower(r); l < utf8.RuneSelf && strings.ContainsRune("'strvemld", l) {
 			t.Errorf("unicode.ToLower(%U) = %q", r, l)
@@ -308,34 +312,44 @@ func TestContractionCase(t *testing.T) {
 }
 
 // TestMergeHeapMatchesLinear checks the two merge algorithms agree, on random pieces made of
-// fragments of real tokens.
+// fragments of real tokens: the first 5,000 pieces of the seed for each encoding in the
+// default run, 20,000 under -tags heavy.
 func TestMergeHeapMatchesLinear(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
+	t.Parallel()
+	n := 5000
+	if heavyRun {
+		n = 20000
+	}
 	for _, name := range encodings {
-		e := mustLoad(t, name)
-		for range 20000 {
-			var b strings.Builder
-			n := 2 + rng.IntN(maxLinear-1)
-			for b.Len() < n {
-				tok := e.ranks.token(uint32(rng.IntN(len(e.ranks.offsets) - 1)))
-				if rng.IntN(4) == 0 {
-					tok = tok[:rng.IntN(len(tok))+1]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(1, 2))
+			e := mustLoad(t, name)
+			for range n {
+				var b strings.Builder
+				n := 2 + rng.IntN(maxLinear-1)
+				for b.Len() < n {
+					tok := e.ranks.token(uint32(rng.IntN(len(e.ranks.offsets) - 1)))
+					if rng.IntN(4) == 0 {
+						tok = tok[:rng.IntN(len(tok))+1]
+					}
+					b.WriteString(tok)
 				}
-				b.WriteString(tok)
+				piece := b.String()[:n]
+				lin := e.ranks.mergeLinear(piece, nil)
+				hp := e.ranks.mergeHeap(piece, nil)
+				if !slices.Equal(lin, hp) {
+					t.Fatalf("%s: %q: linear %v, heap %v", name, piece, lin, hp)
+				}
 			}
-			piece := b.String()[:n]
-			lin := e.ranks.mergeLinear(piece, nil)
-			hp := e.ranks.mergeHeap(piece, nil)
-			if !slices.Equal(lin, hp) {
-				t.Fatalf("%s: %q: linear %v, heap %v", name, piece, lin, hp)
-			}
-		}
+		})
 	}
 }
 
 // TestLongPieces checks pieces longer than maxLinear (merged with the heap) against the
 // reference.
 func TestLongPieces(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	letters := []rune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZéàü")
 	for _, name := range encodings {
@@ -360,6 +374,7 @@ func TestLongPieces(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	for _, name := range encodings {
 		a, b := mustLoad(t, name), mustLoad(t, name)
 		if a != b {
@@ -383,6 +398,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestParseRanksErrors(t *testing.T) {
+	t.Parallel()
 	var good bytes.Buffer
 	for b := range 256 {
 		fmt.Fprintf(&good, "%s %d\n", b64([]byte{byte(b)}), b)
@@ -408,6 +424,7 @@ func TestParseRanksErrors(t *testing.T) {
 
 // TestParseLine checks the line parser's base64 decoding against encoding/base64.
 func TestParseLine(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	for range 5000 {
 		b := make([]byte, 1+rng.IntN(40))
@@ -437,6 +454,7 @@ func b64(b []byte) string {
 
 // TestConcurrent encodes from several goroutines at once (run with -race).
 func TestConcurrent(t *testing.T) {
+	t.Parallel()
 	texts := conversationTexts(t)
 	for _, name := range encodings {
 		e := mustLoad(t, name)
@@ -478,6 +496,7 @@ func FuzzEncodeMatchesTiktoken(f *testing.F) {
 // TestRandomStrings compares pieces and tokens on random strings drawn from runes of every
 // class the split patterns distinguish, in the combinations random bytes rarely reach.
 func TestRandomStrings(t *testing.T) {
+	t.Parallel()
 	alphabet := []rune(
 		"aAzZsStTrReEvVmMlLdD'''" + // letters of the contractions, apostrophes
 			"ǅǈǋ" + // Lt
@@ -490,18 +509,24 @@ func TestRandomStrings(t *testing.T) {
 			"\u200b\ufeff\u180e" + // format characters that are not \s
 			".,!?/-_=()[]{}\"#@*&%$^~`|\\:;<>+" +
 			"😀👍🏽\u200d\ufffd\x00\x7f")
-	rng := rand.New(rand.NewPCG(5, 6))
-	n := 20000
+	n := 5000 // the first 5,000 strings of the seed for each encoding; 20,000 under -tags heavy
+	if heavyRun {
+		n = 20000
+	}
 	if testing.Short() {
 		n = 2000
 	}
 	for _, name := range encodings {
-		for range n {
-			r := make([]rune, 1+rng.IntN(24))
-			for i := range r {
-				r[i] = alphabet[rng.IntN(len(alphabet))]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(5, 6))
+			for range n {
+				r := make([]rune, 1+rng.IntN(24))
+				for i := range r {
+					r[i] = alphabet[rng.IntN(len(alphabet))]
+				}
+				check(t, name, string(r))
 			}
-			check(t, name, string(r))
-		}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 // desktop build stays its size), the default build does, and the SQLite-only binary refuses a
 // postgres:// URL naming what it lacks.
 func TestSQLiteOnlyBuild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds memctl")
 	}
@@ -26,13 +27,32 @@ func TestSQLiteOnlyBuild(t *testing.T) {
 			t.Errorf("-tags %q: links pgx = %v, want %v", tc.tags, got, tc.want)
 		}
 	}
-	bin := filepath.Join(t.TempDir(), "memctl")
-	if out, err := exec.Command("go", "build", "-tags", "nopostgres", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := goBuild(t, "nopostgres", true) // run once: built as the test binary was
 	cmd := exec.Command(bin, "--db", "postgres://u:pw@127.0.0.1:1/x", "threads")
 	out, err := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 || !strings.Contains(string(out), "no PostgreSQL support") || strings.Contains(string(out), "pw@") {
 		t.Errorf("SQLite-only memctl with a postgres:// URL: exit %d, %q", code, out)
 	}
+}
+
+// goBuild builds memctl with the build tags given into a temporary directory of t and returns
+// its path; with race, it builds as the test binary was built (with -race under -race), so the
+// packages the test binary compiled are reused from the build cache: under -race a build
+// without it compiles every package again (modernc.org/sqlite and its libc included). A test
+// that runs the binary at length asks for no race: a binary built with -race runs several
+// times slower.
+func goBuild(t *testing.T, tags string, race bool) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "memctl")
+	args := []string{"build", "-o", bin}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	if race && raceBuild {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin
 }

@@ -325,6 +325,7 @@ func TestHumanOutputNeutralisesControls(t *testing.T) {
 // TestTermWriterSplitRunes: a control character whose UTF-8 bytes arrive in separate writes is
 // still escaped.
 func TestTermWriterSplitRunes(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	w := &termWriter{w: &buf}
 	s := "x\u009by\u202ez\xff"

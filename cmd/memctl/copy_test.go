@@ -28,7 +28,9 @@ func (m *memctl) at(name string) *memctl {
 // and DST is unchanged.
 func TestCopyCommand(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "120")
+		// An hour: the providers output compared between the copies shows the cooldown, which
+		// must not end while the test runs, however loaded the machine.
+		w.Header().Set("Retry-After", "3600")
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusTooManyRequests)
 		fmt.Fprint(w, `{"error":{"message":"rate limited","type":"rate_limit_error"}}`)

@@ -17,6 +17,7 @@ var cliDocs = filepath.Join("..", "..", "docs", "cli")
 // TestCLIReferenceCurrent fails when docs/cli differs from what the commands say of
 // themselves. go test ./cmd/memctl -run TestCLIReferenceCurrent -update rewrites it.
 func TestCLIReferenceCurrent(t *testing.T) {
+	t.Parallel()
 	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" },
 		out: &termWriter{w: io.Discard}, errOut: &termWriter{w: io.Discard}}
 	root := a.rootCommand()

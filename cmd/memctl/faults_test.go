@@ -128,10 +128,7 @@ func histories(t *testing.T, name string) map[string][]byte {
 // passes check); a second copy then passes and every thread's history reads back identical.
 func TestCopyKilledMidway(t *testing.T) {
 	base := pgDatabase(t)
-	bin := filepath.Join(t.TempDir(), "memctl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := goBuild(t, "", false) // without -race: it copies thousands of messages, many times
 	dir := t.TempDir()
 	memctlCmd := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, args...)

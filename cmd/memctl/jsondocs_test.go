@@ -17,6 +17,7 @@ var jsonDocs = filepath.Join("..", "..", "docs", "json.md")
 // TestJSONReferenceCurrent fails when docs/json.md differs from what the golden files hold.
 // go test ./cmd/memctl -run 'TestGolden|TestJSONReferenceCurrent' -update rewrites both.
 func TestJSONReferenceCurrent(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("# JSON output\n\n" +
 		"Every command takes `--json` and then writes one JSON value on stdout; the inspection API of\n" +

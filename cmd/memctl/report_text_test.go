@@ -12,6 +12,7 @@ import (
 // TestEventTextEveryKind: every kind of cascade event (cascade.EventKinds) has words of its own
 // (a wait says nothing: the retry before it said how long).
 func TestEventTextEveryKind(t *testing.T) {
+	t.Parallel()
 	want := map[cascade.EventKind]string{
 		cascade.EventTry: "p: trying (attempt 1)", cascade.EventRetry: "p: timeout, retry in 1s", cascade.EventWait: "",
 		cascade.EventSkip: "p: cooling down, skipped", cascade.EventSkipWindow: "p: skipped, the input does not fit its context window",
@@ -33,6 +34,7 @@ func TestEventTextEveryKind(t *testing.T) {
 // TestReportTextCountsInEnglish: the text of a report counts in English, shows the messages
 // appended while it ran apart, and a compaction that applied nothing summarized none.
 func TestReportTextCountsInEnglish(t *testing.T) {
+	t.Parallel()
 	id := int64(3)
 	applied := memory.Report{ID: &id, Thread: "t", Status: memory.StatusApplied, Reason: memory.ReasonThreshold,
 		TokensBefore: 4000, TokensAfter: 2500, TokensAppended: 57, MessagesBefore: 40, MessagesAfter: 20, MessagesAppended: 2,

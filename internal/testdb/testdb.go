@@ -2,13 +2,15 @@
 // compactor and cascade suites run whole on SQLite and on PostgreSQL. It is for tests only.
 //
 // The package under test must link db/postgres in (it registers postgres:// URLs). A package's
-// TestMain calls Main: the tests run once on SQLite, then, when the environment
-// variable MEMCASCADE_TEST_POSTGRES holds a PostgreSQL URL, once more on PostgreSQL. Name gives
+// TestMain calls Main: the tests run once on SQLite and, when the environment variable
+// MEMCASCADE_TEST_POSTGRES holds a PostgreSQL URL, once more on PostgreSQL, in a child process
+// of the test binary that runs beside the SQLite run. Name gives
 // each test a new database of the backend of the run: a file in its temporary directory, or a
 // schema of its own on the server, dropped when the test ends.
 package testdb
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -17,7 +19,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,30 +46,91 @@ const childEnv = "MEMCASCADE_TESTDB_CHILD"
 // the child runs its tests once, on the backend of this run.
 func Environ() []string { return append(os.Environ(), childEnv+"="+backend) }
 
-// Main runs the package's tests on SQLite, then on PostgreSQL when Env is set, and exits. A
-// fuzzing run (-test.fuzz) runs once, on SQLite; a child process (Environ) once, on its
-// parent's backend.
+// Main runs the package's tests on SQLite, then on PostgreSQL when Env is set, and exits. The
+// PostgreSQL run is a child process of the test binary started at once (the same arguments,
+// Environ's variable set), so the two backends' runs go on side by side; its output follows
+// this process's own. A fuzzing run (-test.fuzz) runs once, on SQLite; a child process
+// (Environ) once, on its parent's backend; with a profile or coverage flag the PostgreSQL run
+// is a second run in this process, after the SQLite one.
 func Main(m *testing.M) {
 	if b := os.Getenv(childEnv); b != "" {
 		backend = b
 		os.Exit(m.Run())
 	}
-	code := m.Run()
+	flag.Parse()
 	url := os.Getenv(Env)
-	fuzz := flag.Lookup("test.fuzz")
 	switch {
-	case code != 0:
-	case fuzz != nil && fuzz.Value.String() != "":
+	case flagSet("test.fuzz"):
+		os.Exit(m.Run())
 	case url == "":
+		code := m.Run()
 		if testing.Verbose() {
 			fmt.Printf("testdb: %s is not set: these tests ran on SQLite only\n", Env)
 		}
-	default:
-		backend = Postgres
-		fmt.Printf("testdb: the same tests again, on PostgreSQL (%s)\n", Env)
-		code = m.Run()
+		os.Exit(code)
+	case !childSafe():
+		code := m.Run()
+		if code == 0 {
+			backend = Postgres
+			fmt.Printf("testdb: the same tests again, on PostgreSQL (%s)\n", Env)
+			code = m.Run()
+		}
+		os.Exit(code)
+	}
+	var out bytes.Buffer
+	child := exec.Command(os.Args[0], childArgs(os.Args[1:])...)
+	child.Env = append(os.Environ(), childEnv+"="+Postgres)
+	child.Stdout, child.Stderr = &out, &out
+	started := child.Start()
+	code := m.Run()
+	if started != nil {
+		fmt.Printf("testdb: the run on PostgreSQL did not start: %v\n", started)
+		os.Exit(1)
+	}
+	err := child.Wait()
+	fmt.Printf("testdb: the same tests again, on PostgreSQL (%s), in a process of their own beside these\n", Env)
+	os.Stdout.Write(out.Bytes())
+	if err != nil {
+		fmt.Printf("testdb: the run on PostgreSQL: %v\n", err)
+		code = max(code, 1)
 	}
 	os.Exit(code)
+}
+
+// flagSet reports whether the test flag name has a value other than its default.
+func flagSet(name string) bool {
+	f := flag.Lookup(name)
+	return f != nil && f.Value.String() != f.DefValue
+}
+
+// childSafe reports whether a child process may run the PostgreSQL run beside this one: no
+// flag names a file both would write (profiles, coverage, traces) or asks for a listing.
+func childSafe() bool {
+	for _, name := range []string{"test.coverprofile", "test.gocoverdir", "test.cpuprofile", "test.memprofile",
+		"test.blockprofile", "test.mutexprofile", "test.trace", "test.list"} {
+		if flagSet(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// childArgs is the test binary's arguments for the child process, without -test.testlogfile
+// (the log go test reads to cache the result is this process's alone).
+func childArgs(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		switch {
+		case name == "test.testlogfile":
+			i++ // its value is the next argument
+		case strings.HasPrefix(name, "test.testlogfile="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Name returns the name of a new, empty database for t on the current backend: the path of
