@@ -90,7 +90,7 @@ func (j *job) planFigures() {
 	rep, a := j.rep, j.a
 	if j.d.summarize {
 		p := j.d.plan
-		rep.SummarizedMessages, rep.KeptMessages = p.MiddleLen(), len(a.Entries)-p.Kept
+		rep.SummarizedMessages, rep.KeptMessages = p.MiddleLen(), p.keptLen(len(a.Entries))
 		rep.FromSeq, rep.ToSeq, rep.SummaryBudget = p.FromSeq, p.ToSeq, p.SummaryBudget
 		return
 	}

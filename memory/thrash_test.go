@@ -41,8 +41,8 @@ func units(msgs []memory.Message) [][]memory.Message {
 // thrashStats is what a replay saw.
 type thrashStats struct {
 	turns, compactions int
-	unavoidable        int // compactions at a turn whose pinned messages and newest unit alone are over the trigger
-	overTrigger        int // turns that ended over the trigger after the compaction (if any) ran
+	unavoidable        int // compactions at a turn whose pinned messages, newest user message and newest unit alone are over the trigger
+	overTrigger        int // turns that ended over the trigger after the compaction (if any) ran, unavoidable ones aside
 	tokens             int // the active context's tokens summed over the turns
 	added              int // the tokens the turns appended
 	pinnedNotes        int // reports whose detail says the pinned messages leave less than the headroom
@@ -69,12 +69,24 @@ func replayLife(t testing.TB, s *memory.Store, c *memory.Compactor, thread strin
 			pinned += counter.CountMessage(m)
 		}
 	}
+	newestUser := 0 // the tokens of the newest user message before the turn's unit
 	for _, u := range turns {
-		unit := memory.ReplyPriming
+		unit, user := memory.ReplyPriming, 0
 		for _, m := range u {
 			if m.Role != memory.RoleSystem {
 				unit += counter.CountMessage(m)
 			}
+			if m.Role == memory.RoleUser {
+				user = counter.CountMessage(m)
+			}
+		}
+		// What no compaction can take out: the pinned messages, the newest unit, and the newest
+		// user message, which stays in the active context.
+		floor := pinned + unit
+		if user == 0 {
+			floor += newestUser
+		} else {
+			newestUser = user
 		}
 		if _, err := s.Append(ctx, thread, u, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 			t.Fatal(err)
@@ -89,7 +101,7 @@ func replayLife(t testing.TB, s *memory.Store, c *memory.Compactor, thread strin
 			rep, err := c.Compact(ctx, thread, memory.CompactOptions{})
 			if rep.Status != memory.StatusNotNeeded {
 				st.compactions++
-				if pinned+unit > trigger {
+				if floor > trigger {
 					st.unavoidable++
 				}
 			}
@@ -108,7 +120,7 @@ func replayLife(t testing.TB, s *memory.Store, c *memory.Compactor, thread strin
 			t.Fatal(err)
 		}
 		st.tokens += th.ActiveTokens
-		if th.ActiveTokens > trigger {
+		if th.ActiveTokens > trigger && floor <= trigger {
 			st.overTrigger++
 		}
 	}
