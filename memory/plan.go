@@ -54,6 +54,14 @@ func (p Plan) MiddleLen() int {
 	return p.Kept - p.Pinned
 }
 
+// pinnedWords names what stays beside the summary before it, with its tokens.
+func (p Plan) pinnedWords() string {
+	if p.Hold {
+		return fmt.Sprintf("the pinned messages (%d tokens), the newest user message (%d tokens)", p.PinnedTokens, p.HeldTokens)
+	}
+	return fmt.Sprintf("the pinned messages (%d tokens)", p.PinnedTokens)
+}
+
 // keptLen is the number of entries of a context of n that stay beside the summary, the held
 // one included, the pinned ones not.
 func (p Plan) keptLen(n int) int {
@@ -174,13 +182,13 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 		p.Why = "nothing new to summarize: the middle is the current summary alone, and the context is within the limit"
 	case p.Deep && p.SummaryBudget < min(deepSummaryTokens, s.SummaryMaxTokens):
 		p.Ineffective = true
-		p.Why = fmt.Sprintf("the pinned messages (%d tokens) and the newest unit of messages (%d tokens) leave room for a summary of %d tokens, under the %d a summary's header and a few lines take",
-			p.PinnedTokens+p.HeldTokens, p.KeptTokens, max(p.SummaryBudget, 0), deepSummaryTokens)
+		p.Why = fmt.Sprintf("%s and the newest unit of messages (%d tokens) leave room for a summary of %d tokens, under the %d a summary's header and a few lines take",
+			p.pinnedWords(), p.KeptTokens, max(p.SummaryBudget, 0), deepSummaryTokens)
 	case p.SummaryBudget >= minSummaryTokens:
 	case s.Budget()-base < minSummaryTokens:
 		p.Ineffective = true
-		p.Why = fmt.Sprintf("the pinned messages (%d tokens) and the newest unit of messages (%d tokens) leave no room for a summary within the limit %d",
-			p.PinnedTokens+p.HeldTokens, p.KeptTokens, s.Budget())
+		p.Why = fmt.Sprintf("%s and the newest unit of messages (%d tokens) leave no room for a summary within the limit %d",
+			p.pinnedWords(), p.KeptTokens, s.Budget())
 	default:
 		p.Ineffective = true
 		p.Why = fmt.Sprintf("the middle (%s, %d tokens) cannot save 10%% of %d tokens with a summary of at least %d tokens",
