@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -58,8 +59,14 @@ func TestNewestUserMessageStays(t *testing.T) {
 				casc = failingCascade(s)
 			}
 			c := memory.NewCompactor(s, casc, tc.set)
+			views := [][]byte{activeJSON(t, s, "t")} // the active context before each compaction
+			var ids []int64
 			for round := 1; round <= 2; round++ {
 				rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+				if rep.Status == memory.StatusApplied {
+					ids = append(ids, *rep.ID)
+					views = append(views, activeJSON(t, s, "t"))
+				}
 				if round == 1 && (err != nil || rep.Status != memory.StatusApplied) {
 					t.Fatalf("compact: %+v, %v; want applied", rep, err)
 				}
@@ -79,6 +86,15 @@ func TestNewestUserMessageStays(t *testing.T) {
 				}
 				checkActive(t, a, "system", limit)
 				checkStoredCounts(t, s, "t")
+			}
+			// Revert brings back each earlier view exactly, the held message with it.
+			for k := len(ids) - 1; k >= 0; k-- {
+				if _, err := s.Revert(ctx, ids[k]); err != nil {
+					t.Fatal(err)
+				}
+				if got := activeJSON(t, s, "t"); !bytes.Equal(got, views[k]) {
+					t.Fatalf("revert of compaction %d: the active context is not the one before it", ids[k])
+				}
 			}
 		})
 	}
