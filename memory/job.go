@@ -143,7 +143,7 @@ const deepNoteWindow = 5
 // the thread's latest reports with the same limit says it) only say they are deep.
 func (j *job) deepNote(ctx context.Context) {
 	p := j.d.plan
-	if !j.d.summarize || !p.Deep || j.rep.Status != StatusApplied {
+	if !j.d.summarize || !p.Deep || p.Ineffective || j.rep.Status != StatusApplied {
 		return
 	}
 	reps, err := j.c.Store.Reports(ctx, j.a.Thread.ID, deepNoteWindow)
@@ -347,6 +347,9 @@ func (j *job) reshape(ctx context.Context, cause error, label string, shape func
 	post, ferr := shape(a.Entries, j.s.Budget())
 	if tokensOf(post) >= a.Tokens {
 		return errors.Join(cause, ferr)
+	}
+	if j.rep.Passes == 0 { // no summary applied: the view is all this compaction changes
+		j.rep.SummarizedMessages, j.rep.KeptMessages = 0, len(post)-pinnedLen(post)
 	}
 	if err := j.applyView(ctx, a, post); err != nil {
 		return errors.Join(cause, err)
