@@ -155,8 +155,12 @@ func (j *job) deepNote(ctx context.Context) {
 		return r.TokenLimit == j.s.TokenLimit && (strings.Contains(r.Detail, deepNoteText) || strings.Contains(r.Detail, deepTag))
 	})
 	if !said {
-		note = fmt.Sprintf("%.0f%% %s (%d of %d tokens): with the newest unit (%d tokens) they leave less than the trigger's headroom, so compactions go deeper (a summary of at most %d tokens, only the newest unit kept) rather than run every turn",
-			100*float64(p.PinnedTokens)/float64(j.s.Budget()), deepNoteText, p.PinnedTokens, j.s.Budget(), p.KeptTokens, p.SummaryBudget)
+		held := ""
+		if p.Hold {
+			held = fmt.Sprintf(" the newest user message (%d tokens) and", p.HeldTokens)
+		}
+		note = fmt.Sprintf("%.0f%% %s (%d of %d tokens): with%s the newest unit (%d tokens) they leave less than the trigger's headroom, so compactions go deeper (a summary of at most %d tokens, only the newest unit kept) rather than run every turn",
+			100*float64(p.PinnedTokens)/float64(j.s.Budget()), deepNoteText, p.PinnedTokens, j.s.Budget(), held, p.KeptTokens, p.SummaryBudget)
 		j.c.log(ctx, slog.LevelWarn, "pinned messages leave less than the trigger's headroom", slog.String("thread", j.rep.Thread),
 			slog.Int("pinned_tokens", p.PinnedTokens), slog.Int("limit", j.s.Budget()), slog.String("detail", note))
 	}
