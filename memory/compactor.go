@@ -345,18 +345,26 @@ func (c *Compactor) summarized(ctx context.Context, a Active, plan Plan, id int6
 		return
 	}
 	c.hook(func() error {
-		middle := a.Entries[plan.Pinned:plan.Kept]
+		middle := plan.middle(a.Entries)
 		msgs := make([]Entry, 0, len(middle))
-		if len(middle) > 0 && middle[0].CompactionID != 0 {
-			msgs = append(msgs, middle[0]) // the earlier summary
-			middle = middle[1:]
-		}
-		if len(middle) > 0 {
-			full, err := c.Store.between(ctx, a.Thread.ID, middle[0].Seq, middle[len(middle)-1].Seq)
+		// The messages are read whole run by run: an earlier summary (and the message held
+		// beside it, which lies within its range) splits them.
+		for len(middle) > 0 {
+			if middle[0].CompactionID != 0 {
+				msgs = append(msgs, middle[0]) // the earlier summary
+				middle = middle[1:]
+				continue
+			}
+			n := 1
+			for n < len(middle) && middle[n].CompactionID == 0 {
+				n++
+			}
+			full, err := c.Store.between(ctx, a.Thread.ID, middle[0].Seq, middle[n-1].Seq)
 			if err != nil {
 				return err
 			}
 			msgs = append(msgs, full...)
+			middle = middle[n:]
 		}
 		return c.OnSummarized(ctx, Span{Thread: a.Thread.ID, CompactionID: id, Messages: msgs, Summary: sum.text, Facts: sum.facts})
 	})
@@ -391,6 +399,10 @@ func (p Plan) describe(masked []Entry, a Active) string {
 		pre = describeView(a.Entries, masked) + "; then "
 		a = withEntries(a, masked)
 	}
-	return pre + fmt.Sprintf("keep %d pinned (%d tokens); summarize %s, seq %d-%d (%d tokens) into at most %d tokens; keep the newest %d (%d tokens)",
-		p.Pinned, p.PinnedTokens, english.Count(p.MiddleLen(), "message", "messages"), p.FromSeq, p.ToSeq, p.MiddleTokens, p.SummaryBudget, len(a.Entries)-p.Kept, p.KeptTokens)
+	held := ""
+	if p.Hold {
+		held = fmt.Sprintf("; hold the newest user message, seq %d (%d tokens)", a.Entries[p.HeldAt].Seq, p.HeldTokens)
+	}
+	return pre + fmt.Sprintf("keep %d pinned (%d tokens)%s; summarize %s, seq %d-%d (%d tokens) into at most %d tokens; keep the newest %d (%d tokens)",
+		p.Pinned, p.PinnedTokens, held, english.Count(p.MiddleLen(), "message", "messages"), p.FromSeq, p.ToSeq, p.MiddleTokens, p.SummaryBudget, len(a.Entries)-p.Kept, p.KeptTokens)
 }

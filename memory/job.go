@@ -90,7 +90,7 @@ func (j *job) planFigures() {
 	rep, a := j.rep, j.a
 	if j.d.summarize {
 		p := j.d.plan
-		rep.SummarizedMessages, rep.KeptMessages = p.MiddleLen(), len(a.Entries)-p.Kept
+		rep.SummarizedMessages, rep.KeptMessages = p.MiddleLen(), p.keptLen(len(a.Entries))
 		rep.FromSeq, rep.ToSeq, rep.SummaryBudget = p.FromSeq, p.ToSeq, p.SummaryBudget
 		return
 	}
@@ -143,7 +143,7 @@ const deepNoteWindow = 5
 // the thread's latest reports with the same limit says it) only say they are deep.
 func (j *job) deepNote(ctx context.Context) {
 	p := j.d.plan
-	if !j.d.summarize || !p.Deep || j.rep.Status != StatusApplied {
+	if !j.d.summarize || !p.Deep || p.Ineffective || j.rep.Status != StatusApplied {
 		return
 	}
 	reps, err := j.c.Store.Reports(ctx, j.a.Thread.ID, deepNoteWindow)
@@ -155,8 +155,12 @@ func (j *job) deepNote(ctx context.Context) {
 		return r.TokenLimit == j.s.TokenLimit && (strings.Contains(r.Detail, deepNoteText) || strings.Contains(r.Detail, deepTag))
 	})
 	if !said {
-		note = fmt.Sprintf("%.0f%% %s (%d of %d tokens): with the newest unit (%d tokens) they leave less than the trigger's headroom, so compactions go deeper (a summary of at most %d tokens, only the newest unit kept) rather than run every turn",
-			100*float64(p.PinnedTokens)/float64(j.s.Budget()), deepNoteText, p.PinnedTokens, j.s.Budget(), p.KeptTokens, p.SummaryBudget)
+		held := ""
+		if p.Hold {
+			held = fmt.Sprintf(" the newest user message (%d tokens) and", p.HeldTokens)
+		}
+		note = fmt.Sprintf("%.0f%% %s (%d of %d tokens): with%s the newest unit (%d tokens) they leave less than the trigger's headroom, so compactions go deeper (a summary of at most %d tokens, only the newest unit kept) rather than run every turn",
+			100*float64(p.PinnedTokens)/float64(j.s.Budget()), deepNoteText, p.PinnedTokens, j.s.Budget(), held, p.KeptTokens, p.SummaryBudget)
 		j.c.log(ctx, slog.LevelWarn, "pinned messages leave less than the trigger's headroom", slog.String("thread", j.rep.Thread),
 			slog.Int("pinned_tokens", p.PinnedTokens), slog.Int("limit", j.s.Budget()), slog.String("detail", note))
 	}
@@ -347,6 +351,9 @@ func (j *job) reshape(ctx context.Context, cause error, label string, shape func
 	post, ferr := shape(a.Entries, j.s.Budget())
 	if tokensOf(post) >= a.Tokens {
 		return errors.Join(cause, ferr)
+	}
+	if j.rep.Passes == 0 { // no summary applied: the view is all this compaction changes
+		j.rep.SummarizedMessages, j.rep.KeptMessages = 0, len(post)-pinnedLen(post)
 	}
 	if err := j.applyView(ctx, a, post); err != nil {
 		return errors.Join(cause, err)

@@ -35,6 +35,9 @@ func TestLifeMatrix(t *testing.T) {
 					if st.lost > 0 {
 						t.Errorf("%d facts and actions lost, no report names them", st.lost)
 					}
+					if st.newestUserMissing > 0 {
+						t.Errorf("the newest user message was out of the active context after %d of %d compactions", st.newestUserMissing, st.compactions)
+					}
 				})
 			}
 		}

@@ -236,6 +236,9 @@ func TestLifeOfCompactions(t *testing.T) {
 				if st.lost > 0 {
 					t.Errorf("%d facts and actions lost at the end, no report names them", st.lost)
 				}
+				if st.newestUserMissing > 0 {
+					t.Errorf("the newest user message was out of the active context after %d of %d compactions", st.newestUserMissing, st.compactions)
+				}
 			})
 		}
 	}

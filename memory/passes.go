@@ -45,7 +45,7 @@ func (j *job) passes(ctx, budget context.Context, a Active, plan Plan) error {
 		keep /= 2
 		plan = more
 		rep.SummarizedMessages += more.MiddleLen() - 1 // the summary of this pass is one of them
-		rep.KeptMessages = len(a.Entries) - more.Kept
+		rep.KeptMessages = more.keptLen(len(a.Entries))
 	}
 }
 
@@ -53,11 +53,12 @@ func (j *job) passes(ctx, budget context.Context, a Active, plan Plan) error {
 // compaction id.
 func passResult(a Active, plan Plan, sum summary, id int64, s Settings) Active {
 	next := a
-	next.Entries = make([]Entry, 0, plan.Pinned+1+len(a.Entries)-plan.Kept)
-	next.Entries = append(next.Entries, a.Entries[:plan.Pinned]...)
+	before, after := plan.result(a.Entries)
+	next.Entries = make([]Entry, 0, len(before)+1+len(after))
+	next.Entries = append(next.Entries, before...)
 	next.Entries = append(next.Entries, Entry{Tokens: sum.tokens, Message: TextMessage(s.SummaryRole, sum.text), CompactionID: id,
 		CoversFrom: plan.FromSeq, CoversTo: plan.ToSeq, text: sum.text, light: true})
-	next.Entries = append(next.Entries, a.Entries[plan.Kept:]...)
+	next.Entries = append(next.Entries, after...)
 	next.Tokens = a.Tokens - plan.MiddleTokens + sum.tokens
 	next.Summary, next.FromSeq, next.ToSeq, next.current = id, plan.FromSeq, plan.ToSeq, id
 	next.Thread.ActiveMessages, next.Thread.ActiveTokens = len(next.Entries), next.Tokens

@@ -22,6 +22,14 @@ type Plan struct {
 	Kept   int // index of the first kept entry; len(entries) when nothing is kept
 
 	PinnedTokens, MiddleTokens, KeptTokens int
+	// Hold is set when the newest user message would fall into the middle (the units after it
+	// fill the kept budget): it stays in the active context as it is, after the pinned messages
+	// and before the summary, its HeldTokens counted in the budget as a pinned message's are,
+	// and the summary is of the rest of the middle. HeldAt is its index. A later compaction
+	// finds it there, and summarizes it with its middle once a newer user message holds its
+	// place.
+	Hold               bool
+	HeldAt, HeldTokens int
 	// SummaryBudget is the most tokens the summary message may take as planned; RoomBudget is
 	// the most the limit and the 10% saving allow whatever summary_max_tokens says: the facts a
 	// provider left out may take the summary up to it (see factFit).
@@ -39,7 +47,49 @@ type Plan struct {
 }
 
 // MiddleLen is the number of entries the summary replaces.
-func (p Plan) MiddleLen() int { return p.Kept - p.Pinned }
+func (p Plan) MiddleLen() int {
+	if p.Hold {
+		return p.Kept - p.Pinned - 1
+	}
+	return p.Kept - p.Pinned
+}
+
+// pinnedWords names what stays beside the summary before it, with its tokens.
+func (p Plan) pinnedWords() string {
+	if p.Hold {
+		return fmt.Sprintf("the pinned messages (%d tokens), the newest user message (%d tokens)", p.PinnedTokens, p.HeldTokens)
+	}
+	return fmt.Sprintf("the pinned messages (%d tokens)", p.PinnedTokens)
+}
+
+// keptLen is the number of entries of a context of n that stay beside the summary, the held
+// one included, the pinned ones not.
+func (p Plan) keptLen(n int) int {
+	if p.Hold {
+		return n - p.Kept + 1
+	}
+	return n - p.Kept
+}
+
+// middle returns the entries the summary replaces: entries[Pinned:Kept] but the held one.
+func (p Plan) middle(entries []Entry) []Entry {
+	m := entries[p.Pinned:p.Kept]
+	if !p.Hold {
+		return m
+	}
+	k := p.HeldAt - p.Pinned
+	return append(m[:k:k], m[k+1:]...)
+}
+
+// result returns the entries that stay beside the summary, in order: the pinned messages, the
+// held newest user message, the kept ones; before is where the summary goes.
+func (p Plan) result(entries []Entry) (before, after []Entry) {
+	before = entries[:p.Pinned:p.Pinned]
+	if p.Hold {
+		before = append(before, entries[p.HeldAt])
+	}
+	return before, entries[p.Kept:]
+}
 
 // MakePlan plans one compaction pass over an active context. It is a pure function.
 //
@@ -64,6 +114,9 @@ func (p Plan) MiddleLen() int { return p.Kept - p.Pinned }
 //     the summary gets half of what is left below the trigger (at least 128 tokens), and
 //     its facts may take it up to the trigger. Never beyond L; when that budget is under a
 //     useful minimum the plan is Ineffective and no provider is called.
+//   - The newest user message is never out of the active context: when the units after it fill
+//     the kept budget, it is held (see Plan.Hold), and the kept units are those that fit beside
+//     it.
 //   - A middle that is the current summary alone is Ineffective while the context is within
 //     the limit: a summary is only ever updated with new messages, never shrunk for its own
 //     sake (each such pass would drop facts it holds).
@@ -94,12 +147,16 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 		share = min(s.SummaryMaxTokens, max(keepBudget-p.PinnedTokens-ReplyPriming, 0)/2)
 	}
 	p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens-share)
-	p.MiddleTokens = sumTokens(entries[p.Pinned:p.Kept])
-	p.FromSeq, p.ToSeq = middleRange(entries[p.Pinned:p.Kept])
+	if u := lastUser(entries); u >= p.Pinned && u < p.Kept {
+		p.Hold, p.HeldAt, p.HeldTokens = true, u, entries[u].Tokens
+		p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens-share-p.HeldTokens)
+	}
+	p.MiddleTokens = sumTokens(p.middle(entries))
+	p.FromSeq, p.ToSeq = middleRange(p.middle(entries))
 
-	active := p.PinnedTokens + p.MiddleTokens + p.KeptTokens + ReplyPriming
+	active := p.PinnedTokens + p.HeldTokens + p.MiddleTokens + p.KeptTokens + ReplyPriming
 	minSave := int(math.Ceil(0.1 * float64(active)))
-	base := p.PinnedTokens + p.KeptTokens + ReplyPriming
+	base := p.PinnedTokens + p.HeldTokens + p.KeptTokens + ReplyPriming
 	trigger := int(float64(s.Budget()) * s.TriggerRatio)
 	// The summary's prose fits in what the target leaves; the facts a provider left out may
 	// take it further (see factFit), up to L.
@@ -115,20 +172,23 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 	p.RoomBudget = min(room, s.Budget()-base, p.MiddleTokens-minSave)
 	p.SummaryBudget = min(s.SummaryMaxTokens, prose, p.RoomBudget)
 	switch {
-	case p.MiddleLen() == 1 && entries[p.Pinned].CompactionID != 0 && active <= s.Budget():
+	case p.MiddleLen() == 0:
+		p.Ineffective = true
+		p.Why = "nothing to summarize: the middle is the newest user message alone, which stays in the active context"
+	case p.MiddleLen() == 1 && p.middle(entries)[0].CompactionID != 0 && active <= s.Budget():
 		// Summarizing the summary again, with nothing new to fold in, could only make it lose
 		// what it holds; within the limit there is no need to.
 		p.Ineffective = true
 		p.Why = "nothing new to summarize: the middle is the current summary alone, and the context is within the limit"
 	case p.Deep && p.SummaryBudget < min(deepSummaryTokens, s.SummaryMaxTokens):
 		p.Ineffective = true
-		p.Why = fmt.Sprintf("the pinned messages (%d tokens) and the newest unit of messages (%d tokens) leave room for a summary of %d tokens, under the %d a summary's header and a few lines take",
-			p.PinnedTokens, p.KeptTokens, max(p.SummaryBudget, 0), deepSummaryTokens)
+		p.Why = fmt.Sprintf("%s and the newest unit of messages (%d tokens) leave room for a summary of %d tokens, under the %d a summary's header and a few lines take",
+			p.pinnedWords(), p.KeptTokens, max(p.SummaryBudget, 0), deepSummaryTokens)
 	case p.SummaryBudget >= minSummaryTokens:
-	case s.Budget()-p.PinnedTokens-p.KeptTokens-ReplyPriming < minSummaryTokens:
+	case s.Budget()-base < minSummaryTokens:
 		p.Ineffective = true
-		p.Why = fmt.Sprintf("the pinned messages (%d tokens) and the newest unit of messages (%d tokens) leave no room for a summary within the limit %d",
-			p.PinnedTokens, p.KeptTokens, s.Budget())
+		p.Why = fmt.Sprintf("%s and the newest unit of messages (%d tokens) leave no room for a summary within the limit %d",
+			p.pinnedWords(), p.KeptTokens, s.Budget())
 	default:
 		p.Ineffective = true
 		p.Why = fmt.Sprintf("the middle (%s, %d tokens) cannot save 10%% of %d tokens with a summary of at least %d tokens",
@@ -217,17 +277,17 @@ func sumTokens(es []Entry) int {
 }
 
 // middleRange returns the seq range a summary of middle covers: a previous summary in it
-// contributes the range it covered.
+// contributes the range it covered (a message held beside it lies within that range).
 func middleRange(middle []Entry) (from, to int64) {
 	for _, e := range middle {
 		lo, hi := e.Seq, e.Seq
 		if e.CompactionID != 0 {
 			lo, hi = e.CoversFrom, e.CoversTo
 		}
-		if from == 0 {
+		if from == 0 || lo < from {
 			from = lo
 		}
-		to = hi
+		to = max(to, hi)
 	}
 	return from, to
 }

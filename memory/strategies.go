@@ -105,12 +105,13 @@ func (sh shaper) maskOld(entries []Entry, keepBudget int) []Entry {
 
 // window leaves the oldest whole units out: the pinned messages and the kept window remain,
 // and the newest user message, a unit of its own, stays before the kept window when it would
-// be left out (it is the question the newest unit answers).
+// be left out (it is the question the newest unit answers), its tokens counted in the budget.
 func window(entries []Entry, keepBudget int) []Entry {
 	pinned, start := keptStart(entries, keepBudget)
 	out := slices.Clone(entries[:pinned])
 	if u := lastUser(entries); u >= pinned && u < start {
 		out = append(out, entries[u])
+		_, start = keptStart(entries, keepBudget-entries[u].Tokens)
 	}
 	return append(out, entries[start:]...)
 }

@@ -74,7 +74,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active,
 	}
 	ledgerc := make(chan ledgerOrErr, 1)
 	go func() {
-		fs, err := c.middleLedger(ctx, a.Entries[plan.Pinned:plan.Kept], in.tms)
+		fs, err := c.middleLedger(ctx, plan.middle(a.Entries), in.tms)
 		ledgerc <- ledgerOrErr{fs, err}
 	}()
 	res, err := c.Summarizer.Run(ctx, id, in.task)
@@ -125,7 +125,7 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 	if in.bodyBudget < minSummaryTokens/2 {
 		return nil, fmt.Errorf("%w: no room for a summary (%d tokens)", ErrSummarize, in.bodyBudget)
 	}
-	middle := a.Entries[plan.Pinned:plan.Kept]
+	middle := plan.middle(a.Entries)
 	in.render(middle, s)
 	in.units = append([]int{0}, validCuts(middle, 0)...)
 	// The size asked for: a quarter of the middle, within what the budget leaves for the
@@ -308,7 +308,7 @@ func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Pla
 	body := strings.TrimSpace(in.c.redact(res.Text))
 	fit := factFit{
 		ledger: ledger, header: in.header, count: in.counter.CountText,
-		outside: facts.Kept(ledger, outsideText(a.Entries[:plan.Pinned], a.Entries[plan.Kept:])),
+		outside: facts.Kept(ledger, outsideText(plan.result(a.Entries))),
 		soft:    in.bodyBudget,
 		hard:    plan.RoomBudget - (plan.SummaryBudget - in.bodyBudget),
 	}

@@ -30,6 +30,9 @@ type view struct {
 	// Omitted are the seq ranges [from, to] left out of the view, summary range excluded.
 	Omitted []SeqRange `json:"omitted,omitempty"`
 	Cut     []cutItem  `json:"cut,omitempty"`
+	// Held are the seqs within the summary's range shown as they are, before the summary: the
+	// newest user message when the summary covers it (see Plan.Hold).
+	Held []int64 `json:"held,omitempty"`
 }
 
 // SeqRange is a range of seqs, both ends included.
@@ -120,11 +123,22 @@ func (s *Store) readView(ctx context.Context, q db.Querier, a Active, cur db.Com
 		}
 		a.Entries = append(a.Entries, es...)
 	}
+	var held []Entry
+	for _, seq := range v.Held {
+		es, err := s.messagesBetween(ctx, q, a.Thread.ID, seq, seq, light)
+		if err != nil {
+			return Active{}, err
+		}
+		held = append(held, es...)
+	}
 	v.applyMarks(a.Entries)
+	v.applyMarks(held)
 	if v.Summary != 0 {
 		if a, err = s.withSummary(ctx, q, a, cur, v.Summary); err != nil {
 			return Active{}, err
 		}
+		at := slices.IndexFunc(a.Entries, func(e Entry) bool { return e.CompactionID == v.Summary })
+		a.Entries = slices.Insert(a.Entries, at, held...)
 	}
 	a.current = cur.ID
 	return a, nil
@@ -188,6 +202,11 @@ func viewOf(entries []Entry, viewSeq, id int64) (text string, from, to int64) {
 			present[e.Seq] = true
 		}
 	}
+	for _, e := range entries {
+		if e.CompactionID == 0 && !e.Pinned && v.Summary != 0 && e.Seq >= from && e.Seq <= to {
+			v.Held = append(v.Held, e.Seq)
+		}
+	}
 	for seq := int64(1); seq <= viewSeq; seq++ {
 		if present[seq] || (v.Summary != 0 && seq >= from && seq <= to) {
 			continue
@@ -198,7 +217,7 @@ func viewOf(entries []Entry, viewSeq, id int64) (text string, from, to int64) {
 			v.Omitted = append(v.Omitted, SeqRange{seq, seq})
 		}
 	}
-	if v.Summary == id && len(v.Masked) == 0 && len(v.Cut) == 0 && len(v.Omitted) == 0 {
+	if v.Summary == id && len(v.Masked) == 0 && len(v.Cut) == 0 && len(v.Omitted) == 0 && len(v.Held) == 0 {
 		return "", from, to
 	}
 	b, _ := json.Marshal(v) // plain values always marshal

@@ -1,0 +1,33 @@
+package memory_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// TestCutReportClaimsNoSummary: a forced compaction whose plan has no room for a summary (a
+// pinned message and the newest unit leave 9 tokens) and whose results are cut to fit reports
+// no message summarized and no deep summary size, only the cut.
+func TestCutReportClaimsNoSummary(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	importFile(t, s, "t", airline)
+	if _, err := s.Pin(ctx, "t", 2); err != nil {
+		t.Fatal(err)
+	}
+	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2400})
+	if rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+		t.Fatalf("first compaction: %+v, %v", rep, err)
+	}
+	c.Settings.TokenLimit = 1900
+	rep, _ := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	if rep.Status != memory.StatusApplied || !strings.Contains(rep.Detail, "results cut to fit") {
+		t.Fatalf("second compaction: %s, %q; want the results cut", rep.Status, rep.Detail)
+	}
+	if rep.SummarizedMessages != 0 || strings.Contains(rep.Detail, "a summary of at most") {
+		t.Fatalf("the cut claims a summary: %d summarized, detail %q", rep.SummarizedMessages, rep.Detail)
+	}
+}
