@@ -1,32 +1,12 @@
 package cascade_test
 
 import (
-	"os"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/internal/testdb"
 )
-
-// checkList returns the values a schema's CHECK (column IN (...)) allows.
-func checkList(t *testing.T, path, column string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`CHECK \(` + column + ` IN \(([^)]*)\)\)`).FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("%s: no CHECK on %s", path, column)
-	}
-	var out []string
-	for _, v := range strings.Split(string(m[1]), ",") {
-		out = append(out, strings.Trim(strings.TrimSpace(v), "'"))
-	}
-	return out
-}
 
 // TestOutcomesMatchSchema: cascade.Outcomes, the one list of attempt outcomes, is what both
 // schemas allow in cascade_attempts.outcome.
@@ -36,7 +16,7 @@ func TestOutcomesMatchSchema(t *testing.T) {
 		got = append(got, string(o))
 	}
 	for _, path := range []string{"../db/schema.sql", "../db/postgres/schema.sql"} {
-		if want := checkList(t, path, "outcome"); !slices.Equal(got, want) {
+		if want := testdb.SchemaCheck(t, path, "outcome"); !slices.Equal(got, want) {
 			t.Errorf("Outcomes = %v, %s allows %v", got, path, want)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -218,4 +219,23 @@ func PostgresOnly(t testing.TB, what string) string {
 		t.Skipf("PostgreSQL only (%s): runs in the PostgreSQL run", what)
 	}
 	return Schema(t, os.Getenv(Env))
+}
+
+// SchemaCheck returns the values a schema file's CHECK (column IN (...)) allows, in the
+// schema's order: the tests that hold a Go table of a stored enum against both schemas.
+func SchemaCheck(t testing.TB, path, column string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`CHECK \(` + regexp.QuoteMeta(column) + ` IN \(([^)]*)\)\)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no CHECK on %s", path, column)
+	}
+	var out []string
+	for _, v := range strings.Split(string(m[1]), ",") {
+		out = append(out, strings.Trim(strings.TrimSpace(v), "'"))
+	}
+	return out
 }
