@@ -346,62 +346,13 @@ func (b *bench) latencyRound(p *serveProc, up *fakeUpstream, thread string, turn
 }
 
 func (b *bench) serveAgents(p *serveProc, up *fakeUpstream, agents, turns int) error {
-	c := chatClient{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agents}}}
-	run := func(direct bool) (time.Duration, []time.Duration, map[string][]memory.Message, error) {
-		var mu sync.Mutex
-		var lat []time.Duration
-		var errs []error
-		convs := map[string][]memory.Message{}
-		var wg sync.WaitGroup
-		start := time.Now()
-		for a := range agents {
-			wg.Go(func() {
-				thread := fmt.Sprintf("agent-%d", a)
-				url := p.url + "/t/" + thread + "/v1/chat/completions"
-				if direct {
-					url = up.url + "/chat/completions"
-				}
-				msgs := agentHistory(thread, 1)
-				for t := range turns {
-					msgs = append(msgs, memory.TextMessage(memory.RoleUser, fmt.Sprintf("[%s] turn %d: %s", thread, t, strings.Repeat("context ", 20))))
-					d, reply, err := c.post(url, chatBody(msgs))
-					if err != nil {
-						mu.Lock()
-						errs = append(errs, err)
-						mu.Unlock()
-						return
-					}
-					msgs = append(msgs, reply)
-					mu.Lock()
-					lat = append(lat, d)
-					mu.Unlock()
-				}
-				mu.Lock()
-				convs[thread] = msgs
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		return time.Since(start), lat, convs, errors.Join(errs...)
-	}
-	dd, _, _, err := run(true)
+	r, err := runAgents(p, up, "agent", agents, turns, 0)
 	if err != nil {
 		return err
 	}
-	cpu0 := procCPU(p.cmd.Process.Pid)
-	dp, lat, convs, err := run(false)
-	if err != nil {
-		return err
-	}
-	cpu := (procCPU(p.cmd.Process.Pid) - cpu0) / time.Duration(agents*turns)
-	if err := checkStored(p.db, convs); err != nil {
-		return err
-	}
-	total := float64(agents * turns)
-	rate, direct := total/dp.Seconds(), total/dd.Seconds()
-	p99 := pct(lat, 99)
-	b.add(fmt.Sprintf("serve: %d agents at once, %d turns each, straight to the upstream", agents, turns), fmt.Sprintf("%.0f turns/s", direct), "", nil)
-	b.add(fmt.Sprintf("serve: the same %d agents through the proxy (every turn stored once)", agents), fmt.Sprintf("%.0f turns/s, p99 %s (server CPU %s a turn)", rate, ms2(p99), ms2(cpu)),
+	rate, p99 := r.served(), pct(r.lat, 99)
+	b.add(fmt.Sprintf("serve: %d agents at once, %d turns each, straight to the upstream", agents, turns), fmt.Sprintf("%.0f turns/s", r.direct()), "", nil)
+	b.add(fmt.Sprintf("serve: the same %d agents through the proxy (every turn stored once)", agents), fmt.Sprintf("%.0f turns/s, p99 %s (server CPU %s a turn)", rate, ms2(p99), ms2(r.cpu)),
 		">= 500 turns/s, p99 < 50 ms", ptr(rate >= 500 && p99 < 50*time.Millisecond))
 	return nil
 }
@@ -413,19 +364,54 @@ func (b *bench) serveAgents(p *serveProc, up *fakeUpstream, agents, turns int) e
 // answer: at most the rate offered (the last turn is due at the schedule's end), at least 98%
 // of it when the last answer comes within 100 ms of the schedule's 5 s end.
 func (b *bench) servePaced(p *serveProc, up *fakeUpstream, agents, turns int, rate float64) error {
-	c := chatClient{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agents}}}
 	period := time.Duration(float64(time.Second) / rate)
+	r, err := runAgents(p, up, "paced", agents, turns, period)
+	if err != nil {
+		return err
+	}
+	offered := rate * float64(agents)
+	served, p50, p99 := r.served(), pct(r.lat, 50), pct(r.lat, 99)
+	b.add(fmt.Sprintf("serve: %d agents paced, each offering a turn every %s (%.0f turns/s offered), %d turns each, timed from when each turn was due: straight to the upstream", agents, period, offered, turns),
+		fmt.Sprintf("%.0f turns/s, p50 %s, p99 %s", r.direct(), ms2(pct(r.directLat, 50)), ms2(pct(r.directLat, 99))), "", nil)
+	b.add(fmt.Sprintf("serve: the same %d paced agents through the proxy (every turn stored once)", agents), fmt.Sprintf("%.0f turns/s, p50 %s, p99 %s (server CPU %s a turn)", served, ms2(p50), ms2(p99), ms2(r.cpu)),
+		fmt.Sprintf("keeps up (>= %.0f turns/s), p99 < 50 ms", 0.98*offered), ptr(served >= 0.98*offered && p99 < 50*time.Millisecond))
+	return nil
+}
+
+// agentsRun is what runAgents measured: the same agents straight to the upstream and then
+// through the proxy, with the proxy's CPU time per turn.
+type agentsRun struct {
+	turns            int
+	directTime, time time.Duration // from the start to the last answer
+	directLat, lat   []time.Duration
+	cpu              time.Duration
+}
+
+func (r agentsRun) served() float64 { return float64(r.turns) / r.time.Seconds() }
+func (r agentsRun) direct() float64 { return float64(r.turns) / r.directTime.Seconds() }
+
+// runAgents runs agents, each on its thread of its own named prefix-N, turns turns each,
+// straight to the upstream and then through the proxy, and checks that the proxy stored every
+// turn once. With period 0 each agent sends its next turn when the last one is answered
+// (closed loop), and a turn's latency is from its send; otherwise agent a's turn k is due at
+// start + (k + a/agents) × period and is sent then, or when the agent's previous turn is
+// answered if that comes later, and its latency is from the due time (queueing counts).
+func runAgents(p *serveProc, up *fakeUpstream, prefix string, agents, turns int, period time.Duration) (agentsRun, error) {
+	c := chatClient{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agents}}}
 	run := func(direct bool) (time.Duration, []time.Duration, map[string][]memory.Message, error) {
 		var mu sync.Mutex
 		var lat []time.Duration
 		var errs []error
 		convs := map[string][]memory.Message{}
 		var wg sync.WaitGroup
-		start := time.Now().Add(50 * time.Millisecond)
+		start := time.Now()
+		if period > 0 {
+			start = start.Add(50 * time.Millisecond)
+		}
 		var last atomic.Int64
 		for a := range agents {
 			wg.Go(func() {
-				thread := fmt.Sprintf("paced-%d", a)
+				thread := fmt.Sprintf("%s-%d", prefix, a)
 				url := p.url + "/t/" + thread + "/v1/chat/completions"
 				if direct {
 					url = up.url + "/chat/completions"
@@ -434,8 +420,11 @@ func (b *bench) servePaced(p *serveProc, up *fakeUpstream, agents, turns int, ra
 				offset := period * time.Duration(a) / time.Duration(agents)
 				mine := make([]time.Duration, 0, turns)
 				for t := range turns {
-					due := start.Add(offset + time.Duration(t)*period)
-					time.Sleep(time.Until(due))
+					due := time.Now()
+					if period > 0 {
+						due = start.Add(offset + time.Duration(t)*period)
+						time.Sleep(time.Until(due))
+					}
 					msgs = append(msgs, memory.TextMessage(memory.RoleUser, fmt.Sprintf("[%s] turn %d: %s", thread, t, strings.Repeat("context ", 20))))
 					_, reply, err := c.post(url, chatBody(msgs))
 					end := time.Now()
@@ -463,27 +452,18 @@ func (b *bench) servePaced(p *serveProc, up *fakeUpstream, agents, turns int, ra
 		wg.Wait()
 		return time.Duration(last.Load()), lat, convs, errors.Join(errs...)
 	}
-	dd, dlat, _, err := run(true)
-	if err != nil {
-		return err
+	r := agentsRun{turns: agents * turns}
+	var err error
+	if r.directTime, r.directLat, _, err = run(true); err != nil {
+		return r, err
 	}
 	cpu0 := procCPU(p.cmd.Process.Pid)
-	dp, plat, convs, err := run(false)
-	if err != nil {
-		return err
+	var convs map[string][]memory.Message
+	if r.time, r.lat, convs, err = run(false); err != nil {
+		return r, err
 	}
-	cpu := (procCPU(p.cmd.Process.Pid) - cpu0) / time.Duration(agents*turns)
-	if err := checkStored(p.db, convs); err != nil {
-		return err
-	}
-	total := float64(agents * turns)
-	served, direct := total/dp.Seconds(), total/dd.Seconds()
-	p50, p99 := pct(plat, 50), pct(plat, 99)
-	b.add(fmt.Sprintf("serve: %d agents paced, each offering a turn every %s (%.0f turns/s offered), %d turns each, timed from when each turn was due: straight to the upstream", agents, period, rate*float64(agents), turns),
-		fmt.Sprintf("%.0f turns/s, p50 %s, p99 %s", direct, ms2(pct(dlat, 50)), ms2(pct(dlat, 99))), "", nil)
-	b.add(fmt.Sprintf("serve: the same %d paced agents through the proxy (every turn stored once)", agents), fmt.Sprintf("%.0f turns/s, p50 %s, p99 %s (server CPU %s a turn)", served, ms2(p50), ms2(p99), ms2(cpu)),
-		fmt.Sprintf("keeps up (>= %.0f turns/s), p99 < 50 ms", 0.98*rate*float64(agents)), ptr(served >= 0.98*rate*float64(agents) && p99 < 50*time.Millisecond))
-	return nil
+	r.cpu = (procCPU(p.cmd.Process.Pid) - cpu0) / time.Duration(r.turns)
+	return r, checkStored(p.db, convs)
 }
 
 func (b *bench) serveMemory(p *serveProc, threads int) error {
