@@ -9,21 +9,13 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
 
 // activeText is the text of an active context, tool calls included.
-func activeText(a memory.Active) string {
-	var b strings.Builder
-	for _, e := range a.Entries {
-		b.WriteString(e.Message.Text() + "\n")
-		for _, c := range e.Message.ToolCalls {
-			b.WriteString(c.Function.Name + " " + c.Function.Arguments + "\n")
-		}
-	}
-	return b.String()
-}
+func activeText(a memory.Active) string { return lifesim.ActiveText(a) }
 
 // TestExtractiveKeepsEveryFact compacts every testdata conversation with the offline
 // summarizer: every fact of the ledger of what was summarized is in the active context after.

@@ -7,51 +7,27 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/memory"
 )
 
 // originalFacts returns the ledger of a thread's original messages, as appended.
 func originalFacts(t testing.TB, s *memory.Store, thread string) []facts.Fact {
 	t.Helper()
-	hist, err := s.History(context.Background(), thread)
+	f, err := lifesim.OriginalFacts(context.Background(), s, thread)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := make([]facts.Message, len(hist))
-	for i, e := range hist {
-		m := facts.Message{Role: e.Message.Role, Content: e.Message.Text(), Name: e.Message.Name, ToolCallID: e.Message.ToolCallID}
-		for _, tc := range e.Message.ToolCalls {
-			m.ToolCalls = append(m.ToolCalls, facts.ToolCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments})
-		}
-		msgs[i] = m
-	}
-	return facts.Extract(msgs)
+	return f
 }
 
 // lifeLosses returns the facts of the original messages that are neither in the thread's active
 // context nor named in the facts_dropped of any of its compactions: the losses no report owns.
 func lifeLosses(t testing.TB, s *memory.Store, thread string, original []facts.Fact) []facts.Fact {
 	t.Helper()
-	ctx := context.Background()
-	a, err := s.Active(ctx, thread)
+	lost, err := lifesim.Losses(context.Background(), s, thread, original)
 	if err != nil {
 		t.Fatal(err)
-	}
-	reps, err := s.Reports(ctx, thread, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	named := map[string]bool{}
-	for _, r := range reps {
-		for _, d := range r.FactsDropped {
-			named[d] = true
-		}
-	}
-	var lost []facts.Fact
-	for i, ok := range facts.Kept(original, activeText(a)) {
-		if !ok && !named[original[i].Text] {
-			lost = append(lost, original[i])
-		}
 	}
 	return lost
 }
