@@ -109,8 +109,23 @@ var lowerTable = func() (t [256]byte) {
 }()
 
 // scan returns, for each pattern, the ascending starts of its candidate matches.
-func (s *scanner) scan(text string) [][]int {
-	out := make([][]int, len(s.ps))
+func (s *scanner) scan(text string) [][]int { return s.scanInto(text, nil) }
+
+// maxKeptStarts bounds the starts of one pattern whose slice scanInto reuses.
+const maxKeptStarts = 1024
+
+// scanInto is scan, reusing out (from an earlier call) for its result.
+func (s *scanner) scanInto(text string, out [][]int) [][]int {
+	if cap(out) < len(s.ps) {
+		out = make([][]int, len(s.ps))
+	}
+	out = out[:len(s.ps)]
+	for i := range out {
+		if cap(out[i]) > maxKeptStarts {
+			out[i] = nil
+		}
+		out[i] = out[i][:0]
+	}
 	if len(text) < 2 {
 		return out
 	}
