@@ -30,31 +30,51 @@ var b64Run = func() (t [256]bool) {
 // encoded returns the spans of the runs of text that decode to a secret.
 func (r *Redactor) encoded(text string, depth int) []secret {
 	var out []secret
-	for i := 0; i < len(text); {
-		if !b64Run[text[i]] {
-			i++
+	encodedRuns(text, func(s, e, end int) {
+		if kind, ok := r.decodesToSecret(text[s:e], depth); ok {
+			out = append(out, secret{s, end, kind})
+		}
+	})
+	return out
+}
+
+// encodedRuns calls f, in order, with each maximal run of base64 alphabet bytes of text
+// that is minEncoded bytes or more long once the slashes, pluses, dashes and underscores
+// that start it are left out (a path's or URL's slashes before a run are no part of it:
+// https://ZGlz...): [s, e) is the run, [s, end) the run and up to two '=' of padding.
+//
+// A run of minEncoded bytes or more holds a multiple of minEncoded, so only the bytes at
+// multiples of minEncoded are probed, and the run is measured around a probe that hits:
+// ordinary words are passed over without looking at most of their bytes.
+func encodedRuns(text string, f func(s, e, end int)) {
+	n := len(text)
+	for p := 0; p < n; p += minEncoded {
+		if !b64Run[text[p]] {
 			continue
 		}
-		s := i
-		for i < len(text) && b64Run[text[i]] {
-			i++
+		s, e := p, p+1
+		for s > 0 && b64Run[text[s-1]] {
+			s--
 		}
-		// A path's or URL's slashes before a run are no part of it (https://ZGlz...).
-		for s < i && (text[s] == '/' || text[s] == '+' || text[s] == '-' || text[s] == '_') {
+		for e < n && b64Run[text[e]] {
+			e++
+		}
+		p = e - e%minEncoded // the next probe is the first past this run
+		if e-s < minEncoded {
+			continue
+		}
+		for s < e && (text[s] == '/' || text[s] == '+' || text[s] == '-' || text[s] == '_') {
 			s++
-		}
-		e := i
-		for i < len(text) && text[i] == '=' && i-e < 2 {
-			i++
 		}
 		if e-s < minEncoded {
 			continue
 		}
-		if kind, ok := r.decodesToSecret(text[s:e], depth); ok {
-			out = append(out, secret{s, i, kind})
+		end := e
+		for end < n && text[end] == '=' && end-e < 2 {
+			end++
 		}
+		f(s, e, end)
 	}
-	return out
 }
 
 // decodesToSecret decodes run (hex when it is hex digits only, base64 otherwise) and

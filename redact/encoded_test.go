@@ -3,7 +3,10 @@ package redact
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"math/rand/v2"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,6 +74,74 @@ func TestEncodedBenign(t *testing.T) {
 			if out, _ := r.Redact("data " + e); out != "data "+e {
 				t.Errorf("%q (%q) became %q", e, plain, out)
 			}
+		}
+	}
+}
+
+// naiveEncodedRuns is what encodedRuns must find, looking at every byte.
+func naiveEncodedRuns(text string) [][3]int {
+	var out [][3]int
+	for i := 0; i < len(text); {
+		if !b64Run[text[i]] {
+			i++
+			continue
+		}
+		s := i
+		for i < len(text) && b64Run[text[i]] {
+			i++
+		}
+		for s < i && (text[s] == '/' || text[s] == '+' || text[s] == '-' || text[s] == '_') {
+			s++
+		}
+		e := i
+		for i < len(text) && text[i] == '=' && i-e < 2 {
+			i++
+		}
+		if e-s >= minEncoded {
+			out = append(out, [3]int{s, e, i})
+		}
+	}
+	return out
+}
+
+// TestEncodedRuns compares the probing run finder with a byte-by-byte one, over the
+// recorded conversations and texts of random runs of every length around minEncoded, with
+// leading slashes and trailing padding.
+func TestEncodedRuns(t *testing.T) {
+	var texts []string
+	for _, f := range testdataFiles(t) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, string(raw))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "aZ09+/-_= .,\\n"
+	for range 2000 {
+		b := make([]byte, rng.IntN(120))
+		for i := range b {
+			if rng.IntN(8) == 0 {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				b[i] = "abcXYZ0189"[rng.IntN(10)]
+			}
+		}
+		texts = append(texts, string(b))
+	}
+	for n := minEncoded - 2; n <= 3*minEncoded+2; n++ {
+		run := strings.Repeat("Q", n)
+		for pre := range 2*minEncoded + 1 {
+			for _, lead := range []string{"", "//", "_-+"} {
+				texts = append(texts, strings.Repeat(" ", pre)+lead+run+"==="+" x")
+			}
+		}
+	}
+	for _, text := range texts {
+		var got [][3]int
+		encodedRuns(text, func(s, e, end int) { got = append(got, [3]int{s, e, end}) })
+		if want := naiveEncodedRuns(text); !slices.Equal(got, want) {
+			t.Fatalf("in %.80q: found %v, want %v", text, got, want)
 		}
 	}
 }

@@ -435,8 +435,10 @@ func hasCapture(t *syntax.Regexp) bool {
 // genericOperator is a necessary condition of generic-api-key's expression tried at st,
 // the start of its keyword, checked before it: the keyword and what follows it up to the
 // assignment are [ \t\w.-] (the keyword, at most 10 bytes, then at most 20), then at most
-// three of [\s'"], then an operator (= > : | , ?). The expression's engine pays some
-// microseconds at each "key", "token" or "auth" of a text; this test, a few nanoseconds.
+// three of [\s'"], then an operator (= > : | , ?), and within the next nine bytes (the rest
+// of an operator of at most four, then at most five of [\x60'"\s=]) starts a value of ten
+// bytes or more of [\w.=+/-]. The expression's engine pays some microseconds at each
+// "key", "token" or "auth" of a text; this test, a few nanoseconds.
 func genericOperator(text string, st int) bool {
 	j := st
 	for j < len(text) && j-st < 31 && (isWordByte(text[j]) || text[j] == ' ' || text[j] == '\t' || text[j] == '.' || text[j] == '-') {
@@ -448,5 +450,27 @@ func genericOperator(text string, st int) bool {
 	for k := 0; k < 3 && j < len(text) && strings.IndexByte(" \t\n\r\f\v'\"", text[j]) >= 0; k++ {
 		j++
 	}
-	return j < len(text) && strings.IndexByte("=>:|,?", text[j]) >= 0
+	if j >= len(text) || strings.IndexByte("=>:|,?", text[j]) < 0 {
+		return false
+	}
+	run := 0
+	for k := j + 1; k < len(text) && k < j+10+10; k++ {
+		if !genericValueByte(text[k]) {
+			if k >= j+10 {
+				return false // a run of ten can no longer start by j+9
+			}
+			run = 0
+			continue
+		}
+		if run++; run >= 10 {
+			return true
+		}
+	}
+	return false
+}
+
+// genericValueByte reports the bytes of either form of generic-api-key's value:
+// [\w.=-] and [a-z0-9+/] (case folded).
+func genericValueByte(c byte) bool {
+	return isWordByte(c) || c == '.' || c == '=' || c == '-' || c == '+' || c == '/'
 }

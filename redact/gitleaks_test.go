@@ -343,3 +343,51 @@ func BenchmarkCompileGitleaks(b *testing.B) {
 		b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
 	}
 }
+
+// TestGenericOperator checks the test run before generic-api-key's expression: it must hold
+// wherever the expression matches at a keyword, and it turns away an assignment whose value
+// is too short to be the rule's secret, which the expression would be run on before.
+func TestGenericOperator(t *testing.T) {
+	var p *pattern
+	for _, q := range gitleaksRules().patterns {
+		if q.kind == "generic_api_key" {
+			p = q
+		}
+	}
+	if p == nil || p.lazy == nil {
+		t.Fatal("no anchored generic_api_key rule")
+	}
+	re := p.lazy()
+	for _, text := range []string{`"key": "short"`, `"access": "all",`, `token = 42`, "auth:\n  - none"} {
+		if genericOperator(text, 0) {
+			t.Errorf("genericOperator(%q) = true", text)
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	pieces := [][]string{
+		{"key", "token", "secret", "api", "auth", "access", "passwd"},
+		{"", "_id", " ", "\t", ".x-y", "_name_of_the_setting_here"},
+		{"", " ", `"`, `'`, "\n", ` "`, `"  `},
+		{"=", ">", ":=", "::=", ":::=", "||", ":", "=>", "?=", ",", ";", ""},
+		{"", " ", `"`, "`", "=", `  "`, "\t'=", "     ", `"""""'`},
+		{"", "x", "short", "abcdefghi", "abcdefghij", "A1b2C3d4E5f6", "a+b/c+d/e+f/", "q.w=e-r_t.y", "zzzz zzzzzzzzzz", "Xy8#pQ3rT6vW0", strings.Repeat("k", 40)},
+		{"", `"`, ";", " ", "\n", `\n`, "#"},
+	}
+	matched := 0
+	for range 20000 {
+		var b strings.Builder
+		for _, ps := range pieces {
+			b.WriteString(ps[rng.IntN(len(ps))])
+		}
+		text := b.String()
+		if re.MatchString(text) {
+			matched++
+			if !genericOperator(text, 0) {
+				t.Fatalf("generic_api_key's expression matches %q, genericOperator turns it away", text)
+			}
+		}
+	}
+	if matched < 1000 {
+		t.Fatalf("only %d of the generated texts match the expression", matched)
+	}
+}

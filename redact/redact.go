@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // KindCustom is the kind of secrets matched by the extra patterns given to [New].
@@ -146,7 +147,9 @@ func (r *Redactor) secretsAt(text string, depth int) []secret {
 // plain returns the spans of the secrets the patterns find in text as it is.
 func (r *Redactor) plain(text string) []secret {
 	var t tracker
-	passes := r.passes(text)
+	buf := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(buf)
+	passes := r.passes(text, buf)
 	markers := markerSpans(text)
 	for i, ps := range passes {
 		var ms [][]int
@@ -185,15 +188,16 @@ type pass struct {
 // passes returns what runs on text, in order: the built-in patterns (at the starts one scan
 // found), gitleaks' rules whose keywords the text holds (see glRules.run), and the user's
 // patterns (one FindAll pass each).
-func (r *Redactor) passes(text string) []pass {
+func (r *Redactor) passes(text string, buf *scratch) []pass {
 	var starts, found [][]int
 	if r.own || r.unfiltered {
-		starts = builtinScan.scan(text)
+		buf.own = builtinScan.scanInto(text, buf.own)
+		starts = buf.own
 	} else {
-		all := gitleaksRules().both.scan(text) // one scan for both rule sets
-		starts, found = all[:len(builtins)], all[len(builtins):]
+		buf.both = gitleaksRules().both.scanInto(text, buf.both) // one scan for both rule sets
+		starts, found = buf.both[:len(builtins)], buf.both[len(builtins):]
 	}
-	out := make([]pass, 0, len(builtins)+len(r.extra)+8)
+	out := buf.passes[:0]
 	for i, p := range builtins {
 		out = append(out, pass{p: p, starts: starts[i]})
 	}
@@ -208,8 +212,19 @@ func (r *Redactor) passes(text string) []pass {
 	for _, p := range r.extra {
 		out = append(out, pass{p: p, all: true})
 	}
+	buf.passes = out
 	return out
 }
+
+// scratch holds what plain builds and drops for each text, kept for the next text: the
+// scans' candidate starts and the list of passes. Over the recorded conversations they
+// were most of what Redact allocated, and so most of the collector's work.
+type scratch struct {
+	own, both [][]int
+	passes    []pass
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // tracker maps the markers the patterns put into a text, one pass after another, back to
 // the spans of the original text they replaced.

@@ -109,25 +109,52 @@ var lowerTable = func() (t [256]byte) {
 }()
 
 // scan returns, for each pattern, the ascending starts of its candidate matches.
-func (s *scanner) scan(text string) [][]int {
-	out := make([][]int, len(s.ps))
-	var w uint32 // text[i-3:i+1], folded
+func (s *scanner) scan(text string) [][]int { return s.scanInto(text, nil) }
+
+// maxKeptStarts bounds the starts of one pattern whose slice scanInto reuses.
+const maxKeptStarts = 1024
+
+// scanInto is scan, reusing out (from an earlier call) for its result.
+func (s *scanner) scanInto(text string, out [][]int) [][]int {
+	if cap(out) < len(s.ps) {
+		out = make([][]int, len(s.ps))
+	}
+	out = out[:len(s.ps)]
+	for i := range out {
+		if cap(out[i]) > maxKeptStarts {
+			out[i] = nil
+		}
+		out[i] = out[i][:0]
+	}
+	if len(text) < 2 {
+		return out
+	}
 	pb, qb := &s.pairBits, &s.quadBits
-	for i := 0; i < len(text); i++ {
+	// The first three positions, where no four bytes end yet.
+	w := uint32(lowerTable[text[0]]) // text[i-3:i+1], folded
+	for i := 1; i < min(3, len(text)); i++ {
 		c := text[i]
 		w = w<<8 | uint32(lowerTable[c])
-		if i < 3 {
-			if i >= 1 {
-				if k := uint16(text[i-1])<<8 | uint16(c); pb[k>>6]&(1<<(k&63)) != 0 {
-					s.candidates(text, i-1, s.buckets[s.pair[k]-1], out)
-				}
-			}
-			continue
-		}
 		if k := uint16(text[i-1])<<8 | uint16(c); pb[k>>6]&(1<<(k&63)) != 0 {
 			s.candidates(text, i-1, s.buckets[s.pair[k]-1], out)
 		}
-		if h := uint16((w * 0x9E3779B1) >> (32 - quadBits)); qb[h>>6]&(1<<(h&63)) != 0 {
+	}
+	// The rest: the pair (prev, c) and the hash of w tested together, one branch a byte
+	// that is almost never taken.
+	prev := uint16(text[min(2, len(text)-1)])
+	for i := 3; i < len(text); i++ {
+		c := text[i]
+		w = w<<8 | uint32(lowerTable[c])
+		k := prev<<8 | uint16(c)
+		prev = uint16(c)
+		h := uint16((w * 0x9E3779B1) >> (32 - quadBits))
+		if (pb[k>>6]>>(k&63)|qb[h>>6]>>(h&63))&1 == 0 {
+			continue
+		}
+		if pb[k>>6]&(1<<(k&63)) != 0 {
+			s.candidates(text, i-1, s.buckets[s.pair[k]-1], out)
+		}
+		if qb[h>>6]&(1<<(h&63)) != 0 {
 			s.candidates(text, i-3, s.buckets[s.quad[h]-1], out)
 		}
 	}

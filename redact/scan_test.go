@@ -1,0 +1,82 @@
+package redact
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// naiveScan is what scanner.scan must return: every position of every anchor, compared
+// at each byte of the text.
+func naiveScan(s *scanner, text string) [][]int {
+	out := make([][]int, len(s.ps))
+	b := []byte(text)
+	for i, c := range b {
+		b[i] = lowerByte(c)
+	}
+	lower := string(b)
+	for pi, p := range s.ps {
+		in := text
+		if p.fold {
+			in = lower // folded anchors are lower case
+		}
+		for _, a := range p.anchors {
+			for from := 0; ; {
+				k := strings.Index(in[from:], a)
+				if k < 0 {
+					break
+				}
+				pos := from + k
+				from = pos + 1
+				st := pos - p.back
+				if p.start != nil {
+					st = p.start(text, pos)
+				}
+				if st >= 0 {
+					out[pi] = append(out[pi], st)
+				}
+			}
+		}
+		slices.Sort(out[pi])
+		out[pi] = slices.Compact(out[pi])
+	}
+	return out
+}
+
+// TestScanFindsEveryAnchor compares the scan with a byte-by-byte search, over the recorded
+// conversations and over every anchor alone, at the start, the end and the middle of a
+// text, in upper case when its pattern folds case, and glued to its neighbours.
+func TestScanFindsEveryAnchor(t *testing.T) {
+	s := gitleaksRules().both
+	var texts []string
+	for _, f := range testdataFiles(t) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, string(raw))
+	}
+	var glued strings.Builder
+	for _, p := range s.ps {
+		for _, a := range p.anchors {
+			forms := []string{a}
+			if p.fold {
+				forms = append(forms, strings.ToUpper(a))
+			}
+			for _, f := range forms {
+				texts = append(texts, f, f+"=x", "x"+f, "a b "+f+" c", f[:len(f)-1], f[1:]+f)
+				glued.WriteString(f)
+			}
+		}
+	}
+	texts = append(texts, glued.String(), "", "a", "ab", "abc")
+	for _, text := range texts {
+		got, want := s.scan(text), naiveScan(s, text)
+		for pi := range want {
+			if !slices.Equal(got[pi], want[pi]) && !(len(got[pi]) == 0 && len(want[pi]) == 0) {
+				t.Fatalf("pattern %d (%q) in %.60q: scan found %v, want %v", pi, s.ps[pi].anchors, text, got[pi], want[pi])
+			}
+		}
+	}
+}
