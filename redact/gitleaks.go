@@ -179,7 +179,7 @@ func compileGitleaks(data []byte) (*glRules, error) {
 	g.scan = newScanner(pre)
 	// One scan finds the anchors of the built-in patterns and gitleaks' keywords and
 	// literals together.
-	g.both = newScanner(slices.Concat(builtins, pre))
+	g.both = newScanner(slices.Concat(builtins, pre)).withEvasions()
 	return g, nil
 }
 

@@ -67,8 +67,11 @@ func (n *normalized) back(ss []secret) []secret {
 //
 // It reports false, and does no work, when text holds none of them: ordinary text (JSON with
 // its \n and \" included) is read once.
-func normalize(text string) (normalized, bool) {
-	if !evasive(text) {
+func normalize(text string) (normalized, bool) { return normalizeIf(text, evasive(text)) }
+
+// normalizeIf is normalize of a text already known to hold an evasion (evade) or not.
+func normalizeIf(text string, evade bool) (normalized, bool) {
+	if !evade {
 		return normalized{}, false
 	}
 	var n normalized
@@ -164,6 +167,53 @@ func evasive(text string) bool {
 			}
 			i += size - 1
 		}
+	}
+	return false
+}
+
+// evasiveAt is evasive(text), given the places where an evasion may start that a scanner
+// with withEvasions found in text: only they are read.
+func evasiveAt(text string, at []int) bool {
+	if len(text) < 2 {
+		return evasive(text)
+	}
+	if text[0] >= utf8.RuneSelf && evasiveRun(text[0:]) {
+		return true
+	}
+	for _, i := range at {
+		if text[i+1] >= utf8.RuneSelf {
+			if evasiveRun(text[i+1:]) {
+				return true
+			}
+			continue
+		}
+		switch text[i] {
+		case '\\':
+			if _, _, ok := unescape(text[i:]); ok {
+				return true
+			}
+		case '&':
+			if _, _, ok := entity(text[i:]); ok {
+				return true
+			}
+		case '%':
+			if i+2 < len(text) && isHex(text[i+2]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// evasiveRun reports whether the run of non-ASCII bytes that starts text holds a
+// character that normalize drops or folds.
+func evasiveRun(text string) bool {
+	for i := 0; i < len(text) && text[i] >= utf8.RuneSelf; {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if _, ok := fold(r); ok || invisible(r) {
+			return true
+		}
+		i += size
 	}
 	return false
 }

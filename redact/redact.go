@@ -118,7 +118,7 @@ func (r *Redactor) secretsAt(text string, depth int) []secret {
 	if text == "" {
 		return nil
 	}
-	ss := r.plain(text)
+	ss, evade := r.plain(text)
 	if depth < maxEncodedDepth {
 		ss = merge(ss, r.encoded(text, depth))
 	}
@@ -126,12 +126,13 @@ func (r *Redactor) secretsAt(text string, depth int) []secret {
 	// up to three times, reading each result, and map what is found back level by level.
 	var levels []normalized
 	for cur := text; len(levels) < 3; {
-		n, ok := normalize(cur)
+		n, ok := normalizeIf(cur, evade)
 		if !ok {
 			break
 		}
 		levels = append(levels, n)
-		found := r.plain(n.text)
+		var found []secret
+		found, evade = r.plain(n.text)
 		if depth < maxEncodedDepth {
 			found = merge(found, r.encoded(n.text, depth))
 		}
@@ -144,12 +145,14 @@ func (r *Redactor) secretsAt(text string, depth int) []secret {
 	return ss
 }
 
-// plain returns the spans of the secrets the patterns find in text as it is.
-func (r *Redactor) plain(text string) []secret {
+// plain returns the spans of the secrets the patterns find in text as it is, and whether
+// text holds an evasion that normalize undoes (evasive, found with the scan).
+func (r *Redactor) plain(text string) ([]secret, bool) {
 	var t tracker
 	buf := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(buf)
 	passes := r.passes(text, buf)
+	evade := evasiveAt(text, buf.evasions)
 	markers := markerSpans(text)
 	for i, ps := range passes {
 		var ms [][]int
@@ -174,7 +177,7 @@ func (r *Redactor) plain(text string) []secret {
 			markers = shiftMarkers(markers, edits)
 		}
 	}
-	return t.secrets()
+	return t.secrets(), evade
 }
 
 // pass is a pattern to run on a text: at its candidate starts, or (all) unanchored over the
@@ -191,10 +194,10 @@ type pass struct {
 func (r *Redactor) passes(text string, buf *scratch) []pass {
 	var starts, found [][]int
 	if r.own || r.unfiltered {
-		buf.own = builtinScan.scanInto(text, buf.own)
+		buf.own, buf.evasions = builtinScan.scanInto(text, buf.own, buf.evasions)
 		starts = buf.own
 	} else {
-		buf.both = gitleaksRules().both.scanInto(text, buf.both) // one scan for both rule sets
+		buf.both, buf.evasions = gitleaksRules().both.scanInto(text, buf.both, buf.evasions) // one scan for both rule sets
 		starts, found = buf.both[:len(builtins)], buf.both[len(builtins):]
 	}
 	out := buf.passes[:0]
@@ -221,6 +224,7 @@ func (r *Redactor) passes(text string, buf *scratch) []pass {
 // were most of what Redact allocated, and so most of the collector's work.
 type scratch struct {
 	own, both [][]int
+	evasions  []int // where an evasion may start (scanner.withEvasions)
 	passes    []pass
 }
 

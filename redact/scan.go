@@ -21,6 +21,7 @@ type scanner struct {
 	pair, quad [1 << 16]uint16
 	buckets    [][]*anchorRef
 	ps         []*pattern
+	evasions   bool // see withEvasions
 }
 
 const quadBits = 16
@@ -32,9 +33,52 @@ type anchorRef struct {
 	off      int // offset of the key bytes in anchor
 	fold     bool
 	patterns []int
+	evade    bool // a pair that may start an evasion (see withEvasions), not an anchor
 }
 
-var builtinScan = newScanner(builtins)
+var builtinScan = newScanner(builtins).withEvasions()
+
+// withEvasions adds to s, after its anchors, the pairs of bytes where an evasion that
+// normalize undoes may start: a backslash before u, x or U, a percent sign before a hex
+// digit, an ampersand before a letter, a digit or '#', and an ASCII byte before a byte of
+// 0x80 or more (the start of a run of non-ASCII bytes). scanInto collects where they occur,
+// so that the check for evasions reads only those places, not the whole text again.
+func (s *scanner) withEvasions() *scanner {
+	ev := &anchorRef{evade: true}
+	shared := uint16(0) // the bucket of the pairs that key nothing else
+	add := func(b0, b1 byte) {
+		h := uint16(b0)<<8 | uint16(b1)
+		s.pairBits[h>>6] |= 1 << (h & 63)
+		if s.pair[h] != 0 {
+			s.buckets[s.pair[h]-1] = append(s.buckets[s.pair[h]-1], ev)
+			return
+		}
+		if shared == 0 {
+			s.buckets = append(s.buckets, []*anchorRef{ev})
+			shared = uint16(len(s.buckets))
+		}
+		s.pair[h] = shared
+	}
+	for _, c := range []byte("uxU") {
+		add('\\', c)
+	}
+	for c := range 256 {
+		switch b := byte(c); {
+		case isHex(b):
+			add('%', b)
+			add('&', b)
+		case b >= 'g' && b <= 'z' || b >= 'G' && b <= 'Z' || b >= '0' && b <= '9' || b == '#':
+			add('&', b)
+		}
+	}
+	for b0 := range 0x80 {
+		for b1 := 0x80; b1 < 0x100; b1++ {
+			add(byte(b0), byte(b1))
+		}
+	}
+	s.evasions = true
+	return s
+}
 
 func newScanner(ps []*pattern) *scanner {
 	s := &scanner{ps: ps}
@@ -109,13 +153,22 @@ var lowerTable = func() (t [256]byte) {
 }()
 
 // scan returns, for each pattern, the ascending starts of its candidate matches.
-func (s *scanner) scan(text string) [][]int { return s.scanInto(text, nil) }
+func (s *scanner) scan(text string) [][]int {
+	out, _ := s.scanInto(text, nil, nil)
+	return out
+}
 
 // maxKeptStarts bounds the starts of one pattern whose slice scanInto reuses.
 const maxKeptStarts = 1024
 
-// scanInto is scan, reusing out (from an earlier call) for its result.
-func (s *scanner) scanInto(text string, out [][]int) [][]int {
+// scanInto is scan, reusing out (from an earlier call) for its result. It also returns, in
+// ev[:0], the ascending places where an evasion may start (see withEvasions and
+// evasiveAt).
+func (s *scanner) scanInto(text string, out [][]int, ev []int) ([][]int, []int) {
+	if cap(ev) > maxKeptStarts {
+		ev = nil
+	}
+	ev = ev[:0]
 	if cap(out) < len(s.ps) {
 		out = make([][]int, len(s.ps))
 	}
@@ -127,7 +180,7 @@ func (s *scanner) scanInto(text string, out [][]int) [][]int {
 		out[i] = out[i][:0]
 	}
 	if len(text) < 2 {
-		return out
+		return out, ev
 	}
 	pb, qb := &s.pairBits, &s.quadBits
 	// The first three positions, where no four bytes end yet.
@@ -136,7 +189,7 @@ func (s *scanner) scanInto(text string, out [][]int) [][]int {
 		c := text[i]
 		w = w<<8 | uint32(lowerTable[c])
 		if k := uint16(text[i-1])<<8 | uint16(c); pb[k>>6]&(1<<(k&63)) != 0 {
-			s.candidates(text, i-1, s.buckets[s.pair[k]-1], out)
+			s.candidates(text, i-1, s.buckets[s.pair[k]-1], out, &ev)
 		}
 	}
 	// The rest: the pair (prev, c) and the hash of w tested together, one branch a byte
@@ -152,10 +205,10 @@ func (s *scanner) scanInto(text string, out [][]int) [][]int {
 			continue
 		}
 		if pb[k>>6]&(1<<(k&63)) != 0 {
-			s.candidates(text, i-1, s.buckets[s.pair[k]-1], out)
+			s.candidates(text, i-1, s.buckets[s.pair[k]-1], out, &ev)
 		}
 		if qb[h>>6]&(1<<(h&63)) != 0 {
-			s.candidates(text, i-3, s.buckets[s.quad[h]-1], out)
+			s.candidates(text, i-3, s.buckets[s.quad[h]-1], out, &ev)
 		}
 	}
 	for i, starts := range out {
@@ -164,13 +217,17 @@ func (s *scanner) scanInto(text string, out [][]int) [][]int {
 		}
 		out[i] = slices.Compact(starts)
 	}
-	return out
+	return out, ev
 }
 
 // candidates compares the anchors of a bucket whose key bytes are at text[at:] and adds
 // the starts of those that match.
-func (s *scanner) candidates(text string, at int, refs []*anchorRef, out [][]int) {
+func (s *scanner) candidates(text string, at int, refs []*anchorRef, out [][]int, ev *[]int) {
 	for _, r := range refs {
+		if r.evade {
+			*ev = append(*ev, at)
+			continue
+		}
 		pos := at - r.off
 		if pos < 0 || pos+len(r.anchor) > len(text) {
 			continue

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -78,5 +79,35 @@ func TestScanFindsEveryAnchor(t *testing.T) {
 				t.Fatalf("pattern %d (%q) in %.60q: scan found %v, want %v", pi, s.ps[pi].anchors, text, got[pi], want[pi])
 			}
 		}
+	}
+}
+
+// TestEvasiveAt checks that reading only the places the scan finds gives what reading the
+// whole text gives, for both scanners and texts made of the bytes that start an evasion and
+// those that complete one.
+func TestEvasiveAt(t *testing.T) {
+	parts := []string{"\\", "u", "x", "U", "0070", "7", "%", "2F", "g", "&", "#", "112", "quot", ";",
+		"a", " ", "\u200b", "ｐ", "р", "é", "\xff", "\xe2", "\x80", "中", "\\u0070", "&#x70;", "%70"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	trues := 0
+	for n := range 20000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		text := b.String()
+		want := evasive(text)
+		for _, s := range []*scanner{builtinScan, gitleaksRules().both} {
+			_, at := s.scanInto(text, nil, nil)
+			if got := evasiveAt(text, at); got != want {
+				t.Fatalf("text %d %q: evasiveAt %v, evasive %v", n, text, got, want)
+			}
+		}
+		if want {
+			trues++
+		}
+	}
+	if trues < 1000 || trues > 19000 {
+		t.Fatalf("%d of 20000 texts evasive: the texts test too little", trues)
 	}
 }
