@@ -114,6 +114,24 @@ func (s *Sectioner) Fit(maxTokens int) (string, int) {
 	return s.render(lo), lo
 }
 
+// A Group is the rendered lines of one kind of fact in a section: "- IDs: a; b", or a
+// labelled list for the kinds rendered one per line.
+type Group struct {
+	Kind Kind
+	Text string
+}
+
+// FitGroups is Fit, returning the facts it holds as their groups (in the section's order)
+// instead of one section under its title: a caller puts each group under the heading of
+// its own choosing. The groups' text is never longer than the section Fit returns.
+func (s *Sectioner) FitGroups(maxTokens int) ([]Group, int) {
+	_, n := s.Fit(maxTokens)
+	if n == 0 {
+		return nil, 0
+	}
+	return s.r.groups(n), n
+}
+
 // sectionRenderer renders prefixes of one sorted list of facts as the section: the
 // bisection of Section renders a dozen of them, so each fact's line is made once.
 type sectionRenderer struct {
@@ -141,6 +159,23 @@ func (r *sectionRenderer) render(k int) string {
 	if k == 0 {
 		return ""
 	}
+	gs := r.groups(k)
+	size := len(sectionTitle) + 1
+	for _, g := range gs {
+		size += len(g.Text) + 1
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(sectionTitle)
+	for _, g := range gs {
+		b.WriteByte('\n')
+		b.WriteString(g.Text)
+	}
+	return b.String()
+}
+
+// groups renders facts[:k] as their groups, in order of first appearance.
+func (r *sectionRenderer) groups(k int) []Group {
 	var long []string
 	for i := range k {
 		if r.long[i] {
@@ -156,7 +191,6 @@ func (r *sectionRenderer) render(k int) string {
 		lines []int
 	}
 	var groups []group // in order of first appearance
-	size := len(sectionTitle) + 1
 	last := -1
 	for i := range k {
 		f := r.facts[i]
@@ -168,27 +202,23 @@ func (r *sectionRenderer) render(k int) string {
 			if last < 0 {
 				groups = append(groups, group{kind: f.Kind})
 				last = len(groups) - 1
-				size += len(f.Kind) + 64
 			}
 		}
 		groups[last].lines = append(groups[last].lines, i)
-		size += len(r.line[i]) + 6
 	}
-	var b strings.Builder
-	b.Grow(size)
-	b.WriteString(sectionTitle)
-	b.WriteByte('\n')
+	out := make([]Group, 0, len(groups))
 	for _, g := range groups {
+		var b strings.Builder
 		label := kindLabels[g.kind]
 		if label == "" {
 			label = string(g.kind)
 		}
+		b.WriteString("- ")
+		b.WriteString(label)
 		if longKind(g.kind) {
-			b.WriteString("- ")
-			b.WriteString(label)
-			b.WriteString(":\n")
+			b.WriteString(":")
 			for _, i := range g.lines {
-				b.WriteString("  - ")
+				b.WriteString("\n  - ")
 				if g.kind == KindConstraint {
 					b.WriteByte('"')
 					b.WriteString(r.line[i])
@@ -196,22 +226,19 @@ func (r *sectionRenderer) render(k int) string {
 				} else {
 					b.WriteString(r.line[i])
 				}
-				b.WriteByte('\n')
 			}
-			continue
-		}
-		b.WriteString("- ")
-		b.WriteString(label)
-		b.WriteString(": ")
-		for j, i := range g.lines {
-			if j > 0 {
-				b.WriteString("; ")
+		} else {
+			b.WriteString(": ")
+			for j, i := range g.lines {
+				if j > 0 {
+					b.WriteString("; ")
+				}
+				b.WriteString(r.line[i])
 			}
-			b.WriteString(r.line[i])
 		}
-		b.WriteByte('\n')
+		out = append(out, Group{Kind: g.kind, Text: b.String()})
 	}
-	return strings.TrimRight(b.String(), "\n")
+	return out
 }
 
 // oneLineText puts a fact on one line (facts are single lines, but a caller may build

@@ -82,6 +82,6 @@ func Example_agentLoop() {
 	active, _ := store.Active(ctx, "t")
 	fmt.Println("under the limit:", active.Tokens <= 2000)
 	// Output:
-	// turn 22: applied, 1669 -> 816 tokens
+	// turn 22: applied, 1669 -> 806 tokens
 	// under the limit: true
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/transcript"
 )
 
 // The facts guarantee: a summary commits only when every fact of the ledger of what it
@@ -23,6 +24,7 @@ type factFit struct {
 	// (summary_max_tokens and the 10% saving); hard is what the limit leaves for it. The facts
 	// may take the body past soft, up to hard, before any of them is dropped.
 	soft, hard int
+	headings   []string // of one's own prompt, by section ("": the built-in heading)
 }
 
 // compose returns the summary text and the facts it leaves out: prose with the missing facts
@@ -89,21 +91,41 @@ func (m *fitMemo) sectioner(missing []facts.Fact, count func(string) int) *facts
 	return s
 }
 
-// with appends to prose the facts it misses, within budget tokens for the body.
+// with puts prose under the summary's sections and adds the facts it misses under the
+// section of their kind, within budget tokens for the body (see sections.go).
 func (f factFit) with(m *fitMemo, prose string, budget int) (string, []facts.Fact) {
-	text := f.header + prose
+	ss := parseSections(prose, f.headingOf)
+	body := ss.render(nil)
+	text := f.header + body
 	missing := m.check(f, text)
 	if len(missing) == 0 {
 		return text, nil
 	}
-	room := budget - f.count(prose) - 2 // 2: the blank line before the section
-	if section, n := m.sectioner(missing, f.count).Fit(room); n > 0 {
-		if prose != "" {
-			text += "\n\n"
+	// The headings the facts may open are reserved; the section title the sectioner counts
+	// is not written, which leaves a margin for the joins.
+	room := budget - f.count(body) - 2 - ss.missingHeadings(f.count)
+	for range 4 {
+		groups, n := m.sectioner(missing, f.count).FitGroups(room)
+		if n == 0 {
+			break
 		}
-		text += section
+		withFacts := ss.render(groups)
+		over := f.count(withFacts) - budget
+		if over <= 0 {
+			text = f.header + withFacts
+			break
+		}
+		room -= over
 	}
 	return text, m.check(f, text)
+}
+
+// headingOf is the heading of section sec: the prompt's own, else the built-in one.
+func (f factFit) headingOf(sec int) string {
+	if sec < len(f.headings) && f.headings[sec] != "" {
+		return f.headings[sec]
+	}
+	return transcript.Heading(sec)
 }
 
 // missing returns the ledger facts that are neither outside the summary nor in text.

@@ -9,7 +9,8 @@ import (
 )
 
 // TestCutReportClaimsNoSummary: a forced compaction whose plan has no room for a summary (a
-// pinned message and the newest unit leave 9 tokens) and whose results are cut to fit reports
+// pinned message and the newest unit leave it no room; 1,870 is below the context the first
+// compaction leaves) and whose results are cut to fit reports
 // no message summarized and no deep summary size, only the cut.
 func TestCutReportClaimsNoSummary(t *testing.T) {
 	ctx := context.Background()
@@ -22,7 +23,7 @@ func TestCutReportClaimsNoSummary(t *testing.T) {
 	if rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("first compaction: %+v, %v", rep, err)
 	}
-	c.Settings.TokenLimit = 1900
+	c.Settings.TokenLimit = 1870
 	rep, _ := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
 	if rep.Status != memory.StatusApplied || !strings.Contains(rep.Detail, "results cut to fit") {
 		t.Fatalf("second compaction: %s, %q; want the results cut", rep.Status, rep.Detail)

@@ -308,9 +308,10 @@ func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Pla
 	body := strings.TrimSpace(in.c.redact(res.Text))
 	fit := factFit{
 		ledger: ledger, header: in.header, count: in.counter.CountText,
-		outside: facts.Kept(ledger, outsideText(plan.result(a.Entries))),
-		soft:    in.bodyBudget,
-		hard:    plan.RoomBudget - (plan.SummaryBudget - in.bodyBudget),
+		outside:  facts.Kept(ledger, outsideText(plan.result(a.Entries))),
+		soft:     in.bodyBudget,
+		headings: in.prompt.headings,
+		hard:     plan.RoomBudget - (plan.SummaryBudget - in.bodyBudget),
 	}
 	nKept := 0 // the facts the provider's prose holds
 	for _, ok := range facts.Kept(ledger, body) {
