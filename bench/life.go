@@ -114,6 +114,7 @@ func (b *bench) addLife(limit, lives int, st lifesim.Stats, broken int, d time.D
 	b.add(at+": writes kept / named (on one line with their key arguments)", fmt.Sprintf("%d / %d of %d", st.WritesKept, st.WritesNamed, st.Writes), "", nil)
 	b.add(at+": active tokens per turn", fmt.Sprint(st.TokensSum/max(st.Turns, 1)), "", nil)
 	b.add(at+": compactions that left the newest user message out", fmt.Sprintf("%d of %d", st.NewestUserMissing, st.Compactions), "0", ptr(st.NewestUserMissing == 0))
+	b.add(at+": compactions whose summary lacks the prompt's sections", fmt.Sprintf("%d of %d", st.SectionsBroken, st.Compactions), "0", ptr(st.SectionsBroken == 0))
 }
 
 // thousands writes n with commas: 32,768.

@@ -38,6 +38,9 @@ func TestLifeMatrix(t *testing.T) {
 					if st.NewestUserMissing > 0 {
 						t.Errorf("the newest user message was out of the active context after %d of %d compactions", st.NewestUserMissing, st.Compactions)
 					}
+					if st.SectionsBroken > 0 {
+						t.Errorf("%d of %d summaries lack the prompt's sections; the first: %s", st.SectionsBroken, st.Compactions, st.SectionsError)
+					}
 				})
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/summarycheck"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -36,8 +37,10 @@ type Stats struct {
 	Facts, Actions, Writes     int // of the original messages
 	Kept, Named, Lost          int // facts and actions at the end
 	WritesKept, WritesNamed    int
-	TokensSum                  int // active tokens summed over the turns
-	NewestUserMissing          int // compactions after which the newest user message was out of the active context
+	TokensSum                  int    // active tokens summed over the turns
+	NewestUserMissing          int    // compactions after which the newest user message was out of the active context
+	SectionsBroken             int    // applied compactions whose summary lacks the prompt's sections (summarycheck.Sections)
+	SectionsError              string // the first such summary's error
 }
 
 // Add adds o's figures to st's.
@@ -55,6 +58,10 @@ func (st *Stats) Add(o Stats) {
 	st.WritesNamed += o.WritesNamed
 	st.TokensSum += o.TokensSum
 	st.NewestUserMissing += o.NewestUserMissing
+	st.SectionsBroken += o.SectionsBroken
+	if st.SectionsError == "" {
+		st.SectionsError = o.SectionsError
+	}
 }
 
 // LostError is the failure of a life: after a compaction, facts of the original messages are
@@ -236,6 +243,17 @@ func check(ctx context.Context, s *memory.Store, st *Stats, newestUser, when str
 	}
 	if newestUser != "" && !strings.Contains(ActiveText(a), newestUser) {
 		st.NewestUserMissing++
+	}
+	for _, e := range a.Entries {
+		if e.CompactionID == 0 {
+			continue
+		}
+		if _, err := summarycheck.Sections(e.Message.Text()); err != nil {
+			st.SectionsBroken++
+			if st.SectionsError == "" {
+				st.SectionsError = fmt.Sprintf("%s: %v", when, err)
+			}
+		}
 	}
 	return nil
 }

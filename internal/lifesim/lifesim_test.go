@@ -22,11 +22,11 @@ func TestUnknownSummarizer(t *testing.T) {
 
 // TestStatsAdd: every figure is summed.
 func TestStatsAdd(t *testing.T) {
-	one := Stats{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}
+	one := Stats{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, "first"}
 	var sum Stats
 	sum.Add(one)
 	sum.Add(one)
-	want := Stats{2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26}
+	want := Stats{2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, "first"}
 	if sum != want {
 		t.Fatalf("sum %+v, want %+v", sum, want)
 	}
