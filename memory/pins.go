@@ -216,7 +216,7 @@ func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 			newest += e.Tokens
 		}
 	}
-	room := min(deepSummaryTokens, s.WithDefaults().SummaryMaxTokens)
+	room := min(deepSummaryTokens, s.SummaryMaxTokens)
 	need := pinned + newest + ReplyPriming + room
 	if need <= s.Budget() {
 		return nil

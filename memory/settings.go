@@ -191,8 +191,9 @@ func (s Settings) Problems() []*SettingError {
 	return ps
 }
 
-// Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens.
-func (s Settings) Budget() int { return s.WithDefaults().TokenLimit - s.ReserveTokens }
+// Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens. s are
+// filled settings (SettingsFor, Resolve, Effective or WithDefaults): Budget fills no default.
+func (s Settings) Budget() int { return s.TokenLimit - s.ReserveTokens }
 
 // Fits reports whether a prompt fits the settings: its messages, tokens, within L (Budget),
 // and with the tool definitions, tools more, within TokenLimit. It is the rule memctl serve
