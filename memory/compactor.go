@@ -150,17 +150,41 @@ func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	s := c.effective(t.Settings, ThreadSettings{})
-	if err := s.Validate(); err != nil {
-		return false, fmt.Errorf("thread %q: settings: %w", thread, err)
+	s, err := Resolve(c.Settings, t.Settings, ThreadSettings{})
+	if err != nil {
+		return false, fmt.Errorf("thread %q: %w", thread, err)
 	}
 	why, err := c.notNeeded(ctx, t, t.ActiveTokens, s)
 	return why == "", err
 }
 
-// effective returns the settings a compaction of a thread uses (see Effective).
-func (c *Compactor) effective(thread, over ThreadSettings) Settings {
-	return Effective(c.Settings, thread, over)
+// SettingsFor returns the settings a compaction of thread uses, merged, filled with the
+// defaults and validated once: override (a call's, CompactOptions.Override, memctl's flags)
+// wins over the thread's stored settings, which win over c.Settings (the config file), which
+// win over the built-in defaults (see Resolve). Compact, memctl and memctl serve take their
+// settings from here or from Resolve; what they get is filled, so MakePlan and Budget need
+// no defaults of their own.
+func (c *Compactor) SettingsFor(ctx context.Context, thread string, override ThreadSettings) (Settings, error) {
+	ts, err := c.Store.ThreadSettings(ctx, thread)
+	if err != nil {
+		return Settings{}, err
+	}
+	return Resolve(c.Settings, ts, override)
+}
+
+// Resolve is SettingsFor of a thread whose settings are at hand: Effective(base, thread,
+// override), with override checked as given (an error "override: ...") and the merged
+// settings checked (an error "settings: ..."); each error wraps the *SettingError naming
+// the key at fault.
+func Resolve(base Settings, thread, override ThreadSettings) (Settings, error) {
+	if err := override.Validate(); err != nil {
+		return Settings{}, fmt.Errorf("override: %w", err)
+	}
+	s := Effective(base, thread, override)
+	if err := s.check(); err != nil {
+		return Settings{}, fmt.Errorf("settings: %w", err)
+	}
+	return s, nil
 }
 
 // notNeeded returns why an unforced compaction of the thread would do nothing, "" when it is
@@ -226,16 +250,9 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 
 // prepare reads what a compaction of thread starts from: its settings and its active context.
 func (c *Compactor) prepare(ctx context.Context, thread string, opt CompactOptions) (*job, error) {
-	ts, err := c.Store.ThreadSettings(ctx, thread)
+	s, err := c.SettingsFor(ctx, thread, opt.Override)
 	if err != nil {
 		return nil, err
-	}
-	if err := opt.Override.Validate(); err != nil {
-		return nil, fmt.Errorf("override: %w", err)
-	}
-	s := c.effective(ts, opt.Override)
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("settings: %w", err)
 	}
 	start := c.Store.Now()
 	a, err := c.Store.activeLight(ctx, thread)

@@ -495,6 +495,7 @@ func fzPlanInput(data []byte) ([]memory.Entry, memory.Settings, int) {
 	if s.ReserveTokens >= s.TokenLimit {
 		s.ReserveTokens = s.TokenLimit - 1
 	}
+	s = s.WithDefaults() // MakePlan takes filled settings
 	keep := int(float64(s.Budget()) * s.TargetRatio)
 	if v := r.next(); v%5 == 0 {
 		keep = (v << 4) % (s.Budget() + 1)

@@ -116,20 +116,13 @@ func (s *Store) pin(ctx context.Context, thread string, seq int64, base Settings
 // thread in (token_limit auto records it in the thread's settings.window) when that is below
 // the limit the thread would have without it: a pin that fits the config's default limit but
 // not the model's window would leave every later turn over the limit. The thread's own
-// token_limit wins. As the proxy does, a reserve that would leave no room is a quarter of the
-// limit.
+// token_limit wins. The override is the proxy's, LimitOverride.
 func servedLimit(base Settings, ts ThreadSettings) ThreadSettings {
 	w := ts.Window
 	if ts.TokenLimit != nil || w == nil || w.Limit <= 0 || w.Limit >= Effective(base, ts, ThreadSettings{}).TokenLimit {
 		return ThreadSettings{}
 	}
-	limit := w.Limit
-	over := ThreadSettings{TokenLimit: &limit}
-	if r := Effective(base, ts, over).ReserveTokens; r >= limit {
-		r = limit / 4
-		over.ReserveTokens = &r
-	}
-	return over
+	return LimitOverride(base, ts, w.Limit)
 }
 
 // Unpin removes the pin that holds message seq of a thread (any message of its unit names
@@ -223,7 +216,7 @@ func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 			newest += e.Tokens
 		}
 	}
-	room := min(deepSummaryTokens, s.WithDefaults().SummaryMaxTokens)
+	room := min(deepSummaryTokens, s.SummaryMaxTokens)
 	need := pinned + newest + ReplyPriming + room
 	if need <= s.Budget() {
 		return nil

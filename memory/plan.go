@@ -91,7 +91,8 @@ func (p Plan) result(entries []Entry) (before, after []Entry) {
 	return before, entries[p.Kept:]
 }
 
-// MakePlan plans one compaction pass over an active context. It is a pure function.
+// MakePlan plans one compaction pass over an active context. It is a pure function of
+// filled settings (SettingsFor, Resolve, Effective or WithDefaults): it fills no default.
 //
 //   - The leading system/developer messages are pinned, and so are the pinned messages (Store.Pin)
 //     that follow them (the compactor reads every pinned message there). A summary entry
@@ -127,7 +128,6 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 // makePlan is MakePlan with the summary's share of the target set aside for it (-1: half of
 // what the pinned messages leave of the target, at most SummaryMaxTokens).
 func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
-	s = s.WithDefaults()
 	n := len(entries)
 	p := Plan{Kept: n}
 	for p.Pinned < n && isPinnable(entries[p.Pinned]) {

@@ -42,7 +42,7 @@ func TestChunkingSmallWindow(t *testing.T) {
 	longThread(t, s, "t", 200, 400)
 	a, _ := s.Active(ctx, "t")
 	counter, _ := s.Counter(a.Thread.Encoding)
-	settings := memory.Settings{TokenLimit: a.Tokens / 4, SummaryMaxTokens: 400}
+	settings := memory.Settings{TokenLimit: a.Tokens / 4, SummaryMaxTokens: 400}.WithDefaults()
 	plan := memory.MakePlan(a.Entries, settings, int(float64(settings.TokenLimit)*0.5))
 	window := plan.MiddleTokens / 10
 

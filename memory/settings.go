@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -190,5 +191,34 @@ func (s Settings) Problems() []*SettingError {
 	return ps
 }
 
-// Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens.
-func (s Settings) Budget() int { return s.WithDefaults().TokenLimit - s.ReserveTokens }
+// Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens. s are
+// filled settings (SettingsFor, Resolve, Effective or WithDefaults): Budget fills no default.
+func (s Settings) Budget() int { return s.TokenLimit - s.ReserveTokens }
+
+// Fits reports whether a prompt fits the settings: its messages, tokens, within L (Budget),
+// and with the tool definitions, tools more, within TokenLimit. It is the rule memctl serve
+// fits each turn by; s are filled settings (SettingsFor, Resolve or Effective).
+func (s Settings) Fits(tokens, tools int) bool {
+	return tokens <= s.Budget() && tokens+tools <= s.TokenLimit
+}
+
+// WindowLimit is the limit a thread is fitted in when its model's window is window tokens
+// and the upstream counts ratio times what the thread's tokenizer counts: window / ratio,
+// rounded down (ServedWindow.Limit).
+func WindowLimit(window int, ratio float64) int {
+	return int(math.Floor(float64(window) / ratio))
+}
+
+// LimitOverride returns the override that fits a thread (its settings ts, over base) in limit
+// tokens (at least 1): the limit, and, when the reserve in effect would leave no room in it,
+// a reserve of a quarter of it. memctl serve fits each turn in the override it returns (its
+// window under token_limit auto, a compact-and-retry's cap), and a pin is checked in it.
+func LimitOverride(base Settings, ts ThreadSettings, limit int) ThreadSettings {
+	limit = max(limit, 1)
+	over := ThreadSettings{TokenLimit: &limit}
+	if r := Effective(base, ts, over).ReserveTokens; r >= limit {
+		r = limit / 4
+		over.ReserveTokens = &r
+	}
+	return over
+}

@@ -40,3 +40,34 @@ func TestSettingsProblemsListsEveryRule(t *testing.T) {
 		t.Errorf("limit 0 with reserve 5: %v, want only token_limit at least 1", ps)
 	}
 }
+
+// The fit rule of memctl serve: the messages within L, the messages and the tools within
+// the limit; a limit the reserve leaves no room in gets a quarter of it as the reserve.
+func TestFitRule(t *testing.T) {
+	t.Parallel()
+	s := memory.Settings{TokenLimit: 1000, ReserveTokens: 200}.WithDefaults()
+	for _, c := range []struct {
+		tokens, tools int
+		want          bool
+	}{{800, 200, true}, {801, 0, false}, {700, 301, false}, {700, 300, true}} {
+		if got := s.Fits(c.tokens, c.tools); got != c.want {
+			t.Errorf("Fits(%d, %d) = %v, want %v", c.tokens, c.tools, got, c.want)
+		}
+	}
+	base := memory.Settings{ReserveTokens: 4000}
+	over := memory.LimitOverride(base, memory.ThreadSettings{}, 3000)
+	if *over.TokenLimit != 3000 || over.ReserveTokens == nil || *over.ReserveTokens != 750 {
+		t.Fatalf("limit 3000 under the reserve 4000: %+v", over)
+	}
+	over = memory.LimitOverride(base, memory.ThreadSettings{}, 10000)
+	if *over.TokenLimit != 10000 || over.ReserveTokens != nil {
+		t.Fatalf("limit 10000 over the reserve 4000: %+v", over)
+	}
+	over = memory.LimitOverride(base, memory.ThreadSettings{ReserveTokens: ptr(10)}, 0)
+	if *over.TokenLimit != 1 || *over.ReserveTokens != 0 {
+		t.Fatalf("limit 0 with the thread's reserve 10: %+v", over)
+	}
+	if got := memory.WindowLimit(128000, 1.1); got != 116363 {
+		t.Fatalf("WindowLimit(128000, 1.1) = %d, want 116363", got)
+	}
+}

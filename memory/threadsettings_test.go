@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -192,5 +193,42 @@ func TestCompactOverrideValidated(t *testing.T) {
 	var se *memory.SettingError
 	if !errors.As(err, &se) || se.Key != "token_limit" {
 		t.Fatalf("Compact with an override limit of 0: %v; want a SettingError on token_limit", err)
+	}
+}
+
+// SettingsFor merges the call's override over the thread's settings over the compactor's
+// over the defaults, fills every default once, and refuses what is impossible merged (a
+// thread's limit under the config's reserve) or given (a NaN ratio in the override).
+func TestSettingsForMergesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openStore(t)
+	importFile(t, s, "t", longConversation)
+	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{TokenLimit: ptr(9000), TriggerRatio: ptr(0.7)}); err != nil {
+		t.Fatal(err)
+	}
+	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 128000, ReserveTokens: 1000, TriggerRatio: 0.9})
+	got, err := c.SettingsFor(ctx, "t", memory.ThreadSettings{TriggerRatio: ptr(0.6)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := memory.Settings{TokenLimit: 9000, ReserveTokens: 1000, TriggerRatio: 0.6}.WithDefaults()
+	if got != want {
+		t.Fatalf("SettingsFor = %+v\nwant %+v", got, want)
+	}
+	if got.Budget() != 8000 {
+		t.Fatalf("Budget = %d, want 8000", got.Budget())
+	}
+	if _, err := c.SettingsFor(ctx, "t", memory.ThreadSettings{TargetRatio: ptr(math.NaN())}); !strings.HasPrefix(fmt.Sprint(err), "override: target_ratio NaN") {
+		t.Fatalf("a NaN override: %v", err)
+	}
+	c.Settings.ReserveTokens = 9000
+	var se *memory.SettingError
+	if _, err := c.SettingsFor(ctx, "t", memory.ThreadSettings{}); !errors.As(err, &se) || se.Key != memory.KeyTokenLimit ||
+		err.Error() != "settings: token_limit 9000 must be above reserve_tokens 9000" {
+		t.Fatalf("a limit at the config's reserve: %v", err)
+	}
+	if _, err := c.SettingsFor(ctx, "nope", memory.ThreadSettings{}); !errors.Is(err, memory.ErrThreadNotFound) {
+		t.Fatalf("an unknown thread: %v", err)
 	}
 }

@@ -54,6 +54,18 @@ func missingRole(m Message) string {
 	return "missing"
 }
 
+// checkRole checks that m has a role, and one of the five: the check every reader of messages
+// makes (Store.Import, with the rest of callTracker.check, and ReadMessages).
+func checkRole(m Message) (field, msg string) {
+	switch m.Role {
+	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
+		return "", ""
+	case "":
+		return "role", missingRole(m)
+	}
+	return "role", fmt.Sprintf("unknown role %q (want system, developer, user, assistant or tool)", m.Role)
+}
+
 // callTracker follows the tool calls of a thread that have not been answered yet, in order.
 // A tool result answers the unanswered call with its id; an id may be reused once its call was
 // answered (recorded agents do), but not while it is still open.
@@ -64,12 +76,8 @@ type callTracker struct {
 // check validates m against the open calls and, when it is valid, applies it. It returns the
 // field at fault and the problem.
 func (t *callTracker) check(m Message) (field, msg string) {
-	switch m.Role {
-	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
-	case "":
-		return "role", missingRole(m)
-	default:
-		return "role", fmt.Sprintf("unknown role %q (want system, developer, user, assistant or tool)", m.Role)
+	if field, msg := checkRole(m); msg != "" {
+		return field, msg
 	}
 	if m.ToolCalls != nil && m.Role != RoleAssistant {
 		return "tool_calls", fmt.Sprintf("a %s message cannot call tools", m.Role)

@@ -32,7 +32,7 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 	if err != nil {
 		return nil, 0, err
 	}
-	if fits(lv.active, set, tools) {
+	if set.Fits(lv.active.Tokens, tools) {
 		return lv, lv.active.Tokens + tools, nil
 	}
 	if err := acquire(ctx, st.compact); err != nil { // a background compaction may be running
@@ -41,7 +41,7 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 	defer release(st.compact)
 	if lv, set, over, tools, err = s.measure(ctx, st, req, cap, true); err != nil {
 		return nil, 0, err
-	} else if fits(lv.active, set, tools) {
+	} else if set.Fits(lv.active.Tokens, tools) {
 		return lv, lv.active.Tokens + tools, nil
 	}
 	rep, cerr := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Emergency: true, Override: over})
@@ -52,7 +52,7 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 	}
 	if lv, set, _, tools, err = s.measure(ctx, st, req, cap, true); err != nil {
 		return nil, 0, err
-	} else if fits(lv.active, set, tools) {
+	} else if set.Fits(lv.active.Tokens, tools) {
 		return lv, lv.active.Tokens + tools, nil
 	}
 	a := lv.active
@@ -95,8 +95,4 @@ func (s *Server) measure(ctx context.Context, st *threadState, req chatRequest, 
 		return nil, set, over, 0, err
 	}
 	return lv, set, over, counter.CountTools(req.tools), nil
-}
-
-func fits(a memory.Active, set memory.Settings, tools int) bool {
-	return a.Tokens <= set.Budget() && a.Tokens+tools <= set.TokenLimit
 }

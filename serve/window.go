@@ -113,7 +113,7 @@ func (s *Server) limits(ctx context.Context, ts memory.ThreadSettings, model str
 			s.calib.seed(model, rw.Ratio)
 		}
 		ratio := s.calib.Ratio(model)
-		limit = int(math.Floor(float64(w.Tokens) / ratio))
+		limit = memory.WindowLimit(w.Tokens, ratio)
 		over.TokenLimit = &limit
 		served = &memory.ServedWindow{Model: model, Tokens: w.Tokens, Source: w.Source, Ratio: math.Round(ratio*100) / 100, Limit: limit}
 	}
@@ -124,10 +124,5 @@ func (s *Server) limits(ctx context.Context, ts memory.ThreadSettings, model str
 	if over.TokenLimit == nil {
 		return over, served
 	}
-	limit = max(limit, 1)
-	if r := memory.Effective(s.Compactor.Settings, ts, over).ReserveTokens; r >= limit {
-		r = limit / 4
-		over.ReserveTokens = &r
-	}
-	return over, served
+	return memory.LimitOverride(s.Compactor.Settings, ts, limit), served
 }

@@ -55,7 +55,7 @@ func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) err
 		return err
 	}
 	// The flags win over the thread's settings, which win over the config's.
-	if err := memory.Effective(cfg.Settings(), t.Settings, over).Validate(); err != nil {
+	if _, err := memory.Resolve(cfg.Settings(), t.Settings, over); err != nil {
 		return settingsError(cmd, "compact", err)
 	}
 	counter, err := s.Counter(t.Encoding)

@@ -216,8 +216,8 @@ func TestImpossibleValuesExit2(t *testing.T) {
 		{[]string{"export", "bad\xffutf8"}, "is not valid UTF-8"},
 		{[]string{"import", "t1", dir}, dir + " is a directory"},
 		{[]string{"tokens", "--model", "gpt-4o", dir}, dir + " is a directory"},
-		{[]string{"tokens", "--model", "gpt-4o", noMessages}, "no messages"},
-		{[]string{"tokens", "--model", "gpt-4o", emptyMessages}, "no messages"},
+		{[]string{"tokens", "--model", "gpt-4o", noMessages}, "message 0: role: missing"},
+		{[]string{"tokens", "--model", "gpt-4o", emptyMessages}, "holds no message"},
 	} {
 		code, out, errs := m.run(tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.say) || out != "" {

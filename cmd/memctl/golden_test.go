@@ -32,7 +32,6 @@ type goldenStep struct {
 func goldenSteps() []goldenStep {
 	t1 := testdata("conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
 	t2 := testdata("conversations/sweagent_marshmallow1867_function_calling.jsonl")
-	tools := testdata("conversations/tau_bench_airline_tools.json")
 	return []goldenStep{
 		{"import", 0, []string{"import", "t1", t1}},
 		{"import-json", 0, []string{"import", "t2", t2, "--json"}},
@@ -42,8 +41,8 @@ func goldenSteps() []goldenStep {
 		{"threads-json", 0, []string{"threads", "--json"}},
 		{"show", 0, []string{"show", "t2"}},
 		{"show-json", 0, []string{"show", "t2", "--json"}},
-		{"tokens", 0, []string{"tokens", "--model", "gpt-4o", tools}},
-		{"tokens-json", 0, []string{"tokens", "--model", "gpt-4o", tools, "--json"}},
+		{"tokens", 0, []string{"tokens", "--model", "gpt-4o", t1}},
+		{"tokens-json", 0, []string{"tokens", "--model", "gpt-4o", t1, "--json"}},
 		{"search", 0, []string{"search", "reservation"}},
 		{"search-json", 0, []string{"search", "reservation", "--limit", "5", "--json"}},
 		{"compact-dry-run", 0, []string{"compact", "t1", "--limit", "5000", "--dry-run"}},

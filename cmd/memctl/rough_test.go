@@ -73,6 +73,16 @@ func TestTokensEveryImportForm(t *testing.T) {
 	if code, _, errs := m.run("tokens", bad); code != 2 || !strings.Contains(errs, "line 3") {
 		t.Errorf("bad JSONL line 3: exit %d %q, want 2 naming line 3", code, errs)
 	}
+	// A response object, and a request whose message has no role, are refused in the
+	// importer's words, not counted as role-less messages or said to hold none.
+	for file, want := range map[string]string{
+		m.writeFile("resp.json", `{"choices": [{"message": {"role": "assistant", "content": "hi"}}]}`): "role: missing: this is a chat completion response",
+		m.writeFile("norole.json", `{"model": "m", "messages": [{"content": "hi"}], "tools": []}`):     "message 0: role: missing",
+	} {
+		if code, _, errs := m.run("tokens", file); code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("tokens %s: exit %d %q, want 2 saying %q", file, code, errs, want)
+		}
+	}
 }
 
 // TestSearchPrefix: a word ending in * matches the words starting with it; without the * the

@@ -72,7 +72,7 @@ func (a *app) setThread(cmd *cobra.Command, thread string, unset []string) error
 		if err := ts.Validate(); err != nil {
 			return settingsError(cmd, prefix, err)
 		}
-		if err := memory.Effective(cfg.Settings(), ts, memory.ThreadSettings{}).Validate(); err != nil {
+		if _, err := memory.Resolve(cfg.Settings(), ts, memory.ThreadSettings{}); err != nil {
 			return settingsError(cmd, prefix+" (with the config)", err)
 		}
 		if err := s.SetThreadSettings(ctx, t.ID, ts); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -54,61 +53,19 @@ the config's model. Plain output is the integer alone.`,
 	return cmd
 }
 
-// readRequest reads the chat request in FILE ("-" for stdin): {"messages": [...], "tools":
-// [...]}, a bare array of messages or JSONL (one message per line), with at least one message.
+// readRequest reads the chat request in FILE ("-" for stdin) with memory.ReadMessages: {"messages":
+// [...], "tools": [...]}, a bare array of messages, {"messages": [...]} or JSONL (one message per
+// line), with at least one message; a bad input is a usage error with the importer's words.
 func readRequest(stdin io.Reader, name string) ([]memory.Message, []memory.Tool, error) {
 	data, err := readInput(stdin, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	var req struct {
-		Messages []memory.Message `json:"messages"`
-		Tools    []memory.Tool    `json:"tools"`
-	}
-	t := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
-	switch {
-	case bytes.HasPrefix(t, []byte("[")):
-		err = json.Unmarshal(t, &req.Messages)
-	case isJSONL(t):
-		req.Messages, err = readJSONLMessages(t, name)
-		if err != nil {
-			return nil, nil, err
-		}
-	default:
-		err = json.Unmarshal(t, &req)
-	}
+	msgs, tools, err := memory.ReadMessages(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, usagef("tokens %s: %v", name, err)
 	}
-	if len(req.Messages) == 0 {
-		return nil, nil, usagef("tokens %s: no messages (want {\"messages\": [...], \"tools\": [...]}, an array of messages or JSONL)", name)
-	}
-	return req.Messages, req.Tools, nil
-}
-
-// isJSONL reports whether data is JSONL: its first line is a whole JSON object with a "role".
-func isJSONL(data []byte) bool {
-	first, _, _ := bytes.Cut(data, []byte("\n"))
-	var probe struct {
-		Role *string `json:"role"`
-	}
-	return bytes.HasPrefix(first, []byte("{")) && json.Unmarshal(first, &probe) == nil && probe.Role != nil
-}
-
-// readJSONLMessages reads one message per non-blank line; an error names the line.
-func readJSONLMessages(data []byte, name string) ([]memory.Message, error) {
-	var msgs []memory.Message
-	for i, line := range bytes.Split(data, []byte("\n")) {
-		if line = bytes.TrimSpace(line); len(line) == 0 {
-			continue
-		}
-		var m memory.Message
-		if err := json.Unmarshal(line, &m); err != nil {
-			return nil, usagef("tokens %s: line %d: %v", name, i+1, err)
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, nil
+	return msgs, tools, nil
 }
 
 // tokenCounter returns the counter of the config's encoding_file, or the built-in counter of the
