@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -206,6 +207,7 @@ func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
 // The appends of one batch are indexed for search once all are written: an append rolled back
 // leaves nothing in the index, even when the next append of the batch takes its seqs.
 func TestBatchIndexesWhatCommitted(t *testing.T) {
+	testdb.SQLiteOnly(t, "group commit: PostgreSQL runs each append as a transaction of its own")
 	ctx := context.Background()
 	s, path := openStore(t)
 	if _, err := s.AppendLive(ctx, "b", []memory.Message{memory.TextMessage("user", "start")}, memory.AppendOptions{}, nil); err != nil {
