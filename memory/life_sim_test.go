@@ -52,16 +52,23 @@ func TestLifeOfCompactions(t *testing.T) {
 				if st.Compactions == 0 {
 					t.Fatalf("no compaction in %d turns", st.Turns)
 				}
-				if st.Lost > 0 {
-					t.Errorf("%d facts and actions lost at the end, no report names them", st.Lost)
-				}
-				if st.NewestUserMissing > 0 {
-					t.Errorf("the newest user message was out of the active context after %d of %d compactions", st.NewestUserMissing, st.Compactions)
-				}
-				if st.SectionsBroken > 0 {
-					t.Errorf("%d of %d summaries lack the prompt's sections; the first: %s", st.SectionsBroken, st.Compactions, st.SectionsError)
-				}
+				checkLife(t, st)
 			})
 		}
+	}
+}
+
+// checkLife fails t when a life lost a fact or action no report names, or after some
+// compaction left the newest user message out or stored a summary without the prompt's sections.
+func checkLife(t *testing.T, st lifesim.Stats) {
+	t.Helper()
+	if st.Lost > 0 {
+		t.Errorf("%d facts and actions lost at the end, no report names them", st.Lost)
+	}
+	if st.NewestUserMissing > 0 {
+		t.Errorf("the newest user message was out of the active context after %d of %d compactions", st.NewestUserMissing, st.Compactions)
+	}
+	if st.SectionsBroken > 0 {
+		t.Errorf("%d of %d summaries lack the prompt's sections; the first: %s", st.SectionsBroken, st.Compactions, st.SectionsError)
 	}
 }
