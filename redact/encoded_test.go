@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -108,14 +107,7 @@ func naiveEncodedRuns(text string) [][3]int {
 // recorded conversations and texts of random runs of every length around minEncoded, with
 // leading slashes and trailing padding.
 func TestEncodedRuns(t *testing.T) {
-	var texts []string
-	for _, f := range testdataFiles(t) {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		texts = append(texts, string(raw))
-	}
+	texts := testdataTexts(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	const alphabet = "aZ09+/-_= .,\\n"
 	for range 2000 {

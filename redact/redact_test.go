@@ -311,6 +311,19 @@ func testdataFiles(t testing.TB) []string {
 	return files
 }
 
+// testdataTexts are the recorded conversations' files, each read whole.
+func testdataTexts(t testing.TB) []string {
+	var texts []string
+	for _, f := range testdataFiles(t) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, string(raw))
+	}
+	return texts
+}
+
 // wantTestdataRedactions is the number of redactions in each recorded conversation. None of
 // them holds a secret: the call ids, reservation ids, emails, URLs, a pip wheel sha256 and
 // the airline policy's wording must all pass through.

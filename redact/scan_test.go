@@ -2,7 +2,6 @@ package redact
 
 import (
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -50,14 +49,7 @@ func naiveScan(s *scanner, text string) [][]int {
 // text, in upper case when its pattern folds case, and glued to its neighbours.
 func TestScanFindsEveryAnchor(t *testing.T) {
 	s := gitleaksRules().both
-	var texts []string
-	for _, f := range testdataFiles(t) {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		texts = append(texts, string(raw))
-	}
+	texts := testdataTexts(t)
 	var glued strings.Builder
 	for _, p := range s.ps {
 		for _, a := range p.anchors {
