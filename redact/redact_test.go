@@ -488,6 +488,12 @@ func TestRedactCleanTextAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if raceOn {
+		// As the standard library's allocation tests do: under the race detector a pool drops
+		// a quarter of what is put back, at random (80 to 98 allocations measured here), so
+		// what the pools save cannot be counted. go test without -race runs it.
+		t.Skip("allocation counts are not measurable under the race detector")
+	}
 	text := string(raw)
 	r := &Redactor{}
 	r.Redact(text) // compile the rule set, fill the pool
