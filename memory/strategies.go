@@ -176,8 +176,13 @@ func (sh shaper) cutLargest(entries []Entry, pinned, limit int, user bool) ([]En
 		out[i] = sh.cut(out[i], max(out[i].Tokens-over, 0))
 	}
 	if t := tokensOf(out); t > limit {
-		return out, fmt.Errorf("%w: %d tokens, limit %d, with every result of the newest unit cut: the pinned messages (%d tokens) and the newest unit's messages alone keep it there",
-			ErrOverLimit, t, limit, sumTokens(out[:pinned]))
+		kept := fmt.Sprintf("the pinned messages (%d tokens)", sumTokens(out[:pinned]))
+		if u := lastUser(out); !user && u >= 0 && out[u].mark == nil {
+			// Not cut here: name it, it may be what keeps the context over (a long task statement).
+			kept += fmt.Sprintf(", the newest user message (seq %d, %d tokens, left whole)", out[u].Seq, out[u].Tokens)
+		}
+		return out, fmt.Errorf("%w: %d tokens, limit %d, with every result of the newest unit cut: %s and the newest unit's messages alone keep it there",
+			ErrOverLimit, t, limit, kept)
 	}
 	return out, nil
 }

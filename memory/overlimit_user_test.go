@@ -1,0 +1,39 @@
+package memory_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/memcascade/memcascade/memory"
+)
+
+// TestOverLimitNamesLongUserMessage: a task statement longer than the limit, then tool units.
+// No summary can bring the context under the limit and on_failure keep cuts only results, so
+// the error must name the newest user message among what keeps it over, not only the pinned
+// messages (9 tokens here) and the newest unit.
+func TestOverLimitNamesLongUserMessage(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	msgs := []memory.Message{memory.TextMessage("system", "You are an agent."),
+		memory.TextMessage("user", "Please fix this: "+strings.Repeat("word ", 2600))}
+	for k := range 12 {
+		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("/src/f%d.go", k)})
+		call := memory.TextMessage("assistant", "")
+		call.Content = nil
+		call.ToolCalls = []memory.ToolCall{{ID: fmt.Sprintf("c%d", k), Type: "function", Function: memory.FunctionCall{Name: "read_file", Arguments: string(args)}}}
+		res := memory.TextMessage("tool", strings.Repeat("line of code ", 60))
+		res.ToolCallID = fmt.Sprintf("c%d", k)
+		msgs = append(msgs, call, res)
+	}
+	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+		t.Fatal(err)
+	}
+	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
+	_, err := c.Compact(ctx, "t", memory.CompactOptions{})
+	if err == nil || !strings.Contains(err.Error(), "the newest user message (seq 2, ") {
+		t.Fatalf("error %v does not name the newest user message", err)
+	}
+}
