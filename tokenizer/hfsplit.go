@@ -1,7 +1,5 @@
 package tokenizer
 
-import "unicode/utf8"
-
 // The split patterns of tokenizer.json files that have a hand-written scanner here (o200k_base's
 // is split.go's, with contractionFold). The
 // reference (the tokenizers library) runs them with Oniguruma, a backtracking engine, so the
@@ -24,55 +22,9 @@ const (
 
 // knownPatterns maps the Split patterns with a scanner to it.
 var knownPatterns = map[string]func(t *classTable, s string, p int) int{
-	llama3Pattern: func(t *classTable, s string, p int) int { return t.splitHFCL100k(s, p, 3) },
-	qwenPattern:   func(t *classTable, s string, p int) int { return t.splitHFCL100k(s, p, 1) },
+	llama3Pattern: func(t *classTable, s string, p int) int { return t.cl100k(s, p, true, 3) },
+	qwenPattern:   func(t *classTable, s string, p int) int { return t.cl100k(s, p, true, 1) },
 	o200kPattern:  func(t *classTable, s string, p int) int { return t.o200k(s, p, true) },
-}
-
-// splitHFCL100k returns the end of the piece starting at p of cl100k_base's pattern with
-// \p{N}{1,maxDigits}, as Oniguruma matches it.
-func (t *classTable) splitHFCL100k(s string, p int, maxDigits int) int {
-	if s[p] == '\'' {
-		if e := contractionFold(s, p); e > p {
-			return e
-		}
-	}
-	// Fast path for ASCII words, as in splitCL100k.
-	if b := s[p]; b < utf8.RuneSelf {
-		q := p
-		if asciiClasses[b]&notPrefix == 0 {
-			q++
-		}
-		i := q
-		for i < len(s) && (s[i]|0x20)-'a' < 26 {
-			i++
-		}
-		if i > q && (i == len(s) || s[i] < utf8.RuneSelf) {
-			return i
-		}
-	}
-	c0, w0 := t.at(s, p)
-	if c0&notPrefix == 0 && p+w0 < len(s) {
-		if c1, w1 := t.at(s, p+w0); c1&cL != 0 {
-			return t.scan(s, p+w0+w1, cL)
-		}
-	}
-	if c0&cL != 0 {
-		return t.scan(s, p+w0, cL)
-	}
-	if c0&cN != 0 {
-		if maxDigits == 1 {
-			return p + w0
-		}
-		return t.digits(s, p, w0)
-	}
-	if e := t.punct(s, p, c0, w0); e >= 0 {
-		for e < len(s) && (s[e] == '\r' || s[e] == '\n') {
-			e++
-		}
-		return e
-	}
-	return t.spaces(s, p)
 }
 
 // contractionFold matches (?i:'s|'t|'re|'ve|'m|'ll|'d) at e as Oniguruma does, and returns its

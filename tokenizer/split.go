@@ -92,9 +92,18 @@ func (t *classTable) o200k(s string, p int, fold bool) int {
 }
 
 // splitCL100k returns the end of the cl100k_base piece starting at p.
-func (t *classTable) splitCL100k(s string, p int) int {
+func (t *classTable) splitCL100k(s string, p int) int { return t.cl100k(s, p, false, 3) }
+
+// cl100k returns the end of the piece starting at p of cl100k_base's pattern with
+// \p{N}{1,maxDigits} (maxDigits 1 or 3); fold matches the contractions as Oniguruma does (see
+// contractionFold), as the tokenizer.json files that use the pattern are run.
+func (t *classTable) cl100k(s string, p int, fold bool, maxDigits int) int {
 	if s[p] == '\'' {
-		if e := contraction(s, p); e > p {
+		e := contraction(s, p)
+		if fold {
+			e = contractionFold(s, p)
+		}
+		if e > p {
 			return e
 		}
 	}
@@ -122,6 +131,9 @@ func (t *classTable) splitCL100k(s string, p int) int {
 		return t.scan(s, p+w0, cL)
 	}
 	if c0&cN != 0 {
+		if maxDigits == 1 {
+			return p + w0
+		}
 		return t.digits(s, p, w0)
 	}
 	if e := t.punct(s, p, c0, w0); e >= 0 {
