@@ -539,23 +539,31 @@ func (s *compactor) array(depth int) bool {
 		if !s.value(depth) {
 			return false
 		}
-		s.space()
-		if s.i >= len(s.src) {
-			return false
-		}
-		switch s.src[s.i] {
-		case ',':
-			s.i++
-			s.emit(s.i - 1)
-			s.space()
-		case ']':
-			s.i++
-			s.emit(s.i - 1)
-			return true
-		default:
-			return false
+		if more, ok := s.next(']'); !more {
+			return ok
 		}
 	}
+}
+
+// next reads what follows a value of an array or object that close ends: a comma (more
+// follows) or close (the end; ok); anything else is not JSON.
+func (s *compactor) next(close byte) (more, ok bool) {
+	s.space()
+	if s.i >= len(s.src) {
+		return false, false
+	}
+	switch s.src[s.i] {
+	case ',':
+		s.i++
+		s.emit(s.i - 1)
+		s.space()
+		return true, true
+	case close:
+		s.i++
+		s.emit(s.i - 1)
+		return false, true
+	}
+	return false, false
 }
 
 // object reads an object; at depth 0 (the message itself) it records its fields.
@@ -605,21 +613,8 @@ func (s *compactor) object(depth int) bool {
 		if top {
 			s.fields = append(s.fields, f)
 		}
-		s.space()
-		if s.i >= len(s.src) {
-			return false
-		}
-		switch s.src[s.i] {
-		case ',':
-			s.i++
-			s.emit(s.i - 1)
-			s.space()
-		case '}':
-			s.i++
-			s.emit(s.i - 1)
-			return true
-		default:
-			return false
+		if more, ok := s.next('}'); !more {
+			return ok
 		}
 	}
 }
