@@ -169,7 +169,7 @@ func (s *Server) apiCompact(w http.ResponseWriter, r *http.Request) {
 	free()
 	if len(body) > 0 {
 		if !isJSON(r) {
-			writeError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+			writeCode(w, memory.CodeUnsupported, "unsupported_media_type",
 				"the request body must be JSON, sent with Content-Type: application/json", "")
 			return
 		}

@@ -17,6 +17,7 @@ type apiError struct {
 }
 
 // writeError writes an error in OpenAI's shape. param and code may be "" (written as null).
+// Only writeCode calls it: every error answer takes its status and type from codeStatus.
 func writeError(w http.ResponseWriter, status int, typ, code, msg, param string) {
 	e := apiError{Message: msg, Type: typ}
 	if param != "" {
@@ -52,6 +53,15 @@ var codeStatus = map[memory.Code]struct {
 	memory.CodeOverLimit:   {http.StatusBadRequest, "invalid_request_error"},
 	memory.CodeUnavailable: {http.StatusServiceUnavailable, "server_error"},
 	memory.CodeInternal:    {http.StatusInternalServerError, "server_error"},
+
+	memory.CodeUnauthenticated: {http.StatusUnauthorized, "invalid_request_error"},
+	memory.CodeForbidden:       {http.StatusForbidden, "permission_error"},
+	memory.CodeNoRoute:         {http.StatusNotFound, "invalid_request_error"},
+	memory.CodeUnsupported:     {http.StatusUnsupportedMediaType, "invalid_request_error"},
+	memory.CodeTooLarge:        {http.StatusRequestEntityTooLarge, "invalid_request_error"},
+	memory.CodeTimeout:         {http.StatusRequestTimeout, "invalid_request_error"},
+	memory.CodeLoop:            {http.StatusLoopDetected, "invalid_request_error"},
+	memory.CodeUpstream:        {http.StatusBadGateway, "upstream_error"},
 }
 
 // writeCode writes an error of code in OpenAI's shape, with the status and type of codeStatus;
