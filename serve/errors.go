@@ -33,9 +33,10 @@ func writeError(w http.ResponseWriter, status int, typ, code, msg, param string)
 }
 
 // writeErrorEvent ends a stream with an error event in OpenAI's shape (data: {"error": {...}}),
-// which OpenAI's clients raise as an error; no data: [DONE] follows it.
+// which OpenAI's clients raise as an error; no data: [DONE] follows it. The stream's status is
+// already sent; the type is memory.CodeUpstream's in codeStatus.
 func writeErrorEvent(w http.ResponseWriter, code, msg string) {
-	b, _ := json.Marshal(map[string]apiError{"error": {Message: msg, Type: "upstream_error", Code: &code}})
+	b, _ := json.Marshal(map[string]apiError{"error": {Message: msg, Type: codeStatus[memory.CodeUpstream].typ, Code: &code}})
 	w.Write([]byte("data: "))
 	w.Write(b)
 	w.Write([]byte("\n\n"))
