@@ -56,9 +56,10 @@ const maxErrorText = 1000
 
 // ProviderError is one provider's failure: the class that decides retries and cooldown, the
 // HTTP status (0 when there was no HTTP response) and the Retry-After the server sent. A
-// provider returns it finished; the cascade's retrying completer refines it once (the
-// provider's name when missing, what an ended context means). Its Error text is redacted and
-// names the provider, the class and the status.
+// provider of this package (OpenAI, Fake) returns it finished, its class decided where the
+// failure was seen; the cascade reads the class and never decides it again: its retrying
+// completer only names the provider when missing and says what an ended context means. Its
+// Error text is redacted and names the provider, the class and the status.
 type ProviderError struct {
 	Provider   string        // the cascade entry's name
 	Model      string        // the entry's model
@@ -276,6 +277,25 @@ func Classify(err error) (class Class, status int, retryAfter time.Duration) {
 		return ClassBadRequest, 0, 0
 	}
 	return "", 0, 0
+}
+
+// failureOf is the one place a raw error becomes a provider's failure: the *ProviderError err
+// wraps (a copy; err itself is its cause when it names none), else a new one with Classify's
+// class, status and Retry-After. It is called once per failure, where the failure is seen: in
+// the provider for those of this package (OpenAI.failure, Fake.Complete), in the retrying
+// completer for a provider from outside (the offline rung, a caller's llm.Completer) and for
+// an ended context, in Cascade.turn for a task's own error.
+func failureOf(err error) *ProviderError {
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		cp := *pe
+		if cp.Err == nil {
+			cp.Err = err
+		}
+		return &cp
+	}
+	class, status, retryAfter := Classify(err)
+	return &ProviderError{Class: class, HTTPStatus: status, RetryAfter: retryAfter, Err: err}
 }
 
 // ClassifyHTTP classifies the error answer of an OpenAI-compatible server, its status and

@@ -23,7 +23,9 @@ func FakeReply(text string) FakeStep {
 }
 
 // Fake is a scriptable Provider for tests. Call n (from 0) plays Script[n]; once the script
-// is used up, Func answers; without Func, an extra call is an error (class ""). Every request
+// is used up, Func answers; without Func, an extra call is an error (class ""). Like every
+// provider of this package it returns its failures as a *ProviderError, classified here: a
+// step's Err (or Func's) is its cause, with Classify's class, or its own when it is one. Every request
 // is recorded. A Fake is safe for concurrent use; do not change its fields while it is used.
 type Fake struct {
 	Script []FakeStep
@@ -50,20 +52,29 @@ func (f *Fake) Complete(ctx context.Context, req llm.Request) (llm.Response, err
 
 	if step == nil {
 		if fn != nil {
-			return fn(ctx, req)
+			resp, err := fn(ctx, req)
+			return resp, fakeFailure(err)
 		}
-		return llm.Response{}, fmt.Errorf("fake: call %d has no scripted step (script has %d)", n+1, len(f.Script))
+		return llm.Response{}, fakeFailure(fmt.Errorf("fake: call %d has no scripted step (script has %d)", n+1, len(f.Script)))
 	}
 	if step.Delay > 0 {
 		t := time.NewTimer(step.Delay)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return llm.Response{}, ctx.Err()
+			return llm.Response{}, fakeFailure(ctx.Err())
 		case <-t.C:
 		}
 	}
-	return step.Response, step.Err
+	return step.Response, fakeFailure(step.Err)
+}
+
+// fakeFailure is the Fake's failure for err: nil for nil, else err classified, once.
+func fakeFailure(err error) error {
+	if err == nil {
+		return nil
+	}
+	return failureOf(err)
 }
 
 // Calls returns the requests received so far, in order.

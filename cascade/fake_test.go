@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sashabaranov/go-openai"
+
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/llm"
 )
@@ -66,4 +68,30 @@ func TestFake(t *testing.T) {
 			t.Fatalf("%d calls recorded, want 8", n)
 		}
 	})
+}
+
+// TestClassifiedOnce: a provider of the package returns its failure classified (the Fake
+// classifies a step's error where it plays it); the cascade reads that class and does not
+// decide it again, even when the cause, classified anew, would give another.
+func TestClassifiedOnce(t *testing.T) {
+	f := &cascade.Fake{Script: []cascade.FakeStep{{Err: &openai.APIError{HTTPStatusCode: 429, Message: "slow down"}}}}
+	_, err := f.Complete(context.Background(), llm.Request{})
+	var pe *cascade.ProviderError
+	if !errors.As(err, &pe) || pe.Class != cascade.ClassRateLimited || pe.HTTPStatus != 429 {
+		t.Fatalf("Fake error = %#v; want a *ProviderError of class rate_limited, HTTP 429", err)
+	}
+
+	sqldb, _ := openDB(t)
+	// The provider decided server (HTTP 503); its cause, classified anew, would be context_length.
+	decided := &cascade.ProviderError{Class: cascade.ClassServer, HTTPStatus: 503, Err: fmt.Errorf("upstream said: %w", llm.ErrContextLength)}
+	h := newHarness(t, sqldb, cascade.Entry{Name: "p", Model: "m", Provider: &cascade.Fake{Script: []cascade.FakeStep{{Err: decided}}}})
+	_, err = h.c.Complete(context.Background(), 0, llm.Request{})
+	var ce *cascade.Error
+	if !errors.As(err, &ce) || len(ce.Causes) != 1 || ce.Causes[0].Class != cascade.ClassServer {
+		t.Fatalf("Complete = %v; want the provider's class server", err)
+	}
+	rows := attempts(t, sqldb)
+	if len(rows) != 1 || rows[0].ErrorClass != string(cascade.ClassServer) || rows[0].HTTPStatus != 503 {
+		t.Fatalf("attempts = %+v; want one of class server, HTTP 503", rows)
+	}
 }

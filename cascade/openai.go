@@ -160,11 +160,12 @@ func (p *OpenAI) failure(err error, key string, x *exchange) *ProviderError {
 		return p.fail(ClassBadResponse, x, fmt.Errorf("%w: the response is larger than %d bytes, the bound for %d requested tokens",
 			llm.ErrBadResponse, x.limit, (x.limit-responseSlack)/responseBytesPerToken))
 	}
-	class, status, _ := Classify(err)
-	pe := p.fail(class, x, scrubKey(err, key))
-	if status != 0 {
-		pe.HTTPStatus = status
+	pe := failureOf(err) // the one classification of this provider's failure
+	pe.Provider, pe.Model, pe.Err = p.cfg.Name, p.cfg.Model, scrubKey(err, key)
+	if pe.HTTPStatus == 0 {
+		pe.HTTPStatus = x.status
 	}
+	pe.RetryAfter = x.retryAfter
 	return pe
 }
 

@@ -16,9 +16,11 @@ import (
 )
 
 // completer is the llm.Completer bound to one provider for one turn: attempts, retries,
-// backoff and the attempt log. It is where a provider's error is refined, once: named after
-// the entry when the provider did not name itself, and an ended context read as canceled
-// (the caller gave up) or timeout (the turn's limit passed).
+// backoff and the attempt log. It does not classify what a provider of this package returns
+// (OpenAI, Fake: a finished *ProviderError); it reads its class. Every failure it returns
+// passes through finish once: named after the entry when the provider did not name itself,
+// and an ended context read as canceled (the caller gave up) or timeout (the turn's limit
+// passed), which only the cascade, owning both contexts, can tell.
 type completer struct {
 	c            *Cascade
 	e            *Entry
@@ -54,12 +56,12 @@ func (k *completer) sawClass(class Class) bool {
 // Every attempt is logged. The error is a *ProviderError.
 func (k *completer) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if k.e.Provider == nil {
-		return llm.Response{}, k.refine(&ProviderError{Class: ClassBadRequest, Err: errors.New("the entry has no provider")})
+		return llm.Response{}, k.finish(&ProviderError{Class: ClassBadRequest, Err: errors.New("the entry has no provider")})
 	}
 	var bo *backoff.ExponentialBackOff
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return llm.Response{}, k.classify(err)
+			return llm.Response{}, k.finish(failureOf(err))
 		}
 		resp, pe, err := k.attempt(ctx, attempt, req)
 		if err != nil {
@@ -79,7 +81,7 @@ func (k *completer) Complete(ctx context.Context, req llm.Request) (llm.Response
 			Class: pe.Class, HTTPStatus: pe.HTTPStatus, Err: pe.detail()})
 		k.c.emit(Event{Provider: k.e.Name, Kind: EventWait, Attempt: attempt + 1, MaxAttempts: k.e.maxAttempts(), Wait: wait})
 		if err := k.c.sleep(ctx, wait); err != nil {
-			return llm.Response{}, k.classify(err)
+			return llm.Response{}, k.finish(failureOf(err))
 		}
 	}
 }
@@ -94,10 +96,13 @@ func (k *completer) attempt(ctx context.Context, n int, req llm.Request) (llm.Re
 	elapsed := time.Since(start)
 	var pe *ProviderError
 	if err != nil {
-		pe = k.classify(err)
+		// A provider of this package classified its failure where it saw it; the error of one
+		// from outside (the offline rung, a caller's llm.Completer) is classified here, where
+		// it leaves that provider.
+		pe = k.finish(failureOf(err))
 	} else if err = check(resp, req); err != nil {
-		pe = k.classify(err)
-		pe.HTTPStatus = resp.HTTPStatus // the exchange succeeded; its answer did not count
+		// The exchange succeeded; its answer did not count.
+		pe = k.finish(&ProviderError{Class: ClassBadResponse, HTTPStatus: resp.HTTPStatus, Err: err})
 	}
 	if dbErr := k.log(ctx, startedAt, elapsed, req, resp, pe); dbErr != nil {
 		return llm.Response{}, nil, dbErr
@@ -153,43 +158,26 @@ func check(resp llm.Response, req llm.Request) error {
 	return nil
 }
 
-// classify turns an attempt's error into this provider's *ProviderError: the one the
-// provider returned (a copy), else one built from Classify's class.
-func (k *completer) classify(err error) *ProviderError {
-	var pe *ProviderError
-	if errors.As(err, &pe) {
-		cp := *pe
-		if cp.Err == nil {
-			cp.Err = err
-		}
-		return k.refine(&cp)
-	}
-	class, status, retryAfter := Classify(err)
-	return k.refine(&ProviderError{Class: class, HTTPStatus: status, RetryAfter: retryAfter, Err: err})
-}
-
 // failure is the provider's failure for the error a task returned: the *ProviderError this
-// completer issued when the error wraps one (as it is), else the error classified, taking the
-// class of the last failed attempt when Classify knows none.
+// completer issued when the error wraps one (as it is, its class read, not decided again);
+// else the error's own class (failureOf), taking the class of the last failed attempt when
+// the error carries none (a task that gave up after a failure it did not wrap).
 func (k *completer) failure(err error) *ProviderError {
-	var pe *ProviderError
-	if errors.As(err, &pe) && k.issuedBy(pe) {
-		return pe
+	var issued *ProviderError
+	if errors.As(err, &issued) && k.issuedBy(issued) {
+		return issued
 	}
-	if pe != nil {
-		return k.classify(err)
+	pe := failureOf(err)
+	if last := k.last(); pe.Class == "" && issued == nil && last != nil {
+		pe.Class, pe.HTTPStatus, pe.RetryAfter = last.Class, last.HTTPStatus, last.RetryAfter
 	}
-	class, status, retryAfter := Classify(err)
-	if last := k.last(); class == "" && last != nil {
-		class, status, retryAfter = last.Class, last.HTTPStatus, last.RetryAfter
-	}
-	return k.refine(&ProviderError{Class: class, HTTPStatus: status, RetryAfter: retryAfter, Err: err})
+	return k.finish(pe)
 }
 
-// refine names the provider (when it did not name itself) and decides what an ended context
+// finish names the provider (when it did not name itself) and decides what an ended context
 // means: the caller canceled → canceled; the turn's limit passed → timeout. It is the only
-// place a failure is refined; each failure passes here once.
-func (k *completer) refine(pe *ProviderError) *ProviderError {
+// place the completer changes a failure; each failure it returns passes here once.
+func (k *completer) finish(pe *ProviderError) *ProviderError {
 	if pe.Provider == "" {
 		pe.Provider, pe.Model = k.e.Name, k.e.Model
 	}

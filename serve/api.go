@@ -37,13 +37,20 @@ func LimitFrom(t memory.Thread, cfg memory.Settings, auto bool) (int, string) {
 	case auto && t.Settings.Window != nil:
 		return t.Settings.Window.Limit, LimitFromUpstream
 	}
-	return memory.Effective(cfg, t.Settings, memory.ThreadSettings{}).TokenLimit, LimitFromConfig
+	// The thread sets no token_limit: the config's, or the default.
+	return cfg.WithDefaults().TokenLimit, LimitFromConfig
 }
 
+// view is a thread as the API and the pages show it. Its strategy is that of the settings a
+// compaction of it uses (memory.Resolve); "" when the thread's settings do not resolve with
+// the config's (a compaction then fails, naming the setting at fault).
 func (s *Server) view(t memory.Thread) ThreadView {
-	eff := memory.Effective(s.Compactor.Settings, t.Settings, memory.ThreadSettings{})
 	limit, from := LimitFrom(t, s.Compactor.Settings, s.Windows != nil)
-	return ThreadView{Thread: t, TokenLimit: limit, TokenLimitFrom: from, Strategy: eff.Strategy}
+	v := ThreadView{Thread: t, TokenLimit: limit, TokenLimitFrom: from}
+	if set, err := memory.Resolve(s.Compactor.Settings, t.Settings, memory.ThreadSettings{}); err == nil {
+		v.Strategy = set.Strategy
+	}
+	return v
 }
 
 // threadParam returns the thread id of the path, or writes a 400. Inspection accepts any id a
@@ -169,7 +176,7 @@ func (s *Server) apiCompact(w http.ResponseWriter, r *http.Request) {
 	free()
 	if len(body) > 0 {
 		if !isJSON(r) {
-			writeError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+			writeCode(w, memory.CodeUnsupported, "unsupported_media_type",
 				"the request body must be JSON, sent with Content-Type: application/json", "")
 			return
 		}

@@ -17,7 +17,9 @@ func (s *Server) compactLater(thread string) {
 		s.mu.Lock()
 		over := st.over
 		s.mu.Unlock()
-		if memory.Effective(s.Compactor.Settings, lv.active.Thread.Settings, over).UnderTrigger(lv.active.Tokens) {
+		// Settings that do not resolve are not checked here: the compaction reports them.
+		set, err := memory.Resolve(s.Compactor.Settings, lv.active.Thread.Settings, over)
+		if err == nil && set.UnderTrigger(lv.active.Tokens) {
 			return
 		}
 	}

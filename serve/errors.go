@@ -17,6 +17,7 @@ type apiError struct {
 }
 
 // writeError writes an error in OpenAI's shape. param and code may be "" (written as null).
+// Only writeCode calls it: every error answer takes its status and type from codeStatus.
 func writeError(w http.ResponseWriter, status int, typ, code, msg, param string) {
 	e := apiError{Message: msg, Type: typ}
 	if param != "" {
@@ -32,9 +33,10 @@ func writeError(w http.ResponseWriter, status int, typ, code, msg, param string)
 }
 
 // writeErrorEvent ends a stream with an error event in OpenAI's shape (data: {"error": {...}}),
-// which OpenAI's clients raise as an error; no data: [DONE] follows it.
+// which OpenAI's clients raise as an error; no data: [DONE] follows it. The stream's status is
+// already sent; the type is memory.CodeUpstream's in codeStatus.
 func writeErrorEvent(w http.ResponseWriter, code, msg string) {
-	b, _ := json.Marshal(map[string]apiError{"error": {Message: msg, Type: "upstream_error", Code: &code}})
+	b, _ := json.Marshal(map[string]apiError{"error": {Message: msg, Type: codeStatus[memory.CodeUpstream].typ, Code: &code}})
 	w.Write([]byte("data: "))
 	w.Write(b)
 	w.Write([]byte("\n\n"))
@@ -52,6 +54,15 @@ var codeStatus = map[memory.Code]struct {
 	memory.CodeOverLimit:   {http.StatusBadRequest, "invalid_request_error"},
 	memory.CodeUnavailable: {http.StatusServiceUnavailable, "server_error"},
 	memory.CodeInternal:    {http.StatusInternalServerError, "server_error"},
+
+	memory.CodeUnauthenticated: {http.StatusUnauthorized, "invalid_request_error"},
+	memory.CodeForbidden:       {http.StatusForbidden, "permission_error"},
+	memory.CodeNoRoute:         {http.StatusNotFound, "invalid_request_error"},
+	memory.CodeUnsupported:     {http.StatusUnsupportedMediaType, "invalid_request_error"},
+	memory.CodeTooLarge:        {http.StatusRequestEntityTooLarge, "invalid_request_error"},
+	memory.CodeTimeout:         {http.StatusRequestTimeout, "invalid_request_error"},
+	memory.CodeLoop:            {http.StatusLoopDetected, "invalid_request_error"},
+	memory.CodeUpstream:        {http.StatusBadGateway, "upstream_error"},
 }
 
 // writeCode writes an error of code in OpenAI's shape, with the status and type of codeStatus;

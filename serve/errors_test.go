@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memcascade/memcascade/memory"
@@ -39,6 +42,81 @@ func TestCodeStatusEveryCode(t *testing.T) {
 		}
 		if rec.Code != tc.status || body.Error.Code != tc.detail {
 			t.Errorf("Error(%v) = %d %q, want %d %q", tc.err, rec.Code, body.Error.Code, tc.status, tc.detail)
+		}
+	}
+}
+
+// TestWriteCodeEveryCode walks every memory.Code: writeCode answers it with the status and
+// OpenAI error type written here (the one table, codeStatus, is what is checked), keeping the
+// message and the detail it is given.
+func TestWriteCodeEveryCode(t *testing.T) {
+	want := map[memory.Code]struct {
+		status int
+		typ    string
+	}{
+		memory.CodeInvalid:         {400, "invalid_request_error"},
+		memory.CodeNotFound:        {404, "not_found_error"},
+		memory.CodeConflict:        {409, "invalid_request_error"},
+		memory.CodeOverLimit:       {400, "invalid_request_error"},
+		memory.CodeUnavailable:     {503, "server_error"},
+		memory.CodeInternal:        {500, "server_error"},
+		memory.CodeUnauthenticated: {401, "invalid_request_error"},
+		memory.CodeForbidden:       {403, "permission_error"},
+		memory.CodeNoRoute:         {404, "invalid_request_error"},
+		memory.CodeUnsupported:     {415, "invalid_request_error"},
+		memory.CodeTooLarge:        {413, "invalid_request_error"},
+		memory.CodeTimeout:         {408, "invalid_request_error"},
+		memory.CodeLoop:            {508, "invalid_request_error"},
+		memory.CodeUpstream:        {502, "upstream_error"},
+	}
+	if len(want) != len(memory.Codes) {
+		t.Errorf("%d codes expected here, memory.Codes has %d", len(want), len(memory.Codes))
+	}
+	for _, c := range memory.Codes {
+		w, ok := want[c]
+		if !ok {
+			t.Errorf("code %q: no expected status in this test", c)
+			continue
+		}
+		rec := httptest.NewRecorder()
+		writeCode(rec, c, "some_detail", "the message", "")
+		var body struct {
+			Error struct {
+				Message, Type string
+				Code          *string
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatalf("code %q: %v: %s", c, err, rec.Body)
+		}
+		e := body.Error
+		if rec.Code != w.status || e.Type != w.typ || e.Message != "the message" || e.Code == nil || *e.Code != "some_detail" {
+			t.Errorf("code %q: %d %s, want %d, type %q, the message and the detail", c, rec.Code, rec.Body, w.status, w.typ)
+		}
+	}
+}
+
+// TestWriteErrorOnlyThroughTable: no file of the package writes an error answer with a status
+// of its own; every one goes through writeCode and its table.
+func TestWriteErrorOnlyThroughTable(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := strings.Count(string(b), "writeError(")
+		if f == "errors.go" {
+			n -= 2 // its declaration and writeCode's call
+		}
+		if n != 0 {
+			t.Errorf("%s: %d direct writeError calls; answer through writeCode", f, n)
 		}
 	}
 }

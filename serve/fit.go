@@ -72,7 +72,8 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 
 // measure returns the thread's active context (the one kept, checked first with check) and
 // the settings of this turn: the thread's, with the override of Server.limits (which the
-// thread's background compaction uses too).
+// thread's background compaction uses too), merged and checked by the compactor's one rule
+// (memory.Resolve); settings that do not resolve are the turn's error, naming the key.
 func (s *Server) measure(ctx context.Context, st *threadState, req chatRequest, cap int, check bool) (*liveState, memory.Settings, memory.ThreadSettings, int, error) {
 	lv, err := s.live(ctx, st, check)
 	if err != nil {
@@ -89,7 +90,10 @@ func (s *Server) measure(ctx context.Context, st *threadState, req chatRequest, 
 	s.mu.Lock()
 	st.over = over
 	s.mu.Unlock()
-	set := memory.Effective(s.Compactor.Settings, a.Thread.Settings, over)
+	set, err := memory.Resolve(s.Compactor.Settings, a.Thread.Settings, over)
+	if err != nil {
+		return nil, memory.Settings{}, over, 0, fmt.Errorf("thread %q: %w", st.thread, err)
+	}
 	counter, err := s.Store.Counter(a.Thread.Encoding)
 	if err != nil {
 		return nil, set, over, 0, err

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // budget bounds the bytes held at once over all requests: request bodies and the upstream's
@@ -83,7 +85,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	rc.SetReadDeadline(time.Now().Add(s.ReadBodyTimeout))
 	defer rc.SetReadDeadline(time.Time{}) // a deadline left would end a long reply: the server reads ahead to see a client leave
 	if r.ContentLength > limit {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+		writeCode(w, memory.CodeTooLarge, "request_too_large",
 			fmt.Sprintf("the request body is over %d bytes", limit), "")
 		return nil, nil, false
 	}
@@ -95,16 +97,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+		writeCode(w, memory.CodeTooLarge, "request_too_large",
 			fmt.Sprintf("the request body is over %d bytes", tooBig.Limit), "")
 	case errors.Is(err, errBusy):
 		busy(w)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
-		writeError(w, http.StatusRequestTimeout, "invalid_request_error", "request_timeout",
+		writeCode(w, memory.CodeTimeout, "request_timeout",
 			fmt.Sprintf("the request body did not arrive within %s", s.ReadBodyTimeout), "")
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "cannot read the request body: "+err.Error(), "")
+		writeCode(w, memory.CodeInvalid, "unreadable_body", "cannot read the request body: "+err.Error(), "")
 	}
 	return nil, nil, false
 }
@@ -112,6 +114,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 // busy answers 503 with Retry-After: the bytes in flight are at the server's budget.
 func busy(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, "server_error", "server_busy",
+	writeCode(w, memory.CodeUnavailable, "server_busy",
 		"the server holds its limit of bytes in flight (MaxInFlightBytes): retry after a second", "")
 }

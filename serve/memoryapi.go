@@ -119,12 +119,12 @@ func (s *Server) apiPin(w http.ResponseWriter, r *http.Request) {
 // another site: one not marked application/json, or whose Origin is another site's.
 func sameSite(w http.ResponseWriter, r *http.Request) bool {
 	if !isJSON(r) {
-		writeError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+		writeCode(w, memory.CodeUnsupported, "unsupported_media_type",
 			"send this request with Content-Type: application/json", "")
 		return false
 	}
 	if err := http.NewCrossOriginProtection().Check(r); err != nil {
-		writeError(w, http.StatusForbidden, "permission_error", "cross_origin", "cross-site request refused: "+err.Error(), "")
+		writeCode(w, memory.CodeForbidden, "cross_origin", "cross-site request refused: "+err.Error(), "")
 		return false
 	}
 	return true

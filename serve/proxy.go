@@ -41,7 +41,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !isJSON(r) {
-		writeError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type",
+		writeCode(w, memory.CodeUnsupported, "unsupported_media_type",
 			"the request body must be JSON, sent with Content-Type: application/json", "")
 		return
 	}
@@ -58,7 +58,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.Upstream == "" {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "no_upstream",
+		writeCode(w, memory.CodeUnavailable, "no_upstream",
 			"no upstream model is configured: start memctl serve with --upstream URL (ending in /v1)", "")
 		return
 	}

@@ -82,7 +82,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, re
 	ctx, stream := r.Context(), req.stream
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Upstream+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		writeError(w, http.StatusBadGateway, "upstream_error", "upstream_unreachable", "upstream: "+err.Error(), "")
+		writeCode(w, memory.CodeUpstream, "upstream_unreachable", "upstream: "+err.Error(), "")
 		return false, false
 	}
 	up.Header.Set("Content-Type", "application/json")
@@ -98,7 +98,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, re
 	resp, err := s.Client.Do(up)
 	if err != nil {
 		if ctx.Err() == nil {
-			writeError(w, http.StatusBadGateway, "upstream_error", "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
+			writeCode(w, memory.CodeUpstream, "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
 		}
 		return false, false
 	}
@@ -177,12 +177,12 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string
 		if err != nil {
 			msg = "reading the upstream's reply: " + err.Error()
 		}
-		writeError(w, http.StatusBadGateway, "upstream_error", "bad_upstream_reply", msg, "")
+		writeCode(w, memory.CodeUpstream, "bad_upstream_reply", msg, "")
 		return false
 	}
 	reply, err := replyMessage(b)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, "upstream_error", "bad_upstream_reply", err.Error(), "")
+		writeCode(w, memory.CodeUpstream, "bad_upstream_reply", err.Error(), "")
 		return false
 	}
 	calibrate(promptTokens(b))
@@ -190,7 +190,7 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string
 		return false // the client left: it never sees this reply, so it is not stored
 	}
 	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}); err != nil {
-		writeError(w, http.StatusBadGateway, "upstream_error", "reply_not_stored", "the model's reply could not be stored: "+err.Error(), "")
+		writeCode(w, memory.CodeUpstream, "reply_not_stored", "the model's reply could not be stored: "+err.Error(), "")
 		return false
 	}
 	s.compactLater(thread)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
 // Headers of the OpenAI endpoint conventions.
@@ -21,13 +23,13 @@ const (
 // body as it gave them.
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	if s.Upstream == "" {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "no_upstream",
+		writeCode(w, memory.CodeUnavailable, "no_upstream",
 			"no upstream model is configured: start memctl serve with --upstream URL (ending in /v1)", "")
 		return
 	}
 	up, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.Upstream+"/models", nil)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, "upstream_error", "upstream_unreachable", "upstream: "+err.Error(), "")
+		writeCode(w, memory.CodeUpstream, "upstream_unreachable", "upstream: "+err.Error(), "")
 		return
 	}
 	up.Header.Set("Accept", "application/json")
@@ -37,7 +39,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.Client.Do(up)
 	if err != nil {
 		if r.Context().Err() == nil {
-			writeError(w, http.StatusBadGateway, "upstream_error", "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
+			writeCode(w, memory.CodeUpstream, "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
 		}
 		return
 	}
@@ -50,7 +52,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 // notFound answers a route the server does not have, in OpenAI's error shape, naming the base
 // URL an agent should use.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, "invalid_request_error", "unknown_route",
+	writeCode(w, memory.CodeNoRoute, "unknown_route",
 		fmt.Sprintf("no route %s %s: set the client's base URL to http://%s/t/THREAD/v1 (THREAD names the conversation; or use /v1 with the header %s: THREAD), which serves POST /chat/completions and GET /models",
 			r.Method, r.URL.Path, r.Host, ThreadHeader), "")
 }

@@ -106,7 +106,10 @@ func promptTokens(b []byte) int {
 func (s *Server) limits(ctx context.Context, ts memory.ThreadSettings, model string, cap int) (memory.ThreadSettings, *memory.ServedWindow) {
 	var over memory.ThreadSettings
 	var served *memory.ServedWindow
-	limit := memory.Effective(s.Compactor.Settings, ts, over).TokenLimit
+	limit := memory.MaxTokenLimit // settings that do not resolve: the turn's measure says why
+	if set, err := memory.Resolve(s.Compactor.Settings, ts, over); err == nil {
+		limit = set.TokenLimit
+	}
 	if s.Windows != nil && ts.TokenLimit == nil {
 		w := s.Windows.Window(ctx, model)
 		if rw := ts.Window; rw != nil && rw.Model == model && rw.Ratio > 0 {
