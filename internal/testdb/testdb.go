@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 	"testing"
 )
 
@@ -187,7 +188,17 @@ func NewSchema(ctx context.Context, admin *sql.DB, base, prefix string) (string,
 		return "", nil, fmt.Errorf("create schema %s: %w", schema, err)
 	}
 	drop := func() error {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		// Two schemas dropped at once (the tests of one package run in parallel) can deadlock
+		// on the catalog; PostgreSQL then aborts one of them (SQLSTATE 40P01), which may run
+		// again.
+		var err error
+		for attempt := 0; attempt < 5; attempt++ {
+			if _, err = admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err == nil || !strings.Contains(err.Error(), "40P01") {
+				break
+			}
+			time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
+		}
+		if err != nil {
 			return fmt.Errorf("drop schema %s: %w", schema, err)
 		}
 		return nil
