@@ -23,8 +23,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 	"testing"
+	"time"
 )
 
 // Env names the variable that holds the PostgreSQL server's URL.
