@@ -45,6 +45,9 @@ const (
 	DefaultMaxBodyBytes = 32 << 20
 	// DefaultMaxReplyBytes bounds a reply of the upstream model, streamed or not.
 	DefaultMaxReplyBytes = 64 << 20
+	// DefaultMaxSSEEventBytes bounds one event of an upstream's stream (its lines up to the
+	// blank line that ends it).
+	DefaultMaxSSEEventBytes = 16 << 20
 	// DefaultMaxInFlightBytes bounds the bytes of request bodies and upstream replies held
 	// at once over all requests.
 	DefaultMaxInFlightBytes = 128 << 20
@@ -83,6 +86,9 @@ type Server struct {
 	MaxBodyBytes int64
 	// MaxReplyBytes bounds an upstream's reply, streamed or not (0: DefaultMaxReplyBytes).
 	MaxReplyBytes int64
+	// MaxSSEEventBytes bounds one event of an upstream's stream, its data lines together
+	// (0: DefaultMaxSSEEventBytes); one line is bounded by MaxSSELineBytes.
+	MaxSSEEventBytes int64
 	// MaxInFlightBytes bounds the bytes of request bodies and non-streamed replies held at
 	// once over all requests; past it a request is answered 503 with Retry-After (0:
 	// DefaultMaxInFlightBytes).
@@ -162,6 +168,9 @@ func (s *Server) init() {
 		}
 		if s.MaxReplyBytes <= 0 {
 			s.MaxReplyBytes = DefaultMaxReplyBytes
+		}
+		if s.MaxSSEEventBytes <= 0 {
+			s.MaxSSEEventBytes = DefaultMaxSSEEventBytes
 		}
 		if s.MaxInFlightBytes <= 0 {
 			s.MaxInFlightBytes = DefaultMaxInFlightBytes
