@@ -99,6 +99,11 @@ type Server struct {
 	// ReadHeaderTimeout bounds the time a client takes to send a request's headers; a slower
 	// one has its connection closed (0: the package's ReadHeaderTimeout).
 	ReadHeaderTimeout time.Duration
+	// MaxConns bounds the client connections open at once: at the bound, a new connection
+	// closes the one that waited longest without a request in progress (see connCap). 0:
+	// half of the process's limit of open files less 64, at least 16 (no bound where the
+	// limit is not known); negative: no bound.
+	MaxConns int
 	// CacheBytes bounds what the proxy keeps of the threads between turns (each one's
 	// history, active context with its encodings, and latest request: see liveState), least
 	// recently used dropped first (0: DefaultCacheBytes); a thread unused for CacheIdle is
@@ -123,6 +128,7 @@ type Server struct {
 	initOnce sync.Once
 	id       string // this server's id in ViaHeader
 	inflight budget
+	conns    *connCap
 	http     *http.Server
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -179,6 +185,10 @@ func (s *Server) init() {
 		if s.ReadBodyTimeout <= 0 {
 			s.ReadBodyTimeout = DefaultReadBodyTimeout
 		}
+		if s.MaxConns == 0 {
+			s.MaxConns = defaultMaxConns()
+		}
+		s.conns = newConnCap(s.MaxConns)
 		if s.ReadHeaderTimeout <= 0 {
 			s.ReadHeaderTimeout = ReadHeaderTimeout
 		}
@@ -300,6 +310,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		IdleTimeout:       IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+	}
+	if c := s.conns; c != nil {
+		ln = capListener{ln, c}
+		s.http.ConnState = c.state
+		s.http.ConnContext = func(ctx context.Context, conn net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, conn)
+		}
 	}
 	srv := s.http
 	s.mu.Unlock()
