@@ -83,6 +83,8 @@ func (s *Server) readAll(r io.Reader, size int64) ([]byte, func(), error) {
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, free func(), ok bool) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(s.ReadBodyTimeout))
+	s.conns.readingBody(r.Context(), true)
+	defer s.conns.readingBody(r.Context(), false)
 	defer rc.SetReadDeadline(time.Time{}) // a deadline left would end a long reply: the server reads ahead to see a client leave
 	if r.ContentLength > limit {
 		writeCode(w, memory.CodeTooLarge, "request_too_large",

@@ -144,3 +144,75 @@ func TestJSONReplyOverLimit(t *testing.T) {
 		t.Fatalf("history %q, want %q", got, want)
 	}
 }
+
+// At the connection bound (MaxConns 2 here), a connection whose request is being answered is
+// never closed: a new connection waits to be served until a connection is free, and then is.
+// A connection that has sent nothing is closed for a new one once it has waited a second,
+// the oldest first.
+func TestConnectionBound(t *testing.T) {
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxConns = 2 }})
+	hold, got := make(chan struct{}), make(chan struct{}, 4)
+	e.up.set(func(u *upstream) { u.hold, u.got = hold, got })
+	answer := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(answer)
+	post := func(thread string, codes chan<- int) {
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Post(e.url+"/t/"+thread+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Errorf("%s: %v", thread, err)
+			codes <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes <- resp.StatusCode
+	}
+	codes := make(chan int, 3)
+	go post("a", codes)
+	go post("b", codes)
+	<-got
+	<-got // two requests held by the upstream: the bound is reached
+	go post("c", codes)
+	select {
+	case code := <-codes:
+		t.Fatalf("a request answered (%d) while both held ones were held", code)
+	case <-got:
+		t.Fatalf("a third request reached the upstream at the bound of 2 connections")
+	case <-time.After(1500 * time.Millisecond): // c waits: no connection may be closed for it
+	}
+	answer()
+	for i := 0; i < 3; i++ {
+		if code := <-codes; code != 200 {
+			t.Fatalf("request %d of 3: %d, want 200", i, code)
+		}
+	}
+
+	// Two idle connections that sent nothing, the first one older: a new request closes it.
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	first := dial()
+	time.Sleep(200 * time.Millisecond)
+	second := dial()
+	time.Sleep(1200 * time.Millisecond) // both waited over a second
+	start := time.Now()
+	go post("d", codes)
+	if code := <-codes; code != 200 {
+		t.Fatalf("a request at the bound of idle connections: %d", code)
+	}
+	t.Logf("answered in %v", time.Since(start))
+	closed := func(c net.Conn) bool {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		return err == io.EOF
+	}
+	if !closed(first) || closed(second) {
+		t.Fatalf("first closed %v, second closed %v: want the older one closed alone", closed(first), closed(second))
+	}
+}

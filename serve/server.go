@@ -45,6 +45,9 @@ const (
 	DefaultMaxBodyBytes = 32 << 20
 	// DefaultMaxReplyBytes bounds a reply of the upstream model, streamed or not.
 	DefaultMaxReplyBytes = 64 << 20
+	// DefaultMaxSSEEventBytes bounds one event of an upstream's stream (its lines up to the
+	// blank line that ends it).
+	DefaultMaxSSEEventBytes = 16 << 20
 	// DefaultMaxInFlightBytes bounds the bytes of request bodies and upstream replies held
 	// at once over all requests.
 	DefaultMaxInFlightBytes = 128 << 20
@@ -83,6 +86,9 @@ type Server struct {
 	MaxBodyBytes int64
 	// MaxReplyBytes bounds an upstream's reply, streamed or not (0: DefaultMaxReplyBytes).
 	MaxReplyBytes int64
+	// MaxSSEEventBytes bounds one event of an upstream's stream, its data lines together
+	// (0: DefaultMaxSSEEventBytes); one line is bounded by MaxSSELineBytes.
+	MaxSSEEventBytes int64
 	// MaxInFlightBytes bounds the bytes of request bodies and non-streamed replies held at
 	// once over all requests; past it a request is answered 503 with Retry-After (0:
 	// DefaultMaxInFlightBytes).
@@ -93,6 +99,11 @@ type Server struct {
 	// ReadHeaderTimeout bounds the time a client takes to send a request's headers; a slower
 	// one has its connection closed (0: the package's ReadHeaderTimeout).
 	ReadHeaderTimeout time.Duration
+	// MaxConns bounds the client connections open at once: at the bound, a new connection
+	// closes the one that waited longest without a request in progress (see connCap). 0:
+	// half of the process's limit of open files less 64, at least 16 (no bound where the
+	// limit is not known); negative: no bound.
+	MaxConns int
 	// CacheBytes bounds what the proxy keeps of the threads between turns (each one's
 	// history, active context with its encodings, and latest request: see liveState), least
 	// recently used dropped first (0: DefaultCacheBytes); a thread unused for CacheIdle is
@@ -117,6 +128,7 @@ type Server struct {
 	initOnce sync.Once
 	id       string // this server's id in ViaHeader
 	inflight budget
+	conns    *connCap
 	http     *http.Server
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -163,6 +175,9 @@ func (s *Server) init() {
 		if s.MaxReplyBytes <= 0 {
 			s.MaxReplyBytes = DefaultMaxReplyBytes
 		}
+		if s.MaxSSEEventBytes <= 0 {
+			s.MaxSSEEventBytes = DefaultMaxSSEEventBytes
+		}
 		if s.MaxInFlightBytes <= 0 {
 			s.MaxInFlightBytes = DefaultMaxInFlightBytes
 		}
@@ -170,6 +185,10 @@ func (s *Server) init() {
 		if s.ReadBodyTimeout <= 0 {
 			s.ReadBodyTimeout = DefaultReadBodyTimeout
 		}
+		if s.MaxConns == 0 {
+			s.MaxConns = defaultMaxConns()
+		}
+		s.conns = newConnCap(s.MaxConns)
 		if s.ReadHeaderTimeout <= 0 {
 			s.ReadHeaderTimeout = ReadHeaderTimeout
 		}
@@ -291,6 +310,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		IdleTimeout:       IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+	}
+	if c := s.conns; c != nil {
+		ln = capListener{ln, c}
+		s.http.ConnState = c.state
+		s.http.ConnContext = func(ctx context.Context, conn net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, conn)
+		}
 	}
 	srv := s.http
 	s.mu.Unlock()

@@ -36,7 +36,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread stri
 		return false
 	}
 	var acc streamReply
-	sse := newLineReader(body, s.MaxReplyBytes)
+	sse := newLineReader(body, s.MaxReplyBytes, s.MaxSSEEventBytes)
 	done := false
 	for !done {
 		line, err := sse.next()
@@ -98,19 +98,23 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread stri
 	return true
 }
 
-// lineReader reads the lines of a stream, each at most maxLine bytes and all together at most
-// max bytes; over either, next returns an error saying which.
+// lineReader reads the lines of a stream, each at most MaxSSELineBytes, those of one event
+// (up to the blank line that ends it) at most maxEvent bytes together, and all together at
+// most max bytes; over any, next returns an error saying which. It holds one line at a time:
+// an event's lines are relayed as they come, and what they add to the reply is bounded by
+// the event's bound.
 type lineReader struct {
-	br        *bufio.Reader
-	max, read int64
-	line      []byte
+	br              *bufio.Reader
+	max, read       int64
+	maxEvent, event int64 // the bound of an event and the bytes of the current one
+	line            []byte
 }
 
 // MaxSSELineBytes bounds one line of an upstream's stream (one data: line holds one chunk).
 const MaxSSELineBytes = 4 << 20
 
-func newLineReader(r io.Reader, max int64) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+func newLineReader(r io.Reader, max, maxEvent int64) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max, maxEvent: maxEvent}
 }
 
 // next returns the next line with its newline (without at the end of the stream), and the
@@ -126,8 +130,15 @@ func (l *lineReader) next() ([]byte, error) {
 		if len(l.line)+len(frag) > MaxSSELineBytes {
 			return nil, fmt.Errorf("a line of the stream is over %d bytes", MaxSSELineBytes)
 		}
+		l.event += int64(len(frag))
+		if l.event > l.maxEvent {
+			return nil, fmt.Errorf("an event of the stream is over %d bytes", l.maxEvent)
+		}
 		l.line = append(l.line, frag...)
 		if err != bufio.ErrBufferFull {
+			if len(bytes.TrimSpace(l.line)) == 0 {
+				l.event = 0 // a blank line ends the event
+			}
 			return l.line, err
 		}
 	}

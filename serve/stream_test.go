@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -199,5 +201,96 @@ func TestRefusalStored(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// One event of many data lines is bounded as a whole, apart from the line bound: an event of
+// 48 MiB in lines of 4 KB, each a chunk whose text the reply would hold, ends at
+// MaxSSEEventBytes (1 MiB here) with an error event and no [DONE], nothing stored, and the
+// process's heap grows by far less than the event (the relay holds a line at a time, the
+// reply what the bound lets through). Events that add up to more than the bound, each under
+// it, are relayed and stored.
+func TestStreamEventBound(t *testing.T) {
+	const bound = 1 << 20
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxSSEEventBytes = bound }})
+	line := []byte(`data: {"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("y", 4000) + `"},"finish_reason":null}]}` + "\n")
+	e.up.set(func(u *upstream) {
+		u.raw = func(w http.ResponseWriter, body []byte) {
+			sse(w, chunkRole)
+			for n := 0; n < 48<<20; n += len(line) { // one event: no blank line
+				if _, err := w.Write(line); err != nil {
+					return // the proxy stopped reading
+				}
+			}
+			io.WriteString(w, "\n")
+			sse(w, chunkFinish, "[DONE]")
+		}
+	})
+	peak := heapPeak(t)
+	code, body, _ := e.post("/t/ev/v1/chat/completions", streamRequest)
+	grew := peak()
+	if code != 200 || strings.Contains(body, "[DONE]") || errorEvent(t, body) != "upstream_stream_broken" ||
+		!strings.Contains(body, fmt.Sprintf("an event of the stream is over %d bytes", bound)) {
+		t.Fatalf("%d, error event %q, want code upstream_stream_broken naming the event bound and no [DONE]:\n%.300s", code, errorEvent(t, body), body[max(0, len(body)-300):])
+	}
+	if len(body) > 2*bound {
+		t.Fatalf("the client got %d bytes of the event, want at most about the bound (%d)", len(body), bound)
+	}
+	if got, want := e.history("ev"), []string{"user: hi"}; !slices.Equal(got, want) {
+		t.Fatalf("history %q, want %q", got, want)
+	}
+	t.Logf("heap grew by at most %.1f MiB during the request", float64(grew)/(1<<20))
+	if grew > 16<<20 {
+		t.Fatalf("the heap grew by %d bytes during a 48 MiB event bounded to %d", grew, bound)
+	}
+
+	// Many events, together over the bound, each under it.
+	e.up.set(func(u *upstream) {
+		u.raw = func(w http.ResponseWriter, body []byte) {
+			sse(w, chunkRole)
+			for n := 0; n < 2*bound; n += len(line) + 1 {
+				w.Write(line)
+				io.WriteString(w, "\n")
+			}
+			sse(w, chunkFinish, "[DONE]")
+		}
+	})
+	code, body, _ = e.post("/t/ok/v1/chat/completions", streamRequest)
+	if code != 200 || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("events under the bound: %d, ending %q", code, body[max(0, len(body)-200):])
+	}
+	if h := e.history("ok"); len(h) != 2 || len(h[1]) < 2*bound/len(line)*4000 {
+		t.Fatalf("events under the bound: %d messages stored, want the user's and the whole reply", len(h))
+	}
+}
+
+// heapPeak samples the bytes of live and unswept heap objects every millisecond from now; the
+// function it returns stops and gives the peak over the first sample.
+func heapPeak(t *testing.T) func() uint64 {
+	t.Helper()
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	base := read()
+	stop, done := make(chan struct{}), make(chan uint64)
+	go func() {
+		var top uint64
+		for {
+			top = max(top, read())
+			select {
+			case <-stop:
+				done <- top
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		top := <-done
+		if top < base {
+			return 0
+		}
+		return top - base
 	}
 }
