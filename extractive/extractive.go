@@ -1,8 +1,8 @@
 // Package extractive is the built-in offline summarizer: deterministic, no network. It reads
-// the conversation of a summary request as messages (llm.Request.Transcript and Running), never
-// the instructions rendered for a model, and writes the sections the summarization prompt asks
-// a model for, under the same headings (package transcript). It implements llm.Completer, so a
-// cascade can try it like any provider.
+// the conversation of a summary request as messages (llm.Request.Previous, Running and
+// Transcript), never the instructions rendered for a model, and writes the sections the
+// summarization prompt asks a model for, under the same headings (package transcript). It
+// implements llm.Completer, so a cascade can try it like any provider.
 //
 // It owns the offline summary's selection and layout. It imports llm, transcript and facts,
 // and must not import memory, cascade, db or anything that sends requests or stores data.
@@ -31,7 +31,7 @@ const DefaultTokens = 1024
 // with its result or error), the last state, and the key facts of the fact ledger (package
 // facts). See summarizeTranscript for what is dropped first when the budget is short.
 //
-// It reads only Request.Transcript and Request.Running. A request without them (not about a
+// It reads only Request.Previous, Request.Running and Request.Transcript. A request without them (not about a
 // conversation) is summarized as plain text, the text of its user messages, by keeping its
 // first and last lines; system and developer messages, the instructions, are never read.
 //
@@ -60,12 +60,16 @@ func (x Summarizer) Complete(ctx context.Context, req llm.Request) (llm.Response
 		budget = DefaultTokens
 	}
 	var input, text string
-	if len(req.Transcript) > 0 || req.Running != "" {
-		msgs := req.Transcript
-		if req.Running != "" {
-			// The summary of the parts before: folded in like an earlier summary.
-			msgs = append([]transcript.Message{{Role: transcript.RoleSummary, Text: req.Running}}, msgs...)
+	if len(req.Transcript) > 0 || req.Running != "" || req.Previous != "" {
+		// The summary this one updates and the summary of the parts before are folded in
+		// as an earlier summary is, section by section, ahead of the new messages.
+		var msgs []transcript.Message
+		for _, earlier := range []string{req.Previous, req.Running} {
+			if earlier != "" {
+				msgs = append(msgs, transcript.Message{Role: transcript.RoleSummary, Text: earlier})
+			}
 		}
+		msgs = append(msgs, req.Transcript...)
 		input = transcript.Render(msgs, transcript.Options{})
 		text = summarizeTranscript(msgs, budget, count, headingsOf(req.Headings))
 	} else {
