@@ -32,9 +32,10 @@ const DefaultTokens = 1024
 // with its result or error), the last state, and the key facts of the fact ledger (package
 // facts). See summarizeTranscript for what is dropped first when the budget is short.
 //
-// It reads only Request.Previous, Request.Running and Request.Transcript. A request without them (not about a
-// conversation) is summarized as plain text, the text of its user messages, by keeping its
-// first and last lines; system and developer messages, the instructions, are never read.
+// It reads only Request.Previous, Request.Running and Request.Transcript. A request without
+// them (not about a conversation) is summarized as plain text, the text of its user messages,
+// by keeping its first and last lines; system and developer messages, the instructions, are
+// never read.
 //
 // Its cascade entry's Type and Model are "extractive".
 type Summarizer struct {
@@ -237,9 +238,9 @@ func isErrorLine(line string) bool {
 // The first user message begins the first task; a later one begins a new task when the
 // current one has done its work (a call that changes something succeeded), the assistant
 // replied in text since, and the message is more than shortReply words and does not close
-// the conversation ("Thank you, ...") (see beginsTask). The newest task is the current one; the others are finished, and
-// their lines are tagged "[task N]", their outcome (the assistant's last reply, else the last
-// call) on a line "Outcome: ..." under Work done.
+// the conversation ("Thank you, ...") (see beginsTask). The newest task is the current one;
+// the others are finished, and their lines are tagged "[task N]", their outcome (the
+// assistant's last reply in text, else the last call) on a line "Outcome: ..." under Work done.
 //
 // The lines of an earlier summary in the transcript are carried into the section of the same
 // heading, with their task (see earlier). When the budget is short, lines are dropped lowest
@@ -298,8 +299,12 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 		case "assistant":
 			if text != "" {
 				i := add(secDecisions, rankDecision, task(), cut(firstSentence(text), 200))
-				reply[task()], replies[i] = i, text
 				lastStep, lastReply = text, text
+				if len(m.ToolCalls) == 0 { // a reply; text beside calls says what they are for
+					reply[task()], replies[i] = i, text
+				} else {
+					delete(reply, task()) // the calls are the newest outcome
+				}
 			}
 			for _, tc := range m.ToolCalls {
 				i := add(secWork, rankWork, task(), callText(tc))
