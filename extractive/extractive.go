@@ -1,8 +1,8 @@
 // Package extractive is the built-in offline summarizer: deterministic, no network. It reads
-// the conversation of a summary request as messages (llm.Request.Transcript and Running), never
-// the instructions rendered for a model, and writes the sections the summarization prompt asks
-// a model for, under the same headings (package transcript). It implements llm.Completer, so a
-// cascade can try it like any provider.
+// the conversation of a summary request as messages (llm.Request.Previous, Running and
+// Transcript), never the instructions rendered for a model, and writes the sections the
+// summarization prompt asks a model for, under the same headings (package transcript). It
+// implements llm.Completer, so a cascade can try it like any provider.
 //
 // It owns the offline summary's selection and layout. It imports llm, transcript and facts,
 // and must not import memory, cascade, db or anything that sends requests or stores data.
@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -31,9 +32,10 @@ const DefaultTokens = 1024
 // with its result or error), the last state, and the key facts of the fact ledger (package
 // facts). See summarizeTranscript for what is dropped first when the budget is short.
 //
-// It reads only Request.Transcript and Request.Running. A request without them (not about a
-// conversation) is summarized as plain text, the text of its user messages, by keeping its
-// first and last lines; system and developer messages, the instructions, are never read.
+// It reads only Request.Previous, Request.Running and Request.Transcript. A request without
+// them (not about a conversation) is summarized as plain text, the text of its user messages,
+// by keeping its first and last lines; system and developer messages, the instructions, are
+// never read.
 //
 // Its cascade entry's Type and Model are "extractive".
 type Summarizer struct {
@@ -60,12 +62,16 @@ func (x Summarizer) Complete(ctx context.Context, req llm.Request) (llm.Response
 		budget = DefaultTokens
 	}
 	var input, text string
-	if len(req.Transcript) > 0 || req.Running != "" {
-		msgs := req.Transcript
-		if req.Running != "" {
-			// The summary of the parts before: folded in like an earlier summary.
-			msgs = append([]transcript.Message{{Role: transcript.RoleSummary, Text: req.Running}}, msgs...)
+	if len(req.Transcript) > 0 || req.Running != "" || req.Previous != "" {
+		// The summary this one updates and the summary of the parts before are folded in
+		// as an earlier summary is, section by section, ahead of the new messages.
+		var msgs []transcript.Message
+		for _, earlier := range []string{req.Previous, req.Running} {
+			if earlier != "" {
+				msgs = append(msgs, transcript.Message{Role: transcript.RoleSummary, Text: earlier})
+			}
 		}
+		msgs = append(msgs, req.Transcript...)
 		input = transcript.Render(msgs, transcript.Options{})
 		text = summarizeTranscript(msgs, budget, count, headingsOf(req.Headings))
 	} else {
@@ -124,13 +130,17 @@ func headingsOf(custom []string) func(int) string {
 	}
 }
 
-// Ranks: an item of higher rank is kept longer when the budget is short.
+// Ranks: an item of higher rank is kept longer when the budget is short. These are the ranks
+// of the current task's lines and of the whole thread's (constraints, facts); the lines of a
+// finished task but its outcome rank a tenth of theirs, below every line of the current task,
+// so that old finished tasks shrink to their outcome line first.
 const (
 	rankGoal       = 100
 	rankConstraint = 95
 	rankNext       = 90
 	rankError      = 60
 	rankEarlier    = 50 // a line of an earlier summary
+	rankOutcome    = 45 // the outcome line of a finished task
 	rankWork       = 40
 	rankDecision   = 30
 )
@@ -138,9 +148,63 @@ const (
 // item is one line of a summary.
 type item struct {
 	section, rank, order int
-	text                 string
-	tokens               int
+	// task is the task the line is of (1, 2, ...: see summarizeTranscript); 0 for the whole
+	// thread (the user's constraints, key facts).
+	task   int
+	text   string
+	tokens int
 }
+
+// shortReply: a user message of at most this many words ("Yes, please.") never begins a task.
+const shortReply = 5
+
+// lookupVerbs start the names of tools that only read (the rule of package facts): a call of
+// any other tool changes something, and once one succeeded the task has done its work.
+var lookupVerbs = []string{"get", "search", "list", "find", "lookup", "read", "fetch", "query", "show", "view",
+	"check", "calculate", "think", "count", "describe", "grep", "ls", "cat", "open"}
+
+func isLookup(name string) bool {
+	n := strings.ToLower(name)
+	for _, v := range lookupVerbs {
+		if rest, ok := strings.CutPrefix(n, v); ok && (rest == "" || rest[0] == '_' || rest[0] == '-' || rest[0] == '.') {
+			return true
+		}
+	}
+	return false
+}
+
+// closings are the first words of a user message that closes the task rather than asking for
+// another ("Thank you, that is all I needed.").
+var closings = []string{"thanks", "thank", "ok", "okay", "great", "perfect", "no", "nope", "cool", "awesome", "bye", "goodbye"}
+
+// beginsTask reports whether a user message (text) begins a new task, the current one having
+// done its work (done: a call that changes something succeeded) and the assistant's last
+// message being a reply in text (lastReply).
+func beginsTask(text string, done bool, lastReply string) bool {
+	words := strings.Fields(strings.ToLower(text))
+	if !done || lastReply == "" || len(words) <= shortReply {
+		return false
+	}
+	return !slices.Contains(closings, strings.Trim(words[0], ".,!;:"))
+}
+
+// writeDone reports whether a line of work done (an extractive one: name(args) -> result) is a
+// call that changes something and succeeded.
+func writeDone(line string) bool {
+	name, _, ok := strings.Cut(line, "(")
+	if !ok || strings.ContainsAny(name, " \t") || isLookup(name) {
+		return false
+	}
+	_, result, ok := strings.Cut(line, ") -> ")
+	return ok && !strings.HasPrefix(result, "error: ")
+}
+
+// taskTagRE is the tag a finished task's lines carry in a summary ("[task 2] ").
+var taskTagRE = regexp.MustCompile(`^\[task (\d+)\] `)
+
+// addFunc adds a line to section sec with its rank and task and returns its index, -1 when
+// the text is empty.
+type addFunc func(sec, rank, task int, text string) int
 
 var (
 	// errorLineRE matches lines that report an error, not lines that merely contain the
@@ -163,83 +227,168 @@ func isErrorLine(line string) bool {
 
 // summarizeTranscript writes the sections of a summary of msgs within budget tokens:
 //
-//   - Goal and constraints: the first user request, and the user's constraints as the fact
+//   - Goal and constraints: each task's request, and the user's constraints as the fact
 //     ledger (package facts) finds them, quoted;
 //   - Decisions: the first sentence of each assistant message;
 //   - Work done: each tool call as name(key args) -> the first line of its result, or its
-//     error line;
+//     error line; a finished task's outcome;
 //   - Open tasks and next step: the last user message and the assistant's last step;
 //   - Key facts: the rest of the ledger (ids, paths, URLs, amounts, dates, errors...).
 //
+// The first user message begins the first task; a later one begins a new task when the
+// current one has done its work (a call that changes something succeeded), the assistant
+// replied in text since, and the message is more than shortReply words and does not close
+// the conversation ("Thank you, ...") (see beginsTask). The newest task is the current one;
+// the others are finished, and their lines are tagged "[task N]", their outcome (the
+// assistant's last reply in text, else the last call) on a line "Outcome: ..." under Work done.
+//
 // The lines of an earlier summary in the transcript are carried into the section of the same
-// heading. When the budget is short, lines are dropped lowest rank first, oldest first:
-// decisions, then work done, then earlier lines, then errors; the goal, the constraints and
-// the last state go last. The facts take at most half of what the goal and last state leave.
+// heading, with their task (see earlier). When the budget is short, lines are dropped lowest
+// rank first, oldest first: the lines of finished tasks but their outcomes first, then the
+// current task's decisions, work done, outcomes, earlier lines, errors; the goal, the
+// constraints and the last state go last. The facts take at most half of what the goal and last
+// state leave.
 func summarizeTranscript(msgs []transcript.Message, budget int, count func(string) int, heading func(int) string) string {
 	var items []item
-	add := func(sec, rank int, text string) {
+	add := func(sec, rank, task int, text string) int {
 		text = strings.TrimSpace(text)
 		if text == "" {
-			return
+			return -1
 		}
-		items = append(items, item{section: sec, rank: rank, order: len(items), text: "- " + text})
+		items = append(items, item{section: sec, rank: rank, task: task, order: len(items), text: text})
+		return len(items) - 1
 	}
 	var factMsgs []facts.Message
 	results := map[int]string{} // index of a call item -> its result
 	open := map[string][]int{}  // call id -> items waiting for their result
-	goal, lastUser, lastStep := "", "", ""
-	folded := false // an earlier summary holds the goal already
+	reply := map[int]int{}      // task -> the item of its last reply
+	replies := map[int]string{} // item of a reply -> the whole reply
+	cur := 0                    // the current task; 0 before the first
+	task := func() int { return max(cur, 1) }
+	var goals []string
+	lastUser, lastStep := "", ""
+	lastReply := ""          // the assistant's last message when it was a reply in text, else ""
+	done := false            // a call that changes something succeeded in the current task
+	writes := map[int]bool{} // call items of tools that change something
+	folded := false          // an earlier summary holds the current task's goal
+	asked := false           // a user message was read after the earlier summary
 	for _, m := range msgs {
 		text := strings.TrimSpace(m.Text)
 		fm := facts.FromTranscript(m)
 		fm.Content = text
 		switch m.Role {
 		case transcript.RoleSummary:
-			earlier(text, add)
-			folded = true
+			cur, lastReply, done = earlier(text, cur, add, reply)
+			folded, asked = true, false
 		case "user":
-			if text != "" {
-				if goal == "" {
-					goal = text
-				} else {
-					lastUser = text
-				}
+			if text == "" {
+				break
 			}
+			if cur == 0 || beginsTask(text, done, lastReply) {
+				cur++
+				add(secGoal, rankGoal, cur, "Goal: "+cut(oneLine(text), 300))
+				goals = append(goals, text)
+				lastUser, done = "", false
+			} else if folded && !asked {
+				add(secGoal, rankGoal, cur, "Later request: "+cut(oneLine(text), 300))
+				goals = append(goals, text)
+			} else {
+				lastUser = text
+			}
+			asked = true
 		case "assistant":
 			if text != "" {
-				add(secDecisions, rankDecision, cut(firstSentence(text), 200))
-				lastStep = text
+				i := add(secDecisions, rankDecision, task(), cut(firstSentence(text), 200))
+				lastStep, lastReply = text, text
+				if len(m.ToolCalls) == 0 { // a reply; text beside calls says what they are for
+					reply[task()], replies[i] = i, text
+				} else {
+					delete(reply, task()) // the calls are the newest outcome
+				}
 			}
 			for _, tc := range m.ToolCalls {
-				add(secWork, rankWork, callText(tc))
-				open[tc.ID] = append(open[tc.ID], len(items)-1)
-				lastStep = "called " + callText(tc)
+				i := add(secWork, rankWork, task(), callText(tc))
+				open[tc.ID] = append(open[tc.ID], i)
+				writes[i] = !isLookup(tc.Name)
+				lastStep, lastReply = "called "+callText(tc), ""
 			}
 		case "tool":
 			result := resultLine(text)
 			if p := open[m.ToolCallID]; len(p) > 0 {
+				i := p[len(p)-1]
 				open[m.ToolCallID] = p[:len(p)-1]
-				results[p[len(p)-1]] = result
+				results[i] = result
+				if writes[i] && items[i].task == task() && !strings.HasPrefix(result, "error: ") {
+					done = true
+				}
 			}
 		}
 		factMsgs = append(factMsgs, fm)
 	}
 	withResults(items, results)
-	label := "Goal: "
-	if folded {
-		label = "Later request: "
-	}
-	if goal != "" { // a summary of a summary alone has no new request to name
-		add(secGoal, rankGoal, label+cut(oneLine(goal), 300))
-	}
-	rest := ledgerItems(facts.Extract(factMsgs), goal, add)
+	rest := ledgerItems(facts.Extract(factMsgs), oneLine(strings.Join(goals, " ")), add)
 	if lastUser != "" {
-		add(secNext, rankNext, "Last user message: "+cut(oneLine(lastUser), 300))
+		add(secNext, rankNext, task(), "Last user message: "+cut(oneLine(lastUser), 300))
 	}
 	if lastStep != "" {
-		add(secNext, rankNext, "Last assistant step: "+cut(oneLine(lastStep), 300))
+		add(secNext, rankNext, task(), "Last assistant step: "+cut(oneLine(lastStep), 300))
 	}
-	return fitItems(items, rest, budget, count, heading)
+	finishTasks(items, task(), reply, replies)
+	return fitItems(items, task(), rest, budget, count, heading)
+}
+
+// finishTasks ranks and tags the lines of the tasks before cur, the finished ones: each keeps
+// one outcome line (its last reply, else its last line of work done, else its last decision)
+// at rankOutcome, its other lines rank a tenth of what they would; every item is then written
+// as a list line.
+func finishTasks(items []item, cur int, reply map[int]int, replies map[int]string) {
+	outcome := map[int]int{} // finished task -> its outcome item
+	for t, i := range reply {
+		if t < cur {
+			outcome[t] = i
+		}
+	}
+	for i, it := range items {
+		if it.task == 0 || it.task >= cur {
+			continue
+		}
+		if _, ok := reply[it.task]; ok {
+			continue
+		}
+		j, ok := outcome[it.task]
+		switch {
+		case it.section == secWork: // the last line of work done
+			outcome[it.task] = i
+		case it.section == secDecisions && (!ok || items[j].section != secWork):
+			outcome[it.task] = i
+		}
+	}
+	said := map[int]string{} // finished task -> what its outcome line says
+	for t, i := range outcome {
+		text := items[i].text
+		if whole, ok := replies[i]; ok {
+			text = cut(oneLine(whole), 200)
+		}
+		text = strings.TrimPrefix(strings.TrimPrefix(text, "Last assistant step: "), "Outcome: ")
+		said[t] = text
+		items[i].section, items[i].rank, items[i].text = secWork, rankOutcome, "Outcome: "+text
+	}
+	for i := range items {
+		it := &items[i]
+		if it.task == 0 || it.task >= cur {
+			it.text = "- " + it.text
+			continue
+		}
+		j, ok := outcome[it.task]
+		switch {
+		case ok && j == i:
+		case it.section == secDecisions && strings.HasPrefix(said[it.task], strings.TrimSuffix(it.text, "...")):
+			it.rank = -1 // the outcome line says it: never kept (see fitItems)
+		default:
+			it.rank /= 10
+		}
+		it.text = "- [task " + strconv.Itoa(it.task) + "] " + it.text
+	}
 }
 
 // withResults appends to each call item its result (results: index of the item -> result
@@ -255,12 +404,12 @@ func withResults(items []item, results map[int]string) {
 
 // ledgerItems adds the user's constraints of the ledger that the goal does not quote already,
 // and returns the facts left for the key facts section (tool calls are in Work done already).
-func ledgerItems(ledger []facts.Fact, goal string, add func(sec, rank int, text string)) (rest []facts.Fact) {
+func ledgerItems(ledger []facts.Fact, goal string, add addFunc) (rest []facts.Fact) {
 	for _, f := range ledger {
 		switch f.Kind {
 		case facts.KindConstraint:
-			if !strings.Contains(oneLine(goal), f.Text) {
-				add(secGoal, rankConstraint, `The user: "`+f.Text+`"`)
+			if !strings.Contains(goal, f.Text) {
+				add(secGoal, rankConstraint, 0, `The user: "`+f.Text+`"`)
 			}
 		case facts.KindToolCall: // in Work done already
 		default:
@@ -270,9 +419,25 @@ func ledgerItems(ledger []facts.Fact, goal string, add func(sec, rank int, text 
 	return rest
 }
 
-// earlier carries the lines of an earlier summary into the sections of the same heading.
-func earlier(text string, add func(sec, rank int, text string)) {
-	sec := secFacts
+// earlier carries the lines of an earlier summary into the sections of the same heading, each
+// with its task: a line tagged "[task N]" is of that finished task; the other lines of the goal,
+// decisions, work and next sections are of the task that was current then (the one after the
+// last tagged, or cur when higher), and the user's quoted constraints and the key facts of the
+// whole thread. The earlier "next step" is history now: its lines go under Work done, its last
+// assistant step standing as the task's reply (its outcome once the task is finished). It
+// returns the current task, that step when it was a reply in text, and whether the current
+// task has done its work (a line of work done is a call that changes something and succeeded).
+func earlier(text string, cur int, add addFunc, reply map[int]int) (int, string, bool) {
+	tagged := 0
+	for line := range strings.SplitSeq(text, "\n") {
+		if m := taskTagRE.FindStringSubmatch(strings.TrimPrefix(strings.TrimSpace(line), "- ")); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil && n < 1<<20 {
+				tagged = max(tagged, n)
+			}
+		}
+	}
+	task := max(cur, tagged+1)
+	sec, last, done := secFacts, "", false
 	for line := range strings.SplitSeq(text, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "Summary of ") {
@@ -286,19 +451,44 @@ func earlier(text string, add func(sec, rank int, text string)) {
 			sec = secFacts // another heading: its lines are kept as facts
 			continue
 		}
-		rank := rankEarlier
-		if sec == secGoal {
-			rank = rankConstraint
+		line = strings.TrimPrefix(line, "- ")
+		t := task
+		if m := taskTagRE.FindStringSubmatch(line); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil && n < task {
+				t, line = n, line[len(m[0]):]
+			}
 		}
-		if sec == secNext {
-			sec = secWork // the earlier "next step" is history now
+		switch {
+		case sec == secFacts:
+			add(secFacts, rankEarlier, 0, line)
+		case sec == secGoal && t == task && strings.HasPrefix(line, `The user: "`):
+			add(secGoal, rankConstraint, 0, line)
+		case sec == secGoal:
+			add(secGoal, rankConstraint, t, line)
+		case sec == secNext:
+			i := add(secWork, rankEarlier, t, line)
+			if step, ok := strings.CutPrefix(line, "Last assistant step: "); ok && i >= 0 {
+				reply[t] = i
+				last = step
+				if strings.HasPrefix(step, "called ") {
+					last = ""
+				}
+			}
+		case strings.HasPrefix(line, "Outcome: "):
+			if i := add(secWork, rankEarlier, t, line); i >= 0 {
+				reply[t] = i
+			}
+		default:
+			add(sec, rankEarlier, t, line)
+			done = done || (sec == secWork && t == task && writeDone(line))
 		}
-		add(sec, rank, strings.TrimPrefix(line, "- "))
 	}
+	return task, last, done
 }
 
 // fitItems renders the items and the facts section within budget.
-func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) int, heading func(int) string) string {
+// The current task's (cur) goal lines lead their section.
+func fitItems(items []item, cur int, ledger []facts.Fact, budget int, count func(string) int, heading func(int) string) string {
 	used := 0
 	var titled [numSections]bool // the section's title is counted in used
 	cost := func(sec, tokens int) int {
@@ -337,16 +527,23 @@ func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) 
 	} else {
 		factLines = ""
 	}
-	take(0)
+	take(0) // an item of negative rank is never kept
 	render := func() string {
 		var b strings.Builder
 		for sec := range numSections {
-			var lines []string
+			var lines, after []string
 			for i, it := range items {
-				if keep[i] && it.section == sec {
+				if !keep[i] || it.section != sec {
+					continue
+				}
+				if sec == secGoal && it.task != cur {
+					after = append(after, it.text)
+				} else {
 					lines = append(lines, it.text)
 				}
 			}
+			sort.SliceStable(after, func(a, b int) bool { return taskOf(after[a]) < taskOf(after[b]) })
+			lines = append(lines, after...)
 			if sec == secFacts && factLines != "" {
 				lines = append(lines, factLines)
 			}
@@ -369,6 +566,15 @@ func fitItems(items []item, ledger []facts.Fact, budget int, count func(string) 
 		}
 	}
 	return fitChars(out, budget, count)
+}
+
+// taskOf is the task a rendered line is tagged with; 0 when it has none.
+func taskOf(line string) int {
+	if m := taskTagRE.FindStringSubmatch(strings.TrimPrefix(line, "- ")); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
 }
 
 // firstSentence is the text up to the end of its first sentence or line.

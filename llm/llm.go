@@ -25,9 +25,14 @@ type Request struct {
 	Messages []Message
 	// Transcript is the conversation a summary request is about, as the messages Messages
 	// render (already redacted, not trimmed). A summarizer that reads structure rather than a
-	// prompt (package extractive) reads Transcript and Running, never the instructions in
-	// Messages. Empty when the request is not about a conversation.
+	// prompt (package extractive) reads Previous, Running and Transcript, never the
+	// instructions in Messages. Empty when the request is not about a conversation.
 	Transcript []transcript.Message
+	// Previous is the summary this one updates: on a re-compaction, the previous compaction's
+	// summary (redacted), sent in a block of its own ahead of the transcript, not as a message
+	// of it. It is set on the first (or only) part of a request in parts; later parts carry it
+	// within Running. "" on a first compaction.
+	Previous string
 	// Running is the summary of the parts of the conversation before Transcript when it is
 	// summarized in parts; "" for the first or only part.
 	Running string

@@ -38,8 +38,8 @@ func (in *input) mapReduce(ctx context.Context, t llm.Target, comp llm.Completer
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			p := parts[k]
-			resp, err := in.send(ctx, t, comp, r, p.text(bl), in.tms[p.from:p.to], k, len(parts), "", false)
+			text, tms, previous := in.partData(bl, parts[k])
+			resp, err := in.send(ctx, t, comp, r, text, tms, k, len(parts), "", previous, false)
 			texts[k], errs[k] = in.c.redact(strings.TrimSpace(resp.Text)), err
 		}()
 	}
@@ -85,7 +85,7 @@ func (in *input) reduce(ctx context.Context, t llm.Target, comp llm.Completer, r
 		merged := make([]string, len(groups))
 		for g, p := range groups {
 			final := len(groups) == 1
-			resp, err := in.send(ctx, t, comp, r, p.text(blocks), msgs[p.from:p.to], g, len(groups), "", final)
+			resp, err := in.send(ctx, t, comp, r, p.text(blocks), msgs[p.from:p.to], g, len(groups), "", "", final)
 			if err != nil {
 				return "", err
 			}

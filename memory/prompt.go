@@ -49,17 +49,28 @@ func renderSystem(text string) string {
 // system prompt and the request. chunk and chunks number the part (1 of 1 when not chunked);
 // running is the summary of the parts before it.
 //
-// The transcript and the running summary are framed by tags that carry a code (see fence)
-// which neither of them contains, so no content can close its block early.
+// The transcript, the running summary and the summary to update are framed by tags that carry
+// a code (see fence) which none of them contains, so no content can close its block early.
 func RenderRequest(transcriptText, running string, chunk, chunks, maxTokens int) []llm.Message {
-	return renderRequest(systemPrompt, transcriptText, running, chunk, chunks, maxTokens)
+	return renderRequest(systemPrompt, transcriptText, running, "", chunk, chunks, maxTokens)
 }
 
-func renderRequest(system, transcriptText, running string, chunk, chunks, maxTokens int) []llm.Message {
+// RenderUpdateRequest is RenderRequest for a re-compaction's first (or only) part: previous,
+// the summary the new one updates, is sent in a block of its own (summary_to_update) ahead
+// of the transcript, with the instruction to update it section by section.
+func RenderUpdateRequest(transcriptText, previous string, chunk, chunks, maxTokens int) []llm.Message {
+	return renderRequest(systemPrompt, transcriptText, "", previous, chunk, chunks, maxTokens)
+}
+
+func renderRequest(system, transcriptText, running, previous string, chunk, chunks, maxTokens int) []llm.Message {
 	var b bytes.Buffer
+	fenced := []string{transcriptText, running}
+	if previous != "" {
+		fenced = append(fenced, previous) // a first compaction's code stays what it was
+	}
 	err := requestTemplate.Execute(&b, map[string]any{
-		"Transcript": transcriptText, "Running": running, "Chunk": chunk, "Chunks": chunks,
-		"Words": max(1, maxTokens*3/4), "Fence": fence(transcriptText, running),
+		"Transcript": transcriptText, "Running": running, "Previous": previous, "Chunk": chunk, "Chunks": chunks,
+		"Words": max(1, maxTokens*3/4), "Fence": fence(fenced...),
 	})
 	if err != nil {
 		panic(err) // the template is embedded and tested: it cannot fail on these values

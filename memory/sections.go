@@ -20,9 +20,11 @@ import (
 //     constraints under "Goal and constraints", tool calls with their outcome and the errors
 //     under "Work done", ids, amounts, dates and the other values under "Key facts".
 //
-// A re-compaction folds the previous summary in section by section: the offline rung
-// merges its parsed sections (package extractive), and the facts it held come back from
-// the stored ledger into the same sections here, whatever the provider wrote.
+// A re-compaction updates the previous summary section by section: an LLM rung receives it
+// as the summary to update (llm.Request.Previous, its own block of the request, not a
+// message of the transcript), the offline rung merges its parsed sections (package
+// extractive), and the facts it held come back from the stored ledger into the same sections
+// here, whatever the provider wrote.
 
 // summarySections is a summary body cut by section.
 type summarySections struct {

@@ -102,6 +102,10 @@ type input struct {
 	tms     []transcript.Message // the middle as the summarizer reads it, redacted
 	blocks  []block
 	units   []int // where each unit of the middle starts
+	// prev: the middle begins with the previous summary (a re-compaction). It is sent as the
+	// summary to update, in a block of its own, not as a message of the transcript; its block
+	// (blocks[0]) is sized as that block and split with the rest, so it goes with part 1.
+	prev bool
 	// bodyBudget is the hard limit of the summary's body, asked the size asked for.
 	bodyBudget, asked int
 	prompt            userPrompt
@@ -132,6 +136,16 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 	// facts the provider may drop. The budget itself is only the hard limit.
 	in.asked = min(max(plan.MiddleTokens/4, 2*minSummaryTokens), int(float64(in.bodyBudget)*(1-factsShare)))
 	in.asked = max(in.asked, minSummaryTokens/2)
+	if len(middle) > 0 && middle[0].CompactionID != 0 {
+		in.prev = true
+		// The summary to update is sent whole (it is held to its own budget), with the
+		// instruction to update it: its block counts both.
+		var sb strings.Builder
+		transcript.RenderMessage(&sb, in.tms[0], transcript.Options{})
+		with := renderRequest("", "", "", in.tms[0].Text, 1, 1, in.asked)[1].Content
+		without := renderRequest("", "", "", "", 1, 1, in.asked)[1].Content
+		in.blocks[0] = block{text: sb.String(), tokens: max(1, counter.CountText(with)-counter.CountText(without)) + 1}
+	}
 	in.prompt = userPrompt{system: systemPrompt}
 	if s.Prompt != "" {
 		if in.prompt, err = parsePrompt(s.Prompt); err != nil {
@@ -260,21 +274,39 @@ func (in *input) split(t llm.Target, r shape) ([]block, []part, int, error) {
 
 // request sends part k.
 func (in *input) request(ctx context.Context, t llm.Target, comp llm.Completer, r shape, bl []block, parts []part, k int, running string) (llm.Response, error) {
-	p := parts[k]
-	return in.send(ctx, t, comp, r, p.text(bl), in.tms[p.from:p.to], k, len(parts), running, k == len(parts)-1)
+	text, tms, previous := in.partData(bl, parts[k])
+	return in.send(ctx, t, comp, r, text, tms, k, len(parts), running, previous, k == len(parts)-1)
+}
+
+// partData is what part p of blocks bl sends: its rendered transcript and its messages and,
+// for the first part of a re-compaction, the previous summary, as the summary to update
+// rather than a message of the transcript.
+func (in *input) partData(bl []block, p part) (text string, tms []transcript.Message, previous string) {
+	if !in.prev || p.from != 0 {
+		return p.text(bl), in.tms[p.from:p.to], ""
+	}
+	previous = in.tms[0].Text
+	if bl[0].text != in.blocks[0].text { // cut to fit a small window: sent as cut
+		if ms := transcript.Parse(bl[0].text); len(ms) == 1 {
+			previous = ms[0].Text
+		}
+	}
+	rest := part{from: 1, to: p.to}
+	return rest.text(bl), in.tms[1:p.to], previous
 }
 
 // send sends one request: text (the rendered transcript of tms) as part k of n, with the
-// summary so far; the final request's answer is held to the summary's budget.
-func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r shape, text string, tms []transcript.Message, k, n int, running string, final bool) (llm.Response, error) {
+// summary so far (running) or the summary it updates (previous); the final request's answer
+// is held to the summary's budget.
+func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r shape, text string, tms []transcript.Message, k, n int, running, previous string, final bool) (llm.Response, error) {
 	in.progressMu.Lock()
 	in.c.progress(Progress{Thread: in.thread, Pass: in.pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
 	in.progressMu.Unlock()
-	msgs := renderRequest(r.system, text, running, k+1, n, in.asked)
+	msgs := renderRequest(r.system, text, running, previous, k+1, n, in.asked)
 	if in.prompt.after != "" {
 		msgs[len(msgs)-1].Content += "\n\n" + in.prompt.after
 	}
-	req := llm.Request{Messages: msgs, Transcript: tms, Running: running,
+	req := llm.Request{Messages: msgs, Transcript: tms, Running: running, Previous: previous,
 		MaxTokens: r.out, TargetTokens: in.asked, Headings: in.prompt.headings}
 	if final {
 		req.Accept = in.accept

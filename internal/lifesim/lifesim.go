@@ -109,8 +109,10 @@ func Provider(s *memory.Store, kind string, seed uint64) (*cascade.Cascade, erro
 	rng := rand.New(rand.NewPCG(seed, 20))
 	third := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		var msgs []facts.Message
-		if req.Running != "" {
-			msgs = append(msgs, facts.Message{Role: "assistant", Content: req.Running})
+		for _, earlier := range []string{req.Previous, req.Running} {
+			if earlier != "" {
+				msgs = append(msgs, facts.Message{Role: "assistant", Content: earlier})
+			}
 		}
 		for _, m := range req.Transcript {
 			msgs = append(msgs, facts.FromTranscript(m))
