@@ -39,6 +39,7 @@ type summaryIndex struct {
 	words   map[string]bool // the maximal runs of word runes of norm, built on first use
 	lines   []string        // the normalised non-empty lines, built on first use
 	byName  map[string][]string
+	buf     []byte // scratch of containsText
 }
 
 func newSummaryIndex(summary string) *summaryIndex {
@@ -60,7 +61,7 @@ func (s *summaryIndex) has(f Fact) bool {
 			return s.numberSet()[n]
 		}
 	}
-	if s.contains(normalize(text)) {
+	if s.containsText(text) {
 		return true
 	}
 	switch f.Kind {
@@ -264,6 +265,60 @@ func normalizeRunes(s string) string {
 	return b.String()
 }
 
+// containsText is contains(normalize(text)). An ASCII text is normalised into a buffer the
+// index keeps, and a word is looked up in the word set straight from it: checking thousands
+// of ids ("W000123", which normalises to a new string) allocates nothing per fact.
+func (s *summaryIndex) containsText(text string) bool {
+	b, ok := appendNormalASCII(s.buf[:0], text)
+	if !ok {
+		return s.contains(normalize(text))
+	}
+	s.buf = b
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !isWordByte(c) {
+			return containsToken(s.norm, string(b))
+		}
+	}
+	if s.words == nil {
+		s.words = wordSet(s.norm)
+	}
+	return s.words[string(b)] // no allocation: the key is only looked up
+}
+
+// appendNormalASCII appends normalize(s) to dst for an ASCII s (false otherwise).
+func appendNormalASCII(dst []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return dst, false
+		}
+	}
+	start, space := len(dst), false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case ' ', '\t', '\n', '\v', '\f', '\r':
+			space = true
+			continue
+		case ',':
+			if i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1]) {
+				continue
+			}
+		}
+		if space && len(dst) > start {
+			dst = append(dst, ' ')
+		}
+		space = false
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
+}
+
 // normalizeASCII is normalize for an ASCII s (false otherwise): no rune to decode, and s
 // itself when it is normalised already.
 func normalizeASCII(s string) (string, bool) {
@@ -290,28 +345,7 @@ func normalizeASCII(s string) (string, bool) {
 	if clean {
 		return s, true
 	}
-	b := make([]byte, 0, len(s))
-	space := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case ' ', '\t', '\n', '\v', '\f', '\r':
-			space = true
-			continue
-		case ',':
-			if i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1]) {
-				continue
-			}
-		}
-		if space && len(b) > 0 {
-			b = append(b, ' ')
-		}
-		space = false
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
-	}
+	b, _ := appendNormalASCII(make([]byte, 0, len(s)), s)
 	return string(b), true
 }
 

@@ -136,9 +136,19 @@ func (f factFit) missing(text string) []facts.Fact {
 // missingFacts returns the facts of ledger that are not in summary and not marked in outside
 // (parallel to ledger; nil: none is outside).
 func missingFacts(ledger []facts.Fact, outside []bool, summary string) []facts.Fact {
-	var out []facts.Fact
-	for i, ok := range facts.Kept(ledger, summary) {
-		if !ok && (outside == nil || !outside[i]) {
+	kept := facts.Kept(ledger, summary)
+	n := 0
+	for i, ok := range kept {
+		if kept[i] = ok || outside != nil && outside[i]; !kept[i] {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]facts.Fact, 0, n) // a long ledger misses thousands: one allocation
+	for i, ok := range kept {
+		if !ok {
 			out = append(out, ledger[i])
 		}
 	}
