@@ -21,10 +21,69 @@ import (
 //   - an amount is kept when the summary has the same number (1859 matches $1,859);
 //   - a quantity is kept with or without the space before its unit (12 kg, 12kg).
 func Kept(ledger []Fact, summary string) []bool {
-	idx := newSummaryIndex(summary)
-	out := make([]bool, len(ledger))
+	return NewChecker(ledger).Kept(summary)
+}
+
+// A Checker is Kept for one ledger and many summaries (a summary is composed, checked,
+// recomposed and checked again before it commits). It indexes the ledger's facts that are
+// one word (an id, a name: most facts of a long ledger) by their normal form, so that a check
+// reads the summary's words once and looks each up in the index, instead of looking up each
+// fact in the summary; the other facts are checked one by one as Kept describes.
+type Checker struct {
+	ledger []Fact
+	words  map[string]int32 // the normal form of a one-word fact -> its last index in ledger
+	next   []int32          // the index of the fact of the same word before it (-1: none)
+	others []int32          // the indexes of the other facts
+}
+
+// NewChecker indexes ledger. The ledger must not change while the Checker is used.
+func NewChecker(ledger []Fact) *Checker {
+	c := &Checker{ledger: ledger, words: make(map[string]int32, len(ledger)), next: make([]int32, len(ledger))}
 	for i, f := range ledger {
-		out[i] = idx.has(f)
+		c.next[i] = -1
+		w, ok := oneWord(f)
+		if !ok {
+			c.others = append(c.others, int32(i))
+			continue
+		}
+		if head, seen := c.words[w]; seen { // another fact of the same word (another kind)
+			c.next[i] = head
+		}
+		c.words[w] = int32(i)
+	}
+	return c
+}
+
+// oneWord returns the normal form of f's text when f is kept exactly when that is one of the
+// summary's maximal runs of word runes (see summaryIndex.has): a fact of a kind without a
+// check of its own (not a tool call, amount, date or quantity) whose text is a word.
+func oneWord(f Fact) (string, bool) {
+	switch f.Kind {
+	case KindToolCall, KindAmount, KindDate, KindQuantity:
+		return "", false
+	}
+	w := normalize(strings.TrimSpace(f.Text))
+	if w == "" || !allWordRunes(w) {
+		return "", false
+	}
+	return w, true
+}
+
+// Kept is Kept(ledger, summary) for the Checker's ledger.
+func (c *Checker) Kept(summary string) []bool {
+	idx := newSummaryIndex(summary)
+	out := make([]bool, len(c.ledger))
+	if len(c.words) > 0 {
+		eachWord(idx.norm, func(w string) {
+			if i, ok := c.words[w]; ok {
+				for ; i >= 0; i = c.next[i] {
+					out[i] = true
+				}
+			}
+		})
+	}
+	for _, i := range c.others {
+		out[i] = idx.has(c.ledger[i])
 	}
 	return out
 }
@@ -380,12 +439,18 @@ func allWordRunes(s string) bool {
 // wordSet returns the maximal runs of word runes of s.
 func wordSet(s string) map[string]bool {
 	words := map[string]bool{}
+	eachWord(s, func(w string) { words[w] = true })
+	return words
+}
+
+// eachWord calls fn with each maximal run of word runes of s, in order.
+func eachWord(s string, fn func(string)) {
 	for i := 0; i < len(s); {
 		if s[i] >= 0x80 { // the rest rune by rune
 			for w := range strings.FieldsFuncSeq(s[i:], func(r rune) bool { return !isWordRune(r) }) {
-				words[w] = true
+				fn(w)
 			}
-			return words
+			return
 		}
 		if !isWordByte(s[i]) {
 			i++
@@ -398,14 +463,13 @@ func wordSet(s string) map[string]bool {
 		if j < len(s) && s[j] >= 0x80 {
 			// The run may go on with a non-ASCII word rune: read it, and the rest, rune by rune.
 			for w := range strings.FieldsFuncSeq(s[i:], func(r rune) bool { return !isWordRune(r) }) {
-				words[w] = true
+				fn(w)
 			}
-			return words
+			return
 		}
-		words[s[i:j]] = true
+		fn(s[i:j])
 		i = j
 	}
-	return words
 }
 
 func containsToken(hay, needle string) bool {
