@@ -89,11 +89,12 @@ func (s *Sectioner) size(k int) int {
 // Fit is Section(missing, maxTokens, count).
 //
 // The largest prefix that fits is found by counting as few prefixes as it can (counting a
-// section of thousands of facts is what a fit costs): each probe is where the counts of the
-// two ends of the range put the budget, by the bytes of the facts' lines between them (a list
-// of many facts of one kind is close to linear), and a probe that does not halve the range is
-// followed by a bisection step: a close guess takes two or three counts, and no search takes
-// more than twice the counts of a bisection.
+// section of thousands of facts is what a fit costs). The prefixes counted for earlier
+// budgets bound it to start with; then each probe is where the counts of the two ends of the
+// range put the budget, by the bytes of the facts' lines between them (a list of many facts
+// of one kind is close to linear), and a probe that does not halve the range is followed by
+// a bisection step: a close guess takes two or three counts, and no search takes more than
+// twice the counts of a bisection.
 func (s *Sectioner) Fit(maxTokens int) (string, int) {
 	n := len(s.r.facts)
 	if maxTokens <= 0 || n == 0 {
@@ -103,8 +104,17 @@ func (s *Sectioner) Fit(maxTokens int) (string, int) {
 	if fits(n) {
 		return s.render(n), n
 	}
-	// Largest k with fits(k): a longer prefix never renders shorter.
+	// Largest k with fits(k): a longer prefix never renders shorter. The prefixes counted for
+	// other budgets bound it already.
 	lo, hi := 0, n // fits(lo) is assumed, fits(hi) is false
+	for k, t := range s.tokens {
+		if t <= maxTokens && k > lo {
+			lo = k
+		} else if t > maxTokens && k < hi {
+			hi = k
+		}
+	}
+	lo = min(lo, hi-1) // a tokenizer that is not monotonic: the search below starts over
 	for hi-lo > 1 {
 		width := hi - lo
 		if k := s.guess(lo, hi, maxTokens); fits(k) {
