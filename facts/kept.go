@@ -21,10 +21,69 @@ import (
 //   - an amount is kept when the summary has the same number (1859 matches $1,859);
 //   - a quantity is kept with or without the space before its unit (12 kg, 12kg).
 func Kept(ledger []Fact, summary string) []bool {
-	idx := newSummaryIndex(summary)
-	out := make([]bool, len(ledger))
+	return NewChecker(ledger).Kept(summary)
+}
+
+// A Checker is Kept for one ledger and many summaries (a summary is composed, checked,
+// recomposed and checked again before it commits). It indexes the ledger's facts that are
+// one word (an id, a name: most facts of a long ledger) by their normal form, so that a check
+// reads the summary's words once and looks each up in the index, instead of looking up each
+// fact in the summary; the other facts are checked one by one as Kept describes.
+type Checker struct {
+	ledger []Fact
+	words  map[string]int32 // the normal form of a one-word fact -> its last index in ledger
+	next   []int32          // the index of the fact of the same word before it (-1: none)
+	others []int32          // the indexes of the other facts
+}
+
+// NewChecker indexes ledger. The ledger must not change while the Checker is used.
+func NewChecker(ledger []Fact) *Checker {
+	c := &Checker{ledger: ledger, words: make(map[string]int32, len(ledger)), next: make([]int32, len(ledger))}
 	for i, f := range ledger {
-		out[i] = idx.has(f)
+		c.next[i] = -1
+		w, ok := oneWord(f)
+		if !ok {
+			c.others = append(c.others, int32(i))
+			continue
+		}
+		if head, seen := c.words[w]; seen { // another fact of the same word (another kind)
+			c.next[i] = head
+		}
+		c.words[w] = int32(i)
+	}
+	return c
+}
+
+// oneWord returns the normal form of f's text when f is kept exactly when that is one of the
+// summary's maximal runs of word runes (see summaryIndex.has): a fact of a kind without a
+// check of its own (not a tool call, amount, date or quantity) whose text is a word.
+func oneWord(f Fact) (string, bool) {
+	switch f.Kind {
+	case KindToolCall, KindAmount, KindDate, KindQuantity:
+		return "", false
+	}
+	w := normalize(strings.TrimSpace(f.Text))
+	if w == "" || !allWordRunes(w) {
+		return "", false
+	}
+	return w, true
+}
+
+// Kept is Kept(ledger, summary) for the Checker's ledger.
+func (c *Checker) Kept(summary string) []bool {
+	idx := newSummaryIndex(summary)
+	out := make([]bool, len(c.ledger))
+	if len(c.words) > 0 {
+		eachWord(idx.norm, func(w string) {
+			if i, ok := c.words[w]; ok {
+				for ; i >= 0; i = c.next[i] {
+					out[i] = true
+				}
+			}
+		})
+	}
+	for _, i := range c.others {
+		out[i] = idx.has(c.ledger[i])
 	}
 	return out
 }
@@ -39,6 +98,7 @@ type summaryIndex struct {
 	words   map[string]bool // the maximal runs of word runes of norm, built on first use
 	lines   []string        // the normalised non-empty lines, built on first use
 	byName  map[string][]string
+	buf     []byte // scratch of containsText
 }
 
 func newSummaryIndex(summary string) *summaryIndex {
@@ -60,7 +120,7 @@ func (s *summaryIndex) has(f Fact) bool {
 			return s.numberSet()[n]
 		}
 	}
-	if s.contains(normalize(text)) {
+	if s.containsText(text) {
 		return true
 	}
 	switch f.Kind {
@@ -264,6 +324,60 @@ func normalizeRunes(s string) string {
 	return b.String()
 }
 
+// containsText is contains(normalize(text)). An ASCII text is normalised into a buffer the
+// index keeps, and a word is looked up in the word set straight from it: checking thousands
+// of ids ("W000123", which normalises to a new string) allocates nothing per fact.
+func (s *summaryIndex) containsText(text string) bool {
+	b, ok := appendNormalASCII(s.buf[:0], text)
+	if !ok {
+		return s.contains(normalize(text))
+	}
+	s.buf = b
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !isWordByte(c) {
+			return containsToken(s.norm, string(b))
+		}
+	}
+	if s.words == nil {
+		s.words = wordSet(s.norm)
+	}
+	return s.words[string(b)] // no allocation: the key is only looked up
+}
+
+// appendNormalASCII appends normalize(s) to dst for an ASCII s (false otherwise).
+func appendNormalASCII(dst []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return dst, false
+		}
+	}
+	start, space := len(dst), false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case ' ', '\t', '\n', '\v', '\f', '\r':
+			space = true
+			continue
+		case ',':
+			if i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1]) {
+				continue
+			}
+		}
+		if space && len(dst) > start {
+			dst = append(dst, ' ')
+		}
+		space = false
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
+}
+
 // normalizeASCII is normalize for an ASCII s (false otherwise): no rune to decode, and s
 // itself when it is normalised already.
 func normalizeASCII(s string) (string, bool) {
@@ -290,28 +404,7 @@ func normalizeASCII(s string) (string, bool) {
 	if clean {
 		return s, true
 	}
-	b := make([]byte, 0, len(s))
-	space := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case ' ', '\t', '\n', '\v', '\f', '\r':
-			space = true
-			continue
-		case ',':
-			if i > 0 && isDigit(s[i-1]) && i+1 < len(s) && isDigit(s[i+1]) {
-				continue
-			}
-		}
-		if space && len(b) > 0 {
-			b = append(b, ' ')
-		}
-		space = false
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
-	}
+	b, _ := appendNormalASCII(make([]byte, 0, len(s)), s)
 	return string(b), true
 }
 
@@ -346,12 +439,18 @@ func allWordRunes(s string) bool {
 // wordSet returns the maximal runs of word runes of s.
 func wordSet(s string) map[string]bool {
 	words := map[string]bool{}
+	eachWord(s, func(w string) { words[w] = true })
+	return words
+}
+
+// eachWord calls fn with each maximal run of word runes of s, in order.
+func eachWord(s string, fn func(string)) {
 	for i := 0; i < len(s); {
 		if s[i] >= 0x80 { // the rest rune by rune
 			for w := range strings.FieldsFuncSeq(s[i:], func(r rune) bool { return !isWordRune(r) }) {
-				words[w] = true
+				fn(w)
 			}
-			return words
+			return
 		}
 		if !isWordByte(s[i]) {
 			i++
@@ -364,14 +463,13 @@ func wordSet(s string) map[string]bool {
 		if j < len(s) && s[j] >= 0x80 {
 			// The run may go on with a non-ASCII word rune: read it, and the rest, rune by rune.
 			for w := range strings.FieldsFuncSeq(s[i:], func(r rune) bool { return !isWordRune(r) }) {
-				words[w] = true
+				fn(w)
 			}
-			return words
+			return
 		}
-		words[s[i:j]] = true
+		fn(s[i:j])
 		i = j
 	}
-	return words
 }
 
 func containsToken(hay, needle string) bool {

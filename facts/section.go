@@ -53,6 +53,7 @@ type Sectioner struct {
 	count  func(string) int
 	texts  map[int]string
 	tokens map[int]int
+	ends   []int // see guess
 }
 
 // NewSectioner prepares the sections of missing, counted by count (nil: one token per four
@@ -86,6 +87,14 @@ func (s *Sectioner) size(k int) int {
 }
 
 // Fit is Section(missing, maxTokens, count).
+//
+// The largest prefix that fits is found by counting as few prefixes as it can (counting a
+// section of thousands of facts is what a fit costs). The prefixes counted for earlier
+// budgets bound it to start with; then each probe is where the counts of the two ends of the
+// range put the budget, by the bytes of the facts' lines between them (a list of many facts
+// of one kind is close to linear), and a probe that does not halve the range is followed by
+// a bisection step: a close guess takes two or three counts, and no search takes more than
+// twice the counts of a bisection.
 func (s *Sectioner) Fit(maxTokens int) (string, int) {
 	n := len(s.r.facts)
 	if maxTokens <= 0 || n == 0 {
@@ -95,14 +104,30 @@ func (s *Sectioner) Fit(maxTokens int) (string, int) {
 	if fits(n) {
 		return s.render(n), n
 	}
-	// Largest k with fits(k), by bisection: a longer prefix never renders shorter.
+	// Largest k with fits(k): a longer prefix never renders shorter. The prefixes counted for
+	// other budgets bound it already.
 	lo, hi := 0, n // fits(lo) is assumed, fits(hi) is false
+	for k, t := range s.tokens {
+		if t <= maxTokens && k > lo {
+			lo = k
+		} else if t > maxTokens && k < hi {
+			hi = k
+		}
+	}
+	lo = min(lo, hi-1) // a tokenizer that is not monotonic: the search below starts over
 	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if fits(mid) {
-			lo = mid
+		width := hi - lo
+		if k := s.guess(lo, hi, maxTokens); fits(k) {
+			lo = k
 		} else {
-			hi = mid
+			hi = k
+		}
+		if hi-lo > 1 && hi-lo > width/2 {
+			if mid := (lo + hi) / 2; fits(mid) {
+				lo = mid
+			} else {
+				hi = mid
+			}
 		}
 	}
 	for lo > 0 && !fits(lo) { // a tokenizer that is not monotonic
@@ -112,6 +137,32 @@ func (s *Sectioner) Fit(maxTokens int) (string, int) {
 		return "", 0
 	}
 	return s.render(lo), lo
+}
+
+// guess returns the k in (lo, hi) where the budget falls at the tokens per byte between the
+// counts of prefixes lo and hi (counted already, 0 for the empty prefix): the last k whose
+// facts' lines, with their separators, end within the bytes that rate gives the budget. It
+// is only where the search probes next.
+func (s *Sectioner) guess(lo, hi, maxTokens int) int {
+	if s.ends == nil {
+		s.ends = make([]int, len(s.r.line)+1) // ends[k]: the bytes of the lines of facts[:k]
+		s.ends[0] = len(sectionTitle)
+		for i, line := range s.r.line {
+			s.ends[i+1] = s.ends[i] + len(line) + 2
+		}
+	}
+	tlo := 0
+	if lo > 0 {
+		tlo = s.size(lo)
+	}
+	thi := s.size(hi)
+	k := lo + (hi-lo)/2
+	if thi > tlo {
+		at := s.ends[lo] + int(float64(maxTokens-tlo)/float64(thi-tlo)*float64(s.ends[hi]-s.ends[lo]))
+		k, _ = slices.BinarySearch(s.ends, at+1)
+		k-- // the last k with ends[k] <= at
+	}
+	return min(max(k, lo+1), hi-1)
 }
 
 // A Group is the rendered lines of one kind of fact in a section: "- IDs: a; b", or a

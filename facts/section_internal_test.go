@@ -1,6 +1,8 @@
 package facts
 
 import (
+	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"testing"
@@ -89,6 +91,54 @@ func TestSectionerBudgets(t *testing.T) {
 			}
 			if n > 0 && count(text) > budget {
 				t.Fatalf("%s: budget %d: %d tokens", name, budget, count(text))
+			}
+		}
+	}
+}
+
+// TestSectionerFitSearch: the search from the guess finds the largest prefix that fits (the
+// one a scan of every prefix finds) at every budget, with fewer counts than a bisection
+// takes when the guess is close, and never more than twice a bisection's.
+func TestSectionerFitSearch(t *testing.T) {
+	var many []Fact
+	for i := range 3000 {
+		many = append(many, Fact{Kind: KindID, Text: fmt.Sprintf("W%06d", i), Weight: 50})
+		if i%7 == 0 {
+			many = append(many, Fact{Kind: KindAmount, Text: fmt.Sprintf("$%d.%02d", i, i%100), Weight: 30})
+		}
+	}
+	lists := map[string][]Fact{"many ids": many}
+	for _, name := range conversationFiles {
+		lists[name] = Extract(loadConversation(t, name))
+	}
+	for name, fs := range lists {
+		counts := 0
+		count := func(s string) int { counts++; return len(strings.Fields(s)) + len(s)/7 }
+		ref := NewSectioner(fs, count)
+		n := len(ref.r.facts)
+		sizes := make([]int, n+1)
+		for k := 1; k <= n; k++ {
+			sizes[k] = ref.size(k)
+		}
+		bisect := bits.Len(uint(n)) + 1
+		for _, budget := range []int{1, 10, sizes[n] / 10, sizes[n] / 3, sizes[n] / 2, sizes[n] - 1, sizes[n]} {
+			want := 0
+			for k := 1; k <= n; k++ {
+				if sizes[k] <= budget {
+					want = k
+				}
+			}
+			counts = 0
+			s := NewSectioner(fs, count)
+			text, got := s.Fit(budget)
+			if got != want || (want > 0 && text != ref.render(want)) {
+				t.Fatalf("%s: budget %d: Fit holds %d facts, the largest prefix that fits has %d", name, budget, got, want)
+			}
+			if counts > 2*bisect+1 {
+				t.Errorf("%s: budget %d: %d counts for %d facts (a bisection takes %d)", name, budget, counts, n, bisect)
+			}
+			if name == "many ids" && budget > 10 && counts > bisect/2 {
+				t.Errorf("%s: budget %d: %d counts for a list of one kind of fact; a bisection takes %d", name, budget, counts, bisect)
 			}
 		}
 	}

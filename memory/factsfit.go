@@ -17,6 +17,7 @@ import (
 // factFit composes a summary from the provider's prose and the facts it left out.
 type factFit struct {
 	ledger  []facts.Fact
+	checker *facts.Checker // of ledger (nil: one is made per check)
 	header  string
 	outside []bool // ledger facts already in the pinned or kept messages
 	count   func(string) int
@@ -130,15 +131,33 @@ func (f factFit) headingOf(sec int) string {
 
 // missing returns the ledger facts that are neither outside the summary nor in text.
 func (f factFit) missing(text string) []facts.Fact {
-	return missingFacts(f.ledger, f.outside, text)
+	return checkedMissing(f.checker, f.ledger, f.outside, text)
 }
 
 // missingFacts returns the facts of ledger that are not in summary and not marked in outside
 // (parallel to ledger; nil: none is outside).
 func missingFacts(ledger []facts.Fact, outside []bool, summary string) []facts.Fact {
-	var out []facts.Fact
-	for i, ok := range facts.Kept(ledger, summary) {
-		if !ok && (outside == nil || !outside[i]) {
+	return checkedMissing(nil, ledger, outside, summary)
+}
+
+// checkedMissing is missingFacts by checker, the Checker of ledger (nil: one is made).
+func checkedMissing(checker *facts.Checker, ledger []facts.Fact, outside []bool, summary string) []facts.Fact {
+	if checker == nil {
+		checker = facts.NewChecker(ledger)
+	}
+	kept := checker.Kept(summary)
+	n := 0
+	for i, ok := range kept {
+		if kept[i] = ok || outside != nil && outside[i]; !kept[i] {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]facts.Fact, 0, n) // a long ledger misses thousands: one allocation
+	for i, ok := range kept {
+		if !ok {
 			out = append(out, ledger[i])
 		}
 	}

@@ -146,5 +146,10 @@ func storedLedger(ledger, earlier, dropped []facts.Fact) (string, error) {
 		f.Dropped = named[key{f.Kind, f.Text}]
 		out[i] = f
 	}
-	return string(encodeLedger(facts.Merge(facts.Merge(out, gone), earlier))), nil
+	if len(out) == 0 { // Merge gives the other side as it is when one is empty
+		return string(encodeLedger(facts.Merge(facts.Merge(out, gone), earlier))), nil
+	}
+	// One merge of both: the same ledger as merging gone, then earlier (Merge keeps the first
+	// sighting and sorts stably), with one index of the ledger instead of two.
+	return string(encodeLedger(facts.Merge(out, append(gone, earlier...)))), nil
 }

@@ -92,7 +92,7 @@ func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error
 // is enforced: the summary commits only when every fact of the ledger of what it replaces is
 // in the resulting active context or named as dropped.
 func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary, next Active) error {
-	missing := factTexts(missingFacts(sum.facts, sum.outside, sum.text))
+	missing := factTexts(checkedMissing(sum.checker, sum.facts, sum.outside, sum.text))
 	dropped := factTexts(sum.dropped)
 	if !slices.Equal(missing, dropped) {
 		return fmt.Errorf("%w: the summary misses facts %q but reports %q as dropped", ErrFactsLost, missing, dropped)

@@ -44,10 +44,11 @@ type summary struct {
 	provider, model       string
 	chunks                int
 	facts                 []facts.Fact
-	outside               []bool       // facts of the ledger already in the kept or pinned messages
-	factsTotal, factsKept int          // the ledger's size, and the facts the provider's prose held
-	dropped               []facts.Fact // facts that could not fit (see factFit)
-	named                 []facts.Fact // facts of the stored ledger an earlier report named dropped
+	checker               *facts.Checker // of facts
+	outside               []bool         // facts of the ledger already in the kept or pinned messages
+	factsTotal, factsKept int            // the ledger's size, and the facts the provider's prose held
+	dropped               []facts.Fact   // facts that could not fit (see factFit)
+	named                 []facts.Fact   // facts of the stored ledger an earlier report named dropped
 }
 
 // block is one rendered message of the middle.
@@ -338,15 +339,16 @@ func (in *input) resplit(bl []block, parts []part, k, limit int) ([]block, []par
 // compose completes the provider's summary with the facts it dropped.
 func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Plan, s Settings) summary {
 	body := strings.TrimSpace(in.c.redact(res.Text))
+	checker := facts.NewChecker(ledger) // the ledger is checked against several texts
 	fit := factFit{
-		ledger: ledger, header: in.header, count: in.counter.CountText,
-		outside:  facts.Kept(ledger, outsideText(plan.result(a.Entries))),
+		ledger: ledger, checker: checker, header: in.header, count: in.counter.CountText,
+		outside:  checker.Kept(outsideText(plan.result(a.Entries))),
 		soft:     in.bodyBudget,
 		headings: in.prompt.headings,
 		hard:     plan.RoomBudget - (plan.SummaryBudget - in.bodyBudget),
 	}
 	nKept := 0 // the facts the provider's prose holds
-	for _, ok := range facts.Kept(ledger, body) {
+	for _, ok := range checker.Kept(body) {
 		if ok {
 			nKept++
 		}
@@ -355,7 +357,7 @@ func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Pla
 	return summary{
 		text: text, tokens: in.counter.CountMessage(TextMessage(s.SummaryRole, text)),
 		provider: res.Provider, model: res.Model, chunks: int(in.chunks.Load()),
-		facts: ledger, outside: fit.outside, factsTotal: len(ledger), factsKept: nKept, dropped: dropped,
+		facts: ledger, checker: checker, outside: fit.outside, factsTotal: len(ledger), factsKept: nKept, dropped: dropped,
 	}
 }
 

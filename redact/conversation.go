@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"sync"
@@ -226,7 +227,36 @@ func askedForSecret(texts []string) bool {
 	if len(t) > 400 {
 		t = t[len(t)-400:]
 	}
-	return askRE.MatchString(t)
+	return mayAsk(t) && askRE.MatchString(t)
+}
+
+// askWords are what every match of askRE holds, lower-cased: an ASCII text with none of them
+// asks for nothing, and is not given to the regexp (a backtracking match of its many
+// alternatives was most of reading a long conversation).
+var askWords = []string{"pass", "pin", "otp", "code", "token", "secret", "key"}
+
+// mayAsk reports whether t may match askRE: false only for an ASCII t without any of
+// askWords in any case. A text with other characters may match through a case fold of
+// (?i) (the Kelvin sign for k, the long s for s): it is left to the regexp.
+func mayAsk(t string) bool {
+	var buf [400]byte
+	low := buf[:0]
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if c >= 0x80 {
+			return true
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		low = append(low, c)
+	}
+	for _, w := range askWords {
+		if bytes.Contains(low, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // ordinaryReplies are one-word answers that are no secret, whatever was asked.

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -125,5 +126,45 @@ func TestSplitSecret(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMayAsk: the filter in front of askRE lets through every text askRE matches: each of
+// its words in any case and inside other text, in texts with non-ASCII characters (a case
+// fold of the Kelvin sign or the long s), and random texts of its letters.
+func TestMayAsk(t *testing.T) {
+	texts := []string{
+		"What is your PASSWORD?", "pin code please", "Enter the OTP", "one-time code", "the 2FA code", "MFA code",
+		"your API key", "Api_Key", "secret", "Tokens", "ssh-key", "Passphrase", "\u212Aey", "ſecret", "tell me the \u212Aey",
+		"message 12 about order W000012 and flight HAT012", "", "no request here",
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	parts := []string{"pass", "word", "phrase", "code", "s", "pin", " number", "otp", "one", "time", "2fa", "auth", "token",
+		"secret", "api", "ssh", "your", "k", "ey", "\u212Aey", "\u017Fecret", " ", "-", "_", "x", "é", "?"}
+	for range 20000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(6) {
+			p := parts[rng.IntN(len(parts))]
+			if rng.IntN(3) == 0 {
+				p = strings.ToUpper(p)
+			}
+			b.WriteString(p)
+		}
+		texts = append(texts, b.String())
+	}
+	matched := 0
+	for _, s := range texts {
+		if askRE.MatchString(s) {
+			matched++
+			if !mayAsk(s) {
+				t.Fatalf("askRE matches %q, which mayAsk turns away", s)
+			}
+		}
+	}
+	if mayAsk("message 12 about order W000012 and flight HAT012") {
+		t.Error("mayAsk lets through a text with none of the words")
+	}
+	if matched < 100 {
+		t.Fatalf("only %d texts matched: the test proves little", matched)
 	}
 }
