@@ -1,9 +1,9 @@
-// Package pg holds the PostgreSQL schema (schema.sql), its queries (queries/*.sql, compiled to
+// Package postgres holds the PostgreSQL schema (schema.sql), its queries (queries/*.sql, compiled to
 // Go by sqlc into the *.gen.go files, with the same names, parameters and results as package
 // db's where PostgreSQL allows) and the functions that open a database and run transactions.
 // It is the PostgreSQL side of package db, whose transaction runner it shares; it imports no
 // other package of this module. The driver is pgx through database/sql.
-package pg
+package postgres
 
 import (
 	"context"
