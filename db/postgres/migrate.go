@@ -160,15 +160,15 @@ func prepareSchema(ctx context.Context, sqldb *sql.DB, opt db.Options) error {
 var Ops = db.Ops{
 	// Nothing is prepared up front (one round trip a query, at every open): the driver prepares
 	// each statement on first use and keeps it for the connection.
-	Prepare:   func(_ context.Context, sqldb *sql.DB) (db.Querier, error) { return adapter{New(sqldb)}, nil },
-	Bind:      func(q db.Querier, tx *sql.Tx) db.Querier { return adapter{q.(adapter).q.WithTx(tx)} },
+	Prepare:   func(_ context.Context, sqldb *sql.DB) (db.Querier, error) { return queries(New(sqldb)), nil },
+	Bind:      func(q db.Querier, tx *sql.Tx) db.Querier { return queries(unwrap(q).WithTx(tx)) },
 	Write:     writeTx,
 	Locked:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
 	Read:      readTx,
 	Retryable: IsRetryable,
 	Lost:      IsConnLost,
 	Match:     TSQuery,
-	Close:     func(q db.Querier) error { return q.(adapter).q.Close() },
+	Close:     func(q db.Querier) error { return unwrap(q).Close() },
 	Vacuum:    vacuum,
 	Check:     check,
 	Identity:  identity,
