@@ -235,14 +235,20 @@ func (h *Handle) Close() error {
 	return err
 }
 
+// ErrNoPostgres is the error of opening a postgres:// URL in a program that does not link
+// the PostgreSQL backend: a library program links it with a blank import of package db/postgres;
+// memctl built with -tags nopostgres leaves it out.
+var ErrNoPostgres = errors.New(`this program has no PostgreSQL support: link it in with import _ "github.com/memcascade/memcascade/db/postgres" (memctl built with -tags nopostgres leaves it out)`)
+
 // URLOpener opens the database a URL names (see RegisterURL).
 type URLOpener func(ctx context.Context, url string, opt Options) (*Handle, error)
 
 var urlOpeners = map[string]URLOpener{}
 
 // RegisterURL makes OpenHandle open the URLs of scheme (as "postgres") with open. Package
-// db/postgres registers postgres and postgresql when it is linked in; a build without it
-// (go build -tags nopostgres) knows SQLite files only.
+// db/postgres registers postgres and postgresql when a program links it in (memctl does, unless
+// built with -tags nopostgres; a library program imports it itself); without it, a
+// postgres:// URL is ErrNoPostgres.
 func RegisterURL(scheme string, open URLOpener) { urlOpeners[scheme] = open }
 
 // URLScheme returns the scheme of name when name is a database URL ("postgres" for
@@ -293,7 +299,7 @@ func OpenHandle(ctx context.Context, name string, opt Options) (*Handle, error) 
 		open, ok := urlOpeners[scheme]
 		if !ok {
 			if scheme == "postgres" || scheme == "postgresql" {
-				return nil, fmt.Errorf("open database: this build has no PostgreSQL support (it was built with -tags nopostgres)")
+				return nil, fmt.Errorf("open database %s: %w", Display(name), ErrNoPostgres)
 			}
 			return nil, fmt.Errorf("open database: unknown URL scheme %q (want an SQLite file path or postgres://...)", scheme)
 		}

@@ -80,7 +80,9 @@ type Store struct {
 // Open opens the store at path, creating the file (mode 0600) when missing and migrating an
 // older schema. A compaction left running by a process that no longer exists is marked failed
 // with the error "interrupted". A file that is not a memcascade database is refused
-// (*ForeignError) and left byte-identical.
+// (*ForeignError) and left byte-identical. path may be a postgres:// URL when the program links
+// the PostgreSQL backend in (import _ "github.com/memcascade/memcascade/db/postgres"); without it
+// the open fails naming that import (db.ErrNoPostgres).
 func Open(ctx context.Context, path string) (*Store, error) {
 	return OpenWith(ctx, path, OpenOptions{})
 }

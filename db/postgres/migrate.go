@@ -3,6 +3,14 @@
 // db's where PostgreSQL allows) and the functions that open a database and run transactions.
 // It is the PostgreSQL side of package db, whose transaction runner it shares; it imports no
 // other package of this module. The driver is pgx through database/sql.
+//
+// A program links it in for its side effect, as a database/sql driver:
+//
+//	import _ "github.com/memcascade/memcascade/db/postgres"
+//
+// which registers postgres:// and postgresql:// URLs with db.OpenHandle (and so memory.Open).
+// memctl imports it unless built with -tags nopostgres; package memory does not, so a program
+// that keeps only SQLite files links no PostgreSQL driver.
 package postgres
 
 import (
