@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/db/sqlite" // SQLite files: the default backend, always linked
 	"github.com/memcascade/memcascade/tokenizer"
 )
 
@@ -48,7 +49,7 @@ var (
 
 // ForeignError is the error of an open that found a file that is not a memcascade database
 // (another application's SQLite file, or not SQLite at all); the file was left untouched.
-type ForeignError = db.ForeignError
+type ForeignError = sqlite.ForeignError
 
 // Store is a conversation memory in one SQLite file or one PostgreSQL database. It is safe for
 // concurrent use, and several processes may use the same database.
