@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -20,5 +21,22 @@ func TestOpenPostgresUnlinked(t *testing.T) {
 	}
 	if _, err := OpenHandle(context.Background(), "mysql://h/x", Options{}); err == nil || !strings.Contains(err.Error(), `"mysql"`) {
 		t.Errorf("OpenHandle(mysql://...): %v", err)
+	}
+}
+
+// TestOpenFileUnlinked: a file path opened in a program that does not link db/sqlite is
+// ErrNoSQLite, naming the import (this test binary links it through memory: the registration
+// is taken away for the test).
+func TestOpenFileUnlinked(t *testing.T) {
+	open, ok := openers[Files]
+	delete(openers, Files)
+	t.Cleanup(func() {
+		if ok {
+			openers[Files] = open
+		}
+	})
+	_, err := OpenHandle(context.Background(), filepath.Join(t.TempDir(), "m.db"), Options{})
+	if !errors.Is(err, ErrNoSQLite) || !strings.Contains(err.Error(), `import _ "github.com/memcascade/memcascade/db/sqlite"`) {
+		t.Errorf("OpenHandle of a file without db/sqlite: %v", err)
 	}
 }
