@@ -19,16 +19,36 @@ import (
 	"time"
 )
 
-// ErrNewerSchema is returned by Open for a database written by a newer version of memcascade.
-var ErrNewerSchema = errors.New("database was written by a newer version of memcascade")
+// The errors of this package and of the backends' opens.
+var (
+	// ErrNewerSchema is returned by a backend's open for a database written by a newer version
+	// of memcascade.
+	ErrNewerSchema = errors.New("database was written by a newer version of memcascade")
 
-// ErrNoDatabase is returned by OpenWith with NoCreate or ReadOnly when the file is missing or
-// empty: nothing is created.
-var ErrNoDatabase = errors.New("no database")
+	// ErrNoDatabase is returned by an open with NoCreate or ReadOnly when the file is missing or
+	// empty, or the PostgreSQL database has no memcascade schema: nothing is created.
+	ErrNoDatabase = errors.New("no database")
 
-// ErrOlderSchema is returned by OpenWith with ReadOnly for a memcascade database written by an
-// older version: reading it needs its migration, which only a writing open runs.
-var ErrOlderSchema = errors.New("database was written by an older version of memcascade")
+	// ErrOlderSchema is returned by an open with ReadOnly for a memcascade database written by an
+	// older version: reading it needs its migration, which only a writing open runs.
+	ErrOlderSchema = errors.New("database was written by an older version of memcascade")
+
+	// ErrUnsupported is returned for an operation the database's backend does not have.
+	ErrUnsupported = errors.New("not supported by this database")
+
+	// ErrNoSQLite is the error of opening a file in a program that does not link the SQLite
+	// backend (package memory links it; a program using package db alone imports db/sqlite).
+	ErrNoSQLite = errors.New(`this program has no SQLite support: link it in with import _ "github.com/memcascade/memcascade/db/sqlite"`)
+
+	// ErrNoPostgres is the error of opening a postgres:// URL in a program that does not link
+	// the PostgreSQL backend: a library program links it with a blank import of package db/postgres;
+	// memctl built with -tags nopostgres leaves it out.
+	ErrNoPostgres = errors.New(`this program has no PostgreSQL support: link it in with import _ "github.com/memcascade/memcascade/db/postgres" (memctl built with -tags nopostgres leaves it out)`)
+
+	// ErrRetry, returned (or wrapped) by a transaction's function, asks RunTx and Retry to run it
+	// again: what it read is no longer so (another writer created the row it found missing).
+	ErrRetry = errors.New("run the transaction again")
+)
 
 // Options set what an open may do to the file.
 type Options struct {
@@ -68,10 +88,6 @@ type CommitError struct{ Err error }
 
 func (e *CommitError) Error() string { return "commit: " + e.Err.Error() }
 func (e *CommitError) Unwrap() error { return e.Err }
-
-// ErrRetry, returned (or wrapped) by a transaction's function, asks RunTx and Retry to run it
-// again: what it read is no longer so (another writer created the row it found missing).
-var ErrRetry = errors.New("run the transaction again")
 
 // Retry runs fn until it succeeds, fails with an error retryable does not accept (ErrRetry is
 // always accepted), or ctx ends,

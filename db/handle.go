@@ -73,9 +73,6 @@ type Ops struct {
 	Identity func(ctx context.Context, sqldb *sql.DB) (string, error)
 }
 
-// ErrUnsupported is returned for an operation the database's backend does not have.
-var ErrUnsupported = errors.New("not supported by this database")
-
 // NewHandle makes a Handle of an open pool and its backend's operations, preparing its queries.
 func NewHandle(ctx context.Context, sqldb *sql.DB, backend, name string, ops Ops) (*Handle, error) {
 	h := &Handle{DB: sqldb, Backend: backend, Name: name, ops: ops, writer: make(chan struct{}, 1)}
@@ -234,15 +231,6 @@ func (h *Handle) Close() error {
 	})
 	return err
 }
-
-// ErrNoPostgres is the error of opening a postgres:// URL in a program that does not link
-// the PostgreSQL backend: a library program links it with a blank import of package db/postgres;
-// memctl built with -tags nopostgres leaves it out.
-var ErrNoPostgres = errors.New(`this program has no PostgreSQL support: link it in with import _ "github.com/memcascade/memcascade/db/postgres" (memctl built with -tags nopostgres leaves it out)`)
-
-// ErrNoSQLite is the error of opening a file in a program that does not link the SQLite
-// backend (package memory links it; a program using package db alone imports db/sqlite).
-var ErrNoSQLite = errors.New(`this program has no SQLite support: link it in with import _ "github.com/memcascade/memcascade/db/sqlite"`)
 
 // Opener opens the database a name names (see Register).
 type Opener func(ctx context.Context, name string, opt Options) (*Handle, error)
