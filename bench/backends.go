@@ -14,6 +14,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx", for the bench's schemas
 	"github.com/memcascade/memcascade/db"
+	_ "github.com/memcascade/memcascade/db/postgres" // the stores on PostgreSQL
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )

@@ -13,10 +13,10 @@ import (
 	"unicode/utf8"
 )
 
-// Handle is an open memcascade database of either backend: an SQLite file (this package) or a
-// PostgreSQL database (package db/postgres, which registers itself with RegisterURL). The store
+// Handle is an open memcascade database of either backend: an SQLite file (package db/sqlite)
+// or a PostgreSQL database (package db/postgres), each registered with Register. The store
 // and the cascade reach every query through Querier and every transaction through the Handle,
-// so what differs between the backends stays in this package and db/postgres.
+// so what differs between the backends stays in db/sqlite and db/postgres.
 type Handle struct {
 	// DB is the database/sql pool, for what no query of Querier does (tests, tools).
 	DB *sql.DB
@@ -72,9 +72,6 @@ type Ops struct {
 	// a file, compared by os.SameFile).
 	Identity func(ctx context.Context, sqldb *sql.DB) (string, error)
 }
-
-// ErrUnsupported is returned for an operation the database's backend does not have.
-var ErrUnsupported = errors.New("not supported by this database")
 
 // NewHandle makes a Handle of an open pool and its backend's operations, preparing its queries.
 func NewHandle(ctx context.Context, sqldb *sql.DB, backend, name string, ops Ops) (*Handle, error) {
@@ -235,15 +232,20 @@ func (h *Handle) Close() error {
 	return err
 }
 
-// URLOpener opens the database a URL names (see RegisterURL).
-type URLOpener func(ctx context.Context, url string, opt Options) (*Handle, error)
+// Opener opens the database a name names (see Register).
+type Opener func(ctx context.Context, name string, opt Options) (*Handle, error)
 
-var urlOpeners = map[string]URLOpener{}
+// Files is the scheme of the names that are not URLs: the paths of SQLite files.
+const Files = ""
 
-// RegisterURL makes OpenHandle open the URLs of scheme (as "postgres") with open. Package
-// db/postgres registers postgres and postgresql when it is linked in; a build without it
-// (go build -tags nopostgres) knows SQLite files only.
-func RegisterURL(scheme string, open URLOpener) { urlOpeners[scheme] = open }
+var openers = map[string]Opener{}
+
+// Register makes OpenHandle open the names of scheme with open: a URL scheme (as "postgres"),
+// or Files for file paths. Each backend registers itself when a program links it in:
+// db/sqlite registers Files (package memory links it), db/postgres postgres and postgresql
+// (memctl links it unless built with -tags nopostgres; a library program imports it itself);
+// without it, a postgres:// URL is ErrNoPostgres.
+func Register(scheme string, open Opener) { openers[scheme] = open }
 
 // URLScheme returns the scheme of name when name is a database URL ("postgres" for
 // postgres://...), "" when it is a file path.
@@ -287,53 +289,19 @@ func queryKeyHasAt(query string) bool {
 }
 
 // OpenHandle opens the database name names: a URL of a registered scheme (postgres://...),
-// or the path of an SQLite file (see OpenWith).
+// or the path of an SQLite file (registered as Files by db/sqlite).
 func OpenHandle(ctx context.Context, name string, opt Options) (*Handle, error) {
-	if scheme := URLScheme(name); scheme != "" {
-		open, ok := urlOpeners[scheme]
-		if !ok {
-			if scheme == "postgres" || scheme == "postgresql" {
-				return nil, fmt.Errorf("open database: this build has no PostgreSQL support (it was built with -tags nopostgres)")
-			}
-			return nil, fmt.Errorf("open database: unknown URL scheme %q (want an SQLite file path or postgres://...)", scheme)
-		}
+	scheme := URLScheme(name)
+	open, ok := openers[scheme]
+	switch {
+	case ok:
 		return open(ctx, name, opt)
+	case scheme == "":
+		return nil, fmt.Errorf("open database %s: %w", name, ErrNoSQLite)
+	case scheme == "postgres" || scheme == "postgresql":
+		return nil, fmt.Errorf("open database %s: %w", Display(name), ErrNoPostgres)
 	}
-	sqldb, err := OpenWith(ctx, name, opt)
-	if err != nil {
-		return nil, err
-	}
-	h, err := NewHandle(ctx, sqldb, "sqlite", name, sqliteOps)
-	if err != nil {
-		sqldb.Close()
-		return nil, err
-	}
-	return h, nil
-}
-
-// sqliteOps are the operations of an SQLite database.
-var sqliteOps = Ops{
-	Prepare:   func(ctx context.Context, sqldb *sql.DB) (Querier, error) { return Prepare(ctx, sqldb) },
-	Bind:      func(q Querier, tx *sql.Tx) Querier { return q.(*Queries).WithTx(tx) },
-	Write:     nil, // BEGIN IMMEDIATE: the driver's _txlock
-	Locked:    nil,
-	Read:      &sql.TxOptions{ReadOnly: true},
-	OneWriter: true,
-	Retryable: IsBusy,
-	Match:     FTSQuery,
-	Close:     func(q Querier) error { return q.(*Queries).Close() },
-	Backup:    Backup,
-	Vacuum:    Vacuum,
-	Check:     Check,
-	Size: func(_ context.Context, _ *sql.DB, path string) (int64, error) {
-		var n int64
-		for _, p := range []string{path, path + "-wal"} {
-			if st, err := os.Stat(p); err == nil {
-				n += st.Size()
-			}
-		}
-		return n, nil
-	},
+	return nil, fmt.Errorf("open database: unknown URL scheme %q (want an SQLite file path or postgres://...)", scheme)
 }
 
 // Storable reports whether text holds only what both backends store: no NUL character (which
@@ -368,22 +336,6 @@ func SearchTerms(text string) []SearchTerm {
 		out = append(out, SearchTerm{Word: word, Prefix: word != w})
 	}
 	return out
-}
-
-// FTSQuery turns search text into an FTS5 query that requires every word of SearchTerms: each
-// word is a quoted phrase (inner quotes doubled), so no user text is read as FTS5 syntax; a
-// prefix is the phrase followed by *. "" when there is no word. (FTS5 reads a query string only
-// up to its first NUL, which would leave a phrase unterminated: SearchTerms splits there.)
-func FTSQuery(text string) string {
-	var parts []string
-	for _, t := range SearchTerms(text) {
-		phrase := `"` + strings.ReplaceAll(t.Word, `"`, `""`) + `"`
-		if t.Prefix {
-			phrase += "*"
-		}
-		parts = append(parts, phrase)
-	}
-	return strings.Join(parts, " ")
 }
 
 // Batch runs fns in one write transaction (as LockedTx), each within a savepoint of its own:

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"testing"
 
+	_ "github.com/memcascade/memcascade/db/postgres" // postgres:// URLs, for the PostgreSQL run
 	"github.com/memcascade/memcascade/internal/testdb"
 )
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/db/sqlite"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -155,16 +156,16 @@ func copyDB(t testing.TB, src, dst string) {
 }
 
 // checkDatabase opens db and checks that SQLite finds it intact: integrity_check, foreign
-// keys, and both full-text indexes against their content (db.Check).
+// keys, and both full-text indexes against their content (sqlite.Check).
 func checkDatabase(t testing.TB, path string) {
 	t.Helper()
 	ctx := context.Background()
-	sqldb, err := db.Open(ctx, path)
+	sqldb, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sqldb.Close()
-	if err := db.Check(ctx, sqldb); err != nil {
+	if err := sqlite.Check(ctx, sqldb); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 }

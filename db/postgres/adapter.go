@@ -1,4 +1,4 @@
-package pg
+package postgres
 
 import (
 	"context"
@@ -10,10 +10,8 @@ import (
 // adapter answers package db's Querier with this package's queries. Every parameter and row
 // type converts to db's by a plain conversion (this file compiles only while they do): only the
 // queries whose SQL differs in kind need more than that: IndexMessages (PostgreSQL indexes rows as they are
-// written) and the searches (their query is a tsquery, built by Match). PostgreSQL's text holds
-// no NUL character and only valid UTF-8: texts that come from providers (errors, summaries) are
-// written through db.MakeStorable, and a lookup by an id it cannot hold (rows are written with
-// storable ids only) finds nothing, as on SQLite, instead of failing.
+// written) and the searches (their query is a tsquery, built by Match). What a query does with
+// text PostgreSQL cannot hold is decided by the wrapper storable, around it.
 type adapter struct{ q *Queries }
 
 var _ db.Querier = adapter{}
@@ -35,23 +33,16 @@ func convert[T, U any](rows []T, err error, conv func(T) U) ([]U, error) {
 func (a adapter) IndexMessages(context.Context, db.IndexMessagesParams) error { return nil }
 
 func (a adapter) SearchMessages(ctx context.Context, arg db.SearchMessagesParams) ([]db.SearchMessagesRow, error) {
-	if !db.Storable(arg.ThreadID) {
-		return []db.SearchMessagesRow{}, nil
-	}
 	r, err := a.q.SearchMessages(ctx, SearchMessagesParams(arg))
 	return convert(r, err, func(x SearchMessagesRow) db.SearchMessagesRow { return db.SearchMessagesRow(x) })
 }
 
 func (a adapter) SearchSummaries(ctx context.Context, arg db.SearchSummariesParams) ([]db.SearchSummariesRow, error) {
-	if !db.Storable(arg.ThreadID) {
-		return []db.SearchSummariesRow{}, nil
-	}
 	r, err := a.q.SearchSummaries(ctx, SearchSummariesParams(arg))
 	return convert(r, err, func(x SearchSummariesRow) db.SearchSummariesRow { return db.SearchSummariesRow(x) })
 }
 
 func (a adapter) ApplyCompaction(ctx context.Context, arg db.ApplyCompactionParams) (int64, error) {
-	arg.Summary.String, arg.Error = db.MakeStorable(arg.Summary.String), db.MakeStorable(arg.Error)
 	return a.q.ApplyCompaction(ctx, ApplyCompactionParams(arg))
 }
 
@@ -69,9 +60,6 @@ func (a adapter) CountLooseAttempts(ctx context.Context, before int64) (int64, e
 }
 
 func (a adapter) CurrentCompaction(ctx context.Context, threadID string) (db.Compaction, error) {
-	if !db.Storable(threadID) {
-		return db.Compaction{}, sql.ErrNoRows
-	}
 	r, err := a.q.CurrentCompaction(ctx, threadID)
 	return db.Compaction(r), err
 }
@@ -85,14 +73,10 @@ func (a adapter) DeletePrunableCompaction(ctx context.Context, id int64) (int64,
 }
 
 func (a adapter) DeleteThread(ctx context.Context, id string) (int64, error) {
-	if !db.Storable(id) {
-		return 0, nil
-	}
 	return a.q.DeleteThread(ctx, id)
 }
 
 func (a adapter) FinishCompaction(ctx context.Context, arg db.FinishCompactionParams) (int64, error) {
-	arg.Error, arg.Detail = db.MakeStorable(arg.Error), db.MakeStorable(arg.Detail)
 	return a.q.FinishCompaction(ctx, FinishCompactionParams(arg))
 }
 
@@ -102,28 +86,20 @@ func (a adapter) GetCompaction(ctx context.Context, id int64) (db.Compaction, er
 }
 
 func (a adapter) GetCooldown(ctx context.Context, provider string) (db.ProviderCooldown, error) {
-	if !db.Storable(provider) {
-		return db.ProviderCooldown{}, sql.ErrNoRows
-	}
 	r, err := a.q.GetCooldown(ctx, provider)
 	return db.ProviderCooldown(r), err
 }
 
 func (a adapter) GetThread(ctx context.Context, id string) (db.Thread, error) {
-	if !db.Storable(id) {
-		return db.Thread{}, sql.ErrNoRows
-	}
 	r, err := a.q.GetThread(ctx, id)
 	return db.Thread(r), err
 }
 
 func (a adapter) InsertAttempt(ctx context.Context, arg db.InsertAttemptParams) (int64, error) {
-	arg.Error = db.MakeStorable(arg.Error)
 	return a.q.InsertAttempt(ctx, InsertAttemptParams(arg))
 }
 
 func (a adapter) InsertCompaction(ctx context.Context, arg db.InsertCompactionParams) (int64, error) {
-	arg.Error, arg.Detail = db.MakeStorable(arg.Error), db.MakeStorable(arg.Detail)
 	return a.q.InsertCompaction(ctx, InsertCompactionParams(arg))
 }
 
@@ -140,17 +116,11 @@ func (a adapter) CompactionLedger(ctx context.Context, id int64) (string, error)
 }
 
 func (a adapter) LatestSettledCompaction(ctx context.Context, threadID string) (db.Compaction, error) {
-	if !db.Storable(threadID) {
-		return db.Compaction{}, sql.ErrNoRows
-	}
 	r, err := a.q.LatestSettledCompaction(ctx, threadID)
 	return db.Compaction(r), err
 }
 
 func (a adapter) ListAttempts(ctx context.Context, arg db.ListAttemptsParams) ([]db.CascadeAttempt, error) {
-	if !db.Storable(arg.Provider) {
-		return []db.CascadeAttempt{}, nil
-	}
 	r, err := a.q.ListAttempts(ctx, ListAttemptsParams(arg))
 	return convert(r, err, func(x CascadeAttempt) db.CascadeAttempt { return db.CascadeAttempt(x) })
 }
@@ -161,9 +131,6 @@ func (a adapter) ListCompactionAttempts(ctx context.Context, compactionID sql.Nu
 }
 
 func (a adapter) ListCompactions(ctx context.Context, arg db.ListCompactionsParams) ([]db.Compaction, error) {
-	if !db.Storable(arg.ThreadID) {
-		return []db.Compaction{}, nil
-	}
 	r, err := a.q.ListCompactions(ctx, ListCompactionsParams(arg))
 	return convert(r, err, func(x Compaction) db.Compaction { return db.Compaction(x) })
 }
@@ -195,9 +162,6 @@ func (a adapter) ListMessageColumnsBetween(ctx context.Context, arg db.ListMessa
 }
 
 func (a adapter) ListMessages(ctx context.Context, threadID string) ([]db.Message, error) {
-	if !db.Storable(threadID) {
-		return nil, nil
-	}
 	r, err := a.q.ListMessages(ctx, threadID)
 	return convert(r, err, func(x Message) db.Message { return db.Message(x) })
 }
@@ -223,17 +187,11 @@ func (a adapter) ListRunningCompactions(ctx context.Context) ([]db.Compaction, e
 }
 
 func (a adapter) ListThreads(ctx context.Context, only string) ([]db.ListThreadsRow, error) {
-	if !db.Storable(only) {
-		return []db.ListThreadsRow{}, nil
-	}
 	r, err := a.q.ListThreads(ctx, only)
 	return convert(r, err, func(x ListThreadsRow) db.ListThreadsRow { return db.ListThreadsRow(x) })
 }
 
 func (a adapter) LockThread(ctx context.Context, id string) (db.Thread, error) {
-	if !db.Storable(id) {
-		return db.Thread{}, sql.ErrNoRows
-	}
 	r, err := a.q.LockThread(ctx, id)
 	return db.Thread(r), err
 }
@@ -256,14 +214,10 @@ func (a adapter) ResetAllCooldowns(ctx context.Context, updatedAt int64) (int64,
 }
 
 func (a adapter) ResetCooldown(ctx context.Context, arg db.ResetCooldownParams) (int64, error) {
-	if !db.Storable(arg.Provider) {
-		return 0, nil
-	}
 	return a.q.ResetCooldown(ctx, ResetCooldownParams(arg))
 }
 
 func (a adapter) SetCompactionStatus(ctx context.Context, arg db.SetCompactionStatusParams) (int64, error) {
-	arg.Error = db.MakeStorable(arg.Error)
 	return a.q.SetCompactionStatus(ctx, SetCompactionStatusParams(arg))
 }
 
@@ -280,7 +234,6 @@ func (a adapter) SetThreadTail(ctx context.Context, arg db.SetThreadTailParams) 
 }
 
 func (a adapter) UpsertCooldown(ctx context.Context, arg db.UpsertCooldownParams) error {
-	arg.LastError = db.MakeStorable(arg.LastError)
 	return a.q.UpsertCooldown(ctx, UpsertCooldownParams(arg))
 }
 
@@ -334,16 +287,10 @@ func (a adapter) InsertPin(ctx context.Context, arg db.InsertPinParams) error {
 }
 
 func (a adapter) DeletePins(ctx context.Context, arg db.DeletePinsParams) (int64, error) {
-	if !db.Storable(arg.ThreadID) {
-		return 0, nil
-	}
 	return a.q.DeletePins(ctx, DeletePinsParams(arg))
 }
 
 func (a adapter) ListPins(ctx context.Context, threadID string) ([]db.Pin, error) {
-	if !db.Storable(threadID) {
-		return []db.Pin{}, nil
-	}
 	r, err := a.q.ListPins(ctx, threadID)
 	return convert(r, err, func(x Pin) db.Pin { return db.Pin(x) })
 }
@@ -354,9 +301,12 @@ func (a adapter) ListAllPins(ctx context.Context) ([]db.Pin, error) {
 }
 
 func (a adapter) ThreadVersion(ctx context.Context, id string) (db.ThreadVersionRow, error) {
-	if !db.Storable(id) {
-		return db.ThreadVersionRow{}, sql.ErrNoRows
-	}
 	r, err := a.q.ThreadVersion(ctx, id)
 	return db.ThreadVersionRow(r), err
 }
+
+// queries answers db.Querier with q: the adapter, in the wrapper storable.
+func queries(q *Queries) db.Querier { return storable{adapter{q}} }
+
+// unwrap returns the queries of a Querier made by queries.
+func unwrap(q db.Querier) *Queries { return q.(storable).Querier.(adapter).q }

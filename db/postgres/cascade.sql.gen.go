@@ -3,7 +3,7 @@
 //   sqlc v1.31.1
 // source: cascade.sql
 
-package pg
+package postgres
 
 import (
 	"context"

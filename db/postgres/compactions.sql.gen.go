@@ -3,7 +3,7 @@
 //   sqlc v1.31.1
 // source: compactions.sql
 
-package pg
+package postgres
 
 import (
 	"context"

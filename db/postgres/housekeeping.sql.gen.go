@@ -3,7 +3,7 @@
 //   sqlc v1.31.1
 // source: housekeeping.sql
 
-package pg
+package postgres
 
 import (
 	"context"
@@ -71,7 +71,7 @@ type PrunableCompactionsRow struct {
 	Attempts  int64
 }
 
-// Housekeeping: what prune may delete (the PostgreSQL versions of db/queries/housekeeping.sql).
+// Housekeeping: what prune may delete (the PostgreSQL versions of db/sqlite/queries/housekeeping.sql).
 // Compaction reports prune may delete: failed, ineffective or reverted, settled before
 // sqlc.arg(before), with their attempt counts. Never an applied or running one, never one an
 // applied or running compaction was planned on (base_id), and never the newest applied or

@@ -3,7 +3,7 @@
 //   sqlc v1.31.1
 // source: threads.sql
 
-package pg
+package postgres
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/db"
 )
 
 // foreignDB writes an SQLite database of another application at path, with stmts run on a plain
@@ -146,7 +148,7 @@ func TestForeignFilesRefusedUntouched(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "other.db")
 			tc.make(t, path)
 			before := fingerprint(t, path)
-			for _, opt := range []Options{{}, {NoCreate: true}, {ReadOnly: true}} {
+			for _, opt := range []db.Options{{}, {NoCreate: true}, {ReadOnly: true}} {
 				_, err := OpenWith(ctx, path, opt)
 				var fe *ForeignError
 				if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), path) {
@@ -176,18 +178,18 @@ func TestOlderDatabaseWithoutID(t *testing.T) {
 	if id := headerID(t, path); id != 0 {
 		t.Fatalf("setup: application_id 0x%08X", id)
 	}
-	ro, err := OpenWith(ctx, path, Options{ReadOnly: true})
+	ro, err := OpenWith(ctx, path, db.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("read-only open of an older memcascade database: %v", err)
 	}
-	if _, err := New(ro).ListThreads(ctx, ""); err != nil {
+	if _, err := db.New(ro).ListThreads(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	ro.Close()
 	if id := headerID(t, path); id != 0 {
 		t.Fatal("a read-only open wrote the application id")
 	}
-	rw, err := OpenWith(ctx, path, Options{NoCreate: true})
+	rw, err := OpenWith(ctx, path, db.Options{NoCreate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +205,8 @@ func TestNoCreate(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.db")
-	for _, opt := range []Options{{NoCreate: true}, {ReadOnly: true}} {
-		if _, err := OpenWith(ctx, path, opt); !errors.Is(err, ErrNoDatabase) || err.Error() != "no database at "+path {
+	for _, opt := range []db.Options{{NoCreate: true}, {ReadOnly: true}} {
+		if _, err := OpenWith(ctx, path, opt); !errors.Is(err, db.ErrNoDatabase) || err.Error() != "no database at "+path {
 			t.Fatalf("%+v: got %v, want \"no database at %s\"", opt, err, path)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -212,7 +214,7 @@ func TestNoCreate(t *testing.T) {
 		}
 	}
 	os.WriteFile(path, nil, 0o600)
-	if _, err := OpenWith(ctx, path, Options{ReadOnly: true}); !errors.Is(err, ErrNoDatabase) {
+	if _, err := OpenWith(ctx, path, db.Options{ReadOnly: true}); !errors.Is(err, db.ErrNoDatabase) {
 		t.Fatalf("empty file: got %v, want ErrNoDatabase", err)
 	}
 	if st, _ := os.Stat(path); st.Size() != 0 {
@@ -234,11 +236,11 @@ func TestReadOnlyRefusesOlderSchema(t *testing.T) {
 	}
 	v1.Close()
 	v2 := append(Migrations[:len(Migrations):len(Migrations)], "CREATE TABLE notes (id INTEGER PRIMARY KEY) STRICT;")
-	_, err = open(ctx, path, v2, Options{ReadOnly: true})
-	if !errors.Is(err, ErrOlderSchema) || !strings.Contains(err.Error(), "a command that writes upgrades it") {
+	_, err = open(ctx, path, v2, db.Options{ReadOnly: true})
+	if !errors.Is(err, db.ErrOlderSchema) || !strings.Contains(err.Error(), "a command that writes upgrades it") {
 		t.Fatalf("got %v, want ErrOlderSchema", err)
 	}
-	sqldb, err := open(ctx, path, Migrations, Options{ReadOnly: true})
+	sqldb, err := open(ctx, path, Migrations, db.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
--- memcascade schema, version 6: what the migrations in db/migrations build, written whole for
--- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). db.Open applies the
+-- memcascade schema, version 6: what the migrations in migrations/ build, written whole for
+-- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). Open (open.go) applies the
 -- migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
 

@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/db"
 )
 
 //go:embed schema.sql
@@ -25,7 +27,7 @@ func TestMigrateOlderDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(v1).ListThreads(ctx, ""); err != nil {
+	if _, err := db.New(v1).ListThreads(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	v1.Close()
@@ -45,7 +47,7 @@ func TestMigrateOlderDatabase(t *testing.T) {
 	sqldb.Close()
 
 	// Opened again by the older build: refused, and the file is left as it was.
-	if _, err := open(ctx, path, Migrations); !errors.Is(err, ErrNewerSchema) {
+	if _, err := open(ctx, path, Migrations); !errors.Is(err, db.ErrNewerSchema) {
 		t.Fatalf("got %v, want ErrNewerSchema", err)
 	}
 	again, err := open(ctx, path, v2)

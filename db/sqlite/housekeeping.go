@@ -1,4 +1,4 @@
-package db
+package sqlite
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/memcascade/memcascade/db"
 )
 
 // ErrBackupExists is returned by Backup when its destination already exists: a backup never
@@ -50,7 +53,7 @@ func Backup(ctx context.Context, sqldb *sql.DB, path string) error {
 // and truncates the write-ahead log. It waits for other writers (the busy timeout), and
 // retries while the database stays busy, until ctx ends.
 func Vacuum(ctx context.Context, sqldb *sql.DB) error {
-	err := Retry(ctx, IsBusy, func() error {
+	err := db.Retry(ctx, IsBusy, func() error {
 		_, err := sqldb.ExecContext(ctx, "VACUUM")
 		return err
 	})
@@ -60,6 +63,49 @@ func Vacuum(ctx context.Context, sqldb *sql.DB) error {
 	var busy, logged, done int
 	if err := sqldb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logged, &done); err != nil {
 		return fmt.Errorf("vacuum: checkpoint: %w", err)
+	}
+	return nil
+}
+
+// Check verifies a database: SQLite's integrity_check, the foreign keys, and both full-text
+// indexes against the text they index. nil means intact.
+func Check(ctx context.Context, sqldb *sql.DB) error {
+	rows, err := sqldb.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("integrity_check: %w", err)
+	}
+	var problems []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return err
+		}
+		if s != "ok" {
+			problems = append(problems, s)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity_check: %s", strings.Join(problems, "; "))
+	}
+	var n int
+	if err := sqldb.QueryRowContext(ctx, "SELECT count(*) FROM pragma_foreign_key_check").Scan(&n); err != nil {
+		return fmt.Errorf("foreign_key_check: %w", err)
+	}
+	if n != 0 {
+		return fmt.Errorf("foreign_key_check: %d rows refer to nothing", n)
+	}
+	for _, stmt := range []string{
+		"INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')",
+		"INSERT INTO summaries_fts (summaries_fts) VALUES ('integrity-check')",
+	} {
+		if _, err := sqldb.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("full-text index: %w", err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,226 @@
+// Package sqlite is the SQLite backend of package db: a database in one file. It holds the
+// schema (schema.sql, built by the migrations in migrations/; its queries, queries/*.sql, are
+// compiled by sqlc into package db, whose Querier and types they define), the open with its
+// pragmas and the identification of a file that is not memcascade's, the migrations, and the
+// operations a db.Handle asks of it (Ops: the search query, backup, vacuum, check, size).
+//
+// It registers file paths with db.OpenHandle when a program links it in; package memory does,
+// so every program that keeps a memory has it. It is the SQLite side of db/postgres: the two
+// have the same files where they have the same job.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+
+	"github.com/memcascade/memcascade/db"
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+//go:generate go tool sqlc generate -f ../../sqlc.yaml
+
+func init() { db.Register(db.Files, OpenHandle) }
+
+// OpenHandle opens the SQLite database at path for package db (db.OpenHandle calls it for every
+// name that is not a URL): OpenWith, and the Handle over it.
+func OpenHandle(ctx context.Context, path string, opt db.Options) (*db.Handle, error) {
+	sqldb, err := OpenWith(ctx, path, opt)
+	if err != nil {
+		return nil, err
+	}
+	h, err := db.NewHandle(ctx, sqldb, "sqlite", path, Ops)
+	if err != nil {
+		sqldb.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Ops are the operations of an SQLite database (see db.Ops).
+var Ops = db.Ops{
+	Prepare:   func(ctx context.Context, sqldb *sql.DB) (db.Querier, error) { return db.Prepare(ctx, sqldb) },
+	Bind:      func(q db.Querier, tx *sql.Tx) db.Querier { return q.(*db.Queries).WithTx(tx) },
+	Write:     nil, // BEGIN IMMEDIATE: the driver's _txlock
+	Locked:    nil,
+	Read:      &sql.TxOptions{ReadOnly: true},
+	OneWriter: true,
+	Retryable: IsBusy,
+	Match:     FTSQuery,
+	Close:     func(q db.Querier) error { return q.(*db.Queries).Close() },
+	Backup:    Backup,
+	Vacuum:    Vacuum,
+	Check:     Check,
+	Size: func(_ context.Context, _ *sql.DB, path string) (int64, error) {
+		var n int64
+		for _, p := range []string{path, path + "-wal"} {
+			if st, err := os.Stat(p); err == nil {
+				n += st.Size()
+			}
+		}
+		return n, nil
+	},
+}
+
+// ApplicationID is the PRAGMA application_id of every database this package creates: the four
+// ASCII bytes "MCas" read as a big-endian 32-bit integer. SQLite keeps it at offset 68 of the
+// file header, where tools such as file(1) read it.
+const ApplicationID = 0x4D436173
+
+// ForeignError is returned by Open for a file that is not a memcascade database: another
+// application's SQLite file, or not SQLite at all. The file is left as it was: it is read, never
+// written, and no -wal or -shm file is left beside it.
+type ForeignError struct {
+	Path string
+	What string // what the file looks like: "a GeoPackage database", "an SQLite database with tables a, b"
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("%s is %s, not a memcascade database: refusing to use it (the file is left untouched)", e.Path, e.What)
+}
+
+// Open opens (creating it with mode 0600 when missing) the SQLite database at path and brings
+// its schema up to date. Every pooled connection uses WAL, a busy timeout, foreign keys and
+// immediate write transactions. A file that is not a memcascade database is refused with a
+// *ForeignError and left byte-identical: a memcascade database carries ApplicationID, and one
+// written before the id existed is recognised by its tables (and gets the id here).
+func Open(ctx context.Context, path string) (*sql.DB, error) {
+	return open(ctx, path, Migrations, db.Options{})
+}
+
+// OpenWith is Open with options: see db.Options.
+func OpenWith(ctx context.Context, path string, opt db.Options) (*sql.DB, error) {
+	return open(ctx, path, Migrations, opt)
+}
+
+func open(ctx context.Context, path string, migrations []string, opt ...db.Options) (*sql.DB, error) {
+	var o db.Options
+	if len(opt) > 0 {
+		o = opt[0]
+	}
+	if o.ReadOnly {
+		o.NoCreate = true
+	}
+	if path == "" {
+		return nil, errors.New("open database: empty path")
+	}
+	state, err := identify(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	switch state {
+	case fileMissing, fileEmpty:
+		if o.NoCreate {
+			return nil, fmt.Errorf("%w at %s", db.ErrNoDatabase, path)
+		}
+		if err := createFile(path); err != nil {
+			return nil, err
+		}
+	}
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + url.PathEscape(path) + "?" + q.Encode()
+	sqldb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	var mode string
+	if err := sqldb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if mode != "wal" {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: journal mode is %q, want wal", path, mode)
+	}
+	if o.ReadOnly {
+		err = checkVersion(ctx, sqldb, len(migrations))
+	} else {
+		err = migrate(ctx, sqldb, migrations)
+		if err == nil {
+			err = markOwn(ctx, sqldb)
+		}
+	}
+	if err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return sqldb, nil
+}
+
+// checkVersion refuses a database whose schema is not the one this build reads.
+func checkVersion(ctx context.Context, sqldb *sql.DB, want int) error {
+	var version int
+	if err := sqldb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	switch {
+	case version > want:
+		return fmt.Errorf("%w (schema version %d, this build knows %d)", db.ErrNewerSchema, version, want)
+	case version < want:
+		return fmt.Errorf("%w (schema version %d, this build reads %d): a command that writes upgrades it", db.ErrOlderSchema, version, want)
+	}
+	return nil
+}
+
+// markOwn gives a database the application id: a new one, or one created before the id existed.
+func markOwn(ctx context.Context, sqldb *sql.DB) error {
+	var id int64
+	if err := sqldb.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id); err != nil {
+		return err
+	}
+	if id == ApplicationID {
+		return nil
+	}
+	return WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+		// PRAGMA takes no parameters; the value is a constant.
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID))
+		return err
+	})
+}
+
+// createFile creates the database file with mode 0600 so SQLite never creates it with the
+// process umask. SQLite gives its -wal and -shm files the same mode.
+func createFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	return f.Close()
+}
+
+// WithTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it. When SQLite reports
+// the database busy or locked (two writing processes can still meet despite WAL and the busy
+// timeout), the whole transaction is retried with a jittered, growing pause until ctx ends. fn
+// must therefore be safe to run more than once: it may only write through tx.
+func WithTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
+	return db.RunTx(ctx, sqldb, nil, IsBusy, fn)
+}
+
+// ReadTx runs fn in a read-only transaction: one consistent snapshot, no write lock.
+func ReadTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
+	return db.RunTx(ctx, sqldb, &sql.TxOptions{ReadOnly: true}, IsBusy, fn)
+}
+
+// IsBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED (any extended code).
+func IsBusy(err error) bool {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}
