@@ -252,14 +252,24 @@ func viewFacts(pre, post []Entry, redact func(string) string) (ledger, dropped [
 		return nil, nil
 	}
 	ledger = entryFacts(changed, nil, redact, true)
-	dropped = missingFacts(ledger, nil, outsideText(post))
-	// A result the view masks or cuts keeps what its own placeholder or cut shows: the facts of
-	// it that these do not hold are named, even when some other message shows the same text (a
-	// tool call's arguments, say, that no ledger reads as that fact). A later summary or window
-	// takes the rest (shownFacts), so each fact of the result is kept or named.
-	for _, e := range changed {
+	return ledger, missingFacts(ledger, nil, outsideText(post))
+}
+
+// unshownFacts returns the facts of the results post masks or cuts anew (pre shows them
+// otherwise) that their own placeholder or cut does not show, even when some other message
+// shows the same text (a tool call's arguments, say, that no ledger reads as that fact). A
+// view that commits without a summary names them: no ledger is stored with it, and a later
+// summary or window takes only what the placeholder shows (shownFacts), so each fact of the
+// result is kept or named. (The summary of hybrid carries them in its ledger instead.)
+func unshownFacts(pre, post []Entry, redact func(string) string) []facts.Fact {
+	after := map[int64]Entry{}
+	for _, e := range post {
+		after[e.Seq] = e
+	}
+	var out []facts.Fact
+	for _, e := range pre {
 		x, ok := after[e.Seq]
-		if !ok || e.CompactionID != 0 || x.mark == nil {
+		if !ok || e.CompactionID != 0 || x.mark == nil || x.mark == e.mark {
 			continue
 		}
 		own := entryFacts([]Entry{e}, nil, redact, true)
@@ -269,9 +279,9 @@ func viewFacts(pre, post []Entry, redact func(string) string) (ledger, dropped [
 				gone = append(gone, own[i])
 			}
 		}
-		dropped = facts.Merge(dropped, gone)
+		out = facts.Merge(out, gone)
 	}
-	return ledger, dropped
+	return out
 }
 
 // shownText is what the view shows of e, a masked or cut result, as the ledger reads it: the
