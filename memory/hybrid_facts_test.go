@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -48,5 +49,49 @@ func TestHybridFactsKeptOrNamed(t *testing.T) {
 					filepath.Base(file), limit, len(lost), len(rep.FactsDropped), lost[:min(5, len(lost))])
 			}
 		}
+	}
+}
+
+// TestSummaryOfMaskedViewKeepsOrNamesFacts: a summary that folds in results an earlier
+// compaction masked checks their facts, not only what their placeholders show as facts. A
+// digest writes an amount as a bare number ("1505" of "price": 1505), which the placeholder's
+// own text does not show as an amount: the summary's ledger must still hold it, so that it is
+// kept or named in facts_dropped. The ledger is read from the originals of the masked results
+// (the same holds for a window that leaves a masked result out).
+func TestSummaryOfMaskedViewKeepsOrNamesFacts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, strategy := range []string{memory.StrategySummarize, memory.StrategyWindow} {
+		t.Run(strategy, func(t *testing.T) {
+			s, _ := openStore(t)
+			importFile(t, s, "t", airline)
+			original := originalFacts(t, s, "t")
+			mask := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 6000, Strategy: memory.StrategyMask})
+			if rep, err := mask.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+				t.Fatalf("mask: %s, %v", rep.Status, err)
+			}
+			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
+				t.Fatalf("the mask lost %d facts unnamed: %v", len(lost), lost)
+			}
+			p, err := lifesim.Provider(s, "nofacts", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := memory.NewCompactor(s, p, memory.Settings{TokenLimit: 3000, Strategy: strategy})
+			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+			if err != nil && !errors.Is(err, memory.ErrOverLimit) {
+				t.Fatal(err)
+			}
+			if rep.Status != memory.StatusApplied {
+				t.Fatalf("%s after the mask: %s (%s)", strategy, rep.Status, rep.Detail)
+			}
+			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
+				var texts []string
+				for _, f := range lost {
+					texts = append(texts, string(f.Kind)+" "+f.Text)
+				}
+				t.Errorf("%s of the masked view lost %d facts unnamed: %q", strategy, len(lost), texts)
+			}
+		})
 	}
 }

@@ -282,6 +282,7 @@ func withEntries(a Active, entries []Entry) Active {
 // out: the facts of what it masked, cut or left out that post no longer holds are named.
 func (j *job) applyView(ctx context.Context, pre Active, post []Entry) error {
 	ledger, dropped := viewFacts(pre.Entries, post, j.c.redact)
+	dropped = facts.Merge(dropped, unshownFacts(pre.Entries, post, j.c.redact))
 	lost := append(missingFacts(j.lost, nil, outsideText(post)), dropped...)
 	text, from, to := viewOf(post, int64(pre.Thread.Messages), j.id)
 	factsDropped, err := json.Marshal(nonNil(factTexts(lost)))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +171,48 @@ func TestOpenWithNowJudgesLeasesByIt(t *testing.T) {
 		if err != nil || r.Status != tc.want {
 			t.Fatalf("open with clock %v: status %s (%v), want %s", tc.now != nil, r.Status, err, tc.want)
 		}
+	}
+}
+
+// TestCommitSeesMaskedResultFacts: the commit check of a summary over a masked result runs
+// against the facts of the result's original that its placeholder shows. The digest writes the
+// price as a bare number, which its text alone does not show as an amount: a summary that
+// leaves it out, unreported, is refused.
+func TestCommitSeesMaskedResultFacts(t *testing.T) {
+	t.Parallel()
+	counter, err := NewTokenCounter(EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := shaper{count: counter, redact: func(s string) string { return s }}
+	call := TextMessage(RoleAssistant, "")
+	call.Content = nil
+	call.ToolCalls = []ToolCall{{ID: "c1", Type: "function", Function: FunctionCall{Name: "get_reservation_details", Arguments: `{"reservation_id": "ZQ9XYZ"}`}}}
+	result := TextMessage(RoleTool, `{"reservation_id": "ZQ9XYZ", "flights": [{"flight_number": "HAT084", "price": 1505}], "note": "`+strings.Repeat("a long remark ", 40)+`"}`)
+	result.ToolCallID = "c1"
+	es := []Entry{{Seq: 1, Message: call, Tokens: counter.CountMessage(call)}, {Seq: 2, Message: result, Tokens: counter.CountMessage(result)}}
+	masked := sh.mask(es, 0, 2)
+	if masked[1].mark == nil || masked[1].mark.masked == nil || !strings.Contains(masked[1].mark.masked.Digest, "1505") {
+		t.Fatalf("the result is not masked with the price in its digest: %q", masked[1].Text())
+	}
+	ledger := entryFacts(masked, nil, sh.redact, false)
+	if !slices.ContainsFunc(ledger, func(f facts.Fact) bool { return f.Kind == facts.KindAmount && f.Text == "1505" }) {
+		t.Fatalf("the ledger of the masked result lacks the amount 1505 its digest shows: %+v", ledger)
+	}
+	s, err := Open(context.Background(), testdb.Name(t, "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j := &job{c: &Compactor{Store: s}, id: 1, rep: &Report{}}
+	var text strings.Builder
+	for _, f := range ledger {
+		if f.Text != "1505" {
+			text.WriteString("- " + f.Text + "\n")
+		}
+	}
+	err = j.applySummary(context.Background(), Active{}, Plan{}, summary{text: text.String(), facts: ledger}, Active{})
+	if !errors.Is(err, ErrFactsLost) || !strings.Contains(err.Error(), "1505") {
+		t.Fatalf("applySummary: %v, want ErrFactsLost naming 1505", err)
 	}
 }

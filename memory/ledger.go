@@ -19,7 +19,8 @@ import (
 // entryFacts returns the ledger of es as the summarizer reads them (redacted): each fact with
 // the seq of the message it was first seen in and, when it was seen in a tool call's arguments
 // or in its result, that call as its entity. What the product wrote itself is never a fact: a
-// masked result gives the facts of its digest only, a cut one is read without its marker. A
+// masked result gives the facts of its digest only, a cut one is read without its marker (with,
+// from the original, the facts they show: see shownFacts). A
 // summary entry gives the facts of its text when withSummaries is set (a view that leaves it
 // out), and none otherwise (its facts come from its stored ledger, see middleLedger).
 //
@@ -31,6 +32,7 @@ func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string
 		seqs  []int64
 		ents  []string
 		calls = map[string]string{} // call id -> the call's text
+		shown []facts.Fact          // of the masked and cut results' originals (see shownFacts)
 	)
 	add := func(m facts.Message, seq int64, entity string) {
 		msgs, seqs, ents = append(msgs, m), append(seqs, seq), append(ents, entity)
@@ -60,6 +62,7 @@ func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string
 			entity = calls[fm.ToolCallID]
 		}
 		add(fm, e.Seq, entity)
+		shown = append(shown, shownFacts(e, tm.Text, entity, redact)...)
 		for i, tc := range tcs { // each call apart: its arguments belong to it
 			text := facts.CallText(tc)
 			calls[tm.ToolCalls[i].ID] = text
@@ -71,7 +74,7 @@ func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string
 		k := ledger[i].Seq
 		ledger[i].Seq, ledger[i].Entity = int(seqs[k]), ents[k]
 	}
-	return ledger
+	return facts.Merge(ledger, shown)
 }
 
 // middleLedger returns the ledger of a pass's middle: the stored ledgers of the summaries it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/memory"
@@ -71,4 +72,27 @@ func checkLife(t *testing.T, st lifesim.Stats) {
 	if st.SectionsBroken > 0 {
 		t.Errorf("%d of %d summaries lack the prompt's sections; the first: %s", st.SectionsBroken, st.Compactions, st.SectionsError)
 	}
+}
+
+// TestLifeEmergencyHybridNamesMasked is the life that lost facts unnamed at 2,048 tokens: the
+// task 2 airline thread through the "third" summarizer, with no cooldown so that it does not
+// depend on timing. Its compactions include emergency hybrid ones (the old tool results masked,
+// then summarized): the facts of the masked results must be kept in the summary or named in
+// facts_dropped.
+func TestLifeEmergencyHybridNamesMasked(t *testing.T) {
+	s, _ := openStore(t)
+	st, err := lifesim.SimulateWith(context.Background(), s, readMessagesFile(t, airline), 2048, "third", time.Nanosecond, t.Logf)
+	if lost, ok := errors.AsType[*lifesim.LostError](err); ok {
+		for _, line := range lost.Trail {
+			t.Log(line)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("LIFE airline2/third at 2048: %+v", st)
+	if st.Compactions == 0 {
+		t.Fatalf("no compaction in %d turns", st.Turns)
+	}
+	checkLife(t, st)
 }

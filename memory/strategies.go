@@ -35,14 +35,15 @@ func (sh shaper) mask(entries []Entry, from, to int) []Entry {
 		text := e.Text()
 		m := maskedItem{Seq: e.Seq, Tool: toolName(out[:i], e.Message), Digest: sh.digest(e.Message, text),
 			OrigTokens: e.Tokens, OrigBytes: len(text)}
+		orig := text
 		if e.mark != nil && e.mark.cut != nil {
-			m.OrigTokens = e.mark.cut.OrigTokens
+			m.OrigTokens, orig = e.mark.cut.OrigTokens, e.mark.orig
 		}
 		masked := withText(e, m.placeholder(e.Message.ToolCallID), 0, nil)
 		if m.Tokens = sh.count.CountMessage(masked.Message); m.Tokens >= e.Tokens {
 			continue
 		}
-		out[i] = withText(e, masked.Text(), m.Tokens, &mark{masked: &m})
+		out[i] = withText(e, masked.Text(), m.Tokens, &mark{masked: &m, orig: orig})
 	}
 	return out
 }
@@ -67,6 +68,28 @@ func (sh shaper) digest(m Message, text string) string {
 		return "first line: " + line
 	}
 	return "(empty)"
+}
+
+// shownFacts returns the facts of the original of e, a masked or cut result, that text (what the
+// view shows of it: the digest, the head and tail; redacted) still holds, with e's seq and
+// entity. Read alone, that text may not show them as facts: a digest writes an amount as a
+// bare number, a cut leaves a value without its key, so a summary of the view would lose
+// them unnamed. The facts it does not hold were named when the view masked or cut e. Nil when
+// e is neither masked nor cut.
+func shownFacts(e Entry, text, entity string, redact func(string) string) []facts.Fact {
+	if e.mark == nil || e.mark.orig == "" {
+		return nil
+	}
+	fs := facts.Extract([]facts.Message{{Role: e.Message.Role, Content: redact(e.mark.orig), Name: e.Message.Name, ToolCallID: e.Message.ToolCallID}})
+	out := fs[:0]
+	for i, ok := range facts.Kept(fs, text) {
+		if ok {
+			f := fs[i]
+			f.Seq, f.Entity = int(e.Seq), entity
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // toolName returns the name of the tool whose result m is: its name, else the function of the
@@ -202,7 +225,7 @@ func (sh shaper) cut(e Entry, target int) Entry {
 			if c.Tokens >= e.Tokens {
 				return e
 			}
-			return withText(e, cut.Text(), c.Tokens, &mark{cut: &c})
+			return withText(e, cut.Text(), c.Tokens, &mark{cut: &c, orig: text})
 		}
 	}
 }
@@ -230,4 +253,42 @@ func viewFacts(pre, post []Entry, redact func(string) string) (ledger, dropped [
 	}
 	ledger = entryFacts(changed, nil, redact, true)
 	return ledger, missingFacts(ledger, nil, outsideText(post))
+}
+
+// unshownFacts returns the facts of the results post masks or cuts anew (pre shows them
+// otherwise) that their own placeholder or cut does not show, even when some other message
+// shows the same text (a tool call's arguments, say, that no ledger reads as that fact). A
+// view that commits without a summary names them: no ledger is stored with it, and a later
+// summary or window takes only what the placeholder shows (shownFacts), so each fact of the
+// result is kept or named. (The summary of hybrid carries them in its ledger instead.)
+func unshownFacts(pre, post []Entry, redact func(string) string) []facts.Fact {
+	after := map[int64]Entry{}
+	for _, e := range post {
+		after[e.Seq] = e
+	}
+	var out []facts.Fact
+	for _, e := range pre {
+		x, ok := after[e.Seq]
+		if !ok || e.CompactionID != 0 || x.mark == nil || x.mark == e.mark {
+			continue
+		}
+		own := entryFacts([]Entry{e}, nil, redact, true)
+		var gone []facts.Fact
+		for i, held := range facts.Kept(own, shownText(x, redact)) {
+			if !held {
+				gone = append(gone, own[i])
+			}
+		}
+		out = facts.Merge(out, gone)
+	}
+	return out
+}
+
+// shownText is what the view shows of e, a masked or cut result, as the ledger reads it: the
+// digest, or the head and tail without the marker; redacted.
+func shownText(e Entry, redact func(string) string) string {
+	if e.mark.masked != nil {
+		return redact(e.mark.masked.Digest)
+	}
+	return cutMarkerRE.ReplaceAllString(redact(e.Text()), "\n")
 }

@@ -61,6 +61,9 @@ type cutItem struct {
 type mark struct {
 	masked *maskedItem
 	cut    *cutItem
+	// orig is the result's text as appended: the ledger takes from it the facts the shown text
+	// keeps, which the shown text alone may not show as facts (see shownFacts).
+	orig string
 }
 
 // placeholder is the text of a masked tool result.
@@ -97,10 +100,10 @@ func (v view) applyMarks(es []Entry) {
 	for i, e := range es {
 		if k := slices.IndexFunc(v.Masked, func(m maskedItem) bool { return m.Seq == e.Seq }); k >= 0 {
 			m := v.Masked[k]
-			es[i] = withText(e, m.placeholder(e.Message.ToolCallID), m.Tokens, &mark{masked: &m})
+			es[i] = withText(e, m.placeholder(e.Message.ToolCallID), m.Tokens, &mark{masked: &m, orig: e.Text()})
 		} else if k := slices.IndexFunc(v.Cut, func(c cutItem) bool { return c.Seq == e.Seq }); k >= 0 {
 			c := v.Cut[k]
-			es[i] = withText(e, c.text(e.Text()), c.Tokens, &mark{cut: &c})
+			es[i] = withText(e, c.text(e.Text()), c.Tokens, &mark{cut: &c, orig: e.Text()})
 		}
 	}
 }

@@ -79,14 +79,24 @@ func (e *LostError) Error() string {
 // Thread is the thread a simulation replays into.
 const Thread = "t"
 
-func entry(name string, p cascade.Provider) cascade.Entry {
+// Cooldown is how long a summarizer's entry waits after a failure by default (its MaxCooldown is
+// 60 times it). Through it a life depends on timing; a life with a cooldown of a nanosecond
+// (SimulateWith) does not.
+const Cooldown = time.Second
+
+func entry(name string, p cascade.Provider, cooldown time.Duration) cascade.Entry {
 	return cascade.Entry{Name: name, Type: "fake", Model: name + "-model", Provider: p,
-		MaxOutputTokens: 256, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
+		MaxOutputTokens: 256, MaxAttempts: 1, Cooldown: cooldown, MaxCooldown: 60 * cooldown}
 }
 
 // Provider is the cascade of summarizer kind (one of Kinds) on s's database; seed drives the
 // random third the "third" kind leaves out.
 func Provider(s *memory.Store, kind string, seed uint64) (*cascade.Cascade, error) {
+	return ProviderWith(s, kind, seed, Cooldown)
+}
+
+// ProviderWith is Provider with its entries' cooldown after a failure.
+func ProviderWith(s *memory.Store, kind string, seed uint64, cooldown time.Duration) (*cascade.Cascade, error) {
 	switch kind {
 	case "offline":
 		c, err := s.Counter(memory.EncodingO200k)
@@ -94,14 +104,14 @@ func Provider(s *memory.Store, kind string, seed uint64) (*cascade.Cascade, erro
 			return nil, err
 		}
 		return cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
-			Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}), nil
+			Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: cooldown, MaxCooldown: 60 * cooldown}), nil
 	case "nofacts":
 		// Prose with no fact at all, as long as it is allowed to: every fact must be appended.
 		filler := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 			words := max(req.TargetTokens, req.MaxTokens) * 3 / 4
 			return llm.Response{Text: strings.TrimSpace(strings.Repeat("the conversation went on. ", max(1, words/4))), FinishReason: "stop"}, nil
 		}}
-		return cascade.New(s.DB(), entry("nofacts", filler)), nil
+		return cascade.New(s.DB(), entry("nofacts", filler, cooldown)), nil
 	case "third":
 	default:
 		return nil, fmt.Errorf("lifesim: unknown summarizer %q", kind)
@@ -129,18 +139,23 @@ func Provider(s *memory.Store, kind string, seed uint64) (*cascade.Cascade, erro
 		b.WriteString("\n## Open tasks and next step\n- Continue with the user's request.")
 		return llm.Response{Text: b.String(), FinishReason: "stop"}, nil
 	}}
-	return cascade.New(s.DB(), entry("third", third)), nil
+	return cascade.New(s.DB(), entry("third", third, cooldown)), nil
 }
 
 // Simulate replays msgs into Thread of s (a new store) at the given limit through summarizer
 // kind. logf, if not nil, gets a line per failed compaction. It stops at the first compaction
 // after which facts are lost unnamed, with a *LostError.
 func Simulate(ctx context.Context, s *memory.Store, msgs []memory.Message, limit int, kind string, logf func(string, ...any)) (Stats, error) {
+	return SimulateWith(ctx, s, msgs, limit, kind, Cooldown, logf)
+}
+
+// SimulateWith is Simulate with the summarizer's cooldown after a failure (see ProviderWith).
+func SimulateWith(ctx context.Context, s *memory.Store, msgs []memory.Message, limit int, kind string, cooldown time.Duration, logf func(string, ...any)) (Stats, error) {
 	var st Stats
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	p, err := Provider(s, kind, uint64(limit))
+	p, err := ProviderWith(s, kind, uint64(limit), cooldown)
 	if err != nil {
 		return st, err
 	}
