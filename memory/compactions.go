@@ -60,7 +60,18 @@ func (s *Store) insertCompaction(ctx context.Context, n newCompaction) (int64, e
 func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int64, apply func(q db.Querier) (int64, error), committed func(c db.Compaction) bool) error {
 	err := s.applyTx(ctx, thread, id, base, apply)
 	if err != nil && db.CommitUnknown(err) {
-		c, rerr := s.h.Q().GetCompaction(ctx, id)
+		// The lost transaction holds the thread's row lock until the server has committed it
+		// or rolled it back: taking that lock first, the row is read as that ending left it,
+		// never as it was before a commit the server was still making.
+		var c db.Compaction
+		rerr := s.h.LockedTx(ctx, func(q db.Querier) error {
+			if _, err := q.LockThread(ctx, thread); err != nil {
+				return err
+			}
+			var err error
+			c, err = q.GetCompaction(ctx, id)
+			return err
+		})
 		if rerr != nil {
 			return errors.Join(err, fmt.Errorf("read compaction %d again: %w", id, rerr))
 		}
@@ -73,6 +84,11 @@ func (s *Store) applyCompaction(ctx context.Context, thread string, id, base int
 
 func (s *Store) applyTx(ctx context.Context, thread string, id, base int64, apply func(q db.Querier) (int64, error)) error {
 	return s.h.WithTx(ctx, func(q db.Querier) error {
+		// The thread's row is locked first: a reader after a lost COMMIT waits on it (see
+		// applyCompaction), as appends to the thread do.
+		if _, err := q.LockThread(ctx, thread); err != nil {
+			return err
+		}
 		cur, err := currentID(ctx, q, thread)
 		if err != nil {
 			return err
