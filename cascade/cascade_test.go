@@ -213,9 +213,6 @@ func TestCooldownSurvivesReopen(t *testing.T) {
 // on the same file skips it.
 func TestCooldownSeenByAnotherProcess(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts a process")
-	}
 	sqldb, path := openDB(t)
 	failing := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, serverError() }}
 	c := cascade.New(sqldb, cascade.Entry{Name: "local", Type: "fake", Model: "m", Provider: failing, Cooldown: time.Hour})
