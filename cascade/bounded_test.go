@@ -40,6 +40,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // cut at 16 bytes per requested token plus 64 KiB, classed bad_response, and the client
 // reads no more than that bound (plus one read's slack) from the connection.
 func TestOversizedResponseIsCut(t *testing.T) {
+	t.Parallel()
 	const total = 50 << 20
 	var written atomic.Int64
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {

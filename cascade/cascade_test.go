@@ -30,6 +30,7 @@ func serverError() error {
 }
 
 func TestCoolingProviderIsSkipped(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	srv := newServer(t, reply("never"))
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("from b")}}
@@ -83,6 +84,7 @@ func TestCoolingProviderIsSkipped(t *testing.T) {
 }
 
 func TestFallsThroughToExtractive(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	srv := newServer(t, apiError(500, "", "", "boom"))
 	h := newHarness(t, sqldb, openAIEntry("local", srv.URL),
@@ -107,6 +109,7 @@ func TestFallsThroughToExtractive(t *testing.T) {
 }
 
 func TestAllProvidersFail(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	srv := newServer(t, apiError(500, "", "", "boom"))
 	tooLong := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) {
@@ -166,6 +169,7 @@ func TestAllProvidersFail(t *testing.T) {
 }
 
 func TestNoEntries(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	_, err := cascade.New(sqldb).Complete(context.Background(), 0, userReq)
 	var ce *cascade.Error
@@ -175,6 +179,7 @@ func TestNoEntries(t *testing.T) {
 }
 
 func TestCooldownSurvivesReopen(t *testing.T) {
+	t.Parallel()
 	sqldb, path := openDB(t)
 	failing := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, serverError() }}
 	h := newHarness(t, sqldb, fakeEntry("local", failing))
@@ -207,9 +212,7 @@ func TestCooldownSurvivesReopen(t *testing.T) {
 // TestCooldownSeenByAnotherProcess fails a provider here and checks that a second process
 // on the same file skips it.
 func TestCooldownSeenByAnotherProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a process")
-	}
+	t.Parallel()
 	sqldb, path := openDB(t)
 	failing := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, serverError() }}
 	c := cascade.New(sqldb, cascade.Entry{Name: "local", Type: "fake", Model: "m", Provider: failing, Cooldown: time.Hour})
@@ -255,6 +258,7 @@ type helperReport struct {
 
 // TestHelperProcess is the second process of TestCooldownSeenByAnotherProcess.
 func TestHelperProcess(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv("CASCADE_HELPER_DB")
 	if path == "" {
 		t.Skip("run by TestCooldownSeenByAnotherProcess")
@@ -281,6 +285,7 @@ func TestHelperProcess(t *testing.T) {
 
 // TestConcurrentFailuresBothCount: two processes' handles failing at once both count.
 func TestConcurrentFailuresBothCount(t *testing.T) {
+	t.Parallel()
 	_, path := openDB(t)
 	var ready sync.WaitGroup
 	ready.Add(2)
@@ -327,6 +332,7 @@ func TestConcurrentFailuresBothCount(t *testing.T) {
 // TestCooldownEscalation: 30s, 60s, 120s... capped at MaxCooldown, at least Retry-After,
 // reset by a success. No sleeping: the clock is injected.
 func TestCooldownEscalation(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	var next func() (llm.Response, error)
 	f := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) { return next() }}
@@ -380,6 +386,7 @@ func TestCooldownEscalation(t *testing.T) {
 }
 
 func TestCancelMidRequest(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	got := make(chan struct{}, 1)
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -407,6 +414,7 @@ func TestCancelMidRequest(t *testing.T) {
 }
 
 func TestCancelMidBackoff(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	srv := newServer(t, apiError(503, "", "", "busy"))
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("never")}}
@@ -456,6 +464,7 @@ func checkCanceled(t *testing.T, sqldb *db.Handle, err error, elapsed time.Durat
 }
 
 func TestAttemptTimeoutMovesOn(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	slow := &cascade.Fake{Script: []cascade.FakeStep{{Delay: 10 * time.Second, Response: llm.Response{Text: "late"}}}}
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("on time")}}
@@ -483,6 +492,7 @@ func TestAttemptTimeoutMovesOn(t *testing.T) {
 
 // TestRetryAfterBeyondBudget: a wait that would outlast the attempt timeout is not slept.
 func TestRetryAfterBeyondBudget(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "5")
@@ -511,6 +521,7 @@ func TestRetryAfterBeyondBudget(t *testing.T) {
 
 // TestRunTask runs a task that makes several requests, linked to a compaction.
 func TestRunTask(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	compactionID := insertCompaction(t, sqldb)
 	f := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("part 1"), {Response: llm.Response{Text: "bad"}}, cascade.FakeReply("part 2")}}
@@ -566,6 +577,7 @@ func TestRunTask(t *testing.T) {
 
 // TestTaskErrors: a task's own error is classified; an empty text is a bad response.
 func TestTaskErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		task      llm.Task
@@ -624,6 +636,7 @@ func TestTaskErrors(t *testing.T) {
 
 // TestJSONShapes checks the field names docs/serve.md promises for --json output.
 func TestJSONShapes(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	failing := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, serverError() }}
 	h := newHarness(t, sqldb, fakeEntry("a", failing),
@@ -670,6 +683,7 @@ func TestJSONShapes(t *testing.T) {
 }
 
 func TestEvents(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	f := &cascade.Fake{Script: []cascade.FakeStep{{Err: serverError()}, {Err: serverError()}}}
 	e := fakeEntry("a", f)

@@ -21,6 +21,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	str := func(s string) *string { return &s }
 	var syntaxErr *json.SyntaxError
 	if err := json.Unmarshal([]byte("{oops"), &map[string]any{}); !errors.As(err, &syntaxErr) {
@@ -89,6 +90,7 @@ func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
 
 func TestProviderErrorIs(t *testing.T) {
+	t.Parallel()
 	cl := &cascade.ProviderError{Provider: "p", Class: cascade.ClassContextLength, HTTPStatus: 400, Err: errors.New("too long")}
 	if !errors.Is(cl, llm.ErrContextLength) || errors.Is(cl, llm.ErrBadResponse) {
 		t.Error("context_length error does not match llm.ErrContextLength alone")

@@ -10,6 +10,7 @@ import (
 // the cascade classifies a provider's errors: by code and type, else by status and the words
 // of an oversized input.
 func TestClassifyHTTP(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status int
 		body   string

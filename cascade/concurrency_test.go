@@ -16,6 +16,7 @@ import (
 // entry's Concurrency that it reads from its target; every request is logged, the provider
 // sees that many at once, and Observe is never called twice at the same time.
 func TestConcurrentRequests(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	id := insertCompaction(t, sqldb)
 	// The first three requests wait until all three are in flight (a barrier, not a timing):

@@ -11,6 +11,7 @@ import (
 // TestOutcomesMatchSchema: cascade.Outcomes, the one list of attempt outcomes, is what both
 // schemas allow in cascade_attempts.outcome.
 func TestOutcomesMatchSchema(t *testing.T) {
+	t.Parallel()
 	var got []string
 	for _, o := range cascade.Outcomes {
 		got = append(got, string(o))
@@ -24,6 +25,7 @@ func TestOutcomesMatchSchema(t *testing.T) {
 
 // TestClassesDistinct: the tables of classes and event kinds list each value once.
 func TestClassesDistinct(t *testing.T) {
+	t.Parallel()
 	seen := map[cascade.Class]bool{}
 	for _, c := range cascade.Classes {
 		if seen[c] || c == "" {

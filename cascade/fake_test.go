@@ -15,6 +15,7 @@ import (
 )
 
 func TestFake(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	t.Run("script order, then Func, then an error", func(t *testing.T) {
 		f := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("one"), {Err: boom}, cascade.FakeReply("three")}}

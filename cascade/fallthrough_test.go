@@ -35,6 +35,7 @@ func defaultCascade(t *testing.T, baseURL string) (*cascade.Cascade, *db.Handle)
 // minutes is not waited for: the provider cools for the two minutes and the offline rung
 // answers. No pause longer than max_wait is ever requested.
 func TestRetryAfterBeyondMaxWaitFallsThrough(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "120")
 		apiError(429, "rate_limit_exceeded", "requests", "Rate limit reached")(w, r)
@@ -70,6 +71,7 @@ func TestRetryAfterBeyondMaxWaitFallsThrough(t *testing.T) {
 // the budget ends, it is not cooled down (the budget was ours, it did not fail), and the
 // offline rung answers within the budget.
 func TestHangingProviderWithinTotalBudget(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	c, sqldb := defaultCascade(t, srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
@@ -104,6 +106,7 @@ func TestHangingProviderWithinTotalBudget(t *testing.T) {
 // provider that needs the network is recorded as skipped for the budget (no request, no
 // cooldown) and the offline rung still answers.
 func TestSpentBudgetStillTriesOffline(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	online := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("never")}}
 	offline := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("from the offline rung")}}
@@ -132,6 +135,7 @@ func TestSpentBudgetStillTriesOffline(t *testing.T) {
 // TestSpentBudgetWithoutOfflineRung: with no offline rung to fall to, a passed deadline
 // skips every provider and Run fails; it is not reported as a cancel.
 func TestSpentBudgetWithoutOfflineRung(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	f := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("never")}}
 	h := newHarness(t, sqldb, fakeEntry("a", f))
@@ -149,6 +153,7 @@ func TestSpentBudgetWithoutOfflineRung(t *testing.T) {
 // TestWindowTooSmallSkipped: a task that finds the window too small leaves a skipped_window
 // row saying why, no cooldown, and the cascade moves on.
 func TestWindowTooSmallSkipped(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	small := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("never")}}
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("from next")}}

@@ -17,6 +17,7 @@ import (
 // Seen with memctl: 74 requests summed to "prompt_tokens": -370 in the report and in
 // `memctl reports` (PROMPT+COMPLETION "-370+74000000000000").
 func TestUsageNegativeFromServerNotTrusted(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	id := insertCompaction(t, sqldb)
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {

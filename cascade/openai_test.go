@@ -26,6 +26,7 @@ type wantRow struct {
 // TestOpenAIFaults runs one request against a real HTTP server per fault and checks the
 // outcome, the attempt rows and the cooldown.
 func TestOpenAIFaults(t *testing.T) {
+	t.Parallel()
 	hang := func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -367,6 +368,7 @@ func TestOpenAIFaults(t *testing.T) {
 // TestOpenAIRequestBody checks what reaches the server: reasoning models get
 // max_completion_tokens and no temperature, others max_tokens and temperature (0 included).
 func TestOpenAIRequestBody(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		model       string
 		temperature float64
@@ -437,6 +439,7 @@ func TestOpenAIRequestBody(t *testing.T) {
 
 // TestOpenAIAPIKey checks that the key is read from the environment at request time.
 func TestOpenAIAPIKey(t *testing.T) {
+	t.Parallel()
 	var got []string
 	var mu sync.Mutex
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -466,6 +469,7 @@ func TestOpenAIAPIKey(t *testing.T) {
 // TestMissingAPIKey: an unset key variable fails fast with class auth, names the variable,
 // sends nothing, and the cascade moves on.
 func TestMissingAPIKey(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	srv := newServer(t, reply("never"))
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("from the fake")}}

@@ -13,6 +13,7 @@ import (
 // the log (tokens per second, with a margin of 2); failed attempts and the offline rung do not
 // count; a provider with no measure gives none.
 func TestTimeFor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	h, _ := openDB(t)
 	c := cascade.New(h,

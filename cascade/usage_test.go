@@ -17,6 +17,7 @@ import (
 // (skips excluded) and sums the tokens they reported; an error status carries no tokens and
 // is not an estimate.
 func TestCompactionUsage(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	id := insertCompaction(t, sqldb)
 	var n atomic.Int64
@@ -46,6 +47,7 @@ func TestCompactionUsage(t *testing.T) {
 // with the cascade's Count, and the usage is marked estimated; so is a request cut by a
 // timeout (its prompt only). The sums equal the counts of what was sent and received.
 func TestUsageCountedLocally(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	id := insertCompaction(t, sqldb)
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {

@@ -106,6 +106,7 @@ func ollamaShowJSON(params string, contextLength int) string {
 
 // TestReadWindow: each server's documented answer gives the window it runs the model with.
 func TestReadWindow(t *testing.T) {
+	t.Parallel()
 	docParams := "num_keep                       24\nstop                           \"<|start_header_id|>\"\nstop                           \"<|eot_id|>\""
 	for _, tc := range []struct {
 		name    string
@@ -183,6 +184,7 @@ func cachedWindow(t *testing.T, h *harness, name string) int {
 // TestAutoWindowCached: the window read from the server reaches the task, is cached with
 // the provider (no probe on the next run), and is read again once it is older than the TTL.
 func TestAutoWindowCached(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	srv := newWindowServer(t, map[string]string{"GET /v1/models": vllmModels})
 	h := newHarness(t, sqldb, autoEntry("local", srv.URL))
@@ -219,6 +221,7 @@ func TestAutoWindowCached(t *testing.T) {
 // TestAutoWindowFallback: a server that does not report its window gets the default one,
 // with a single warning however many runs, and nothing cached.
 func TestAutoWindowFallback(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	srv := newWindowServer(t, map[string]string{"GET /v1/models": ollamaModels})
 	h := newHarness(t, sqldb, autoEntry("hosted", srv.URL))
@@ -247,6 +250,7 @@ func TestAutoWindowFallback(t *testing.T) {
 // wrong; the server is asked again and the task runs once more with the window it reports
 // now, which replaces the cached one.
 func TestAutoWindowRefreshedOnContextLength(t *testing.T) {
+	t.Parallel()
 	sqldb, _ := openDB(t)
 	srv := newWindowServer(t, map[string]string{"GET /props": `{"default_generation_settings":{"n_ctx":8192},"total_slots":1}`})
 	h := newHarness(t, sqldb, autoEntry("local", srv.URL))

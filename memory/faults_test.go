@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,8 +96,15 @@ func TestFaultImportCut(t *testing.T) {
 	total := p.Sent() - before
 	t.Logf("the import of %d messages sends %d bytes", n, total)
 
-	for _, cut := range []int64{0, 1, 200, total / 3, total / 2, total - 200, total - 20, total - 1, total} {
+	cuts := []int64{0, 1, 200, total / 3, total / 2, total - 200, total - 20, total - 1, total}
+	if testing.Short() {
+		// Every second cut point: before the first byte, early, mid-way, just before the
+		// COMMIT and after it.
+		cuts = []int64{0, 200, total / 2, total - 20, total}
+	}
+	for _, cut := range cuts {
 		t.Run(fmt.Sprint("cut after ", cut, " bytes"), func(t *testing.T) {
+			t.Parallel() // a schema and a proxy of its own
 			schema := testdb.Schema(t, schema)
 			s, p := faultStore(t, schema)
 			p.CutAfter(cut)
@@ -307,15 +315,36 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 
 	// Cuts all through, then a search for the first byte count at which the commit reaches
 	// the server whole: cut there, the compaction is committed and its answer is lost.
+	// The cuts all through run in parallel (each on a schema and a proxy of its own); under
+	// -short every fourth of them. The search then starts from the highest failed cut below the
+	// lowest applied one.
+	step := max(total/16, 1)
+	if testing.Short() {
+		step = max(total/4, 1)
+	}
+	var mu sync.Mutex
+	statuses := map[int64]Status{}
+	t.Run("all through", func(t *testing.T) {
+		for k := int64(0); k < total; k += step {
+			t.Run(fmt.Sprint("cut after ", k, " bytes"), func(t *testing.T) {
+				t.Parallel()
+				st := try(t, k)
+				mu.Lock()
+				statuses[k] = st
+				mu.Unlock()
+			})
+		}
+	})
 	failed, applied := int64(-1), total
-	for k := int64(0); k < total; k += max(total/16, 1) {
-		t.Run(fmt.Sprint("cut after ", k, " bytes"), func(t *testing.T) {
-			if try(t, k) == StatusApplied {
-				applied = min(applied, k)
-			} else if applied == total {
-				failed = k
-			}
-		})
+	for k, st := range statuses {
+		if st == StatusApplied {
+			applied = min(applied, k)
+		}
+	}
+	for k, st := range statuses {
+		if st != StatusApplied && k < applied {
+			failed = max(failed, k)
+		}
 	}
 	for failed+1 < applied && !t.Failed() {
 		k := (failed + applied) / 2
@@ -342,8 +371,13 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := testdb.PostgresOnly(t, "a connection cut while the cascade writes")
-	for cut := int64(0); cut < 4000; cut += 250 {
+	step := int64(250)
+	if testing.Short() {
+		step = 750 // every third cut point
+	}
+	for cut := int64(0); cut < 4000; cut += step {
 		t.Run(fmt.Sprint("cut after ", cut, " bytes"), func(t *testing.T) {
+			t.Parallel() // a schema and a proxy of its own
 			schema := testdb.Schema(t, base)
 			s, p := faultStore(t, schema)
 			if _, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {

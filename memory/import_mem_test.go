@@ -41,8 +41,9 @@ func bigMessageLine(t testing.TB, size int) []byte {
 //
 // The default run imports a message of 9 MB, 1 MB over memory.LargeMessage, so the append
 // takes the path of large messages (it measures 3.0 times the message, as at 4 and 20 MB);
-// -tags heavy imports 20 MB. It is not parallel: TotalAlloc counts every goroutine's
-// allocations, and no other test runs beside a sequential one.
+// -tags heavy imports 20 MB; -short imports the JSONL form only. It is not parallel:
+// TotalAlloc counts every goroutine's allocations, and no other test runs beside a sequential
+// one.
 func TestImportLargeMessageAllocates(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := context.Background()
@@ -56,11 +57,15 @@ func TestImportLargeMessageAllocates(t *testing.T) {
 	}
 	line := bigMessageLine(t, size)
 	array := append(append([]byte("["), bytes.TrimSpace(line)...), ']')
-	for _, tc := range []struct {
+	forms := []struct {
 		format string
 		input  []byte
 		times  int
-	}{{"JSONL", line, 5}, {"a JSON array", array, 5}} {
+	}{{"JSONL", line, 5}, {"a JSON array", array, 5}}
+	if testing.Short() {
+		forms = forms[:1] // the JSONL form alone: each is a long sequential import under the race detector
+	}
+	for _, tc := range forms {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)

@@ -15,6 +15,7 @@ import (
 // gives, on the JSON storedLedger writes for random ledgers (texts with quotes, escapes, control and
 // non-ASCII characters, every optional field) and on JSON of other shapes.
 func TestDecodeLedger(t *testing.T) {
+	t.Parallel()
 	texts := []string{"W000123", "", "a\"b", `back\slash`, "tab\there", "line\nbreak", "<html> & co", "café", "\u2028", "emoji 🎉",
 		"bad \xff utf8", "ctrl \x01", "order(id=W1, flight=HAT2)"}
 	rng := rand.New(rand.NewPCG(9, 10))

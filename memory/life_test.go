@@ -38,12 +38,14 @@ func lifeLosses(t testing.TB, s *memory.Store, thread string, original []facts.F
 // the active context or named in some report's facts_dropped: the check runs against the
 // ledger stored with the summary, never against a re-reading of the summary's text.
 func TestLedgerSurvivesRecompaction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, file := range conversations(t) {
 		if !strings.Contains(file, "airline") {
 			continue
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel() // a store of its own
 			s, _ := openStore(t)
 			importFile(t, s, "t", file)
 			original := originalFacts(t, s, "t")

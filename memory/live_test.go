@@ -207,6 +207,7 @@ func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
 // The appends of one batch are indexed for search once all are written: an append rolled back
 // leaves nothing in the index, even when the next append of the batch takes its seqs.
 func TestBatchIndexesWhatCommitted(t *testing.T) {
+	t.Parallel()
 	testdb.SQLiteOnly(t, "group commit: PostgreSQL runs each append as a transaction of its own")
 	ctx := context.Background()
 	s, path := openStore(t)

@@ -38,6 +38,7 @@ func newestUserThread(t *testing.T, s *memory.Store) string {
 // the context stays within its limit, and a second compaction (the summary folded in) keeps it
 // too.
 func TestNewestUserMessageStays(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const limit = 2048
 	cases := []struct {
@@ -52,6 +53,7 @@ func TestNewestUserMessageStays(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a store of its own
 			s, _ := openStore(t)
 			newest := newestUserThread(t, s)
 			casc := extractiveCascade(t, s)

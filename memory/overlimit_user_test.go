@@ -15,6 +15,7 @@ import (
 // the error must name the newest user message among what keeps it over, not only the pinned
 // messages (9 tokens here) and the newest unit.
 func TestOverLimitNamesLongUserMessage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	msgs := []memory.Message{memory.TextMessage("system", "You are an agent."),

@@ -13,6 +13,7 @@ import (
 // compaction leaves) and whose results are cut to fit reports
 // no message summarized and no deep summary size, only the cut.
 func TestCutReportClaimsNoSummary(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)

@@ -14,6 +14,7 @@ import (
 // from what the compaction made of the messages it saw: tokens_after is under tokens_before
 // (the compaction shrank the context), and tokens_after + tokens_appended is the context now.
 func TestReportShowsAppendedApart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 30, 400)
@@ -59,6 +60,7 @@ func TestReportShowsAppendedApart(t *testing.T) {
 // TestFailedCompactionSummarizedNothing: a compaction that applied nothing claims no message
 // summarized, in the report it returns and in the stored one; every message is kept.
 func TestFailedCompactionSummarizedNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 30, 400)

@@ -37,6 +37,7 @@ func TestMessageShapes(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a store of its own
 			s, _ := openStore(t)
 			if _, err := s.Import(ctx, "t", strings.NewReader(`{"role":"user","content":"first"}`), memory.AppendOptions{}); err != nil {
 				t.Fatal(err)

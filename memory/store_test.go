@@ -112,6 +112,7 @@ func TestImportRejectsBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a store of its own
 			s, _ := openStore(t)
 			// A valid history first: the bad import must leave it exactly as it was.
 			if _, err := s.Import(ctx, "t", strings.NewReader(`{"role":"user","content":"first"}`), memory.AppendOptions{}); err != nil {

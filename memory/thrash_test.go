@@ -158,16 +158,21 @@ func agentLife(t testing.TB, n int) [][]memory.Message {
 // TestLifeMeasure replays every recorded conversation and a long agent's life at each limit:
 // no compaction fails, and from 4,096 tokens on no turn ends over the trigger after its
 // compaction. With -v it prints the compactions per 100 turns docs/compaction.md gives
-// (go test -run TestLifeMeasure -v ./memory); TestLifeNoThrash is its short version.
+// (go test -run TestLifeMeasure -v ./memory); TestLifeNoThrash is its short version. Under
+// -short it replays the long agent's life and the first recorded conversation at 8,192 and
+// 32,768 tokens only (TestLifeNoThrash replays the agent's at 2,048 and 4,096).
 func TestLifeMeasure(t *testing.T) {
-	if testing.Short() {
-		t.Skip("replays 16 lives; TestLifeNoThrash is the short version")
-	}
+	t.Parallel()
 	lives := map[string][][]memory.Message{"agent150": agentLife(t, 150)}
-	for _, f := range conversations(t) {
+	limits := []int{2048, 4096, 8192, 32768}
+	files := conversations(t)
+	if testing.Short() {
+		limits, files = []int{8192, 32768}, files[:1]
+	}
+	for _, f := range files {
 		lives[f[strings.LastIndex(f, "/")+1:]] = units(readMessagesFile(t, f))
 	}
-	for _, limit := range []int{2048, 4096, 8192, 32768} {
+	for _, limit := range limits {
 		for name, turns := range lives {
 			s, _ := openStore(t)
 			c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit})
@@ -208,6 +213,7 @@ func TestLifeMeasure(t *testing.T) {
 // most of them, so about every second turn compacts (17 of those turns are over the trigger
 // with the system prompt and the newest turn alone).
 func TestLifeNoThrash(t *testing.T) {
+	t.Parallel()
 	turns := agentLife(t, 150)
 	for _, c := range []struct {
 		limit      int

@@ -47,6 +47,7 @@ func compactedThread(t *testing.T, e *env, thread string, n int) memory.Report {
 
 // The inspection API answers with the shapes of memctl's --json.
 func TestInspectionAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{limit: 1000})
 	rep := compactedThread(t, e, "api-1", 8)
 
@@ -127,6 +128,7 @@ func TestInspectionAPI(t *testing.T) {
 // With a token, every route needs it (constant-time compared); without it, 401. No CORS
 // header is ever sent.
 func TestTokenRequired(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{token: "s3cret-token"})
 	chat := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 	for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "s3cret-token"}, {"Authorization", "Bearer s3cret-token2"}} {
@@ -160,6 +162,7 @@ func TestTokenRequired(t *testing.T) {
 // Without a token, a loopback server answers only requests addressed to a loopback name (DNS
 // rebinding).
 func TestLoopbackHostOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	req, _ := newRequest("GET", e.url+"/api/threads", "")
 	req.Host = "attacker.example:8787"
@@ -176,6 +179,7 @@ func TestLoopbackHostOnly(t *testing.T) {
 }
 
 func TestIsLoopback(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8787": true, "localhost:1": true, "[::1]:8787": true, "127.5.0.1:80": true,
 		"0.0.0.0:8787": false, ":8787": false, "192.168.1.4:8787": false, "[::]:8787": false, "example.com:80": false,
@@ -192,6 +196,7 @@ func TestIsLoopback(t *testing.T) {
 
 // The page escapes what comes from the conversation.
 func TestPageEscapes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{limit: 1000})
 	compactedThread(t, e, "esc", 8)
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"<script>alert(1)</script><img src=x onerror=alert(2)>"}]}`

@@ -16,6 +16,7 @@ import (
 // TestCodeStatusEveryCode: every memory.Code has its HTTP status in the one table, and Error
 // answers a domain error with its code's status and the detail that names it.
 func TestCodeStatusEveryCode(t *testing.T) {
+	t.Parallel()
 	for _, c := range memory.Codes {
 		if _, ok := codeStatus[c]; !ok {
 			t.Errorf("code %q has no HTTP status", c)

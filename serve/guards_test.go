@@ -16,6 +16,7 @@ import (
 // the agent gets the 508 and its message, the log says what was refused, and no second thread
 // receives a copy of the messages.
 func TestSelfPointingUpstreamRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{selfUpstream: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -39,6 +40,7 @@ func TestSelfPointingUpstreamRefused(t *testing.T) {
 // Origin, Sec-Fetch-Site cross-site or same-site, or a body that is not declared JSON (a form
 // or a text/plain POST needs no preflight) is refused, token or not, and nothing runs.
 func TestNoCrossSiteWrites(t *testing.T) {
+	t.Parallel()
 	for _, token := range []string{"", "secret"} {
 		e := newEnv(t, envOptions{token: token})
 		auth := []string{}
@@ -90,6 +92,7 @@ func TestNoCrossSiteWrites(t *testing.T) {
 // A thread created for a model the tokenizer does not know is counted with o200k: the log
 // says so, once, where the operator sees it; a known model gives no warning.
 func TestUnknownModelWarned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	for i, model := range []string{"qwen3-8b", "qwen3-8b", "gpt-4o"} {
 		thread := "local"

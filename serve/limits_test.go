@@ -18,6 +18,7 @@ import (
 // 503 with Retry-After, whether its length is given or not, and goes through once the bytes
 // are given back.
 func TestInFlightBudget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxInFlightBytes = 8 << 10 }})
 	hold, got := make(chan struct{}), make(chan struct{}, 4)
 	e.up.set(func(u *upstream) { u.hold, u.got = hold, got })
@@ -65,6 +66,7 @@ func TestInFlightBudget(t *testing.T) {
 // A client that sends its body a byte at a time is answered 408 once ReadBodyTimeout is
 // over, and its connection closed: it holds no connection for longer.
 func TestSlowBodyDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.ReadBodyTimeout = 300 * time.Millisecond }})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
 	if err != nil {
@@ -98,6 +100,7 @@ func TestSlowBodyDropped(t *testing.T) {
 // A client that sends its headers a byte at a time has its connection closed once
 // ReadHeaderTimeout is over, whatever it still sends.
 func TestSlowHeadersDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.ReadHeaderTimeout = 300 * time.Millisecond }})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
 	if err != nil {
@@ -129,6 +132,7 @@ func TestSlowHeadersDropped(t *testing.T) {
 // A non-streamed reply over MaxReplyBytes is refused with 502 and not stored, and the proxy
 // reads no more of it than the limit.
 func TestJSONReplyOverLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxReplyBytes = 16 << 10 }})
 	e.up.set(func(u *upstream) {
 		u.raw = func(w http.ResponseWriter, body []byte) {

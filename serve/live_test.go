@@ -50,6 +50,7 @@ func encoded(t *testing.T, msgs []memory.Message) string {
 // compaction, a pin, an append) is seen at the next turn, as a Store on the same database that
 // the proxy does not know of does it.
 func TestKeptThreadSeesOtherProcess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	other, err := memory.Open(ctx, e.dbName)
@@ -134,6 +135,7 @@ func TestKeptThreadSeesOtherProcess(t *testing.T) {
 // Turn after turn, with compactions in the background, the upstream gets exactly the active
 // context the store reads, and each message is stored once.
 func TestKeptContextIsTheStoredOne(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{limit: 700})
 	ctx := context.Background()
 	path := "/t/follow/v1/chat/completions"
@@ -186,6 +188,7 @@ func (wordCounter) CountTools([]memory.Tool) int { return 0 }
 // A turn whose thread the server cannot count (its tokenizer is another host's) is answered
 // with an error naming it, as any error reading the thread is: the server keeps nothing of it.
 func TestUncountableThreadAnswered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	other, err := memory.Open(ctx, e.dbName)

@@ -36,6 +36,7 @@ func importAirline(t *testing.T, e *env) {
 // TestMemoryRoutes: search, a range of original messages, pin and unpin over the inspection
 // API; the routes that change state refuse what a browser could send from another site.
 func TestMemoryRoutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	importAirline(t, e)
 
@@ -107,6 +108,7 @@ func TestMemoryRoutes(t *testing.T) {
 // TestMCPOverHTTP: /mcp serves the memory tools behind the server's token; a client without
 // it is refused.
 func TestMCPOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{token: "tok"})
 	importAirline(t, e)
 	ctx := context.Background()

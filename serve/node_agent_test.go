@@ -23,10 +23,12 @@ import (
 // is answered (the client does not retry), none is refused, and every message is stored once,
 // in order.
 func TestNodeAgentSmallWindow(t *testing.T) {
+	t.Parallel()
 	node, dir := nodetest.Require(t, filepath.Join("testdata", "node"), "openai")
 	const turns = 40
 	for _, way := range []string{"llama.cpp", "vllm", "ollama"} {
 		t.Run(way, func(t *testing.T) {
+			t.Parallel() // a server, an upstream and a node process of its own
 			e := newEnv(t, envOptions{auto: true, token: "node-token"})
 			e.up.set(func(u *upstream) {
 				u.window, u.way, u.scale = 2048, way, 1.3

@@ -14,6 +14,7 @@ import (
 // answered; the user's question is in what the model gets. A thread that cannot fit at all (a
 // system prompt over the limit) is answered 400 with an error that names on_failure: fit.
 func TestOversizedToolResultGoesOn(t *testing.T) {
+	t.Parallel()
 	const limit = 2048
 	e := newEnv(t, envOptions{limit: limit})
 	huge := strings.Repeat("line of a very long log output 0123456789\n", 1500)

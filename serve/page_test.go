@@ -50,6 +50,7 @@ func runChromium(t *testing.T, bin string, args ...string) []byte {
 // compaction marked, the compaction's before and after with the summary. A screenshot is
 // saved under testdata/artifacts.
 func TestPageInChromium(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	e := newEnv(t, envOptions{limit: 1000})
 	rep := compactedThread(t, e, "build-agent", 8)

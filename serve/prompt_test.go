@@ -11,6 +11,7 @@ import (
 // answered, not refused: the new prompt is stored and pinned, the model gets it, and the
 // history keeps both; the next turn with the same new prompt stores only its new message.
 func TestChangedSystemPrompt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	c := e.client("p", "k")

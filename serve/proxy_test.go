@@ -24,6 +24,7 @@ func (e *env) client(thread, key string) *openai.Client {
 // A go-openai agent that resends its whole history each turn: every message is stored once,
 // in order, and usage, model and finish reason reach it unchanged.
 func TestGoClientWholeHistoryStoredOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	c := e.client("chat-1", "unused")
 	ctx := context.Background()
@@ -57,6 +58,7 @@ func TestGoClientWholeHistoryStoredOnce(t *testing.T) {
 // An agent that sends only its new turn (with or without the system prompt the thread already
 // has) gets the same history as one that resends everything.
 func TestOnlyNewTurns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	c := e.client("incremental", "k")
 	ctx := context.Background()
@@ -88,6 +90,7 @@ func TestOnlyNewTurns(t *testing.T) {
 // reply assembled from the deltas (text and tool calls) is stored, and the tool result
 // answers it.
 func TestGoClientStreamingToolCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	e.up.set(func(u *upstream) {
 		u.reply = func(n int, _ []memory.Message) memory.Message {
@@ -173,6 +176,7 @@ func TestGoClientStreamingToolCalls(t *testing.T) {
 // A thread that outgrows its limit is compacted, and no request the upstream receives is
 // over the limit (the upstream counts with memory's counter, tool definitions included).
 func TestCompactsPastTheLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 3000
 	e := newEnv(t, envOptions{limit: limit})
 	e.up.set(func(u *upstream) {
@@ -230,6 +234,7 @@ func TestCompactsPastTheLimit(t *testing.T) {
 // A request that would exceed the limit is compacted first, with reason emergency, before the
 // upstream is called.
 func TestEmergencyCompactionBeforeTheCall(t *testing.T) {
+	t.Parallel()
 	const limit = 2000
 	e := newEnv(t, envOptions{limit: limit})
 	ctx := context.Background()
@@ -269,6 +274,7 @@ func TestEmergencyCompactionBeforeTheCall(t *testing.T) {
 // Editing an earlier message is a 409 naming it; the reset header starts the thread over and
 // keeps the old history under the archive's name.
 func TestEditedHistoryConflict(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	first := `{"model":"gpt-4o","messages":[{"role":"system","content":"S"},{"role":"user","content":"hello"}]}`
 	if code, body, _ := e.post("/t/edit/v1/chat/completions", first); code != 200 {
@@ -307,6 +313,7 @@ func TestEditedHistoryConflict(t *testing.T) {
 
 // Malformed requests get 400 (413, 415) in OpenAI's error shape, and reach no upstream.
 func TestMalformedRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxBody: 4096})
 	cases := []struct {
 		name, path, body, ctype string
@@ -348,6 +355,7 @@ func TestMalformedRequests(t *testing.T) {
 // The upstream's errors reach the client with their status and body; the request's messages
 // are kept, and the retry appends nothing twice.
 func TestUpstreamErrorPassedThrough(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	const failBody = `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`
 	e.up.set(func(u *upstream) { u.failStatus, u.failBody = 429, failBody })
@@ -369,6 +377,7 @@ func TestUpstreamErrorPassedThrough(t *testing.T) {
 
 // A reply in flight when Shutdown starts is finished and stored.
 func TestShutdownFinishesReplies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	hold, got := make(chan struct{}), make(chan struct{}, 1)
 	e.up.set(func(u *upstream) { u.hold, u.got = hold, got })

@@ -31,6 +31,7 @@ func recallModel(_ int, msgs []memory.Message) memory.Message {
 // stores the recall turn once, as the proxy's own, and the agent's next resend, which lacks
 // it, is no conflict.
 func TestRecall(t *testing.T) {
+	t.Parallel()
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			e := newEnv(t, envOptions{server: func(s *serve.Server) { s.Recall = true }})
@@ -76,6 +77,7 @@ func TestRecall(t *testing.T) {
 
 // TestRecallOffByDefault: without serve.recall the model gets the agent's tools only.
 func TestRecallOffByDefault(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	importAirline(t, e)
 	agent := append(readConversation(t), memory.TextMessage("user", "Where did reservation LQ940Q start?"))

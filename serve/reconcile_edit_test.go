@@ -10,6 +10,7 @@ import (
 // the stored one: it contradicts the history and must be a conflict, not a new turn that
 // stores the earlier assistant reply and user message a second time.
 func TestReconcileEditedFirstMessageRegenerate(t *testing.T) {
+	t.Parallel()
 	history := msgs("system:S", "user:u1", "assistant:a1", "user:u2", "assistant:a2")
 	for _, req := range [][]string{
 		{"system:S", "user:u1 EDITED", "assistant:a1", "user:u2"},

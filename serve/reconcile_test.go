@@ -40,6 +40,7 @@ func texts(ms []memory.Message) string {
 }
 
 func TestReconcile(t *testing.T) {
+	t.Parallel()
 	hist := msgs("system:S", "user:a", "assistant:b", "user:c", "assistant:d")
 	threeCalls := msgs("user:a", "assistant>c1:f")
 	threeCalls[1].ToolCalls = append(threeCalls[1].ToolCalls, msgs("assistant>c2:g")[0].ToolCalls[0], msgs("assistant>c3:h")[0].ToolCalls[0])
@@ -97,6 +98,7 @@ func TestReconcile(t *testing.T) {
 // A reply resent as clients serialize it (null fields, text parts, no tool call type) is the
 // stored reply, not an edit.
 func TestReconcileSameMessage(t *testing.T) {
+	t.Parallel()
 	var stored, resent memory.Message
 	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}],"refusal":null}`), &stored)
 	json.Unmarshal([]byte(`{"role":"assistant","content":"","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\":1}"}}],"annotations":[]}`), &resent)

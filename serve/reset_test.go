@@ -14,6 +14,7 @@ import (
 // changes nothing, neither archive nor deletion; a reset that goes through archives the old
 // history, and the thread keeps its own settings (its limit).
 func TestResetIsATransaction(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	if code, body, _ := e.post("/t/r/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`); code != 200 {

@@ -13,6 +13,7 @@ import (
 // cannot change the path names the thread in a header; a wrong base URL gets an error in
 // OpenAI's shape that names the right one; an answer before which a compaction ran says so.
 func TestOpenAIConventions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{limit: 2000})
 	e.up.set(func(u *upstream) { u.window, u.way = 100000, "vllm" })
 	for _, path := range []string{"/t/a/v1/models", "/v1/models"} {

@@ -58,6 +58,7 @@ func errorEvent(t *testing.T, body string) string {
 // a tool call without an id (not storable), a stream cut or ended early, a tool-call index
 // of 5,000,000 or -1, a line over the line limit, a stream over the reply limit.
 func TestStreamNotStoredEndsWithError(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		raw  func(w http.ResponseWriter, body []byte)
@@ -111,6 +112,7 @@ func TestStreamNotStoredEndsWithError(t *testing.T) {
 
 // go-openai raises on the error event that ends a cut stream, where it used to see io.EOF.
 func TestGoClientRaisesOnCutStream(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	e.up.set(func(u *upstream) {
 		u.raw = func(w http.ResponseWriter, body []byte) { sse(w, chunkRole, chunkText) }
@@ -136,6 +138,7 @@ func TestGoClientRaisesOnCutStream(t *testing.T) {
 // What the upstream sends after [DONE] is not read nor passed on: the reply is stored and the
 // client gets [DONE] at once, however much follows.
 func TestStreamBytesAfterDone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	e.up.set(func(u *upstream) {
 		u.raw = func(w http.ResponseWriter, body []byte) {
@@ -162,6 +165,7 @@ func TestStreamBytesAfterDone(t *testing.T) {
 // A refusal is stored as the model gave it, streamed or not: content null and the refusal
 // text, not an empty assistant message.
 func TestRefusalStored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	e.up.set(func(u *upstream) {
 		u.raw = func(w http.ResponseWriter, body []byte) {

@@ -13,6 +13,7 @@ import (
 // What the server keeps of its threads is bounded: the cached histories stay within
 // CacheBytes however many threads it served, and a thread idle for CacheIdle is dropped.
 func TestThreadStateBounded(t *testing.T) {
+	t.Parallel()
 	const budget = 64 << 10
 	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.CacheBytes, s.CacheIdle = budget, time.Hour }})
 	e.up.set(func(u *upstream) {
@@ -40,6 +41,7 @@ func TestThreadStateBounded(t *testing.T) {
 }
 
 func TestIdleThreadsDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.CacheIdle = 2 * time.Second }})
 	e.up.set(func(u *upstream) {
 		u.reply = func(int, []memory.Message) memory.Message { return memory.TextMessage("assistant", "ok") }

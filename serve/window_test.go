@@ -30,6 +30,7 @@ func chatTurns(t *testing.T, e *env, thread string, n int, msgs ...openai.ChatCo
 // window of the model from the upstream (as llama.cpp, vLLM, Ollama and LiteLLM report it) and
 // the upstream never gets more: every turn answers, none refused.
 func TestWindowOfTheUpstream(t *testing.T) {
+	t.Parallel()
 	for _, way := range []string{"llama.cpp", "vllm", "ollama", "litellm"} {
 		t.Run(way, func(t *testing.T) {
 			e := newEnv(t, envOptions{auto: true})
@@ -55,6 +56,7 @@ func TestWindowOfTheUpstream(t *testing.T) {
 // history of some 1,800 tokens (by the local count), which fits the window by the local count
 // and not by the upstream's.
 func TestCompactAndRetry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{auto: true})
 	e.up.set(func(u *upstream) { u.window, u.way, u.scale = 2048, "llama.cpp", 1.3 })
 	var start []openai.ChatCompletionMessage

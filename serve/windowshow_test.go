@@ -10,6 +10,7 @@ import (
 // TestWindowShown: the window a thread is fitted in under token_limit auto is recorded on the
 // thread with where it came from: the inspection API and the thread's page show it.
 func TestWindowShown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{auto: true})
 	e.up.set(func(u *upstream) { u.window, u.way = 3000, "vllm" })
 	chatTurns(t, e, "w", 2)

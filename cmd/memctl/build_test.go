@@ -13,7 +13,7 @@ import (
 func TestSQLiteOnlyBuild(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("builds memctl")
+		t.Skip("a build of memctl, nothing for the race detector: the run without -short (scripts/test's first) runs it whole")
 	}
 	for _, tc := range []struct {
 		tags string

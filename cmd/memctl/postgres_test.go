@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -340,17 +341,32 @@ func lastLineNames(stderr, prefix, what string) bool {
 const (
 	appendDBEnv     = "MEMCTL_TEST_APPEND_DB"
 	appendWriterEnv = "MEMCTL_TEST_APPEND_WRITER"
-	appendCount     = 200
+	appendCountEnv  = "MEMCTL_TEST_APPEND_COUNT"
 )
+
+// appendCount is how many messages each writer of TestPostgresAppendFourProcesses appends:
+// 200, and 50 under -short (the four processes still append at once all the while).
+func appendCount() int {
+	if testing.Short() {
+		return 50
+	}
+	return 200
+}
 
 // appendMessage is the content of writer w's message i.
 func appendMessage(w string, i int) string { return fmt.Sprintf("writer %s message %d", w, i) }
 
-// appendHelper imports appendCount messages into thread "t", one `memctl import` each (run in
-// this process, a store opened and closed each time), and returns 0 when all succeeded.
+// appendHelper imports the messages appendCountEnv says into thread "t", one `memctl import`
+// each (run in this process, a store opened and closed each time), and returns 0 when all
+// succeeded.
 func appendHelper() int {
 	name, w := os.Getenv(appendDBEnv), os.Getenv(appendWriterEnv)
-	for i := range appendCount {
+	count, err := strconv.Atoi(os.Getenv(appendCountEnv))
+	if err != nil || count <= 0 {
+		fmt.Fprintf(os.Stderr, "writer %s: %s=%q: want a count of messages above 0\n", w, appendCountEnv, os.Getenv(appendCountEnv))
+		return 1
+	}
+	for i := range count {
 		msg, _ := json.Marshal(map[string]string{"role": "user", "content": appendMessage(w, i)})
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), []string{"--db", name, "import", "t", "-"}, bytes.NewReader(msg), &out, &errb); code != 0 {
@@ -362,17 +378,18 @@ func appendHelper() int {
 }
 
 // TestPostgresAppendFourProcesses: four processes append to one thread of a new database on
-// PostgreSQL at once (the first ones create the schema and the thread), 200 messages each,
-// one import at a time. Afterwards the thread holds the 800 messages at seqs 1..800, none
-// lost or repeated, each writer's in the order it wrote them.
+// PostgreSQL at once (the first ones create the schema and the thread), 200 messages each
+// (50 under -short), one import at a time. Afterwards the thread holds the 800 messages (200)
+// at seqs 1..800 (1..200), none lost or repeated, each writer's in the order it wrote them.
 func TestPostgresAppendFourProcesses(t *testing.T) {
 	pg := pgDatabase(t)
+	count := appendCount()
 	writers := []string{"w1", "w2", "w3", "w4"}
 	var cmds []*exec.Cmd
 	var errs []*bytes.Buffer
 	for _, w := range writers {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestMemctlProcessHelper$")
-		cmd.Env = append(childEnv(t), helperEnv+"=append", appendDBEnv+"="+pg, appendWriterEnv+"="+w)
+		cmd.Env = append(childEnv(t), helperEnv+"=append", appendDBEnv+"="+pg, appendWriterEnv+"="+w, appendCountEnv+"="+strconv.Itoa(count))
 		var errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &errb, &errb
 		if err := cmd.Start(); err != nil {
@@ -401,7 +418,7 @@ func TestPostgresAppendFourProcesses(t *testing.T) {
 	if err := json.Unmarshal([]byte(m.must("show", "t", "--all", "--json")), &shown); err != nil {
 		t.Fatal(err)
 	}
-	total := appendCount * len(writers)
+	total := count * len(writers)
 	if len(shown.Messages) != total {
 		t.Fatalf("the thread holds %d messages, want %d", len(shown.Messages), total)
 	}
@@ -421,8 +438,8 @@ func TestPostgresAppendFourProcesses(t *testing.T) {
 		next[mm[1]]++
 	}
 	for _, w := range writers {
-		if next[w] != appendCount {
-			t.Errorf("writer %s: %d messages stored, want %d", w, next[w], appendCount)
+		if next[w] != count {
+			t.Errorf("writer %s: %d messages stored, want %d", w, next[w], count)
 		}
 	}
 	m.must("check")
