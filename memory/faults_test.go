@@ -113,7 +113,16 @@ func TestFaultImportCut(t *testing.T) {
 				t.Fatalf("the import ended before the cut (%v, %+v)", err, res)
 			}
 			if err == nil {
-				t.Fatalf("the import passed although its connection was cut: %+v", res)
+				got, top, last := threadRows(t, direct(t, schema), "t")
+				// Cut before the first byte, the cut may take the pool's check of a connection
+				// idle for over a second (pgx pings it before reuse): database/sql then runs
+				// the import whole on a new connection. Anything else that passes is a cut the
+				// import did not see.
+				if cut == 0 && got == n && top == n && last == n {
+					t.Logf("the cut took the pool's check of an idle connection; the import ran whole on a new one")
+					return
+				}
+				t.Fatalf("the import passed although its connection was cut: %+v (%d messages, top seq %d, last_seq %d)", res, got, top, last)
 			}
 			t.Logf("import: %v", err)
 			if !strings.Contains(err.Error(), `append to "t"`) {
@@ -246,6 +255,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	total := p.Sent() - from
 	t.Logf("a compaction sends %d bytes once its summary is ready", total)
 
+	const commitSlack = 64
 	// try cuts the connection after cut bytes, checks what is left, and returns the status
 	// the compaction ended with.
 	try := func(t *testing.T, cut int64) Status {
@@ -253,7 +263,14 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 		c := NewCompactor(s, thenCut{offline(t, s), func() { p.CutAfter(cut) }}, settings(s))
 		rep, cerr := c.Compact(ctx, "t", CompactOptions{Force: true})
 		if p.Cuts() == 0 {
-			t.Fatalf("the compaction ended before the cut: %s, %v", rep.Status, cerr)
+			// What a compaction sends varies by a few bytes from run to run (the figures in
+			// its rows): a cut within commitSlack of the whole may fall after this run's last
+			// byte, its commit sent whole.
+			if cut < total-commitSlack || cerr != nil || rep.Status != StatusApplied {
+				t.Fatalf("the compaction ended before the cut: %s, %v", rep.Status, cerr)
+			}
+			t.Logf("this run sent its whole commit in fewer than %d bytes", cut)
+			return StatusApplied
 		}
 		t.Logf("compact: %s, %v", rep.Status, cerr)
 		if cerr == nil && rep.Status != StatusApplied {
