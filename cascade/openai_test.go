@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -33,15 +32,7 @@ func TestOpenAIFaults(t *testing.T) {
 		case <-time.After(3 * time.Second):
 		}
 	}
-	var refused string // a closed listener's address
-	{
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		refused = "http://" + ln.Addr().String()
-		ln.Close()
-	}
+	refused := refusedURL
 
 	tests := []struct {
 		name         string
@@ -549,11 +540,7 @@ func testKeyNeverLeaks(t *testing.T, key, env string, redactFn func(string) stri
 			}
 		}
 	}
-	var refused string
-	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
-		refused = "http://" + ln.Addr().String()
-		ln.Close()
-	}
+	refused := refusedURL
 	hang := func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -633,3 +620,8 @@ func testKeyNeverLeaks(t *testing.T, key, env string, redactFn func(string) stri
 		t.Log(msg)
 	}
 }
+
+// refusedURL is an address where nothing listens: port 1 (tcpmux) is below the ports the
+// system hands out and no test listens on it. A closed listener's port could be taken by the
+// tests running beside (those of the PostgreSQL run are another process), and then it answers.
+const refusedURL = "http://127.0.0.1:1"

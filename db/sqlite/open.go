@@ -52,9 +52,14 @@ var Ops = db.Ops{
 	Retryable: IsBusy,
 	Match:     FTSQuery,
 	Close:     func(q db.Querier) error { return q.(*db.Queries).Close() },
-	Backup:    Backup,
-	Vacuum:    Vacuum,
-	Check:     Check,
+	// PASSIVE: it copies what no reader still needs and never waits for a writer or a reader.
+	Checkpoint: func(ctx context.Context, sqldb *sql.DB) error {
+		_, err := sqldb.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		return err
+	},
+	Backup: Backup,
+	Vacuum: Vacuum,
+	Check:  Check,
 	Size: func(_ context.Context, _ *sql.DB, path string) (int64, error) {
 		var n int64
 		for _, p := range []string{path, path + "-wal"} {
@@ -122,7 +127,10 @@ func open(ctx context.Context, path string, migrations []string, opt ...db.Optio
 		}
 	}
 	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)",
+		// The log is moved into the database by the handle's checkpointer (Ops.Checkpoint), not
+		// by the commit that fills it.
+		"wal_autocheckpoint(0)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
