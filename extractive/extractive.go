@@ -158,21 +158,6 @@ type item struct {
 // shortReply: a user message of at most this many words ("Yes, please.") never begins a task.
 const shortReply = 5
 
-// lookupVerbs start the names of tools that only read (the rule of package facts): a call of
-// any other tool changes something, and once one succeeded the task has done its work.
-var lookupVerbs = []string{"get", "search", "list", "find", "lookup", "read", "fetch", "query", "show", "view",
-	"check", "calculate", "think", "count", "describe", "grep", "ls", "cat", "open"}
-
-func isLookup(name string) bool {
-	n := strings.ToLower(name)
-	for _, v := range lookupVerbs {
-		if rest, ok := strings.CutPrefix(n, v); ok && (rest == "" || rest[0] == '_' || rest[0] == '-' || rest[0] == '.') {
-			return true
-		}
-	}
-	return false
-}
-
 // closings are the first words of a user message that closes the task rather than asking for
 // another ("Thank you, that is all I needed.").
 var closings = []string{"thanks", "thank", "ok", "okay", "great", "perfect", "no", "nope", "cool", "awesome", "bye", "goodbye"}
@@ -192,7 +177,7 @@ func beginsTask(text string, done bool, lastReply string) bool {
 // call that changes something and succeeded.
 func writeDone(line string) bool {
 	name, _, ok := strings.Cut(line, "(")
-	if !ok || strings.ContainsAny(name, " \t") || isLookup(name) {
+	if !ok || strings.ContainsAny(name, " \t") || facts.IsLookup(name) {
 		return false
 	}
 	_, result, ok := strings.Cut(line, ") -> ")
@@ -309,7 +294,7 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 			for _, tc := range m.ToolCalls {
 				i := add(secWork, rankWork, task(), callText(tc))
 				open[tc.ID] = append(open[tc.ID], i)
-				writes[i] = !isLookup(tc.Name)
+				writes[i] = !facts.IsLookup(tc.Name)
 				lastStep, lastReply = "called "+callText(tc), ""
 			}
 		case "tool":

@@ -55,9 +55,10 @@ func (x *extractor) outcome(id, content string) {
 var lookupVerbs = []string{"get", "search", "list", "find", "lookup", "read", "fetch", "query", "show", "view",
 	"check", "calculate", "think", "count", "describe", "grep", "ls", "cat", "open"}
 
-// isLookup reports whether a tool only reads, by its name: get_user_details, search_flights,
-// list_files, read_file. Its calls are kept after the calls that change something.
-func isLookup(name string) bool {
+// IsLookup reports whether a tool only reads, by its name: get_user_details, search_flights,
+// list_files, read_file. Its calls are kept after the calls that change something; package
+// extractive reads a task as done once a call of another tool succeeded.
+func IsLookup(name string) bool {
 	n := strings.ToLower(name)
 	for _, v := range lookupVerbs {
 		if rest, ok := strings.CutPrefix(n, v); ok && (rest == "" || rest[0] == '_' || rest[0] == '-' || rest[0] == '.') {
@@ -91,7 +92,7 @@ func (x *extractor) toolCall(tc ToolCall) {
 		switch {
 		case required == 0:
 			base = weightValue // think(thought=…), submit(): only the name to keep
-		case isLookup(name):
+		case IsLookup(name):
 			base = weightKey
 		}
 		if e := x.c.addBase(KindToolCall, text, "", true, base); e != nil && tc.ID != "" {
