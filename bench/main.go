@@ -242,14 +242,6 @@ func (b *bench) append(corpus []conversation) error {
 		return err
 	}
 	defer raw.Close()
-	// The store's handle checkpoints the write-ahead log on a goroutine of its own (the files'
-	// wal_autocheckpoint is 0); a pool opened alone would never checkpoint it. The raw insert
-	// checkpoints as SQLite does by default, in the commit that takes the log past 1,000
-	// pages, on its one connection, so that both write the same pages to the database file.
-	raw.SetMaxOpenConns(1)
-	if _, err := raw.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 1000"); err != nil {
-		return err
-	}
 	rawQ, err := db.Prepare(ctx, raw)
 	if err != nil {
 		return err

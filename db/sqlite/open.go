@@ -29,7 +29,7 @@ func init() { db.Register(db.Files, OpenHandle) }
 // OpenHandle opens the SQLite database at path for package db (db.OpenHandle calls it for every
 // name that is not a URL): OpenWith, and the Handle over it.
 func OpenHandle(ctx context.Context, path string, opt db.Options) (*db.Handle, error) {
-	sqldb, err := OpenWith(ctx, path, opt)
+	sqldb, err := openPool(ctx, path, Migrations, opt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +107,13 @@ func open(ctx context.Context, path string, migrations []string, opt ...db.Optio
 	if len(opt) > 0 {
 		o = opt[0]
 	}
+	return openPool(ctx, path, migrations, o, false)
+}
+
+// openPool opens the pool. handled: the pool is a Handle's, whose checkpointer moves the
+// write-ahead log into the database (Ops.Checkpoint), so its commits do not; a pool alone
+// (Open, OpenWith) checkpoints in its commits, as SQLite does by default.
+func openPool(ctx context.Context, path string, migrations []string, o db.Options, handled bool) (*sql.DB, error) {
 	if o.ReadOnly {
 		o.NoCreate = true
 	}
@@ -127,10 +134,13 @@ func open(ctx context.Context, path string, migrations []string, opt ...db.Optio
 		}
 	}
 	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)",
-		// The log is moved into the database by the handle's checkpointer (Ops.Checkpoint), not
-		// by the commit that fills it.
-		"wal_autocheckpoint(0)"} {
+	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"}
+	if handled {
+		// The log is moved into the database by the handle's checkpointer, not by the commit
+		// that fills it.
+		pragmas = append(pragmas, "wal_autocheckpoint(0)")
+	}
+	for _, p := range pragmas {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
