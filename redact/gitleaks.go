@@ -276,34 +276,26 @@ func shannonEntropy(s string) float64 {
 	return h
 }
 
-// run returns the passes of the rules that may match text, in the file's order: those whose
-// keyword it holds (anchored at the keywords when the rule allows it), and those without
-// keywords.
-func (g *glRules) run(text string) []pass { return g.runFound(g.scan.scan(text)) }
-
-// runFound is run given what g.scan found in the text.
-func (g *glRules) runFound(found [][]int) []pass {
-	hit := make([]bool, len(g.patterns))
-	for _, i := range g.always {
-		hit[i] = true
-	}
-	for k, st := range found {
-		if len(st) > 0 && g.keyed[k] >= 0 {
-			hit[g.keyed[k]] = true
+// runFound appends to out the passes of the rules that may match a text, in the file's
+// order: those whose keyword the text holds (anchored at the keywords when the rule allows
+// it), and those without keywords. f is what a scan of the text found, g's pseudo-patterns
+// from index off on; hits is scratch space, returned for the next text.
+func (g *glRules) runFound(f *found, off int, out []pass, hits []int) ([]pass, []int) {
+	hits = append(hits[:0], g.always...)
+	for _, k := range f.touched {
+		if k >= off && g.keyed[k-off] >= 0 {
+			hits = append(hits, g.keyed[k-off])
 		}
 	}
-	var out []pass
-	for i, p := range g.patterns {
-		if !hit[i] {
-			continue
-		}
+	slices.Sort(hits)
+	for _, i := range slices.Compact(hits) {
 		if k := g.litAt[i]; k >= 0 {
-			out = append(out, pass{p: p, starts: found[k]})
+			out = append(out, pass{p: g.patterns[i], starts: f.starts[off+k]})
 		} else {
-			out = append(out, pass{p: p, all: true})
+			out = append(out, pass{p: g.patterns[i], all: true})
 		}
 	}
-	return out
+	return out, hits
 }
 
 // anchorAt returns the rule's regular expression anchored at its start, and the literals

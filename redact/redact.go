@@ -152,7 +152,10 @@ func (r *Redactor) plain(text string) ([]secret, bool) {
 	buf := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(buf)
 	passes := r.passes(text, buf)
-	evade := evasiveAt(text, buf.evasions)
+	evade := evasiveAt(text, buf.both.ev)
+	if r.own || r.unfiltered {
+		evade = evasiveAt(text, buf.own.ev)
+	}
 	markers := markerSpans(text)
 	for i, ps := range passes {
 		var ms [][]int
@@ -192,17 +195,18 @@ type pass struct {
 // found), gitleaks' rules whose keywords the text holds (see glRules.run), and the user's
 // patterns (one FindAll pass each).
 func (r *Redactor) passes(text string, buf *scratch) []pass {
-	var starts, found [][]int
+	f := &buf.both
 	if r.own || r.unfiltered {
-		buf.own, buf.evasions = builtinScan.scanInto(text, buf.own, buf.evasions)
-		starts = buf.own
+		f = &buf.own
+		builtinScan.scanInto(text, f)
 	} else {
-		buf.both, buf.evasions = gitleaksRules().both.scanInto(text, buf.both, buf.evasions) // one scan for both rule sets
-		starts, found = buf.both[:len(builtins)], buf.both[len(builtins):]
+		gitleaksRules().both.scanInto(text, f) // one scan for both rule sets
 	}
 	out := buf.passes[:0]
 	for i, p := range builtins {
-		out = append(out, pass{p: p, starts: starts[i]})
+		if len(f.starts[i]) > 0 || p.scanAll != nil { // without either, the pattern finds nothing
+			out = append(out, pass{p: p, starts: f.starts[i]})
+		}
 	}
 	switch {
 	case r.unfiltered:
@@ -210,7 +214,7 @@ func (r *Redactor) passes(text string, buf *scratch) []pass {
 			out = append(out, pass{p: p, all: true})
 		}
 	case !r.own:
-		out = append(out, gitleaksRules().runFound(found)...)
+		out, buf.hits = gitleaksRules().runFound(f, len(builtins), out, buf.hits)
 	}
 	for _, p := range r.extra {
 		out = append(out, pass{p: p, all: true})
@@ -223,9 +227,9 @@ func (r *Redactor) passes(text string, buf *scratch) []pass {
 // scans' candidate starts and the list of passes. Over the recorded conversations they
 // were most of what Redact allocated, and so most of the collector's work.
 type scratch struct {
-	own, both [][]int
-	evasions  []int // where an evasion may start (scanner.withEvasions)
+	own, both found // of builtinScan, of gitleaks' rules and the built-in patterns together
 	passes    []pass
+	hits      []int // gitleaks' rules that run (glRules.runFound)
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

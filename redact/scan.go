@@ -152,35 +152,45 @@ var lowerTable = func() (t [256]byte) {
 	return t
 }()
 
+// found is what a scan finds in one text: for each pattern, the ascending starts of its
+// candidate matches; the patterns that have any (touched, ascending); and the ascending
+// places where an evasion may start (see withEvasions and evasiveAt). A found is reused
+// from one text to the next, and only what the last text touched is reset, so a scan costs
+// what the text holds, not the number of patterns.
+type found struct {
+	starts  [][]int
+	touched []int
+	ev      []int
+}
+
 // scan returns, for each pattern, the ascending starts of its candidate matches.
 func (s *scanner) scan(text string) [][]int {
-	out, _ := s.scanInto(text, nil, nil)
-	return out
+	var f found
+	s.scanInto(text, &f)
+	return f.starts
 }
 
 // maxKeptStarts bounds the starts of one pattern whose slice scanInto reuses.
 const maxKeptStarts = 1024
 
-// scanInto is scan, reusing out (from an earlier call) for its result. It also returns, in
-// ev[:0], the ascending places where an evasion may start (see withEvasions and
-// evasiveAt).
-func (s *scanner) scanInto(text string, out [][]int, ev []int) ([][]int, []int) {
-	if cap(ev) > maxKeptStarts {
-		ev = nil
+// scanInto is scan into f, which holds the result of an earlier scan of s or nothing.
+func (s *scanner) scanInto(text string, f *found) {
+	if cap(f.ev) > maxKeptStarts {
+		f.ev = nil
 	}
-	ev = ev[:0]
-	if cap(out) < len(s.ps) {
-		out = make([][]int, len(s.ps))
+	f.ev = f.ev[:0]
+	if len(f.starts) != len(s.ps) {
+		f.starts, f.touched = make([][]int, len(s.ps)), f.touched[:0]
 	}
-	out = out[:len(s.ps)]
-	for i := range out {
-		if cap(out[i]) > maxKeptStarts {
-			out[i] = nil
+	for _, i := range f.touched {
+		if cap(f.starts[i]) > maxKeptStarts {
+			f.starts[i] = nil
 		}
-		out[i] = out[i][:0]
+		f.starts[i] = f.starts[i][:0]
 	}
+	f.touched = f.touched[:0]
 	if len(text) < 2 {
-		return out, ev
+		return
 	}
 	pb, qb := &s.pairBits, &s.quadBits
 	// The first three positions, where no four bytes end yet.
@@ -189,7 +199,7 @@ func (s *scanner) scanInto(text string, out [][]int, ev []int) ([][]int, []int) 
 		c := text[i]
 		w = w<<8 | uint32(lowerTable[c])
 		if k := uint16(text[i-1])<<8 | uint16(c); pb[k>>6]&(1<<(k&63)) != 0 {
-			s.candidates(text, i-1, s.buckets[s.pair[k]-1], out, &ev)
+			s.candidates(text, i-1, s.buckets[s.pair[k]-1], f)
 		}
 	}
 	// The rest: the pair (prev, c) and the hash of w tested together, one branch a byte
@@ -205,27 +215,27 @@ func (s *scanner) scanInto(text string, out [][]int, ev []int) ([][]int, []int) 
 			continue
 		}
 		if pb[k>>6]&(1<<(k&63)) != 0 {
-			s.candidates(text, i-1, s.buckets[s.pair[k]-1], out, &ev)
+			s.candidates(text, i-1, s.buckets[s.pair[k]-1], f)
 		}
 		if qb[h>>6]&(1<<(h&63)) != 0 {
-			s.candidates(text, i-3, s.buckets[s.quad[h]-1], out, &ev)
+			s.candidates(text, i-3, s.buckets[s.quad[h]-1], f)
 		}
 	}
-	for i, starts := range out {
-		if !slices.IsSorted(starts) {
+	slices.Sort(f.touched)
+	for _, i := range f.touched {
+		if starts := f.starts[i]; !slices.IsSorted(starts) {
 			slices.Sort(starts)
 		}
-		out[i] = slices.Compact(starts)
+		f.starts[i] = slices.Compact(f.starts[i])
 	}
-	return out, ev
 }
 
 // candidates compares the anchors of a bucket whose key bytes are at text[at:] and adds
-// the starts of those that match.
-func (s *scanner) candidates(text string, at int, refs []*anchorRef, out [][]int, ev *[]int) {
+// the starts of those that match to f.
+func (s *scanner) candidates(text string, at int, refs []*anchorRef, f *found) {
 	for _, r := range refs {
 		if r.evade {
-			*ev = append(*ev, at)
+			f.ev = append(f.ev, at)
 			continue
 		}
 		pos := at - r.off
@@ -246,7 +256,10 @@ func (s *scanner) candidates(text string, at int, refs []*anchorRef, out [][]int
 				st = p.start(text, pos)
 			}
 			if st >= 0 {
-				out[pi] = append(out[pi], st)
+				if len(f.starts[pi]) == 0 {
+					f.touched = append(f.touched, pi)
+				}
+				f.starts[pi] = append(f.starts[pi], st)
 			}
 		}
 	}

@@ -64,12 +64,23 @@ func TestScanFindsEveryAnchor(t *testing.T) {
 		}
 	}
 	texts = append(texts, glued.String(), "", "a", "ab", "abc")
+	// One found reused from text to text, as Redact reuses it: what an earlier text touched
+	// must not stay, and touched must name exactly the patterns with starts.
+	var reused found
 	for _, text := range texts {
-		got, want := s.scan(text), naiveScan(s, text)
+		s.scanInto(text, &reused)
+		got, want := reused.starts, naiveScan(s, text)
+		var touched []int
 		for pi := range want {
 			if !slices.Equal(got[pi], want[pi]) && !(len(got[pi]) == 0 && len(want[pi]) == 0) {
 				t.Fatalf("pattern %d (%q) in %.60q: scan found %v, want %v", pi, s.ps[pi].anchors, text, got[pi], want[pi])
 			}
+			if len(want[pi]) > 0 {
+				touched = append(touched, pi)
+			}
+		}
+		if !slices.Equal(reused.touched, touched) && !(len(touched) == 0 && len(reused.touched) == 0) {
+			t.Fatalf("in %.60q: touched %v, want %v", text, reused.touched, touched)
 		}
 	}
 }
@@ -90,8 +101,9 @@ func TestEvasiveAt(t *testing.T) {
 		text := b.String()
 		want := evasive(text)
 		for _, s := range []*scanner{builtinScan, gitleaksRules().both} {
-			_, at := s.scanInto(text, nil, nil)
-			if got := evasiveAt(text, at); got != want {
+			var f found
+			s.scanInto(text, &f)
+			if got := evasiveAt(text, f.ev); got != want {
 				t.Fatalf("text %d %q: evasiveAt %v, evasive %v", n, text, got, want)
 			}
 		}
