@@ -162,23 +162,28 @@ var splitRedactor = sync.OnceValue(func() *Redactor {
 
 // splitPrefixes are the literal prefixes of the built-in token formats (ghp_, sk-, AKIA,
 // xoxb-, ...): a split check runs only on a last word holding one.
-var splitPrefixes = sync.OnceValue(func() []string {
-	var out []string
+// splitPrefixes are the anchors of the built-in prefixed formats (case-sensitive, at a word
+// start, three bytes or more), by their first byte.
+var splitPrefixes = sync.OnceValue(func() *[256][]string {
+	var out [256][]string
 	for _, p := range builtins {
 		if !p.wordStart || p.fold {
 			continue
 		}
 		for _, a := range p.anchors {
 			if len(a) >= 3 {
-				out = append(out, a)
+				out[a[0]] = append(out[a[0]], a)
 			}
 		}
 	}
-	return out
+	return &out
 })
 
 func startsWithPrefix(s string) bool {
-	for _, p := range splitPrefixes() {
+	if s == "" {
+		return false
+	}
+	for _, p := range splitPrefixes()[s[0]] {
 		if strings.HasPrefix(s, p) {
 			return true
 		}
@@ -186,9 +191,11 @@ func startsWithPrefix(s string) bool {
 	return false
 }
 
+// hasSplitPrefix reports a prefix of splitPrefixes in tail at a word start (the start, or
+// after a byte that is not a word byte, or after '_').
 func hasSplitPrefix(tail string) bool {
-	for _, p := range splitPrefixes() {
-		if i := strings.Index(tail, p); i >= 0 && (i == 0 || !isWordByte(tail[i-1]) || tail[i-1] == '_') {
+	for i := range len(tail) {
+		if (i == 0 || !isWordByte(tail[i-1]) || tail[i-1] == '_') && startsWithPrefix(tail[i:]) {
 			return true
 		}
 	}

@@ -168,3 +168,24 @@ func TestMayAsk(t *testing.T) {
 		t.Fatalf("only %d texts matched: the test proves little", matched)
 	}
 }
+
+// TestHasSplitPrefix: a prefix counts at a word start only, and a later occurrence at a word
+// start counts when an earlier one is glued to a word.
+func TestHasSplitPrefix(t *testing.T) {
+	for _, c := range []struct {
+		tail string
+		want bool
+	}{
+		{"ghp_abc", true},
+		{"xghp_abc", false},
+		{"xghp_abc.ghp_def", true},
+		{"token=glpat-x", true},
+		{"key_sk-abc", true},
+		{"message", false},
+		{"", false},
+	} {
+		if got := hasSplitPrefix(c.tail); got != c.want {
+			t.Errorf("hasSplitPrefix(%q) = %v, want %v", c.tail, got, c.want)
+		}
+	}
+}

@@ -191,7 +191,7 @@ func wholeEvasion(t *testing.T, r *Redactor, c secretCase, how uint8, p uint16) 
 		got = []string{out}
 	case 6, 7: // split over two messages (6) or two content parts of one message (7)
 		pre := ""
-		for _, x := range splitPrefixes() {
+		for _, x := range splitPrefixes()[c.secret[0]] {
 			if strings.HasPrefix(c.secret, x) && len(x) > len(pre) {
 				pre = x
 			}
