@@ -61,6 +61,7 @@ func (in *input) mapSplit(t llm.Target, r shape) ([]block, []part, error) {
 		return nil, nil, fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript beside the instructions (%d) and the answer (%d); a request needs %d",
 			llm.ErrWindowTooSmall, t.ContextWindow, r.limit, r.systemTokens, r.out, minChunkTokens)
 	}
+	in.sizeBlocks()
 	bl := fitBlocks(in.blocks, in.tms, r.limit, in.counter.CountText)
 	return bl, split(bl, in.units, r.limit), nil
 }

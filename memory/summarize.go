@@ -55,6 +55,9 @@ type summary struct {
 type block struct {
 	text   string
 	tokens int
+	// estimated: tokens is the message's stored count plus its header, and the block is to
+	// be counted before a split reads its size (see input.sizeBlocks).
+	estimated bool
 }
 
 // summarize asks the summarizer for a summary of plan's middle and completes it with the
@@ -114,6 +117,7 @@ type input struct {
 	compactTokens     int
 	chunks            atomic.Int64 // the requests of the provider whose turn ran last
 	progressMu        sync.Mutex
+	sized             sync.Once // the estimated blocks counted (sizeBlocks)
 }
 
 // newInput renders the middle of plan for the summarizer.
@@ -198,13 +202,34 @@ func (in *input) renderRange(middle []Entry, texts []string, s Settings, lo, hi 
 		text := sb.String()
 		// A block's size is the message's stored count plus its header, unless trimming made
 		// it smaller or it is short: then it is counted (the header is most of a short
-		// message's block, and the estimate would pack a request with half what it holds).
-		tokens := e.Tokens + blockHeaderTokens
-		if rendered := len(in.tms[i].Text) + argsLen(in.tms[i].ToolCalls); len(text) < rendered || len(text) <= countedBlockBytes {
-			tokens = in.counter.CountText(text) + 1 // 1: the newline joining it to the next
-		}
-		in.blocks[i] = block{text: text, tokens: tokens}
+		// message's block, and the estimate would pack a request with half what it holds),
+		// once a split needs it: a provider without a window sends the middle whole.
+		rendered := len(in.tms[i].Text) + argsLen(in.tms[i].ToolCalls)
+		in.blocks[i] = block{text: text, tokens: e.Tokens + blockHeaderTokens, estimated: len(text) < rendered || len(text) <= countedBlockBytes}
 	}
+}
+
+// sizeBlocks counts the estimated blocks, once: what a split into requests reads.
+func (in *input) sizeBlocks() {
+	in.sized.Do(func() {
+		count := func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				if b := &in.blocks[i]; b.estimated {
+					b.tokens, b.estimated = in.counter.CountText(b.text)+1, false // 1: the newline joining it to the next
+				}
+			}
+		}
+		workers := min(runtime.GOMAXPROCS(0), len(in.blocks)/renderParallelMin)
+		if workers <= 1 {
+			count(0, len(in.blocks))
+			return
+		}
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() { count(w*len(in.blocks)/workers, (w+1)*len(in.blocks)/workers) })
+		}
+		wg.Wait()
+	})
 }
 
 // accept rejects a final summary over its budget.
@@ -258,6 +283,9 @@ func (in *input) split(t llm.Target, r shape) ([]block, []part, int, error) {
 	if t.ContextWindow > 0 && limit < minChunkTokens {
 		return nil, nil, 0, fmt.Errorf("%w: a window of %d tokens leaves %d for the transcript beside the instructions (%d) and the answer (%d); a request needs %d",
 			llm.ErrWindowTooSmall, t.ContextWindow, limit, r.systemTokens, r.out, minChunkTokens)
+	}
+	if limit > 0 {
+		in.sizeBlocks()
 	}
 	bl := in.blocks
 	parts := split(bl, in.units, limit)
