@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -740,6 +741,113 @@ func TestSortFactsStable(t *testing.T) {
 		sortFacts(fs)
 		if !slices.Equal(fs, want) {
 			t.Fatal("sortFacts differs from the stable sort")
+		}
+	}
+}
+
+// BenchmarkExtractShort measures a conversation of many short messages.
+func BenchmarkExtractShort(b *testing.B) {
+	msgs := make([]Message, 1000)
+	for i := range msgs {
+		msgs[i] = Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("message %d about order W%06d and flight HAT%03d", i, i, i%300)}
+	}
+	for b.Loop() {
+		Extract(msgs)
+	}
+}
+
+// hasConstraintWordFields is hasConstraintWord as first written, by strings.FieldsFunc: the
+// reference the scanning one is checked against.
+func hasConstraintWordFields(s string) bool {
+	words := strings.FieldsFunc(strings.ReplaceAll(asciiLower(s), "’", "'"), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r == '\'')
+	})
+	for i, w := range words {
+		if constraintWords[w] {
+			return true
+		}
+		for _, ph := range constraintPhrases {
+			if i+len(ph) <= len(words) && slices.Equal(words[i:i+len(ph)], ph) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestHasConstraintWordMatchesFields(t *testing.T) {
+	lines := []string{"You MUST not", "do  NOT touch", "no more than", "No-More-Than 3", "don’t", "DON’T",
+		"at\tleast", "atleast", "instead, of", "Make sure:", "éalways", "3must", "mustn't", "can not", "x can not",
+		"rather than", "not allowed", "NO later THAN", "need to", "needs-to", "doesn't", "does not", "", "'", "''must''"}
+	for _, f := range conversationFiles {
+		for _, m := range loadConversation(t, f) {
+			lines = append(lines, strings.Split(m.Content, "\n")...)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"must", "not", "do", "at", "least", "no", "more", "than", "MUST", "Not", "x", "’", "'", " ", "-", "é", "make", "sure", "can't", "verylongwordthatisnotone"}
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(6) {
+			b.WriteString(words[rng.IntN(len(words))])
+			if rng.IntN(2) == 0 {
+				b.WriteByte(' ')
+			}
+		}
+		lines = append(lines, b.String())
+	}
+	for _, l := range lines {
+		if got, want := hasConstraintWord(l), hasConstraintWordFields(l); got != want {
+			t.Fatalf("hasConstraintWord(%q) = %v, want %v", l, got, want)
+		}
+	}
+}
+
+// TestKeywordSetMatchesIndexAll: one pass of a keywordSet finds what indexAll of each of its
+// keywords finds, overlapping occurrences and keywords sharing a first byte included.
+func TestKeywordSetMatchesIndexAll(t *testing.T) {
+	kws := []string{"rev", "revision", "re", "€", "$", "a.m.", "am", "ee", "e"}
+	set := newKeywordSet(kws...)
+	rng := rand.New(rand.NewPCG(3, 4))
+	parts := []string{"rev", "ision", "e", "€", "$", "a", ".m.", "m", " ", "r", "x"}
+	for range 5000 {
+		var b strings.Builder
+		for range rng.IntN(10) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		text := b.String()
+		var want, got []string
+		for _, kw := range kws {
+			for _, p := range indexAll(text, kw) {
+				want = append(want, fmt.Sprint(p, kw))
+			}
+		}
+		set.each(text, func(p int, kw string) { got = append(got, fmt.Sprint(p, kw)) })
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q: each found %v, indexAll %v", text, got, want)
+		}
+	}
+}
+
+// TestNotAnIDMatchesPattern: notAnID and yearOnly read what the expressions they replace read.
+func TestNotAnIDMatchesPattern(t *testing.T) {
+	notAnIDRE := regexp.MustCompile(`^(?:SHA|UTF|HTTPS?|TLS|SSL|ISO|ES|IPV|GPT|MD|CP|WIN|AES|RSA|ECDSA|ED|U?INT|FLOAT|X|H|PY|CUDA|SM|ARM|AMD|RTX|GTX|DDR|USB|PCIE|LTE|IEEE|ANSI|POSIX|BASE|SQL|HTML|CSS|ECMA|OAUTH|TLSV|COVID)\d+$`)
+	yearOnlyRE := regexp.MustCompile(`^(?:19|20)\d\d$`)
+	parts := []string{"SHA", "UINT", "INT", "U", "TLS", "V", "X", "HTTPS", "S", "1", "2", "0", "9", "a", "W", "-", "19", "20"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 50000 {
+		var b strings.Builder
+		for range rng.IntN(5) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		s := b.String()
+		if got, want := notAnID(s), notAnIDRE.MatchString(s); got != want {
+			t.Fatalf("notAnID(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := yearOnly(s), yearOnlyRE.MatchString(s); got != want {
+			t.Fatalf("yearOnly(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package facts
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -78,7 +77,9 @@ func (x *extractor) constraints(s string) {
 	}
 	for _, line := range splitLines(s) {
 		line = strings.TrimSpace(line)
-		line = strings.TrimSpace(listMarkRE.ReplaceAllString(line, ""))
+		if line != "" && (strings.IndexByte("-*+>", line[0]) >= 0 || isDigit(line[0]) || strings.HasPrefix(line, "•")) {
+			line = strings.TrimSpace(listMarkRE.ReplaceAllString(line, ""))
+		}
 		if line == "" || !hasConstraintWord(line) {
 			continue
 		}
@@ -137,22 +138,58 @@ var (
 		{"no", "later", "than"}}
 )
 
-// hasConstraintWord reports whether s has one of the constraint words or phrases.
+// hasConstraintWord reports whether s has one of the constraint words or phrases. Its words
+// are the runs of ASCII letters and apostrophes (’ read as '), compared without case.
 func hasConstraintWord(s string) bool {
-	words := strings.FieldsFunc(strings.ReplaceAll(asciiLower(s), "’", "'"), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r == '\'')
-	})
-	for i, w := range words {
-		if constraintWords[w] {
-			return true
+	if strings.Contains(s, "’") {
+		s = strings.ReplaceAll(s, "’", "'")
+	}
+	var buf [16]byte  // a word lower-cased; a longer word is none of them
+	var w1, w2 string // the word before this one, and the one before that
+	for i := 0; i < len(s); {
+		if !isConstraintByte(s[i]) {
+			i++
+			continue
 		}
-		for _, ph := range constraintPhrases {
-			if i+len(ph) <= len(words) && slices.Equal(words[i:i+len(ph)], ph) {
+		j := i
+		for j < len(s) && isConstraintByte(s[j]) {
+			j++
+		}
+		cur := s[i:j]
+		if len(cur) <= len(buf) {
+			b := buf[:len(cur)]
+			for k := range b {
+				b[k] = lowerByte(cur[k])
+			}
+			if constraintWords[string(b)] {
 				return true
 			}
 		}
+		for _, ph := range constraintPhrases {
+			n := len(ph)
+			if equalLower(cur, ph[n-1]) && (n < 2 || equalLower(w1, ph[n-2])) && (n < 3 || equalLower(w2, ph[n-3])) {
+				return true
+			}
+		}
+		w2, w1 = w1, cur
+		i = j
 	}
 	return false
+}
+
+func isConstraintByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '\'' }
+
+// equalLower compares s with the lower-case word w, ignoring ASCII case in s.
+func equalLower(s, w string) bool {
+	if len(s) != len(w) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if lowerByte(s[i]) != w[i] {
+			return false
+		}
+	}
+	return true
 }
 
 var abbreviations = map[string]bool{
@@ -192,4 +229,11 @@ func sentences(line string) []string {
 		out = append(out, t)
 	}
 	return out
+}
+
+func lowerByte(b byte) byte {
+	if b >= 'A' && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
 }

@@ -31,8 +31,6 @@ var (
 	hyphenIDRE  = regexp.MustCompile(`\b[A-Z][A-Z0-9]{1,9}(?:-[A-Z0-9]+)*-\d{2,}\b`)
 	snakeIDRE   = regexp.MustCompile(`\b[a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)*_\d{3,}\b`)
 	ctxIDRE     = regexp.MustCompile(`(?i)\b(?:order|reservation|booking|confirmation|ticket|invoice|account|transaction|tracking|reference|customer|user|issue|incident|pr|pull request)(?:[ \t]+(?:id|number|no\.?|num|code))?[ \t]*(?:[:#=]|\bis\b)?[ \t]*#?([A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])\b`)
-	notAnIDRE   = regexp.MustCompile(`^(?:SHA|UTF|HTTPS?|TLS|SSL|ISO|ES|IPV|GPT|MD|CP|WIN|AES|RSA|ECDSA|ED|U?INT|FLOAT|X|H|PY|CUDA|SM|ARM|AMD|RTX|GTX|DDR|USB|PCIE|LTE|IEEE|ANSI|POSIX|BASE|SQL|HTML|CSS|ECMA|OAUTH|TLSV|COVID)\d+$`)
-	yearOnlyRE  = regexp.MustCompile(`^(?:19|20)\d\d$`)
 	numberRunRE = regexp.MustCompile(`\d+(?:\.\d+)?`)
 )
 
@@ -319,7 +317,7 @@ func (x *extractor) ids(s string, m *masker, cx ctx) {
 	if strings.IndexByte(m.str(), '-') >= 0 {
 		for _, loc := range hyphenIDFinder.find(m.str(), "") {
 			t := s[loc[0]:loc[1]]
-			if len(t) < 5 || !idBoundary(m, loc[0], loc[1]) || notAnIDRE.MatchString(strings.ReplaceAll(t, "-", "")) {
+			if len(t) < 5 || !idBoundary(m, loc[0], loc[1]) || notAnID(strings.ReplaceAll(t, "-", "")) {
 				continue
 			}
 			add(loc[0], loc[1])
@@ -335,7 +333,7 @@ func (x *extractor) ids(s string, m *masker, cx ctx) {
 	}
 	for _, g := range ctxIDFinder.find(m.str(), lower) {
 		t := s[g[2]:g[3]]
-		if len(t) < 3 || !hasDigit(t) || yearOnlyRE.MatchString(t) || !idBoundary(m, g[2], g[3]) {
+		if len(t) < 3 || !hasDigit(t) || yearOnly(t) || !idBoundary(m, g[2], g[3]) {
 			continue
 		}
 		add(g[2], g[3])
@@ -404,7 +402,27 @@ func looksLikeID(t string) bool {
 	if low > 0 && (len(t) < 8 || up < 2 || dig < 2) {
 		return false
 	}
-	return !notAnIDRE.MatchString(t)
+	return !notAnID(t)
+}
+
+// notAnIDNames are the names a run of digits follows in an algorithm, a standard, a version
+// or a product rather than in an id (SHA256, UTF8, ISO8601, GPT4, X86, COVID19).
+var notAnIDNames = set("SHA", "UTF", "HTTP", "HTTPS", "TLS", "SSL", "ISO", "ES", "IPV", "GPT", "MD", "CP", "WIN",
+	"AES", "RSA", "ECDSA", "ED", "INT", "UINT", "FLOAT", "X", "H", "PY", "CUDA", "SM", "ARM", "AMD", "RTX", "GTX",
+	"DDR", "USB", "PCIE", "LTE", "IEEE", "ANSI", "POSIX", "BASE", "SQL", "HTML", "CSS", "ECMA", "OAUTH", "TLSV", "COVID")
+
+// notAnID reports a token that is one of notAnIDNames followed by digits only.
+func notAnID(t string) bool {
+	i := len(t)
+	for i > 0 && isDigit(t[i-1]) {
+		i--
+	}
+	return i < len(t) && notAnIDNames[t[:i]]
+}
+
+// yearOnly reports a year of 1900 to 2099 alone.
+func yearOnly(t string) bool {
+	return len(t) == 4 && (t[:2] == "19" || t[:2] == "20") && isDigit(t[2]) && isDigit(t[3])
 }
 
 // idBoundary rejects a token glued to a path, a host, a version or a longer name.
