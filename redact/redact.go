@@ -152,10 +152,7 @@ func (r *Redactor) plain(text string) ([]secret, bool) {
 	buf := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(buf)
 	passes := r.passes(text, buf)
-	evade := evasiveAt(text, buf.both.ev)
-	if r.own || r.unfiltered {
-		evade = evasiveAt(text, buf.own.ev)
-	}
+	evade := evasiveAt(text, r.found(buf).ev)
 	markers := markerSpans(text)
 	for i, ps := range passes {
 		var ms [][]int
@@ -195,9 +192,8 @@ type pass struct {
 // found), gitleaks' rules whose keywords the text holds (see glRules.run), and the user's
 // patterns (one FindAll pass each).
 func (r *Redactor) passes(text string, buf *scratch) []pass {
-	f := &buf.both
+	f := r.found(buf)
 	if r.own || r.unfiltered {
-		f = &buf.own
 		builtinScan.scanInto(text, f)
 	} else {
 		gitleaksRules().both.scanInto(text, f) // one scan for both rule sets
@@ -221,6 +217,15 @@ func (r *Redactor) passes(text string, buf *scratch) []pass {
 	}
 	buf.passes = out
 	return out
+}
+
+// found is where r's scan of a text puts what it finds: r scans with builtinScan alone, or
+// with the scanner of gitleaks' rules and the built-in patterns together.
+func (r *Redactor) found(buf *scratch) *found {
+	if r.own || r.unfiltered {
+		return &buf.own
+	}
+	return &buf.both
 }
 
 // scratch holds what plain builds and drops for each text, kept for the next text: the

@@ -115,3 +115,28 @@ func TestEvasiveAt(t *testing.T) {
 		t.Fatalf("%d of 20000 texts evasive: the texts test too little", trues)
 	}
 }
+
+// TestRedactorsShareScratch: redactors of both scanners (the built-in patterns alone, as the
+// split check runs them, and with gitleaks' rules) take their scratch from one pool; each
+// must read only what its own scan found (a long text's evasion starts, read for a short
+// one, were out of its range).
+func TestRedactorsShareScratch(t *testing.T) {
+	full, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := &Redactor{own: true}
+	long := strings.Repeat("plain words ", 60) + "caf\u00e9 p\u200basswor\u200bd: hunter2 \u00e9"
+	short := "sk-\u200bproj abc"
+	for range 50 {
+		for _, c := range []struct {
+			r    *Redactor
+			text string
+		}{{full, long}, {own, short}, {own, long}, {full, short}} {
+			got, _ := c.r.Redact(c.text)
+			if again, _ := c.r.Redact(c.text); got != again {
+				t.Fatalf("%q: %q, then %q", c.text, got, again)
+			}
+		}
+	}
+}
