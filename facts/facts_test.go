@@ -691,11 +691,7 @@ func TestWordSet(t *testing.T) {
 	alphabet := []string{"a", "Z", "0", "_", " ", "-", ".", "é", "ß", "٣", "—", "\u00a0", "x1"}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 20000 {
-		var b strings.Builder
-		for range rng.IntN(10) {
-			b.WriteString(alphabet[rng.IntN(len(alphabet))])
-		}
-		s := b.String()
+		s := randomJoin(rng, alphabet, 10)
 		want := map[string]bool{}
 		for w := range strings.FieldsFuncSeq(s, func(r rune) bool { return !isWordRune(r) }) {
 			want[w] = true
@@ -785,16 +781,9 @@ func TestHasConstraintWordMatchesFields(t *testing.T) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	words := []string{"must", "not", "do", "at", "least", "no", "more", "than", "MUST", "Not", "x", "’", "'", " ", "-", "é", "make", "sure", "can't", "verylongwordthatisnotone"}
+	words := []string{"must", "not", "do", "at", "least", "no", "more", "than", "MUST", "Not", "x", "’", "'", " ", " ", " ", "-", "é", "make", "sure", "can't", "verylongwordthatisnotone"}
 	for range 20000 {
-		var b strings.Builder
-		for range rng.IntN(6) {
-			b.WriteString(words[rng.IntN(len(words))])
-			if rng.IntN(2) == 0 {
-				b.WriteByte(' ')
-			}
-		}
-		lines = append(lines, b.String())
+		lines = append(lines, randomJoin(rng, words, 10))
 	}
 	for _, l := range lines {
 		if got, want := hasConstraintWord(l), hasConstraintWordFields(l); got != want {
@@ -811,11 +800,7 @@ func TestKeywordSetMatchesIndexAll(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	parts := []string{"rev", "ision", "e", "€", "$", "a", ".m.", "m", " ", "r", "x"}
 	for range 5000 {
-		var b strings.Builder
-		for range rng.IntN(10) {
-			b.WriteString(parts[rng.IntN(len(parts))])
-		}
-		text := b.String()
+		text := randomJoin(rng, parts, 10)
 		var want, got []string
 		for _, kw := range kws {
 			for _, p := range indexAll(text, kw) {
@@ -838,11 +823,7 @@ func TestNotAnIDMatchesPattern(t *testing.T) {
 	parts := []string{"SHA", "UINT", "INT", "U", "TLS", "V", "X", "HTTPS", "S", "1", "2", "0", "9", "a", "W", "-", "19", "20"}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 50000 {
-		var b strings.Builder
-		for range rng.IntN(5) {
-			b.WriteString(parts[rng.IntN(len(parts))])
-		}
-		s := b.String()
+		s := randomJoin(rng, parts, 5)
 		if got, want := notAnID(s), notAnIDRE.MatchString(s); got != want {
 			t.Fatalf("notAnID(%q) = %v, want %v", s, got, want)
 		}
@@ -850,4 +831,13 @@ func TestNotAnIDMatchesPattern(t *testing.T) {
 			t.Fatalf("yearOnly(%q) = %v, want %v", s, got, want)
 		}
 	}
+}
+
+// randomJoin joins up to max-1 of parts, each drawn at random.
+func randomJoin(rng *rand.Rand, parts []string, max int) string {
+	var b strings.Builder
+	for range rng.IntN(max) {
+		b.WriteString(parts[rng.IntN(len(parts))])
+	}
+	return b.String()
 }
