@@ -399,7 +399,11 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 		if err != nil {
 			return Active{}, err
 		}
-		a.Entries = append(a.Entries, tail...)
+		if a.Entries == nil {
+			a.Entries = tail // no copy of a long tail
+		} else {
+			a.Entries = append(a.Entries, tail...)
+		}
 	}
 	if a.Entries, err = s.withPins(ctx, q, thread, a.Entries, light); err != nil {
 		return Active{}, err
