@@ -55,11 +55,9 @@ func (r *Redactor) RedactConversation(turns []Turn) ([]Turn, int) {
 //     whose prefix must be in the first half; a keyed value ("password=" at the end of one
 //     text) is never joined to the next text.
 func Context(turns []Turn) ([]Turn, int) {
-	spans := make([][][]secret, len(turns)) // per turn, per text
-	for i, t := range turns {
-		spans[i] = make([][]secret, len(t.Texts))
-	}
-	add := func(i, j int, s secret) { spans[i][j] = merge(spans[i][j], []secret{s}) }
+	type ref struct{ i, j int } // text j of turn i
+	spans := map[ref][]secret{} // few texts have one
+	add := func(i, j int, s secret) { spans[ref{i, j}] = merge(spans[ref{i, j}], []secret{s}) }
 	for i := 1; i < len(turns); i++ {
 		if turns[i].Role != "user" || turns[i-1].Role == "user" || !askedForSecret(turns[i-1].Texts) {
 			continue
@@ -70,11 +68,11 @@ func Context(turns []Turn) ([]Turn, int) {
 	}
 	// Every pair of adjacent texts in the order they are read, and every line break inside
 	// a text (a store may hold a message's parts joined by newlines).
-	type ref struct{ i, j int }
-	var prev *ref
+	prev, texts := ref{-1, -1}, 0
 	for i, t := range turns {
+		texts += len(t.Texts)
 		for j, text := range t.Texts {
-			if prev != nil {
+			if prev.i >= 0 {
 				a := turns[prev.i].Texts[prev.j]
 				if as, ae, be, kind, ok := splitAt(a, text, true); ok {
 					add(prev.i, prev.j, secret{as, ae, kind})
@@ -93,17 +91,22 @@ func Context(turns []Turn) ([]Turn, int) {
 				}
 				at = nl + 1
 			}
-			prev = &ref{i, j}
+			prev = ref{i, j}
 		}
 	}
 	out := make([]Turn, len(turns))
+	all := make([]string, 0, texts) // the texts of every turn, copied in one allocation
 	n := 0
 	for i, t := range turns {
-		out[i] = Turn{Role: t.Role, Texts: make([]string, len(t.Texts))}
+		from := len(all)
 		for j, text := range t.Texts {
-			out[i].Texts[j] = apply(text, spans[i][j])
-			n += len(spans[i][j])
+			if ss := spans[ref{i, j}]; len(ss) > 0 {
+				text = apply(text, ss)
+				n += len(ss)
+			}
+			all = append(all, text)
 		}
+		out[i] = Turn{Role: t.Role, Texts: all[from:len(all):len(all)]}
 	}
 	return out, n
 }

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -187,5 +188,16 @@ func TestHasSplitPrefix(t *testing.T) {
 		if got := hasSplitPrefix(c.tail); got != c.want {
 			t.Errorf("hasSplitPrefix(%q) = %v, want %v", c.tail, got, c.want)
 		}
+	}
+}
+
+// BenchmarkContextShort reads a conversation of 1,000 short messages, none asking for a secret.
+func BenchmarkContextShort(b *testing.B) {
+	turns := make([]Turn, 1000)
+	for i := range turns {
+		turns[i] = Turn{Role: []string{"user", "assistant"}[i%2], Texts: []string{fmt.Sprintf("message %d about order W%06d and flight HAT%03d", i, i, i%300)}}
+	}
+	for b.Loop() {
+		Context(turns)
 	}
 }
