@@ -523,17 +523,9 @@ func (s *compactor) str() (escaped, ok bool) {
 }
 
 func (s *compactor) array(depth int) bool {
-	if depth++; depth > maxDepth {
-		return false
-	}
-	from := s.i
-	s.i++
-	s.emit(from)
-	s.space()
-	if s.i < len(s.src) && s.src[s.i] == ']' {
-		s.i++
-		s.emit(s.i - 1)
-		return true
+	depth, empty, ok := s.open(']', depth)
+	if !ok || empty {
+		return ok
 	}
 	for {
 		if !s.value(depth) {
@@ -543,6 +535,24 @@ func (s *compactor) array(depth int) bool {
 			return ok
 		}
 	}
+}
+
+// open reads the opening byte of an array or object that close ends, at depth, and the close
+// at once when it is empty; ok is false when it is nested deeper than maxDepth.
+func (s *compactor) open(close byte, depth int) (inner int, empty, ok bool) {
+	if depth++; depth > maxDepth {
+		return depth, false, false
+	}
+	from := s.i
+	s.i++
+	s.emit(from)
+	s.space()
+	if s.i < len(s.src) && s.src[s.i] == close {
+		s.i++
+		s.emit(s.i - 1)
+		return depth, true, true
+	}
+	return depth, false, true
 }
 
 // next reads what follows a value of an array or object that close ends: a comma (more
@@ -569,17 +579,9 @@ func (s *compactor) next(close byte) (more, ok bool) {
 // object reads an object; at depth 0 (the message itself) it records its fields.
 func (s *compactor) object(depth int) bool {
 	top := depth == 0
-	if depth++; depth > maxDepth {
-		return false
-	}
-	from := s.i
-	s.i++
-	s.emit(from)
-	s.space()
-	if s.i < len(s.src) && s.src[s.i] == '}' {
-		s.i++
-		s.emit(s.i - 1)
-		return true
+	depth, empty, ok := s.open('}', depth)
+	if !ok || empty {
+		return ok
 	}
 	for {
 		if s.i >= len(s.src) || s.src[s.i] != '"' {
