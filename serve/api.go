@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -67,16 +68,25 @@ func threadParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 
 // GET /api/threads: memctl threads --json.
 func (s *Server) apiThreads(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.Store.Threads(r.Context())
+	views, err := s.threadViews(r.Context())
 	if err != nil {
 		Error(w, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, views)
+}
+
+// threadViews is every thread as the API and the page show it.
+func (s *Server) threadViews(ctx context.Context) ([]ThreadView, error) {
+	ts, err := s.Store.Threads(ctx)
+	if err != nil {
+		return nil, err
 	}
 	views := make([]ThreadView, len(ts))
 	for i, t := range ts {
 		views[i] = s.view(t)
 	}
-	writeJSON(w, http.StatusOK, views)
+	return views, nil
 }
 
 // GET /api/threads/{id}: one thread, as an entry of memctl threads --json.

@@ -56,14 +56,10 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 
 // GET /: the threads.
 func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.Store.Threads(r.Context())
+	views, err := s.threadViews(r.Context())
 	if err != nil {
 		Error(w, err)
 		return
-	}
-	views := make([]ThreadView, len(ts))
-	for i, t := range ts {
-		views[i] = s.view(t)
 	}
 	s.render(w, "index.html", map[string]any{"Threads": views, "Upstream": s.Upstream})
 }
