@@ -262,3 +262,52 @@ func TestBatchIndexesWhatCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A thread's settings are written in the batch of the appends queued with them (memctl serve
+// records each thread's window on its first turn: without it, a transaction of its own per
+// thread between the batches), and a write to a missing thread fails alone.
+func TestSetThreadSettingsJoinsBatch(t *testing.T) {
+	t.Parallel()
+	testdb.SQLiteOnly(t, "group commit: PostgreSQL runs each write as a transaction of its own")
+	ctx := context.Background()
+	s, _ := openStore(t)
+	if _, err := s.AppendLive(ctx, "s", []memory.Message{memory.TextMessage("user", "start")}, memory.AppendOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	queued, release := s.HoldBatches()
+	limit := 5000
+	errs := make([]error, 3)
+	done := make(chan struct{}, 3)
+	calls := []func() error{
+		func() error {
+			_, err := s.AppendLive(ctx, "s", []memory.Message{memory.TextMessage("user", "next")}, memory.AppendOptions{}, nil)
+			return err
+		},
+		func() error { return s.SetThreadSettings(ctx, "s", memory.ThreadSettings{TokenLimit: &limit}) },
+		func() error { return s.SetThreadSettings(ctx, "missing", memory.ThreadSettings{TokenLimit: &limit}) },
+	}
+	for i, call := range calls {
+		go func() { errs[i] = call(); done <- struct{}{} }()
+		for queued() < i+1 {
+			select {
+			case <-done:
+				t.Fatalf("write %d was committed while the batches were held: %v", i, errs[i])
+			default:
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	release()
+	for range calls {
+		<-done
+	}
+	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], memory.ErrThreadNotFound) {
+		t.Fatalf("writes: %v", errs)
+	}
+	if ts, err := s.ThreadSettings(ctx, "s"); err != nil || ts.TokenLimit == nil || *ts.TokenLimit != limit {
+		t.Fatalf("settings: %+v, %v", ts, err)
+	}
+	if h, err := s.History(ctx, "s"); err != nil || len(h) != 2 {
+		t.Fatalf("history: %d messages, %v", len(h), err)
+	}
+}
