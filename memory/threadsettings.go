@@ -184,10 +184,7 @@ func (s *Store) ThreadSettings(ctx context.Context, thread string) (ThreadSettin
 
 // SetThreadSettings replaces the settings stored on a thread with t (a zero t clears them).
 // An impossible setting is refused with a *SettingError and nothing is written. The thread's
-// next ShouldCompact and Compact use them. On SQLite the write is committed with the appends
-// of concurrent callers (group commit, batch.go): memctl serve records each thread's window
-// on its first turn, and 50 agents starting at once made 50 transactions of their own,
-// queued one at a time between the batches of their appends.
+// next ShouldCompact and Compact use them.
 func (s *Store) SetThreadSettings(ctx context.Context, thread string, t ThreadSettings) error {
 	if err := t.Validate(); err != nil {
 		return fmt.Errorf("thread %q: %w", thread, err)
@@ -196,7 +193,7 @@ func (s *Store) SetThreadSettings(ctx context.Context, thread string, t ThreadSe
 	if err != nil {
 		return err
 	}
-	set := func(ctx context.Context, q db.Querier) error {
+	return s.h.WithTx(ctx, func(q db.Querier) error {
 		n, err := q.SetThreadSettings(ctx, db.SetThreadSettingsParams{Settings: string(b), ID: thread})
 		if err != nil {
 			return fmt.Errorf("thread %q: set settings: %w", thread, err)
@@ -205,9 +202,5 @@ func (s *Store) SetThreadSettings(ctx context.Context, thread string, t ThreadSe
 			return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
 		}
 		return nil
-	}
-	if s.h.OneWriter() {
-		return s.writeTx(ctx, set)
-	}
-	return s.h.WithTx(ctx, func(q db.Querier) error { return set(ctx, q) })
+	})
 }
