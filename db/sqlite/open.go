@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"runtime"
+	"time"
 
 	"github.com/memcascade/memcascade/db"
 	msqlite "modernc.org/sqlite"
@@ -111,9 +111,11 @@ func open(ctx context.Context, path string, migrations []string, opt ...db.Optio
 	return openPool(ctx, path, migrations, o, false)
 }
 
-// poolConns is how many connections a Handle's pool opens at most: one writer at a time
-// (db.Ops.OneWriter), the checkpointer, and readers enough for every CPU twice over.
-func poolConns() int { return 2*runtime.GOMAXPROCS(0) + 2 }
+// poolIdle and poolIdleTime bound the idle connections a Handle's pool keeps (see openPool).
+const (
+	poolIdle     = 64
+	poolIdleTime = 5 * time.Minute
+)
 
 // openPool opens the pool. handled: the pool is a Handle's, whose checkpointer moves the
 // write-ahead log into the database (Ops.Checkpoint), so its commits do not; a pool alone
@@ -157,11 +159,12 @@ func openPool(ctx context.Context, path string, migrations []string, o db.Option
 	if handled {
 		// A connection costs about 1.3 ms of CPU to open: its pragmas, the schema parsed on
 		// its first statement, and each query prepared again on it. database/sql opens one
-		// for every caller that finds none idle, and keeps two idle: the 50 first turns of 50
+		// for every caller that finds none idle, and kept two idle: the 50 first turns of 50
 		// agents at once through memctl serve opened about 50 and closed 48 as they came
-		// back, each time. A Handle's pool opens at most poolConns and keeps them.
-		sqldb.SetMaxOpenConns(poolConns())
-		sqldb.SetMaxIdleConns(poolConns())
+		// back, each burst. A Handle's pool keeps up to poolIdle, each until it has been
+		// idle for poolIdleTime (what a burst opened is closed once the bursts stop).
+		sqldb.SetMaxIdleConns(poolIdle)
+		sqldb.SetConnMaxIdleTime(poolIdleTime)
 	}
 	var mode string
 	if err := sqldb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
