@@ -117,6 +117,9 @@ type Appended struct {
 	// Raw is the stored JSON of each message: its encoding in a chat completions request.
 	Raw           []json.RawMessage
 	Before, After Version
+	// Created is, when the append created the thread, the thread as ReadLive reads it after
+	// the append, read in the append's transaction: a host need not read it again.
+	Created *Live
 }
 
 // AppendLive appends msgs as Append does, and reports what a host that keeps the thread needs
@@ -169,6 +172,19 @@ func (s *Store) AppendLive(ctx context.Context, thread string, msgs []Message, o
 			out.Entries[i].Seq = res.FirstSeq + int64(i)
 		}
 		out.AppendResult, out.Before, out.After = res, before, after
+		if res.Created {
+			// A new thread holds what this append wrote only: its active context is its
+			// history (read as ReadLive does, the history sharing its messages).
+			a, err := s.active(ctx, q, thread)
+			if err != nil {
+				return err
+			}
+			l := &Live{Version: after, History: make([]Message, len(a.Entries)), Active: a}
+			for i, e := range a.Entries {
+				l.History[i] = e.Message
+			}
+			out.Created = l
+		}
 		return nil
 	})
 	if err != nil {

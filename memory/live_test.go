@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -260,5 +261,30 @@ func TestBatchIndexesWhatCommitted(t *testing.T) {
 	defer sqldb.Close()
 	if _, err := sqldb.ExecContext(ctx, "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An append that creates its thread reports the thread as ReadLive reads it after the
+// append (memctl serve keeps it without reading the new thread again); one to an existing
+// thread reports none.
+func TestAppendLiveReportsCreatedThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openStore(t)
+	msgs := []memory.Message{memory.TextMessage("system", "You are a coding agent."), memory.TextMessage("user", "run the tests")}
+	ap, err := s.AppendLive(ctx, "new", msgs, memory.AppendOptions{Model: "gpt-4o"}, &memory.Version{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.ReadLive(ctx, "new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ap.Created == nil || !reflect.DeepEqual(*ap.Created, l) {
+		t.Fatalf("created: %+v\nread after: %+v", ap.Created, l)
+	}
+	ap, err = s.AppendLive(ctx, "new", []memory.Message{memory.TextMessage("assistant", "done")}, memory.AppendOptions{}, nil)
+	if err != nil || ap.Created != nil {
+		t.Fatalf("append to an existing thread: created %+v, %v", ap.Created, err)
 	}
 }

@@ -98,9 +98,15 @@ func (s *Server) live(ctx context.Context, st *threadState, check bool) (*liveSt
 	if err != nil {
 		return nil, err
 	}
-	lv = &liveState{ver: l.Version, hist: l.History, active: l.Active, enc: make([]json.RawMessage, len(l.Active.Entries)),
+	return s.keepRead(st, l)
+}
+
+// keepRead makes the thread as read (l) its kept state.
+func (s *Server) keepRead(st *threadState, l memory.Live) (*liveState, error) {
+	lv := &liveState{ver: l.Version, hist: l.History, active: l.Active, enc: make([]json.RawMessage, len(l.Active.Entries)),
 		recall: slices.ContainsFunc(l.History, IsRecall)}
 	for i, e := range l.Active.Entries {
+		var err error
 		if lv.enc[i], err = json.Marshal(e.Message); err != nil {
 			return nil, err
 		}
@@ -142,8 +148,13 @@ func (s *Server) appended(st *threadState, msgs []memory.Message, ap memory.Appe
 		next.active.Thread.Settings = ts
 	}
 	if !lv.ver.Found {
-		next.active.Thread = memory.Thread{} // a new thread: read once, with its model and encoding
-		s.keepLive(st, nil)
+		// A new thread: kept as the append read it, with its model and encoding (read
+		// again otherwise, by the turn's next step).
+		if ap.Created == nil || ap.Created.Version != ap.After {
+			s.keepLive(st, nil)
+		} else if _, err := s.keepRead(st, *ap.Created); err != nil {
+			s.keepLive(st, nil)
+		}
 		return
 	}
 	s.keepLive(st, next)
