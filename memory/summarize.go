@@ -476,6 +476,11 @@ type part struct{ from, to int }
 
 func (p part) text(blocks []block) string {
 	var b strings.Builder
+	size := 0
+	for i := p.from; i < p.to; i++ {
+		size += len(blocks[i].text) + 1
+	}
+	b.Grow(size)
 	for i := p.from; i < p.to; i++ {
 		if i > p.from {
 			b.WriteByte('\n')
