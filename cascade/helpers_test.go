@@ -26,10 +26,19 @@ import (
 // t0 is the injected clock's start.
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
+// freshDB makes openDB's databases: copies of one a handle made, on SQLite.
+var freshDB = testdb.NewTemplate(func(path string) error {
+	h, err := db.OpenHandle(context.Background(), path, db.Options{})
+	if err != nil {
+		return err
+	}
+	return h.Close()
+})
+
 // openDB opens a fresh database in the test's temporary directory.
 func openDB(t *testing.T) (*db.Handle, string) {
 	t.Helper()
-	path := testdb.Name(t, "memctl.db")
+	path := freshDB.Name(t, "memctl.db")
 	sqldb, err := db.OpenHandle(context.Background(), path, db.Options{})
 	if err != nil {
 		t.Fatalf("open database: %v", err)

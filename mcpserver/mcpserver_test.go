@@ -24,12 +24,21 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 
 const airline = "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"
 
+// freshDB makes setup's databases: copies of one a store made, on SQLite.
+var freshDB = testdb.NewTemplate(func(path string) error {
+	s, err := memory.Open(context.Background(), path)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+})
+
 // setup imports the airline conversation into thread "t" and compacts it at 4,000 tokens,
 // and returns a client session of a server with opt (its Compactor set here).
 func setup(t *testing.T, opt mcpserver.Options) (*mcp.ClientSession, *memory.Store) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := memory.Open(ctx, testdb.Name(t, "mcp.db"))
+	s, err := memory.Open(ctx, freshDB.Name(t, "mcp.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

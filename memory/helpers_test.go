@@ -29,7 +29,7 @@ const airline = "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.
 // PostgreSQL URL, which Open takes again.
 func openStore(t testing.TB) (*memory.Store, string) {
 	t.Helper()
-	path := testdb.Name(t, "memory.db")
+	path := freshDB.Name(t, "memory.db")
 	s, err := memory.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +37,15 @@ func openStore(t testing.TB) (*memory.Store, string) {
 	t.Cleanup(func() { s.Close() })
 	return s, path
 }
+
+// freshDB makes the new databases of openStore: copies of one a store made, on SQLite.
+var freshDB = testdb.NewTemplate(func(path string) error {
+	s, err := memory.Open(context.Background(), path)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+})
 
 // conversations returns the recorded conversations of testdata.
 func conversations(t testing.TB) []string {

@@ -243,10 +243,19 @@ type envOptions struct {
 	selfUpstream bool
 }
 
+// freshDB makes newEnv's databases: copies of one a store made, on SQLite.
+var freshDB = testdb.NewTemplate(func(path string) error {
+	s, err := memory.Open(context.Background(), path)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+})
+
 func newEnv(t testing.TB, opt envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	dbName := testdb.Name(t, "memctl.db")
+	dbName := freshDB.Name(t, "memctl.db")
 	store, err := memory.Open(ctx, dbName)
 	if err != nil {
 		t.Fatal(err)

@@ -60,19 +60,19 @@ func Environ() []string { return append(os.Environ(), childEnv+"="+backend) }
 func Main(m *testing.M) {
 	if b := os.Getenv(childEnv); b != "" {
 		backend = b
-		os.Exit(m.Run())
+		exit(m.Run())
 	}
 	flag.Parse()
 	url := os.Getenv(Env)
 	switch {
 	case flagSet("test.fuzz"):
-		os.Exit(m.Run())
+		exit(m.Run())
 	case url == "":
 		code := m.Run()
 		if testing.Verbose() {
 			fmt.Printf("testdb: %s is not set: these tests ran on SQLite only\n", Env)
 		}
-		os.Exit(code)
+		exit(code)
 	case !childSafe():
 		code := m.Run()
 		if code == 0 {
@@ -80,7 +80,7 @@ func Main(m *testing.M) {
 			fmt.Printf("testdb: the same tests again, on PostgreSQL (%s)\n", Env)
 			code = m.Run()
 		}
-		os.Exit(code)
+		exit(code)
 	}
 	var out bytes.Buffer
 	child := exec.Command(os.Args[0], childArgs(os.Args[1:])...)
@@ -90,7 +90,7 @@ func Main(m *testing.M) {
 	code := m.Run()
 	if started != nil {
 		fmt.Printf("testdb: the run on PostgreSQL did not start: %v\n", started)
-		os.Exit(1)
+		exit(1)
 	}
 	err := child.Wait()
 	fmt.Printf("testdb: the same tests again, on PostgreSQL (%s), in a process of their own beside these\n", Env)
@@ -99,6 +99,12 @@ func Main(m *testing.M) {
 		fmt.Printf("testdb: the run on PostgreSQL: %v\n", err)
 		code = max(code, 1)
 	}
+	exit(code)
+}
+
+// exit removes the templates the tests made (see Template) and exits with code.
+func exit(code int) {
+	removeTemplates()
 	os.Exit(code)
 }
 
