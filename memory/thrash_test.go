@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -219,24 +220,33 @@ func TestLifeNoThrash(t *testing.T) {
 		limit      int
 		perHundred float64
 	}{{4096, 32}, {2048, 100}} {
-		s, _ := openStore(t)
-		comp := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: c.limit})
-		st := replayLife(t, s, comp, "t", turns)
-		if len(st.errs) > 0 {
-			t.Fatalf("limit %d: %d compactions failed: %q", c.limit, len(st.errs), st.errs[0])
+		t.Run(fmt.Sprint(c.limit), func(t *testing.T) {
+			t.Parallel() // a store of its own
+			noThrash(t, turns, c.limit, c.perHundred)
+		})
+	}
+}
+
+// noThrash replays turns at limit and checks TestLifeNoThrash's bounds there.
+func noThrash(t *testing.T, turns [][]memory.Message, limit int, perHundred float64) {
+	t.Helper()
+	s, _ := openStore(t)
+	comp := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit})
+	st := replayLife(t, s, comp, "t", turns)
+	if len(st.errs) > 0 {
+		t.Fatalf("limit %d: %d compactions failed: %q", limit, len(st.errs), st.errs[0])
+	}
+	if st.perHundred() > perHundred {
+		t.Errorf("limit %d: %d compactions in %d turns (%.1f per 100), want at most %.0f per 100", limit, st.compactions, st.turns, st.perHundred(), perHundred)
+	}
+	switch limit {
+	case 4096:
+		if st.overTrigger > 0 {
+			t.Errorf("limit %d: %d turns ended over the trigger after their compaction", limit, st.overTrigger)
 		}
-		if st.perHundred() > c.perHundred {
-			t.Errorf("limit %d: %d compactions in %d turns (%.1f per 100), want at most %.0f per 100", c.limit, st.compactions, st.turns, st.perHundred(), c.perHundred)
-		}
-		switch c.limit {
-		case 4096:
-			if st.overTrigger > 0 {
-				t.Errorf("limit %d: %d turns ended over the trigger after their compaction", c.limit, st.overTrigger)
-			}
-		case 2048:
-			if st.pinnedNotes != 1 {
-				t.Errorf("limit %d: %d reports say the pinned messages leave less than the headroom, want 1", c.limit, st.pinnedNotes)
-			}
+	case 2048:
+		if st.pinnedNotes != 1 {
+			t.Errorf("limit %d: %d reports say the pinned messages leave less than the headroom, want 1", limit, st.pinnedNotes)
 		}
 	}
 }
