@@ -45,14 +45,26 @@ func direct(t *testing.T, schema string) *sql.DB {
 }
 
 // threadRows returns, read directly, how many messages thread has, its highest seq, and its
-// last_seq (-1: no thread row).
+// last_seq (-1: no thread row). It reads once no transaction that wrote the two tables is in
+// progress: a COMMIT sent just before a cut may still be running on the server when the
+// client has already seen its connection end (reading before it ended saw none of an import
+// that then committed, and the import run again doubled the thread).
 func threadRows(t *testing.T, d *sql.DB, thread string) (n, top, last int64) {
 	t.Helper()
 	ctx := context.Background()
-	if err := d.QueryRowContext(ctx, "SELECT count(*), coalesce(max(seq), 0) FROM messages WHERE thread_id = $1", thread).Scan(&n, &top); err != nil {
+	tx, err := d.BeginTx(ctx, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	err := d.QueryRowContext(ctx, "SELECT last_seq FROM threads WHERE id = $1", thread).Scan(&last)
+	defer tx.Rollback()
+	// SHARE conflicts with the ROW EXCLUSIVE lock a writing transaction holds until it ends.
+	if _, err := tx.ExecContext(ctx, "LOCK TABLE threads, messages IN SHARE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT count(*), coalesce(max(seq), 0) FROM messages WHERE thread_id = $1", thread).Scan(&n, &top); err != nil {
+		t.Fatal(err)
+	}
+	err = tx.QueryRowContext(ctx, "SELECT last_seq FROM threads WHERE id = $1", thread).Scan(&last)
 	if err == sql.ErrNoRows {
 		last = -1
 	} else if err != nil {
