@@ -29,6 +29,7 @@ func TestTemplate(t *testing.T) {
 	if backend != SQLite {
 		t.Skip("the SQLite run's copies")
 	}
+	t.Cleanup(removeTemplates) // this package's tests have no TestMain to remove it
 	made := 0
 	tp := NewTemplate(func(path string) error {
 		made++
