@@ -65,8 +65,8 @@ type glRules struct {
 	keyed  []int
 	litAt  []int
 	always []int
-	scan   *scanner
-	// both scans for the built-in patterns' anchors (first, in builtins' order) and scan's.
+	// both scans for the built-in patterns' anchors (first, in builtins' order), then for the
+	// prefilter's pseudo-patterns (keywords and first literals, as keyed and litAt index them).
 	both *scanner
 }
 
@@ -176,7 +176,6 @@ func compileGitleaks(data []byte) (*glRules, error) {
 			g.litAt[len(g.litAt)-1] = len(pre) - 1
 		}
 	}
-	g.scan = newScanner(pre)
 	// One scan finds the anchors of the built-in patterns and gitleaks' keywords and
 	// literals together.
 	g.both = newScanner(slices.Concat(builtins, pre)).withEvasions()

@@ -134,7 +134,7 @@ func TestGitleaksRuleCoverage(t *testing.T) {
 	keywords := make([][]string, len(g.patterns))
 	for k, i := range g.keyed {
 		if i >= 0 {
-			keywords[i] = g.scan.ps[k].anchors
+			keywords[i] = g.both.ps[len(builtins)+k].anchors
 		}
 	}
 	for i, p := range g.full {

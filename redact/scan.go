@@ -163,17 +163,11 @@ type found struct {
 	ev      []int
 }
 
-// scan returns, for each pattern, the ascending starts of its candidate matches.
-func (s *scanner) scan(text string) [][]int {
-	var f found
-	s.scanInto(text, &f)
-	return f.starts
-}
-
 // maxKeptStarts bounds the starts of one pattern whose slice scanInto reuses.
 const maxKeptStarts = 1024
 
-// scanInto is scan into f, which holds the result of an earlier scan of s or nothing.
+// scanInto finds, for each pattern of s, the ascending starts of its candidate matches in
+// text, into f, which holds the result of an earlier scan of s or nothing.
 func (s *scanner) scanInto(text string, f *found) {
 	if cap(f.ev) > maxKeptStarts {
 		f.ev = nil
