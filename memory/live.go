@@ -78,34 +78,37 @@ type Live struct {
 // A thread that does not exist is a Live whose Version has Found false. The active context's
 // messages that are stored messages shown as stored share their memory with History's.
 func (s *Store) ReadLive(ctx context.Context, thread string) (Live, error) {
-	return readTx(ctx, s, func(q db.Querier) (Live, error) {
-		v, err := threadVersion(ctx, q, thread)
-		if err != nil || !v.Found {
-			return Live{Version: v}, err
+	return readTx(ctx, s, func(q db.Querier) (Live, error) { return s.readLive(ctx, q, thread) })
+}
+
+// readLive is ReadLive in q's transaction.
+func (s *Store) readLive(ctx context.Context, q db.Querier, thread string) (Live, error) {
+	v, err := threadVersion(ctx, q, thread)
+	if err != nil || !v.Found {
+		return Live{Version: v}, err
+	}
+	rows, err := q.ListMessages(ctx, thread)
+	if err != nil {
+		return Live{}, err
+	}
+	hist, err := entries(rows)
+	if err != nil {
+		return Live{}, err
+	}
+	a, err := s.active(ctx, q, thread)
+	if err != nil {
+		return Live{}, err
+	}
+	l := Live{Version: v, History: make([]Message, len(hist)), Active: a}
+	for i, e := range hist {
+		l.History[i] = e.Message
+	}
+	for i, e := range a.Entries {
+		if e.Seq >= 1 && e.Seq <= int64(len(hist)) && e.mark == nil && e.CompactionID == 0 {
+			a.Entries[i].Message = l.History[e.Seq-1]
 		}
-		rows, err := q.ListMessages(ctx, thread)
-		if err != nil {
-			return Live{}, err
-		}
-		hist, err := entries(rows)
-		if err != nil {
-			return Live{}, err
-		}
-		a, err := s.active(ctx, q, thread)
-		if err != nil {
-			return Live{}, err
-		}
-		l := Live{Version: v, History: make([]Message, len(hist)), Active: a}
-		for i, e := range hist {
-			l.History[i] = e.Message
-		}
-		for i, e := range a.Entries {
-			if e.Seq >= 1 && e.Seq <= int64(len(hist)) && e.mark == nil && e.CompactionID == 0 {
-				a.Entries[i].Message = l.History[e.Seq-1]
-			}
-		}
-		return l, nil
-	})
+	}
+	return l, nil
 }
 
 // Appended is what AppendLive wrote, for a host that keeps the thread: the entry of each
@@ -173,17 +176,11 @@ func (s *Store) AppendLive(ctx context.Context, thread string, msgs []Message, o
 		}
 		out.AppendResult, out.Before, out.After = res, before, after
 		if res.Created {
-			// A new thread holds what this append wrote only: its active context is its
-			// history (read as ReadLive does, the history sharing its messages).
-			a, err := s.active(ctx, q, thread)
+			l, err := s.readLive(ctx, q, thread)
 			if err != nil {
 				return err
 			}
-			l := &Live{Version: after, History: make([]Message, len(a.Entries)), Active: a}
-			for i, e := range a.Entries {
-				l.History[i] = e.Message
-			}
-			out.Created = l
+			out.Created = &l
 		}
 		return nil
 	})
