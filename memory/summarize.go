@@ -175,21 +175,27 @@ func (in *input) render(middle []Entry, s Settings) {
 	// secret, a token split over messages); the per-message work after it, redaction and
 	// rendering, runs on one goroutine per CPU for a long middle, each a run of messages.
 	texts := contextTexts(middle)
-	workers := min(runtime.GOMAXPROCS(0), len(middle)/renderParallelMin)
+	onCPUs(len(middle), func(lo, hi int) { in.renderRange(middle, texts, s, lo, hi) })
+}
+
+// renderParallelMin is the number of messages from which the work on each message of the
+// middle (rendering, counting) spreads over the CPUs.
+const renderParallelMin = 256
+
+// onCPUs runs f over [0, n): in one run per CPU, each a range of its own, when n is
+// renderParallelMin or more a CPU; else in one run.
+func onCPUs(n int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/renderParallelMin)
 	if workers <= 1 {
-		in.renderRange(middle, texts, s, 0, len(middle))
+		f(0, n)
 		return
 	}
 	var wg sync.WaitGroup
 	for w := range workers {
-		lo, hi := w*len(middle)/workers, (w+1)*len(middle)/workers
-		wg.Go(func() { in.renderRange(middle, texts, s, lo, hi) })
+		wg.Go(func() { f(w*n/workers, (w+1)*n/workers) })
 	}
 	wg.Wait()
 }
-
-// renderParallelMin is the number of messages from which render spreads over the CPUs.
-const renderParallelMin = 256
 
 // renderRange renders middle[lo:hi], whose texts after the context pass are texts[lo:hi],
 // into in.tms and in.blocks.
@@ -212,23 +218,13 @@ func (in *input) renderRange(middle []Entry, texts []string, s Settings, lo, hi 
 // sizeBlocks counts the estimated blocks, once: what a split into requests reads.
 func (in *input) sizeBlocks() {
 	in.sized.Do(func() {
-		count := func(lo, hi int) {
+		onCPUs(len(in.blocks), func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				if b := &in.blocks[i]; b.estimated {
 					b.tokens, b.estimated = in.counter.CountText(b.text)+1, false // 1: the newline joining it to the next
 				}
 			}
-		}
-		workers := min(runtime.GOMAXPROCS(0), len(in.blocks)/renderParallelMin)
-		if workers <= 1 {
-			count(0, len(in.blocks))
-			return
-		}
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() { count(w*len(in.blocks)/workers, (w+1)*len(in.blocks)/workers) })
-		}
-		wg.Wait()
+		})
 	})
 }
 
