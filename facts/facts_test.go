@@ -841,3 +841,16 @@ func randomJoin(rng *rand.Rand, parts []string, max int) string {
 	}
 	return b.String()
 }
+
+// TestTrimListMarksMatchesPattern: the prefilter of trimListMarks changes nothing the
+// expression would do, on trimmed lines made of marks, digits and words.
+func TestTrimListMarksMatchesPattern(t *testing.T) {
+	parts := []string{"-", "*", "+", "•", ">", "1", "12", "123", "1234", ".", ")", " ", "\t", "a", "word", "must"}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 50000 {
+		line := strings.TrimSpace(randomJoin(rng, parts, 8))
+		if got, want := trimListMarks(line), strings.TrimSpace(listMarkRE.ReplaceAllString(line, "")); got != want {
+			t.Fatalf("trimListMarks(%q) = %q, want %q", line, got, want)
+		}
+	}
+}

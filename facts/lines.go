@@ -70,16 +70,22 @@ func isErrorLine(l string, phrases bool) bool {
 	return phrases && containsAny(lower, errorPhraseWords...) && errorPhraseRE.MatchString(lower)
 }
 
+// trimListMarks returns line without the list marks it starts with (listMarkRE), trimmed. The
+// expression runs only on a line whose first byte can start a mark: most lines have none.
+func trimListMarks(line string) string {
+	if line == "" || strings.IndexByte("-*+>", line[0]) < 0 && !isDigit(line[0]) && !strings.HasPrefix(line, "•") {
+		return line
+	}
+	return strings.TrimSpace(listMarkRE.ReplaceAllString(line, ""))
+}
+
 // constraints extracts the sentences of a user message that constrain the task.
 func (x *extractor) constraints(s string) {
 	if strings.Contains(s, "```") {
 		s = fenceRE.ReplaceAllString(s, "\n")
 	}
 	for _, line := range splitLines(s) {
-		line = strings.TrimSpace(line)
-		if line != "" && (strings.IndexByte("-*+>", line[0]) >= 0 || isDigit(line[0]) || strings.HasPrefix(line, "•")) {
-			line = strings.TrimSpace(listMarkRE.ReplaceAllString(line, ""))
-		}
+		line = trimListMarks(strings.TrimSpace(line))
 		if line == "" || !hasConstraintWord(line) {
 			continue
 		}
