@@ -370,10 +370,7 @@ func appendNormalASCII(dst []byte, s string) ([]byte, bool) {
 			dst = append(dst, ' ')
 		}
 		space = false
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
+		dst = append(dst, lowerByte(c))
 	}
 	return dst, true
 }

@@ -173,7 +173,7 @@ func hasConstraintWord(s string) bool {
 		}
 		for _, ph := range constraintPhrases {
 			n := len(ph)
-			if equalLower(cur, ph[n-1]) && (n < 2 || equalLower(w1, ph[n-2])) && (n < 3 || equalLower(w2, ph[n-3])) {
+			if strings.EqualFold(cur, ph[n-1]) && (n < 2 || strings.EqualFold(w1, ph[n-2])) && (n < 3 || strings.EqualFold(w2, ph[n-3])) {
 				return true
 			}
 		}
@@ -184,19 +184,6 @@ func hasConstraintWord(s string) bool {
 }
 
 func isConstraintByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '\'' }
-
-// equalLower compares s with the lower-case word w, ignoring ASCII case in s.
-func equalLower(s, w string) bool {
-	if len(s) != len(w) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if lowerByte(s[i]) != w[i] {
-			return false
-		}
-	}
-	return true
-}
 
 var abbreviations = map[string]bool{
 	"e.g": true, "i.e": true, "etc": true, "vs": true, "mr": true, "mrs": true, "ms": true,
@@ -235,11 +222,4 @@ func sentences(line string) []string {
 		out = append(out, t)
 	}
 	return out
-}
-
-func lowerByte(b byte) byte {
-	if b >= 'A' && b <= 'Z' {
-		return b + 'a' - 'A'
-	}
-	return b
 }
