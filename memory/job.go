@@ -263,8 +263,11 @@ func (j *job) work(ctx context.Context) error {
 	}
 	a := j.a
 	if j.d.post != nil { // hybrid: the summary is planned on the masked view
-		var masked []facts.Fact
-		masked, j.lost = viewFacts(a.Entries, j.d.post, j.c.redact)
+		masked, lost, err := j.c.viewFacts(ctx, a.Entries, j.d.post)
+		if err != nil {
+			return err
+		}
+		j.lost = lost
 		j.carried = slices.DeleteFunc(slices.Clone(masked), func(f facts.Fact) bool { return slices.Contains(j.lost, f) })
 		a = withEntries(a, j.d.post)
 	}
@@ -281,7 +284,10 @@ func withEntries(a Active, entries []Entry) Active {
 // applyView commits post, a view of pre that no new summary made, and reports what it left
 // out: the facts of what it masked, cut or left out that post no longer holds are named.
 func (j *job) applyView(ctx context.Context, pre Active, post []Entry) error {
-	ledger, dropped := viewFacts(pre.Entries, post, j.c.redact)
+	ledger, dropped, err := j.c.viewFacts(ctx, pre.Entries, post)
+	if err != nil {
+		return err
+	}
 	dropped = facts.Merge(dropped, unshownFacts(pre.Entries, post, j.c.redact))
 	lost := append(missingFacts(j.lost, nil, outsideText(post)), dropped...)
 	text, from, to := viewOf(post, int64(pre.Thread.Messages), j.id)

@@ -12,7 +12,9 @@ import (
 // row, the ledger of what it covers: the facts and actions of the original messages, each with
 // the seq of the message it came from, the tool call it belongs to, and whether a report named
 // it dropped. A later compaction that folds the summary in starts from that ledger and adds the
-// facts of the messages it newly summarizes; it never reads facts back from the summary's text.
+// facts of the messages it newly summarizes, and a view that leaves the summary out (window,
+// on_failure fit) names the facts of that ledger it no longer holds; neither reads facts back
+// from the summary's text.
 // So the facts check (factsfit.go) holds against the original messages after any number of
 // compactions, and a revert restores the ledger with the summary it brings back.
 
@@ -21,8 +23,9 @@ import (
 // or in its result, that call as its entity. What the product wrote itself is never a fact: a
 // masked result gives the facts of its digest only, a cut one is read without its marker (with,
 // from the original, the facts they show: see shownFacts). A
-// summary entry gives the facts of its text when withSummaries is set (a view that leaves it
-// out), and none otherwise (its facts come from its stored ledger, see middleLedger).
+// summary entry gives the facts of its text when withSummaries is set (a summary applied before
+// ledgers were stored, see summaryLedger), and none otherwise (its facts come from its stored
+// ledger, see middleLedger).
 //
 // tms, when not nil, are es as the summarizer reads them already (parallel to es): they are not
 // redacted again.
@@ -77,9 +80,10 @@ func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string
 	return facts.Merge(ledger, shown)
 }
 
-// middleLedger returns the ledger of a pass's middle: the stored ledgers of the summaries it
-// folds in, merged with the facts of the messages it newly summarizes (tms: the middle as the
-// summarizer reads it, redacted).
+// middleLedger returns the ledger of a pass's middle (or of what a view change takes out of the
+// active context, see viewFacts): the stored ledgers of the summaries it folds in, merged with
+// the facts of the messages it newly summarizes (tms: the middle as the summarizer reads it,
+// redacted; nil: made from middle).
 func (c *Compactor) middleLedger(ctx context.Context, middle []Entry, tms []transcript.Message) ([]facts.Fact, error) {
 	var stored []facts.Fact
 	for _, e := range middle {

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,5 +101,61 @@ func checkWritesKept(t testing.TB, s *memory.Store, thread string, original []fa
 		if !ok {
 			t.Errorf("the write action %s is not in the active context on one line with its arguments", writes[i].Text)
 		}
+	}
+}
+
+// TestViewLeavingSummaryOutNamesItsLedger: a view change that leaves a summary out of the
+// active context (the window strategy, on_failure fit) names the facts of the summary's stored
+// ledger that the view no longer holds, not only those its text shows as facts. The summary of
+// a generated thread holds the user's constraint and the tool calls, which its own text does
+// not read as facts (a constraint is a user's sentence, a tool call an assistant's call).
+func TestViewLeavingSummaryOutNamesItsLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		settings memory.Settings
+		failing  bool // the cascade fails, so on_failure fit shapes the view
+	}{
+		{"window", memory.Settings{TokenLimit: 1000, Strategy: memory.StrategyWindow}, false},
+		{"fit", memory.Settings{TokenLimit: 1000, OnFailure: memory.OnFailureFit}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a store of its own
+			s, _ := openStore(t)
+			if _, err := s.Append(ctx, "t", generatedLife(8), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+				t.Fatal(err)
+			}
+			original := originalFacts(t, s, "t")
+			summarize := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2000})
+			if rep, err := summarize.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+				t.Fatalf("summarize: %s, %v", rep.Status, err)
+			}
+			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
+				t.Fatalf("the summary lost %d facts unnamed: %v", len(lost), lost)
+			}
+			p := extractiveCascade(t, s)
+			if tc.failing {
+				p = failingCascade(s)
+			}
+			rep, err := memory.NewCompactor(s, p, tc.settings).Compact(ctx, "t", memory.CompactOptions{Force: true})
+			if rep.Status != memory.StatusApplied {
+				t.Fatalf("%s: %s, %v", tc.name, rep.Status, err)
+			}
+			a, err := s.Active(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(a.Entries, func(e memory.Entry) bool { return e.CompactionID != 0 }) {
+				t.Fatalf("%s kept the summary in the view (%s): not a test of leaving it out", tc.name, rep.Detail)
+			}
+			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
+				texts := make([]string, len(lost))
+				for k, f := range lost {
+					texts[k] = string(f.Kind) + " " + f.Text
+				}
+				t.Errorf("%s left the summary out and lost %d facts that no report names: %q", tc.name, len(lost), texts)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -232,8 +233,10 @@ func (sh shaper) cut(e Entry, target int) Entry {
 
 // viewFacts returns the ledger of what a view change took out of the active context (the
 // messages of pre masked, cut or left out in post, and a summary left out) and the facts of it
-// that post no longer holds.
-func viewFacts(pre, post []Entry, redact func(string) string) (ledger, dropped []facts.Fact) {
+// that post no longer holds. A summary left out gives its stored ledger, as when a summary
+// folds it in (middleLedger): its text need not show its facts as facts (a constraint, a tool
+// call), and the facts a report already named dropped are not named again.
+func (c *Compactor) viewFacts(ctx context.Context, pre, post []Entry) (ledger, dropped []facts.Fact, err error) {
 	after := map[int64]Entry{}
 	for _, e := range post {
 		after[e.Seq] = e
@@ -249,10 +252,14 @@ func viewFacts(pre, post []Entry, redact func(string) string) (ledger, dropped [
 		}
 	}
 	if len(changed) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	ledger = entryFacts(changed, nil, redact, true)
-	return ledger, missingFacts(ledger, nil, outsideText(post))
+	all, err := c.middleLedger(ctx, changed, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	ledger, _ = needed(all)
+	return ledger, missingFacts(ledger, nil, outsideText(post)), nil
 }
 
 // unshownFacts returns the facts of the results post masks or cuts anew (pre shows them
