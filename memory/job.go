@@ -30,7 +30,9 @@ type job struct {
 	sh   shaper
 	d    decision
 	id   int64
-	lost []facts.Fact // facts left out of the active context so far
+	// lost are the facts the compaction named dropped in what it applied so far (before anything
+	// was applied: those hybrid's mask left out); the ledger stored with its summary marks them so.
+	lost []facts.Fact
 	// carried are facts the summary must keep although its input may not show them as facts:
 	// those of the results hybrid masked that the placeholders still hold (a digest keeps an
 	// amount as a bare number, which the summary's own ledger would not know for an amount).
@@ -282,14 +284,21 @@ func withEntries(a Active, entries []Entry) Active {
 }
 
 // applyView commits post, a view of pre that no new summary made, and reports what it left
-// out: the facts of what it masked, cut or left out that post no longer holds are named.
+// out: the facts of what it masked, cut or left out that post no longer holds are named. What
+// the compaction named when it applied a pass or a view before stays named: the ledger stored
+// with its summary marks it dropped, and this view does not store another. Before anything
+// was applied, the facts hybrid's mask left out are named only when post leaves them out too.
 func (j *job) applyView(ctx context.Context, pre Active, post []Entry) error {
 	ledger, dropped, err := j.c.viewFacts(ctx, pre.Entries, post)
 	if err != nil {
 		return err
 	}
 	dropped = facts.Merge(dropped, unshownFacts(pre.Entries, post, j.c.redact))
-	lost := append(missingFacts(j.lost, nil, outsideText(post)), dropped...)
+	lost := j.lost
+	if j.rep.Status != StatusApplied {
+		lost = missingFacts(lost, nil, outsideText(post))
+	}
+	lost = slices.Concat(lost, dropped)
 	text, from, to := viewOf(post, int64(pre.Thread.Messages), j.id)
 	factsDropped, err := json.Marshal(nonNil(factTexts(lost)))
 	if err != nil {

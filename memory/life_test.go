@@ -2,13 +2,17 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/lifesim"
+	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -158,4 +162,113 @@ func TestViewLeavingSummaryOutNamesItsLedger(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFactLeftOutStaysNamedOrChecked: a fact a compaction left out is named in its report as
+// long as the ledger stored with its summary marks it dropped, and the compaction that later
+// folds the summary in checks it again otherwise. Hybrid masks a result of 60 fares, whose
+// digest holds the first ones only: the last fare, 1059, is left out. Written again as a bare
+// number, which a later ledger does not read as that amount, it is back in the context while
+// the compaction runs: in a message appended meanwhile (not in what the compaction made of the
+// messages it saw, so its report names it, also when the context stays over the limit and a fit
+// of the view follows the summary), or in the summary's prose (the compaction made it back, so
+// its report does not name it and its ledger keeps it needed). A second compaction then
+// summarizes it away: 1059 must be named by some report.
+func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const repeated = "Seat 1059 please." // 1059 as a bare number: no fact of its own
+	hybrid := memory.Settings{TokenLimit: 1000, Strategy: memory.StrategyHybrid}
+	for _, tc := range []struct {
+		name     string
+		settings memory.Settings
+		appended string // appended while the summary is written ("": the summary's prose repeats it)
+	}{
+		{"appended", hybrid, repeated},
+		{"summary", hybrid, ""},
+		{"appended, then fit", memory.Settings{TokenLimit: 1000, Strategy: memory.StrategyHybrid, OnFailure: memory.OnFailureFit, MaxPasses: 1},
+			repeated + strings.Repeat(" lorem ipsum dolor", 300)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a store of its own
+			s, _ := openStore(t)
+			if _, err := s.Append(ctx, "t", faresThread(60), memory.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			p := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+				if tc.appended == "" {
+					return llm.Response{Text: "The user looked for fares. " + repeated, FinishReason: "stop"}, nil
+				}
+				once.Do(func() {
+					if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", tc.appended)}, memory.AppendOptions{}); err != nil {
+						t.Error(err)
+					}
+				})
+				return filler().Func(ctx, req)
+			}}
+			c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("fake", p, 0)), tc.settings)
+			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+			if rep.Status != memory.StatusApplied || rep.Passes == 0 {
+				t.Fatalf("hybrid: %s, %d passes, %v", rep.Status, rep.Passes, err)
+			}
+			if tc.settings.OnFailure == memory.OnFailureFit && !strings.Contains(rep.Detail, "on_failure fit") {
+				t.Fatalf("no fit of the view after the summary: %s", rep.Detail)
+			}
+			original := originalFacts(t, s, "t")
+			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
+				t.Fatalf("hybrid lost %d facts unnamed: %v", len(lost), lost)
+			}
+			if a, _ := s.Active(ctx, "t"); !strings.Contains(activeText(a), repeated) {
+				t.Fatalf("%q is not in the active context after hybrid: not a test of a fact back", repeated)
+			}
+			if got, want := slices.Contains(rep.FactsDropped, "1059"), tc.appended != ""; got != want {
+				t.Errorf("hybrid's facts_dropped names 1059: %v, want %v (%q)", got, want, rep.FactsDropped)
+			}
+			var later []memory.Message // the repeat is no longer the newest user message, nor kept
+			for i := range 4 {
+				later = append(later, memory.TextMessage("user", fmt.Sprintf("question %d: %s", 20+i, strings.Repeat("lorem ipsum dolor ", 10))),
+					memory.TextMessage("assistant", strings.Repeat("sit amet consectetur ", 10)))
+			}
+			if _, err := s.Append(ctx, "t", later, memory.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			summarize := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 600})
+			if rep, err := summarize.Compact(ctx, "t", memory.CompactOptions{Force: true}); rep.Status != memory.StatusApplied {
+				t.Fatalf("summarize: %s, %v", rep.Status, err)
+			}
+			if a, _ := s.Active(ctx, "t"); strings.Contains(activeText(a), repeated) {
+				t.Fatalf("%q is still in the active context: not a test of summarizing it away", repeated)
+			}
+			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
+				texts := make([]string, len(lost))
+				for k, f := range lost {
+					texts[k] = string(f.Kind) + " " + f.Text
+				}
+				t.Errorf("the fact back in the context was then lost, no report names it: %q", texts)
+			}
+		})
+	}
+}
+
+// faresThread is a thread whose one tool result lists n fares (1000, 1001, ...), more than a
+// mask's digest holds, followed by twelve turns of prose.
+func faresThread(n int) []memory.Message {
+	call := memory.TextMessage("assistant", "")
+	call.Content = nil
+	call.ToolCalls = []memory.ToolCall{{ID: "c1", Type: "function", Function: memory.FunctionCall{Name: "list_fares", Arguments: `{"route": "SFO-JFK"}`}}}
+	fares := make([]string, n)
+	for i := range fares {
+		fares[i] = fmt.Sprintf(`{"price": %d}`, 1000+i)
+	}
+	result := memory.TextMessage("tool", `{"fares": [`+strings.Join(fares, ", ")+`]}`)
+	result.ToolCallID = "c1"
+	msgs := []memory.Message{memory.TextMessage("system", "You are a travel agent."),
+		memory.TextMessage("user", "Find me a fare from SFO to JFK."), call, result,
+		memory.TextMessage("assistant", fmt.Sprintf("There are %d fares.", n))}
+	for i := range 12 {
+		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum dolor ", 10))),
+			memory.TextMessage("assistant", fmt.Sprintf("answer %d: %s", i, strings.Repeat("sit amet consectetur ", 10))))
+	}
+	return msgs
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/english"
 )
 
@@ -32,8 +33,6 @@ func (j *job) passes(ctx, budget context.Context, a Active, plan Plan) error {
 			return err
 		}
 		rep.TokensAfter, rep.MessagesAfter = a.Tokens, len(a.Entries)
-		// Facts an earlier pass could not fit may be back (a later message repeats them).
-		j.lost = append(missingFacts(j.lost, nil, outsideText(a.Entries)), sum.dropped...)
 		rep.FactsDropped = nonNil(factTexts(j.lost))
 		if a.Tokens <= j.s.Budget() {
 			return nil
@@ -91,23 +90,40 @@ func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error
 // applySummary commits one pass (planned on a, making next). It is where the facts guarantee
 // is enforced: the summary commits only when every fact of the ledger of what it replaces is
 // in the resulting active context or named as dropped.
+//
+// The facts the compaction left out so far (j.lost: what hybrid's mask or an earlier pass left
+// out) are named with the summary's own, and marked dropped in its ledger, unless next holds
+// them again (the summary's text shows one, say): those the ledger keeps as facts still needed,
+// so that the compaction that folds the summary in checks them again. So the ledger marks
+// dropped only facts some report names, and a fact back in the context is not left to the text
+// that holds it, which a later ledger may not read as that fact. Messages appended while the
+// compaction ran are not read: it names what it left out of the messages it saw.
 func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary, next Active) error {
 	missing := factTexts(checkedMissing(sum.checker, sum.facts, sum.outside, sum.text))
 	dropped := factTexts(sum.dropped)
 	if !slices.Equal(missing, dropped) {
 		return fmt.Errorf("%w: the summary misses facts %q but reports %q as dropped", ErrFactsLost, missing, dropped)
 	}
-	allDropped, err := json.Marshal(append(slices.Clone(j.rep.FactsDropped), dropped...))
+	var lost, back []facts.Fact
+	for i, held := range facts.Kept(j.lost, outsideText(next.Entries)) {
+		if held {
+			back = append(back, j.lost[i])
+		} else {
+			lost = append(lost, j.lost[i])
+		}
+	}
+	lost = append(lost, sum.dropped...)
+	allDropped, err := json.Marshal(nonNil(factTexts(lost)))
 	if err != nil {
 		return err
 	}
-	ledger, err := storedLedger(sum.facts, sum.named, append(slices.Clone(sum.dropped), j.lost...))
+	ledger, err := storedLedger(facts.Merge(sum.facts, back), sum.named, lost)
 	if err != nil {
 		return err
 	}
 	view, _, _ := viewOf(next.Entries, int64(a.Thread.Messages), j.id)
 	rep := j.rep
-	return j.c.Store.applySummary(ctx, a.Thread.ID, j.id, a.current, db.ApplyCompactionParams{
+	err = j.c.Store.applySummary(ctx, a.Thread.ID, j.id, a.current, db.ApplyCompactionParams{
 		FromSeq: nullInt(plan.FromSeq), ToSeq: nullInt(plan.ToSeq),
 		Summary: sqlString(sum.text), SummaryRole: sqlString(j.s.SummaryRole),
 		SummaryTokens: int64(sum.tokens), Passes: int64(rep.Passes + 1), Chunks: int64(rep.Chunks),
@@ -118,4 +134,9 @@ func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary
 		View: view, ViewSeq: int64(a.Thread.Messages), ViewTokens: int64(sumTokens(next.Entries)), ViewMessages: int64(len(next.Entries)),
 		Ledger: ledger,
 	})
+	if err != nil {
+		return err
+	}
+	j.lost = lost
+	return nil
 }
