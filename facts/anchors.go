@@ -405,13 +405,23 @@ func monthStarts(w, _ string) []int {
 	return out
 }
 
-// asciiLower lower-cases ASCII letters only, so offsets stay those of s.
+// asciiLower lower-cases ASCII letters only, so offsets stay those of s. A text without an
+// upper-case ASCII letter is returned as it is; another is copied once.
 func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		b[i] = lowerByte(c)
+	i := 0
+	for i < len(s) && (s[i] < 'A' || s[i] > 'Z') {
+		i++
 	}
-	return string(b)
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		b.WriteByte(lowerByte(s[i]))
+	}
+	return b.String()
 }
 
 // lowerByte lower-cases an ASCII letter.

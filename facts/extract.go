@@ -2,6 +2,7 @@ package facts
 
 import (
 	"encoding/json"
+	"iter"
 	"strings"
 	"unicode/utf8"
 )
@@ -205,7 +206,7 @@ func isArgKey(k string) bool {
 
 // oneLine returns the first non-empty line of s, trimmed.
 func oneLine(s string) string {
-	for _, line := range splitLines(s) {
+	for line := range lines(s) {
 		if line = strings.TrimSpace(line); line != "" {
 			return line
 		}
@@ -213,9 +214,24 @@ func oneLine(s string) string {
 	return ""
 }
 
-// splitLines splits s at \n, \r\n and lone \r.
-func splitLines(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+// lines yields the lines of s, split at \n, \r\n and lone \r, leaving out the empty ones (the
+// lines strings.FieldsFunc gives), without making a slice of them: most texts are one line.
+func lines(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		start := 0
+		for i := 0; i < len(s); i++ {
+			if s[i] != '\n' && s[i] != '\r' {
+				continue
+			}
+			if i > start && !yield(s[start:i]) {
+				return
+			}
+			start = i + 1
+		}
+		if start < len(s) {
+			yield(s[start:])
+		}
+	}
 }
 
 // cutRunes returns s cut to at most n runes.

@@ -232,6 +232,7 @@ func compareFacts(a, b *Fact) int {
 type collector struct {
 	byKey map[factKey]*entry
 	seq   int
+	slab  []entry // where new entries are taken from, a block at a time
 }
 
 type entry struct {
@@ -247,6 +248,10 @@ type factKey struct {
 	kind Kind
 	key  string
 }
+
+// entrySlab is how many entries a collector allocates at once: a long conversation has
+// thousands of facts, made with one allocation a block instead of one each.
+const entrySlab = 64
 
 func newCollector() *collector { return &collector{byKey: map[factKey]*entry{}} }
 
@@ -268,7 +273,11 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 	fk := factKey{k, key}
 	e := c.byKey[fk]
 	if e == nil {
-		e = &entry{fact: Fact{Kind: k, Text: text, Seq: c.seq}, base: base, lastSeq: c.seq, msgs: 1}
+		if len(c.slab) == 0 {
+			c.slab = make([]entry, entrySlab)
+		}
+		e, c.slab = &c.slab[0], c.slab[1:]
+		*e = entry{fact: Fact{Kind: k, Text: text, Seq: c.seq}, base: base, lastSeq: c.seq, msgs: 1}
 		c.byKey[fk] = e
 	} else if e.lastSeq != c.seq {
 		e.lastSeq = c.seq

@@ -854,3 +854,50 @@ func TestTrimListMarksMatchesPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestLinesMatchesFieldsFunc checks lines against what it replaced: strings.FieldsFunc at \n
+// and \r, on random texts of line breaks, spaces, words and invalid UTF-8, with a stop after
+// each line taken.
+func TestLinesMatchesFieldsFunc(t *testing.T) {
+	parts := []string{"\n", "\r", "\r\n", "\n\n", " ", "a", "word", "\xff", "é", "\u2028"}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 50000 {
+		s := randomJoin(rng, parts, 10)
+		want := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+		got := slices.Collect(lines(s))
+		if !slices.Equal(got, want) {
+			t.Fatalf("lines(%q) = %q, want %q", s, got, want)
+		}
+		for k := range want { // a caller that stops after k+1 lines gets those
+			var taken []string
+			for line := range lines(s) {
+				taken = append(taken, line)
+				if len(taken) == k+1 {
+					break
+				}
+			}
+			if !slices.Equal(taken, want[:k+1]) {
+				t.Fatalf("lines(%q) stopped after %d: %q", s, k+1, taken)
+			}
+		}
+	}
+}
+
+// TestASCIILowerMatchesBytes checks asciiLower against lower-casing each byte: ASCII letters
+// only, offsets kept, on random texts with and without upper-case letters.
+func TestASCIILowerMatchesBytes(t *testing.T) {
+	parts := []string{"a", "Z", "W0001", "é", "É", "\xff", " ", "İ", "K"}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 20000 {
+		s := randomJoin(rng, parts, 8)
+		b := []byte(s)
+		for i, c := range b {
+			if c >= 'A' && c <= 'Z' {
+				b[i] = c + 'a' - 'A'
+			}
+		}
+		if got, want := asciiLower(s), string(b); got != want {
+			t.Fatalf("asciiLower(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

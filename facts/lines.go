@@ -34,7 +34,7 @@ var (
 // are code, not errors.
 func (x *extractor) errors(s string, cx ctx) {
 	phrases := cx.allErrors && containsAny(asciiLower(s), errorPhraseWords...)
-	for _, line := range splitLines(s) {
+	for line := range lines(s) {
 		line = strings.TrimSpace(line)
 		if line == "" || numberedLine(line) {
 			continue
@@ -84,7 +84,7 @@ func (x *extractor) constraints(s string) {
 	if strings.Contains(s, "```") {
 		s = fenceRE.ReplaceAllString(s, "\n")
 	}
-	for _, line := range splitLines(s) {
+	for line := range lines(s) {
 		line = trimListMarks(strings.TrimSpace(line))
 		if line == "" || !hasConstraintWord(line) {
 			continue
