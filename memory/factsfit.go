@@ -129,9 +129,10 @@ func (f factFit) headingOf(sec int) string {
 	return transcript.Heading(sec)
 }
 
-// missing returns the ledger facts that are neither outside the summary nor in text.
+// missing returns the ledger facts that are neither outside the summary nor in text, a
+// summary, read without its header (see summaryBody).
 func (f factFit) missing(text string) []facts.Fact {
-	return checkedMissing(f.checker, f.ledger, f.outside, text)
+	return checkedMissing(f.checker, f.ledger, f.outside, summaryBody(text))
 }
 
 // missingFacts returns the facts of ledger that are not in summary and not marked in outside

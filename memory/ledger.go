@@ -20,12 +20,12 @@ import (
 
 // entryFacts returns the ledger of es as the summarizer reads them (redacted): each fact with
 // the seq of the message it was first seen in and, when it was seen in a tool call's arguments
-// or in its result, that call as its entity. What the product wrote itself is never a fact: a
-// masked result gives the facts of its digest only, a cut one is read without its marker (with,
-// from the original, the facts they show: see shownFacts). A
-// summary entry gives the facts of its text when withSummaries is set (a summary applied before
-// ledgers were stored, see summaryLedger), and none otherwise (its facts come from its stored
-// ledger, see middleLedger).
+// or in its result, that call as its entity. What the product wrote itself is never a fact
+// (shownText, the rule the facts checks read by too): a masked result gives the facts of its
+// digest only, a cut one is read without its marker (with, from the original, the facts they
+// show: see shownFacts). A summary entry gives the facts of its body (its header left out) when
+// withSummaries is set (a summary applied before ledgers were stored, see summaryLedger), and
+// none otherwise (its facts come from its stored ledger, see middleLedger).
 //
 // tms, when not nil, are es as the summarizer reads them already (parallel to es): they are not
 // redacted again.
@@ -48,11 +48,7 @@ func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string
 			continue
 		}
 		tm := tms[i]
-		if e.mark != nil && e.mark.masked != nil {
-			tm.Text = redact(e.mark.masked.Digest)
-		} else if e.mark != nil && e.mark.cut != nil {
-			tm.Text = cutMarkerRE.ReplaceAllString(tm.Text, "\n")
-		}
+		tm.Text = shownText(e, tm.Text, redact)
 		fm := facts.FromTranscript(tm)
 		if tm.Role == transcript.RoleSummary {
 			add(fm, e.CoversFrom, "")

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/memcascade/memcascade/facts"
@@ -42,6 +43,48 @@ func TestStoredLedgerOneMerge(t *testing.T) {
 		}
 		if want := string(encodeLedger(facts.Merge(facts.Merge(out, gone), earlier))); got != want {
 			t.Fatalf("ledger %v, dropped %v, earlier %v:\nstored %s\nwant   %s", ledger, dropped, earlier, got, want)
+		}
+	}
+}
+
+// TestShownTextLeavesProductTextOut: a facts check reads what an entry shows as facts, never what
+// the product wrote itself: a mask placeholder's sizes (57 tokens, 300 bytes), a cut result's
+// marker (300 bytes cut), a summary's header (messages 2 to 14). Each holds the number of an
+// amount of the thread, which the check must not find there; the fare $99 the entry does show
+// (in the digest, the cut result's head, the summary's body) is found. The entry's text keeps
+// what the product wrote: only the check leaves it out.
+func TestShownTextLeavesProductTextOut(t *testing.T) {
+	amounts := facts.Extract([]facts.Message{{Role: RoleUser, Content: "It costs $57, $300 and $14; the fare is $99."}})
+	if len(amounts) != 4 {
+		t.Fatalf("want 4 amounts, got %v", amounts)
+	}
+	tool := func(text string) Entry {
+		m := TextMessage(RoleTool, text)
+		m.ToolCallID = "c1"
+		return Entry{Seq: 4, Tokens: 57, Message: m}
+	}
+	orig := "fare $99\n" + strings.Repeat("z", 300) + "\nend of the fares"
+	m := maskedItem{Seq: 4, Tool: "get_fare", Digest: "facts: $99", OrigTokens: 57, OrigBytes: 300}
+	c := cutItem{Seq: 4, Head: len("fare $99\n"), Tail: len("\nend of the fares"), OrigTokens: 57}
+	for _, tc := range []struct {
+		name    string
+		e       Entry
+		product string // what the product wrote, in the entry's text
+	}{
+		{"masked", withText(tool(orig), m.placeholder("c1"), 40, &mark{masked: &m, orig: orig}), "57 tokens, 300 bytes"},
+		{"cut", withText(tool(orig), c.text(orig), 20, &mark{cut: &c, orig: orig}), "[... 300 bytes cut"},
+		{"summary", Entry{Tokens: 30, Message: TextMessage(RoleSystem, summaryHeader(2, 14)+"## Key facts\n- Amounts: $99"),
+			CompactionID: 7, CoversFrom: 2, CoversTo: 14}, "(messages 2 to 14;"},
+	} {
+		if !strings.Contains(tc.e.Text(), tc.product) {
+			t.Fatalf("%s: the entry's text %q does not say %q", tc.name, tc.e.Text(), tc.product)
+		}
+		for name, text := range map[string]string{"FactsText": tc.e.FactsText(), "outsideText": outsideText([]Entry{tc.e})} {
+			for i, kept := range facts.Kept(amounts, text) {
+				if want := amounts[i].Text == "$99"; kept != want {
+					t.Errorf("%s: %s finds %s: %v, want %v (in %q)", tc.name, name, amounts[i].Text, kept, want, text)
+				}
+			}
 		}
 	}
 }

@@ -272,3 +272,125 @@ func faresThread(n int) []memory.Message {
 	}
 	return msgs
 }
+
+// TestProductTextIsNoFact: what the product writes itself (a mask placeholder's sizes, a
+// summary's header with the range it covers) never holds a fact of the original messages, even
+// when it shows the same number. In "placeholder", the fare 300 of a masked result is kept by
+// its digest until a window leaves that result out, while the placeholder of another result says
+// "300 bytes"; a later window then leaves that placeholder out too. In "summary header", a
+// summary of messages 2 to 14 of a thread whose second message says a bag costs $14, by a
+// provider whose prose holds no fact, is folded into a later summary. After each compaction, the
+// fact is in the active context as the context shows facts (not in a placeholder or a header)
+// or named in some report's facts_dropped.
+func TestProductTextIsNoFact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	checkLost := func(t *testing.T, s *memory.Store, after string) {
+		t.Helper()
+		if lost := lifeLosses(t, s, "t", originalFacts(t, s, "t")); len(lost) > 0 {
+			texts := make([]string, len(lost))
+			for k, f := range lost {
+				texts[k] = string(f.Kind) + " " + f.Text
+			}
+			t.Fatalf("after %s, %d facts of the original messages are neither in the active context nor named: %q", after, len(lost), texts)
+		}
+	}
+	activeHas := func(t *testing.T, s *memory.Store, text string) bool {
+		t.Helper()
+		a, err := s.Active(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(a.Entries, func(e memory.Entry) bool { return strings.Contains(e.Text(), text) })
+	}
+	turns := func(from, n int) []memory.Message {
+		var msgs []memory.Message
+		for i := range n {
+			msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("question %d: %s", from+i, strings.Repeat("lorem ipsum dolor ", 10))),
+				memory.TextMessage("assistant", fmt.Sprintf("answer %d: %s", from+i, strings.Repeat("sit amet consectetur ", 10))))
+		}
+		return msgs
+	}
+
+	t.Run("placeholder", func(t *testing.T) {
+		t.Parallel() // a store of its own
+		s, _ := openStore(t)
+		call := func(id, name, args string) memory.Message {
+			m := memory.TextMessage("assistant", "")
+			m.Content = nil
+			m.ToolCalls = []memory.ToolCall{{ID: id, Type: "function", Function: memory.FunctionCall{Name: name, Arguments: args}}}
+			return m
+		}
+		result := func(id, text string) memory.Message {
+			m := memory.TextMessage("tool", text)
+			m.ToolCallID = id
+			return m
+		}
+		policy := ("baggage policy\n" + strings.Repeat("zq ", 100))[:300] // 300 bytes, no fact
+		msgs := []memory.Message{
+			memory.TextMessage("system", "You are a travel agent."),
+			memory.TextMessage("user", "Find me a fare from SFO to JFK."),
+			call("c1", "get_fare", `{"route": "SFO-JFK"}`),
+			result("c1", `{"fare": {"price": 300}, "notes": "`+strings.Repeat("lorem ipsum dolor ", 40)+`"}`),
+			memory.TextMessage("assistant", "I found a fare."),
+			memory.TextMessage("user", "What is the baggage policy?"),
+			call("c2", "get_policy", `{"topic": "baggage"}`),
+			result("c2", policy),
+			memory.TextMessage("assistant", "Here is the policy."),
+		}
+		if _, err := s.Append(ctx, "t", append(msgs, turns(0, 3)...), memory.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for i, step := range []struct {
+			settings memory.Settings
+			shows    []string // in the active context after the step: not a test otherwise
+			leaves   []string // out of it
+		}{
+			{memory.Settings{TokenLimit: 500, Strategy: memory.StrategyMask}, []string{"digest: facts: 300]", "300 bytes"}, []string{`"price": 300`}},
+			{memory.Settings{TokenLimit: 650, Strategy: memory.StrategyWindow}, []string{"300 bytes"}, []string{"digest: facts: 300]"}},
+			{memory.Settings{TokenLimit: 300, Strategy: memory.StrategyWindow}, nil, []string{"300 bytes"}},
+		} {
+			rep, err := memory.NewCompactor(s, noProvider{t}, step.settings).Compact(ctx, "t", memory.CompactOptions{Force: true})
+			if rep.Status != memory.StatusApplied {
+				t.Fatalf("%s: %s, %v", step.settings.Strategy, rep.Status, err)
+			}
+			for _, text := range step.shows {
+				if !activeHas(t, s, text) {
+					t.Fatalf("after compaction %d (%s), %q is not in the active context: not the test", i+1, rep.Detail, text)
+				}
+			}
+			for _, text := range step.leaves {
+				if activeHas(t, s, text) {
+					t.Fatalf("after compaction %d (%s), %q is still in the active context: not the test", i+1, rep.Detail, text)
+				}
+			}
+			checkLost(t, s, fmt.Sprintf("compaction %d (%s, facts_dropped %q)", i+1, rep.Strategy, rep.FactsDropped))
+		}
+	})
+
+	t.Run("summary header", func(t *testing.T) {
+		t.Parallel() // a store of its own
+		s, _ := openStore(t)
+		msgs := []memory.Message{
+			memory.TextMessage("system", "You are a travel agent."),
+			memory.TextMessage("user", "Each extra bag costs $14 on this route."),
+		}
+		if _, err := s.Append(ctx, "t", append(msgs, turns(0, 8)...), memory.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 700})
+		rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+		if rep.Status != memory.StatusApplied || rep.FromSeq != 2 || rep.ToSeq != 14 {
+			t.Fatalf("summarize: %s of %d..%d, %v: not a summary whose header says 14", rep.Status, rep.FromSeq, rep.ToSeq, err)
+		}
+		checkLost(t, s, fmt.Sprintf("the summary of messages 2 to 14 (facts_dropped %q)", rep.FactsDropped))
+		if _, err := s.Append(ctx, "t", turns(8, 4), memory.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err = c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+		if rep.Status != memory.StatusApplied || activeHas(t, s, "messages 2 to 14;") {
+			t.Fatalf("summarize again: %s, %v: the header of the first summary is still in the active context", rep.Status, err)
+		}
+		checkLost(t, s, fmt.Sprintf("the summary that folds it in (facts_dropped %q)", rep.FactsDropped))
+	})
+}

@@ -99,7 +99,7 @@ func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error
 // that holds it, which a later ledger may not read as that fact. Messages appended while the
 // compaction ran are not read: it names what it left out of the messages it saw.
 func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary, next Active) error {
-	missing := factTexts(checkedMissing(sum.checker, sum.facts, sum.outside, sum.text))
+	missing := factTexts(checkedMissing(sum.checker, sum.facts, sum.outside, summaryBody(sum.text)))
 	dropped := factTexts(sum.dropped)
 	if !slices.Equal(missing, dropped) {
 		return fmt.Errorf("%w: the summary misses facts %q but reports %q as dropped", ErrFactsLost, missing, dropped)

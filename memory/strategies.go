@@ -281,7 +281,11 @@ func unshownFacts(pre, post []Entry, redact func(string) string) []facts.Fact {
 		}
 		own := entryFacts([]Entry{e}, nil, redact, true)
 		var gone []facts.Fact
-		for i, held := range facts.Kept(own, shownText(x, redact)) {
+		text := "" // a masked result shows its digest alone: its placeholder need not be redacted
+		if x.mark.masked == nil {
+			text = redact(x.Text())
+		}
+		for i, held := range facts.Kept(own, shownText(x, text, redact)) {
 			if !held {
 				gone = append(gone, own[i])
 			}
@@ -291,11 +295,27 @@ func unshownFacts(pre, post []Entry, redact func(string) string) []facts.Fact {
 	return out
 }
 
-// shownText is what the view shows of e, a masked or cut result, as the ledger reads it: the
-// digest, or the head and tail without the marker; redacted.
-func shownText(e Entry, redact func(string) string) string {
-	if e.mark.masked != nil {
+// shownText is what e shows as facts, text being its text as the caller reads it (redacted or
+// not): what the product wrote itself is left out, never a fact. A masked result shows its
+// digest (redacted), not the placeholder's call id, tool and sizes; a cut one its head and tail,
+// not the marker's byte count; a summary its body, not the header naming the range it covers.
+// The ledger (entryFacts, unshownFacts) and the facts checks (outsideText, the summary's check)
+// read entries by this one rule, so what one counts the other finds.
+func shownText(e Entry, text string, redact func(string) string) string {
+	switch {
+	case e.mark != nil && e.mark.masked != nil:
 		return redact(e.mark.masked.Digest)
+	case e.mark != nil && e.mark.cut != nil:
+		return cutMarkerRE.ReplaceAllString(text, "\n")
+	case e.CompactionID != 0:
+		return summaryBody(text)
 	}
-	return cutMarkerRE.ReplaceAllString(redact(e.Text()), "\n")
+	return text
+}
+
+// FactsText returns the text the entry shows as facts, what a facts check reads of it: its text
+// without what the product wrote itself (a masked result's digest, not its placeholder; a cut
+// result's head and tail, not the marker; a summary's body, not its header).
+func (e Entry) FactsText() string {
+	return shownText(e, e.Text(), func(s string) string { return s })
 }

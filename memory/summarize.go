@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -127,7 +128,7 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 		return nil, err
 	}
 	in := &input{c: c, thread: a.Thread.ID, pass: pass, counter: counter,
-		header: fmt.Sprintf("Summary of the earlier conversation (messages %d to %d; the originals are kept in history, and `memctl search` finds them):\n\n", plan.FromSeq, plan.ToSeq)}
+		header: summaryHeader(plan.FromSeq, plan.ToSeq)}
 	// The body may use what is left of the budget after the message framing and header; two
 	// tokens of slack cover the join of header and body.
 	in.bodyBudget = plan.SummaryBudget - counter.CountMessage(TextMessage(s.SummaryRole, in.header)) - 2
@@ -385,14 +386,15 @@ func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Pla
 	}
 }
 
-// outsideText is the text of the messages that stay beside the summary, for the facts check.
+// outsideText is the text of the messages that stay beside the summary, for the facts check:
+// what they show as facts (see shownText), with their names and tool calls.
 func outsideText(parts ...[]Entry) string {
 	var b strings.Builder
 	for _, es := range parts {
 		for _, e := range es {
 			b.WriteString(e.Message.Name)
 			b.WriteByte('\n')
-			b.WriteString(e.Text())
+			b.WriteString(e.FactsText())
 			b.WriteByte('\n')
 			for _, tc := range e.Message.ToolCalls {
 				b.WriteString(tc.Function.Name + " " + tc.Function.Arguments + "\n")
@@ -400,6 +402,24 @@ func outsideText(parts ...[]Entry) string {
 		}
 	}
 	return b.String()
+}
+
+// summaryHeader is the header of the summary of messages from to to: it names the range and
+// where the originals are. It stays in the stored summary (agents and memctl search read it),
+// and is never a fact: a facts check reads the summary's body (summaryBody).
+func summaryHeader(from, to int64) string {
+	return fmt.Sprintf("Summary of the earlier conversation (messages %d to %d; the originals are kept in history, and `memctl search` finds them):\n\n", from, to)
+}
+
+// summaryHeaderRE finds summaryHeader at the start of a summary.
+var summaryHeaderRE = regexp.MustCompile("^Summary of the earlier conversation \\(messages \\d+ to \\d+; the originals are kept in history, and `memctl search` finds them\\):\n\n")
+
+// summaryBody is summary without its header.
+func summaryBody(summary string) string {
+	if loc := summaryHeaderRE.FindStringIndex(summary); loc != nil {
+		return summary[loc[1]:]
+	}
+	return summary
 }
 
 // shape is how one provider's requests are cut: the instructions, the answer's size and the
