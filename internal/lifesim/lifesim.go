@@ -275,11 +275,13 @@ func check(ctx context.Context, s *memory.Store, st *Stats, newestUser, when str
 	return nil
 }
 
-// ActiveText is the text of an active context, tool calls included.
+// ActiveText is the text of an active context as it shows facts, tool calls included: what the
+// product wrote itself (a mask placeholder's sizes, a cut result's marker, a summary's header)
+// is left out (memory.Entry.FactsText), so that no fact is found in it by coincidence.
 func ActiveText(a memory.Active) string {
 	var b strings.Builder
 	for _, e := range a.Entries {
-		b.WriteString(e.Message.Text() + "\n")
+		b.WriteString(e.FactsText() + "\n")
 		for _, c := range e.Message.ToolCalls {
 			b.WriteString(c.Function.Name + " " + c.Function.Arguments + "\n")
 		}
