@@ -94,7 +94,7 @@ func (j *job) planFigures() {
 		rep.FromSeq, rep.ToSeq, rep.SummaryBudget = p.FromSeq, p.ToSeq, p.SummaryBudget
 		return
 	}
-	rep.KeptMessages = len(j.d.post) - pinnedLen(j.d.post)
+	rep.KeptMessages = len(j.d.post) - PinnedLen(j.d.post)
 }
 
 // planned makes the report of a dry run.
@@ -172,7 +172,7 @@ func (j *job) deepNote(ctx context.Context) {
 func (j *job) ineffective(ctx context.Context) (Report, error) {
 	rep, a := j.rep, j.a
 	rep.Status, rep.Detail = StatusIneffective, j.d.why
-	rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-pinnedLen(a.Entries), 0, 0
+	rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-PinnedLen(a.Entries), 0, 0
 	var over error
 	if a.Tokens > j.s.Budget() {
 		over = j.c.overLimit(a, MakePlan(a.Entries, j.s, j.keep), j.s, 0)
@@ -325,7 +325,7 @@ func (j *job) cutView(ctx context.Context, cause error) error {
 
 // cutResults is the view of cutView: entries with their largest tool results cut to fit limit.
 func (j *job) cutResults(entries []Entry, limit int) ([]Entry, error) {
-	return j.sh.cutLargest(entries, pinnedLen(entries), limit, false)
+	return j.sh.cutLargest(entries, PinnedLen(entries), limit, false)
 }
 
 // reshapes reports whether a context over L that no summary can shrink (an ineffective plan)
@@ -354,7 +354,7 @@ func (j *job) reshape(ctx context.Context, cause error, label string, shape func
 		return errors.Join(cause, ferr)
 	}
 	if j.rep.Passes == 0 { // no summary applied: the view is all this compaction changes
-		j.rep.SummarizedMessages, j.rep.KeptMessages = 0, len(post)-pinnedLen(post)
+		j.rep.SummarizedMessages, j.rep.KeptMessages = 0, len(post)-PinnedLen(post)
 	}
 	if err := j.applyView(ctx, a, post); err != nil {
 		return errors.Join(cause, err)
@@ -370,7 +370,7 @@ func (j *job) finish(ctx context.Context) error {
 	if rep.Status != StatusApplied {
 		// Nothing was summarized: every message after the pinned ones stays.
 		rep.TokensAfter, rep.MessagesAfter = rep.TokensBefore, rep.MessagesBefore
-		rep.SummarizedMessages, rep.KeptMessages = 0, len(j.a.Entries)-pinnedLen(j.a.Entries)
+		rep.SummarizedMessages, rep.KeptMessages = 0, len(j.a.Entries)-PinnedLen(j.a.Entries)
 	}
 	dropped, err := json.Marshal(rep.FactsDropped)
 	if err != nil {

@@ -111,8 +111,8 @@ func toolName(before []Entry, m Message) string {
 // keptStart returns where the kept part of entries starts for a kept budget (pinned included):
 // the newest unit, then whole units while they fit; pinned when the context is one unit.
 func keptStart(entries []Entry, keepBudget int) (pinned, start int) {
-	pinned = pinnedLen(entries)
-	cuts := validCuts(entries, pinned)
+	pinned = PinnedLen(entries)
+	cuts := Cuts(entries, pinned)
 	if len(cuts) == 0 {
 		return pinned, pinned
 	}
@@ -170,7 +170,7 @@ func (sh shaper) fit(entries []Entry, limit int) ([]Entry, error) {
 	if tokensOf(out) <= limit {
 		return out, nil
 	}
-	return sh.cutLargest(out, pinnedLen(out), limit, true)
+	return sh.cutLargest(out, PinnedLen(out), limit, true)
 }
 
 // minCutBytes is the least a cut keeps of a result.

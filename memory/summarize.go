@@ -136,7 +136,7 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 	}
 	middle := plan.middle(a.Entries)
 	in.render(middle, s)
-	in.units = append([]int{0}, validCuts(middle, 0)...)
+	in.units = append([]int{0}, Cuts(middle, 0)...)
 	// The size asked for: a quarter of the middle, within what the budget leaves for the
 	// facts the provider may drop. The budget itself is only the hard limit.
 	in.asked = min(max(plan.MiddleTokens/4, 2*minSummaryTokens), int(float64(in.bodyBudget)*(1-factsShare)))
