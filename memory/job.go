@@ -386,10 +386,7 @@ func (j *job) finish(ctx context.Context) error {
 
 // describeView says what a view change did, for a report's detail.
 func describeView(pre, post []Entry) string {
-	text, _, _ := viewOf(post, maxSeq(pre), -1)
-	var v view
-	_ = json.Unmarshal([]byte(text), &v)
-	ch := v.changes()
+	ch := ViewChangesOf(post, maxSeq(pre))
 	var parts []string
 	if n := len(ch.Masked); n > 0 {
 		parts = append(parts, fmt.Sprintf("masked %s (seq %s)", english.Count(n, "tool result", "tool results"), seqList(ch.Masked)))

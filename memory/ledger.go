@@ -45,10 +45,10 @@ func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string
 			continue
 		}
 		tm := tms[i]
-		if e.mark != nil && e.mark.masked != nil {
-			tm.Text = redact(e.mark.masked.Digest)
-		} else if e.mark != nil && e.mark.cut != nil {
-			tm.Text = cutMarkerRE.ReplaceAllString(tm.Text, "\n")
+		if e.Mark() != nil && e.Mark().Masked != nil {
+			tm.Text = redact(e.Mark().Masked.Digest)
+		} else if e.Mark() != nil && e.Mark().Cut != nil {
+			tm.Text = StripCutMarkers(tm.Text)
 		}
 		fm := facts.FromTranscript(tm)
 		if tm.Role == transcript.RoleSummary {

@@ -56,8 +56,7 @@ func passResult(a Active, plan Plan, sum summary, id int64, s Settings) Active {
 	before, after := plan.result(a.Entries)
 	next.Entries = make([]Entry, 0, len(before)+1+len(after))
 	next.Entries = append(next.Entries, before...)
-	next.Entries = append(next.Entries, Entry{Tokens: sum.tokens, Message: TextMessage(s.SummaryRole, sum.text), CompactionID: id,
-		CoversFrom: plan.FromSeq, CoversTo: plan.ToSeq, text: sum.text, light: true})
+	next.Entries = append(next.Entries, SummaryEntry(id, s.SummaryRole, sum.text, sum.tokens, plan.FromSeq, plan.ToSeq))
 	next.Entries = append(next.Entries, after...)
 	next.Tokens = a.Tokens - plan.MiddleTokens + sum.tokens
 	next.Summary, next.FromSeq, next.ToSeq, next.current = id, plan.FromSeq, plan.ToSeq, id

@@ -302,8 +302,8 @@ type Entry struct {
 	// Message then holds role, name, tool calls and tool_call_id, not content or Extra.
 	text  string
 	light bool
-	// mark is set when the entry is shown masked or cut by a compaction's view (see view.go).
-	mark *mark
+	// mark is set when the entry is shown masked or cut by a compaction's view (see Mark).
+	mark *Mark
 }
 
 // Text returns the entry's text content (see Message.Text).
@@ -382,15 +382,7 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 		if a.Entries, err = s.messagesBefore(ctx, q, thread, cur.FromSeq.Int64, light); err != nil {
 			return Active{}, err
 		}
-		a.Entries = append(a.Entries, Entry{
-			Tokens:       int(cur.SummaryTokens),
-			Message:      TextMessage(cur.SummaryRole.String, cur.Summary.String),
-			CompactionID: cur.ID,
-			CoversFrom:   cur.FromSeq.Int64,
-			CoversTo:     cur.ToSeq.Int64,
-			text:         cur.Summary.String,
-			light:        true,
-		})
+		a.Entries = append(a.Entries, SummaryEntry(cur.ID, cur.SummaryRole.String, cur.Summary.String, int(cur.SummaryTokens), cur.FromSeq.Int64, cur.ToSeq.Int64))
 		a.Summary, a.FromSeq, a.ToSeq = cur.ID, cur.FromSeq.Int64, cur.ToSeq.Int64
 		after = cur.ToSeq.Int64
 	}
