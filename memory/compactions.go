@@ -134,12 +134,6 @@ func (s *Store) latestSettled(ctx context.Context, thread string) (c db.Compacti
 	return c, err == nil, err
 }
 
-// lastSeq returns the seq of a thread's newest message.
-func (s *Store) lastSeq(ctx context.Context, thread string) (int64, error) {
-	t, err := s.h.Q().GetThread(ctx, thread)
-	return t.LastSeq, err
-}
-
 // messagesBetween reads the messages from..to of a thread, whole or light.
 func (s *Store) messagesBetween(ctx context.Context, q db.Querier, thread string, from, to int64, light bool) ([]Entry, error) {
 	if !light {
@@ -154,11 +148,6 @@ func (s *Store) messagesBetween(ctx context.Context, q db.Querier, thread string
 		return nil, err
 	}
 	return lightEntries(thread, rows)
-}
-
-// between reads the messages from..to of a thread, whole.
-func (s *Store) between(ctx context.Context, thread string, from, to int64) ([]Entry, error) {
-	return s.messagesBetween(ctx, s.h.Q(), thread, from, to, false)
 }
 
 // applySummary commits a summary pass of compaction id (see applyCompaction).

@@ -172,21 +172,6 @@ func (c *Compactor) SettingsFor(ctx context.Context, thread string, override Thr
 	return Resolve(c.Settings, ts, override)
 }
 
-// Resolve is SettingsFor of a thread whose settings are at hand: Effective(base, thread,
-// override), with override checked as given (an error "override: ...") and the merged
-// settings checked (an error "settings: ..."); each error wraps the *SettingError naming
-// the key at fault.
-func Resolve(base Settings, thread, override ThreadSettings) (Settings, error) {
-	if err := override.Validate(); err != nil {
-		return Settings{}, fmt.Errorf("override: %w", err)
-	}
-	s := Effective(base, thread, override)
-	if err := s.check(); err != nil {
-		return Settings{}, fmt.Errorf("settings: %w", err)
-	}
-	return s, nil
-}
-
 // notNeeded returns why an unforced compaction of the thread would do nothing, "" when it is
 // due. A context over L is always due: it compacts, or fails saying why it cannot.
 func (c *Compactor) notNeeded(ctx context.Context, t Thread, tokens int, s Settings) (string, error) {
@@ -255,7 +240,7 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt CompactOptio
 		return nil, err
 	}
 	start := c.Store.Now()
-	a, err := c.Store.activeLight(ctx, thread)
+	a, err := c.Store.ActiveLight(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +361,7 @@ func (c *Compactor) summarized(ctx context.Context, a Active, plan Plan, id int6
 			for n < len(middle) && middle[n].CompactionID == 0 {
 				n++
 			}
-			full, err := c.Store.between(ctx, a.Thread.ID, middle[0].Seq, middle[n-1].Seq)
+			full, err := c.Store.Messages(ctx, a.Thread.ID, middle[0].Seq, middle[n-1].Seq)
 			if err != nil {
 				return err
 			}

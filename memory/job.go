@@ -194,7 +194,7 @@ func (j *job) ineffective(ctx context.Context) (Report, error) {
 // row is the compaction row as it starts.
 func (j *job) row(status Status) newCompaction {
 	return newCompaction{thread: j.a.Thread.ID, status: status, reason: j.rep.Reason, strategy: j.rep.Strategy,
-		base: j.a.current, lastSeq: int64(j.a.Thread.Messages), settings: j.s, rep: *j.rep}
+		base: j.a.Current, lastSeq: int64(j.a.Thread.Messages), settings: j.s, rep: *j.rep}
 }
 
 // run records a running compaction, holds its lease while it works, and records the outcome.
@@ -290,7 +290,7 @@ func (j *job) applyView(ctx context.Context, pre Active, post []Entry) error {
 		return err
 	}
 	rep := j.rep
-	err = j.c.Store.applyView(ctx, pre.Thread.ID, j.id, pre.current, db.ApplyViewParams{
+	err = j.c.Store.applyView(ctx, pre.Thread.ID, j.id, pre.Current, db.ApplyViewParams{
 		FromSeq: nullInt(from), ToSeq: nullInt(to), View: text, ViewSeq: int64(pre.Thread.Messages),
 		ViewTokens: int64(sumTokens(post)), ViewMessages: int64(len(post)),
 		TokensAfter: int64(tokensOf(post)), MessagesAfter: int64(len(post)),
@@ -342,11 +342,11 @@ func (j *job) reshapes() bool {
 // reshape applies shape to the view as it now is (this compaction's, if a pass applied) after
 // cause, and names what it did in the report's detail under label.
 func (j *job) reshape(ctx context.Context, cause error, label string, shape func([]Entry, int) ([]Entry, error)) error {
-	a, err := j.c.Store.activeLight(ctx, j.a.Thread.ID)
+	a, err := j.c.Store.ActiveLight(ctx, j.a.Thread.ID)
 	if err != nil {
 		return errors.Join(cause, err)
 	}
-	if a.current != j.a.current && a.current != j.id {
+	if a.Current != j.a.Current && a.Current != j.id {
 		return cause // another compaction was applied meanwhile: its view stands
 	}
 	post, ferr := shape(a.Entries, j.s.Budget())

@@ -59,7 +59,7 @@ func passResult(a Active, plan Plan, sum summary, id int64, s Settings) Active {
 	next.Entries = append(next.Entries, SummaryEntry(id, s.SummaryRole, sum.text, sum.tokens, plan.FromSeq, plan.ToSeq))
 	next.Entries = append(next.Entries, after...)
 	next.Tokens = a.Tokens - plan.MiddleTokens + sum.tokens
-	next.Summary, next.FromSeq, next.ToSeq, next.current = id, plan.FromSeq, plan.ToSeq, id
+	next.Summary, next.FromSeq, next.ToSeq, next.Current = id, plan.FromSeq, plan.ToSeq, id
 	next.Thread.ActiveMessages, next.Thread.ActiveTokens = len(next.Entries), next.Tokens
 	return next
 }
@@ -67,12 +67,12 @@ func passResult(a Active, plan Plan, sum summary, id int64, s Settings) Active {
 // after returns the active context after a pass was applied: next, unless messages were
 // appended meanwhile (then it is read again).
 func (c *Compactor) after(ctx context.Context, a, next Active) (Active, error) {
-	last, err := c.Store.lastSeq(ctx, a.Thread.ID)
+	v, err := c.Store.Version(ctx, a.Thread.ID)
 	if err != nil {
 		return Active{}, err
 	}
-	if last != int64(a.Thread.Messages) {
-		return c.Store.activeLight(ctx, a.Thread.ID)
+	if v.LastSeq != int64(a.Thread.Messages) {
+		return c.Store.ActiveLight(ctx, a.Thread.ID)
 	}
 	return next, nil
 }
@@ -106,7 +106,7 @@ func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary
 	}
 	view, _, _ := viewOf(next.Entries, int64(a.Thread.Messages), j.id)
 	rep := j.rep
-	return j.c.Store.applySummary(ctx, a.Thread.ID, j.id, a.current, db.ApplyCompactionParams{
+	return j.c.Store.applySummary(ctx, a.Thread.ID, j.id, a.Current, db.ApplyCompactionParams{
 		FromSeq: nullInt(plan.FromSeq), ToSeq: nullInt(plan.ToSeq),
 		Summary: sqlString(sum.text), SummaryRole: sqlString(j.s.SummaryRole),
 		SummaryTokens: int64(sum.tokens), Passes: int64(rep.Passes + 1), Chunks: int64(rep.Chunks),

@@ -44,16 +44,19 @@ type Pinned struct {
 // message again changes nothing. A pin is refused (ErrPinRefused, saying why) when the pinned
 // messages, with the newest unit and room for a summary, would not fit the limit.
 func (s *Store) Pin(ctx context.Context, thread string, seq int64) (Pinned, error) {
-	return s.pin(ctx, thread, seq, Settings{})
+	return s.PinWith(ctx, thread, seq, Settings{})
 }
 
 // Pin pins message seq of a thread as Store.Pin does, checked against the settings this
 // compactor would compact the thread with.
 func (c *Compactor) Pin(ctx context.Context, thread string, seq int64) (Pinned, error) {
-	return c.Store.pin(ctx, thread, seq, c.Settings)
+	return c.Store.PinWith(ctx, thread, seq, c.Settings)
 }
 
-func (s *Store) pin(ctx context.Context, thread string, seq int64, base Settings) (Pinned, error) {
+// PinWith pins message seq of a thread as Store.Pin does, checked against the thread's settings
+// over base (the settings a compactor would compact the thread with) instead of the built-in
+// defaults.
+func (s *Store) PinWith(ctx context.Context, thread string, seq int64, base Settings) (Pinned, error) {
 	var p Pinned
 	err := s.h.WithTx(ctx, func(q db.Querier) error {
 		r, err := q.GetThread(ctx, thread)

@@ -158,7 +158,7 @@ func (s *Store) readView(ctx context.Context, q db.Querier, a Active, cur db.Com
 		at := slices.IndexFunc(a.Entries, func(e Entry) bool { return e.CompactionID == v.Summary })
 		a.Entries = slices.Insert(a.Entries, at, held...)
 	}
-	a.current = cur.ID
+	a.Current = cur.ID
 	return a, nil
 }
 
