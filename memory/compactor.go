@@ -22,9 +22,6 @@ type Summarizer interface {
 
 // Errors of Compact.
 var (
-	// ErrConflict: another compaction of the thread was applied (or reverted) while this one
-	// ran; this one was not applied.
-	ErrConflict = errors.New("conflict")
 	// ErrOverLimit: after compaction the active context is still over the token limit.
 	ErrOverLimit = errors.New("active context still over the token limit")
 	// ErrSummarize: no provider could write the summary; the originals are kept.
@@ -188,11 +185,11 @@ func (c *Compactor) notNeeded(ctx context.Context, t Thread, tokens int, s Setti
 // of the thread ran with the same limit, reserve and ratios and saw every message there is, so
 // another one would find the same. "" when it does not wait.
 func (c *Compactor) waiting(ctx context.Context, t Thread, s Settings) (string, error) {
-	last, ok, err := c.Store.latestSettled(ctx, t.ID)
+	last, ok, err := c.Store.Compactions().LatestSettled(ctx, t.ID)
 	if err != nil || !ok {
 		return "", err
 	}
-	same := last.TokenLimit == int64(s.TokenLimit) && last.ReserveTokens == int64(s.ReserveTokens) &&
+	same := last.TokenLimit == s.TokenLimit && last.ReserveTokens == s.ReserveTokens &&
 		last.TargetRatio == s.TargetRatio && last.TriggerRatio == s.TriggerRatio
 	if last.LastSeq < int64(t.Messages) || !same {
 		return "", nil

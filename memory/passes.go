@@ -2,11 +2,9 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/english"
 )
 
@@ -96,25 +94,17 @@ func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary
 	if !slices.Equal(missing, dropped) {
 		return fmt.Errorf("%w: the summary misses facts %q but reports %q as dropped", ErrFactsLost, missing, dropped)
 	}
-	allDropped, err := json.Marshal(append(slices.Clone(j.rep.FactsDropped), dropped...))
-	if err != nil {
-		return err
-	}
+	allDropped := append(slices.Clone(j.rep.FactsDropped), dropped...)
 	ledger, err := storedLedger(sum.facts, sum.named, append(slices.Clone(sum.dropped), j.lost...))
 	if err != nil {
 		return err
 	}
-	view, _, _ := viewOf(next.Entries, int64(a.Thread.Messages), j.id)
 	rep := j.rep
-	return j.c.Store.applySummary(ctx, a.Thread.ID, j.id, a.Current, db.ApplyCompactionParams{
-		FromSeq: nullInt(plan.FromSeq), ToSeq: nullInt(plan.ToSeq),
-		Summary: sqlString(sum.text), SummaryRole: sqlString(j.s.SummaryRole),
-		SummaryTokens: int64(sum.tokens), Passes: int64(rep.Passes + 1), Chunks: int64(rep.Chunks),
-		TokensAfter: int64(next.Tokens), MessagesAfter: int64(len(next.Entries)),
-		SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
-		FactsTotal: int64(sum.factsTotal), FactsKept: int64(sum.factsKept), FactsDropped: string(allDropped),
-		Provider: sum.provider, Model: sum.model, DurationMs: j.c.Store.Now().Sub(rep.CreatedAt).Milliseconds(),
-		View: view, ViewSeq: int64(a.Thread.Messages), ViewTokens: int64(sumTokens(next.Entries)), ViewMessages: int64(len(next.Entries)),
-		Ledger: ledger,
-	})
+	commit := *rep
+	commit.FromSeq, commit.ToSeq, commit.Summary, commit.SummaryTokens = plan.FromSeq, plan.ToSeq, &sum.text, sum.tokens
+	commit.Passes, commit.TokensAfter, commit.MessagesAfter = rep.Passes+1, next.Tokens, len(next.Entries)
+	commit.FactsTotal, commit.FactsKept, commit.FactsDropped = sum.factsTotal, sum.factsKept, allDropped
+	commit.Provider, commit.Model, commit.DurationMs = sum.provider, sum.model, j.c.Store.Now().Sub(rep.CreatedAt).Milliseconds()
+	return j.c.Store.Compactions().ApplySummary(ctx, Commit{Thread: a.Thread.ID, ID: j.id, Base: a.Current,
+		Entries: next.Entries, ViewSeq: int64(a.Thread.Messages), Report: commit, SummaryRole: j.s.SummaryRole, Ledger: ledger})
 }
