@@ -23,9 +23,9 @@ type Summarizer interface {
 // Errors of Compact.
 var (
 	// ErrOverLimit: after compaction the active context is still over the token limit.
-	ErrOverLimit = errors.New("active context still over the token limit")
+	ErrOverLimit = NewError(CodeOverLimit, "active context still over the token limit")
 	// ErrSummarize: no provider could write the summary; the originals are kept.
-	ErrSummarize = errors.New("summarization failed")
+	ErrSummarize = NewError(CodeUnavailable, "summarization failed")
 	// ErrFactsLost: a summary about to be committed misses facts it does not report as
 	// dropped; it is not committed (a defect of the compactor, never of a provider).
 	ErrFactsLost = errors.New("facts check failed")
