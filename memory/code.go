@@ -32,7 +32,11 @@ const (
 var Codes = []Code{CodeInvalid, CodeNotFound, CodeConflict, CodeOverLimit, CodeUnavailable, CodeInternal,
 	CodeUnauthenticated, CodeForbidden, CodeNoRoute, CodeUnsupported, CodeTooLarge, CodeTimeout, CodeLoop, CodeUpstream}
 
-// errorCodes is the one table of this package's errors and their codes, first match wins.
+// errorCodes is the one table of this package's errors and their codes, first match wins. The
+// order matters where one error joins two: a compaction whose summary failed and whose context
+// then stayed over the limit returns errors.Join(cause, err), cause wrapping ErrSummarize and
+// err ErrOverLimit (job.reshape), and that is over_limit, as the row for CodeOverLimit comes
+// first. The errors NewError makes are found by their code, wherever they are declared.
 var errorCodes = []struct {
 	match func(error) bool
 	code  Code
@@ -48,9 +52,33 @@ var errorCodes = []struct {
 	{asErr[*InputError], CodeInvalid},
 	{asErr[*SettingError], CodeInvalid},
 	{isErr(ErrNoMessages), CodeInvalid},
-	{isErr(ErrOverLimit), CodeOverLimit},
-	{isErr(ErrSummarize), CodeUnavailable},
+	{isErr(kindOf(CodeOverLimit)), CodeOverLimit},     // ErrOverLimit
+	{isErr(kindOf(CodeUnavailable)), CodeUnavailable}, // ErrSummarize
 }
+
+// NewError returns an error whose text is text and whose code is code: ErrorCode finds code
+// for it, and for any error that wraps it, at the row of the table that matches code's errors
+// (see errorCodes; CodeOverLimit and CodeUnavailable have one, an error of another code is
+// internal until its row is added). Each call makes a distinct error: errors.Is tells two apart
+// even when their codes are the same.
+func NewError(code Code, text string) error { return &kindError{code: code, text: text} }
+
+// kindError is an error NewError made.
+type kindError struct {
+	code Code
+	text string
+}
+
+func (e *kindError) Error() string { return e.text }
+
+// Is reports whether target is the kind of e, kindOf(e.code).
+func (e *kindError) Is(target error) bool { return target == error(kindOf(e.code)) }
+
+// kindOf is the kind of the errors NewError makes with a code: errors.Is(err, kindOf(code))
+// reports whether err is, or wraps, one of them.
+type kindOf Code
+
+func (k kindOf) Error() string { return string(k) }
 
 func isErr(target error) func(error) bool {
 	return func(err error) bool { return errors.Is(err, target) }

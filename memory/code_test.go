@@ -30,9 +30,30 @@ func TestErrorCode(t *testing.T) {
 		{memory.ErrNoMessages, memory.CodeInvalid},
 		{memory.ErrOverLimit, memory.CodeOverLimit},
 		{memory.ErrSummarize, memory.CodeUnavailable},
+		{memory.NewError(memory.CodeOverLimit, "over"), memory.CodeOverLimit},
+		{fmt.Errorf("run: %w", memory.NewError(memory.CodeUnavailable, "no provider")), memory.CodeUnavailable},
+		// A summary that failed, then a context still over the limit (job.reshape joins both):
+		// over_limit, whichever comes first in the join.
+		{errors.Join(fmt.Errorf("%w: every provider failed", memory.ErrSummarize), fmt.Errorf("%w: 9000 tokens, limit 8000", memory.ErrOverLimit)), memory.CodeOverLimit},
+		{errors.Join(memory.ErrOverLimit, memory.ErrSummarize), memory.CodeOverLimit},
 	} {
 		if got := memory.ErrorCode(tc.err); got != tc.want {
 			t.Errorf("ErrorCode(%v) = %q, want %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestNewErrorIsItsOwn: an error NewError makes is itself and not another of the same code;
+// ErrOverLimit and ErrSummarize are told apart as before.
+func TestNewErrorIsItsOwn(t *testing.T) {
+	a, b := memory.NewError(memory.CodeOverLimit, "a"), memory.NewError(memory.CodeOverLimit, "a")
+	if !errors.Is(fmt.Errorf("x: %w", a), a) || errors.Is(a, b) || a.Error() != "a" {
+		t.Errorf("NewError: errors.Is(wrapped a, a) false, or errors.Is(a, b) true, or text %q", a.Error())
+	}
+	if errors.Is(memory.ErrOverLimit, memory.ErrSummarize) || errors.Is(memory.ErrSummarize, memory.ErrOverLimit) {
+		t.Error("ErrOverLimit and ErrSummarize match each other")
+	}
+	if errors.Is(a, memory.ErrOverLimit) || !errors.Is(fmt.Errorf("%w: 3 tokens", memory.ErrOverLimit), memory.ErrOverLimit) {
+		t.Error("errors.Is(a, ErrOverLimit) true, or a wrapped ErrOverLimit is not ErrOverLimit")
 	}
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,40 +15,180 @@ import (
 // ineffective, applied (a summary, a view, or both) in a transaction that checks no other
 // compaction was applied meanwhile, then finished with the final figures.
 
-// newCompaction is a compaction row as it starts.
-type newCompaction struct {
-	thread    string
-	status    Status // running or ineffective
-	reason    Reason
-	strategy  string
-	base      int64 // the compaction current when it was planned (0: none)
-	lastSeq   int64
-	settings  Settings
-	rep       Report
-	withLease bool
+// Compactions writes the store's compaction rows for the compaction engine. A row is inserted
+// running (holding a lease) or ineffective, each pass or view is applied in a transaction that
+// checks no other compaction was applied meanwhile, and then the final figures are written.
+// Hosts read the rows as Reports.
+type Compactions struct{ s *Store }
+
+// Compactions returns the writer of the store's compaction rows.
+func (s *Store) Compactions() Compactions { return Compactions{s} }
+
+// ErrConflict: another compaction of the thread was applied (or reverted) while this one ran;
+// this one was not applied.
+var ErrConflict = errors.New("conflict")
+
+// NewCompaction is a compaction row as it starts.
+type NewCompaction struct {
+	// Report holds the row's first figures: Thread, Status (running or ineffective), Reason,
+	// Strategy, TokensBefore, TokensAfter, MessagesBefore, MessagesAfter, KeptMessages, Error
+	// and Detail.
+	Report Report
+	// Settings are the limit, reserve and ratios the compaction runs with (LatestSettled gives
+	// them back).
+	Settings Settings
+	// Base is Active.Current of the context it was planned on; LastSeq the newest message it saw.
+	Base, LastSeq int64
 }
 
-// insertCompaction records a compaction row and returns its id.
-func (s *Store) insertCompaction(ctx context.Context, n newCompaction) (int64, error) {
+// Insert records the row of a compaction, with a lease until Store.Now + Store.Lease, and
+// returns its id.
+func (c Compactions) Insert(ctx context.Context, n NewCompaction) (int64, error) {
+	s, r := c.s, n.Report
 	var id int64
 	err := s.h.WithTx(ctx, func(q db.Querier) error {
 		now := s.now()
 		var err error
 		id, err = q.InsertCompaction(ctx, db.InsertCompactionParams{
-			ThreadID: n.thread, Status: string(n.status), Reason: string(n.reason), Strategy: n.strategy,
-			BaseID:  sql.NullInt64{Int64: n.base, Valid: n.base != 0},
-			LastSeq: n.lastSeq, TokenLimit: int64(n.settings.TokenLimit), ReserveTokens: int64(n.settings.ReserveTokens),
-			TargetRatio: n.settings.TargetRatio, TriggerRatio: n.settings.TriggerRatio,
-			TokensBefore: int64(n.rep.TokensBefore), TokensAfter: int64(n.rep.TokensAfter),
-			MessagesBefore: int64(n.rep.MessagesBefore), MessagesAfter: int64(n.rep.MessagesAfter),
-			KeptMessages: int64(n.rep.KeptMessages),
+			ThreadID: r.Thread, Status: string(r.Status), Reason: string(r.Reason), Strategy: r.Strategy,
+			BaseID:  nullInt(n.Base),
+			LastSeq: n.LastSeq, TokenLimit: int64(n.Settings.TokenLimit), ReserveTokens: int64(n.Settings.ReserveTokens),
+			TargetRatio: n.Settings.TargetRatio, TriggerRatio: n.Settings.TriggerRatio,
+			TokensBefore: int64(r.TokensBefore), TokensAfter: int64(r.TokensAfter),
+			MessagesBefore: int64(r.MessagesBefore), MessagesAfter: int64(r.MessagesAfter),
+			KeptMessages: int64(r.KeptMessages),
 			OwnerHost:    owner(), OwnerPid: int64(os.Getpid()), LeaseUntil: now + s.lease().Milliseconds(),
-			Error: n.rep.Error, Detail: n.rep.Detail, CreatedAt: now, UpdatedAt: now,
+			Error: r.Error, Detail: r.Detail, CreatedAt: now, UpdatedAt: now,
 		})
 		return err
 	})
 	return id, err
 }
+
+// Commit is what a pass or a view of a compaction applies.
+type Commit struct {
+	Thread string
+	// ID is the compaction; Base is Active.Current of the context it was planned on.
+	ID, Base int64
+	// Entries are the active context the commit leaves over the messages 1..ViewSeq: the view
+	// stored is derived from them.
+	Entries []Entry
+	ViewSeq int64
+	// Report holds the figures so far: TokensAfter, MessagesAfter, SummarizedMessages,
+	// KeptMessages, FactsTotal, FactsKept and FactsDropped (stored as given: nil is null). A pass
+	// adds Summary, SummaryTokens, Passes, Chunks, Provider, Model, DurationMs, FromSeq and ToSeq.
+	Report Report
+	// SummaryRole and Ledger are ApplySummary's only: the summary message's role, and the facts
+	// ledger as the engine encodes it (the store keeps it as opaque text).
+	SummaryRole string
+	Ledger      string
+}
+
+// ApplySummary commits a summary pass of compaction cm.ID, unless the thread's current
+// compaction is no longer cm.Base or cm.ID (ErrConflict; nothing written). When the connection
+// is lost during the COMMIT, the row is read again (see applyCompaction).
+func (c Compactions) ApplySummary(ctx context.Context, cm Commit) error {
+	r := cm.Report
+	dropped, err := json.Marshal(r.FactsDropped)
+	if err != nil {
+		return err
+	}
+	var summary string
+	if r.Summary != nil {
+		summary = *r.Summary
+	}
+	view, _, _ := viewOf(cm.Entries, cm.ViewSeq, cm.ID)
+	return c.s.applySummary(ctx, cm.Thread, cm.ID, cm.Base, db.ApplyCompactionParams{
+		FromSeq: nullInt(r.FromSeq), ToSeq: nullInt(r.ToSeq),
+		Summary: sqlString(summary), SummaryRole: sqlString(cm.SummaryRole),
+		SummaryTokens: int64(r.SummaryTokens), Passes: int64(r.Passes), Chunks: int64(r.Chunks),
+		TokensAfter: int64(r.TokensAfter), MessagesAfter: int64(r.MessagesAfter),
+		SummarizedMessages: int64(r.SummarizedMessages), KeptMessages: int64(r.KeptMessages),
+		FactsTotal: int64(r.FactsTotal), FactsKept: int64(r.FactsKept), FactsDropped: string(dropped),
+		Provider: r.Provider, Model: r.Model, DurationMs: r.DurationMs,
+		View: view, ViewSeq: cm.ViewSeq, ViewTokens: int64(entryTokens(cm.Entries)), ViewMessages: int64(len(cm.Entries)),
+		Ledger: cm.Ledger,
+	})
+}
+
+// ApplyView commits a view of compaction cm.ID that no new summary made (mask, window, a view
+// fitted after summarizing failed), as ApplySummary does. Its FromSeq and ToSeq are the range of
+// the summary in the view, not cm.Report's.
+func (c Compactions) ApplyView(ctx context.Context, cm Commit) error {
+	r := cm.Report
+	view, from, to := viewOf(cm.Entries, cm.ViewSeq, cm.ID)
+	dropped, err := json.Marshal(r.FactsDropped)
+	if err != nil {
+		return err
+	}
+	return c.s.applyView(ctx, cm.Thread, cm.ID, cm.Base, db.ApplyViewParams{
+		FromSeq: nullInt(from), ToSeq: nullInt(to), View: view, ViewSeq: cm.ViewSeq,
+		ViewTokens: int64(entryTokens(cm.Entries)), ViewMessages: int64(len(cm.Entries)),
+		TokensAfter: int64(r.TokensAfter), MessagesAfter: int64(r.MessagesAfter),
+		SummarizedMessages: int64(r.SummarizedMessages), KeptMessages: int64(r.KeptMessages),
+		FactsTotal: int64(r.FactsTotal), FactsKept: int64(r.FactsKept), FactsDropped: string(dropped),
+	})
+}
+
+// Finish records the final status and figures of compaction id (Status, TokensAfter,
+// MessagesAfter, SummarizedMessages, KeptMessages, Passes, Chunks, Provider, Model, DurationMs,
+// Error, Detail and FactsDropped of final), and the requests its providers were sent, as the
+// attempt log holds them.
+func (c Compactions) Finish(ctx context.Context, id int64, final Report) error {
+	dropped, err := json.Marshal(final.FactsDropped)
+	if err != nil {
+		return err
+	}
+	return c.s.finishCompaction(ctx, id, db.FinishCompactionParams{
+		Status: string(final.Status), TokensAfter: int64(final.TokensAfter), MessagesAfter: int64(final.MessagesAfter),
+		SummarizedMessages: int64(final.SummarizedMessages), KeptMessages: int64(final.KeptMessages),
+		Passes: int64(final.Passes), Chunks: int64(final.Chunks), Provider: final.Provider, Model: final.Model,
+		DurationMs: final.DurationMs, Error: final.Error, Detail: final.Detail, FactsDropped: string(dropped),
+	})
+}
+
+// Settled is an applied or ineffective compaction, as automatic compaction weighs it: the
+// newest message it saw, and the limit, reserve and ratios it ran with.
+type Settled struct {
+	ID                        int64
+	Status                    Status
+	LastSeq                   int64
+	TokenLimit, ReserveTokens int
+	TargetRatio, TriggerRatio float64
+}
+
+// LatestSettled returns the newest applied or ineffective compaction of a thread (ok false:
+// none).
+func (c Compactions) LatestSettled(ctx context.Context, thread string) (Settled, bool, error) {
+	r, err := c.s.h.Q().LatestSettledCompaction(ctx, thread)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Settled{}, false, nil
+	}
+	if err != nil {
+		return Settled{}, false, err
+	}
+	return Settled{ID: r.ID, Status: Status(r.Status), LastSeq: r.LastSeq, TokenLimit: int(r.TokenLimit), ReserveTokens: int(r.ReserveTokens),
+		TargetRatio: r.TargetRatio, TriggerRatio: r.TriggerRatio}, true, nil
+}
+
+// Ledger returns the facts ledger stored with compaction id, as the engine encoded it (""
+// for a summary applied before ledgers were stored).
+func (c Compactions) Ledger(ctx context.Context, id int64) (string, error) {
+	return c.s.h.Q().CompactionLedger(ctx, id)
+}
+
+// entryTokens is the sum of the entries' stored counts (no reply priming).
+func entryTokens(es []Entry) int {
+	t := 0
+	for _, e := range es {
+		t += e.Tokens
+	}
+	return t
+}
+
+func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
+
+func sqlString(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
 
 // applyCompaction commits compaction id in one transaction, after checking that the thread's
 // current compaction is still base, the one it was planned on. apply writes the row.
@@ -124,22 +265,6 @@ func (s *Store) finishCompaction(ctx context.Context, id int64, p db.FinishCompa
 	})
 }
 
-// latestSettled returns the newest applied or ineffective compaction of a thread (ok false:
-// none).
-func (s *Store) latestSettled(ctx context.Context, thread string) (c db.Compaction, ok bool, err error) {
-	c, err = s.h.Q().LatestSettledCompaction(ctx, thread)
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, false, nil
-	}
-	return c, err == nil, err
-}
-
-// lastSeq returns the seq of a thread's newest message.
-func (s *Store) lastSeq(ctx context.Context, thread string) (int64, error) {
-	t, err := s.h.Q().GetThread(ctx, thread)
-	return t.LastSeq, err
-}
-
 // messagesBetween reads the messages from..to of a thread, whole or light.
 func (s *Store) messagesBetween(ctx context.Context, q db.Querier, thread string, from, to int64, light bool) ([]Entry, error) {
 	if !light {
@@ -154,11 +279,6 @@ func (s *Store) messagesBetween(ctx context.Context, q db.Querier, thread string
 		return nil, err
 	}
 	return lightEntries(thread, rows)
-}
-
-// between reads the messages from..to of a thread, whole.
-func (s *Store) between(ctx context.Context, thread string, from, to int64) ([]Entry, error) {
-	return s.messagesBetween(ctx, s.h.Q(), thread, from, to, false)
 }
 
 // applySummary commits a summary pass of compaction id (see applyCompaction).

@@ -22,13 +22,10 @@ type Summarizer interface {
 
 // Errors of Compact.
 var (
-	// ErrConflict: another compaction of the thread was applied (or reverted) while this one
-	// ran; this one was not applied.
-	ErrConflict = errors.New("conflict")
 	// ErrOverLimit: after compaction the active context is still over the token limit.
-	ErrOverLimit = errors.New("active context still over the token limit")
+	ErrOverLimit = NewError(CodeOverLimit, "active context still over the token limit")
 	// ErrSummarize: no provider could write the summary; the originals are kept.
-	ErrSummarize = errors.New("summarization failed")
+	ErrSummarize = NewError(CodeUnavailable, "summarization failed")
 	// ErrFactsLost: a summary about to be committed misses facts it does not report as
 	// dropped; it is not committed (a defect of the compactor, never of a provider).
 	ErrFactsLost = errors.New("facts check failed")
@@ -172,21 +169,6 @@ func (c *Compactor) SettingsFor(ctx context.Context, thread string, override Thr
 	return Resolve(c.Settings, ts, override)
 }
 
-// Resolve is SettingsFor of a thread whose settings are at hand: Effective(base, thread,
-// override), with override checked as given (an error "override: ...") and the merged
-// settings checked (an error "settings: ..."); each error wraps the *SettingError naming
-// the key at fault.
-func Resolve(base Settings, thread, override ThreadSettings) (Settings, error) {
-	if err := override.Validate(); err != nil {
-		return Settings{}, fmt.Errorf("override: %w", err)
-	}
-	s := Effective(base, thread, override)
-	if err := s.check(); err != nil {
-		return Settings{}, fmt.Errorf("settings: %w", err)
-	}
-	return s, nil
-}
-
 // notNeeded returns why an unforced compaction of the thread would do nothing, "" when it is
 // due. A context over L is always due: it compacts, or fails saying why it cannot.
 func (c *Compactor) notNeeded(ctx context.Context, t Thread, tokens int, s Settings) (string, error) {
@@ -203,11 +185,11 @@ func (c *Compactor) notNeeded(ctx context.Context, t Thread, tokens int, s Setti
 // of the thread ran with the same limit, reserve and ratios and saw every message there is, so
 // another one would find the same. "" when it does not wait.
 func (c *Compactor) waiting(ctx context.Context, t Thread, s Settings) (string, error) {
-	last, ok, err := c.Store.latestSettled(ctx, t.ID)
+	last, ok, err := c.Store.Compactions().LatestSettled(ctx, t.ID)
 	if err != nil || !ok {
 		return "", err
 	}
-	same := last.TokenLimit == int64(s.TokenLimit) && last.ReserveTokens == int64(s.ReserveTokens) &&
+	same := last.TokenLimit == s.TokenLimit && last.ReserveTokens == s.ReserveTokens &&
 		last.TargetRatio == s.TargetRatio && last.TriggerRatio == s.TriggerRatio
 	if last.LastSeq < int64(t.Messages) || !same {
 		return "", nil
@@ -255,7 +237,7 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt CompactOptio
 		return nil, err
 	}
 	start := c.Store.Now()
-	a, err := c.Store.activeLight(ctx, thread)
+	a, err := c.Store.ActiveLight(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +358,7 @@ func (c *Compactor) summarized(ctx context.Context, a Active, plan Plan, id int6
 			for n < len(middle) && middle[n].CompactionID == 0 {
 				n++
 			}
-			full, err := c.Store.between(ctx, a.Thread.ID, middle[0].Seq, middle[n-1].Seq)
+			full, err := c.Store.Messages(ctx, a.Thread.ID, middle[0].Seq, middle[n-1].Seq)
 			if err != nil {
 				return err
 			}

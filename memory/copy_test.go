@@ -410,13 +410,16 @@ func TestCopyRenumbers(t *testing.T) {
 			t.Errorf("attempt %d differs:\nwant %+v\n got %+v", i, w, g)
 		}
 	}
-	// The active contexts name the new summary ids; otherwise the same.
+	// The active contexts name the new compaction ids (of their summary, Current); otherwise the same.
 	for id, js := range want.Active {
 		var wa, ga memory.Active
 		json.Unmarshal([]byte(js), &wa)
 		json.Unmarshal([]byte(got.Active[id]), &ga)
 		if wa.Summary != 0 {
 			wa.Summary = mapped(wa.Summary)
+		}
+		if wa.Current != 0 {
+			wa.Current = mapped(wa.Current)
 		}
 		for i := range wa.Entries {
 			if wa.Entries[i].CompactionID != 0 {

@@ -1,4 +1,4 @@
-package memory
+package memory_test
 
 import (
 	"bytes"
@@ -16,16 +16,17 @@ import (
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // Faults of the PostgreSQL backend: the connection to the server is cut (testdb.Proxy) while
 // the store writes. Nothing committed may be lost, nothing may be half written.
 
 // faultStore opens a store on schema through a proxy to its server.
-func faultStore(t *testing.T, schema string) (*Store, *testdb.Proxy) {
+func faultStore(t *testing.T, schema string) (*memory.Store, *testdb.Proxy) {
 	t.Helper()
 	p := testdb.NewProxy(t, schema)
-	s, err := Open(context.Background(), p.URL(t, schema))
+	s, err := memory.Open(context.Background(), p.URL(t, schema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +78,13 @@ func threadRows(t *testing.T, d *sql.DB, thread string) (n, top, last int64) {
 func bigImport(n int) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
-	enc.Encode(TextMessage(RoleSystem, "You are a careful assistant."))
+	enc.Encode(memory.TextMessage(memory.RoleSystem, "You are a careful assistant."))
 	for i := 1; i < n; i++ {
-		role := RoleUser
+		role := memory.RoleUser
 		if i%2 == 0 {
-			role = RoleAssistant
+			role = memory.RoleAssistant
 		}
-		enc.Encode(TextMessage(role, fmt.Sprintf("message %d: %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 4))))
+		enc.Encode(memory.TextMessage(role, fmt.Sprintf("message %d: %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 4))))
 	}
 	return b.Bytes()
 }
@@ -102,7 +103,7 @@ func TestFaultImportCut(t *testing.T) {
 	schema := testdb.PostgresOnly(t, "a connection cut mid-import")
 	s, p := faultStore(t, schema)
 	before := p.Sent()
-	if _, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {
+	if _, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	total := p.Sent() - before
@@ -120,7 +121,7 @@ func TestFaultImportCut(t *testing.T) {
 			schema := testdb.Schema(t, schema)
 			s, p := faultStore(t, schema)
 			p.CutAfter(cut)
-			res, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{})
+			res, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{})
 			if p.Cuts() == 0 {
 				t.Fatalf("the import ended before the cut (%v, %+v)", err, res)
 			}
@@ -144,12 +145,12 @@ func TestFaultImportCut(t *testing.T) {
 			switch {
 			case got == 0 && last <= 0:
 				// None of it: run it again.
-				s2, err := Open(ctx, schema)
+				s2, err := memory.Open(ctx, schema)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer s2.Close()
-				if _, err := s2.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {
+				if _, err := s2.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 					t.Fatalf("the import run again: %v", err)
 				}
 				if got, top, last = threadRows(t, direct(t, schema), "t"); got != n || top != n || last != n {
@@ -169,9 +170,9 @@ func TestFaultImportCut(t *testing.T) {
 }
 
 // offline is the built-in extractive cascade on the store's database.
-func offline(t *testing.T, s *Store) *cascade.Cascade {
+func offline(t *testing.T, s *memory.Store) *cascade.Cascade {
 	t.Helper()
-	c, err := s.Counter(EncodingO200k)
+	c, err := s.Counter(memory.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func offline(t *testing.T, s *Store) *cascade.Cascade {
 // thenCut is a summarizer that calls cut once its summary is ready, before the compactor
 // commits it.
 type thenCut struct {
-	inner Summarizer
+	inner memory.Summarizer
 	cut   func()
 }
 
@@ -195,7 +196,7 @@ func (c thenCut) Run(ctx context.Context, id int64, task llm.Task) (llm.Result, 
 // compactionRow is what a compaction row holds, read directly.
 type compactionRow struct {
 	id                    int64
-	status                Status
+	status                memory.Status
 	errText               string
 	summary, view, fromTo bool // the columns a commit fills are set
 }
@@ -239,10 +240,10 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 
 	// setup imports the conversation through a proxy and returns the store, its proxy and the
 	// active context's messages.
-	setup := func(t *testing.T) (string, *Store, *testdb.Proxy, []byte) {
+	setup := func(t *testing.T) (string, *memory.Store, *testdb.Proxy, []byte) {
 		schema := testdb.Schema(t, base)
 		s, p := faultStore(t, schema)
-		if _, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {
+		if _, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		a, err := s.Active(ctx, "t")
@@ -252,16 +253,16 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 		b, _ := json.Marshal(a.Messages())
 		return schema, s, p, b
 	}
-	settings := func(s *Store) Settings {
+	settings := func(s *memory.Store) memory.Settings {
 		a, _ := s.Active(ctx, "t")
-		return Settings{TokenLimit: a.Tokens / 2}
+		return memory.Settings{TokenLimit: a.Tokens / 2}
 	}
 
 	// How many bytes the compaction sends once its summary is ready.
 	_, s, p, _ := setup(t)
 	var from int64
-	c := NewCompactor(s, thenCut{offline(t, s), func() { from = p.Sent() }}, settings(s))
-	if rep, err := c.Compact(ctx, "t", CompactOptions{Force: true}); err != nil || rep.Status != StatusApplied {
+	c := memory.NewCompactor(s, thenCut{offline(t, s), func() { from = p.Sent() }}, settings(s))
+	if rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compaction without a cut: %s, %v", rep.Status, err)
 	}
 	total := p.Sent() - from
@@ -270,28 +271,28 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	const commitSlack = 64
 	// try cuts the connection after cut bytes, checks what is left, and returns the status
 	// the compaction ended with.
-	try := func(t *testing.T, cut int64) Status {
+	try := func(t *testing.T, cut int64) memory.Status {
 		schema, s, p, before := setup(t)
-		c := NewCompactor(s, thenCut{offline(t, s), func() { p.CutAfter(cut) }}, settings(s))
-		rep, cerr := c.Compact(ctx, "t", CompactOptions{Force: true})
+		c := memory.NewCompactor(s, thenCut{offline(t, s), func() { p.CutAfter(cut) }}, settings(s))
+		rep, cerr := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
 		if p.Cuts() == 0 {
 			// What a compaction sends varies by a few bytes from run to run (the figures in
 			// its rows): a cut within commitSlack of the whole may fall after this run's last
 			// byte, its commit sent whole.
-			if cut < total-commitSlack || cerr != nil || rep.Status != StatusApplied {
+			if cut < total-commitSlack || cerr != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("the compaction ended before the cut: %s, %v", rep.Status, cerr)
 			}
 			t.Logf("this run sent its whole commit in fewer than %d bytes", cut)
-			return StatusApplied
+			return memory.StatusApplied
 		}
 		t.Logf("compact: %s, %v", rep.Status, cerr)
-		if cerr == nil && rep.Status != StatusApplied {
+		if cerr == nil && rep.Status != memory.StatusApplied {
 			t.Fatalf("no error, status %s", rep.Status)
 		}
 
 		// A later open, once any lease ran out.
 		later := func() time.Time { return time.Now().Add(time.Hour) }
-		s2, err := OpenWith(ctx, schema, OpenOptions{Now: later})
+		s2, err := memory.OpenWith(ctx, schema, memory.OpenOptions{Now: later})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,14 +308,14 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 		}
 		after, _ := json.Marshal(a.Messages())
 		switch r.status {
-		case StatusApplied:
+		case memory.StatusApplied:
 			if !r.summary || !r.fromTo || bytes.Equal(before, after) {
 				t.Fatalf("applied row: summary %v, range %v, context changed %v", r.summary, r.fromTo, !bytes.Equal(before, after))
 			}
-			if rep.Status != StatusApplied {
+			if rep.Status != memory.StatusApplied {
 				t.Errorf("the compaction was applied but reported %s (%v)", rep.Status, cerr)
 			}
-		case StatusFailed:
+		case memory.StatusFailed:
 			if !bytes.Equal(before, after) {
 				t.Fatal("the active context changed although the compaction failed")
 			}
@@ -333,10 +334,10 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 		// (a summary is never re-summarized alone, and here the pinned messages and the newest
 		// unit keep the context over the halved limit whatever is summarized): an answer, not
 		// a block.
-		c2 := NewCompactor(s2, offline(t, s2), settings(s2))
-		rep2, err := c2.Compact(ctx, "t", CompactOptions{Force: true})
-		summaryAlone := r.status == StatusApplied && rep2.Status == StatusIneffective
-		if !summaryAlone && (err != nil || rep2.Status != StatusApplied) {
+		c2 := memory.NewCompactor(s2, offline(t, s2), settings(s2))
+		rep2, err := c2.Compact(ctx, "t", memory.CompactOptions{Force: true})
+		summaryAlone := r.status == memory.StatusApplied && rep2.Status == memory.StatusIneffective
+		if !summaryAlone && (err != nil || rep2.Status != memory.StatusApplied) {
 			t.Fatalf("a new compaction: %s, %v", rep2.Status, err)
 		}
 		return r.status
@@ -352,7 +353,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 		step = max(total/4, 1)
 	}
 	var mu sync.Mutex
-	statuses := map[int64]Status{}
+	statuses := map[int64]memory.Status{}
 	t.Run("all through", func(t *testing.T) {
 		for k := int64(0); k < total; k += step {
 			t.Run(fmt.Sprint("cut after ", k, " bytes"), func(t *testing.T) {
@@ -366,19 +367,19 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	})
 	failed, applied := int64(-1), total
 	for k, st := range statuses {
-		if st == StatusApplied {
+		if st == memory.StatusApplied {
 			applied = min(applied, k)
 		}
 	}
 	for k, st := range statuses {
-		if st != StatusApplied && k < applied {
+		if st != memory.StatusApplied && k < applied {
 			failed = max(failed, k)
 		}
 	}
 	for failed+1 < applied && !t.Failed() {
 		k := (failed + applied) / 2
 		t.Run(fmt.Sprint("cut after ", k, " bytes"), func(t *testing.T) {
-			if try(t, k) == StatusApplied {
+			if try(t, k) == memory.StatusApplied {
 				applied = k
 			} else {
 				failed = k
@@ -409,7 +410,7 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 			t.Parallel() // a schema and a proxy of its own
 			schema := testdb.Schema(t, base)
 			s, p := faultStore(t, schema)
-			if _, err := s.Import(ctx, "t", bytes.NewReader(data), AppendOptions{}); err != nil {
+			if _, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			a, _ := s.Active(ctx, "t")
@@ -417,7 +418,7 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 				p.CutAfter(cut)
 				return llm.Response{}, fmt.Errorf("HTTP 503: overloaded")
 			}}
-			c, err := s.Counter(EncodingO200k)
+			c, err := s.Counter(memory.EncodingO200k)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -425,9 +426,9 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 				cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: failing, MaxAttempts: 2, Cooldown: time.Second, MaxCooldown: time.Minute},
 				cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{Count: c.CountText},
 					MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-			rep, err := NewCompactor(s, casc, Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", CompactOptions{Force: true})
+			rep, err := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", memory.CompactOptions{Force: true})
 			t.Logf("compact: %s, %v", rep.Status, err)
-			if err == nil && rep.Status != StatusApplied {
+			if err == nil && rep.Status != memory.StatusApplied {
 				t.Fatalf("no error, status %s", rep.Status)
 			}
 			if err != nil && err.Error() == "" {

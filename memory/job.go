@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/english"
 )
@@ -96,7 +93,7 @@ func (j *job) planFigures() {
 		rep.FromSeq, rep.ToSeq, rep.SummaryBudget = p.FromSeq, p.ToSeq, p.SummaryBudget
 		return
 	}
-	rep.KeptMessages = len(j.d.post) - pinnedLen(j.d.post)
+	rep.KeptMessages = len(j.d.post) - PinnedLen(j.d.post)
 }
 
 // planned makes the report of a dry run.
@@ -174,13 +171,13 @@ func (j *job) deepNote(ctx context.Context) {
 func (j *job) ineffective(ctx context.Context) (Report, error) {
 	rep, a := j.rep, j.a
 	rep.Status, rep.Detail = StatusIneffective, j.d.why
-	rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-pinnedLen(a.Entries), 0, 0
+	rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-PinnedLen(a.Entries), 0, 0
 	var over error
 	if a.Tokens > j.s.Budget() {
 		over = j.c.overLimit(a, MakePlan(a.Entries, j.s, j.keep), j.s, 0)
 		rep.Error = errorText(over, j.c.Redact)
 	}
-	id, err := j.c.Store.insertCompaction(ctx, j.row(StatusIneffective))
+	id, err := j.c.Store.Compactions().Insert(ctx, j.row(StatusIneffective))
 	if err != nil {
 		return *rep, fmt.Errorf("compact %q: %w", a.Thread.ID, err)
 	}
@@ -194,15 +191,16 @@ func (j *job) ineffective(ctx context.Context) (Report, error) {
 }
 
 // row is the compaction row as it starts.
-func (j *job) row(status Status) newCompaction {
-	return newCompaction{thread: j.a.Thread.ID, status: status, reason: j.rep.Reason, strategy: j.rep.Strategy,
-		base: j.a.current, lastSeq: int64(j.a.Thread.Messages), settings: j.s, rep: *j.rep}
+func (j *job) row(status Status) NewCompaction {
+	rep := *j.rep
+	rep.Thread, rep.Status = j.a.Thread.ID, status
+	return NewCompaction{Report: rep, Settings: j.s, Base: j.a.Current, LastSeq: int64(j.a.Thread.Messages)}
 }
 
 // run records a running compaction, holds its lease while it works, and records the outcome.
 func (j *job) run(ctx context.Context) (Report, error) {
 	c, rep := j.c, j.rep
-	id, err := c.Store.insertCompaction(ctx, j.row(StatusRunning))
+	id, err := c.Store.Compactions().Insert(ctx, j.row(StatusRunning))
 	if err != nil {
 		return *rep, fmt.Errorf("compact %q: %w", j.a.Thread.ID, err)
 	}
@@ -210,7 +208,7 @@ func (j *job) run(ctx context.Context) (Report, error) {
 	c.log(ctx, slog.LevelInfo, "compaction started", slog.String("thread", rep.Thread), slog.Int64("compaction_id", id),
 		slog.String("reason", string(rep.Reason)), slog.String("strategy", rep.Strategy), slog.Int("tokens_before", rep.TokensBefore),
 		slog.Int("messages_before", rep.MessagesBefore), slog.Int("token_limit", rep.TokenLimit))
-	stopLease := c.Store.holdLease(ctx, id)
+	stopLease := c.Store.Compactions().Hold(ctx, id)
 	err = j.work(ctx)
 	switch {
 	case err != nil && j.s.OnFailure == OnFailureFit && (errors.Is(err, ErrSummarize) || errors.Is(err, ErrOverLimit)):
@@ -299,21 +297,13 @@ func (j *job) applyView(ctx context.Context, pre Active, post []Entry) error {
 		lost = missingFacts(lost, nil, outsideText(post))
 	}
 	lost = slices.Concat(lost, dropped)
-	text, from, to := viewOf(post, int64(pre.Thread.Messages), j.id)
-	factsDropped, err := json.Marshal(nonNil(factTexts(lost)))
-	if err != nil {
-		return err
-	}
 	rep := j.rep
-	err = j.c.Store.applyView(ctx, pre.Thread.ID, j.id, pre.current, db.ApplyViewParams{
-		FromSeq: nullInt(from), ToSeq: nullInt(to), View: text, ViewSeq: int64(pre.Thread.Messages),
-		ViewTokens: int64(sumTokens(post)), ViewMessages: int64(len(post)),
-		TokensAfter: int64(tokensOf(post)), MessagesAfter: int64(len(post)),
-		SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
-		FactsTotal: int64(rep.FactsTotal + len(ledger)), FactsKept: int64(rep.FactsKept + len(ledger) - len(dropped)),
-		FactsDropped: string(factsDropped),
-	})
-	if err != nil {
+	commit := *rep
+	commit.TokensAfter, commit.MessagesAfter = tokensOf(post), len(post)
+	commit.FactsTotal, commit.FactsKept = rep.FactsTotal+len(ledger), rep.FactsKept+len(ledger)-len(dropped)
+	commit.FactsDropped = nonNil(factTexts(lost))
+	if err := j.c.Store.Compactions().ApplyView(ctx, Commit{Thread: pre.Thread.ID, ID: j.id, Base: pre.Current,
+		Entries: post, ViewSeq: int64(pre.Thread.Messages), Report: commit}); err != nil {
 		return err
 	}
 	j.lost = lost
@@ -340,7 +330,7 @@ func (j *job) cutView(ctx context.Context, cause error) error {
 
 // cutResults is the view of cutView: entries with their largest tool results cut to fit limit.
 func (j *job) cutResults(entries []Entry, limit int) ([]Entry, error) {
-	return j.sh.cutLargest(entries, pinnedLen(entries), limit, false)
+	return j.sh.cutLargest(entries, PinnedLen(entries), limit, false)
 }
 
 // reshapes reports whether a context over L that no summary can shrink (an ineffective plan)
@@ -357,11 +347,11 @@ func (j *job) reshapes() bool {
 // reshape applies shape to the view as it now is (this compaction's, if a pass applied) after
 // cause, and names what it did in the report's detail under label.
 func (j *job) reshape(ctx context.Context, cause error, label string, shape func([]Entry, int) ([]Entry, error)) error {
-	a, err := j.c.Store.activeLight(ctx, j.a.Thread.ID)
+	a, err := j.c.Store.ActiveLight(ctx, j.a.Thread.ID)
 	if err != nil {
 		return errors.Join(cause, err)
 	}
-	if a.current != j.a.current && a.current != j.id {
+	if a.Current != j.a.Current && a.Current != j.id {
 		return cause // another compaction was applied meanwhile: its view stands
 	}
 	post, ferr := shape(a.Entries, j.s.Budget())
@@ -369,7 +359,7 @@ func (j *job) reshape(ctx context.Context, cause error, label string, shape func
 		return errors.Join(cause, ferr)
 	}
 	if j.rep.Passes == 0 { // no summary applied: the view is all this compaction changes
-		j.rep.SummarizedMessages, j.rep.KeptMessages = 0, len(post)-pinnedLen(post)
+		j.rep.SummarizedMessages, j.rep.KeptMessages = 0, len(post)-PinnedLen(post)
 	}
 	if err := j.applyView(ctx, a, post); err != nil {
 		return errors.Join(cause, err)
@@ -385,26 +375,14 @@ func (j *job) finish(ctx context.Context) error {
 	if rep.Status != StatusApplied {
 		// Nothing was summarized: every message after the pinned ones stays.
 		rep.TokensAfter, rep.MessagesAfter = rep.TokensBefore, rep.MessagesBefore
-		rep.SummarizedMessages, rep.KeptMessages = 0, len(j.a.Entries)-pinnedLen(j.a.Entries)
+		rep.SummarizedMessages, rep.KeptMessages = 0, len(j.a.Entries)-PinnedLen(j.a.Entries)
 	}
-	dropped, err := json.Marshal(rep.FactsDropped)
-	if err != nil {
-		return err
-	}
-	return j.c.Store.finishCompaction(ctx, j.id, db.FinishCompactionParams{
-		Status: string(rep.Status), TokensAfter: int64(rep.TokensAfter), MessagesAfter: int64(rep.MessagesAfter),
-		SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
-		Passes: int64(rep.Passes), Chunks: int64(rep.Chunks), Provider: rep.Provider, Model: rep.Model,
-		DurationMs: rep.DurationMs, Error: rep.Error, Detail: rep.Detail, FactsDropped: string(dropped),
-	})
+	return j.c.Store.Compactions().Finish(ctx, j.id, rep)
 }
 
 // describeView says what a view change did, for a report's detail.
 func describeView(pre, post []Entry) string {
-	text, _, _ := viewOf(post, maxSeq(pre), -1)
-	var v view
-	_ = json.Unmarshal([]byte(text), &v)
-	ch := v.changes()
+	ch := ViewChangesOf(post, maxSeq(pre))
 	var parts []string
 	if n := len(ch.Masked); n > 0 {
 		parts = append(parts, fmt.Sprintf("masked %s (seq %s)", english.Count(n, "tool result", "tool results"), seqList(ch.Masked)))
@@ -455,7 +433,3 @@ func nonNil(s []string) []string {
 	}
 	return s
 }
-
-func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
-
-func sqlString(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }

@@ -42,8 +42,9 @@ func (s *Store) lease() time.Duration {
 	return DefaultLease
 }
 
-// holdLease renews the lease of compaction id until the returned stop is called.
-func (s *Store) holdLease(ctx context.Context, id int64) (stop func()) {
+// Hold renews the lease of compaction id every third of Store.Lease until stop is called.
+func (c Compactions) Hold(ctx context.Context, id int64) (stop func()) {
+	s := c.s
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {

@@ -192,7 +192,7 @@ func TestCommitSeesMaskedResultFacts(t *testing.T) {
 	result.ToolCallID = "c1"
 	es := []Entry{{Seq: 1, Message: call, Tokens: counter.CountMessage(call)}, {Seq: 2, Message: result, Tokens: counter.CountMessage(result)}}
 	masked := sh.mask(es, 0, 2)
-	if masked[1].mark == nil || masked[1].mark.masked == nil || !strings.Contains(masked[1].mark.masked.Digest, "1505") {
+	if masked[1].Mark() == nil || masked[1].Mark().Masked == nil || !strings.Contains(masked[1].Mark().Masked.Digest, "1505") {
 		t.Fatalf("the result is not masked with the price in its digest: %q", masked[1].Text())
 	}
 	ledger := entryFacts(masked, nil, sh.redact, false)

@@ -86,7 +86,7 @@ func (c *Compactor) middleLedger(ctx context.Context, middle []Entry, tms []tran
 		if e.CompactionID == 0 {
 			continue
 		}
-		fs, err := c.Store.summaryLedger(ctx, e, c.redact)
+		fs, err := c.summaryLedger(ctx, e)
 		if err != nil {
 			return nil, err
 		}
@@ -97,13 +97,13 @@ func (c *Compactor) middleLedger(ctx context.Context, middle []Entry, tms []tran
 
 // summaryLedger returns the ledger stored with the compaction that wrote summary entry e. A
 // summary applied before ledgers were stored has none: the facts of its text stand for it.
-func (s *Store) summaryLedger(ctx context.Context, e Entry, redact func(string) string) ([]facts.Fact, error) {
-	text, err := s.h.Q().CompactionLedger(ctx, e.CompactionID)
+func (c *Compactor) summaryLedger(ctx context.Context, e Entry) ([]facts.Fact, error) {
+	text, err := c.Store.Compactions().Ledger(ctx, e.CompactionID)
 	if err != nil {
 		return nil, fmt.Errorf("compaction %d: ledger: %w", e.CompactionID, err)
 	}
 	if text == "" {
-		return entryFacts([]Entry{e}, nil, redact, true), nil
+		return entryFacts([]Entry{e}, nil, c.redact, true), nil
 	}
 	fs, err := decodeLedger([]byte(text))
 	if err != nil {

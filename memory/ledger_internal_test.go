@@ -64,15 +64,15 @@ func TestShownTextLeavesProductTextOut(t *testing.T) {
 		return Entry{Seq: 4, Tokens: 57, Message: m}
 	}
 	orig := "fare $99\n" + strings.Repeat("z", 300) + "\nend of the fares"
-	m := maskedItem{Seq: 4, Tool: "get_fare", Digest: "facts: $99", OrigTokens: 57, OrigBytes: 300}
-	c := cutItem{Seq: 4, Head: len("fare $99\n"), Tail: len("\nend of the fares"), OrigTokens: 57}
+	m := Masked{Seq: 4, Tool: "get_fare", Digest: "facts: $99", OrigTokens: 57, OrigBytes: 300}
+	c := Cut{Seq: 4, Head: len("fare $99\n"), Tail: len("\nend of the fares"), OrigTokens: 57}
 	for _, tc := range []struct {
 		name    string
 		e       Entry
 		product string // what the product wrote, in the entry's text
 	}{
-		{"masked", withText(tool(orig), m.placeholder("c1"), 40, &mark{masked: &m, orig: orig}), "57 tokens, 300 bytes"},
-		{"cut", withText(tool(orig), c.text(orig), 20, &mark{cut: &c, orig: orig}), "[... 300 bytes cut"},
+		{"masked", tool(orig).WithText(m.Placeholder("c1"), 40, &Mark{Masked: &m, Orig: orig}), "57 tokens, 300 bytes"},
+		{"cut", tool(orig).WithText(c.Text(orig), 20, &Mark{Cut: &c, Orig: orig}), "[... 300 bytes cut"},
 		{"summary", Entry{Tokens: 30, Message: TextMessage(RoleSystem, summaryHeader(2, 14)+"## Key facts\n- Amounts: $99"),
 			CompactionID: 7, CoversFrom: 2, CoversTo: 14}, "(messages 2 to 14;"},
 	} {

@@ -2,11 +2,9 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/english"
 )
@@ -55,11 +53,10 @@ func passResult(a Active, plan Plan, sum summary, id int64, s Settings) Active {
 	before, after := plan.result(a.Entries)
 	next.Entries = make([]Entry, 0, len(before)+1+len(after))
 	next.Entries = append(next.Entries, before...)
-	next.Entries = append(next.Entries, Entry{Tokens: sum.tokens, Message: TextMessage(s.SummaryRole, sum.text), CompactionID: id,
-		CoversFrom: plan.FromSeq, CoversTo: plan.ToSeq, text: sum.text, light: true})
+	next.Entries = append(next.Entries, SummaryEntry(id, s.SummaryRole, sum.text, sum.tokens, plan.FromSeq, plan.ToSeq))
 	next.Entries = append(next.Entries, after...)
 	next.Tokens = a.Tokens - plan.MiddleTokens + sum.tokens
-	next.Summary, next.FromSeq, next.ToSeq, next.current = id, plan.FromSeq, plan.ToSeq, id
+	next.Summary, next.FromSeq, next.ToSeq, next.Current = id, plan.FromSeq, plan.ToSeq, id
 	next.Thread.ActiveMessages, next.Thread.ActiveTokens = len(next.Entries), next.Tokens
 	return next
 }
@@ -67,12 +64,12 @@ func passResult(a Active, plan Plan, sum summary, id int64, s Settings) Active {
 // after returns the active context after a pass was applied: next, unless messages were
 // appended meanwhile (then it is read again).
 func (c *Compactor) after(ctx context.Context, a, next Active) (Active, error) {
-	last, err := c.Store.lastSeq(ctx, a.Thread.ID)
+	v, err := c.Store.Version(ctx, a.Thread.ID)
 	if err != nil {
 		return Active{}, err
 	}
-	if last != int64(a.Thread.Messages) {
-		return c.Store.activeLight(ctx, a.Thread.ID)
+	if v.LastSeq != int64(a.Thread.Messages) {
+		return c.Store.ActiveLight(ctx, a.Thread.ID)
 	}
 	return next, nil
 }
@@ -113,27 +110,19 @@ func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary
 		}
 	}
 	lost = append(lost, sum.dropped...)
-	allDropped, err := json.Marshal(nonNil(factTexts(lost)))
-	if err != nil {
-		return err
-	}
+	allDropped := nonNil(factTexts(lost))
 	ledger, err := storedLedger(facts.Merge(sum.facts, back), sum.named, lost)
 	if err != nil {
 		return err
 	}
-	view, _, _ := viewOf(next.Entries, int64(a.Thread.Messages), j.id)
 	rep := j.rep
-	err = j.c.Store.applySummary(ctx, a.Thread.ID, j.id, a.current, db.ApplyCompactionParams{
-		FromSeq: nullInt(plan.FromSeq), ToSeq: nullInt(plan.ToSeq),
-		Summary: sqlString(sum.text), SummaryRole: sqlString(j.s.SummaryRole),
-		SummaryTokens: int64(sum.tokens), Passes: int64(rep.Passes + 1), Chunks: int64(rep.Chunks),
-		TokensAfter: int64(next.Tokens), MessagesAfter: int64(len(next.Entries)),
-		SummarizedMessages: int64(rep.SummarizedMessages), KeptMessages: int64(rep.KeptMessages),
-		FactsTotal: int64(sum.factsTotal), FactsKept: int64(sum.factsKept), FactsDropped: string(allDropped),
-		Provider: sum.provider, Model: sum.model, DurationMs: j.c.Store.Now().Sub(rep.CreatedAt).Milliseconds(),
-		View: view, ViewSeq: int64(a.Thread.Messages), ViewTokens: int64(sumTokens(next.Entries)), ViewMessages: int64(len(next.Entries)),
-		Ledger: ledger,
-	})
+	commit := *rep
+	commit.FromSeq, commit.ToSeq, commit.Summary, commit.SummaryTokens = plan.FromSeq, plan.ToSeq, &sum.text, sum.tokens
+	commit.Passes, commit.TokensAfter, commit.MessagesAfter = rep.Passes+1, next.Tokens, len(next.Entries)
+	commit.FactsTotal, commit.FactsKept, commit.FactsDropped = sum.factsTotal, sum.factsKept, allDropped
+	commit.Provider, commit.Model, commit.DurationMs = sum.provider, sum.model, j.c.Store.Now().Sub(rep.CreatedAt).Milliseconds()
+	err = j.c.Store.Compactions().ApplySummary(ctx, Commit{Thread: a.Thread.ID, ID: j.id, Base: a.Current,
+		Entries: next.Entries, ViewSeq: int64(a.Thread.Messages), Report: commit, SummaryRole: j.s.SummaryRole, Ledger: ledger})
 	if err != nil {
 		return err
 	}

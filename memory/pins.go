@@ -44,16 +44,19 @@ type Pinned struct {
 // message again changes nothing. A pin is refused (ErrPinRefused, saying why) when the pinned
 // messages, with the newest unit and room for a summary, would not fit the limit.
 func (s *Store) Pin(ctx context.Context, thread string, seq int64) (Pinned, error) {
-	return s.pin(ctx, thread, seq, Settings{})
+	return s.PinWith(ctx, thread, seq, Settings{})
 }
 
 // Pin pins message seq of a thread as Store.Pin does, checked against the settings this
 // compactor would compact the thread with.
 func (c *Compactor) Pin(ctx context.Context, thread string, seq int64) (Pinned, error) {
-	return c.Store.pin(ctx, thread, seq, c.Settings)
+	return c.Store.PinWith(ctx, thread, seq, c.Settings)
 }
 
-func (s *Store) pin(ctx context.Context, thread string, seq int64, base Settings) (Pinned, error) {
+// PinWith pins message seq of a thread as Store.Pin does, checked against the thread's settings
+// over base (the settings a compactor would compact the thread with) instead of the built-in
+// defaults.
+func (s *Store) PinWith(ctx context.Context, thread string, seq int64, base Settings) (Pinned, error) {
 	var p Pinned
 	err := s.h.WithTx(ctx, func(q db.Querier) error {
 		r, err := q.GetThread(ctx, thread)
@@ -174,12 +177,12 @@ func pinnedOf(r db.Pin) Pinned {
 }
 
 // unitOf returns the unit of message seq in a thread's whole history (seqs 1..n): the seqs
-// between the cuts around it where a compaction may cut (validCuts), and the index in hist
+// between the cuts around it where a compaction may cut (Cuts), and the index in hist
 // where the newest unit starts. A leading system message is a unit of its own.
 func unitOf(hist []Entry, seq int64) (from, to int64, last int) {
-	lead := pinnedLen(hist)
+	lead := PinnedLen(hist)
 	i := int(seq - 1)
-	cuts := validCuts(hist, lead)
+	cuts := Cuts(hist, lead)
 	last = lead
 	if len(cuts) > 0 {
 		last = cuts[len(cuts)-1]
@@ -201,12 +204,12 @@ func unitOf(hist []Entry, seq int64) (from, to int64, last int) {
 
 // fits returns why the pinned messages (the leading system messages and the pin ranges) would
 // not fit the limit of s with the newest unit (hist[last:]) and room for a summary; nil when
-// they fit. The room is what a deep plan gives its summary at least (deepSummaryTokens, or
+// they fit. The room is what a deep plan gives its summary at least (DeepSummaryTokens, or
 // summary_max_tokens when that is less): pins that take the context there leave a compaction
 // only a deep plan, and one with less room is ineffective, the thread over its limit for good.
 func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 	pinned, newest := 0, 0
-	lead := pinnedLen(hist)
+	lead := PinnedLen(hist)
 	for i, e := range hist {
 		in := i < lead || slices.ContainsFunc(ranges, func(r SeqRange) bool { return e.Seq >= r[0] && e.Seq <= r[1] })
 		switch {
@@ -216,7 +219,7 @@ func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 			newest += e.Tokens
 		}
 	}
-	room := min(deepSummaryTokens, s.SummaryMaxTokens)
+	room := min(DeepSummaryTokens, s.SummaryMaxTokens)
 	need := pinned + newest + ReplyPriming + room
 	if need <= s.Budget() {
 		return nil
@@ -247,7 +250,7 @@ func (s *Store) withPins(ctx context.Context, q db.Querier, thread string, entri
 		at := slices.IndexFunc(entries, in)
 		entries = slices.DeleteFunc(entries, in)
 		if at < 0 || at > len(entries) {
-			at = pinnedLen(entries)
+			at = PinnedLen(entries)
 		}
 		entries = slices.Insert(entries, at, fresh...)
 	}
@@ -278,7 +281,7 @@ func mergePins(pins []db.Pin) []SeqRange {
 // hoistPinned moves every pinned entry to the leading pinned block (after the system
 // messages), keeping the order of the rest: the one place where the planner learns of pins.
 func hoistPinned(entries []Entry) []Entry {
-	lead := pinnedLen(entries)
+	lead := PinnedLen(entries)
 	out := slices.Clone(entries[:lead])
 	for _, e := range entries[lead:] {
 		if e.Pinned {

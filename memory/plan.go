@@ -10,10 +10,6 @@ import (
 // minSummaryTokens is the smallest summary budget worth a provider call.
 const minSummaryTokens = 32
 
-// deepSummaryTokens is the least a deep plan gives its summary: the header that names the
-// range it covers and a few lines.
-const deepSummaryTokens = 128
-
 // Plan is what one compaction pass does to an active context: entries [0, Pinned) stay, the
 // middle [Pinned, Kept) is replaced by one summary, entries [Kept, len) stay. It refers to
 // entries by index.
@@ -98,11 +94,9 @@ func (p Plan) result(entries []Entry) (before, after []Entry) {
 //     that follow them (the compactor reads every pinned message there). A summary entry
 //     (CompactionID != 0) is never pinned, whatever its role: it belongs to the middle, so the
 //     new summary folds it in.
-//   - The rest is cut only between units: a unit is a user message, or an assistant message with
-//     the tool results that answer its calls (a result answers the latest unanswered call with
-//     its id). No cut separates a call from its result, and the kept part never starts with a
-//     tool result. A call still waiting for its result stays in the kept part with its unit,
-//     even when other messages followed it.
+//   - The rest is cut only between units (see Cuts): no cut separates a call from its result,
+//     and the kept part never starts with a tool result. A call still waiting for its result
+//     stays in the kept part with its unit, even when other messages followed it.
 //   - keepBudget is the target of the pass (L * target_ratio for the first). The summary's
 //     share of it is half of what the pinned messages leave, at most SummaryMaxTokens. Walking
 //     back from the newest, whole units are kept while pinned + kept + share fits in
@@ -130,11 +124,9 @@ func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
 func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 	n := len(entries)
 	p := Plan{Kept: n}
-	for p.Pinned < n && isPinnable(entries[p.Pinned]) {
-		p.PinnedTokens += entries[p.Pinned].Tokens
-		p.Pinned++
-	}
-	cuts := validCuts(entries, p.Pinned)
+	p.Pinned = PinnedLen(entries)
+	p.PinnedTokens = sumTokens(entries[:p.Pinned])
+	cuts := Cuts(entries, p.Pinned)
 	// cuts are ascending indexes i (Pinned < i < n) where kept may start.
 	if len(cuts) == 0 {
 		p.Ineffective, p.Why = true, "nothing to summarize: the context is pinned messages and one unit"
@@ -166,7 +158,7 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 		// prose is small, and the facts may take the summary up to the trigger, not beyond,
 		// so that the next turn has what room there is.
 		p.Deep = true
-		prose = max(deepSummaryTokens, (trigger-base)/2)
+		prose = max(DeepSummaryTokens, (trigger-base)/2)
 		room = max(prose, trigger-base)
 	}
 	p.RoomBudget = min(room, s.Budget()-base, p.MiddleTokens-minSave)
@@ -180,10 +172,10 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 		// what it holds; within the limit there is no need to.
 		p.Ineffective = true
 		p.Why = "nothing new to summarize: the middle is the current summary alone, and the context is within the limit"
-	case p.Deep && p.SummaryBudget < min(deepSummaryTokens, s.SummaryMaxTokens):
+	case p.Deep && p.SummaryBudget < min(DeepSummaryTokens, s.SummaryMaxTokens):
 		p.Ineffective = true
 		p.Why = fmt.Sprintf("%s and the newest unit of messages (%d tokens) leave room for a summary of %d tokens, under the %d a summary's header and a few lines take",
-			p.pinnedWords(), p.KeptTokens, max(p.SummaryBudget, 0), deepSummaryTokens)
+			p.pinnedWords(), p.KeptTokens, max(p.SummaryBudget, 0), DeepSummaryTokens)
 	case p.SummaryBudget >= minSummaryTokens:
 	case s.Budget()-base < minSummaryTokens:
 		p.Ineffective = true
@@ -211,61 +203,6 @@ func keptFrom(entries []Entry, cuts []int, budget int) (start, tokens int) {
 		k--
 	}
 	return cuts[k], kept
-}
-
-// pinnedLen returns the number of leading pinned entries.
-func pinnedLen(entries []Entry) int {
-	n := 0
-	for n < len(entries) && isPinnable(entries[n]) {
-		n++
-	}
-	return n
-}
-
-// isPinnable reports whether e stays whatever a compaction does: a system/developer message,
-// or a pinned one (the compactor reads pinned messages right after those, see hoistPinned).
-func isPinnable(e Entry) bool {
-	return e.Pinned || e.CompactionID == 0 && (e.Message.Role == RoleSystem || e.Message.Role == RoleDeveloper)
-}
-
-// validCuts returns the indexes i in (pinned, len) where the kept part may start: entries[i] is
-// not a tool result, no tool call before i is answered at or after i, and no call before i is
-// still waiting for its result.
-func validCuts(entries []Entry, pinned int) []int {
-	n := len(entries)
-	// blocked[i] > 0 when a call made before i is answered at or after i.
-	blocked := make([]int, n+1)
-	open := map[string][]int{} // call id -> indexes of the messages with unanswered calls, oldest first
-	for i := pinned; i < n; i++ {
-		m := entries[i].Message
-		if m.Role == RoleTool && m.ToolCallID != "" {
-			if calls := open[m.ToolCallID]; len(calls) > 0 {
-				from := calls[len(calls)-1]
-				open[m.ToolCallID] = calls[:len(calls)-1]
-				blocked[from+1]++
-				blocked[i+1]--
-			}
-		}
-		for _, c := range m.ToolCalls {
-			open[c.ID] = append(open[c.ID], i)
-		}
-	}
-	// A call still waiting for its result stays with its unit in the kept part, whatever
-	// follows it: the result may yet arrive, and must find its call.
-	for _, calls := range open {
-		for _, from := range calls {
-			blocked[from+1]++
-		}
-	}
-	var cuts []int
-	depth := blocked[pinned] // always 0: no call is made before pinned
-	for i := pinned + 1; i < n; i++ {
-		depth += blocked[i]
-		if depth == 0 && entries[i].Message.Role != RoleTool {
-			cuts = append(cuts, i)
-		}
-	}
-	return cuts
 }
 
 func sumTokens(es []Entry) int {

@@ -126,6 +126,21 @@ func conflict(key, value, rule, other, otherValue, otherRule string) *SettingErr
 // of memctl are checked with them.
 func (s Settings) Validate() error { return s.WithDefaults().check() }
 
+// Resolve is SettingsFor of a thread whose settings are at hand: Effective(base, thread,
+// override), with override checked as given (an error "override: ...") and the merged
+// settings checked (an error "settings: ..."); each error wraps the *SettingError naming
+// the key at fault.
+func Resolve(base Settings, thread, override ThreadSettings) (Settings, error) {
+	if err := override.Validate(); err != nil {
+		return Settings{}, fmt.Errorf("override: %w", err)
+	}
+	s := Effective(base, thread, override)
+	if err := s.check(); err != nil {
+		return Settings{}, fmt.Errorf("settings: %w", err)
+	}
+	return s, nil
+}
+
 // MaxTokenLimit bounds token_limit (2^30, hundreds of times any model's window, and an int on
 // 32-bit targets too): budgets are
 // computed in float64 and int, and a larger limit would overflow them.

@@ -149,6 +149,10 @@ func (s *Store) Close() error {
 // DB returns the database handle, for the cascade's cooldowns and attempt log.
 func (s *Store) DB() *db.Handle { return s.h }
 
+// Storable returns s as the store can keep it: each NUL character and each byte that is not
+// UTF-8 replaced by U+FFFD.
+func Storable(s string) string { return db.MakeStorable(s) }
+
 func (s *Store) now() int64 { return s.Now().UnixMilli() }
 
 // Counter returns the token counter for an encoding, shared by every thread that uses it: the
@@ -266,7 +270,7 @@ func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
 		}
 		if r.Pins > 0 && r.Compactions > 0 {
 			// A pin a summary covers is in the active context: the stored counts do not say.
-			a, err := s.activeLight(ctx, r.ID)
+			a, err := s.ActiveLight(ctx, r.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -298,12 +302,12 @@ type Entry struct {
 	// messages, before the summary.
 	Pinned bool
 
-	// text is the message's text when the entry was read light (see Store.activeLight): its
+	// text is the message's text when the entry was read light (see Store.ActiveLight): its
 	// Message then holds role, name, tool calls and tool_call_id, not content or Extra.
 	text  string
 	light bool
-	// mark is set when the entry is shown masked or cut by a compaction's view (see view.go).
-	mark *mark
+	// mark is set when the entry is shown masked or cut by a compaction's view (see Mark).
+	mark *Mark
 }
 
 // Text returns the entry's text content (see Message.Text).
@@ -325,8 +329,9 @@ type Active struct {
 	Summary        int64
 	FromSeq, ToSeq int64
 
-	// current is the thread's current compaction, whose row the view is derived from (0: none).
-	current int64
+	// Current is the thread's current compaction, from whose row the view is derived (0: none).
+	// A compaction planned on this context commits only while this is still current.
+	Current int64
 }
 
 // Messages returns the messages of the active context.
@@ -344,10 +349,12 @@ func (s *Store) Active(ctx context.Context, thread string) (Active, error) {
 	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.active(ctx, q, thread) })
 }
 
-// activeLight reads the active context for the compactor: the entries are built from the
-// stored columns (role, text, name, tool calls), without reading or decoding each message's
-// JSON.
-func (s *Store) activeLight(ctx context.Context, thread string) (Active, error) {
+// ActiveLight reads the active context of a thread as a compaction plans on it, in one
+// consistent snapshot. The entries are built from the stored columns (role, text, name, tool
+// calls), without reading or decoding each message's JSON: their Message has no content or
+// Extra, so read their text with Entry.Text. The pinned messages are moved right after the
+// leading system messages.
+func (s *Store) ActiveLight(ctx context.Context, thread string) (Active, error) {
 	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readActive(ctx, q, thread, true) })
 }
 
@@ -378,19 +385,11 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 			return Active{}, err
 		}
 	} else if err == nil {
-		a.current = cur.ID
+		a.Current = cur.ID
 		if a.Entries, err = s.messagesBefore(ctx, q, thread, cur.FromSeq.Int64, light); err != nil {
 			return Active{}, err
 		}
-		a.Entries = append(a.Entries, Entry{
-			Tokens:       int(cur.SummaryTokens),
-			Message:      TextMessage(cur.SummaryRole.String, cur.Summary.String),
-			CompactionID: cur.ID,
-			CoversFrom:   cur.FromSeq.Int64,
-			CoversTo:     cur.ToSeq.Int64,
-			text:         cur.Summary.String,
-			light:        true,
-		})
+		a.Entries = append(a.Entries, SummaryEntry(cur.ID, cur.SummaryRole.String, cur.Summary.String, int(cur.SummaryTokens), cur.FromSeq.Int64, cur.ToSeq.Int64))
 		a.Summary, a.FromSeq, a.ToSeq = cur.ID, cur.FromSeq.Int64, cur.ToSeq.Int64
 		after = cur.ToSeq.Int64
 	}

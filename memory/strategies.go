@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/facts"
 )
@@ -30,21 +31,21 @@ func (sh shaper) mask(entries []Entry, from, to int) []Entry {
 	out := slices.Clone(entries)
 	for i := from; i < to; i++ {
 		e := out[i]
-		if e.Message.Role != RoleTool || e.CompactionID != 0 || (e.mark != nil && e.mark.masked != nil) {
+		if e.Message.Role != RoleTool || e.CompactionID != 0 || (e.Mark() != nil && e.Mark().Masked != nil) {
 			continue
 		}
 		text := e.Text()
-		m := maskedItem{Seq: e.Seq, Tool: toolName(out[:i], e.Message), Digest: sh.digest(e.Message, text),
+		m := Masked{Seq: e.Seq, Tool: toolName(out[:i], e.Message), Digest: sh.digest(e.Message, text),
 			OrigTokens: e.Tokens, OrigBytes: len(text)}
 		orig := text
-		if e.mark != nil && e.mark.cut != nil {
-			m.OrigTokens, orig = e.mark.cut.OrigTokens, e.mark.orig
+		if e.Mark() != nil && e.Mark().Cut != nil {
+			m.OrigTokens, orig = e.Mark().Cut.OrigTokens, e.Mark().Orig
 		}
-		masked := withText(e, m.placeholder(e.Message.ToolCallID), 0, nil)
+		masked := e.WithText(m.Placeholder(e.Message.ToolCallID), 0, nil)
 		if m.Tokens = sh.count.CountMessage(masked.Message); m.Tokens >= e.Tokens {
 			continue
 		}
-		out[i] = withText(e, masked.Text(), m.Tokens, &mark{masked: &m, orig: orig})
+		out[i] = e.WithText(masked.Text(), m.Tokens, &Mark{Masked: &m, Orig: orig})
 	}
 	return out
 }
@@ -78,10 +79,10 @@ func (sh shaper) digest(m Message, text string) string {
 // them unnamed. The facts it does not hold were named when the view masked or cut e. Nil when
 // e is neither masked nor cut.
 func shownFacts(e Entry, text, entity string, redact func(string) string) []facts.Fact {
-	if e.mark == nil || e.mark.orig == "" {
+	if e.Mark() == nil || e.Mark().Orig == "" {
 		return nil
 	}
-	fs := facts.Extract([]facts.Message{{Role: e.Message.Role, Content: redact(e.mark.orig), Name: e.Message.Name, ToolCallID: e.Message.ToolCallID}})
+	fs := facts.Extract([]facts.Message{{Role: e.Message.Role, Content: redact(e.Mark().Orig), Name: e.Message.Name, ToolCallID: e.Message.ToolCallID}})
 	out := fs[:0]
 	for i, ok := range facts.Kept(fs, text) {
 		if ok {
@@ -112,8 +113,8 @@ func toolName(before []Entry, m Message) string {
 // keptStart returns where the kept part of entries starts for a kept budget (pinned included):
 // the newest unit, then whole units while they fit; pinned when the context is one unit.
 func keptStart(entries []Entry, keepBudget int) (pinned, start int) {
-	pinned = pinnedLen(entries)
-	cuts := validCuts(entries, pinned)
+	pinned = PinnedLen(entries)
+	cuts := Cuts(entries, pinned)
 	if len(cuts) == 0 {
 		return pinned, pinned
 	}
@@ -171,7 +172,7 @@ func (sh shaper) fit(entries []Entry, limit int) ([]Entry, error) {
 	if tokensOf(out) <= limit {
 		return out, nil
 	}
-	return sh.cutLargest(out, pinnedLen(out), limit, true)
+	return sh.cutLargest(out, PinnedLen(out), limit, true)
 }
 
 // minCutBytes is the least a cut keeps of a result.
@@ -184,12 +185,12 @@ func (sh shaper) cutLargest(entries []Entry, pinned, limit int, user bool) ([]En
 	out := slices.Clone(entries)
 	order := make([]int, 0, len(out))
 	for i := pinned; i < len(out); i++ {
-		if out[i].Message.Role == RoleTool && out[i].mark == nil {
+		if out[i].Message.Role == RoleTool && out[i].Mark() == nil {
 			order = append(order, i)
 		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return out[b].Tokens - out[a].Tokens })
-	if u := lastUser(out); user && u >= pinned && out[u].mark == nil {
+	if u := lastUser(out); user && u >= pinned && out[u].Mark() == nil {
 		order = append(order, u)
 	}
 	for _, i := range order {
@@ -201,7 +202,7 @@ func (sh shaper) cutLargest(entries []Entry, pinned, limit int, user bool) ([]En
 	}
 	if t := tokensOf(out); t > limit {
 		kept := fmt.Sprintf("the pinned messages (%d tokens)", sumTokens(out[:pinned]))
-		if u := lastUser(out); !user && u >= 0 && out[u].mark == nil {
+		if u := lastUser(out); !user && u >= 0 && out[u].Mark() == nil {
 			// Not cut here: name it, it may be what keeps the context over (a long task statement).
 			kept += fmt.Sprintf(", the newest user message (seq %d, %d tokens, left whole)", out[u].Seq, out[u].Tokens)
 		}
@@ -218,15 +219,15 @@ func (sh shaper) cut(e Entry, target int) Entry {
 	keep := len(text) * max(target, 1) / max(e.Tokens, 1)
 	for ; ; keep = keep * 3 / 4 {
 		keep = max(keep, minCutBytes)
-		c := cutItem{Seq: e.Seq, Head: cutAt(text, keep*2/3), OrigTokens: e.Tokens}
+		c := Cut{Seq: e.Seq, Head: cutAt(text, keep*2/3), OrigTokens: e.Tokens}
 		c.Tail = tailAt(text, keep-c.Head)
-		cut := withText(e, c.text(text), 0, nil)
+		cut := e.WithText(c.Text(text), 0, nil)
 		c.Tokens = sh.count.CountMessage(cut.Message)
 		if c.Tokens <= target || keep <= minCutBytes {
 			if c.Tokens >= e.Tokens {
 				return e
 			}
-			return withText(e, cut.Text(), c.Tokens, &mark{cut: &c, orig: text})
+			return e.WithText(cut.Text(), c.Tokens, &Mark{Cut: &c, Orig: text})
 		}
 	}
 }
@@ -247,7 +248,7 @@ func (c *Compactor) viewFacts(ctx context.Context, pre, post []Entry) (ledger, d
 		if e.CompactionID != 0 {
 			ok = slices.ContainsFunc(post, func(p Entry) bool { return p.CompactionID == e.CompactionID })
 		}
-		if !ok || x.mark != e.mark {
+		if !ok || x.Mark() != e.Mark() {
 			changed = append(changed, e)
 		}
 	}
@@ -276,13 +277,13 @@ func unshownFacts(pre, post []Entry, redact func(string) string) []facts.Fact {
 	var out []facts.Fact
 	for _, e := range pre {
 		x, ok := after[e.Seq]
-		if !ok || e.CompactionID != 0 || x.mark == nil || x.mark == e.mark {
+		if !ok || e.CompactionID != 0 || x.Mark() == nil || x.Mark() == e.Mark() {
 			continue
 		}
 		own := entryFacts([]Entry{e}, nil, redact, true)
 		var gone []facts.Fact
 		text := "" // a masked result shows its digest alone: its placeholder need not be redacted
-		if x.mark.masked == nil {
+		if x.Mark().Masked == nil {
 			text = redact(x.Text())
 		}
 		for i, held := range facts.Kept(own, shownText(x, text, redact)) {
@@ -303,10 +304,10 @@ func unshownFacts(pre, post []Entry, redact func(string) string) []facts.Fact {
 // read entries by this one rule, so what one counts the other finds.
 func shownText(e Entry, text string, redact func(string) string) string {
 	switch {
-	case e.mark != nil && e.mark.masked != nil:
-		return redact(e.mark.masked.Digest)
-	case e.mark != nil && e.mark.cut != nil:
-		return cutMarkerRE.ReplaceAllString(text, "\n")
+	case e.Mark() != nil && e.Mark().Masked != nil:
+		return redact(e.Mark().Masked.Digest)
+	case e.Mark() != nil && e.Mark().Cut != nil:
+		return StripCutMarkers(text)
 	case e.CompactionID != 0:
 		return summaryBody(text)
 	}
@@ -318,4 +319,35 @@ func shownText(e Entry, text string, redact func(string) string) string {
 // result's head and tail, not the marker; a summary's body, not its header).
 func (e Entry) FactsText() string {
 	return shownText(e, e.Text(), func(s string) string { return s })
+}
+
+// cutAt returns the largest n <= max such that s[:n] ends on a rune boundary.
+func cutAt(s string, max int) int {
+	n := min(max, len(s))
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
+
+// tailAt returns the largest n <= max such that s[len(s)-n:] starts on a rune boundary.
+func tailAt(s string, max int) int {
+	n := min(max, len(s))
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[len(s)-n]) {
+		n--
+	}
+	return n
+}
+
+// firstLine returns the first non-blank line of s, at most max bytes.
+func firstLine(s string, max int) string {
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			if len(line) > max {
+				return line[:cutAt(line, max)] + "..."
+			}
+			return line
+		}
+	}
+	return ""
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
 	redactpkg "github.com/memcascade/memcascade/redact"
@@ -113,7 +112,7 @@ type input struct {
 	prev bool
 	// bodyBudget is the hard limit of the summary's body, asked the size asked for.
 	bodyBudget, asked int
-	prompt            userPrompt
+	prompt            Prompt
 	systemTokens      int // of the full instructions; compactTokens of the compact ones
 	compactTokens     int
 	chunks            atomic.Int64 // the requests of the provider whose turn ran last
@@ -137,7 +136,7 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 	}
 	middle := plan.middle(a.Entries)
 	in.render(middle, s)
-	in.units = append([]int{0}, validCuts(middle, 0)...)
+	in.units = append([]int{0}, Cuts(middle, 0)...)
 	// The size asked for: a quarter of the middle, within what the budget leaves for the
 	// facts the provider may drop. The budget itself is only the hard limit.
 	in.asked = min(max(plan.MiddleTokens/4, 2*minSummaryTokens), int(float64(in.bodyBudget)*(1-factsShare)))
@@ -152,13 +151,13 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 		without := renderRequest("", "", "", "", 1, 1, in.asked)[1].Content
 		in.blocks[0] = block{text: sb.String(), tokens: max(1, counter.CountText(with)-counter.CountText(without)) + 1}
 	}
-	in.prompt = userPrompt{system: systemPrompt}
+	in.prompt = Prompt{System: systemPrompt}
 	if s.Prompt != "" {
-		if in.prompt, err = parsePrompt(s.Prompt); err != nil {
+		if in.prompt, err = ParsePrompt(s.Prompt); err != nil {
 			return nil, fmt.Errorf("prompt: %w", err)
 		}
 	}
-	in.systemTokens = counter.CountText(in.prompt.system) + counter.CountText(in.prompt.after) + requestFraming
+	in.systemTokens = counter.CountText(in.prompt.System) + counter.CountText(in.prompt.After) + requestFraming
 	in.compactTokens = counter.CountText(compactPrompt) + requestFraming
 	if s.Prompt != "" {
 		in.compactTokens = in.systemTokens // one's own prompt is sent whole, whatever the window
@@ -241,7 +240,7 @@ func (in *input) accept(text string) error {
 // carrying the summary of the parts before.
 func (in *input) task(ctx context.Context, t llm.Target, comp llm.Completer) (string, error) {
 	in.chunks.Store(0) // the requests of this provider: the last one to run is the one whose summary is used
-	r := requestShape(t, in.bodyBudget, in.prompt.system, in.systemTokens, in.compactTokens)
+	r := requestShape(t, in.bodyBudget, in.prompt.System, in.systemTokens, in.compactTokens)
 	if t.Concurrency > 1 {
 		text, err := in.mapReduce(ctx, t, comp, r)
 		if !errors.Is(err, llm.ErrContextLength) {
@@ -329,11 +328,11 @@ func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r s
 	in.c.progress(Progress{Thread: in.thread, Pass: in.pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
 	in.progressMu.Unlock()
 	msgs := renderRequest(r.system, text, running, previous, k+1, n, in.asked)
-	if in.prompt.after != "" {
-		msgs[len(msgs)-1].Content += "\n\n" + in.prompt.after
+	if in.prompt.After != "" {
+		msgs[len(msgs)-1].Content += "\n\n" + in.prompt.After
 	}
 	req := llm.Request{Messages: msgs, Transcript: tms, Running: running, Previous: previous,
-		MaxTokens: r.out, TargetTokens: in.asked, Headings: in.prompt.headings}
+		MaxTokens: r.out, TargetTokens: in.asked, Headings: in.prompt.Headings}
 	if final {
 		req.Accept = in.accept
 	}
@@ -369,7 +368,7 @@ func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Pla
 		ledger: ledger, checker: checker, header: in.header, count: in.counter.CountText,
 		outside:  checker.Kept(outsideText(plan.result(a.Entries))),
 		soft:     in.bodyBudget,
-		headings: in.prompt.headings,
+		headings: in.prompt.Headings,
 		hard:     plan.RoomBudget - (plan.SummaryBudget - in.bodyBudget),
 	}
 	nKept := 0 // the facts the provider's prose holds
@@ -455,7 +454,7 @@ func requestShape(t llm.Target, bodyBudget int, system string, systemTokens, com
 }
 
 func (c *Compactor) redact(s string) string {
-	s = db.MakeStorable(s) // a provider may answer with NUL characters: no summary keeps them
+	s = Storable(s) // a provider may answer with NUL characters: no summary keeps them
 	if c.Redact == nil {
 		return s
 	}

@@ -32,49 +32,54 @@ const PromptPlaceholder = "{{transcript}}"
 // maxPromptBytes bounds a prompt.
 const maxPromptBytes = 32 << 10
 
-// userPrompt is a parsed prompt.
-type userPrompt struct {
-	system, after string
-	headings      []string // by section; "" keeps the built-in heading
+// Prompt is a prompt parsed (see ParsePrompt).
+type Prompt struct {
+	// System is the instructions, the text before the placeholder line; After the text after
+	// it ("": none). Both are trimmed.
+	System, After string
+	// Headings are the headings the instructions give the built-in sections, indexed by section
+	// (transcript.SectionOf): "" keeps that section's built-in heading, nil keeps them all.
+	Headings []string
 }
 
 // ValidatePrompt checks a prompt against the rule above; the error says what is wrong and on
 // which line.
 func ValidatePrompt(text string) error {
-	_, err := parsePrompt(text)
+	_, err := ParsePrompt(text)
 	return err
 }
 
-func parsePrompt(text string) (userPrompt, error) {
+// ParsePrompt checks a prompt against the rule above (see ValidatePrompt) and splits it.
+func ParsePrompt(text string) (Prompt, error) {
 	switch {
 	case !utf8.ValidString(text):
-		return userPrompt{}, errors.New("not valid UTF-8")
+		return Prompt{}, errors.New("not valid UTF-8")
 	case len(text) > maxPromptBytes:
-		return userPrompt{}, fmt.Errorf("%d bytes, more than the %d a prompt may have", len(text), maxPromptBytes)
+		return Prompt{}, fmt.Errorf("%d bytes, more than the %d a prompt may have", len(text), maxPromptBytes)
 	}
 	lines := strings.Split(text, "\n")
 	at := -1
 	for i, l := range lines {
 		if strings.TrimSpace(l) == PromptPlaceholder {
 			if at >= 0 {
-				return userPrompt{}, fmt.Errorf("line %d: a second %s line (line %d has one): the transcript goes in one place", i+1, PromptPlaceholder, at+1)
+				return Prompt{}, fmt.Errorf("line %d: a second %s line (line %d has one): the transcript goes in one place", i+1, PromptPlaceholder, at+1)
 			}
 			at = i
 		} else if strings.Contains(l, PromptPlaceholder) {
-			return userPrompt{}, fmt.Errorf("line %d: %s must be alone on its line", i+1, PromptPlaceholder)
+			return Prompt{}, fmt.Errorf("line %d: %s must be alone on its line", i+1, PromptPlaceholder)
 		}
 	}
 	if at < 0 {
-		return userPrompt{}, fmt.Errorf("no line %s: the prompt must say where the transcript goes", PromptPlaceholder)
+		return Prompt{}, fmt.Errorf("no line %s: the prompt must say where the transcript goes", PromptPlaceholder)
 	}
-	p := userPrompt{
-		system: strings.TrimSpace(strings.Join(lines[:at], "\n")),
-		after:  strings.TrimSpace(strings.Join(lines[at+1:], "\n")),
+	p := Prompt{
+		System: strings.TrimSpace(strings.Join(lines[:at], "\n")),
+		After:  strings.TrimSpace(strings.Join(lines[at+1:], "\n")),
 	}
-	if p.system == "" {
-		return userPrompt{}, fmt.Errorf("line %d: no instructions before %s", at+1, PromptPlaceholder)
+	if p.System == "" {
+		return Prompt{}, fmt.Errorf("line %d: no instructions before %s", at+1, PromptPlaceholder)
 	}
-	p.headings = promptHeadings(lines[:at])
+	p.Headings = promptHeadings(lines[:at])
 	return p, nil
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/db"
 )
@@ -25,11 +23,11 @@ import (
 type view struct {
 	// Summary is the compaction whose summary is in the view (0: none); it covers the row's
 	// from_seq..to_seq.
-	Summary int64        `json:"summary,omitempty"`
-	Masked  []maskedItem `json:"masked,omitempty"`
+	Summary int64    `json:"summary,omitempty"`
+	Masked  []Masked `json:"masked,omitempty"`
 	// Omitted are the seq ranges [from, to] left out of the view, summary range excluded.
 	Omitted []SeqRange `json:"omitted,omitempty"`
-	Cut     []cutItem  `json:"cut,omitempty"`
+	Cut     []Cut      `json:"cut,omitempty"`
 	// Held are the seqs within the summary's range shown as they are, before the summary: the
 	// newest user message when the summary covers it (see Plan.Hold).
 	Held []int64 `json:"held,omitempty"`
@@ -38,8 +36,9 @@ type view struct {
 // SeqRange is a range of seqs, both ends included.
 type SeqRange [2]int64
 
-// maskedItem is a tool result replaced by a placeholder.
-type maskedItem struct {
+// Masked is a tool result a view replaced by a placeholder. Its JSON is that of the stored view
+// column.
+type Masked struct {
 	Seq        int64  `json:"seq"`
 	Tool       string `json:"tool"`
 	Digest     string `json:"digest"`
@@ -48,8 +47,9 @@ type maskedItem struct {
 	OrigBytes  int    `json:"orig_bytes"`
 }
 
-// cutItem is a tool result cut short: its first Head and last Tail bytes kept around a marker.
-type cutItem struct {
+// Cut is a tool result a view cut short: its first Head and last Tail bytes kept around a
+// marker. Its JSON is that of the stored view column.
+type Cut struct {
 	Seq        int64 `json:"seq"`
 	Head       int   `json:"head"`
 	Tail       int   `json:"tail"`
@@ -57,23 +57,27 @@ type cutItem struct {
 	OrigTokens int   `json:"orig_tokens"`
 }
 
-// mark is what a view did to an entry: masked (Digest set) or cut (Cut set).
-type mark struct {
-	masked *maskedItem
-	cut    *cutItem
-	// orig is the result's text as appended: the ledger takes from it the facts the shown text
-	// keeps, which the shown text alone may not show as facts (see shownFacts).
-	orig string
+// Mark is what a view did to an entry: masked (Masked set) or cut (Cut set).
+type Mark struct {
+	Masked *Masked
+	Cut    *Cut
+	// Orig is the result's text as appended: the ledger takes from it the facts the shown text
+	// keeps, which the shown text alone may not show as facts.
+	Orig string
 }
 
-// placeholder is the text of a masked tool result.
-func (m maskedItem) placeholder(callID string) string {
+// Mark returns what a view did to the entry: nil when it is shown as appended. Entries that
+// share a mark return the same pointer.
+func (e Entry) Mark() *Mark { return e.mark }
+
+// Placeholder is the text of a masked tool result, the result of call callID.
+func (m Masked) Placeholder(callID string) string {
 	return fmt.Sprintf("[tool result masked to save context: call %s (%s), %d tokens, %d bytes, kept in history; digest: %s]",
 		callID, m.Tool, m.OrigTokens, m.OrigBytes, m.Digest)
 }
 
-// cutText is the text of a cut tool result.
-func (c cutItem) text(orig string) string {
+// Text is the text of a cut tool result whose text as appended is orig.
+func (c Cut) Text(orig string) string {
 	if c.Head+c.Tail > len(orig) {
 		return orig
 	}
@@ -86,24 +90,35 @@ const cutMarker = "\n[... %d bytes cut to fit the context window; the whole resu
 // cutMarkerRE finds cutMarker in a text: what it says is the product's, never a fact.
 var cutMarkerRE = regexp.MustCompile(`\n\[\.\.\. \d+ bytes cut to fit the context window; the whole result is in history \.\.\.\]\n`)
 
-// withText returns e showing text instead of its own content: the message keeps its role, name
-// and tool_call_id, with a plain string content.
-func withText(e Entry, text string, tokens int, m *mark) Entry {
+// StripCutMarkers returns s with the marker of each cut (see Cut.Text) turned back into a
+// newline: what the marker says is the product's, never a fact.
+func StripCutMarkers(s string) string { return cutMarkerRE.ReplaceAllString(s, "\n") }
+
+// WithText returns e showing text instead of its own content, counted tokens and marked m: the
+// message keeps its role, name and tool_call_id, with a plain string content.
+func (e Entry) WithText(text string, tokens int, m *Mark) Entry {
 	msg := TextMessage(e.Message.Role, text)
 	msg.Name, msg.ToolCallID = e.Message.Name, e.Message.ToolCallID
 	e.Message, e.text, e.light, e.Tokens, e.mark = msg, text, true, tokens, m
 	return e
 }
 
+// SummaryEntry returns the entry of the summary text of compaction compactionID, a message of
+// role counted tokens, which covers the messages from..to.
+func SummaryEntry(compactionID int64, role, text string, tokens int, from, to int64) Entry {
+	return Entry{Tokens: tokens, Message: TextMessage(role, text), CompactionID: compactionID,
+		CoversFrom: from, CoversTo: to, text: text, light: true}
+}
+
 // applyMarks returns e as the view shows it.
 func (v view) applyMarks(es []Entry) {
 	for i, e := range es {
-		if k := slices.IndexFunc(v.Masked, func(m maskedItem) bool { return m.Seq == e.Seq }); k >= 0 {
+		if k := slices.IndexFunc(v.Masked, func(m Masked) bool { return m.Seq == e.Seq }); k >= 0 {
 			m := v.Masked[k]
-			es[i] = withText(e, m.placeholder(e.Message.ToolCallID), m.Tokens, &mark{masked: &m, orig: e.Text()})
-		} else if k := slices.IndexFunc(v.Cut, func(c cutItem) bool { return c.Seq == e.Seq }); k >= 0 {
+			es[i] = e.WithText(m.Placeholder(e.Message.ToolCallID), m.Tokens, &Mark{Masked: &m, Orig: e.Text()})
+		} else if k := slices.IndexFunc(v.Cut, func(c Cut) bool { return c.Seq == e.Seq }); k >= 0 {
 			c := v.Cut[k]
-			es[i] = withText(e, c.text(e.Text()), c.Tokens, &mark{cut: &c, orig: e.Text()})
+			es[i] = e.WithText(c.Text(e.Text()), c.Tokens, &Mark{Cut: &c, Orig: e.Text()})
 		}
 	}
 }
@@ -143,7 +158,7 @@ func (s *Store) readView(ctx context.Context, q db.Querier, a Active, cur db.Com
 		at := slices.IndexFunc(a.Entries, func(e Entry) bool { return e.CompactionID == v.Summary })
 		a.Entries = slices.Insert(a.Entries, at, held...)
 	}
-	a.current = cur.ID
+	a.Current = cur.ID
 	return a, nil
 }
 
@@ -156,8 +171,7 @@ func (s *Store) withSummary(ctx context.Context, q db.Querier, a Active, cur db.
 			return Active{}, fmt.Errorf("thread %q: compaction %d: its view's summary %d: %w", a.Thread.ID, cur.ID, id, err)
 		}
 	}
-	e := Entry{Tokens: int(sum.SummaryTokens), Message: TextMessage(sum.SummaryRole.String, sum.Summary.String), CompactionID: id,
-		CoversFrom: cur.FromSeq.Int64, CoversTo: cur.ToSeq.Int64, text: sum.Summary.String, light: true}
+	e := SummaryEntry(id, sum.SummaryRole.String, sum.Summary.String, int(sum.SummaryTokens), cur.FromSeq.Int64, cur.ToSeq.Int64)
 	at := slices.IndexFunc(a.Entries, func(x Entry) bool { return x.Seq > cur.FromSeq.Int64 })
 	if at < 0 {
 		at = len(a.Entries)
@@ -190,16 +204,33 @@ func keptRanges(out []SeqRange, viewSeq, last int64) []SeqRange {
 // summary (if any) compaction id may have written, as stored: "" when the view is the summary
 // of id alone (or no change at all), with from and to the range of its summary.
 func viewOf(entries []Entry, viewSeq, id int64) (text string, from, to int64) {
-	var v view
+	v, from, to := viewFor(entries, viewSeq)
+	if v.Summary == id && len(v.Masked) == 0 && len(v.Cut) == 0 && len(v.Omitted) == 0 && len(v.Held) == 0 {
+		return "", from, to
+	}
+	b, _ := json.Marshal(v) // plain values always marshal
+	return string(b), from, to
+}
+
+// ViewChangesOf returns what the view of entries, an active context over the messages up to
+// viewSeq, leaves out of it or shows shortened, beside its summary (see ViewChanges).
+func ViewChangesOf(entries []Entry, viewSeq int64) ViewChanges {
+	v, _, _ := viewFor(entries, viewSeq)
+	return v.changes()
+}
+
+// viewFor returns the view of entries, an active context over the messages up to viewSeq, with
+// from and to the range of its summary.
+func viewFor(entries []Entry, viewSeq int64) (v view, from, to int64) {
 	present := map[int64]bool{}
 	for _, e := range entries {
 		switch {
 		case e.CompactionID != 0:
 			v.Summary, from, to = e.CompactionID, e.CoversFrom, e.CoversTo
-		case e.mark != nil && e.mark.masked != nil:
-			v.Masked = append(v.Masked, *e.mark.masked)
-		case e.mark != nil && e.mark.cut != nil:
-			v.Cut = append(v.Cut, *e.mark.cut)
+		case e.mark != nil && e.mark.Masked != nil:
+			v.Masked = append(v.Masked, *e.mark.Masked)
+		case e.mark != nil && e.mark.Cut != nil:
+			v.Cut = append(v.Cut, *e.mark.Cut)
 		}
 		if e.Seq != 0 {
 			present[e.Seq] = true
@@ -220,11 +251,7 @@ func viewOf(entries []Entry, viewSeq, id int64) (text string, from, to int64) {
 			v.Omitted = append(v.Omitted, SeqRange{seq, seq})
 		}
 	}
-	if v.Summary == id && len(v.Masked) == 0 && len(v.Cut) == 0 && len(v.Omitted) == 0 && len(v.Held) == 0 {
-		return "", from, to
-	}
-	b, _ := json.Marshal(v) // plain values always marshal
-	return string(b), from, to
+	return v, from, to
 }
 
 // ViewChanges is what a compaction's view leaves out of, or shows shortened in, the active
@@ -260,35 +287,4 @@ func viewChanges(text string) *ViewChanges {
 		return nil
 	}
 	return &c
-}
-
-// cutAt returns the largest n <= max such that s[:n] ends on a rune boundary.
-func cutAt(s string, max int) int {
-	n := min(max, len(s))
-	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
-}
-
-// tailAt returns the largest n <= max such that s[len(s)-n:] starts on a rune boundary.
-func tailAt(s string, max int) int {
-	n := min(max, len(s))
-	for n > 0 && n < len(s) && !utf8.RuneStart(s[len(s)-n]) {
-		n--
-	}
-	return n
-}
-
-// firstLine returns the first non-blank line of s, at most max bytes.
-func firstLine(s string, max int) string {
-	for line := range strings.Lines(s) {
-		if line = strings.TrimSpace(line); line != "" {
-			if len(line) > max {
-				return line[:cutAt(line, max)] + "..."
-			}
-			return line
-		}
-	}
-	return ""
 }
