@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/jsontext"
 )
 
 // indexBatchBytes is how much message text an append writes before indexing it for search
@@ -299,7 +300,7 @@ func storedForm(m Message, counter TokenCounter) (stored, error) {
 	if err != nil {
 		return stored{}, err
 	}
-	if !isCompactJSON(raw) || !json.Valid(raw) {
+	if !jsontext.IsCompact(raw) || !json.Valid(raw) {
 		// Content given to Append as it pleased: json.Marshal would compact and check it.
 		var buf bytes.Buffer
 		buf.Grow(len(raw))
@@ -324,7 +325,7 @@ func storedForm(m Message, counter TokenCounter) (stored, error) {
 func storedText(m Message, raw []byte, counter TokenCounter) stored {
 	// raw is never written again: the string shares its bytes instead of copying them.
 	row := stored{raw: unsafe.String(unsafe.SliceData(raw), len(raw))}
-	if text, ok := jsonStringValue(m.Content); ok {
+	if text, ok := jsontext.StringValue(m.Content); ok {
 		row.text = text
 		row.tokens = countMessageWithText(counter, m, text)
 	} else {

@@ -228,19 +228,6 @@ func FuzzDecodeFast(f *testing.F) {
 	f.Fuzz(checkDecode)
 }
 
-// appendJSONString writes a string as json.Marshal does.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", `q"b\\`, "<a href='x'>&amp;</a>", "line\nsep\u2028para\u2029", "\u2027\u202a \u2014 \u00e9\U0001F600", "ctl \x00\x01\x1f\x7f", "bad \xff\xfe utf-8", "\xe2\x80", "\xe2"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
 // An import stores each message's JSON as the input holds it, without the white space between
 // its fields: the fields in their order, numbers and escapes as written, <, > and & as they
 // are. A message that gives a key twice is stored with each key once (the last value, as it is

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/memcascade/memcascade/memory"
@@ -149,42 +148,5 @@ func TestCountFilePart(t *testing.T) {
 	opaque := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 200<<10))
 	if got, want := count(map[string]string{"file_data": opaque}), 4*585; got != want {
 		t.Errorf("a file without readable pages counts %d, want %d", got, want)
-	}
-}
-
-// jsonStringCases are JSON strings with every escape, invalid UTF-8 and lone surrogates, and
-// strings that are not valid JSON.
-var jsonStringCases = []string{
-	`""`, `"plain ascii"`, `"caf\u00e9 \"q\" \\ \/ \b\f\n\r\t"`, `"日本語 and emoji 😀"`,
-	`"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`, `"\ude00\ud83d"`, `"\ud83d\u0041"`, `"\uD83D\uDE00"`,
-	"\"bad \xff byte\"", "\"cut \xe6\x97\"", `"\u00"`, `"\x"`, `"a"b"`, "\"ctl \x01\"", `"ends \"`,
-	`"unterminated`, `x`, ` "spaced" `, `"\u0000"`, `"<>&\u2028"`,
-}
-
-// TestJSONStringValue checks the one-copy string decoder of content against encoding/json.
-func TestJSONStringValue(t *testing.T) {
-	t.Parallel()
-	for _, s := range jsonStringCases {
-		checkJSONString(t, s)
-	}
-}
-
-func FuzzJSONStringValue(f *testing.F) {
-	for _, s := range jsonStringCases {
-		f.Add(s)
-	}
-	f.Fuzz(checkJSONString)
-}
-
-func checkJSONString(t *testing.T, raw string) {
-	var want string
-	wantErr := json.Unmarshal([]byte(raw), &want)
-	isString := strings.HasPrefix(strings.TrimSpace(raw), `"`)
-	got, ok := memory.JSONStringValue([]byte(raw))
-	switch {
-	case wantErr == nil && isString && (!ok || got != want):
-		t.Errorf("JSONStringValue(%q) = %q, %v; encoding/json gives %q", raw, got, ok, want)
-	case (wantErr != nil || !isString) && ok:
-		t.Errorf("JSONStringValue(%q) = %q, true; encoding/json: %v", raw, got, wantErr)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memcascade/memcascade/internal/jsontext"
 	"github.com/memcascade/memcascade/tokenizer"
 )
 
@@ -394,7 +395,7 @@ func (c *BPECounter) countContent(content json.RawMessage) int {
 	}
 	switch content[0] {
 	case '"':
-		if s, ok := jsonStringValue(content); ok {
+		if s, ok := jsontext.StringValue(content); ok {
 			return c.CountText(s)
 		}
 	case '[':
@@ -432,7 +433,7 @@ func (c *BPECounter) countPart(p json.RawMessage) int {
 			return part.File.tokens() + c.CountText(part.File.Filename)
 		}
 	}
-	return c.CountText(string(compactJSON(p)))
+	return c.CountText(string(jsontext.Compact(p)))
 }
 
 // Tool is one entry of a request's tools.
@@ -523,7 +524,7 @@ func (c *BPECounter) countEnum(raw json.RawMessage) int {
 	for _, v := range values {
 		s, ok := asString(v)
 		if !ok {
-			s = string(compactJSON(v))
+			s = string(jsontext.Compact(v))
 		}
 		n += enumItem + c.CountText(s)
 	}
@@ -553,7 +554,7 @@ func schemaType(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &list) == nil {
 		return strings.Join(list, ",")
 	}
-	return string(compactJSON(raw))
+	return string(jsontext.Compact(raw))
 }
 
 // jsonString returns a JSON string's value, or "" for anything else.
