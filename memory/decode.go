@@ -24,20 +24,20 @@ import (
 const maxDepth = 10000
 
 // decodeLine decodes one message of an import: b is its JSON, with nothing else than white
-// space around it. The message's input is its stored JSON, or nil when it was decoded by
+// space around it. raw is the message's stored JSON, compact, or nil when it was decoded by
 // decodeMessage (its row then stores its MarshalJSON). inPlace says b may be overwritten (it
-// belongs to the caller and is not read again): the stored JSON is then b itself, made
-// compact where needed.
-func decodeLine(b []byte, inPlace bool) (Message, error) {
+// belongs to the caller and is not read again): raw is then b itself, made compact where
+// needed.
+func decodeLine(b []byte, inPlace bool) (m Message, raw []byte, err error) {
 	m, raw, ok := decodeFast(b, inPlace)
 	if ok {
-		m.input = raw
-		return m, nil
+		return m, raw, nil
 	}
 	if raw != nil {
 		b = raw // compacted in place: the same JSON value
 	}
-	return decodeMessage(b)
+	m, err = decodeMessage(b)
+	return m, nil, err
 }
 
 // field is a top-level field of a message, as offsets in the compact JSON.

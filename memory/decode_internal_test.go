@@ -86,7 +86,7 @@ func checkDecode(t *testing.T, b []byte) {
 	t.Helper()
 	want, werr := decodeMessage(bytes.Clone(b))
 	// decodeLine, in place, answers as decodeMessage does, error included.
-	if _, lerr := decodeLine(bytes.Clone(b), true); (lerr == nil) != (werr == nil) || lerr != nil && lerr.Error() != werr.Error() {
+	if _, _, lerr := decodeLine(bytes.Clone(b), true); (lerr == nil) != (werr == nil) || lerr != nil && lerr.Error() != werr.Error() {
 		t.Fatalf("decodeLine of %q: %v, decodeMessage: %v", b, lerr, werr)
 	}
 	for _, inPlace := range []bool{false, true} {

@@ -33,10 +33,6 @@ type Message struct {
 	ToolCallID string
 	// Extra holds every field not named above, as given.
 	Extra map[string]json.RawMessage
-
-	// input is the JSON an import decoded the message from, compact (see decodeLine): what
-	// its row stores. nil for a message made otherwise, whose row stores its MarshalJSON.
-	input []byte
 }
 
 // ToolCall is one entry of an assistant message's tool_calls.
