@@ -436,19 +436,6 @@ func (c *BPECounter) countPart(p json.RawMessage) int {
 	return c.CountText(string(jsontext.Compact(p)))
 }
 
-// Tool is one entry of a request's tools.
-type Tool struct {
-	Type     string       `json:"type"`
-	Function ToolFunction `json:"function"`
-}
-
-// ToolFunction is the function a Tool defines; Parameters is its JSON Schema.
-type ToolFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
-
 // CountTools returns the tokens the tool definitions add to a request: the function part of the
 // cookbook's num_tokens_for_tools (add CountMessages for the whole prompt). Type is not
 // inspected: every tool is counted by its Function.

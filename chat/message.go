@@ -1,4 +1,8 @@
-package memory
+// Package chat holds the chat message as an agent gives it (OpenAI's chat format): Message,
+// its tool calls, the tool definitions of a request, and their JSON codec, which writes a
+// message back as it was given. The store keeps these messages, token counting counts them,
+// and the proxy relays them.
+package chat
 
 import (
 	"bytes"
