@@ -47,6 +47,16 @@ var freshDB = testdb.NewTemplate(func(path string) error {
 	return s.Close()
 })
 
+// counter is the built-in counter of a built-in encoding.
+func counter(t testing.TB, encoding string) *memory.BPECounter {
+	t.Helper()
+	c, err := memory.NewTokenCounter(encoding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // conversations returns the recorded conversations of testdata.
 func conversations(t testing.TB) []string {
 	t.Helper()

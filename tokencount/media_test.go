@@ -1,4 +1,4 @@
-package memory_test
+package tokencount_test
 
 import (
 	"bytes"
@@ -9,7 +9,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // wav returns a RIFF WAVE file of PCM audio: a LIST chunk before the data, as many encoders
@@ -60,16 +61,16 @@ func mp3(frames int, xing bool) []byte {
 	return b.Bytes()
 }
 
-func audioMessage(data, format string) memory.Message {
+func audioMessage(data, format string) chat.Message {
 	part, _ := json.Marshal(map[string]any{"type": "input_audio", "input_audio": map[string]string{"data": data, "format": format}})
-	return memory.Message{Role: "user", Content: json.RawMessage("[" + string(part) + "]")}
+	return chat.Message{Role: "user", Content: json.RawMessage("[" + string(part) + "]")}
 }
 
 // TestCountAudioPart checks that an input_audio part costs 1 token per 100 ms of its duration,
 // read from generated files of known duration, instead of the tokens of its base64 as text.
 func TestCountAudioPart(t *testing.T) {
 	t.Parallel()
-	c := counter(t, memory.EncodingO200k)
+	c := counter(t, tokencount.EncodingO200k)
 	framing := 3 + c.CountText("user")
 	b64 := base64.StdEncoding.EncodeToString
 	for _, tc := range []struct {
@@ -128,11 +129,11 @@ func pdf(pages int) []byte {
 // for its image, 500 for its text) plus the filename, with pages read from the file.
 func TestCountFilePart(t *testing.T) {
 	t.Parallel()
-	c := counter(t, memory.EncodingO200k)
+	c := counter(t, tokencount.EncodingO200k)
 	framing := 3 + c.CountText("user")
 	count := func(file map[string]string) int {
 		part, _ := json.Marshal(map[string]any{"type": "file", "file": file})
-		return c.CountMessage(memory.Message{Role: "user", Content: json.RawMessage("[" + string(part) + "]")}) - framing
+		return c.CountMessage(chat.Message{Role: "user", Content: json.RawMessage("[" + string(part) + "]")}) - framing
 	}
 	name := "report.pdf"
 	for _, pages := range []int{1, 3, 40} {
