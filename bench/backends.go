@@ -13,6 +13,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx", for the bench's schemas
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 	_ "github.com/memcascade/memcascade/db/postgres" // the stores on PostgreSQL
 	"github.com/memcascade/memcascade/internal/testdb"
@@ -139,8 +140,8 @@ func concurrentAppends(name string, n int, shared bool, run time.Duration) (int,
 	for w := range n {
 		wg.Go(func() {
 			for i := 0; time.Now().Before(deadline); i++ {
-				m := memory.TextMessage(memory.RoleUser, fmt.Sprintf("writer %d, append %d: order W%06d", w, i, i))
-				res, err := s.Append(ctx, thread(w), []memory.Message{m}, memory.AppendOptions{})
+				m := chat.TextMessage(chat.RoleUser, fmt.Sprintf("writer %d, append %d: order W%06d", w, i, i))
+				res, err := s.Append(ctx, thread(w), []chat.Message{m}, memory.AppendOptions{})
 				if err != nil {
 					errs[w] = err
 					return
@@ -265,7 +266,7 @@ func (b *bench) manyThreads([]conversation) error {
 // checked (every thread's messages run 1..last_seq).
 func writeThreads(ctx context.Context, s *memory.Store, backend string, n int) error {
 	now := time.Now().UnixMilli()
-	raw, _ := json.Marshal(memory.TextMessage(memory.RoleUser, "hello"))
+	raw, _ := json.Marshal(chat.TextMessage(chat.RoleUser, "hello"))
 	h := s.DB()
 	if backend == postgresBackend {
 		tx, err := h.DB.BeginTx(ctx, nil)
@@ -299,7 +300,7 @@ FROM generate_series(0, $3 - 1) AS i`, now, string(raw), n); err != nil {
 			if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: at, UpdatedAt: at}); err != nil {
 				return err
 			}
-			if err := q.InsertMessage(ctx, db.InsertMessageParams{ThreadID: id, Seq: 1, Role: memory.RoleUser,
+			if err := q.InsertMessage(ctx, db.InsertMessageParams{ThreadID: id, Seq: 1, Role: chat.RoleUser,
 				Content: sql.NullString{String: "hello", Valid: true}, Raw: string(raw), Tokens: 5, CreatedAt: at}); err != nil {
 				return err
 			}

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/lifesim"
-	"github.com/memcascade/memcascade/memory"
 )
 
 // lifeTargets are the most compactions per 100 turns docs/compaction.md states per limit
@@ -22,7 +22,7 @@ var lifeTargets = map[int]float64{4096: 32, 8192: 16, 32768: 4}
 // life is a thread the life step replays.
 type life struct {
 	name string
-	msgs []memory.Message
+	msgs []chat.Message
 }
 
 // lifeRows: the life of compactions (issue 20). The recorded conversations of testdata and
@@ -80,7 +80,7 @@ func (b *bench) lifeRows([]conversation) error {
 }
 
 // oneLife simulates one life in a store of its own, removed after.
-func (b *bench) oneLife(n int, msgs []memory.Message, limit int, kind string) (lifesim.Stats, error) {
+func (b *bench) oneLife(n int, msgs []chat.Message, limit int, kind string) (lifesim.Stats, error) {
 	ctx := context.Background()
 	path := filepath.Join(b.dir, fmt.Sprintf("life-%d.db", n))
 	defer func() {
@@ -127,17 +127,17 @@ func thousands(n int) string {
 }
 
 // readMessages reads a JSON-lines conversation file.
-func readMessages(path string) ([]memory.Message, error) {
+func readMessages(path string) ([]chat.Message, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var msgs []memory.Message
+	var msgs []chat.Message
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var m memory.Message
+		var m chat.Message
 		if err := json.Unmarshal(line, &m); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

@@ -29,10 +29,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/db/sqlite"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 func main() {
@@ -159,7 +161,7 @@ func cpuModel() string {
 // conversation is one scaled copy of a testdata conversation: its messages as JSON lines.
 type conversation struct {
 	lines [][]byte
-	msgs  []memory.Message
+	msgs  []chat.Message
 }
 
 // loadCorpus reads the testdata conversations and makes copies of them, each with its text
@@ -181,7 +183,7 @@ func loadCorpus(copies int) ([]conversation, error) {
 				if len(bytes.TrimSpace(line)) == 0 {
 					continue
 				}
-				var m memory.Message
+				var m chat.Message
 				if err := json.Unmarshal(line, &m); err != nil {
 					return nil, err
 				}
@@ -226,7 +228,7 @@ func openStore(path string) (*memory.Store, error) { return memory.Open(context.
 func (b *bench) append(corpus []conversation) error {
 	ctx := context.Background()
 	nmsgs, size := corpusBytes(corpus)
-	counter, err := memory.NewTokenCounter(memory.EncodingO200k)
+	counter, err := tokencount.NewCounter(tokencount.EncodingO200k)
 	if err != nil {
 		return err
 	}
@@ -495,14 +497,14 @@ func (zeroCompleter) Complete(ctx context.Context, req llm.Request) (llm.Respons
 	return llm.Response{Text: "The user asked many questions; the assistant answered them.", FinishReason: "stop"}, nil
 }
 
-func shortMessages(n int, from int) []memory.Message {
-	out := make([]memory.Message, 0, n)
+func shortMessages(n int, from int) []chat.Message {
+	out := make([]chat.Message, 0, n)
 	for i := range n {
-		role := memory.RoleUser
+		role := chat.RoleUser
 		if i%2 == 1 {
-			role = memory.RoleAssistant
+			role = chat.RoleAssistant
 		}
-		out = append(out, memory.TextMessage(role, fmt.Sprintf("message %d about order W%06d and flight HAT%03d", from+i, from+i, (from+i)%300)))
+		out = append(out, chat.TextMessage(role, fmt.Sprintf("message %d about order W%06d and flight HAT%03d", from+i, from+i, (from+i)%300)))
 	}
 	return out
 }
@@ -519,8 +521,8 @@ func (b *bench) activeRead([]conversation) error {
 		return err
 	}
 	defer s.Close()
-	sys := memory.TextMessage(memory.RoleSystem, "You are a support agent.")
-	if _, err := s.Append(ctx, "long", []memory.Message{sys}, memory.AppendOptions{}); err != nil {
+	sys := chat.TextMessage(chat.RoleSystem, "You are a support agent.")
+	if _, err := s.Append(ctx, "long", []chat.Message{sys}, memory.AppendOptions{}); err != nil {
 		return err
 	}
 	for i := 0; i < archived; i += 5000 {
@@ -548,7 +550,7 @@ func (b *bench) activeRead([]conversation) error {
 	}
 	la, _ := s.Active(ctx, "long")
 	// "short" has as many messages as the active context of "long", and no history beyond.
-	short := append([]memory.Message{sys}, shortMessages(len(la.Entries)-1, archived)...)
+	short := append([]chat.Message{sys}, shortMessages(len(la.Entries)-1, archived)...)
 	if _, err := s.Append(ctx, "short", short, memory.AppendOptions{}); err != nil {
 		return err
 	}
@@ -602,7 +604,7 @@ func (b *bench) compactionOf(backend, name string, n int) error {
 	var ds, cpus []time.Duration
 	for i := range 5 {
 		thread := fmt.Sprintf("t%d-%d", n, i)
-		msgs := append([]memory.Message{memory.TextMessage(memory.RoleSystem, "You are a support agent.")}, shortMessages(n, 0)...)
+		msgs := append([]chat.Message{chat.TextMessage(chat.RoleSystem, "You are a support agent.")}, shortMessages(n, 0)...)
 		if _, err := s.Append(ctx, thread, msgs, memory.AppendOptions{}); err != nil {
 			return err
 		}
@@ -637,14 +639,14 @@ func (b *bench) compactionOf(backend, name string, n int) error {
 // tokenizer: counting throughput, exactness, and OpenAI's JavaScript tokenizer on the same
 // text, whole process against whole process.
 func (b *bench) tokenizer(corpus []conversation) error {
-	c, err := memory.NewTokenCounter(memory.EncodingO200k)
+	c, err := tokencount.NewCounter(tokencount.EncodingO200k)
 	if err != nil {
 		return err
 	}
-	vectors := map[string][]int{memory.EncodingCL100k: {15339, 1917}, memory.EncodingO200k: {24912, 2375}}
+	vectors := map[string][]int{tokencount.EncodingCL100k: {15339, 1917}, tokencount.EncodingO200k: {24912, 2375}}
 	exact := true
 	for enc, want := range vectors {
-		tc, _ := memory.NewTokenCounter(enc)
+		tc, _ := tokencount.NewCounter(enc)
 		exact = exact && slices.Equal(tc.Encode("hello world"), want)
 	}
 	b.add("tokens: reference vectors (hello world, cl100k and o200k)", map[bool]string{true: "exact", false: "WRONG"}[exact], "exact", ptr(exact))
@@ -710,7 +712,7 @@ func (b *bench) tokenizer(corpus []conversation) error {
 	return nil
 }
 
-func argsOf(m memory.Message) []string {
+func argsOf(m chat.Message) []string {
 	var out []string
 	for _, c := range m.ToolCalls {
 		out = append(out, c.Function.Arguments)
@@ -724,7 +726,7 @@ func countFile(path string) error {
 	if err != nil {
 		return err
 	}
-	c, err := memory.NewTokenCounter(memory.EncodingO200k)
+	c, err := tokencount.NewCounter(tokencount.EncodingO200k)
 	if err != nil {
 		return err
 	}
@@ -857,7 +859,7 @@ func (b *bench) bigMessage(corpus []conversation) error {
 			}
 		}
 	}
-	line, err := json.Marshal(memory.TextMessage(memory.RoleUser, string(text.Bytes()[:want])))
+	line, err := json.Marshal(chat.TextMessage(chat.RoleUser, string(text.Bytes()[:want])))
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -184,56 +185,56 @@ func vmRSS(pid int) int64 {
 // chatClient posts chat completions and returns the reply, timing the exchange.
 type chatClient struct{ http *http.Client }
 
-func (c chatClient) post(url string, body []byte) (time.Duration, memory.Message, error) {
+func (c chatClient) post(url string, body []byte) (time.Duration, chat.Message, error) {
 	start := time.Now()
 	resp, err := c.http.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
-		return 0, memory.Message{}, err
+		return 0, chat.Message{}, err
 	}
 	out, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	d := time.Since(start)
 	if err != nil {
-		return 0, memory.Message{}, err
+		return 0, chat.Message{}, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, memory.Message{}, fmt.Errorf("%s: %d %s", url, resp.StatusCode, out)
+		return 0, chat.Message{}, fmt.Errorf("%s: %d %s", url, resp.StatusCode, out)
 	}
 	var r struct {
 		Choices []struct {
-			Message memory.Message `json:"message"`
+			Message chat.Message `json:"message"`
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil || len(r.Choices) == 0 {
-		return 0, memory.Message{}, fmt.Errorf("%s: not a chat completion: %s", url, out)
+		return 0, chat.Message{}, fmt.Errorf("%s: not a chat completion: %s", url, out)
 	}
 	return d, r.Choices[0].Message, nil
 }
 
-func chatBody(msgs []memory.Message) []byte {
+func chatBody(msgs []chat.Message) []byte {
 	b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
 	return b
 }
 
 // agentHistory is a conversation of n messages, distinct per thread: a system prompt, then
 // user and assistant messages in turn.
-func agentHistory(thread string, n int) []memory.Message {
-	msgs := []memory.Message{memory.TextMessage(memory.RoleSystem, "You are a coding agent. Run the tests, read the failures, fix the code.")}
+func agentHistory(thread string, n int) []chat.Message {
+	msgs := []chat.Message{chat.TextMessage(chat.RoleSystem, "You are a coding agent. Run the tests, read the failures, fix the code.")}
 	for i := 1; len(msgs) < n; i++ {
-		role := memory.RoleUser
+		role := chat.RoleUser
 		text := fmt.Sprintf("[%s] step %d: run the tests in package p%d and tell me what failed; the last run printed %s", thread, i, i, strings.Repeat("ok ", 20))
 		if i%2 == 0 {
-			role = memory.RoleAssistant
+			role = chat.RoleAssistant
 			text = fmt.Sprintf("[%s] step %d: 3 tests failed in package p%d; the fix is in handler.go line %d, where the nil map is written.", thread, i, i, 40+i)
 		}
-		msgs = append(msgs, memory.TextMessage(role, text))
+		msgs = append(msgs, chat.TextMessage(role, text))
 	}
 	return msgs
 }
 
 // checkStored reads the threads back from the database and compares each with the
 // conversation its client holds: every message stored once, in order.
-func checkStored(path string, want map[string][]memory.Message) error {
+func checkStored(path string, want map[string][]chat.Message) error {
 	ctx := context.Background()
 	s, err := memory.OpenWith(ctx, path, memory.OpenOptions{ReadOnly: true})
 	if err != nil {
@@ -318,7 +319,7 @@ func (b *bench) latencyRound(p *serveProc, up *fakeUpstream, thread string, turn
 	var proxied, straight []time.Duration
 	cpu0 := procCPU(p.cmd.Process.Pid)
 	for t := range turns {
-		msgs = append(msgs, memory.TextMessage(memory.RoleUser, fmt.Sprintf("[%s] turn %d: and now? %s", thread, t, strings.Repeat("more ", 10))))
+		msgs = append(msgs, chat.TextMessage(chat.RoleUser, fmt.Sprintf("[%s] turn %d: and now? %s", thread, t, strings.Repeat("more ", 10))))
 		body := chatBody(msgs)
 		var dp, dd time.Duration
 		if t%2 == 0 {
@@ -335,7 +336,7 @@ func (b *bench) latencyRound(p *serveProc, up *fakeUpstream, thread string, turn
 		msgs = append(msgs, reply)
 	}
 	cpu := (procCPU(p.cmd.Process.Pid) - cpu0) / time.Duration(turns)
-	if err := checkStored(p.db, map[string][]memory.Message{thread: msgs}); err != nil {
+	if err := checkStored(p.db, map[string][]chat.Message{thread: msgs}); err != nil {
 		return latencyRound{}, err
 	}
 	return latencyRound{
@@ -404,12 +405,12 @@ func (r agentsRun) direct() float64 { return float64(r.turns) / r.directTime.Sec
 func runAgents(p *serveProc, up *fakeUpstream, prefix string, agents, turns int, period time.Duration) (agentsRun, error) {
 	c := chatClient{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agents}}}
 	var first []time.Duration // of the last run
-	run := func(direct bool) (time.Duration, []time.Duration, map[string][]memory.Message, error) {
+	run := func(direct bool) (time.Duration, []time.Duration, map[string][]chat.Message, error) {
 		var mu sync.Mutex
 		var lat []time.Duration
 		first = first[:0]
 		var errs []error
-		convs := map[string][]memory.Message{}
+		convs := map[string][]chat.Message{}
 		var wg sync.WaitGroup
 		start := time.Now()
 		if period > 0 {
@@ -432,7 +433,7 @@ func runAgents(p *serveProc, up *fakeUpstream, prefix string, agents, turns int,
 						due = start.Add(offset + time.Duration(t)*period)
 						time.Sleep(time.Until(due))
 					}
-					msgs = append(msgs, memory.TextMessage(memory.RoleUser, fmt.Sprintf("[%s] turn %d: %s", thread, t, strings.Repeat("context ", 20))))
+					msgs = append(msgs, chat.TextMessage(chat.RoleUser, fmt.Sprintf("[%s] turn %d: %s", thread, t, strings.Repeat("context ", 20))))
 					_, reply, err := c.post(url, chatBody(msgs))
 					end := time.Now()
 					if err != nil {
@@ -469,7 +470,7 @@ func runAgents(p *serveProc, up *fakeUpstream, prefix string, agents, turns int,
 		return r, err
 	}
 	cpu0 := procCPU(p.cmd.Process.Pid)
-	var convs map[string][]memory.Message
+	var convs map[string][]chat.Message
 	if r.time, r.lat, convs, err = run(false); err != nil {
 		return r, err
 	}
@@ -483,7 +484,7 @@ func (b *bench) serveMemory(p *serveProc, threads int) error {
 	c := chatClient{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}}
 	var mu sync.Mutex
 	var errs []error
-	convs := map[string][]memory.Message{}
+	convs := map[string][]chat.Message{}
 	next := atomic.Int64{}
 	var wg sync.WaitGroup
 	for range workers {
@@ -498,7 +499,7 @@ func (b *bench) serveMemory(p *serveProc, threads int) error {
 				msgs := agentHistory(thread, size-2*turns+1)
 				for t := range turns {
 					if t > 0 {
-						msgs = append(msgs, memory.TextMessage(memory.RoleUser, fmt.Sprintf("[%s] turn %d: and then?", thread, t)))
+						msgs = append(msgs, chat.TextMessage(chat.RoleUser, fmt.Sprintf("[%s] turn %d: and then?", thread, t)))
 					}
 					_, reply, err := c.post(url, chatBody(msgs))
 					if err != nil {

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // Rates of the simulated local summarizer (a small model on a laptop or a board).
@@ -99,15 +101,15 @@ func compactThroughWindow(dir string, window, maxOutput int) (r windowResult) {
 			}
 		}
 	}
-	counter, err := s.Counter(memory.EncodingO200k)
+	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		msgs := make([]memory.Message, len(req.Messages))
+		msgs := make([]chat.Message, len(req.Messages))
 		for i, m := range req.Messages {
-			msgs[i] = memory.TextMessage(m.Role, m.Content)
+			msgs[i] = chat.TextMessage(m.Role, m.Content)
 		}
 		prompt := counter.CountMessages(msgs)
 		// The model writes what it is asked for, within the bound it is given.

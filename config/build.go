@@ -12,6 +12,7 @@ import (
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/redact"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // Settings returns the compaction settings of the config, defaults filled in.
@@ -61,7 +62,7 @@ func (cp *Compaction) setSettings(s memory.Settings) {
 // config names no file (new threads are then counted by a built-in encoding: encoding, or the
 // one of the model). A relative path is read from the directory of the config file. Give the
 // counter to memory.Store.UseCounter.
-func (c Config) Counter() (*memory.BPECounter, error) {
+func (c Config) Counter() (*tokencount.BPECounter, error) {
 	if c.EncodingFile == "" {
 		return nil, nil
 	}
@@ -69,7 +70,7 @@ func (c Config) Counter() (*memory.BPECounter, error) {
 	if !filepath.IsAbs(path) && c.Source != "" && c.Source != DefaultSource {
 		path = filepath.Join(filepath.Dir(c.Source), path)
 	}
-	counter, err := memory.NewFileCounter(path, c.EncodingPattern)
+	counter, err := tokencount.NewFileCounter(path, c.EncodingPattern)
 	if err != nil {
 		return nil, &Error{File: c.Source, Key: "encoding_file", Msg: err.Error(), Err: err}
 	}

@@ -32,7 +32,7 @@ const (
 type Config struct {
 	// Model is the agent's model; it picks the tokenizer of new threads.
 	Model string `yaml:"model" json:"model"`
-	// Encoding forces a built-in tokenizer (one of memory.Encodings:
+	// Encoding forces a built-in tokenizer (one of tokencount.Encodings:
 	// o200k_base, cl100k_base, p50k_base, r50k_base) for models the tokenizer
 	// library does not know; "" picks it from Model.
 	Encoding string `yaml:"encoding" json:"encoding"`
@@ -40,7 +40,7 @@ type Config struct {
 	// built-in encoding: a Hugging Face tokenizer.json of a byte-level BPE
 	// model (Qwen, Llama 3, ...), recognized by its content, or a
 	// tiktoken-format vocabulary (Llama 3's tokenizer.model is one); see
-	// memory.NewFileCounter. It excludes Encoding.
+	// tokencount.NewFileCounter. It excludes Encoding.
 	EncodingFile string `yaml:"encoding_file" json:"encoding_file"`
 	// EncodingPattern is the split pattern of a tiktoken-format EncodingFile,
 	// a regexp2 regular expression; "" is the cl100k_base pattern, which

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -42,11 +43,11 @@ cascade:
 		log.Fatal(err)
 	}
 	defer store.Close()
-	msgs := []memory.Message{memory.TextMessage(memory.RoleSystem, "You are a helpful support agent.")}
+	msgs := []chat.Message{chat.TextMessage(chat.RoleSystem, "You are a helpful support agent.")}
 	for i := range 20 {
 		msgs = append(msgs,
-			memory.TextMessage(memory.RoleUser, fmt.Sprintf("Question %d: my badge ACME-12345%d does not open door %d.", i, i, i)),
-			memory.TextMessage(memory.RoleAssistant, fmt.Sprintf("I reset door %d for you.", i)))
+			chat.TextMessage(chat.RoleUser, fmt.Sprintf("Question %d: my badge ACME-12345%d does not open door %d.", i, i, i)),
+			chat.TextMessage(chat.RoleAssistant, fmt.Sprintf("I reset door %d for you.", i)))
 	}
 	if _, err := store.Append(ctx, "support-42", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		log.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/dlclark/regexp2"
 
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // Validate checks a Config built in Go with the same rules [Parse] applies
@@ -182,8 +183,8 @@ func (ck *checker) validate(c Config) {
 }
 
 func (ck *checker) validateEncoding(c Config) {
-	if !ck.skip("encoding") && c.Encoding != "" && !slices.Contains(memory.Encodings(), c.Encoding) {
-		ck.add("encoding", "%s is not a known encoding: use %s, or \"\" to pick it from the model", quote(c.Encoding), strings.Join(memory.Encodings(), ", "))
+	if !ck.skip("encoding") && c.Encoding != "" && !slices.Contains(tokencount.Encodings(), c.Encoding) {
+		ck.add("encoding", "%s is not a known encoding: use %s, or \"\" to pick it from the model", quote(c.Encoding), strings.Join(tokencount.Encodings(), ", "))
 	}
 	if !ck.skip("encoding_file") && c.EncodingFile != "" && c.Encoding != "" {
 		ck.add("encoding_file", "set together with encoding: a thread is counted by one or the other, so set only one")

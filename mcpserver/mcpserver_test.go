@@ -12,11 +12,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	_ "github.com/memcascade/memcascade/db/postgres"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/mcpserver"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // TestMain runs the tests on SQLite, then on PostgreSQL when MEMCASCADE_TEST_POSTGRES is set.
@@ -51,7 +53,7 @@ func setup(t *testing.T, opt mcpserver.Options) (*mcp.ClientSession, *memory.Sto
 	if _, err := s.Import(ctx, "t", f, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)
 	}
-	counter, err := s.Counter(memory.EncodingO200k)
+	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func TestReadRedacts(t *testing.T) {
 	const secret = "sk-proj-Zq8vN3kR7tY2wX5mB9cD4fG6hJ1lP0sA"
 	for _, raw := range []bool{false, true} {
 		cs, s := setup(t, mcpserver.Options{Thread: "t", Raw: raw})
-		if _, err := s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", "my key is "+secret)}, memory.AppendOptions{}); err != nil {
+		if _, err := s.Append(context.Background(), "t", []chat.Message{chat.TextMessage("user", "my key is "+secret)}, memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		var read mcpserver.ReadOutput

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -51,7 +52,7 @@ func RedactHits(ctx context.Context, s *memory.Store, query string, hits []Searc
 
 // redactedText returns the searchable text of m (its text, name and tool calls), redacted,
 // and whether redacting changed any of it.
-func redactedText(m memory.Message, redact func(string) string) (string, bool) {
+func redactedText(m chat.Message, redact func(string) string) (string, bool) {
 	parts := []string{m.Text(), m.Name}
 	for _, c := range m.ToolCalls {
 		parts = append(parts, c.ID, c.Function.Name, c.Function.Arguments)

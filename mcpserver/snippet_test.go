@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/mcpserver"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -34,7 +35,7 @@ func TestSearchSnippetRedacts(t *testing.T) {
 	cs, s := setup(t, mcpserver.Options{Thread: "t"})
 	ctx := context.Background()
 	for i, c := range cases {
-		if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", c.text)}, memory.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", c.text)}, memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		seq := int64(63 + i)
@@ -65,7 +66,7 @@ func TestSearchSnippetRedacts(t *testing.T) {
 	}
 	// Raw, the snippet is the stored text.
 	cs, s = setup(t, mcpserver.Options{Thread: "t", Raw: true})
-	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", cases[0].text)}, memory.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", cases[0].text)}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var found mcpserver.SearchOutput
@@ -79,7 +80,7 @@ func TestSearchSnippetRedacts(t *testing.T) {
 func TestSearchSnippetMarksMatches(t *testing.T) {
 	cs, s := setup(t, mcpserver.Options{Thread: "t"})
 	text := "the booking ZX81QP was paid with sk-proj-Zq8vN3kR7tY2wX5mB9cD4fG6hJ1lP0sAxx yesterday"
-	if _, err := s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", text)}, memory.AppendOptions{}); err != nil {
+	if _, err := s.Append(context.Background(), "t", []chat.Message{chat.TextMessage("user", text)}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var found mcpserver.SearchOutput

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/jsontext"
 )
 
 // indexBatchBytes is how much message text an append writes before indexing it for search
@@ -47,9 +48,9 @@ func (s *Store) Append(ctx context.Context, thread string, msgs []Message, opt A
 	if len(msgs) == 0 {
 		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, ErrNoMessages)
 	}
-	return s.write(ctx, thread, opt, func(add func(Message, int) error) error {
+	return s.write(ctx, thread, opt, func(add func(Message, []byte, int) error) error {
 		for _, m := range msgs {
-			if err := add(m, 0); err != nil {
+			if err := add(m, nil, 0); err != nil {
 				return err
 			}
 		}
@@ -68,7 +69,7 @@ func (s *Store) Append(ctx context.Context, thread string, msgs []Message, opt A
 // written (two forced collections of the whole process: see releaseMemory).
 func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt AppendOptions) (AppendResult, error) {
 	consumed := false
-	return s.write(ctx, thread, opt, func(add func(Message, int) error) error {
+	return s.write(ctx, thread, opt, func(add func(Message, []byte, int) error) error {
 		if consumed {
 			// The transaction is being retried after the input was read: it cannot be read again.
 			return errors.New("import: database busy after the input was read; nothing was written")
@@ -79,7 +80,7 @@ func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt Appe
 }
 
 // write runs one append transaction: produce calls add for each message in order.
-func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
+func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, produce func(add func(m Message, raw []byte, line int) error) error) (AppendResult, error) {
 	if err := checkThreadID(thread); err != nil {
 		return AppendResult{}, err
 	}
@@ -105,13 +106,13 @@ func checkThreadID(thread string) error {
 }
 
 // appendTx is the work of write within transaction q.
-func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error) (AppendResult, error) {
+func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, raw []byte, line int) error) error) (AppendResult, error) {
 	return s.appendRows(ctx, q, thread, opt, produce, nil)
 }
 
 // appendRows is appendTx; kept, when set, is given the stored JSON and the token count of each
 // message written.
-func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, line int) error) error, kept func(raw string, tokens int)) (AppendResult, error) {
+func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, raw []byte, line int) error) error, kept func(raw string, tokens int)) (AppendResult, error) {
 	res := AppendResult{Thread: thread}
 	err := func() error {
 		now := s.now()
@@ -178,13 +179,14 @@ func (ap *appender) flushIndex() error {
 	return err
 }
 
-// add writes message m, read at line of the input (0: not read from lines).
-func (ap *appender) add(m Message, line int) error {
+// add writes message m, read at line of the input (0: not read from lines); raw is its JSON as
+// the import read it, compact (see decodeLine), or nil for a message made otherwise.
+func (ap *appender) add(m Message, raw []byte, line int) error {
 	defer func() { ap.index++ }()
 	if field, msg := ap.calls.check(m); msg != "" {
 		return &InputError{Line: line, Index: ap.index, Field: field, Msg: msg}
 	}
-	row, err := storedForm(m, ap.counter)
+	row, err := storedForm(m, raw, ap.counter)
 	if err != nil {
 		return &InputError{Line: line, Index: ap.index, Msg: err.Error()}
 	}
@@ -286,12 +288,12 @@ type stored struct {
 }
 
 // storedForm computes what the messages table keeps of m, each in one copy: a message of tens
-// of megabytes is encoded once (or not at all: an imported message stores its input, see
-// decodeLine), its text decoded once, and the text counted where it was decoded instead of
-// being decoded again.
-func storedForm(m Message, counter TokenCounter) (stored, error) {
-	if m.input != nil {
-		row := storedText(m, m.input, counter)
+// of megabytes is encoded once (or not at all: an imported message stores raw, its input, see
+// decodeLine; nil raw stores m's MarshalJSON), its text decoded once, and the text counted
+// where it was decoded instead of being decoded again.
+func storedForm(m Message, raw []byte, counter TokenCounter) (stored, error) {
+	if raw != nil {
+		row := storedText(m, raw, counter)
 		row.toolCalls = toolCallsColumn(m.ToolCalls)
 		return row, nil
 	}
@@ -299,7 +301,7 @@ func storedForm(m Message, counter TokenCounter) (stored, error) {
 	if err != nil {
 		return stored{}, err
 	}
-	if !isCompactJSON(raw) || !json.Valid(raw) {
+	if !jsontext.IsCompact(raw) || !json.Valid(raw) {
 		// Content given to Append as it pleased: json.Marshal would compact and check it.
 		var buf bytes.Buffer
 		buf.Grow(len(raw))
@@ -324,7 +326,7 @@ func storedForm(m Message, counter TokenCounter) (stored, error) {
 func storedText(m Message, raw []byte, counter TokenCounter) stored {
 	// raw is never written again: the string shares its bytes instead of copying them.
 	row := stored{raw: unsafe.String(unsafe.SliceData(raw), len(raw))}
-	if text, ok := jsonStringValue(m.Content); ok {
+	if text, ok := jsontext.StringValue(m.Content); ok {
 		row.text = text
 		row.tokens = countMessageWithText(counter, m, text)
 	} else {
@@ -346,8 +348,9 @@ func toolCallsJSON(calls []ToolCall) string {
 }
 
 // readMessages reads JSONL, a JSON array of messages or {"messages": [...]} from r as a stream
-// and calls add for each message with its line (JSONL) or 0.
-func readMessages(r io.Reader, add func(Message, int) error) error {
+// and calls add for each message with its stored JSON (see decodeLine) and its line (JSONL) or
+// 0.
+func readMessages(r io.Reader, add func(Message, []byte, int) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	first, err := firstByte(br)
 	if err == io.EOF {
@@ -413,7 +416,7 @@ func expectMessagesKey(dec *json.Decoder) error {
 // (object) {"messages": [...]}: the array, what follows it and the end of the input. n0
 // messages were read before (by streamArray); standIn says the array's first element stands
 // for them and is skipped.
-func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add func(Message, int) error) error {
+func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add func(Message, []byte, int) error) error {
 	if object {
 		if err := expectMessagesKey(dec); err != nil {
 			return err
@@ -433,7 +436,7 @@ func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add func(
 
 // readArray reads a JSON array of messages and returns how many it held, n0 and a stand-in
 // first element (see decodeArray) included.
-func readArray(dec *json.Decoder, add func(Message, int) error, n0 int, standIn bool) (int, error) {
+func readArray(dec *json.Decoder, add func(Message, []byte, int) error, n0 int, standIn bool) (int, error) {
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('[') {
 		return 0, &InputError{Field: "messages", Msg: "want a JSON array of messages"}
@@ -453,9 +456,9 @@ func readArray(dec *json.Decoder, add func(Message, int) error, n0 int, standIn 
 		if v.err != nil {
 			return n, &InputError{Index: n, Msg: v.err.Error()}
 		}
-		m := v.m
+		m, raw := v.m, v.raw
 		v = messageValue{}
-		if err := add(m, 0); err != nil {
+		if err := add(m, raw, 0); err != nil {
 			return n, err
 		}
 		n++
@@ -474,11 +477,12 @@ func readArray(dec *json.Decoder, add func(Message, int) error, n0 int, standIn 
 // them, where decoding into a json.RawMessage would copy a large message once more.
 type messageValue struct {
 	m   Message
-	err error // decodeLine's, kept apart from the decoder's syntax errors
+	raw []byte // the stored JSON
+	err error  // decodeLine's, kept apart from the decoder's syntax errors
 }
 
 func (v *messageValue) UnmarshalJSON(b []byte) error {
-	v.m, v.err = decodeLine(b, false) // the buffer is the decoder's: not in place
+	v.m, v.raw, v.err = decodeLine(b, false) // the buffer is the decoder's: not in place
 	return nil
 }
 
@@ -519,18 +523,18 @@ func expectEnd(dec *json.Decoder, n int) error {
 	return &InputError{Index: n, Msg: "malformed JSON: data after the end of the messages: " + what}
 }
 
-func readJSONL(br *bufio.Reader, add func(Message, int) error) error {
+func readJSONL(br *bufio.Reader, add func(Message, []byte, int) error) error {
 	line, n := 0, 0
 	for {
 		b, err := br.ReadBytes('\n')
 		if len(b) > 0 {
 			line++
 			if t := bytes.Trim(b, jsonSpace); len(t) > 0 {
-				m, derr := decodeLine(t, true) // the line is a copy of the input's, read by no one else
+				m, raw, derr := decodeLine(t, true) // the line is a copy of the input's, read by no one else
 				if derr != nil {
 					return &InputError{Line: line, Index: n, Msg: derr.Error()}
 				}
-				if err := add(m, line); err != nil {
+				if err := add(m, raw, line); err != nil {
 					return err
 				}
 				n++

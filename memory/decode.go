@@ -5,9 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"slices"
-	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/memcascade/memcascade/internal/jsontext"
 )
 
 // An import reads each message once: decodeLine checks the syntax of a message's JSON, drops
@@ -23,20 +24,20 @@ import (
 const maxDepth = 10000
 
 // decodeLine decodes one message of an import: b is its JSON, with nothing else than white
-// space around it. The message's input is its stored JSON, or nil when it was decoded by
+// space around it. raw is the message's stored JSON, compact, or nil when it was decoded by
 // decodeMessage (its row then stores its MarshalJSON). inPlace says b may be overwritten (it
-// belongs to the caller and is not read again): the stored JSON is then b itself, made
-// compact where needed.
-func decodeLine(b []byte, inPlace bool) (Message, error) {
+// belongs to the caller and is not read again): raw is then b itself, made compact where
+// needed.
+func decodeLine(b []byte, inPlace bool) (m Message, raw []byte, err error) {
 	m, raw, ok := decodeFast(b, inPlace)
 	if ok {
-		m.input = raw
-		return m, nil
+		return m, raw, nil
 	}
 	if raw != nil {
 		b = raw // compacted in place: the same JSON value
 	}
-	return decodeMessage(b)
+	m, err = decodeMessage(b)
+	return m, nil, err
 }
 
 // field is a top-level field of a message, as offsets in the compact JSON.
@@ -96,7 +97,7 @@ func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
 			m.Content = v
 			continue
 		case "name", "tool_call_id":
-			if isNullOrEmpty(v) {
+			if jsontext.IsNullOrEmpty(v) {
 				break // kept in Extra, written back as given
 			}
 			dst := &m.Name
@@ -142,7 +143,7 @@ func fastToolCalls(v []byte) ([]ToolCall, bool) {
 			case "id":
 				return true, fastString(val, escaped, &c.ID)
 			case "type":
-				if isNullOrEmpty(val) {
+				if jsontext.IsNullOrEmpty(val) {
 					return false, true
 				}
 				return true, fastString(val, escaped, &c.Type)
@@ -156,7 +157,7 @@ func fastToolCalls(v []byte) ([]ToolCall, bool) {
 					case "name":
 						return true, fastString(val, escaped, &c.Function.Name)
 					case "arguments":
-						if isNullOrEmpty(val) {
+						if jsontext.IsNullOrEmpty(val) {
 							return false, true
 						}
 						return true, fastString(val, escaped, &c.Function.Arguments)
@@ -303,7 +304,7 @@ func fastString(v []byte, escaped bool, dst *string) bool {
 		*dst = string(v[1 : len(v)-1])
 		return true
 	}
-	s, ok := jsonStringValue(v)
+	s, ok := jsontext.StringValue(v)
 	*dst = s
 	return ok
 }
@@ -314,7 +315,7 @@ func nameFields(raw []byte, fields []field) (repeated bool) {
 		f := &fields[i]
 		f.name = raw[f.key[0]+1 : f.key[1]-1]
 		if f.keyEscaped {
-			k, _ := jsonStringValue(raw[f.key[0]:f.key[1]])
+			k, _ := jsontext.StringValue(raw[f.key[0]:f.key[1]])
 			f.name = []byte(k)
 		}
 	}
@@ -509,7 +510,7 @@ func (s *compactor) str() (escaped, ok bool) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if hex4(b[i+2:]) < 0 {
+				if jsontext.Hex4(b[i+2:]) < 0 {
 					return false, false
 				}
 				i += 6
@@ -644,16 +645,16 @@ func toolCallsColumn(calls []ToolCall) string {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendJSONString(b, c.ID)
+		b = jsontext.AppendString(b, c.ID)
 		if c.Type != "" {
 			b = append(b, `,"type":`...)
-			b = appendJSONString(b, c.Type)
+			b = jsontext.AppendString(b, c.Type)
 		}
 		b = append(b, `,"function":{"name":`...)
-		b = appendJSONString(b, c.Function.Name)
+		b = jsontext.AppendString(b, c.Function.Name)
 		if c.Function.Arguments != "" {
 			b = append(b, `,"arguments":`...)
-			b = appendJSONString(b, c.Function.Arguments)
+			b = jsontext.AppendString(b, c.Function.Arguments)
 		}
 		b = appendExtra(b, c.Function.Extra)
 		b = append(b, '}')
@@ -677,7 +678,7 @@ func appendExtra(b []byte, extra map[string]json.RawMessage) []byte {
 	slices.Sort(keys)
 	for _, k := range keys {
 		b = append(b, ',')
-		b = appendJSONString(b, k)
+		b = jsontext.AppendString(b, k)
 		b = append(b, ':')
 		v := extra[k]
 		if htmlEscaped(v) {
@@ -694,31 +695,4 @@ func appendExtra(b []byte, extra map[string]json.RawMessage) []byte {
 // htmlEscaped reports whether json.Marshal escapes something of v: <, >, &, U+2028 or U+2029.
 func htmlEscaped(v []byte) bool {
 	return bytes.ContainsAny(v, "<>&") || bytes.Contains(v, []byte("\u2028")) || bytes.Contains(v, []byte("\u2029"))
-}
-
-// jsonSafe marks the ASCII bytes json.Marshal writes in a string as they are.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = !strings.ContainsRune("\"\\<>&", rune(c))
-	}
-	return t
-}()
-
-// appendJSONString appends s as json.Marshal writes it.
-func appendJSONString(b []byte, s string) []byte {
-	plain := true
-	for i := 0; i < len(s) && plain; i++ {
-		if c := s[i]; c < utf8.RuneSelf {
-			plain = jsonSafe[c]
-		} else if c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9) {
-			plain = false // U+2028 and U+2029 are escaped
-		}
-	}
-	if !plain || !utf8.ValidString(s) {
-		q, _ := json.Marshal(s) // json.Marshal knows its escapes, and replaces invalid UTF-8
-		return append(b, q...)
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

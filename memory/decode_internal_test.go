@@ -86,7 +86,7 @@ func checkDecode(t *testing.T, b []byte) {
 	t.Helper()
 	want, werr := decodeMessage(bytes.Clone(b))
 	// decodeLine, in place, answers as decodeMessage does, error included.
-	if _, lerr := decodeLine(bytes.Clone(b), true); (lerr == nil) != (werr == nil) || lerr != nil && lerr.Error() != werr.Error() {
+	if _, _, lerr := decodeLine(bytes.Clone(b), true); (lerr == nil) != (werr == nil) || lerr != nil && lerr.Error() != werr.Error() {
 		t.Fatalf("decodeLine of %q: %v, decodeMessage: %v", b, lerr, werr)
 	}
 	for _, inPlace := range []bool{false, true} {
@@ -226,19 +226,6 @@ func FuzzDecodeFast(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(checkDecode)
-}
-
-// appendJSONString writes a string as json.Marshal does.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", `q"b\\`, "<a href='x'>&amp;</a>", "line\nsep\u2028para\u2029", "\u2027\u202a \u2014 \u00e9\U0001F600", "ctl \x00\x01\x1f\x7f", "bad \xff\xfe utf-8", "\xe2\x80", "\xe2"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
 }
 
 // An import stores each message's JSON as the input holds it, without the white space between

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/jsontext"
 )
 
 // decodeLedger decodes a stored ledger: the JSON storedLedger writes (json.Marshal of
@@ -125,7 +126,7 @@ func (p *ledgerScanner) int(out *int) bool {
 	return true
 }
 
-// encodeLedger is json.Marshal(fs), byte for byte (see appendJSONString), without
+// encodeLedger is json.Marshal(fs), byte for byte (see jsontext.AppendString), without
 // reflection.
 func encodeLedger(fs []facts.Fact) []byte {
 	if fs == nil {
@@ -143,20 +144,20 @@ func encodeLedger(fs []facts.Fact) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"kind":`...)
-		b = appendJSONString(b, string(f.Kind))
+		b = jsontext.AppendString(b, string(f.Kind))
 		b = append(b, `,"text":`...)
-		b = appendJSONString(b, f.Text)
+		b = jsontext.AppendString(b, f.Text)
 		b = append(b, `,"weight":`...)
 		b = strconv.AppendInt(b, int64(f.Weight), 10)
 		b = append(b, `,"seq":`...)
 		b = strconv.AppendInt(b, int64(f.Seq), 10)
 		if f.Entity != "" {
 			b = append(b, `,"entity":`...)
-			b = appendJSONString(b, f.Entity)
+			b = jsontext.AppendString(b, f.Entity)
 		}
 		if f.Outcome != "" {
 			b = append(b, `,"outcome":`...)
-			b = appendJSONString(b, f.Outcome)
+			b = jsontext.AppendString(b, f.Outcome)
 		}
 		if f.Dropped {
 			b = append(b, `,"dropped":true`...)

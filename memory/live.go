@@ -146,9 +146,9 @@ func (s *Store) AppendLive(ctx context.Context, thread string, msgs []Message, o
 			out.Entries = append(out.Entries, Entry{Tokens: tokens, Message: msgs[i]})
 			out.Raw = append(out.Raw, json.RawMessage(raw))
 		}
-		res, err := s.appendRows(ctx, q, thread, opt, func(add func(Message, int) error) error {
+		res, err := s.appendRows(ctx, q, thread, opt, func(add func(Message, []byte, int) error) error {
 			for _, m := range msgs {
-				if err := add(m, 0); err != nil {
+				if err := add(m, nil, 0); err != nil {
 					return err
 				}
 			}

@@ -16,7 +16,7 @@ import (
 // array) it hands with the rest of the input to decodeArray, whose json.Decoder goes on from
 // that point as if it had read the input from its start: errors, and what follows the array,
 // read exactly as they do there.
-func streamArray(br *bufio.Reader, object bool, add func(Message, int) error) error {
+func streamArray(br *bufio.Reader, object bool, add func(Message, []byte, int) error) error {
 	br.Discard(1) // the '['
 	// The decoder's state where streamArray leaves: after the '[', after an element, or
 	// after the comma that follows it. An empty object stands for the elements read: a value
@@ -33,14 +33,14 @@ func streamArray(br *bufio.Reader, object bool, add func(Message, int) error) er
 		if !closed {
 			return replayArray(state, io.MultiReader(bytes.NewReader(elem), br), n, object, add)
 		}
-		m, err := decodeLine(elem, true)
+		m, raw, err := decodeLine(elem, true)
 		if err != nil {
 			// decodeLine compacts elem in place only when it is valid JSON: the decoder reads
 			// the same value, and words the error as it would have.
 			return replayArray(state, io.MultiReader(bytes.NewReader(elem), br), n, object, add)
 		}
 		elem = nil
-		if err := add(m, 0); err != nil {
+		if err := add(m, raw, 0); err != nil {
 			return err
 		}
 		n++
@@ -55,7 +55,7 @@ func streamArray(br *bufio.Reader, object bool, add func(Message, int) error) er
 
 // replayArray goes on reading an array of messages with decodeArray from rest, n messages
 // read, the decoder's state given by head (see streamArray).
-func replayArray(head string, rest io.Reader, n int, object bool, add func(Message, int) error) error {
+func replayArray(head string, rest io.Reader, n int, object bool, add func(Message, []byte, int) error) error {
 	prefix := "["
 	if object {
 		prefix = `{"messages":[`

@@ -57,14 +57,14 @@ var arraySeeds = []string{
 }
 
 // readAll collects what readMessages gives add, and its error.
-func readAll(read func(add func(Message, int) error) error) ([]Message, [][]byte, string) {
+func readAll(read func(add func(Message, []byte, int) error) error) ([]Message, [][]byte, string) {
 	var ms []Message
 	var raws [][]byte
-	err := read(func(m Message, _ int) error {
+	err := read(func(m Message, raw []byte, _ int) error {
 		if m.Role == "tool" {
 			return fmt.Errorf("add refused message %d", len(ms))
 		}
-		ms, raws = append(ms, m), append(raws, bytes.Clone(m.input))
+		ms, raws = append(ms, m), append(raws, bytes.Clone(raw))
 		return nil
 	})
 	if err != nil {
@@ -81,8 +81,8 @@ func checkArray(t *testing.T, in []byte) {
 	if len(first) == 0 || (first[0] != '[' && messagesHead(first) == 0) {
 		return // JSONL or another form: not streamArray's
 	}
-	got, gotRaw, gotErr := readAll(func(add func(Message, int) error) error { return readMessages(bytes.NewReader(in), add) })
-	want, wantRaw, wantErr := readAll(func(add func(Message, int) error) error {
+	got, gotRaw, gotErr := readAll(func(add func(Message, []byte, int) error) error { return readMessages(bytes.NewReader(in), add) })
+	want, wantRaw, wantErr := readAll(func(add func(Message, []byte, int) error) error {
 		br := bufio.NewReader(bytes.NewReader(in))
 		firstByte(br)
 		return decodeArray(json.NewDecoder(br), first[0] == '{', 0, false, add)
@@ -123,7 +123,7 @@ func TestStreamArrayLongElement(t *testing.T) {
 	text := strings.Repeat(`long "quoted" {text} [in] brackets \ `, 1<<12)
 	m, _ := json.Marshal(TextMessage(RoleUser, text))
 	in := []byte("[" + string(m) + ", " + string(m) + "]")
-	ms, raws, err := readAll(func(add func(Message, int) error) error { return readMessages(bytes.NewReader(in), add) })
+	ms, raws, err := readAll(func(add func(Message, []byte, int) error) error { return readMessages(bytes.NewReader(in), add) })
 	if err != "" || len(ms) != 2 || ms[1].Text() != text || !bytes.Equal(raws[0], m) {
 		t.Fatalf("read %d messages (%s)", len(ms), err)
 	}
@@ -151,7 +151,7 @@ func BenchmarkReadMessages(b *testing.B) {
 		lines = append(lines, strings.Split(strings.TrimSpace(string(data)), "\n")...)
 	}
 	jsonl, array := strings.Join(lines, "\n"), "[\n"+strings.Join(lines, ",\n")+"\n]"
-	none := func(Message, int) error { return nil }
+	none := func(Message, []byte, int) error { return nil }
 	for _, tc := range []struct {
 		name, input string
 		read        func(string) error

@@ -28,7 +28,7 @@ func ReadMessages(r io.Reader) ([]Message, []Tool, error) {
 		data = req.Messages
 	}
 	var msgs []Message
-	err = readMessages(bytes.NewReader(data), func(m Message, line int) error {
+	err = readMessages(bytes.NewReader(data), func(m Message, _ []byte, line int) error {
 		if field, msg := checkRole(m); msg != "" {
 			return &InputError{Line: line, Index: len(msgs), Field: field, Msg: msg}
 		}

@@ -20,9 +20,9 @@ func (s *Store) StartOver(ctx context.Context, thread, archive string, msgs []Me
 	if len(msgs) == 0 {
 		return AppendResult{}, false, fmt.Errorf("start %q over: %w", thread, ErrNoMessages)
 	}
-	produce := func(add func(Message, int) error) error {
+	produce := func(add func(Message, []byte, int) error) error {
 		for _, m := range msgs {
-			if err := add(m, 0); err != nil {
+			if err := add(m, nil, 0); err != nil {
 				return err
 			}
 		}
@@ -70,9 +70,9 @@ func (s *Store) archiveTx(ctx context.Context, q db.Querier, t db.Thread, archiv
 	if err != nil {
 		return err
 	}
-	if _, err := s.appendTx(ctx, q, archive, AppendOptions{Model: t.Model}, func(add func(Message, int) error) error {
+	if _, err := s.appendTx(ctx, q, archive, AppendOptions{Model: t.Model}, func(add func(Message, []byte, int) error) error {
 		for _, e := range hist {
-			if err := add(e.Message, 0); err != nil {
+			if err := add(e.Message, nil, 0); err != nil {
 				return err
 			}
 		}

@@ -283,29 +283,6 @@ func TestDeleteThread(t *testing.T) {
 	}
 }
 
-func TestOpenAIConversion(t *testing.T) {
-	t.Parallel()
-	in := `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get","arguments":"{\"id\":1}"}}]}`
-	var m memory.Message
-	if err := json.Unmarshal([]byte(in), &m); err != nil {
-		t.Fatal(err)
-	}
-	om, err := m.OpenAI()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(om.ToolCalls) != 1 || om.ToolCalls[0].Function.Name != "get" || om.ToolCalls[0].ID != "c1" {
-		t.Fatalf("tool call lost: %+v", om)
-	}
-	back, err := memory.FromOpenAI(om)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Role != "assistant" || len(back.ToolCalls) != 1 || back.ToolCalls[0].Function.Arguments != `{"id":1}` {
-		t.Fatalf("round trip through go-openai: %+v", back)
-	}
-}
-
 // TestSearchAfterBatchedIndexing: an import long enough to be indexed in several batches
 // finds its first, middle and last messages, and none twice.
 func TestSearchAfterBatchedIndexing(t *testing.T) {

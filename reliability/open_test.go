@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -24,9 +25,9 @@ func TestOpenDoesNotWaitForWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer writer.Close()
-	msgs := []memory.Message{memory.TextMessage("system", "be brief")}
+	msgs := []chat.Message{chat.TextMessage("system", "be brief")}
 	for range 20 {
-		msgs = append(msgs, memory.TextMessage("user", "a question about the weather and the sea"), memory.TextMessage("assistant", "an answer about both"))
+		msgs = append(msgs, chat.TextMessage("user", "a question about the weather and the sea"), chat.TextMessage("assistant", "an answer about both"))
 	}
 	if _, err := writer.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -72,7 +73,7 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, soakThread, []memory.Message{memory.TextMessage("system", "You are the soak's agent.")}, memory.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, soakThread, []chat.Message{chat.TextMessage("system", "You are the soak's agent.")}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -270,7 +271,7 @@ func orphans(a memory.Active) []string {
 	var out []string
 	for _, e := range a.Entries {
 		m := e.Message
-		if m.Role == memory.RoleTool {
+		if m.Role == chat.RoleTool {
 			if !open[m.ToolCallID] {
 				out = append(out, fmt.Sprintf("seq %d answers %s", e.Seq, m.ToolCallID))
 			}
@@ -341,9 +342,9 @@ func soakWriter(s *memory.Store, id string, until time.Time) writerResult {
 			counter++
 			return fmt.Sprintf("[mark %s %s %06d] %s", id, thread, counter, what)
 		}
-		var batch []memory.Message
+		var batch []chat.Message
 		for _, c := range st.pending {
-			m := memory.TextMessage(memory.RoleTool, mark("result of "+c))
+			m := chat.TextMessage(chat.RoleTool, mark("result of "+c))
 			m.ToolCallID = c
 			batch = append(batch, m)
 		}
@@ -352,18 +353,18 @@ func soakWriter(s *memory.Store, id string, until time.Time) writerResult {
 		for range 1 + rng.IntN(4) {
 			switch rng.IntN(4) {
 			case 0:
-				batch = append(batch, memory.TextMessage(memory.RoleUser, mark("a question from the user")))
+				batch = append(batch, chat.TextMessage(chat.RoleUser, mark("a question from the user")))
 			case 1:
-				batch = append(batch, memory.TextMessage(memory.RoleAssistant, mark("an answer from the assistant")))
+				batch = append(batch, chat.TextMessage(chat.RoleAssistant, mark("an answer from the assistant")))
 			default:
-				m := memory.TextMessage(memory.RoleAssistant, mark("calling tools"))
+				m := chat.TextMessage(chat.RoleAssistant, mark("calling tools"))
 				var ids []string
 				for range 1 + rng.IntN(2) {
 					calls++
 					cid := fmt.Sprintf("%s-%s-call-%d", id, thread, calls)
 					ids = append(ids, cid)
-					m.ToolCalls = append(m.ToolCalls, memory.ToolCall{ID: cid, Type: "function",
-						Function: memory.FunctionCall{Name: "lookup", Arguments: fmt.Sprintf(`{"n":%d}`, calls)}})
+					m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: cid, Type: "function",
+						Function: chat.FunctionCall{Name: "lookup", Arguments: fmt.Sprintf(`{"n":%d}`, calls)}})
 				}
 				batch = append(batch, m)
 				if rng.IntN(2) == 0 { // the results come with the next batch
@@ -371,7 +372,7 @@ func soakWriter(s *memory.Store, id string, until time.Time) writerResult {
 					break build
 				}
 				for _, cid := range ids {
-					r := memory.TextMessage(memory.RoleTool, mark("result of "+cid))
+					r := chat.TextMessage(chat.RoleTool, mark("result of "+cid))
 					r.ToolCallID = cid
 					batch = append(batch, r)
 				}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -116,7 +117,7 @@ func (s *Server) apiActive(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs := a.Messages()
 	if msgs == nil {
-		msgs = []memory.Message{}
+		msgs = []chat.Message{}
 	}
 	writeJSON(w, http.StatusOK, msgs)
 }

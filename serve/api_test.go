@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 )
@@ -70,7 +71,7 @@ func TestInspectionAPI(t *testing.T) {
 		t.Fatalf("/api/threads/api-1: %d %s", code, body)
 	}
 	code, body, _ = e.get("/api/threads/api-1/active")
-	var active []memory.Message
+	var active []chat.Message
 	if code != 200 || json.Unmarshal([]byte(body), &active) != nil {
 		t.Fatalf("/active: %d %s", code, body)
 	}
@@ -130,9 +131,9 @@ func TestInspectionAPI(t *testing.T) {
 func TestTokenRequired(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{token: "s3cret-token"})
-	chat := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+	req := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
 	for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "s3cret-token"}, {"Authorization", "Bearer s3cret-token2"}} {
-		code, body, hdr := e.post("/t/sec/v1/chat/completions", chat, h...)
+		code, body, hdr := e.post("/t/sec/v1/chat/completions", req, h...)
 		if code != 401 || errorCode(t, body) != "invalid_api_key" || hdr.Get("WWW-Authenticate") == "" {
 			t.Fatalf("chat with %q: %d %s", h, code, body)
 		}
@@ -145,7 +146,7 @@ func TestTokenRequired(t *testing.T) {
 	if n, _ := e.up.stats(); n != 0 {
 		t.Fatalf("an unauthenticated request reached the upstream")
 	}
-	code, body, hdr := e.post("/t/sec/v1/chat/completions", chat, "Authorization", "Bearer s3cret-token", "Origin", "https://evil.example")
+	code, body, hdr := e.post("/t/sec/v1/chat/completions", req, "Authorization", "Bearer s3cret-token", "Origin", "https://evil.example")
 	if code != 200 {
 		t.Fatalf("with the token: %d %s", code, body)
 	}

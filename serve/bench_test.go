@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 )
@@ -29,15 +30,15 @@ import (
 //	go test ./serve -run '^$' -bench ProxyOverhead -benchtime 300x
 func BenchmarkProxyOverhead(b *testing.B) {
 	e := newEnv(b, envOptions{})
-	hist := make([]memory.Message, 0, 201)
-	hist = append(hist, memory.TextMessage("system", "You are a coding agent."))
+	hist := make([]chat.Message, 0, 201)
+	hist = append(hist, chat.TextMessage("system", "You are a coding agent."))
 	for i := 1; len(hist) < 197; i++ {
-		hist = append(hist, memory.TextMessage("user", fmt.Sprintf("Step %d: run the tests in package %d and tell me what failed. %s", i, i, strings.Repeat("context ", 20))),
-			memory.TextMessage("assistant", fmt.Sprintf("Step %d: 3 tests failed in package %d; the fix is in handler.go line %d.", i, i, 40+i)))
+		hist = append(hist, chat.TextMessage("user", fmt.Sprintf("Step %d: run the tests in package %d and tell me what failed. %s", i, i, strings.Repeat("context ", 20))),
+			chat.TextMessage("assistant", fmt.Sprintf("Step %d: 3 tests failed in package %d; the fix is in handler.go line %d.", i, i, 40+i)))
 	}
-	hist = append(hist, memory.TextMessage("user", "Note: the CI runner was restarted."))
+	hist = append(hist, chat.TextMessage("user", "Note: the CI runner was restarted."))
 	client := &http.Client{}
-	call := func(url string, msgs []memory.Message) (time.Duration, memory.Message) {
+	call := func(url string, msgs []chat.Message) (time.Duration, chat.Message) {
 		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
 		start := time.Now()
 		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
@@ -52,7 +53,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		}
 		var r struct {
 			Choices []struct {
-				Message memory.Message `json:"message"`
+				Message chat.Message `json:"message"`
 			} `json:"choices"`
 		}
 		json.Unmarshal(out, &r)
@@ -67,9 +68,9 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		if _, err := e.store.Append(ctx, thread, hist, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 			b.Fatal(err)
 		}
-		msgs := append(slices.Clone(hist), memory.TextMessage("user", "what else?"))
+		msgs := append(slices.Clone(hist), chat.TextMessage("user", "what else?"))
 		_, reply := call(e.url+"/t/"+thread+"/v1/chat/completions", msgs)
-		msgs = append(msgs, reply, memory.TextMessage("user", "and now?"))
+		msgs = append(msgs, reply, chat.TextMessage("user", "and now?"))
 		if len(msgs) != 201 {
 			b.Fatalf("%d messages", len(msgs))
 		}
@@ -110,13 +111,13 @@ func BenchmarkConcurrentAgents(b *testing.B) {
 	const agents, turns = 50, 20
 	e := newEnv(b, envOptions{})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agents}}
-	post := func(url string, msgs []memory.Message) (time.Duration, memory.Message) {
+	post := func(url string, msgs []chat.Message) (time.Duration, chat.Message) {
 		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
 		start := time.Now()
 		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
 			b.Error(err)
-			return 0, memory.Message{}
+			return 0, chat.Message{}
 		}
 		out, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -126,12 +127,12 @@ func BenchmarkConcurrentAgents(b *testing.B) {
 		}
 		var r struct {
 			Choices []struct {
-				Message memory.Message `json:"message"`
+				Message chat.Message `json:"message"`
 			} `json:"choices"`
 		}
 		json.Unmarshal(out, &r)
 		if len(r.Choices) == 0 {
-			return d, memory.Message{}
+			return d, chat.Message{}
 		}
 		return d, r.Choices[0].Message
 	}
@@ -148,9 +149,9 @@ func BenchmarkConcurrentAgents(b *testing.B) {
 				if direct {
 					url = e.up.URL() + "/chat/completions"
 				}
-				msgs := []memory.Message{memory.TextMessage("system", "You are a coding agent.")}
+				msgs := []chat.Message{chat.TextMessage("system", "You are a coding agent.")}
 				for t := 0; t < turns; t++ {
-					msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("agent %d, step %d: %s", a, t, strings.Repeat("context ", 20))))
+					msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("agent %d, step %d: %s", a, t, strings.Repeat("context ", 20))))
 					d, reply := post(url, msgs)
 					msgs = append(msgs, reply)
 					mu.Lock()
@@ -212,7 +213,7 @@ func BenchmarkProxyTurns(b *testing.B) {
 	e := newEnv(b, envOptions{server: func(s *serve.Server) { s.Upstream = bare.URL + "/v1" }})
 	client := &http.Client{}
 	url := e.url + "/t/turns/v1/chat/completions"
-	post := func(msgs []memory.Message) (time.Duration, memory.Message) {
+	post := func(msgs []chat.Message) (time.Duration, chat.Message) {
 		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
 		start := time.Now()
 		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
@@ -227,16 +228,16 @@ func BenchmarkProxyTurns(b *testing.B) {
 		}
 		var r struct {
 			Choices []struct {
-				Message memory.Message `json:"message"`
+				Message chat.Message `json:"message"`
 			} `json:"choices"`
 		}
 		json.Unmarshal(out, &r)
 		return d, r.Choices[0].Message
 	}
-	msgs := []memory.Message{memory.TextMessage("system", "You are a coding agent.")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are a coding agent.")}
 	for i := 1; len(msgs) < 199; i++ {
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("Step %d: run the tests in package %d and tell me what failed. %s", i, i, strings.Repeat("context ", 20))),
-			memory.TextMessage("assistant", fmt.Sprintf("Step %d: 3 tests failed in package %d; the fix is in handler.go line %d.", i, i, 40+i)))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("Step %d: run the tests in package %d and tell me what failed. %s", i, i, strings.Repeat("context ", 20))),
+			chat.TextMessage("assistant", fmt.Sprintf("Step %d: 3 tests failed in package %d; the fix is in handler.go line %d.", i, i, 40+i)))
 	}
 	msgs = msgs[:199]
 	_, reply := post(msgs)
@@ -244,7 +245,7 @@ func BenchmarkProxyTurns(b *testing.B) {
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("turn %d: and now?", i)))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("turn %d: and now?", i)))
 		d, reply := post(msgs)
 		lat = append(lat, d)
 		msgs = append(msgs, reply)

@@ -14,27 +14,29 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // upstream is a fake OpenAI-compatible model: it counts the prompt tokens of every request
 // with memory's counter, and answers with reply (text or tool calls), streamed when asked.
 type upstream struct {
 	t       testing.TB
-	counter memory.TokenCounter
+	counter tokencount.Counter
 	srv     *httptest.Server
 
 	mu        sync.Mutex
 	requests  int
 	maxTokens int
 	bodies    []map[string]json.RawMessage
-	lastMsgs  []memory.Message
+	lastMsgs  []chat.Message
 
 	// reply returns the assistant message for a request (nil: "reply N").
-	reply func(n int, msgs []memory.Message) memory.Message
+	reply func(n int, msgs []chat.Message) chat.Message
 	// fail, when set, answers every request with this status and body.
 	failStatus int
 	failBody   string
@@ -55,7 +57,7 @@ type upstream struct {
 
 func newUpstream(t testing.TB) *upstream {
 	t.Helper()
-	c, err := memory.NewTokenCounter(memory.EncodingO200k)
+	c, err := tokencount.NewCounter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +95,10 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	var req struct {
-		Model    string           `json:"model"`
-		Messages []memory.Message `json:"messages"`
-		Tools    []memory.Tool    `json:"tools"`
-		Stream   bool             `json:"stream"`
+		Model    string         `json:"model"`
+		Messages []chat.Message `json:"messages"`
+		Tools    []chat.Tool    `json:"tools"`
+		Stream   bool           `json:"stream"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		http.Error(w, "bad json: "+err.Error(), http.StatusBadRequest)
@@ -140,7 +142,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, failBody)
 		return
 	}
-	msg := memory.TextMessage("assistant", fmt.Sprintf("reply %d", n))
+	msg := chat.TextMessage("assistant", fmt.Sprintf("reply %d", n))
 	if reply != nil {
 		msg = reply(n, req.Messages)
 	}
@@ -265,7 +267,7 @@ func newEnv(t testing.TB, opt envOptions) *env {
 	if opt.limit > 0 {
 		cfg.Compaction.TokenLimit = config.Window(opt.limit)
 	}
-	counter, err := store.Counter(memory.EncodingO200k)
+	counter, err := store.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}

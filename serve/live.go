@@ -7,6 +7,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -25,7 +26,7 @@ import (
 // next turn.
 type liveState struct {
 	ver    memory.Version
-	hist   []memory.Message
+	hist   []chat.Message
 	active memory.Active
 	enc    []json.RawMessage // the encoding of each message of active, in order
 	size   int64             // the bytes it holds, as liveBytes counts
@@ -44,7 +45,7 @@ type liveState struct {
 // it (the reply, and what the thread holds since) are compared. fast is false when that does
 // not show the history a prefix of the request: Reconcile decides. When it is true, the
 // answer is Reconcile's (its first case: the whole history, then new messages).
-func (lv *liveState) resent(req chatRequest) (fresh []memory.Message, fast bool) {
+func (lv *liveState) resent(req chatRequest) (fresh []chat.Message, fast bool) {
 	h, r := lv.hist, req.messages
 	if lv.recall || req.prev == nil || req.prev != lv.knownSent || len(r) < len(h) || leadingSystem(h) == len(h) {
 		return nil, false
@@ -131,7 +132,7 @@ func (s *Server) keepLive(st *threadState, lv *liveState) {
 // appended follows an append of msgs made by this server: the kept state is extended when the
 // thread was, before the append, the version kept; else it is dropped (read again when next
 // needed). The caller holds the thread's turn.
-func (s *Server) appended(st *threadState, msgs []memory.Message, ap memory.Appended) {
+func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Appended) {
 	lv := st.lv
 	if lv == nil || !ap.Before.SameContext(lv.ver) || lv.ver.Found && len(lv.hist) != int(ap.Before.LastSeq) {
 		s.keepLive(st, nil)
@@ -162,7 +163,7 @@ func (s *Server) appended(st *threadState, msgs []memory.Message, ap memory.Appe
 
 // appendLive appends msgs to the thread the caller holds the turn of, as memory.AppendLive
 // does (expect: see there), and follows it in the kept state.
-func (s *Server) appendLive(ctx context.Context, st *threadState, msgs []memory.Message, opt memory.AppendOptions, expect *memory.Version) (memory.AppendResult, error) {
+func (s *Server) appendLive(ctx context.Context, st *threadState, msgs []chat.Message, opt memory.AppendOptions, expect *memory.Version) (memory.AppendResult, error) {
 	ap, err := s.Store.AppendLive(ctx, st.thread, msgs, opt, expect)
 	if err != nil {
 		if errors.Is(err, memory.ErrStale) {

@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 )
 
 // turnBody is a chat completions request of msgs.
-func turnBody(t *testing.T, msgs []memory.Message) string {
+func turnBody(t *testing.T, msgs []chat.Message) string {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
 	if err != nil {
@@ -23,11 +24,11 @@ func turnBody(t *testing.T, msgs []memory.Message) string {
 }
 
 // replyOf returns choices[0].message of a chat completion.
-func replyOf(t *testing.T, body string) memory.Message {
+func replyOf(t *testing.T, body string) chat.Message {
 	t.Helper()
 	var r struct {
 		Choices []struct {
-			Message memory.Message `json:"message"`
+			Message chat.Message `json:"message"`
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal([]byte(body), &r); err != nil || len(r.Choices) == 0 {
@@ -36,7 +37,7 @@ func replyOf(t *testing.T, body string) memory.Message {
 	return r.Choices[0].Message
 }
 
-func encoded(t *testing.T, msgs []memory.Message) string {
+func encoded(t *testing.T, msgs []chat.Message) string {
 	t.Helper()
 	b, err := json.Marshal(msgs)
 	if err != nil {
@@ -59,10 +60,10 @@ func TestKeptThreadSeesOtherProcess(t *testing.T) {
 	}
 	defer other.Close()
 	path := "/t/kept/v1/chat/completions"
-	msgs := []memory.Message{memory.TextMessage("system", "You are terse.")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are terse.")}
 	turn := func(i int) (int, string) {
 		t.Helper()
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("question %d about order W%06d %s", i, i, strings.Repeat("detail ", 30))))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("question %d about order W%06d %s", i, i, strings.Repeat("detail ", 30))))
 		code, body, _ := e.post(path, turnBody(t, msgs))
 		if code == http.StatusOK {
 			msgs = append(msgs, replyOf(t, body))
@@ -119,7 +120,7 @@ func TestKeptThreadSeesOtherProcess(t *testing.T) {
 
 	// An append by another process: the agent's resent history lacks it, which is a conflict
 	// naming the other message, not a turn appended after a history the proxy no longer has.
-	if _, err := other.Append(ctx, "kept", []memory.Message{memory.TextMessage("user", "from elsewhere")}, memory.AppendOptions{}); err != nil {
+	if _, err := other.Append(ctx, "kept", []chat.Message{chat.TextMessage("user", "from elsewhere")}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	n := len(msgs)
@@ -139,7 +140,7 @@ func TestKeptContextIsTheStoredOne(t *testing.T) {
 	e := newEnv(t, envOptions{limit: 700})
 	ctx := context.Background()
 	path := "/t/follow/v1/chat/completions"
-	msgs := []memory.Message{memory.TextMessage("system", "You are terse.")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are terse.")}
 	compacted := 0
 	for i := 1; i <= 30; i++ {
 		e.srv.WaitBackground()
@@ -150,7 +151,7 @@ func TestKeptContextIsTheStoredOne(t *testing.T) {
 		if a.Summary != 0 {
 			compacted++
 		}
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("question %d about flight HAT%03d %s", i, i, strings.Repeat("words ", 20))))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("question %d about flight HAT%03d %s", i, i, strings.Repeat("words ", 20))))
 		code, body, h := e.post(path, turnBody(t, msgs))
 		if code != http.StatusOK {
 			t.Fatalf("turn %d: %d %s", i, code, body)
@@ -173,17 +174,17 @@ func TestKeptContextIsTheStoredOne(t *testing.T) {
 
 type wordCounter struct{}
 
-func (wordCounter) Encoding() string                    { return "words-v1" }
-func (wordCounter) CountText(s string) int              { return len(strings.Fields(s)) }
-func (w wordCounter) CountMessage(m memory.Message) int { return 2 + w.CountText(m.Text()) }
-func (w wordCounter) CountMessages(ms []memory.Message) int {
+func (wordCounter) Encoding() string                  { return "words-v1" }
+func (wordCounter) CountText(s string) int            { return len(strings.Fields(s)) }
+func (w wordCounter) CountMessage(m chat.Message) int { return 2 + w.CountText(m.Text()) }
+func (w wordCounter) CountMessages(ms []chat.Message) int {
 	n := 0
 	for _, m := range ms {
 		n += w.CountMessage(m)
 	}
 	return n
 }
-func (wordCounter) CountTools([]memory.Tool) int { return 0 }
+func (wordCounter) CountTools([]chat.Tool) int { return 0 }
 
 // A turn whose thread the server cannot count (its tokenizer is another host's) is answered
 // with an error naming it, as any error reading the thread is: the server keeps nothing of it.
@@ -199,7 +200,7 @@ func TestUncountableThreadAnswered(t *testing.T) {
 	if err := other.UseCounter(wordCounter{}); err != nil {
 		t.Fatal(err)
 	}
-	hi := []memory.Message{memory.TextMessage("user", "hello there")}
+	hi := []chat.Message{chat.TextMessage("user", "hello there")}
 	if _, err := other.Append(ctx, "words", hi, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/mcpserver"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -76,9 +77,9 @@ func (s *Server) apiMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	type message struct {
-		Seq     int64          `json:"seq"`
-		Tokens  int            `json:"tokens"`
-		Message memory.Message `json:"message"`
+		Seq     int64        `json:"seq"`
+		Tokens  int          `json:"tokens"`
+		Message chat.Message `json:"message"`
 	}
 	out := make([]message, len(es))
 	for i, e := range es {

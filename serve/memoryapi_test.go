@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/mcpserver"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -56,8 +57,8 @@ func TestMemoryRoutes(t *testing.T) {
 	}
 	code, body, _ = e.get("/api/threads/t/messages?from=15&to=16")
 	var msgs []struct {
-		Seq     int64          `json:"seq"`
-		Message memory.Message `json:"message"`
+		Seq     int64        `json:"seq"`
+		Message chat.Message `json:"message"`
 	}
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &msgs) != nil || len(msgs) != 2 || !strings.Contains(msgs[1].Message.Text(), "LQ940Q") {
 		t.Fatalf("messages 15..16: %d %s", code, body)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/nodetest"
-	"github.com/memcascade/memcascade/memory"
 )
 
 // TestNodeAgentSmallWindow: the official Node client runs a 40-turn agent with tool calls
@@ -32,15 +32,15 @@ func TestNodeAgentSmallWindow(t *testing.T) {
 			e := newEnv(t, envOptions{auto: true, token: "node-token"})
 			e.up.set(func(u *upstream) {
 				u.window, u.way, u.scale = 2048, way, 1.3
-				u.reply = func(n int, msgs []memory.Message) memory.Message {
+				u.reply = func(n int, msgs []chat.Message) chat.Message {
 					last := msgs[len(msgs)-1]
-					if last.Role == memory.RoleUser {
+					if last.Role == chat.RoleUser {
 						step := strings.TrimSuffix(strings.Fields(last.Text())[1], ":") // "Step N: ..."
-						return memory.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []memory.ToolCall{{
+						return chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{{
 							ID: fmt.Sprintf("call_%d", n), Type: "function",
-							Function: memory.FunctionCall{Name: "read_log", Arguments: fmt.Sprintf(`{"step": %s}`, step)}}}}
+							Function: chat.FunctionCall{Name: "read_log", Arguments: fmt.Sprintf(`{"step": %s}`, step)}}}}
 					}
-					return memory.TextMessage("assistant", fmt.Sprintf("Reply %d: the layer cache of the runner is stale; rebuild it.", n))
+					return chat.TextMessage("assistant", fmt.Sprintf("Reply %d: the layer cache of the runner is stale; rebuild it.", n))
 				}
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // bounds a hung node only
@@ -55,7 +55,7 @@ func TestNodeAgentSmallWindow(t *testing.T) {
 				t.Fatalf("node agent.mjs: %v\n%s", err, stderr.String())
 			}
 			var res struct {
-				Messages []memory.Message `json:"messages"`
+				Messages []chat.Message `json:"messages"`
 			}
 			if err := json.Unmarshal(out, &res); err != nil {
 				t.Fatalf("the script's output: %v\n%s", err, out)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/nodetest"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -26,8 +27,8 @@ func TestNodeOpenAIClient(t *testing.T) {
 	const limit, turns = 1500, 14
 	e := newEnv(t, envOptions{limit: limit, token: "node-token"})
 	e.up.set(func(u *upstream) {
-		u.reply = func(n int, _ []memory.Message) memory.Message {
-			return memory.TextMessage("assistant", fmt.Sprintf("Reply %d: clear the cache of the runner and retry; %s", n, strings.Repeat("then check the layer digests. ", 4)))
+		u.reply = func(n int, _ []chat.Message) chat.Message {
+			return chat.TextMessage("assistant", fmt.Sprintf("Reply %d: clear the cache of the runner and retry; %s", n, strings.Repeat("then check the layer digests. ", 4)))
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // bounds a hung node only
@@ -42,10 +43,10 @@ func TestNodeOpenAIClient(t *testing.T) {
 		t.Fatalf("node conversation.mjs: %v\n%s", err, stderr.String())
 	}
 	var res struct {
-		Messages []memory.Message `json:"messages"`
-		Streamed string           `json:"streamed"`
-		Chunks   int              `json:"chunks"`
-		Finish   string           `json:"finish"`
+		Messages []chat.Message `json:"messages"`
+		Streamed string         `json:"streamed"`
+		Chunks   int            `json:"chunks"`
+		Finish   string         `json:"finish"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("the script's output: %v\n%s", err, out)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
 )
 
 // TestOversizedToolResultGoesOn: under the default settings, a tool result larger than the
@@ -33,7 +33,7 @@ func TestOversizedToolResultGoesOn(t *testing.T) {
 		if _, maxTokens := e.up.stats(); maxTokens > limit {
 			t.Fatalf("the upstream got %d tokens, over %d", maxTokens, limit)
 		}
-		var last []memory.Message
+		var last []chat.Message
 		e.up.set(func(u *upstream) { last = u.lastMsgs })
 		var asked bool
 		for _, m := range last {

@@ -16,6 +16,7 @@ import (
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/english"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 //go:embed templates/*.html static/*
@@ -266,15 +267,15 @@ func makeChart(hist []memory.Entry, rows []db.Compaction, limit int) chart {
 	maxY := limit
 	for _, e := range hist {
 		y += e.Tokens
-		pts = append(pts, pt{e.Seq, y + memory.ReplyPriming})
-		maxY = max(maxY, y+memory.ReplyPriming)
+		pts = append(pts, pt{e.Seq, y + tokencount.ReplyPriming})
+		maxY = max(maxY, y+tokencount.ReplyPriming)
 		for _, row := range bySeq[e.Seq] {
-			before := y + memory.ReplyPriming
+			before := y + tokencount.ReplyPriming
 			if memory.Status(row.Status) == memory.StatusApplied {
-				y = int(row.TokensAfter) - memory.ReplyPriming
+				y = int(row.TokensAfter) - tokencount.ReplyPriming
 				pts = append(pts, pt{e.Seq, int(row.TokensAfter)})
 			}
-			marks = append(marks, pending{row, before, y + memory.ReplyPriming})
+			marks = append(marks, pending{row, before, y + tokencount.ReplyPriming})
 		}
 	}
 	c.MaxSeq = hist[len(hist)-1].Seq

@@ -11,8 +11,10 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 func (e *env) client(thread, key string) *openai.Client {
@@ -93,14 +95,14 @@ func TestGoClientStreamingToolCalls(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	e.up.set(func(u *upstream) {
-		u.reply = func(n int, _ []memory.Message) memory.Message {
+		u.reply = func(n int, _ []chat.Message) chat.Message {
 			if n == 1 {
-				m := memory.TextMessage("assistant", "Let me look.")
-				m.ToolCalls = []memory.ToolCall{{ID: "call_1", Type: "function",
-					Function: memory.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo","unit":"C"}`}}}
+				m := chat.TextMessage("assistant", "Let me look.")
+				m.ToolCalls = []chat.ToolCall{{ID: "call_1", Type: "function",
+					Function: chat.FunctionCall{Name: "get_weather", Arguments: `{"city":"Oslo","unit":"C"}`}}}
 				return m
 			}
-			return memory.TextMessage("assistant", "It is 4 degrees in Oslo.")
+			return chat.TextMessage("assistant", "It is 4 degrees in Oslo.")
 		}
 	})
 	c := e.client("tools", "k")
@@ -180,8 +182,8 @@ func TestCompactsPastTheLimit(t *testing.T) {
 	const limit = 3000
 	e := newEnv(t, envOptions{limit: limit})
 	e.up.set(func(u *upstream) {
-		u.reply = func(n int, _ []memory.Message) memory.Message {
-			return memory.TextMessage("assistant", fmt.Sprintf("Answer %d: %s", n, strings.Repeat("the cache keeps warm entries; ", 12)))
+		u.reply = func(n int, _ []chat.Message) chat.Message {
+			return chat.TextMessage("assistant", fmt.Sprintf("Answer %d: %s", n, strings.Repeat("the cache keeps warm entries; ", 12)))
 		}
 	})
 	c := e.client("long", "k")
@@ -239,12 +241,12 @@ func TestEmergencyCompactionBeforeTheCall(t *testing.T) {
 	e := newEnv(t, envOptions{limit: limit})
 	ctx := context.Background()
 	// A thread imported near its trigger (no compaction yet), then one large turn.
-	var hist []memory.Message
-	hist = append(hist, memory.TextMessage("system", "Be brief."))
-	counter, _ := e.store.Counter(memory.EncodingO200k)
+	var hist []chat.Message
+	hist = append(hist, chat.TextMessage("system", "Be brief."))
+	counter, _ := e.store.Counter(tokencount.EncodingO200k)
 	for i := 0; counter.CountMessages(hist) < 1700; i++ {
-		hist = append(hist, memory.TextMessage("user", fmt.Sprintf("note %d: %s", i, strings.Repeat("alpha beta gamma ", 10))),
-			memory.TextMessage("assistant", fmt.Sprintf("ok %d", i)))
+		hist = append(hist, chat.TextMessage("user", fmt.Sprintf("note %d: %s", i, strings.Repeat("alpha beta gamma ", 10))),
+			chat.TextMessage("assistant", fmt.Sprintf("ok %d", i)))
 	}
 	if _, err := e.store.Append(ctx, "big", hist, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)

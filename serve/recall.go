@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/mcpserver"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
@@ -39,7 +40,7 @@ const (
 	recallText = 1500
 )
 
-var recallToolDef = memory.Tool{Type: "function", Function: memory.ToolFunction{
+var recallToolDef = chat.Tool{Type: "function", Function: chat.ToolFunction{
 	Name: RecallTool,
 	Description: "Search this conversation's earlier messages, including those a summary replaced, for every word of query " +
 		"(a word ending in * is a prefix). Returns the matching messages newest first, with their seq, role and text. Use it " +
@@ -48,11 +49,11 @@ var recallToolDef = memory.Tool{Type: "function", Function: memory.ToolFunction{
 }}
 
 // IsRecall reports whether m is a message the proxy stored for a recall.
-func IsRecall(m memory.Message) bool {
-	if m.Role == memory.RoleTool {
+func IsRecall(m chat.Message) bool {
+	if m.Role == chat.RoleTool {
 		return strings.HasPrefix(m.ToolCallID, RecallPrefix)
 	}
-	if m.Role != memory.RoleAssistant || len(m.ToolCalls) == 0 {
+	if m.Role != chat.RoleAssistant || len(m.ToolCalls) == 0 {
 		return false
 	}
 	for _, c := range m.ToolCalls {
@@ -64,7 +65,7 @@ func IsRecall(m memory.Message) bool {
 }
 
 // withoutRecall returns history without the proxy's recall messages.
-func withoutRecall(history []memory.Message) []memory.Message {
+func withoutRecall(history []chat.Message) []chat.Message {
 	if !slices.ContainsFunc(history, IsRecall) {
 		return history
 	}
@@ -83,12 +84,12 @@ func (s *Server) recallFor(req chatRequest, a memory.Active) (chatRequest, bool)
 		}
 	}
 	r := req
-	r.tools = append(append([]memory.Tool(nil), req.tools...), recallToolDef)
+	r.tools = append(append([]chat.Tool(nil), req.tools...), recallToolDef)
 	r.fields = make(map[string]json.RawMessage, len(req.fields))
 	for k, v := range req.fields {
 		r.fields[k] = v
 	}
-	// The agent's tools as it sent them (fields memory.Tool does not model kept), then ours.
+	// The agent's tools as it sent them (fields chat.Tool does not model kept), then ours.
 	var raws []json.RawMessage
 	if raw, ok := req.fields["tools"]; ok {
 		json.Unmarshal(raw, &raws) // parseChatRequest read it as an array already
@@ -163,7 +164,7 @@ func (s *Server) ask(ctx context.Context, body []byte) ([]byte, bool) {
 	return b, true
 }
 
-func callsOnlyRecall(m memory.Message) bool {
+func callsOnlyRecall(m chat.Message) bool {
 	if len(m.ToolCalls) == 0 {
 		return false
 	}
@@ -177,10 +178,10 @@ func callsOnlyRecall(m memory.Message) bool {
 
 // runRecall runs the searches reply asks for and stores the call and the results in the
 // thread, as the proxy's own.
-func (s *Server) runRecall(ctx context.Context, thread string, reply memory.Message) error {
+func (s *Server) runRecall(ctx context.Context, thread string, reply chat.Message) error {
 	call := reply
-	call.ToolCalls = append([]memory.ToolCall(nil), reply.ToolCalls...)
-	msgs := []memory.Message{call}
+	call.ToolCalls = append([]chat.ToolCall(nil), reply.ToolCalls...)
+	msgs := []chat.Message{call}
 	for i, c := range call.ToolCalls {
 		call.ToolCalls[i].ID = RecallPrefix + c.ID
 		var args struct {
@@ -192,7 +193,7 @@ func (s *Server) runRecall(ctx context.Context, thread string, reply memory.Mess
 		} else {
 			text = s.recallResult(ctx, thread, args.Query)
 		}
-		res := memory.TextMessage(memory.RoleTool, text)
+		res := chat.TextMessage(chat.RoleTool, text)
 		res.ToolCallID = call.ToolCalls[i].ID
 		msgs = append(msgs, res)
 	}

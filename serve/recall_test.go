@@ -9,21 +9,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/serve"
 )
 
 // recallModel is a fake model that, when the conversation holds no recall result yet, calls
 // memory_search for LQ940Q, and otherwise answers with what the result said of it.
-func recallModel(_ int, msgs []memory.Message) memory.Message {
+func recallModel(_ int, msgs []chat.Message) chat.Message {
 	for _, m := range msgs {
-		if m.Role == memory.RoleTool && strings.HasPrefix(m.ToolCallID, serve.RecallPrefix) {
+		if m.Role == chat.RoleTool && strings.HasPrefix(m.ToolCallID, serve.RecallPrefix) {
 			found := strings.Contains(m.Text(), `\"origin\": \"SFO\"`)
-			return memory.TextMessage("assistant", fmt.Sprintf("Reservation LQ940Q: origin SFO found in the archive: %v.", found))
+			return chat.TextMessage("assistant", fmt.Sprintf("Reservation LQ940Q: origin SFO found in the archive: %v.", found))
 		}
 	}
-	return memory.Message{Role: "assistant", ToolCalls: []memory.ToolCall{{ID: "call_1", Type: "function",
-		Function: memory.FunctionCall{Name: serve.RecallTool, Arguments: `{"query": "LQ940Q"}`}}}}
+	return chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "call_1", Type: "function",
+		Function: chat.FunctionCall{Name: serve.RecallTool, Arguments: `{"query": "LQ940Q"}`}}}}
 }
 
 // TestRecall: with recall on, an agent whose model calls memory_search for an id compaction
@@ -38,9 +38,9 @@ func TestRecall(t *testing.T) {
 			importAirline(t, e)
 			e.up.set(func(u *upstream) { u.reply = recallModel })
 			agent := readConversation(t)
-			agent = append(agent, memory.TextMessage("user", "Where did reservation LQ940Q start?"))
+			agent = append(agent, chat.TextMessage("user", "Where did reservation LQ940Q start?"))
 
-			answer := chat(t, e, agent, stream)
+			answer := ask(t, e, agent, stream)
 			if !strings.Contains(answer.Text(), "origin SFO found in the archive: true") || len(answer.ToolCalls) != 0 {
 				t.Fatalf("the agent's answer: %+v", answer)
 			}
@@ -61,16 +61,16 @@ func TestRecall(t *testing.T) {
 			if n != 2 {
 				t.Fatalf("%d upstream requests, want 2 (the call, then the answer)", n)
 			}
-			var tools []memory.Tool
+			var tools []chat.Tool
 			json.Unmarshal(e.up.bodies[0]["tools"], &tools)
 			if len(tools) != 1 || tools[0].Function.Name != serve.RecallTool || string(e.up.bodies[0]["stream"]) != "false" {
 				t.Fatalf("the first upstream request: tools %s, stream %s", e.up.bodies[0]["tools"], e.up.bodies[0]["stream"])
 			}
 
 			// The agent's next turn resends its own history, without the recall turn.
-			agent = append(agent, answer, memory.TextMessage("user", "Thanks."))
+			agent = append(agent, answer, chat.TextMessage("user", "Thanks."))
 			e.up.set(func(u *upstream) { u.reply = nil })
-			chat(t, e, agent, stream)
+			ask(t, e, agent, stream)
 		})
 	}
 }
@@ -80,22 +80,22 @@ func TestRecallOffByDefault(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	importAirline(t, e)
-	agent := append(readConversation(t), memory.TextMessage("user", "Where did reservation LQ940Q start?"))
-	chat(t, e, agent, false)
+	agent := append(readConversation(t), chat.TextMessage("user", "Where did reservation LQ940Q start?"))
+	ask(t, e, agent, false)
 	if _, ok := e.up.bodies[0]["tools"]; ok {
 		t.Fatalf("tools sent without recall: %s", e.up.bodies[0]["tools"])
 	}
 }
 
-func readConversation(t *testing.T) []memory.Message {
+func readConversation(t *testing.T) []chat.Message {
 	t.Helper()
 	data, err := os.ReadFile("../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []memory.Message
+	var out []chat.Message
 	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
-		var m memory.Message
+		var m chat.Message
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatal(err)
 		}
@@ -104,9 +104,9 @@ func readConversation(t *testing.T) []memory.Message {
 	return out
 }
 
-// chat sends the agent's messages to thread t and returns the answer's message (assembled
+// ask sends the agent's messages to thread t and returns the answer's message (assembled
 // from the deltas of a stream), failing on any status but 200.
-func chat(t *testing.T, e *env, msgs []memory.Message, stream bool) memory.Message {
+func ask(t *testing.T, e *env, msgs []chat.Message, stream bool) chat.Message {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs, "stream": stream})
 	code, resp, _ := e.post("/t/t/v1/chat/completions", string(body))
@@ -116,7 +116,7 @@ func chat(t *testing.T, e *env, msgs []memory.Message, stream bool) memory.Messa
 	if !stream {
 		var c struct {
 			Choices []struct {
-				Message memory.Message `json:"message"`
+				Message chat.Message `json:"message"`
 			} `json:"choices"`
 		}
 		if err := json.Unmarshal([]byte(resp), &c); err != nil || len(c.Choices) == 0 {
@@ -151,5 +151,5 @@ func chat(t *testing.T, e *env, msgs []memory.Message, stream bool) memory.Messa
 			}
 		}
 	}
-	return memory.TextMessage("assistant", text.String())
+	return chat.TextMessage("assistant", text.String())
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
 )
 
 // Conflict is a request whose messages contradict the thread's stored history.
@@ -45,29 +45,29 @@ func (c *Conflict) Error() string { return c.Msg }
 //
 // Messages are compared by what the model sees (see sameMessage): role, content, name, tool
 // calls and tool_call_id; other fields are not compared.
-func Reconcile(history, req []memory.Message) ([]memory.Message, *Conflict) {
+func Reconcile(history, req []chat.Message) ([]chat.Message, *Conflict) {
 	if len(history) == 0 {
 		return req, nil
 	}
 	pr := leadingSystem(req)
-	var prompt []memory.Message // a changed system prompt: new
+	var prompt []chat.Message // a changed system prompt: new
 	if pr > 0 && !knownSystem(history, req[:pr]) {
 		prompt = req[:pr]
 	}
 	// The history after its leading system block, as stored; or, when that does not match,
 	// without any system/developer message (the blocks stored when the prompt changed).
 	ph := leadingSystem(history)
-	newMsgs, c := reconcileRest(history, req, pr, prompt, func(m memory.Message, i int) bool { return i >= ph })
+	newMsgs, c := reconcileRest(history, req, pr, prompt, func(m chat.Message, i int) bool { return i >= ph })
 	if c != nil && slices.ContainsFunc(history[ph:], isSystem) {
-		return reconcileRest(history, req, pr, prompt, func(m memory.Message, _ int) bool { return !isSystem(m) })
+		return reconcileRest(history, req, pr, prompt, func(m chat.Message, _ int) bool { return !isSystem(m) })
 	}
 	return newMsgs, c
 }
 
 // reconcileRest compares req[pr:] with the messages of history that keep selects (see
 // Reconcile); prompt, a changed system prompt, comes before the new messages it returns.
-func reconcileRest(history, req []memory.Message, pr int, prompt []memory.Message, keep func(memory.Message, int) bool) ([]memory.Message, *Conflict) {
-	var h []memory.Message
+func reconcileRest(history, req []chat.Message, pr int, prompt []chat.Message, keep func(chat.Message, int) bool) ([]chat.Message, *Conflict) {
+	var h []chat.Message
 	var at []int // where each message of h is in history
 	for i, m := range history {
 		if keep(m, i) {
@@ -76,7 +76,7 @@ func reconcileRest(history, req []memory.Message, pr int, prompt []memory.Messag
 	}
 	at = append(at, len(history))
 	r := req[pr:]
-	fresh := func(ms []memory.Message) ([]memory.Message, *Conflict) {
+	fresh := func(ms []chat.Message) ([]chat.Message, *Conflict) {
 		return append(slices.Clip(prompt), ms...), nil
 	}
 	// The whole history, then new messages.
@@ -105,7 +105,7 @@ func reconcileRest(history, req []memory.Message, pr int, prompt []memory.Messag
 // knownSystem reports whether block, a request's leading system/developer messages, is one
 // of the blocks of consecutive system/developer messages of the history: its leading block,
 // one stored when the agent changed its instructions, or one the agent put in mid-conversation.
-func knownSystem(history, block []memory.Message) bool {
+func knownSystem(history, block []chat.Message) bool {
 	for i := 0; i < len(history); i++ {
 		if !isSystem(history[i]) || i > 0 && isSystem(history[i-1]) {
 			continue // not the start of a block
@@ -120,8 +120,8 @@ func knownSystem(history, block []memory.Message) bool {
 
 // answersOpenCalls reports a request that starts with a tool result answering a call the
 // history leaves unanswered: the new turn of an agent that sends only it.
-func answersOpenCalls(r, h []memory.Message) bool {
-	if len(r) == 0 || r[0].Role != memory.RoleTool {
+func answersOpenCalls(r, h []chat.Message) bool {
+	if len(r) == 0 || r[0].Role != chat.RoleTool {
 		return false
 	}
 	open := map[string]bool{}
@@ -129,22 +129,22 @@ func answersOpenCalls(r, h []memory.Message) bool {
 		for _, c := range m.ToolCalls {
 			open[c.ID] = true
 		}
-		if m.Role == memory.RoleTool {
+		if m.Role == chat.RoleTool {
 			delete(open, m.ToolCallID)
 		}
 	}
 	return open[r[0].ToolCallID]
 }
 
-func isSystem(m memory.Message) bool {
-	return m.Role == memory.RoleSystem || m.Role == memory.RoleDeveloper
+func isSystem(m chat.Message) bool {
+	return m.Role == chat.RoleSystem || m.Role == chat.RoleDeveloper
 }
 
 // resendsReply reports a request that holds a stored assistant reply at its place in the
 // history: a resent (edited) history, not a new turn, whatever its length.
-func resendsReply(r, h []memory.Message) bool {
+func resendsReply(r, h []chat.Message) bool {
 	for i := 0; i < len(r) && i < len(h); i++ {
-		if r[i].Role == memory.RoleAssistant && sameMessage(r[i], h[i]) {
+		if r[i].Role == chat.RoleAssistant && sameMessage(r[i], h[i]) {
 			return true
 		}
 	}
@@ -152,7 +152,7 @@ func resendsReply(r, h []memory.Message) bool {
 }
 
 // conflictAt describes the difference between request message ri and stored message hi.
-func conflictAt(history, req []memory.Message, ri, hi int) *Conflict {
+func conflictAt(history, req []chat.Message, ri, hi int) *Conflict {
 	const hint = "; to start the thread over, send the header " + ResetHeader + ": 1"
 	switch {
 	case ri >= len(req):
@@ -169,7 +169,7 @@ func conflictAt(history, req []memory.Message, ri, hi int) *Conflict {
 }
 
 // difference names what differs between two messages.
-func difference(a, b memory.Message) string {
+func difference(a, b chat.Message) string {
 	switch {
 	case a.Role != b.Role:
 		return fmt.Sprintf("role %q, stored %q", a.Role, b.Role)
@@ -183,7 +183,7 @@ func difference(a, b memory.Message) string {
 	return "its tool calls differ"
 }
 
-func leadingSystem(ms []memory.Message) int {
+func leadingSystem(ms []chat.Message) int {
 	n := 0
 	for n < len(ms) && isSystem(ms[n]) {
 		n++
@@ -191,7 +191,7 @@ func leadingSystem(ms []memory.Message) int {
 	return n
 }
 
-func samePrefix(r, h []memory.Message) bool {
+func samePrefix(r, h []chat.Message) bool {
 	for i := range h {
 		if !sameMessage(r[i], h[i]) {
 			return false
@@ -205,10 +205,10 @@ func samePrefix(r, h []memory.Message) bool {
 // tool_call_id, and each tool call's id, function name and arguments (a missing type is
 // "function"). Other fields (refusal, annotations, reasoning fields) are not compared: a
 // client may drop or add them when it resends a reply.
-func sameMessage(a, b memory.Message) bool {
+func sameMessage(a, b chat.Message) bool {
 	return a.Role == b.Role && a.Name == b.Name && a.ToolCallID == b.ToolCallID &&
 		sameContent(a.Content, b.Content) &&
-		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y memory.ToolCall) bool {
+		slices.EqualFunc(a.ToolCalls, b.ToolCalls, func(x, y chat.ToolCall) bool {
 			return x.ID == y.ID && typeOrFunction(x.Type) == typeOrFunction(y.Type) &&
 				x.Function.Name == y.Function.Name && sameArguments(x.Function.Arguments, y.Function.Arguments)
 		})
@@ -265,7 +265,7 @@ func normContent(c json.RawMessage) []byte {
 	if c[0] == '[' {
 		var parts []map[string]json.RawMessage
 		if json.Unmarshal(c, &parts) == nil && textOnly(parts) {
-			b, _ := json.Marshal(memory.Message{Content: c}.Text())
+			b, _ := json.Marshal(chat.Message{Content: c}.Text())
 			return b
 		}
 	}

@@ -5,33 +5,33 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/serve"
 )
 
 // msgs builds messages from "role:text" items; "assistant>id:name" is a tool call.
-func msgs(items ...string) []memory.Message {
-	var out []memory.Message
+func msgs(items ...string) []chat.Message {
+	var out []chat.Message
 	for _, it := range items {
 		role, text, _ := strings.Cut(it, ":")
 		if r, id, ok := strings.Cut(role, ">"); ok {
-			m := memory.Message{Role: r, Content: json.RawMessage("null"),
-				ToolCalls: []memory.ToolCall{{ID: id, Type: "function", Function: memory.FunctionCall{Name: text, Arguments: "{}"}}}}
+			m := chat.Message{Role: r, Content: json.RawMessage("null"),
+				ToolCalls: []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: text, Arguments: "{}"}}}}
 			out = append(out, m)
 			continue
 		}
 		if r, id, ok := strings.Cut(role, "<"); ok {
-			m := memory.TextMessage(r, text)
+			m := chat.TextMessage(r, text)
 			m.ToolCallID = id
 			out = append(out, m)
 			continue
 		}
-		out = append(out, memory.TextMessage(role, text))
+		out = append(out, chat.TextMessage(role, text))
 	}
 	return out
 }
 
-func texts(ms []memory.Message) string {
+func texts(ms []chat.Message) string {
 	var s []string
 	for _, m := range ms {
 		s = append(s, m.Role+":"+m.Text())
@@ -46,7 +46,7 @@ func TestReconcile(t *testing.T) {
 	threeCalls[1].ToolCalls = append(threeCalls[1].ToolCalls, msgs("assistant>c2:g")[0].ToolCalls[0], msgs("assistant>c3:h")[0].ToolCalls[0])
 	cases := []struct {
 		name      string
-		hist, req []memory.Message
+		hist, req []chat.Message
 		fresh     string // the new messages, when no conflict
 		conflict  int    // the request index named, -1: none
 	}{
@@ -99,37 +99,37 @@ func TestReconcile(t *testing.T) {
 // stored reply, not an edit.
 func TestReconcileSameMessage(t *testing.T) {
 	t.Parallel()
-	var stored, resent memory.Message
+	var stored, resent chat.Message
 	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}],"refusal":null}`), &stored)
 	json.Unmarshal([]byte(`{"role":"assistant","content":"","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\":1}"}}],"annotations":[]}`), &resent)
-	hist := []memory.Message{memory.TextMessage("user", "hi"), stored}
-	if fresh, c := serve.Reconcile(hist, []memory.Message{memory.TextMessage("user", "hi"), resent}); c != nil || len(fresh) != 0 {
+	hist := []chat.Message{chat.TextMessage("user", "hi"), stored}
+	if fresh, c := serve.Reconcile(hist, []chat.Message{chat.TextMessage("user", "hi"), resent}); c != nil || len(fresh) != 0 {
 		t.Fatalf("the resent reply: %v, %d new", c, len(fresh))
 	}
-	var parts memory.Message
+	var parts chat.Message
 	json.Unmarshal([]byte(`{"role":"user","content":[{"type":"text","text":"hi"}]}`), &parts)
-	if fresh, c := serve.Reconcile(hist, []memory.Message{parts, resent, memory.TextMessage("user", "more")}); c != nil || len(fresh) != 1 {
+	if fresh, c := serve.Reconcile(hist, []chat.Message{parts, resent, chat.TextMessage("user", "more")}); c != nil || len(fresh) != 1 {
 		t.Fatalf("text parts for a string: %v, %d new", c, len(fresh))
 	}
-	var args memory.Message
+	var args chat.Message
 	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":2}"}}]}`), &args)
-	if _, c := serve.Reconcile(hist, []memory.Message{memory.TextMessage("user", "hi"), args, memory.TextMessage("user", "x")}); c == nil || !strings.Contains(c.Msg, "tool calls differ") {
+	if _, c := serve.Reconcile(hist, []chat.Message{chat.TextMessage("user", "hi"), args, chat.TextMessage("user", "x")}); c == nil || !strings.Contains(c.Msg, "tool calls differ") {
 		t.Fatalf("changed arguments: %v", c)
 	}
 	// The same arguments, other white space and key order: the same call.
-	var spaced memory.Message
+	var spaced chat.Message
 	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{ \"a\" : 1.0e0 }"}}]}`), &spaced)
-	if fresh, c := serve.Reconcile(hist, []memory.Message{memory.TextMessage("user", "hi"), spaced, memory.TextMessage("user", "x")}); c == nil {
+	if fresh, c := serve.Reconcile(hist, []chat.Message{chat.TextMessage("user", "hi"), spaced, chat.TextMessage("user", "x")}); c == nil {
 		t.Fatalf("1.0e0 for 1 is another number as written: %d new", len(fresh))
 	}
 	json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{ \"a\" : 1 }\n"}}]}`), &spaced)
-	if fresh, c := serve.Reconcile(hist, []memory.Message{memory.TextMessage("user", "hi"), spaced, memory.TextMessage("user", "x")}); c != nil || len(fresh) != 1 {
+	if fresh, c := serve.Reconcile(hist, []chat.Message{chat.TextMessage("user", "hi"), spaced, chat.TextMessage("user", "x")}); c != nil || len(fresh) != 1 {
 		t.Fatalf("arguments with other white space: %v, %d new", c, len(fresh))
 	}
-	var two, swapped memory.Message
+	var two, swapped chat.Message
 	json.Unmarshal([]byte(`{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"a\":1,\"b\":[2]}"}}]}`), &two)
 	json.Unmarshal([]byte(`{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"b\": [2], \"a\": 1}"}}]}`), &swapped)
-	if fresh, c := serve.Reconcile([]memory.Message{memory.TextMessage("user", "hi"), two}, []memory.Message{memory.TextMessage("user", "hi"), swapped, memory.TextMessage("user", "x")}); c != nil || len(fresh) != 1 {
+	if fresh, c := serve.Reconcile([]chat.Message{chat.TextMessage("user", "hi"), two}, []chat.Message{chat.TextMessage("user", "hi"), swapped, chat.TextMessage("user", "x")}); c != nil || len(fresh) != 1 {
 		t.Fatalf("arguments in another key order: %v, %d new", c, len(fresh))
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -130,7 +131,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, re
 
 // storeReply appends the proxy's messages of a turn (the model's reply, a recall's call and
 // results) to the thread the caller holds the turn of, whatever it holds by now.
-func (s *Server) storeReply(ctx context.Context, thread string, msgs []memory.Message) (memory.AppendResult, error) {
+func (s *Server) storeReply(ctx context.Context, thread string, msgs []chat.Message) (memory.AppendResult, error) {
 	return s.appendLive(ctx, s.state(thread), msgs, memory.AppendOptions{}, nil)
 }
 
@@ -189,7 +190,7 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string
 	if r.Context().Err() != nil {
 		return false // the client left: it never sees this reply, so it is not stored
 	}
-	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}); err != nil {
+	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, []chat.Message{reply}); err != nil {
 		writeCode(w, memory.CodeUpstream, "reply_not_stored", "the model's reply could not be stored: "+err.Error(), "")
 		return false
 	}
@@ -201,24 +202,24 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string
 }
 
 // replyMessage returns choices[0].message of a chat completion.
-func replyMessage(b []byte) (memory.Message, error) {
+func replyMessage(b []byte) (chat.Message, error) {
 	var resp struct {
 		Choices []struct {
 			Message json.RawMessage `json:"message"`
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(b, &resp); err != nil {
-		return memory.Message{}, fmt.Errorf("the upstream's reply is not a chat completion: %v", err)
+		return chat.Message{}, fmt.Errorf("the upstream's reply is not a chat completion: %v", err)
 	}
 	if len(resp.Choices) == 0 || len(resp.Choices[0].Message) == 0 {
-		return memory.Message{}, errors.New("the upstream's reply has no choices[0].message")
+		return chat.Message{}, errors.New("the upstream's reply has no choices[0].message")
 	}
-	var m memory.Message
+	var m chat.Message
 	if err := json.Unmarshal(resp.Choices[0].Message, &m); err != nil {
-		return memory.Message{}, fmt.Errorf("the upstream's reply: choices[0].message: %v", err)
+		return chat.Message{}, fmt.Errorf("the upstream's reply: choices[0].message: %v", err)
 	}
 	if m.Role == "" {
-		m.Role = memory.RoleAssistant
+		m.Role = chat.RoleAssistant
 	}
 	return m, nil
 }

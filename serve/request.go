@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
 )
 
 // chatRequest is a chat completions request: every field as given (forwarded unchanged but
@@ -18,13 +18,13 @@ import (
 type chatRequest struct {
 	fields   map[string]json.RawMessage
 	order    []string // the keys of fields as the request gives them
-	messages []memory.Message
+	messages []chat.Message
 	sent     *sentMessages // the messages as sent and as decoded
 	// prev is the thread's previous request given to parseChatRequest, of which the first
 	// same messages are this one's, byte for byte.
 	prev   *sentMessages
 	same   int
-	tools  []memory.Tool
+	tools  []chat.Tool
 	model  string
 	stream bool
 }
@@ -38,9 +38,9 @@ func (e *badRequest) Error() string { return e.msg }
 // decoded (msgs), and its tools likewise; none is changed once made.
 type sentMessages struct {
 	hashes    []bytesHash
-	msgs      []memory.Message
+	msgs      []chat.Message
 	toolsHash bytesHash
-	tools     []memory.Tool // nil: none sent
+	tools     []chat.Tool // nil: none sent
 }
 
 // bytesHash identifies a message by its bytes: 128 bits of two seeded hashes (maphash), the
@@ -78,7 +78,7 @@ func parseChatRequest(body []byte, prev *sentMessages) (chatRequest, error) {
 	if len(raws) == 0 {
 		return req, &badRequest{"messages", "messages: want a non-empty array of chat messages"}
 	}
-	req.messages = make([]memory.Message, len(raws))
+	req.messages = make([]chat.Message, len(raws))
 	req.prev = prev
 	hashes := make([]bytesHash, len(raws))
 	for i, raw := range raws {
@@ -111,7 +111,7 @@ func parseChatRequest(body []byte, prev *sentMessages) (chatRequest, error) {
 			return req, &badRequest{"tools", "tools: want an array of tool definitions"}
 		}
 		if req.tools == nil {
-			req.tools = []memory.Tool{}
+			req.tools = []chat.Tool{}
 		}
 		req.sent.toolsHash, req.sent.tools = h, req.tools
 	}

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
 )
 
 // relayStream passes server-sent events to the client as they arrive and assembles the reply
@@ -87,7 +87,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread stri
 		return false // the client left: it never sees the end, so nothing is stored
 	}
 	reply := acc.message()
-	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, []memory.Message{reply}); err != nil {
+	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, []chat.Message{reply}); err != nil {
 		return fail("reply_not_stored", "the model's reply could not be stored: "+err.Error())
 	}
 	s.compactLater(thread)
@@ -155,7 +155,7 @@ type streamReply struct {
 	refusal  strings.Builder
 	text     bool // a content delta was seen
 	refused  bool // a refusal delta was seen
-	calls    []memory.ToolCall
+	calls    []chat.ToolCall
 	finished bool // a finish_reason was seen
 	failed   bool // an error event came instead of a chunk
 }
@@ -210,7 +210,7 @@ func (a *streamReply) add(data []byte) error {
 				return fmt.Errorf("a tool call's index is %d: want 0 to %d", tc.Index, MaxToolCalls-1)
 			}
 			for len(a.calls) <= tc.Index {
-				a.calls = append(a.calls, memory.ToolCall{})
+				a.calls = append(a.calls, chat.ToolCall{})
 			}
 			call := &a.calls[tc.Index]
 			if tc.ID != "" {
@@ -231,12 +231,12 @@ func (a *streamReply) add(data []byte) error {
 
 // message is the assembled reply: its text, its refusal (content null when the model gave
 // only a refusal) and its tool calls (content null when it gave no text beside them).
-func (a *streamReply) message() memory.Message {
+func (a *streamReply) message() chat.Message {
 	role := a.role
 	if role == "" {
-		role = memory.RoleAssistant
+		role = chat.RoleAssistant
 	}
-	m := memory.TextMessage(role, a.content.String())
+	m := chat.TextMessage(role, a.content.String())
 	if a.refused {
 		r, _ := json.Marshal(a.refusal.String())
 		m.Extra = map[string]json.RawMessage{"refusal": r}

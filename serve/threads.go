@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -130,7 +131,7 @@ func (s *Server) state(thread string) *threadState {
 
 // histBytes estimates the memory that messages hold: each one's struct (messageBytes) and
 // what it points to, rounded up as the allocator does.
-func histBytes(msgs []memory.Message) int64 {
+func histBytes(msgs []chat.Message) int64 {
 	n := int64(0)
 	for _, m := range msgs {
 		n += messageBytes + alloc(len(m.Role)) + alloc(len(m.Content)) + alloc(len(m.Name)) + alloc(len(m.ToolCallID))
@@ -147,8 +148,8 @@ func histBytes(msgs []memory.Message) int64 {
 	return n
 }
 
-// messageBytes is the size of a memory.Message.
-const messageBytes = int64(unsafe.Sizeof(memory.Message{}))
+// messageBytes is the size of a chat.Message.
+const messageBytes = int64(unsafe.Sizeof(chat.Message{}))
 
 // alloc is the memory an allocation of n bytes takes: n rounded up to 16 (0 for none).
 func alloc(n int) int64 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/serve"
 )
 
@@ -17,7 +17,7 @@ func TestThreadStateBounded(t *testing.T) {
 	const budget = 64 << 10
 	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.CacheBytes, s.CacheIdle = budget, time.Hour }})
 	e.up.set(func(u *upstream) {
-		u.reply = func(int, []memory.Message) memory.Message { return memory.TextMessage("assistant", "ok") }
+		u.reply = func(int, []chat.Message) chat.Message { return chat.TextMessage("assistant", "ok") }
 	})
 	for i := 0; i < 40; i++ {
 		thread := fmt.Sprintf("t%d", i)
@@ -44,7 +44,7 @@ func TestIdleThreadsDropped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.CacheIdle = 2 * time.Second }})
 	e.up.set(func(u *upstream) {
-		u.reply = func(int, []memory.Message) memory.Message { return memory.TextMessage("assistant", "ok") }
+		u.reply = func(int, []chat.Message) chat.Message { return chat.TextMessage("assistant", "ok") }
 	})
 	turns := func(threads ...string) {
 		for _, thread := range threads {

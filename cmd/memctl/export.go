@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -37,8 +38,8 @@ OpenAI chat messages, or with --all the full original history exactly as appende
 }
 
 // exportMessages returns the active context of thread, or with all its whole history; never nil.
-func exportMessages(ctx context.Context, s *memory.Store, thread string, all bool) ([]memory.Message, error) {
-	msgs := []memory.Message{}
+func exportMessages(ctx context.Context, s *memory.Store, thread string, all bool) ([]chat.Message, error) {
+	msgs := []chat.Message{}
 	if !all {
 		act, err := s.Active(ctx, thread)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
@@ -109,7 +110,7 @@ func histories(t *testing.T, name string) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs := make([]memory.Message, len(h))
+		msgs := make([]chat.Message, len(h))
 		for i, e := range h {
 			msgs[i] = e.Message
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 	"github.com/memcascade/memcascade/transcript"
@@ -93,7 +94,7 @@ func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) e
 			fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, r.CoverState(), r.FromSeq, r.ToSeq, r.SummaryTokens)
 		}
 		label := pinLabel(e, cv.Label(e.Seq))
-		if system := e.Message.Role == memory.RoleSystem || e.Message.Role == memory.RoleDeveloper; system && conversed {
+		if system := e.Message.Role == chat.RoleSystem || e.Message.Role == chat.RoleDeveloper; system && conversed {
 			// memctl serve stores a changed system prompt so (the earlier one stays above).
 			label = strings.TrimSuffix("system prompt changed; "+label, "; ")
 		} else if !system {
@@ -154,11 +155,11 @@ func writeEntry(w io.Writer, e memory.Entry, label string, limit int) {
 // showJSON is the --json form of show: entries with their seq, tokens and summary coverage.
 func showJSON(entries []memory.Entry, covering []memory.Report) map[string]any {
 	type entry struct {
-		Seq          int64          `json:"seq"`
-		Tokens       int            `json:"tokens"`
-		CompactionID int64          `json:"compaction_id,omitempty"`
-		Pinned       bool           `json:"pinned,omitempty"`
-		Message      memory.Message `json:"message"`
+		Seq          int64        `json:"seq"`
+		Tokens       int          `json:"tokens"`
+		CompactionID int64        `json:"compaction_id,omitempty"`
+		Pinned       bool         `json:"pinned,omitempty"`
+		Message      chat.Message `json:"message"`
 	}
 	out := make([]entry, len(entries))
 	for i, e := range entries {

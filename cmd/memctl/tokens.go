@@ -7,8 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 func (a *app) tokensCommand() *cobra.Command {
@@ -56,7 +58,7 @@ the config's model. Plain output is the integer alone.`,
 // readRequest reads the chat request in FILE ("-" for stdin) with memory.ReadMessages: {"messages":
 // [...], "tools": [...]}, a bare array of messages, {"messages": [...]} or JSONL (one message per
 // line), with at least one message; a bad input is a usage error with the importer's words.
-func readRequest(stdin io.Reader, name string) ([]memory.Message, []memory.Tool, error) {
+func readRequest(stdin io.Reader, name string) ([]chat.Message, []chat.Tool, error) {
 	data, err := readInput(stdin, name)
 	if err != nil {
 		return nil, nil, err
@@ -70,7 +72,7 @@ func readRequest(stdin io.Reader, name string) ([]memory.Message, []memory.Tool,
 
 // tokenCounter returns the counter of the config's encoding_file, or the built-in counter of the
 // config's encoding or of model (warning when the model is unknown).
-func (a *app) tokenCounter(cfg config.Config, model string) (memory.TokenCounter, error) {
+func (a *app) tokenCounter(cfg config.Config, model string) (tokencount.Counter, error) {
 	if fc, err := cfg.Counter(); err != nil || fc != nil {
 		if err != nil {
 			return nil, err
@@ -80,12 +82,12 @@ func (a *app) tokenCounter(cfg config.Config, model string) (memory.TokenCounter
 		}
 		return fc, nil
 	}
-	enc, known, err := memory.ResolveEncoding(model, cfg.Encoding)
+	enc, known, err := tokencount.ResolveEncoding(model, cfg.Encoding)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	if !known {
 		fmt.Fprintf(a.errOut, "memctl: warning: the tokenizer does not know model %q: counting with %s\n", model, enc)
 	}
-	return memory.NewTokenCounter(enc)
+	return tokencount.NewCounter(enc)
 }

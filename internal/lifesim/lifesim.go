@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/summarycheck"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // Kinds are the summarizers of a simulation: the offline rung, a fake whose summaries hold no
@@ -99,7 +101,7 @@ func Provider(s *memory.Store, kind string, seed uint64) (*cascade.Cascade, erro
 func ProviderWith(s *memory.Store, kind string, seed uint64, cooldown time.Duration) (*cascade.Cascade, error) {
 	switch kind {
 	case "offline":
-		c, err := s.Counter(memory.EncodingO200k)
+		c, err := s.Counter(tokencount.EncodingO200k)
 		if err != nil {
 			return nil, err
 		}
@@ -145,12 +147,12 @@ func ProviderWith(s *memory.Store, kind string, seed uint64, cooldown time.Durat
 // Simulate replays msgs into Thread of s (a new store) at the given limit through summarizer
 // kind. logf, if not nil, gets a line per failed compaction. It stops at the first compaction
 // after which facts are lost unnamed, with a *LostError.
-func Simulate(ctx context.Context, s *memory.Store, msgs []memory.Message, limit int, kind string, logf func(string, ...any)) (Stats, error) {
+func Simulate(ctx context.Context, s *memory.Store, msgs []chat.Message, limit int, kind string, logf func(string, ...any)) (Stats, error) {
 	return SimulateWith(ctx, s, msgs, limit, kind, Cooldown, logf)
 }
 
 // SimulateWith is Simulate with the summarizer's cooldown after a failure (see ProviderWith).
-func SimulateWith(ctx context.Context, s *memory.Store, msgs []memory.Message, limit int, kind string, cooldown time.Duration, logf func(string, ...any)) (Stats, error) {
+func SimulateWith(ctx context.Context, s *memory.Store, msgs []chat.Message, limit int, kind string, cooldown time.Duration, logf func(string, ...any)) (Stats, error) {
 	var st Stats
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -162,7 +164,7 @@ func SimulateWith(ctx context.Context, s *memory.Store, msgs []memory.Message, l
 	c := memory.NewCompactor(s, p, memory.Settings{TokenLimit: limit})
 	newestUser := ""
 	for i, m := range msgs {
-		if _, err := s.Append(ctx, Thread, []memory.Message{m}, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+		if _, err := s.Append(ctx, Thread, []chat.Message{m}, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 			return st, fmt.Errorf("append %d: %w", i, err)
 		}
 		st.Turns++
@@ -343,26 +345,26 @@ func Losses(ctx context.Context, s *memory.Store, thread string, original []fact
 
 // Generated is a long agent thread of several tasks: constraints stated early, lookups and
 // writes, errors the tools returned, a reply per task.
-func Generated(tasks int) []memory.Message {
-	msgs := []memory.Message{
-		memory.TextMessage("system", "You are an airline agent. Use the tools to help the user."),
-		memory.TextMessage("user", "I am mia_li_3668. I must never pay with my credit card: only gift cards, please."),
+func Generated(tasks int) []chat.Message {
+	msgs := []chat.Message{
+		chat.TextMessage("system", "You are an airline agent. Use the tools to help the user."),
+		chat.TextMessage("user", "I am mia_li_3668. I must never pay with my credit card: only gift cards, please."),
 	}
-	call := func(id, name string, args map[string]any) memory.Message {
+	call := func(id, name string, args map[string]any) chat.Message {
 		raw, _ := json.Marshal(args)
-		m := memory.TextMessage("assistant", "")
+		m := chat.TextMessage("assistant", "")
 		m.Content = nil
-		m.ToolCalls = []memory.ToolCall{{ID: id, Type: "function", Function: memory.FunctionCall{Name: name, Arguments: string(raw)}}}
+		m.ToolCalls = []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: name, Arguments: string(raw)}}}
 		return m
 	}
-	result := func(id, text string) memory.Message {
-		m := memory.TextMessage("tool", text)
+	result := func(id, text string) chat.Message {
+		m := chat.TextMessage("tool", text)
 		m.ToolCallID = id
 		return m
 	}
 	for k := range tasks {
 		res := fmt.Sprintf("R%05dQ", k)
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("Task %d: please move reservation %s to flight HAT%03d on 2024-06-%02d.", k, res, k%300, k%28+1)))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("Task %d: please move reservation %s to flight HAT%03d on 2024-06-%02d.", k, res, k%300, k%28+1)))
 		id := fmt.Sprintf("call_%d_a", k)
 		msgs = append(msgs, call(id, "get_reservation_details", map[string]any{"reservation_id": res}),
 			result(id, fmt.Sprintf(`{"reservation_id": "%s", "flights": [{"flight_number": "HAT%03d", "date": "2024-05-%02d", "price": %d}], "passengers": [{"first_name": "Mia", "last_name": "Li"}], "payment_history": [{"payment_id": "gift_card_%d", "amount": %d}]}`,
@@ -378,7 +380,7 @@ func Generated(tasks int) []memory.Message {
 		if k%4 == 3 {
 			reply = fmt.Sprintf("I could not update %s: the payment amount does not add up.", res)
 		}
-		msgs = append(msgs, memory.TextMessage("assistant", reply))
+		msgs = append(msgs, chat.TextMessage("assistant", reply))
 	}
 	return msgs
 }

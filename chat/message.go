@@ -1,4 +1,8 @@
-package memory
+// Package chat holds the chat message as an agent gives it (OpenAI's chat format): Message,
+// its tool calls, the tool definitions of a request, and their JSON codec, which writes a
+// message back as it was given. The store keeps these messages, token counting counts them,
+// and the proxy relays them.
+package chat
 
 import (
 	"bytes"
@@ -6,6 +10,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/memcascade/memcascade/internal/jsontext"
 )
 
 // Roles a message may have.
@@ -31,10 +37,6 @@ type Message struct {
 	ToolCallID string
 	// Extra holds every field not named above, as given.
 	Extra map[string]json.RawMessage
-
-	// input is the JSON an import decoded the message from, compact (see decodeLine): what
-	// its row stores. nil for a message made otherwise, whose row stores its MarshalJSON.
-	input []byte
 }
 
 // ToolCall is one entry of an assistant message's tool_calls.
@@ -126,7 +128,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		map[string]func(json.RawMessage) (bool, error){
 			"role": func(v json.RawMessage) (bool, error) { return true, unmarshalString(v, &m.Role) },
 			"content": func(v json.RawMessage) (bool, error) {
-				m.Content = compactJSON(v)
+				m.Content = jsontext.Compact(v)
 				if c := m.Content[0]; c != '"' && c != '[' && !bytes.Equal(m.Content, []byte("null")) {
 					return true, fmt.Errorf("want a string, null or an array of parts")
 				}
@@ -211,7 +213,7 @@ func decodeObject(b []byte, strs map[string]*string, decode map[string]func(json
 	var extra map[string]json.RawMessage
 	for k, v := range fields {
 		taken, err := false, error(nil)
-		if dst, ok := strs[k]; ok && !isNullOrEmpty(v) {
+		if dst, ok := strs[k]; ok && !jsontext.IsNullOrEmpty(v) {
 			taken, err = true, unmarshalString(v, dst)
 		} else if f, ok := decode[k]; ok {
 			taken, err = f(v)
@@ -224,13 +226,6 @@ func decodeObject(b []byte, strs map[string]*string, decode map[string]func(json
 		}
 	}
 	return extra, nil
-}
-
-// isNullOrEmpty reports whether a JSON value is null or the empty string: a modelled string
-// field holding it is "", and the value goes to Extra so that it is written back as given.
-func isNullOrEmpty(v json.RawMessage) bool {
-	v = bytes.TrimSpace(v)
-	return bytes.Equal(v, []byte("null")) || bytes.Equal(v, []byte(`""`))
 }
 
 func unmarshalString(v json.RawMessage, dst *string) error {
@@ -247,46 +242,8 @@ func setExtra(m map[string]json.RawMessage, k string, v json.RawMessage) map[str
 	if m == nil {
 		m = map[string]json.RawMessage{}
 	}
-	m[k] = compactJSON(v)
+	m[k] = jsontext.Compact(v)
 	return m
-}
-
-// compactJSON returns v without insignificant white space: v itself when it is valid JSON and
-// already compact (a large content is not copied again), else a compacted copy, or a plain copy
-// when v is not valid JSON. The result must not be modified.
-func compactJSON(v json.RawMessage) json.RawMessage {
-	if isCompactJSON(v) && json.Valid(v) {
-		return v
-	}
-	var buf bytes.Buffer
-	buf.Grow(len(v))
-	if err := json.Compact(&buf, v); err != nil {
-		return slices.Clone(v)
-	}
-	return buf.Bytes()
-}
-
-// isCompactJSON reports whether b has no white space outside its strings.
-func isCompactJSON(b []byte) bool {
-	inString, escaped := false, false
-	for _, c := range b {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			return false
-		}
-	}
-	return true
 }
 
 // objectWriter writes a JSON object with fields in the order they are added.

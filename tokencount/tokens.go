@@ -1,4 +1,7 @@
-package memory
+// Package tokencount counts the tokens of what a thread sends to its model: chat messages and
+// tool definitions, as OpenAI's cookbook counts them, with the built-in BPE encodings of package
+// tokenizer or a vocabulary file, and the encoding a model gets.
+package tokencount
 
 import (
 	"bytes"
@@ -11,6 +14,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/jsontext"
 	"github.com/memcascade/memcascade/tokenizer"
 )
 
@@ -118,13 +123,13 @@ func unknownEncoding(name string) error {
 	return fmt.Errorf("unknown encoding %q: want one of %s", name, strings.Join(Encodings(), ", "))
 }
 
-// TokenCounter counts the tokens of what a thread sends to its model. A Store keeps one per
+// Counter counts the tokens of what a thread sends to its model. A memory.Store keeps one per
 // encoding (Store.Counter) and records in each thread the Encoding of the counter that counted
 // it; a host brings its own tokenizer by implementing this interface and handing it to
-// Store.UseCounter. A TokenCounter must be safe for concurrent use, and must count the same
+// Store.UseCounter. A Counter must be safe for concurrent use, and must count the same
 // input the same way for as long as threads recorded under its Encoding exist: stored counts
 // are never recomputed.
-type TokenCounter interface {
+type Counter interface {
 	// Encoding names the tokenizer. It is stored with every thread the counter counts, and must
 	// differ from the name of any other tokenizer (the built-in names are taken).
 	Encoding() string
@@ -132,14 +137,14 @@ type TokenCounter interface {
 	CountText(s string) int
 	// CountMessage returns the tokens of one message with its framing, without the reply
 	// priming.
-	CountMessage(m Message) int
+	CountMessage(m chat.Message) int
 	// CountMessages returns the tokens of a request's messages, reply priming included.
-	CountMessages(ms []Message) int
+	CountMessages(ms []chat.Message) int
 	// CountTools returns the tokens the tool definitions add to a request.
-	CountTools(tools []Tool) int
+	CountTools(tools []chat.Tool) int
 }
 
-// BPECounter is the built-in TokenCounter: it counts as OpenAI's cookbook "How to count tokens
+// BPECounter is the built-in Counter: it counts as OpenAI's cookbook "How to count tokens
 // with tiktoken" does, with the extensions documented on each method, using a BPE encoding of
 // package tokenizer. The counts are what the API reported for the cookbook's examples; for
 // anything else they are a close estimate, not a guarantee.
@@ -161,11 +166,11 @@ type BPECounter struct {
 	load     func() (tokenizer.Encoder, error)
 }
 
-var _ TokenCounter = (*BPECounter)(nil)
+var _ Counter = (*BPECounter)(nil)
 
-// NewTokenCounter returns the built-in counter for a built-in encoding (see Encodings); any
+// NewCounter returns the built-in counter for a built-in encoding (see Encodings); any
 // other name is an error. It does not load the encoding: the first count does.
-func NewTokenCounter(encoding string) (*BPECounter, error) {
+func NewCounter(encoding string) (*BPECounter, error) {
 	if !tokenizer.Known(encoding) {
 		return nil, unknownEncoding(encoding)
 	}
@@ -193,12 +198,12 @@ func NewTokenCounter(encoding string) (*BPECounter, error) {
 //     It is encoded by tiktoken-go's BPE.
 //
 // The file is read now, and parsed on first use (Load parses it at once and returns its
-// errors, which name the file and the line or the component; Store.Counter calls Load). A file
+// errors, which name the file and the line or the component; memory.Store.Counter calls Load). A file
 // is parsed at most once per process, whatever the number of counters made from it. The
 // counter's Encoding is FileEncodingName's: FileEncodingPrefix and the first 16 hexadecimal
 // digits of a SHA-256 of the file (and of the pattern, for a tiktoken-format file): a thread
 // counted with one file records that name, and a counter made from another file or pattern
-// does not count it (Store.Counter refuses). Tool definitions count 7 per function, the
+// does not count it (memory.Store.Counter refuses). Tool definitions count 7 per function, the
 // cookbook's value for current models.
 func NewFileCounter(path, pattern string) (*BPECounter, error) {
 	vocab, err := readVocabulary(path)
@@ -313,7 +318,7 @@ func (c *BPECounter) CountText(s string) int {
 func (c *BPECounter) encoder() tokenizer.Encoder {
 	enc, err := c.load()
 	if err != nil {
-		panic(fmt.Sprintf("memory: loading token encoding %s: %v", c.encoding, err))
+		panic(fmt.Sprintf("tokencount: loading token encoding %s: %v", c.encoding, err))
 	}
 	return enc
 }
@@ -351,11 +356,11 @@ func (c *BPECounter) encoder() tokenizer.Encoder {
 //
 // Fields kept in Extra (and in a tool call's Extra) are not counted: they are not part of what
 // OpenAI renders into the prompt, or their cost is unknown.
-func (c *BPECounter) CountMessage(m Message) int {
+func (c *BPECounter) CountMessage(m chat.Message) int {
 	return c.countMessage(m, c.countContent(m.Content))
 }
 
-func (c *BPECounter) countMessage(m Message, content int) int {
+func (c *BPECounter) countMessage(m chat.Message, content int) int {
 	n := tokensPerMessage + c.CountText(m.Role) + content
 	if m.Name != "" {
 		n += c.CountText(m.Name) + tokensPerName
@@ -367,10 +372,10 @@ func (c *BPECounter) countMessage(m Message, content int) int {
 	return n
 }
 
-// countMessageWithText returns counter.CountMessage(m) for a message whose content is the JSON
+// CountMessageWithText returns counter.CountMessage(m) for a message whose content is the JSON
 // string text, already decoded by the caller: the built-in counter counts text instead of
 // decoding the content a second time.
-func countMessageWithText(counter TokenCounter, m Message, text string) int {
+func CountMessageWithText(counter Counter, m chat.Message, text string) int {
 	if c, ok := counter.(*BPECounter); ok {
 		return c.countMessage(m, c.CountText(text))
 	}
@@ -379,7 +384,7 @@ func countMessageWithText(counter TokenCounter, m Message, text string) int {
 
 // CountMessages returns the tokens of a request's messages: the sum of CountMessage over them
 // plus ReplyPriming (3, also for an empty list), as the cookbook's num_tokens_from_messages.
-func (c *BPECounter) CountMessages(ms []Message) int {
+func (c *BPECounter) CountMessages(ms []chat.Message) int {
 	n := ReplyPriming
 	for _, m := range ms {
 		n += c.CountMessage(m)
@@ -394,7 +399,7 @@ func (c *BPECounter) countContent(content json.RawMessage) int {
 	}
 	switch content[0] {
 	case '"':
-		if s, ok := jsonStringValue(content); ok {
+		if s, ok := jsontext.StringValue(content); ok {
 			return c.CountText(s)
 		}
 	case '[':
@@ -432,20 +437,7 @@ func (c *BPECounter) countPart(p json.RawMessage) int {
 			return part.File.tokens() + c.CountText(part.File.Filename)
 		}
 	}
-	return c.CountText(string(compactJSON(p)))
-}
-
-// Tool is one entry of a request's tools.
-type Tool struct {
-	Type     string       `json:"type"`
-	Function ToolFunction `json:"function"`
-}
-
-// ToolFunction is the function a Tool defines; Parameters is its JSON Schema.
-type ToolFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
+	return c.CountText(string(jsontext.Compact(p)))
 }
 
 // CountTools returns the tokens the tool definitions add to a request: the function part of the
@@ -473,7 +465,7 @@ type ToolFunction struct {
 //     "additionalProperties", "anyOf", "default" and other keywords, not tuple-form items.
 //
 // Parameters that are not valid JSON, or not an object, add nothing beyond name and description.
-func (c *BPECounter) CountTools(tools []Tool) int {
+func (c *BPECounter) CountTools(tools []chat.Tool) int {
 	if len(tools) == 0 {
 		return 0
 	}
@@ -523,7 +515,7 @@ func (c *BPECounter) countEnum(raw json.RawMessage) int {
 	for _, v := range values {
 		s, ok := asString(v)
 		if !ok {
-			s = string(compactJSON(v))
+			s = string(jsontext.Compact(v))
 		}
 		n += enumItem + c.CountText(s)
 	}
@@ -553,7 +545,7 @@ func schemaType(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &list) == nil {
 		return strings.Join(list, ",")
 	}
-	return string(compactJSON(raw))
+	return string(jsontext.Compact(raw))
 }
 
 // jsonString returns a JSON string's value, or "" for anything else.

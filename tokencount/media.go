@@ -1,17 +1,13 @@
-package memory
+package tokencount
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"io"
 	"math"
 	"regexp"
 	"strings"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // Prices of audio and file content parts (see BPECounter.CountMessage).
@@ -272,108 +268,4 @@ func pdfPages(b base64Data) int {
 		}
 		buf = append(buf[:0], buf[limit:]...)
 	}
-}
-
-// jsonStringValue decodes a JSON string literal as encoding/json does (invalid UTF-8 and
-// unpaired surrogates become U+FFFD), into one allocation of the result's size: a content of
-// tens of megabytes is not decoded through a second buffer. ok is false when raw is not a
-// valid JSON string.
-func jsonStringValue(raw []byte) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	body := raw[1 : len(raw)-1]
-	plain := true
-	for _, c := range body {
-		if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return string(body), true
-	}
-	var sb strings.Builder
-	sb.Grow(len(body))
-	for i := 0; i < len(body); {
-		c := body[i]
-		switch {
-		case c == '"' || c < 0x20:
-			return "", false
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRune(body[i:])
-			if r == utf8.RuneError && size == 1 {
-				sb.WriteRune(unicode.ReplacementChar)
-			} else {
-				sb.Write(body[i : i+size])
-			}
-			i += size
-		case c != '\\':
-			sb.WriteByte(c)
-			i++
-		default:
-			if i+1 >= len(body) {
-				return "", false
-			}
-			switch e := body[i+1]; e {
-			case '"', '\\', '/':
-				sb.WriteByte(e)
-			case 'b':
-				sb.WriteByte('\b')
-			case 'f':
-				sb.WriteByte('\f')
-			case 'n':
-				sb.WriteByte('\n')
-			case 'r':
-				sb.WriteByte('\r')
-			case 't':
-				sb.WriteByte('\t')
-			case 'u':
-				r := hex4(body[i+2:])
-				if r < 0 {
-					return "", false
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if i+1 < len(body) && body[i] == '\\' && body[i+1] == 'u' {
-						if d := utf16.DecodeRune(r, hex4(body[i+2:])); d != unicode.ReplacementChar {
-							sb.WriteRune(d)
-							i += 6
-							continue
-						}
-					}
-					r = unicode.ReplacementChar
-				}
-				sb.WriteRune(r)
-				continue
-			default:
-				return "", false
-			}
-			i += 2
-		}
-	}
-	return sb.String(), true
-}
-
-// hex4 reads four hexadecimal digits, or returns -1.
-func hex4(b []byte) rune {
-	if len(b) < 4 {
-		return -1
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return -1
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }

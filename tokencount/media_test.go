@@ -1,4 +1,4 @@
-package memory_test
+package tokencount_test
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // wav returns a RIFF WAVE file of PCM audio: a LIST chunk before the data, as many encoders
@@ -61,16 +61,16 @@ func mp3(frames int, xing bool) []byte {
 	return b.Bytes()
 }
 
-func audioMessage(data, format string) memory.Message {
+func audioMessage(data, format string) chat.Message {
 	part, _ := json.Marshal(map[string]any{"type": "input_audio", "input_audio": map[string]string{"data": data, "format": format}})
-	return memory.Message{Role: "user", Content: json.RawMessage("[" + string(part) + "]")}
+	return chat.Message{Role: "user", Content: json.RawMessage("[" + string(part) + "]")}
 }
 
 // TestCountAudioPart checks that an input_audio part costs 1 token per 100 ms of its duration,
 // read from generated files of known duration, instead of the tokens of its base64 as text.
 func TestCountAudioPart(t *testing.T) {
 	t.Parallel()
-	c := counter(t, memory.EncodingO200k)
+	c := counter(t, tokencount.EncodingO200k)
 	framing := 3 + c.CountText("user")
 	b64 := base64.StdEncoding.EncodeToString
 	for _, tc := range []struct {
@@ -129,11 +129,11 @@ func pdf(pages int) []byte {
 // for its image, 500 for its text) plus the filename, with pages read from the file.
 func TestCountFilePart(t *testing.T) {
 	t.Parallel()
-	c := counter(t, memory.EncodingO200k)
+	c := counter(t, tokencount.EncodingO200k)
 	framing := 3 + c.CountText("user")
 	count := func(file map[string]string) int {
 		part, _ := json.Marshal(map[string]any{"type": "file", "file": file})
-		return c.CountMessage(memory.Message{Role: "user", Content: json.RawMessage("[" + string(part) + "]")}) - framing
+		return c.CountMessage(chat.Message{Role: "user", Content: json.RawMessage("[" + string(part) + "]")}) - framing
 	}
 	name := "report.pdf"
 	for _, pages := range []int{1, 3, 40} {
@@ -149,42 +149,5 @@ func TestCountFilePart(t *testing.T) {
 	opaque := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 200<<10))
 	if got, want := count(map[string]string{"file_data": opaque}), 4*585; got != want {
 		t.Errorf("a file without readable pages counts %d, want %d", got, want)
-	}
-}
-
-// jsonStringCases are JSON strings with every escape, invalid UTF-8 and lone surrogates, and
-// strings that are not valid JSON.
-var jsonStringCases = []string{
-	`""`, `"plain ascii"`, `"caf\u00e9 \"q\" \\ \/ \b\f\n\r\t"`, `"日本語 and emoji 😀"`,
-	`"\ud83d\ude00"`, `"\ud83d"`, `"\ud83dx"`, `"\ude00\ud83d"`, `"\ud83d\u0041"`, `"\uD83D\uDE00"`,
-	"\"bad \xff byte\"", "\"cut \xe6\x97\"", `"\u00"`, `"\x"`, `"a"b"`, "\"ctl \x01\"", `"ends \"`,
-	`"unterminated`, `x`, ` "spaced" `, `"\u0000"`, `"<>&\u2028"`,
-}
-
-// TestJSONStringValue checks the one-copy string decoder of content against encoding/json.
-func TestJSONStringValue(t *testing.T) {
-	t.Parallel()
-	for _, s := range jsonStringCases {
-		checkJSONString(t, s)
-	}
-}
-
-func FuzzJSONStringValue(f *testing.F) {
-	for _, s := range jsonStringCases {
-		f.Add(s)
-	}
-	f.Fuzz(checkJSONString)
-}
-
-func checkJSONString(t *testing.T, raw string) {
-	var want string
-	wantErr := json.Unmarshal([]byte(raw), &want)
-	isString := strings.HasPrefix(strings.TrimSpace(raw), `"`)
-	got, ok := memory.JSONStringValue([]byte(raw))
-	switch {
-	case wantErr == nil && isString && (!ok || got != want):
-		t.Errorf("JSONStringValue(%q) = %q, %v; encoding/json gives %q", raw, got, ok, want)
-	case (wantErr != nil || !isString) && ok:
-		t.Errorf("JSONStringValue(%q) = %q, true; encoding/json: %v", raw, got, wantErr)
 	}
 }

@@ -1,11 +1,11 @@
-package memory_test
+package chat_test
 
 import (
 	"encoding/json"
 	"reflect"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
 )
 
 // TestMessageKeepsFieldsAsGiven: a message is written back as it was given: named fields that
@@ -22,7 +22,7 @@ func TestMessageKeepsFieldsAsGiven(t *testing.T) {
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"","function":{"name":"f","arguments":"","strict":true,"parsed":{"q":[1,2]}}}]}`,
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
 	} {
-		var m memory.Message
+		var m chat.Message
 		if err := json.Unmarshal([]byte(in), &m); err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package memory_test
+package tokencount_test
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // TestNewFileCounterRefusesNonRegularFile: encoding_file naming a FIFO or a device is bad
@@ -52,7 +52,7 @@ func TestNewFileCounterRefusesNonRegularFile(t *testing.T) {
 			}
 		}
 	})
-	c, err := memory.NewFileCounter(fifo, "")
+	c, err := tokencount.NewFileCounter(fifo, "")
 	if err == nil {
 		t.Fatalf("NewFileCounter(a FIFO) = %v, nil: want an error saying the vocabulary is not a regular file", c.Encoding())
 	}

@@ -1,0 +1,218 @@
+// Package storetest holds the helpers that the tests of the store and of the packages built on
+// it share: a new store per test on the backend of the run, the recorded conversations of
+// testdata, long threads, and cascades of fakes or of the offline summarizer. It is a package,
+// not _test files, because more than one test package needs it; each keeps a helpers_test.go
+// of one-line wrappers, so that a test reads the same in any of them.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/testdb"
+	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
+)
+
+// Testdata returns the absolute path of elem under the repository's testdata directory,
+// whatever the directory the test runs in.
+func Testdata(elem ...string) string {
+	return filepath.Join(append([]string{root()}, append([]string{"testdata"}, elem...)...)...)
+}
+
+// root is the repository's directory: two levels above this file, or, when the file's path
+// is not a path of this machine (a build with -trimpath), the nearest directory above the
+// working directory that holds go.mod.
+func root() string {
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		return filepath.Join(filepath.Dir(file), "..", "..")
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic("storetest: no go.mod above " + dir)
+		}
+	}
+}
+
+// Open opens a new store on the backend of the run (testdb): its name is a file path or a
+// PostgreSQL URL, which Open takes again.
+func Open(t testing.TB) (*memory.Store, string) {
+	t.Helper()
+	path := freshDB.Name(t, "memory.db")
+	s, err := memory.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+// freshDB makes the new databases of Open: copies of one a store made, on SQLite.
+var freshDB = testdb.NewTemplate(func(path string) error {
+	s, err := memory.Open(context.Background(), path)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+})
+
+// Conversations returns the recorded conversations of testdata (its conversations/*.jsonl, in
+// the order of their names).
+func Conversations(t testing.TB) []string {
+	t.Helper()
+	dir := Testdata("conversations")
+	entries, err := os.ReadDir(dir) // not a glob: the checkout's path may hold [ or *
+	var files []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".jsonl") {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
+	}
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata conversations: %v", err)
+	}
+	return files
+}
+
+// Normalized parses JSON values (one per line, or an array) into generic values, so two
+// encodings of the same data compare equal.
+func Normalized(t testing.TB, data []byte) []any {
+	t.Helper()
+	var out []any
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(line, &v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// RecordedMessages returns every message of the recorded conversations of testdata.
+func RecordedMessages(t testing.TB) [][]chat.Message {
+	t.Helper()
+	var all [][]chat.Message
+	for _, f := range Conversations(t) {
+		all = append(all, ReadMessagesFile(t, f))
+	}
+	return all
+}
+
+// ReadMessagesFile reads the messages of a JSONL file.
+func ReadMessagesFile(t testing.TB, path string) []chat.Message {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []chat.Message
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var m chat.Message
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// Import imports a testdata conversation into thread and returns the file's bytes.
+func Import(t testing.TB, s *memory.Store, thread, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Import(context.Background(), thread, bytes.NewReader(data), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// ExtractiveCascade is the built-in offline cascade on the store's database.
+func ExtractiveCascade(t testing.TB, s *memory.Store) *cascade.Cascade {
+	t.Helper()
+	c, err := s.Counter(tokencount.EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
+		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+}
+
+// FailingCascade is a cascade whose every provider fails.
+func FailingCascade(s *memory.Store) *cascade.Cascade {
+	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		return llm.Response{}, errors.New("connection reset")
+	}}
+	return cascade.New(s.DB(),
+		cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute},
+		cascade.Entry{Name: "b", Type: "fake", Model: "m2", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+}
+
+// FakeEntry is a cascade entry of provider p, named name, with a context window of window
+// tokens.
+func FakeEntry(name string, p cascade.Provider, window int) cascade.Entry {
+	return cascade.Entry{Name: name, Type: "fake", Model: name + "-model", Provider: p, ContextWindow: window,
+		MaxOutputTokens: 256, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
+}
+
+// LongThread appends n user/assistant pairs of about size bytes each after a system prompt.
+func LongThread(t testing.TB, s *memory.Store, thread string, n, size int) {
+	t.Helper()
+	msgs := []chat.Message{chat.TextMessage("system", "You are a careful assistant.")}
+	for i := range n {
+		msgs = append(msgs,
+			chat.TextMessage("user", fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum dolor ", size/18))),
+			chat.TextMessage("assistant", fmt.Sprintf("answer %d: %s", i, strings.Repeat("sit amet consectetur ", size/21))))
+	}
+	if _, err := s.Append(context.Background(), thread, msgs, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// LongThread2 appends more pairs without a system prompt.
+func LongThread2(t testing.TB, s *memory.Store, thread string, n, size int) {
+	t.Helper()
+	var msgs []chat.Message
+	for i := range n {
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("late question %d: %s", i, strings.Repeat("tempor incididunt ", size/18))),
+			chat.TextMessage("assistant", fmt.Sprintf("late answer %d: %s", i, strings.Repeat("ut labore et dolore ", size/20))))
+	}
+	if _, err := s.Append(context.Background(), thread, msgs, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
