@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/db/sqlite"
 	"github.com/memcascade/memcascade/llm"
@@ -543,9 +544,9 @@ func (b *bench) activeRead([]conversation) error {
 	for _, e := range a.Entries[len(a.Entries)-200:] {
 		keep += e.Tokens
 	}
-	c := memory.NewCompactor(s, zeroLatency{}, memory.Settings{TokenLimit: 2 * keep, TargetRatio: 0.5, TriggerRatio: 0.8,
+	c := compact.New(s, zeroLatency{}, memory.Settings{TokenLimit: 2 * keep, TargetRatio: 0.5, TriggerRatio: 0.8,
 		SummaryMaxTokens: keep / 2, TotalTimeout: time.Hour})
-	if _, err := c.Compact(ctx, "long", memory.CompactOptions{Force: true}); err != nil {
+	if _, err := c.Compact(ctx, "long", compact.Options{Force: true}); err != nil {
 		return err
 	}
 	la, _ := s.Active(ctx, "long")
@@ -609,9 +610,9 @@ func (b *bench) compactionOf(backend, name string, n int) error {
 			return err
 		}
 		a, _ := s.Active(ctx, thread)
-		c := memory.NewCompactor(s, zeroLatency{}, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 2048})
+		c := compact.New(s, zeroLatency{}, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 2048})
 		start, c0 := time.Now(), cpuTime()
-		rep, err := c.Compact(ctx, thread, memory.CompactOptions{Force: true})
+		rep, err := c.Compact(ctx, thread, compact.Options{Force: true})
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -134,8 +135,8 @@ func compactThroughWindow(dir string, window, maxOutput int) (r windowResult) {
 	}}
 	e := cascade.Entry{Name: "local", Type: "fake", Model: "small", Provider: fake, ContextWindow: window,
 		MaxOutputTokens: maxOutput, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
-	c := memory.NewCompactor(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 16000})
-	dry, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true, DryRun: true})
+	c := compact.New(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 16000})
+	dry, err := c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
 	if err != nil {
 		r.err = err
 		return r
@@ -151,7 +152,7 @@ func compactThroughWindow(dir string, window, maxOutput int) (r windowResult) {
 		}
 	}
 	start := time.Now()
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	r.cpu = time.Since(start)
 	if err == nil && rep.Status != memory.StatusApplied {
 		err = fmt.Errorf("status %s: %s", rep.Status, rep.Error)

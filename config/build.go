@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
@@ -108,12 +109,12 @@ func (c Config) withOfflineRung() []Provider {
 // from the built-in patterns and redact_patterns, that both the compactor (everything sent to
 // a provider, every summary, fact and error stored) and the cascade (every attempt's error)
 // apply. count is as for NewCascade.
-func (c Config) NewCompactor(store *memory.Store, count func(string) int) (*memory.Compactor, *cascade.Cascade, error) {
+func (c Config) NewCompactor(store *memory.Store, count func(string) int) (*compact.Compactor, *cascade.Cascade, error) {
 	casc, err := c.NewCascade(store.DB(), count)
 	if err != nil {
 		return nil, nil, err
 	}
-	return memory.NewCompactor(store, casc, c.Settings()), casc, nil // the compactor redacts with casc's redactor
+	return compact.New(store, casc, c.Settings()), casc, nil // the compactor redacts with casc's redactor
 }
 
 // NewCascade builds the provider cascade of the config on the database h, which holds the

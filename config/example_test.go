@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -57,7 +58,7 @@ cascade:
 	if err != nil {
 		log.Fatal(err)
 	}
-	report, err := compactor.Compact(ctx, "support-42", memory.CompactOptions{Force: true})
+	report, err := compactor.Compact(ctx, "support-42", compact.Options{Force: true})
 	if err != nil {
 		log.Fatal(err)
 	}

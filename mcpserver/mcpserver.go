@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -23,7 +24,7 @@ import (
 type Options struct {
 	// Compactor holds the store, the settings pins are checked against, the cascade that
 	// memory_compact summarizes with, and the redactor.
-	Compactor *memory.Compactor
+	Compactor *compact.Compactor
 	// Thread, when set, is the only thread the tools serve: their thread argument may be
 	// left out, and naming another one is an error. Empty: every tool takes a thread.
 	Thread string
@@ -403,7 +404,7 @@ func (h *handler) compact(ctx context.Context, _ *mcp.CallToolRequest, in Compac
 	if err != nil {
 		return nil, CompactOutput{}, err
 	}
-	r, err := h.opt.Compactor.Compact(ctx, thread, memory.CompactOptions{Requested: true})
+	r, err := h.opt.Compactor.Compact(ctx, thread, compact.Options{Requested: true})
 	if err != nil {
 		return nil, CompactOutput{}, err
 	}

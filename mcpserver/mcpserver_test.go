@@ -13,6 +13,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	_ "github.com/memcascade/memcascade/db/postgres"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/internal/testdb"
@@ -59,8 +60,8 @@ func setup(t *testing.T, opt mcpserver.Options) (*mcp.ClientSession, *memory.Sto
 	}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
 		Provider: extractive.Summarizer{Count: counter.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: 4000})
-	if rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+	c := compact.New(s, casc, memory.Settings{TokenLimit: 4000})
+	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %s %v", rep.Status, err)
 	}
 	opt.Compactor = c
@@ -233,8 +234,8 @@ func TestSearchMaskedIsNotInContext(t *testing.T) {
 	if _, err := s.Revert(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	c := memory.NewCompactor(s, nil, memory.Settings{TokenLimit: 7000, Strategy: memory.StrategyMask})
-	if rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.View == nil || !slices.Contains(rep.View.Masked, 16) {
+	c := compact.New(s, nil, memory.Settings{TokenLimit: 7000, Strategy: memory.StrategyMask})
+	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.View == nil || !slices.Contains(rep.View.Masked, 16) {
 		t.Fatalf("mask: %+v %v", rep.View, err)
 	}
 	var found mcpserver.SearchOutput

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -40,7 +41,7 @@ func benchMessages(n int) []memory.Message {
 }
 
 func BenchmarkCompact(b *testing.B) {
-	benchCompaction(b, "compact", func(b *testing.B, c *memory.Compactor, thread string, tokens int) {
+	benchCompaction(b, "compact", func(b *testing.B, c *compact.Compactor, thread string, tokens int) {
 		c.Settings.TokenLimit = tokens / 2
 	})
 }
@@ -48,9 +49,9 @@ func BenchmarkCompact(b *testing.B) {
 // BenchmarkRecompact is a compaction that folds a summary in: it reads the stored ledger of the
 // first one (the facts of n messages) and adds the facts of the messages summarized since.
 func BenchmarkRecompact(b *testing.B) {
-	benchCompaction(b, "recompact", func(b *testing.B, c *memory.Compactor, thread string, tokens int) {
+	benchCompaction(b, "recompact", func(b *testing.B, c *compact.Compactor, thread string, tokens int) {
 		c.Settings.TokenLimit = tokens / 2
-		if _, err := c.Compact(context.Background(), thread, memory.CompactOptions{Force: true}); err != nil {
+		if _, err := c.Compact(context.Background(), thread, compact.Options{Force: true}); err != nil {
 			b.Fatal(err)
 		}
 		c.Settings.TokenLimit = tokens / 4
@@ -60,7 +61,7 @@ func BenchmarkRecompact(b *testing.B) {
 // benchCompaction measures one forced compaction (labeled phase) of a new thread of n short
 // messages, n = 1,000 and 10,000, after setup (not measured) set the compactor's limit and
 // did what comes before it.
-func benchCompaction(b *testing.B, phase string, setup func(b *testing.B, c *memory.Compactor, thread string, tokens int)) {
+func benchCompaction(b *testing.B, phase string, setup func(b *testing.B, c *compact.Compactor, thread string, tokens int)) {
 	for _, n := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			ctx := context.Background()
@@ -73,7 +74,7 @@ func benchCompaction(b *testing.B, phase string, setup func(b *testing.B, c *mem
 					b.Fatal(err)
 				}
 				a, _ := s.Active(ctx, thread)
-				c := memory.NewCompactor(s, instant{}, memory.Settings{})
+				c := compact.New(s, instant{}, memory.Settings{})
 				setup(b, c, thread, a.Tokens)
 				b.StartTimer()
 				if rep, err := labeled(ctx, phase, c, thread); err != nil || rep.Status != memory.StatusApplied {
@@ -87,9 +88,9 @@ func benchCompaction(b *testing.B, phase string, setup func(b *testing.B, c *mem
 // labeled is the measured compaction, run under the profiler label phase=name: a CPU
 // profile of the benchmarks shows it apart from the appends that set it up
 // (go tool pprof -tagfocus phase=recompact).
-func labeled(ctx context.Context, name string, c *memory.Compactor, thread string) (rep memory.Report, err error) {
+func labeled(ctx context.Context, name string, c *compact.Compactor, thread string) (rep memory.Report, err error) {
 	pprof.Do(ctx, pprof.Labels("phase", name), func(ctx context.Context) {
-		rep, err = c.Compact(ctx, thread, memory.CompactOptions{Force: true})
+		rep, err = c.Compact(ctx, thread, compact.Options{Force: true})
 	})
 	return rep, err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -28,14 +29,14 @@ func TestErrorCode(t *testing.T) {
 		{fmt.Errorf("import: %w", &memory.InputError{Msg: "bad"}), memory.CodeInvalid},
 		{&memory.SettingError{}, memory.CodeInvalid},
 		{memory.ErrNoMessages, memory.CodeInvalid},
-		{memory.ErrOverLimit, memory.CodeOverLimit},
-		{memory.ErrSummarize, memory.CodeUnavailable},
+		{compact.ErrOverLimit, memory.CodeOverLimit},
+		{compact.ErrSummarize, memory.CodeUnavailable},
 		{memory.NewError(memory.CodeOverLimit, "over"), memory.CodeOverLimit},
 		{fmt.Errorf("run: %w", memory.NewError(memory.CodeUnavailable, "no provider")), memory.CodeUnavailable},
 		// A summary that failed, then a context still over the limit (job.reshape joins both):
 		// over_limit, whichever comes first in the join.
-		{errors.Join(fmt.Errorf("%w: every provider failed", memory.ErrSummarize), fmt.Errorf("%w: 9000 tokens, limit 8000", memory.ErrOverLimit)), memory.CodeOverLimit},
-		{errors.Join(memory.ErrOverLimit, memory.ErrSummarize), memory.CodeOverLimit},
+		{errors.Join(fmt.Errorf("%w: every provider failed", compact.ErrSummarize), fmt.Errorf("%w: 9000 tokens, limit 8000", compact.ErrOverLimit)), memory.CodeOverLimit},
+		{errors.Join(compact.ErrOverLimit, compact.ErrSummarize), memory.CodeOverLimit},
 	} {
 		if got := memory.ErrorCode(tc.err); got != tc.want {
 			t.Errorf("ErrorCode(%v) = %q, want %q", tc.err, got, tc.want)
@@ -50,10 +51,10 @@ func TestNewErrorIsItsOwn(t *testing.T) {
 	if !errors.Is(fmt.Errorf("x: %w", a), a) || errors.Is(a, b) || a.Error() != "a" {
 		t.Errorf("NewError: errors.Is(wrapped a, a) false, or errors.Is(a, b) true, or text %q", a.Error())
 	}
-	if errors.Is(memory.ErrOverLimit, memory.ErrSummarize) || errors.Is(memory.ErrSummarize, memory.ErrOverLimit) {
+	if errors.Is(compact.ErrOverLimit, compact.ErrSummarize) || errors.Is(compact.ErrSummarize, compact.ErrOverLimit) {
 		t.Error("ErrOverLimit and ErrSummarize match each other")
 	}
-	if errors.Is(a, memory.ErrOverLimit) || !errors.Is(fmt.Errorf("%w: 3 tokens", memory.ErrOverLimit), memory.ErrOverLimit) {
+	if errors.Is(a, compact.ErrOverLimit) || !errors.Is(fmt.Errorf("%w: 3 tokens", compact.ErrOverLimit), compact.ErrOverLimit) {
 		t.Error("errors.Is(a, ErrOverLimit) true, or a wrapped ErrOverLimit is not ErrOverLimit")
 	}
 }

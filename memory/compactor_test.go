@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -107,8 +108,8 @@ func TestCompactEveryConversation(t *testing.T) {
 				if before.Entries[0].Tokens > int(float64(limit)*0.4) {
 					limit = int(float64(before.Entries[0].Tokens) / 0.4)
 				}
-				c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 2048})
-				rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
+				c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 2048})
+				rep, err := c.Compact(ctx, "t", compact.Options{})
 				if err != nil {
 					t.Fatalf("compact: %v (report %+v)", err, rep)
 				}
@@ -144,9 +145,9 @@ func TestCompactAllProvidersFail(t *testing.T) {
 	before, _ := s.Active(ctx, "t")
 	beforeJSON, _ := json.Marshal(before.Messages())
 
-	c := memory.NewCompactor(s, failingCascade(s), memory.Settings{TokenLimit: before.Tokens / 2})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
-	if err == nil || !errors.Is(err, memory.ErrSummarize) {
+	c := compact.New(s, failingCascade(s), memory.Settings{TokenLimit: before.Tokens / 2})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
+	if err == nil || !errors.Is(err, compact.ErrSummarize) {
 		t.Fatalf("got %v, want ErrSummarize", err)
 	}
 	var ce *cascade.Error
@@ -179,8 +180,8 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 	a, _ := s.Active(ctx, "t")
 	fake := &cascade.Fake{}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens + 100, TargetRatio: 0.5, TriggerRatio: 0.8})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
+	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens + 100, TargetRatio: 0.5, TriggerRatio: 0.8})
+	rep, err := c.Compact(ctx, "t", compact.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 	if ok, err := c.ShouldCompact(ctx, "t"); ok || err != nil {
 		t.Fatalf("ShouldCompact = %v, %v right after an ineffective compaction, want false", ok, err)
 	}
-	rep, err = c.Compact(ctx, "t", memory.CompactOptions{})
+	rep, err = c.Compact(ctx, "t", compact.Options{})
 	if err != nil || rep.Status != memory.StatusNotNeeded || rep.ID != nil {
 		t.Fatalf("second unforced compaction: %+v, %v; want not_needed, nothing recorded", rep, err)
 	}
@@ -218,13 +219,13 @@ func TestCompactNotNeededAndDryRun(t *testing.T) {
 	a, _ := s.Active(ctx, "t")
 	fake := &cascade.Fake{}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens * 2})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
+	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens * 2})
+	rep, err := c.Compact(ctx, "t", compact.Options{})
 	if err != nil || rep.Status != memory.StatusNotNeeded {
 		t.Fatalf("got %+v, %v; want not_needed", rep, err)
 	}
 	c.Settings.TokenLimit = a.Tokens
-	rep, err = c.Compact(ctx, "t", memory.CompactOptions{Force: true, DryRun: true})
+	rep, err = c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
 	if err != nil || rep.Status != memory.StatusPlanned || rep.ID != nil {
 		t.Fatalf("got %+v, %v; want planned", rep, err)
 	}
@@ -245,17 +246,17 @@ func TestCompactHooks(t *testing.T) {
 	s, _ := openStore(t)
 	importFile(t, s, "t", "../testdata/conversations/sweagent_marshmallow1867_function_calling.jsonl")
 	a, _ := s.Active(ctx, "t")
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens})
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens})
 	var hookErrs []error
 	var reports []memory.Report
-	var spans []memory.Span
+	var spans []compact.Span
 	c.OnReport = func(_ context.Context, r memory.Report) error {
 		reports = append(reports, r)
 		return errors.New("metrics down")
 	}
-	c.OnSummarized = func(_ context.Context, sp memory.Span) error { spans = append(spans, sp); panic("memory store down") }
+	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); panic("memory store down") }
 	c.HookError = func(err error) { hookErrs = append(hookErrs, err) }
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("a failing hook failed the compaction: %+v, %v", rep, err)
 	}
@@ -334,8 +335,8 @@ func helperCompactAndHang() {
 		return llm.Response{}, ctx.Err()
 	}}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "slow", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: 8000})
-	c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, casc, memory.Settings{TokenLimit: 8000})
+	c.Compact(ctx, "t", compact.Options{Force: true})
 	os.Exit(0)
 }
 
@@ -351,8 +352,8 @@ func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
 	s.Now = func() time.Time { return t0 }
 
 	casc := failingCascade(s)
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: before.Tokens / 2})
-	if _, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); !errors.Is(err, memory.ErrSummarize) {
+	c := compact.New(s, casc, memory.Settings{TokenLimit: before.Tokens / 2})
+	if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); !errors.Is(err, compact.ErrSummarize) {
 		t.Fatalf("got %v, want ErrSummarize", err)
 	}
 	attempts, err := cascade.Attempts(ctx, s.DB(), "", 0)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
@@ -30,9 +31,9 @@ func copySource(t *testing.T, s *memory.Store) {
 	for i, id := range threads {
 		importFile(t, s, id, files[i%len(files)])
 	}
-	compact := func(thread string, c *memory.Compactor) memory.Report {
+	compactWith := func(thread string, c *compact.Compactor) memory.Report {
 		t.Helper()
-		rep, err := c.Compact(ctx, thread, memory.CompactOptions{Force: true})
+		rep, err := c.Compact(ctx, thread, compact.Options{Force: true})
 		if rep.ID == nil {
 			t.Fatalf("compact %s: nothing recorded: %+v, %v", thread, rep, err)
 		}
@@ -46,17 +47,17 @@ func copySource(t *testing.T, s *memory.Store) {
 		return a.Tokens * 6 / 10
 	}
 	// air: applied, then applied again on top of it after more messages.
-	first := compact("air", memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
+	first := compactWith("air", compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
 	longThread2(t, s, "air", 6, 400)
-	second := compact("air", memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
+	second := compactWith("air", compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
 	if first.Status != memory.StatusApplied || second.Status != memory.StatusApplied {
 		t.Fatalf("air: %s then %s, want applied twice", first.Status, second.Status)
 	}
 	// swe: failed (every provider fails: attempts and cooldowns), applied, then reverted.
-	if rep := compact("swe", memory.NewCompactor(s, failingCascade(s), memory.Settings{TokenLimit: limit("swe")})); rep.Status != memory.StatusFailed {
+	if rep := compactWith("swe", compact.New(s, failingCascade(s), memory.Settings{TokenLimit: limit("swe")})); rep.Status != memory.StatusFailed {
 		t.Fatalf("swe: %s, want failed", rep.Status)
 	}
-	applied := compact("swe", memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit("swe")}))
+	applied := compactWith("swe", compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit("swe")}))
 	if _, err := s.Revert(ctx, *applied.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func copySource(t *testing.T, s *memory.Store) {
 	if err := s.SetThreadSettings(ctx, "tau", memory.ThreadSettings{TokenLimit: &tl, Strategy: memory.StrategyHybrid, Model: "gpt-4o-mini"}); err != nil {
 		t.Fatal(err)
 	}
-	compact("tau", memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 100000}))
+	compactWith("tau", compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 100000}))
 	q := s.DB().Q()
 	if _, err := q.InsertAttempt(ctx, db.InsertAttemptParams{Provider: "loose", Model: "m", StartedAt: 1700000000123,
 		DurationMs: 42, Outcome: "error", HttpStatus: 503, ErrorClass: "server", Error: "unavailable", PromptTokens: 7}); err != nil {
@@ -265,8 +266,8 @@ func TestCopyBetweenBackends(t *testing.T) {
 			maxComp := want.Compactions[len(want.Compactions)-1].ID
 			longThread2(t, dst, "air", 6, 400)
 			a, _ := dst.Active(ctx, "air")
-			rep, err := memory.NewCompactor(dst, extractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
-				Compact(ctx, "air", memory.CompactOptions{Force: true})
+			rep, err := compact.New(dst, extractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
+				Compact(ctx, "air", compact.Options{Force: true})
 			if err != nil || rep.ID == nil || *rep.ID <= maxComp {
 				t.Fatalf("a compaction after the copy: %+v, %v (copied ids up to %d)", rep, err, maxComp)
 			}
@@ -329,8 +330,8 @@ func TestCopyRenumbers(t *testing.T) {
 	importFile(t, dst, "other", airline)
 	a, _ := dst.Active(ctx, "other")
 	for range 2 {
-		if rep, err := memory.NewCompactor(dst, extractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
-			Compact(ctx, "other", memory.CompactOptions{Force: true}); err != nil || rep.ID == nil {
+		if rep, err := compact.New(dst, extractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
+			Compact(ctx, "other", compact.Options{Force: true}); err != nil || rep.ID == nil {
 			t.Fatalf("%+v, %v", rep, err)
 		}
 	}

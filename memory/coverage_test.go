@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -15,8 +16,8 @@ func TestCoverage(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
-	rep, err := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 8000, Strategy: memory.StrategySummarize}).
-		Compact(ctx, "t", memory.CompactOptions{Force: true})
+	rep, err := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 8000, Strategy: memory.StrategySummarize}).
+		Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}

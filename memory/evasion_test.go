@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -82,10 +83,10 @@ func TestEvasionsNeverLeave(t *testing.T) {
 			}
 			casc := cascade.New(s.DB(), entry)
 			a, _ := s.Active(ctx, "t")
-			c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 1500})
-			var spans []memory.Span
-			c.OnSummarized = func(_ context.Context, sp memory.Span) error { spans = append(spans, sp); return nil }
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+			c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 1500})
+			var spans []compact.Span
+			c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("compact: %+v, %v", rep, err)
 			}

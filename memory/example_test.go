@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -55,7 +56,7 @@ func Example_agentLoop() {
 	}
 	defer store.Close()
 	summarizer := cascade.New(store.DB(), cascade.Entry{Name: "offline", Type: "extractive", Provider: extractive.Summarizer{}})
-	compactor := memory.NewCompactor(store, summarizer, memory.Settings{TokenLimit: 2000})
+	compactor := compact.New(store, summarizer, memory.Settings{TokenLimit: 2000})
 
 	store.Append(ctx, "t", []memory.Message{memory.TextMessage(memory.RoleSystem, "You are a travel agent.")}, memory.AppendOptions{})
 	for turn := range 30 {
@@ -72,7 +73,7 @@ func Example_agentLoop() {
 			log.Fatal(err)
 		}
 		if due {
-			rep, err := compactor.Compact(ctx, "t", memory.CompactOptions{})
+			rep, err := compactor.Compact(ctx, "t", compact.Options{})
 			if err != nil {
 				log.Fatal(err) // the originals are kept; the agent can go on
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/llm"
@@ -27,10 +28,10 @@ func TestExtractiveKeepsEveryFact(t *testing.T) {
 			s, _ := openStore(t)
 			importFile(t, s, "t", file)
 			before, _ := s.Active(ctx, "t")
-			c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: before.Tokens * 6 / 10})
-			var span memory.Span
-			c.OnSummarized = func(_ context.Context, sp memory.Span) error { span = sp; return nil }
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
+			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: before.Tokens * 6 / 10})
+			var span compact.Span
+			c.OnSummarized = func(_ context.Context, sp compact.Span) error { span = sp; return nil }
+			rep, err := c.Compact(ctx, "t", compact.Options{})
 			if err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("compact: %+v, %v", rep, err)
 			}
@@ -60,7 +61,7 @@ func TestMissingFactsAppended(t *testing.T) {
 	before, _ := s.Active(ctx, "t")
 	settings := memory.Settings{TokenLimit: before.Tokens * 6 / 10}
 	// The ledger the compactor will build: from a dry run's range.
-	dry, err := memory.NewCompactor(s, nil, settings).Compact(ctx, "t", memory.CompactOptions{DryRun: true})
+	dry, err := compact.New(s, nil, settings).Compact(ctx, "t", compact.Options{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestMissingFactsAppended(t *testing.T) {
 	}}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "forgetful", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 	// Forced: unforced, a context this far over the limit is an emergency, which masks first.
-	rep, err := memory.NewCompactor(s, casc, settings).Compact(ctx, "t", memory.CompactOptions{Force: true})
+	rep, err := compact.New(s, casc, settings).Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}

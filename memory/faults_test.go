@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
@@ -183,7 +184,7 @@ func offline(t *testing.T, s *memory.Store) *cascade.Cascade {
 // thenCut is a summarizer that calls cut once its summary is ready, before the compactor
 // commits it.
 type thenCut struct {
-	inner memory.Summarizer
+	inner compact.Summarizer
 	cut   func()
 }
 
@@ -261,8 +262,8 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	// How many bytes the compaction sends once its summary is ready.
 	_, s, p, _ := setup(t)
 	var from int64
-	c := memory.NewCompactor(s, thenCut{offline(t, s), func() { from = p.Sent() }}, settings(s))
-	if rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+	c := compact.New(s, thenCut{offline(t, s), func() { from = p.Sent() }}, settings(s))
+	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compaction without a cut: %s, %v", rep.Status, err)
 	}
 	total := p.Sent() - from
@@ -273,8 +274,8 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	// the compaction ended with.
 	try := func(t *testing.T, cut int64) memory.Status {
 		schema, s, p, before := setup(t)
-		c := memory.NewCompactor(s, thenCut{offline(t, s), func() { p.CutAfter(cut) }}, settings(s))
-		rep, cerr := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+		c := compact.New(s, thenCut{offline(t, s), func() { p.CutAfter(cut) }}, settings(s))
+		rep, cerr := c.Compact(ctx, "t", compact.Options{Force: true})
 		if p.Cuts() == 0 {
 			// What a compaction sends varies by a few bytes from run to run (the figures in
 			// its rows): a cut within commitSlack of the whole may fall after this run's last
@@ -334,8 +335,8 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 		// (a summary is never re-summarized alone, and here the pinned messages and the newest
 		// unit keep the context over the halved limit whatever is summarized): an answer, not
 		// a block.
-		c2 := memory.NewCompactor(s2, offline(t, s2), settings(s2))
-		rep2, err := c2.Compact(ctx, "t", memory.CompactOptions{Force: true})
+		c2 := compact.New(s2, offline(t, s2), settings(s2))
+		rep2, err := c2.Compact(ctx, "t", compact.Options{Force: true})
 		summaryAlone := r.status == memory.StatusApplied && rep2.Status == memory.StatusIneffective
 		if !summaryAlone && (err != nil || rep2.Status != memory.StatusApplied) {
 			t.Fatalf("a new compaction: %s, %v", rep2.Status, err)
@@ -426,7 +427,7 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 				cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: failing, MaxAttempts: 2, Cooldown: time.Second, MaxCooldown: time.Minute},
 				cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{Count: c.CountText},
 					MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-			rep, err := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", memory.CompactOptions{Force: true})
+			rep, err := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", compact.Options{Force: true})
 			t.Logf("compact: %s, %v", rep.Status, err)
 			if err == nil && rep.Status != memory.StatusApplied {
 				t.Fatalf("no error, status %s", rep.Status)

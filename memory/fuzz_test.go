@@ -21,6 +21,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -460,7 +461,7 @@ func FuzzPlan(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{255, 0, 128, 64, 32, 16, 8, 4, 2, 1}, 12))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		entries, s, keep := fzPlanInput(data)
-		p := memory.MakePlan(entries, s, keep)
+		p := compact.MakePlan(entries, s, keep)
 		if why := fzPlanViolation(entries, s, keep, p); why != "" {
 			t.Fatalf("%s\nplan %+v\nsettings %+v keep %d\nentries:\n%s", why, p, s, keep, fzDescribe(entries))
 		}
@@ -589,7 +590,7 @@ func fzDescribe(es []memory.Entry) string {
 }
 
 // fzPlanViolation checks the invariants of MakePlan's doc comment, computed independently.
-func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p memory.Plan) string {
+func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p compact.Plan) string {
 	n := len(es)
 	sum := func(from, to int) int {
 		t := 0
@@ -750,8 +751,8 @@ func fzSearchStore(f *testing.F) (*memory.Store, error) {
 	if _, err := s.Append(ctx, "odd", odd, memory.AppendOptions{}); err != nil {
 		return nil, err
 	}
-	c := memory.NewCompactor(s, extractiveCascade(f, s), memory.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
-	if _, err := c.Compact(ctx, filepath.Base(files[0]), memory.CompactOptions{Force: true}); err != nil {
+	c := compact.New(s, extractiveCascade(f, s), memory.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
+	if _, err := c.Compact(ctx, filepath.Base(files[0]), compact.Options{Force: true}); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -29,7 +30,7 @@ func filler() *cascade.Fake {
 // every ledger of what was summarized is in the active context after it, or named in
 // facts_dropped; and no value named in facts_dropped is in the active context (the report
 // never claims a loss that did not happen, nor hides one).
-func checkFactsGuarantee(t *testing.T, s *memory.Store, thread string, rep memory.Report, spans []memory.Span) (total int) {
+func checkFactsGuarantee(t *testing.T, s *memory.Store, thread string, rep memory.Report, spans []compact.Span) (total int) {
 	t.Helper()
 	after, err := s.Active(context.Background(), thread)
 	if err != nil {
@@ -88,10 +89,10 @@ func TestFactsKeptOrDropped(t *testing.T) {
 					} else {
 						casc = cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
 					}
-					c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: limit})
-					var spans []memory.Span
-					c.OnSummarized = func(_ context.Context, sp memory.Span) error { spans = append(spans, sp); return nil }
-					rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+					c := compact.New(s, casc, memory.Settings{TokenLimit: limit})
+					var spans []compact.Span
+					c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+					rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 					if rep.Status != memory.StatusApplied {
 						// Nothing was committed: only an ineffective plan may end so.
 						if rep.Status != memory.StatusIneffective {
@@ -119,10 +120,10 @@ func TestFactsMakeRoomBeforeDropping(t *testing.T) {
 	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
 	before, _ := s.Active(ctx, "t")
 	casc := cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: before.Tokens * 7 / 10, SummaryMaxTokens: 200})
-	var spans []memory.Span
-	c.OnSummarized = func(_ context.Context, sp memory.Span) error { spans = append(spans, sp); return nil }
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, casc, memory.Settings{TokenLimit: before.Tokens * 7 / 10, SummaryMaxTokens: 200})
+	var spans []compact.Span
+	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}
@@ -157,10 +158,10 @@ func TestConstraintSurvivesTinyLimit(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 300})
-	var spans []memory.Span
-	c.OnSummarized = func(_ context.Context, sp memory.Span) error { spans = append(spans, sp); return nil }
-	rep, _ := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 300})
+	var spans []compact.Span
+	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+	rep, _ := c.Compact(ctx, "t", compact.Options{Force: true})
 	if rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v", rep)
 	}
@@ -184,8 +185,8 @@ func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)
 	a, _ := s.Active(ctx, "t")
-	big := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens * 2})
-	rep, err := big.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	big := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens * 2})
+	rep, err := big.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || (rep.Status != memory.StatusApplied && rep.Status != memory.StatusIneffective) {
 		t.Fatalf("first compaction: %+v, %v", rep, err)
 	}
@@ -193,12 +194,12 @@ func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 		t.Fatal("ShouldCompact true at the same large limit right after a compaction")
 	}
 	after, _ := s.Active(ctx, "t")
-	small := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: after.Tokens / 2})
+	small := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: after.Tokens / 2})
 	due, err := small.ShouldCompact(ctx, "t")
 	if err != nil || !due {
 		t.Fatalf("ShouldCompact = %v, %v for a context of %d tokens at a limit of %d", due, err, after.Tokens, after.Tokens/2)
 	}
-	rep, err = small.Compact(ctx, "t", memory.CompactOptions{})
+	rep, err = small.Compact(ctx, "t", compact.Options{})
 	if rep.Status == memory.StatusNotNeeded {
 		t.Fatalf("a context over its limit was reported not_needed: %s", rep.Detail)
 	}
@@ -222,12 +223,12 @@ func TestOverLimitNothingToSummarize(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("f", &cascade.Fake{}, 0)), memory.Settings{TokenLimit: 1000})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", &cascade.Fake{}, 0)), memory.Settings{TokenLimit: 1000})
 	for i := range 2 {
 		if due, _ := c.ShouldCompact(ctx, "t"); !due {
 			t.Fatalf("run %d: ShouldCompact false over the limit", i)
 		}
-		rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
+		rep, err := c.Compact(ctx, "t", compact.Options{})
 		if rep.Status != memory.StatusIneffective || err == nil || !strings.Contains(err.Error(), "pinned messages") {
 			t.Fatalf("run %d: %s, %v; want ineffective and an error naming the pinned messages", i, rep.Status, err)
 		}
@@ -260,8 +261,8 @@ func TestReportsAreTrue(t *testing.T) {
 		return llm.Response{Text: "the summary", FinishReason: "stop"}, nil
 	}}
 	casc := cascade.New(s.DB(), fakeEntry("small", first, 2048), fakeEntry("big", second, 0))
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: 8000})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, casc, memory.Settings{TokenLimit: 8000})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied || rep.Provider != "big" {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}
@@ -278,8 +279,8 @@ func TestReportsAreTrue(t *testing.T) {
 	if _, err := s2.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c2 := memory.NewCompactor(s2, cascade.New(s2.DB(), fakeEntry("f", &cascade.Fake{}, 0)), memory.Settings{TokenLimit: 100000})
-	rep, err = c2.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c2 := compact.New(s2, cascade.New(s2.DB(), fakeEntry("f", &cascade.Fake{}, 0)), memory.Settings{TokenLimit: 100000})
+	rep, err = c2.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusIneffective {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}
@@ -300,8 +301,8 @@ func TestReportsAreTrue(t *testing.T) {
 	down := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		return llm.Response{}, &cascade.ProviderError{Class: cascade.ClassServer, HTTPStatus: 503, Err: errors.New("down")}
 	}}
-	c3 := memory.NewCompactor(s3, cascade.New(s3.DB(), fakeEntry("down", down, 0)), memory.Settings{TokenLimit: 8000})
-	rep, err = c3.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c3 := compact.New(s3, cascade.New(s3.DB(), fakeEntry("down", down, 0)), memory.Settings{TokenLimit: 8000})
+	rep, err = c3.Compact(ctx, "t", compact.Options{Force: true})
 	if err == nil || rep.Status != memory.StatusFailed {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}
@@ -325,10 +326,10 @@ func TestLiveCompactionKeepsItsLease(t *testing.T) {
 		<-release
 		return llm.Response{Text: "the summary", FinishReason: "stop"}, nil
 	}}
-	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("slow", slow, 0)), memory.Settings{TokenLimit: 8000})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("slow", slow, 0)), memory.Settings{TokenLimit: 8000})
 	done := make(chan memory.Report)
 	go func() {
-		rep, _ := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+		rep, _ := c.Compact(ctx, "t", compact.Options{Force: true})
 		done <- rep
 	}()
 	// Wait until the first lease has run out and a renewed one is still valid, then open.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -64,15 +65,15 @@ func TestAutoWindowRefreshedAfterResplit(t *testing.T) {
 	e := cascade.Entry{Name: "local", Type: "openai", Model: "m", BaseURL: cfg.BaseURL, AutoWindow: true,
 		MaxAttempts: 1, Cooldown: 30 * time.Second, MaxCooldown: time.Hour, Provider: cascade.NewOpenAI(cfg)}
 	cas := cascade.New(s.DB(), e)
-	c := memory.NewCompactor(s, cas, memory.Settings{TokenLimit: 16000})
-	if rep, err := c.Compact(ctx, "a", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+	c := compact.New(s, cas, memory.Settings{TokenLimit: 16000})
+	if rep, err := c.Compact(ctx, "a", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact a: %+v, %v", rep, err)
 	}
 	// The server restarts with a smaller window.
 	mu.Lock()
 	window = 1500
 	mu.Unlock()
-	rep, err := c.Compact(ctx, "b", memory.CompactOptions{Force: true})
+	rep, err := c.Compact(ctx, "b", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact b: %+v, %v", rep, err)
 	}

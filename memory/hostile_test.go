@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -116,11 +117,11 @@ func TestPropertyHostileConversations(t *testing.T) {
 				casc.Observe = func(e cascade.Event) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", e); logMu.Unlock() }
 				a, _ := s.Active(ctx, "t")
 				for _, limit := range []int{a.Tokens / 2, a.Tokens / 5} {
-					c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: limit})
-					c.Progress = func(p memory.Progress) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", p); logMu.Unlock() }
-					var spans []memory.Span
-					c.OnSummarized = func(_ context.Context, sp memory.Span) error { spans = append(spans, sp); return nil }
-					rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+					c := compact.New(s, casc, memory.Settings{TokenLimit: limit})
+					c.Progress = func(p compact.Progress) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", p); logMu.Unlock() }
+					var spans []compact.Span
+					c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+					rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 					if err != nil {
 						fmt.Fprintf(&logged, "%v\n", err)
 					}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/memory"
@@ -25,9 +26,9 @@ func TestHybridFactsKeptOrNamed(t *testing.T) {
 			before, _ := s.Active(ctx, "t")
 			ledger := facts.Extract(factMsgs(before.Entries))
 			keptBefore := facts.Kept(ledger, activeText(before))
-			c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, Strategy: memory.StrategyHybrid})
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
-			if err != nil && !errors.Is(err, memory.ErrOverLimit) {
+			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, Strategy: memory.StrategyHybrid})
+			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
+			if err != nil && !errors.Is(err, compact.ErrOverLimit) {
 				t.Fatalf("%s %d: %v", filepath.Base(file), limit, err)
 			}
 			if rep.Status != memory.StatusApplied {
@@ -66,8 +67,8 @@ func TestSummaryOfMaskedViewKeepsOrNamesFacts(t *testing.T) {
 			s, _ := openStore(t)
 			importFile(t, s, "t", airline)
 			original := originalFacts(t, s, "t")
-			mask := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 6000, Strategy: memory.StrategyMask})
-			if rep, err := mask.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+			mask := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 6000, Strategy: memory.StrategyMask})
+			if rep, err := mask.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("mask: %s, %v", rep.Status, err)
 			}
 			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
@@ -77,9 +78,9 @@ func TestSummaryOfMaskedViewKeepsOrNamesFacts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := memory.NewCompactor(s, p, memory.Settings{TokenLimit: 3000, Strategy: strategy})
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
-			if err != nil && !errors.Is(err, memory.ErrOverLimit) {
+			c := compact.New(s, p, memory.Settings{TokenLimit: 3000, Strategy: strategy})
+			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
+			if err != nil && !errors.Is(err, compact.ErrOverLimit) {
 				t.Fatal(err)
 			}
 			if rep.Status != memory.StatusApplied {

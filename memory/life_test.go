@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/llm"
@@ -54,10 +55,10 @@ func TestLedgerSurvivesRecompaction(t *testing.T) {
 			s, _ := openStore(t)
 			importFile(t, s, "t", file)
 			original := originalFacts(t, s, "t")
-			c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 3000})
+			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 3000})
 			var last int64
 			for i := range 4 {
-				rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: i > 0})
+				rep, err := c.Compact(ctx, "t", compact.Options{Force: i > 0})
 				if rep.Status == memory.StatusApplied {
 					last = *rep.ID
 				} else if i == 0 || rep.Status != memory.StatusFailed && rep.Status != memory.StatusIneffective {
@@ -131,8 +132,8 @@ func TestViewLeavingSummaryOutNamesItsLedger(t *testing.T) {
 				t.Fatal(err)
 			}
 			original := originalFacts(t, s, "t")
-			summarize := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2000})
-			if rep, err := summarize.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+			summarize := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2000})
+			if rep, err := summarize.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("summarize: %s, %v", rep.Status, err)
 			}
 			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
@@ -142,7 +143,7 @@ func TestViewLeavingSummaryOutNamesItsLedger(t *testing.T) {
 			if tc.failing {
 				p = failingCascade(s)
 			}
-			rep, err := memory.NewCompactor(s, p, tc.settings).Compact(ctx, "t", memory.CompactOptions{Force: true})
+			rep, err := compact.New(s, p, tc.settings).Compact(ctx, "t", compact.Options{Force: true})
 			if rep.Status != memory.StatusApplied {
 				t.Fatalf("%s: %s, %v", tc.name, rep.Status, err)
 			}
@@ -207,8 +208,8 @@ func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
 				})
 				return filler().Func(ctx, req)
 			}}
-			c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("fake", p, 0)), tc.settings)
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+			c := compact.New(s, cascade.New(s.DB(), fakeEntry("fake", p, 0)), tc.settings)
+			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if rep.Status != memory.StatusApplied || rep.Passes == 0 {
 				t.Fatalf("hybrid: %s, %d passes, %v", rep.Status, rep.Passes, err)
 			}
@@ -233,8 +234,8 @@ func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
 			if _, err := s.Append(ctx, "t", later, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			summarize := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 600})
-			if rep, err := summarize.Compact(ctx, "t", memory.CompactOptions{Force: true}); rep.Status != memory.StatusApplied {
+			summarize := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 600})
+			if rep, err := summarize.Compact(ctx, "t", compact.Options{Force: true}); rep.Status != memory.StatusApplied {
 				t.Fatalf("summarize: %s, %v", rep.Status, err)
 			}
 			if a, _ := s.Active(ctx, "t"); strings.Contains(activeText(a), repeated) {
@@ -350,7 +351,7 @@ func TestProductTextIsNoFact(t *testing.T) {
 			{memory.Settings{TokenLimit: 650, Strategy: memory.StrategyWindow}, []string{"300 bytes"}, []string{"digest: facts: 300]"}},
 			{memory.Settings{TokenLimit: 300, Strategy: memory.StrategyWindow}, nil, []string{"300 bytes"}},
 		} {
-			rep, err := memory.NewCompactor(s, noProvider{t}, step.settings).Compact(ctx, "t", memory.CompactOptions{Force: true})
+			rep, err := compact.New(s, noProvider{t}, step.settings).Compact(ctx, "t", compact.Options{Force: true})
 			if rep.Status != memory.StatusApplied {
 				t.Fatalf("%s: %s, %v", step.settings.Strategy, rep.Status, err)
 			}
@@ -378,8 +379,8 @@ func TestProductTextIsNoFact(t *testing.T) {
 		if _, err := s.Append(ctx, "t", append(msgs, turns(0, 8)...), memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 700})
-		rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+		c := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 700})
+		rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 		if rep.Status != memory.StatusApplied || rep.FromSeq != 2 || rep.ToSeq != 14 {
 			t.Fatalf("summarize: %s of %d..%d, %v: not a summary whose header says 14", rep.Status, rep.FromSeq, rep.ToSeq, err)
 		}
@@ -387,7 +388,7 @@ func TestProductTextIsNoFact(t *testing.T) {
 		if _, err := s.Append(ctx, "t", turns(8, 4), memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rep, err = c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+		rep, err = c.Compact(ctx, "t", compact.Options{Force: true})
 		if rep.Status != memory.StatusApplied || activeHas(t, s, "messages 2 to 14;") {
 			t.Fatalf("summarize again: %s, %v: the header of the first summary is still in the active context", rep.Status, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -44,8 +45,8 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	}{
 		{"a compaction", func() error {
 			limit := 2000
-			rep, err := memory.NewCompactor(other, extractiveCascade(t, other), memory.Settings{}).Compact(ctx, "v",
-				memory.CompactOptions{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}})
+			rep, err := compact.New(other, extractiveCascade(t, other), memory.Settings{}).Compact(ctx, "v",
+				compact.Options{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}})
 			if err == nil && rep.Status != memory.StatusApplied {
 				err = errors.New(string(rep.Status) + ": " + rep.Detail)
 			}

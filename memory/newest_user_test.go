@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -60,11 +61,11 @@ func TestNewestUserMessageStays(t *testing.T) {
 			if tc.fail {
 				casc = failingCascade(s)
 			}
-			c := memory.NewCompactor(s, casc, tc.set)
+			c := compact.New(s, casc, tc.set)
 			views := [][]byte{activeJSON(t, s, "t")} // the active context before each compaction
 			var ids []int64
 			for round := 1; round <= 2; round++ {
-				rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+				rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 				if rep.Status == memory.StatusApplied {
 					ids = append(ids, *rep.ID)
 					views = append(views, activeJSON(t, s, "t"))

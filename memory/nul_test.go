@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -82,8 +83,8 @@ func TestNulAndBadUTF8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 2})
-	rep, err := c.Compact(ctx, "long", memory.CompactOptions{Force: true})
+	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 2})
+	rep, err := c.Compact(ctx, "long", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -32,8 +33,8 @@ func TestOverLimitNamesLongUserMessage(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)
 	}
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
-	_, err := c.Compact(ctx, "t", memory.CompactOptions{})
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
+	_, err := c.Compact(ctx, "t", compact.Options{})
 	if err == nil || !strings.Contains(err.Error(), "the newest user message (seq 2, ") {
 		t.Fatalf("error %v does not name the newest user message", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -27,8 +28,8 @@ func TestOversizedNewestResultIsCut(t *testing.T) {
 				t.Fatal(err)
 			}
 			hist := exportAll(t, s, "t")
-			c := memory.NewCompactor(s, failingCascade(s), memory.Settings{TokenLimit: 2048, OnFailure: onFailure})
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Emergency: true})
+			c := compact.New(s, failingCascade(s), memory.Settings{TokenLimit: 2048, OnFailure: onFailure})
+			rep, err := c.Compact(ctx, "t", compact.Options{Emergency: true})
 			if err != nil || rep.Status != memory.StatusApplied || rep.View == nil || len(rep.View.Cut) != 1 {
 				t.Fatalf("compact: %+v, %v; want applied with the result cut", rep, err)
 			}

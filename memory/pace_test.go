@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -33,8 +34,8 @@ func TestEmergencyBudgetFollowsMeasuredSpeed(t *testing.T) {
 		longThread(t, s, "t", 40, 400)
 		casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{}})
 		before, _ := s.Active(ctx, "t")
-		c := memory.NewCompactor(s, paced{casc, tc.need}, memory.Settings{TokenLimit: before.Tokens})
-		rep, err := c.Compact(ctx, "t", memory.CompactOptions{Emergency: true})
+		c := compact.New(s, paced{casc, tc.need}, memory.Settings{TokenLimit: before.Tokens})
+		rep, err := c.Compact(ctx, "t", compact.Options{Emergency: true})
 		if err != nil || !strings.Contains(rep.Detail, tc.want) {
 			t.Fatalf("need %s: %v; detail %q, want %q", tc.need, err, rep.Detail, tc.want)
 		}

@@ -40,17 +40,11 @@ type Pinned struct {
 }
 
 // Pin pins message seq of a thread (see Pinned), checked against the thread's settings over
-// the built-in defaults. A compactor configured otherwise checks with Compactor.Pin. Pinning a
-// message again changes nothing. A pin is refused (ErrPinRefused, saying why) when the pinned
-// messages, with the newest unit and room for a summary, would not fit the limit.
+// the built-in defaults. A compactor configured otherwise checks with compact.Compactor.Pin.
+// Pinning a message again changes nothing. A pin is refused (ErrPinRefused, saying why) when the
+// pinned messages, with the newest unit and room for a summary, would not fit the limit.
 func (s *Store) Pin(ctx context.Context, thread string, seq int64) (Pinned, error) {
 	return s.PinWith(ctx, thread, seq, Settings{})
-}
-
-// Pin pins message seq of a thread as Store.Pin does, checked against the settings this
-// compactor would compact the thread with.
-func (c *Compactor) Pin(ctx context.Context, thread string, seq int64) (Pinned, error) {
-	return c.Store.PinWith(ctx, thread, seq, c.Settings)
 }
 
 // PinWith pins message seq of a thread as Store.Pin does, checked against the thread's settings

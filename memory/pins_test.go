@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -78,12 +79,12 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			if strategy == memory.StrategyMask {
 				set.TokenLimit = 7000 // masking alone cannot reach 4,000
 			}
-			c := memory.NewCompactor(s, extractiveCascade(t, s), set)
+			c := compact.New(s, extractiveCascade(t, s), set)
 			// Without the pin, the compaction moves message 16 out (or masks it).
 			probe, _ := openStore(t)
 			importFile(t, probe, "t", airline)
-			pc := memory.NewCompactor(probe, extractiveCascade(t, probe), set)
-			if _, err := pc.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil {
+			pc := compact.New(probe, extractiveCascade(t, probe), set)
+			if _, err := pc.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 				t.Fatal(err)
 			}
 			if a, _ := probe.Active(ctx, "t"); activeHas(a, hist, pinnedSeq) {
@@ -97,7 +98,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			if p.Seq != pinnedSeq || p.FromSeq != pinnedSeq-1 || p.ToSeq != pinnedSeq {
 				t.Fatalf("pin %+v, want message 16 with its unit 15..16", p)
 			}
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("compact: %s %v", rep.Status, err)
 			}
@@ -108,7 +109,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", strings.Repeat("one more thing ", 20))}, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			second, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+			second, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +123,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			if err := s.Unpin(ctx, "t", pinnedSeq-1); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil {
+			if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 				t.Fatal(err)
 			}
 			if a, _ := s.Active(ctx, "t"); activeHas(a, hist, pinnedSeq) {
@@ -139,7 +140,7 @@ func TestPinRefused(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)
-	small := &memory.Compactor{Store: s, Settings: memory.Settings{TokenLimit: 2000}}
+	small := &compact.Compactor{Store: s, Settings: memory.Settings{TokenLimit: 2000}}
 	_, err := small.Pin(ctx, "t", 40) // a 2,835-byte flight list: over what 2,000 tokens leave
 	if !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "over the limit") {
 		t.Fatalf("pin over the limit: %v", err)
@@ -179,7 +180,7 @@ func TestPinInServedWindow(t *testing.T) {
 	if err := s.SetThreadSettings(ctx, "t", served); err != nil {
 		t.Fatal(err)
 	}
-	def := &memory.Compactor{Store: s, Settings: memory.Settings{TokenLimit: memory.DefaultTokenLimit}}
+	def := &compact.Compactor{Store: s, Settings: memory.Settings{TokenLimit: memory.DefaultTokenLimit}}
 	for name, pin := range map[string]func() (memory.Pinned, error){
 		"Store.Pin":     func() (memory.Pinned, error) { return s.Pin(ctx, "t", 40) },
 		"Compactor.Pin": func() (memory.Pinned, error) { return def.Pin(ctx, "t", 40) },
@@ -216,7 +217,7 @@ func TestPinsLeaveRoomToCompact(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
 	pinned := 0
 	for seq := int64(1); seq <= 59; seq += 2 {
 		if _, err := c.Pin(ctx, "t", seq); errors.Is(err, memory.ErrPinRefused) {
@@ -233,7 +234,7 @@ func TestPinsLeaveRoomToCompact(t *testing.T) {
 		if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", fmt.Sprintf("turn %d", turn)), memory.TextMessage("assistant", "ok")}, memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := c.Compact(ctx, "t", memory.CompactOptions{Emergency: true})
+		rep, err := c.Compact(ctx, "t", compact.Options{Emergency: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,11 +254,11 @@ func TestPinCopied(t *testing.T) {
 	ctx := context.Background()
 	src, _ := openStore(t)
 	importFile(t, src, "t", airline)
-	c := memory.NewCompactor(src, extractiveCascade(t, src), memory.Settings{TokenLimit: 4000})
+	c := compact.New(src, extractiveCascade(t, src), memory.Settings{TokenLimit: 4000})
 	if _, err := c.Pin(ctx, "t", pinnedSeq); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil {
+	if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	dst, err := memory.Open(ctx, testdb.Name(t, "copy.db"))
@@ -284,8 +285,8 @@ func TestRequestedCompaction(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", airline)
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 100000})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Requested: true})
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 100000})
+	rep, err := c.Compact(ctx, "t", compact.Options{Requested: true})
 	if err != nil || rep.Status != memory.StatusApplied || rep.Reason != memory.ReasonRequested {
 		t.Fatalf("requested compaction: %s %s %v", rep.Status, rep.Reason, err)
 	}

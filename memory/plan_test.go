@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -41,7 +42,7 @@ func TestPlanPinsAndKeepsWholeUnits(t *testing.T) {
 		entry("tool", 9, 150, "c"),
 		entry("assistant", 10, 100),
 	}
-	p := memory.MakePlan(es, planSettings, 500)
+	p := compact.MakePlan(es, planSettings, 500)
 	if p.Pinned != 2 || p.PinnedTokens != 120 {
 		t.Fatalf("pinned %d (%d tokens), want 2 (120)", p.Pinned, p.PinnedTokens)
 	}
@@ -73,7 +74,7 @@ func TestPlanNeverSplitsCallFromResult(t *testing.T) {
 		entry("assistant", 6, 10),
 	}
 	for budget := 0; budget <= 400; budget += 5 {
-		p := memory.MakePlan(es, planSettings, budget)
+		p := compact.MakePlan(es, planSettings, budget)
 		if p.Kept == 3 || p.Kept == 4 {
 			t.Fatalf("budget %d: kept starts at %d, between call x and its result", budget, p.Kept)
 		}
@@ -92,7 +93,7 @@ func TestPlanKeepsPendingCallWithItsUnit(t *testing.T) {
 		entry("user", 4, 10),
 		entry("assistant", 5, 10, "p"), // its result has not arrived yet
 	}
-	p := memory.MakePlan(es, planSettings, 15)
+	p := compact.MakePlan(es, planSettings, 15)
 	if p.Kept != 4 {
 		t.Fatalf("kept starts at %d, want 4: the newest unit (the pending call) is always kept", p.Kept)
 	}
@@ -109,7 +110,7 @@ func TestPlanKeepsPendingCallFollowedByMessages(t *testing.T) {
 		entry("user", 4, 100),
 		entry("assistant", 5, 100),
 	}
-	p := memory.MakePlan(es, memory.Settings{TokenLimit: 1000, SummaryMaxTokens: 50}.WithDefaults(), 250)
+	p := compact.MakePlan(es, memory.Settings{TokenLimit: 1000, SummaryMaxTokens: 50}.WithDefaults(), 250)
 	if p.Kept > 2 {
 		t.Fatalf("kept starts at %d: the pending call at index 2 was summarized", p.Kept)
 	}
@@ -118,7 +119,7 @@ func TestPlanKeepsPendingCallFollowedByMessages(t *testing.T) {
 func TestPlanNewestUnitAlwaysKept(t *testing.T) {
 	t.Parallel()
 	es := []memory.Entry{entry("system", 1, 10), entry("user", 2, 500), entry("assistant", 3, 900)}
-	p := memory.MakePlan(es, planSettings, 100)
+	p := compact.MakePlan(es, planSettings, 100)
 	if p.Kept != 2 {
 		t.Fatalf("kept starts at %d, want 2", p.Kept)
 	}
@@ -128,7 +129,7 @@ func TestPlanSummaryIsFoldedNeverPinned(t *testing.T) {
 	t.Parallel()
 	sum := memory.Entry{Tokens: 150, Message: memory.TextMessage("system", "Summary..."), CompactionID: 4, CoversFrom: 2, CoversTo: 20}
 	es := []memory.Entry{entry("system", 1, 50), sum, entry("user", 21, 300), entry("assistant", 22, 300), entry("user", 23, 100)}
-	p := memory.MakePlan(es, planSettings, 200)
+	p := compact.MakePlan(es, planSettings, 200)
 	if p.Pinned != 1 {
 		t.Fatalf("pinned %d, want 1: a summary with role system is not pinned", p.Pinned)
 	}
@@ -141,12 +142,12 @@ func TestPlanIneffective(t *testing.T) {
 	t.Parallel()
 	// The middle is a sliver of the context: it cannot save 10%.
 	es := []memory.Entry{entry("system", 1, 800), entry("user", 2, 20), entry("assistant", 3, 100)}
-	p := memory.MakePlan(es, planSettings, 900)
+	p := compact.MakePlan(es, planSettings, 900)
 	if !p.Ineffective || p.Why == "" {
 		t.Fatalf("plan %+v, want ineffective with a reason", p)
 	}
 	// Only pinned messages and one unit: nothing to summarize.
-	p = memory.MakePlan(es[:2], planSettings, 900)
+	p = compact.MakePlan(es[:2], planSettings, 900)
 	if !p.Ineffective {
 		t.Fatalf("plan %+v, want ineffective", p)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -20,12 +21,12 @@ func TestCutReportClaimsNoSummary(t *testing.T) {
 	if _, err := s.Pin(ctx, "t", 2); err != nil {
 		t.Fatal(err)
 	}
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2400})
-	if rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2400})
+	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("first compaction: %+v, %v", rep, err)
 	}
 	c.Settings.TokenLimit = 1870
-	rep, _ := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	rep, _ := c.Compact(ctx, "t", compact.Options{Force: true})
 	if rep.Status != memory.StatusApplied || !strings.Contains(rep.Detail, "results cut to fit") {
 		t.Fatalf("second compaction: %s, %q; want the results cut", rep.Status, rep.Detail)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -30,8 +31,8 @@ func TestReportShowsAppendedApart(t *testing.T) {
 		})
 		return offline.Complete(ctx, req)
 	}}
-	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("appending", appending, 0)), memory.Settings{TokenLimit: 6000})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("appending", appending, 0)), memory.Settings{TokenLimit: 6000})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +65,8 @@ func TestFailedCompactionSummarizedNothing(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 30, 400)
-	c := memory.NewCompactor(s, failingCascade(s), memory.Settings{TokenLimit: 6000})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, failingCascade(s), memory.Settings{TokenLimit: 6000})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err == nil || rep.Status != memory.StatusFailed {
 		t.Fatalf("compact: %s, %v: want failed", rep.Status, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -22,8 +23,8 @@ func TestRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: original.Tokens / 2})
-	first, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: original.Tokens / 2})
+	first, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestRevert(t *testing.T) {
 		t.Fatal(err)
 	}
 	longThread2(t, s, "t", 10, 300)
-	second, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	second, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}

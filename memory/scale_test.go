@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -43,7 +44,7 @@ func TestChunkingSmallWindow(t *testing.T) {
 	a, _ := s.Active(ctx, "t")
 	counter, _ := s.Counter(a.Thread.Encoding)
 	settings := memory.Settings{TokenLimit: a.Tokens / 4, SummaryMaxTokens: 400}.WithDefaults()
-	plan := memory.MakePlan(a.Entries, settings, int(float64(settings.TokenLimit)*0.5))
+	plan := compact.MakePlan(a.Entries, settings, int(float64(settings.TokenLimit)*0.5))
 	window := plan.MiddleTokens / 10
 
 	var mu sync.Mutex
@@ -56,8 +57,8 @@ func TestChunkingSmallWindow(t *testing.T) {
 		}
 		return llm.Response{Text: "Running summary: questions about lorem ipsum were answered.", FinishReason: "stop"}, nil
 	}}
-	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("small", fake, window)), settings)
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("small", fake, window)), settings)
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatalf("compact: %v", err)
 	}
@@ -93,8 +94,8 @@ func TestChunkingResplitsOnContextLength(t *testing.T) {
 		return llm.Response{Text: "A short running summary.", FinishReason: "stop"}, nil
 	}}
 	casc := cascade.New(s.DB(), fakeEntry("liar", fake, 1_000_000))
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 3, SummaryMaxTokens: 300})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 3, SummaryMaxTokens: 300})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}
@@ -133,8 +134,8 @@ func TestMultiplePasses(t *testing.T) {
 		}
 		return llm.Response{Text: "Summary: questions and answers about lorem ipsum.", FinishReason: "stop"}, nil
 	}}
-	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 300})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 300})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatalf("compact: %v (%+v)", err, rep)
 	}
@@ -165,9 +166,9 @@ func TestOverLimitNewestUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := &cascade.Fake{}
-	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: 2000})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
-	if !errors.Is(err, memory.ErrOverLimit) || !strings.Contains(err.Error(), "newest unit") {
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: 2000})
+	rep, err := c.Compact(ctx, "t", compact.Options{})
+	if !errors.Is(err, compact.ErrOverLimit) || !strings.Contains(err.Error(), "newest unit") {
 		t.Fatalf("got %v, want ErrOverLimit naming the newest unit", err)
 	}
 	if rep.ID == nil || rep.Error == "" {
@@ -193,12 +194,12 @@ func TestConcurrentCompactionsOneWins(t *testing.T) {
 		<-release // both compactions are summarizing at once
 		return llm.Response{Text: "Summary of the lorem ipsum discussion.", FinishReason: "stop"}, nil
 	}}
-	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: a.Tokens / 2})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: a.Tokens / 2})
 	var wg sync.WaitGroup
 	reps := make([]memory.Report, 2)
 	errs := make([]error, 2)
 	for i := range 2 {
-		wg.Go(func() { reps[i], errs[i] = c.Compact(ctx, "t", memory.CompactOptions{Force: true}) })
+		wg.Go(func() { reps[i], errs[i] = c.Compact(ctx, "t", compact.Options{Force: true}) })
 	}
 	ready.Wait()
 	close(release)
@@ -273,8 +274,8 @@ func helperCompactSlowly() {
 	}
 	fake := &cascade.Fake{Script: []cascade.FakeStep{{Response: llm.Response{Text: "Summary of the lorem ipsum talk.", FinishReason: "stop"}, Delay: 1500 * time.Millisecond}}}
 	a, _ := s.Active(ctx, "t")
-	c := memory.NewCompactor(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: a.Tokens / 2})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: a.Tokens / 2})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	fmt.Printf("status=%s err=%v\n", rep.Status, err)
 	os.Exit(0)
 }
@@ -342,7 +343,7 @@ func TestPropertyGrowingThreads(t *testing.T) {
 			msgs := genConversation(r, 40+r.IntN(120))
 			total, _ := s.Counter(memory.EncodingO200k)
 			limit := max(total.CountMessages(msgs)/3, 4*total.CountMessage(msgs[0])+3000)
-			c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
+			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
 			var prev []byte
 			applied := 0
 			for i := 0; i < len(msgs); {
@@ -352,8 +353,8 @@ func TestPropertyGrowingThreads(t *testing.T) {
 					t.Fatalf("append at %d: %v", i, err)
 				}
 				i += len(batch)
-				rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
-				if err != nil && !errors.Is(err, memory.ErrOverLimit) {
+				rep, err := c.Compact(ctx, "t", compact.Options{})
+				if err != nil && !errors.Is(err, compact.ErrOverLimit) {
 					t.Fatalf("compact after %d messages: %v", i, err)
 				}
 				if rep.Status == memory.StatusApplied {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/summarycheck"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
@@ -64,9 +65,9 @@ func summarySectionsLife(t *testing.T, prov string) {
 	if prov == "offline" {
 		casc = extractiveCascade(t, s)
 	}
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: 1200})
-	var spans []memory.Span
-	c.OnSummarized = func(_ context.Context, sp memory.Span) error { spans = append(spans, sp); return nil }
+	c := compact.New(s, casc, memory.Settings{TokenLimit: 1200})
+	var spans []compact.Span
+	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
 	for round := range 4 {
 		if round > 0 {
 			if _, err := s.Append(ctx, "t", sectionTurns(10*round, 10), memory.AppendOptions{}); err != nil {
@@ -74,7 +75,7 @@ func summarySectionsLife(t *testing.T, prov string) {
 			}
 		}
 		spans = nil
-		rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+		rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 		if err != nil || rep.Status != memory.StatusApplied {
 			t.Fatalf("round %d: compact: %+v, %v", round, rep, err)
 		}

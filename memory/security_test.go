@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -99,8 +100,8 @@ func TestSecretsNeverLeave(t *testing.T) {
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "remote", Type: "openai", Model: "m",
 		Provider:      cascade.NewOpenAI(cascade.OpenAIConfig{Name: "remote", BaseURL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second, MaxOutputTokens: 500}),
 		ContextWindow: 100000, MaxOutputTokens: 500, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 1500})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 1500})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}
@@ -193,7 +194,7 @@ func TestSecretCutByTrimNeverLeaves(t *testing.T) {
 	}}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 	a, _ := s.Active(ctx, "t")
-	if _, err := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", memory.CompactOptions{Force: true}); err != nil {
+	if _, err := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	if len(fake.Calls()) == 0 {

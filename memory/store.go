@@ -1,16 +1,21 @@
-// Package memory is the domain of memcascade: conversations kept as append-only threads in one
-// SQLite file or a PostgreSQL database (Store), token counts (TokenCounter, built in as BPECounter), and compaction of a thread's active
-// context (Compactor, Plan, Report).
+// Package memory is the store of memcascade: conversations kept as append-only threads in one
+// SQLite file or a PostgreSQL database (Store).
 //
 // A thread's history is never rewritten. Its active context, what the agent sends to its
-// model, is derived: the leading system/developer messages, then the current summary (if the
-// thread was compacted), then every message after the range the summary covers.
+// model, is derived: the leading system/developer messages and the pinned ones, then the
+// current summary (if the thread was compacted), then every message after the range the
+// summary covers, as the thread's current view shows them (masked or cut tool results).
 //
-// It owns the compaction settings, their defaults and their one set of rules (Settings,
-// Settings.Problems), the clock of the system (Store.Now, handed to a Clocked summarizer), and
-// every row of threads, messages and compactions. It summarizes through the Summarizer
-// interface (llm's types) and must not import package cascade, config or cmd/memctl: the
-// provider cascade is given to it, and the config file maps onto its Settings.
+// It owns every row of threads, messages, pins and compactions; the compaction settings, their
+// defaults and their one set of rules (Settings, Settings.Problems, Resolve, the prompt rule);
+// the unit rule a plan and a pin share (Cuts, PinnedLen); the views; the reports a compaction
+// leaves (Report, Store.Reports, Revert, Coverage); the error codes hosts map (ErrorCode); and
+// the clock of the system (Store.Now). It counts tokens with package tokencount and keeps
+// messages as package chat defines them.
+//
+// The compaction engine is package compact: it plans, summarizes and commits through the
+// store's Compactions writer. memory never imports compact, nor the provider cascade, config
+// or cmd/memctl.
 package memory
 
 import (

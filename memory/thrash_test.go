@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -54,7 +55,7 @@ type thrashStats struct {
 func (l thrashStats) perHundred() float64 { return 100 * float64(l.compactions) / float64(l.turns) }
 
 // replayLife appends turns to thread one at a time and compacts whenever ShouldCompact says.
-func replayLife(t testing.TB, s *memory.Store, c *memory.Compactor, thread string, turns [][]memory.Message) thrashStats {
+func replayLife(t testing.TB, s *memory.Store, c *compact.Compactor, thread string, turns [][]memory.Message) thrashStats {
 	t.Helper()
 	ctx := context.Background()
 	var st thrashStats
@@ -99,14 +100,14 @@ func replayLife(t testing.TB, s *memory.Store, c *memory.Compactor, thread strin
 			t.Fatal(err)
 		}
 		if due {
-			rep, err := c.Compact(ctx, thread, memory.CompactOptions{})
+			rep, err := c.Compact(ctx, thread, compact.Options{})
 			if rep.Status != memory.StatusNotNeeded {
 				st.compactions++
 				if floor > trigger {
 					st.unavoidable++
 				}
 			}
-			if err != nil && !errors.Is(err, memory.ErrOverLimit) {
+			if err != nil && !errors.Is(err, compact.ErrOverLimit) {
 				st.errs = append(st.errs, err.Error())
 			}
 			if rep.Status == memory.StatusApplied {
@@ -176,7 +177,7 @@ func TestLifeMeasure(t *testing.T) {
 	for _, limit := range limits {
 		for name, turns := range lives {
 			s, _ := openStore(t)
-			c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit})
+			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit})
 			st := replayLife(t, s, c, "t", turns)
 			t.Logf("limit %5d  %-60s turns %3d  compactions %3d (%.0f per 100, %d unavoidable)  over trigger after %3d  context/turn %5d  added/turn %4d  max after %5d  notes %d  errors %d\n",
 				limit, name, st.turns, st.compactions, st.perHundred(), st.unavoidable, st.overTrigger, st.tokens/st.turns, st.added/st.turns, st.maxAfter, st.pinnedNotes, len(st.errs))
@@ -231,7 +232,7 @@ func TestLifeNoThrash(t *testing.T) {
 func noThrash(t *testing.T, turns [][]memory.Message, limit int, perHundred float64) {
 	t.Helper()
 	s, _ := openStore(t)
-	comp := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit})
+	comp := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit})
 	st := replayLife(t, s, comp, "t", turns)
 	if len(st.errs) > 0 {
 		t.Fatalf("limit %d: %d compactions failed: %q", limit, len(st.errs), st.errs[0])

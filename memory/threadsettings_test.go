@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -30,7 +31,7 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	if th.ActiveTokens <= 5000 {
 		t.Fatalf("the conversation has %d tokens: the test needs more than 5000", th.ActiveTokens)
 	}
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 128000})
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 128000})
 	if due, err := c.ShouldCompact(ctx, "t"); err != nil || due {
 		t.Fatalf("ShouldCompact = %v, %v before the thread has settings; want false", due, err)
 	}
@@ -49,7 +50,7 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{TokenLimit: ptr(5000)}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{})
+	rep, err := c.Compact(ctx, "t", compact.Options{})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("Compact: %+v, %v; want applied", rep, err)
 	}
@@ -68,7 +69,7 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	}
 	checkActive(t, a, memory.RoleSystem, 5000)
 	// The call's override wins over the thread: at 20000 the compacted thread is not due.
-	rep, err = c.Compact(ctx, "t", memory.CompactOptions{Override: memory.ThreadSettings{TokenLimit: ptr(20000)}})
+	rep, err = c.Compact(ctx, "t", compact.Options{Override: memory.ThreadSettings{TokenLimit: ptr(20000)}})
 	if err != nil || rep.Status != memory.StatusNotNeeded || rep.TokenLimit != 20000 {
 		t.Fatalf("Compact with an override of 20000: %+v, %v; want not_needed at 20000", rep, err)
 	}
@@ -158,8 +159,8 @@ func TestThreadSettingsValidation(t *testing.T) {
 	if err != nil || len(ths) != 1 || ths[0].Settings.TokenLimit == nil || *ths[0].Settings.TokenLimit != 5000 {
 		t.Fatalf("Threads does not carry the settings: %+v, %v", ths, err)
 	}
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TriggerRatio: 0.8})
-	_, err = c.Compact(ctx, "t", memory.CompactOptions{})
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TriggerRatio: 0.8})
+	_, err = c.Compact(ctx, "t", compact.Options{})
 	if err == nil || !strings.Contains(err.Error(), "target_ratio 0.85 must be below trigger_ratio 0.8") {
 		t.Fatalf("Compact with the thread's target over the compactor's trigger: %v; want the conflict named", err)
 	}
@@ -188,8 +189,8 @@ func TestCompactOverrideValidated(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	importFile(t, s, "t", longConversation)
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{})
-	_, err := c.Compact(ctx, "t", memory.CompactOptions{Override: memory.ThreadSettings{TokenLimit: ptr(0)}})
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{})
+	_, err := c.Compact(ctx, "t", compact.Options{Override: memory.ThreadSettings{TokenLimit: ptr(0)}})
 	var se *memory.SettingError
 	if !errors.As(err, &se) || se.Key != "token_limit" {
 		t.Fatalf("Compact with an override limit of 0: %v; want a SettingError on token_limit", err)
@@ -207,7 +208,7 @@ func TestSettingsForMergesOnce(t *testing.T) {
 	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{TokenLimit: ptr(9000), TriggerRatio: ptr(0.7)}); err != nil {
 		t.Fatal(err)
 	}
-	c := memory.NewCompactor(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 128000, ReserveTokens: 1000, TriggerRatio: 0.9})
+	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 128000, ReserveTokens: 1000, TriggerRatio: 0.9})
 	got, err := c.SettingsFor(ctx, "t", memory.ThreadSettings{TriggerRatio: ptr(0.6)})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -56,8 +57,8 @@ func TestReportUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	casc.Count = counter.CountText
-	c := memory.NewCompactor(s, casc, memory.Settings{TokenLimit: 16000})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, casc, memory.Settings{TokenLimit: 16000})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %s, %v", rep.Status, err)
 	}

@@ -114,8 +114,3 @@ func LoadPrompt(path string) (string, error) {
 	}
 	return string(b), nil
 }
-
-// DefaultPrompt returns the built-in prompt in the form a prompt file takes.
-func DefaultPrompt() string {
-	return systemPrompt + "\n\n" + PromptPlaceholder + "\n"
-}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -33,8 +34,8 @@ func TestStoredViewColumn(t *testing.T) {
 	}
 	// mask masks the older result; the newest unit keeps the context over the limit, so its
 	// result is cut (on_failure keep) in the same compaction's view.
-	c := memory.NewCompactor(s, failingCascade(s), memory.Settings{TokenLimit: 2048, Strategy: memory.StrategyMask})
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	c := compact.New(s, failingCascade(s), memory.Settings{TokenLimit: 2048, Strategy: memory.StrategyMask})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied || rep.View == nil || len(rep.View.Masked) != 1 || len(rep.View.Cut) != 1 {
 		t.Fatalf("compact: %+v, %v; want applied with one result masked and one cut", rep, err)
 	}

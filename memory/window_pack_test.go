@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -49,12 +50,12 @@ func TestSmallWindowAnyThread(t *testing.T) {
 			w := &windowProvider{}
 			e := fakeEntry("local", w.fake(counter, window, nil), window)
 			e.MaxOutputTokens = 1024
-			c := memory.NewCompactor(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 2000})
-			dry, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true, DryRun: true})
+			c := compact.New(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 2000})
+			dry, err := c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("compact: %+v, %v", rep, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -69,12 +70,12 @@ func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvi
 	w := &windowProvider{}
 	e := fakeEntry("local", w.fake(counter, window, hold), window)
 	e.MaxOutputTokens, e.Concurrency = 1024, concurrency
-	c := memory.NewCompactor(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 16000})
-	dry, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true, DryRun: true})
+	c := compact.New(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 16000})
+	dry, err := c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := c.Compact(ctx, "t", memory.CompactOptions{Force: true})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}

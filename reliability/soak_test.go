@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -416,13 +417,13 @@ func soakCompactor(s *memory.Store, until time.Time) compactorResult {
 	}
 	settings := cfg.Settings()
 	settings.TokenLimit, settings.SummaryMaxTokens = soakLimit, 400
-	c := memory.NewCompactor(s, casc, settings)
+	c := compact.New(s, casc, settings)
 	for time.Now().Before(until) {
-		rep, err := c.Compact(ctx, soakThread, memory.CompactOptions{Force: true})
+		rep, err := c.Compact(ctx, soakThread, compact.Options{Force: true})
 		res.Compactions++
 		res.Statuses[rep.Status]++
 		switch {
-		case errors.Is(err, memory.ErrOverLimit) && (rep.Status == memory.StatusApplied || rep.Status == memory.StatusIneffective):
+		case errors.Is(err, compact.ErrOverLimit) && (rep.Status == memory.StatusApplied || rep.Status == memory.StatusIneffective):
 			// The documented outcome when the writers outpace the limit, or a pending tool call
 			// (kept with everything after it) keeps the context over it.
 			res.OverLimit++

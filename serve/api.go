@@ -10,6 +10,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -208,7 +209,7 @@ func (s *Server) apiCompact(w http.ResponseWriter, r *http.Request) {
 	if err := acquire(r.Context(), st.compact); err != nil {
 		return
 	}
-	rep, err := s.Compactor.Compact(r.Context(), id, memory.CompactOptions{Force: req.Force, DryRun: req.DryRun})
+	rep, err := s.Compactor.Compact(r.Context(), id, compact.Options{Force: req.Force, DryRun: req.DryRun})
 	release(st.compact)
 	if rep.Status == "" {
 		Error(w, err)

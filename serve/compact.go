@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) compactIfDue(ctx context.Context, thread string, st *threadStat
 	over := st.over
 	s.mu.Unlock()
 	if !over.IsZero() { // the limit of the turn (token_limit auto): Compact checks it is due
-		rep, err := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Override: over})
+		rep, err := s.Compactor.Compact(ctx, thread, compact.Options{Override: over})
 		if rep.Status != memory.StatusNotNeeded {
 			s.logCompaction(thread, rep, err)
 		}
@@ -79,7 +80,7 @@ func (s *Server) compactIfDue(ctx context.Context, thread string, st *threadStat
 	if !due {
 		return
 	}
-	rep, err := s.Compactor.Compact(ctx, thread, memory.CompactOptions{})
+	rep, err := s.Compactor.Compact(ctx, thread, compact.Options{})
 	s.logCompaction(thread, rep, err)
 }
 

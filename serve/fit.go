@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -44,7 +45,7 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 	} else if set.Fits(lv.active.Tokens, tools) {
 		return lv, lv.active.Tokens + tools, nil
 	}
-	rep, cerr := s.Compactor.Compact(ctx, thread, memory.CompactOptions{Emergency: true, Override: over})
+	rep, cerr := s.Compactor.Compact(ctx, thread, compact.Options{Emergency: true, Override: over})
 	s.logCompaction(thread, rep, cerr)
 	if rep.ID != nil {
 		h.Set(CompactionHeader, strconv.FormatInt(*rep.ID, 10))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
@@ -277,7 +278,7 @@ func newEnv(t testing.TB, opt envOptions) *env {
 	}
 	up := newUpstream(t)
 	srv := &serve.Server{
-		Store: store, Compactor: memory.NewCompactor(store, casc, cfg.Settings()), Cascade: casc,
+		Store: store, Compactor: compact.New(store, casc, cfg.Settings()), Cascade: casc,
 		Upstream: up.URL(), Token: opt.token, LoopbackOnly: opt.token == "", MaxBodyBytes: opt.maxBody,
 	}
 	e := &env{t: t, store: store, srv: srv, up: up, logs: &lockedBuffer{}, dbName: dbName}

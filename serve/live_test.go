@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 )
@@ -96,8 +97,8 @@ func TestKeptThreadSeesOtherProcess(t *testing.T) {
 
 	// A compaction by another process.
 	limit := 400
-	oc := memory.NewCompactor(other, e.srv.Compactor.Summarizer, e.srv.Compactor.Settings)
-	rep, err := oc.Compact(ctx, "kept", memory.CompactOptions{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}})
+	oc := compact.New(other, e.srv.Compactor.Summarizer, e.srv.Compactor.Settings)
+	rep, err := oc.Compact(ctx, "kept", compact.Options{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compaction by another store: %+v, %v", rep, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/mcpserver"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -29,7 +30,7 @@ func importAirline(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	limit := 4000
-	if rep, err := e.srv.Compactor.Compact(ctx, "t", memory.CompactOptions{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}}); err != nil || rep.Status != memory.StatusApplied {
+	if rep, err := e.srv.Compactor.Compact(ctx, "t", compact.Options{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %s %v", rep.Status, err)
 	}
 }

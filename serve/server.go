@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -68,7 +69,7 @@ const (
 type Server struct {
 	// Store holds the threads; Compactor compacts them (its Settings are the config's).
 	Store     *memory.Store
-	Compactor *memory.Compactor
+	Compactor *compact.Compactor
 	// Cascade is the compactor's cascade, for /api/providers and the attempts of a report
 	// (nil: /api/providers lists nothing).
 	Cascade *cascade.Cascade

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -153,7 +154,7 @@ func writeMode(dryRun bool) openMode {
 // sends none; nil for the built-in count), with the redactor of the config's patterns, and the
 // compactor over s that summarizes through it and redacts with that same redactor. logger,
 // when not nil, receives the records of both.
-func (a *app) newCompactor(s *memory.Store, count func(string) int, logger *slog.Logger) (*memory.Compactor, *cascade.Cascade, error) {
+func (a *app) newCompactor(s *memory.Store, count func(string) int, logger *slog.Logger) (*compact.Compactor, *cascade.Cascade, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, nil, err

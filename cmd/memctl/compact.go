@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -67,7 +68,7 @@ func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) err
 		return err
 	}
 	a.showProgress(c, casc)
-	rep, err := c.Compact(ctx, t.ID, memory.CompactOptions{Force: force, DryRun: dryRun, Override: over})
+	rep, err := c.Compact(ctx, t.ID, compact.Options{Force: force, DryRun: dryRun, Override: over})
 	if rep.Status == "" { // no report: the thread could not be read
 		return err
 	}
@@ -79,7 +80,7 @@ func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) err
 
 // showProgress sends the progress of a compaction to stderr when it is a terminal; a warning
 // (a window the server did not report) is printed wherever stderr goes.
-func (a *app) showProgress(c *memory.Compactor, casc *cascade.Cascade) {
+func (a *app) showProgress(c *compact.Compactor, casc *cascade.Cascade) {
 	terminal := isTerminal(a.stderr)
 	casc.Observe = func(e cascade.Event) {
 		if !terminal && !e.Warning {
@@ -90,7 +91,7 @@ func (a *app) showProgress(c *memory.Compactor, casc *cascade.Cascade) {
 		}
 	}
 	if terminal {
-		c.Progress = func(p memory.Progress) {
+		c.Progress = func(p compact.Progress) {
 			fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
 		}
 	}

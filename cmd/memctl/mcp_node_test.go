@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/internal/nodetest"
 	"github.com/memcascade/memcascade/mcpserver"
@@ -57,7 +58,7 @@ func TestMCPNodeClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &serve.Server{Store: s, Compactor: memory.NewCompactor(s, casc, cfg.Settings()), Token: "mcp-token"}
+	srv := &serve.Server{Store: s, Compactor: compact.New(s, casc, cfg.Settings()), Token: "mcp-token"}
 	web := httptest.NewServer(srv.Handler())
 	defer web.Close()
 

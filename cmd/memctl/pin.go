@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/compact"
 )
 
 func (a *app) pinCommand() *cobra.Command {
@@ -31,7 +31,7 @@ copy; memctl show marks them.`,
 			if err != nil {
 				return err
 			}
-			c := &memory.Compactor{Store: s, Settings: cfg.Settings()}
+			c := &compact.Compactor{Store: s, Settings: cfg.Settings()}
 			p, err := c.Pin(cmd.Context(), args[0], seq)
 			if err != nil {
 				return err

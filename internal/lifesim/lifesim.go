@@ -18,6 +18,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/summarycheck"
@@ -161,7 +162,7 @@ func SimulateWith(ctx context.Context, s *memory.Store, msgs []chat.Message, lim
 	if err != nil {
 		return st, err
 	}
-	c := memory.NewCompactor(s, p, memory.Settings{TokenLimit: limit})
+	c := compact.New(s, p, memory.Settings{TokenLimit: limit})
 	newestUser := ""
 	for i, m := range msgs {
 		if _, err := s.Append(ctx, Thread, []chat.Message{m}, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
@@ -176,7 +177,7 @@ func SimulateWith(ctx context.Context, s *memory.Store, msgs []chat.Message, lim
 			return st, err
 		}
 		if due {
-			rep, err := c.Compact(ctx, Thread, memory.CompactOptions{})
+			rep, err := c.Compact(ctx, Thread, compact.Options{})
 			switch rep.Status {
 			case memory.StatusApplied:
 				st.Compactions++
@@ -279,11 +280,11 @@ func check(ctx context.Context, s *memory.Store, st *Stats, newestUser, when str
 
 // ActiveText is the text of an active context as it shows facts, tool calls included: what the
 // product wrote itself (a mask placeholder's sizes, a cut result's marker, a summary's header)
-// is left out (memory.Entry.FactsText), so that no fact is found in it by coincidence.
+// is left out (compact.FactsText), so that no fact is found in it by coincidence.
 func ActiveText(a memory.Active) string {
 	var b strings.Builder
 	for _, e := range a.Entries {
-		b.WriteString(e.FactsText() + "\n")
+		b.WriteString(compact.FactsText(e) + "\n")
 		for _, c := range e.Message.ToolCalls {
 			b.WriteString(c.Function.Name + " " + c.Function.Arguments + "\n")
 		}

@@ -1,10 +1,11 @@
-package memory
+package compact
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
 )
 
@@ -29,7 +30,7 @@ import (
 //
 // tms, when not nil, are es as the summarizer reads them already (parallel to es): they are not
 // redacted again.
-func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string, withSummaries bool) []facts.Fact {
+func entryFacts(es []memory.Entry, tms []transcript.Message, redact func(string) string, withSummaries bool) []facts.Fact {
 	var (
 		msgs  []facts.Message
 		seqs  []int64
@@ -80,7 +81,7 @@ func entryFacts(es []Entry, tms []transcript.Message, redact func(string) string
 // active context, see viewFacts): the stored ledgers of the summaries it folds in, merged with
 // the facts of the messages it newly summarizes (tms: the middle as the summarizer reads it,
 // redacted; nil: made from middle).
-func (c *Compactor) middleLedger(ctx context.Context, middle []Entry, tms []transcript.Message) ([]facts.Fact, error) {
+func (c *Compactor) middleLedger(ctx context.Context, middle []memory.Entry, tms []transcript.Message) ([]facts.Fact, error) {
 	var stored []facts.Fact
 	for _, e := range middle {
 		if e.CompactionID == 0 {
@@ -97,13 +98,13 @@ func (c *Compactor) middleLedger(ctx context.Context, middle []Entry, tms []tran
 
 // summaryLedger returns the ledger stored with the compaction that wrote summary entry e. A
 // summary applied before ledgers were stored has none: the facts of its text stand for it.
-func (c *Compactor) summaryLedger(ctx context.Context, e Entry) ([]facts.Fact, error) {
+func (c *Compactor) summaryLedger(ctx context.Context, e memory.Entry) ([]facts.Fact, error) {
 	text, err := c.Store.Compactions().Ledger(ctx, e.CompactionID)
 	if err != nil {
 		return nil, fmt.Errorf("compaction %d: ledger: %w", e.CompactionID, err)
 	}
 	if text == "" {
-		return entryFacts([]Entry{e}, nil, c.redact, true), nil
+		return entryFacts([]memory.Entry{e}, nil, c.redact, true), nil
 	}
 	fs, err := decodeLedger([]byte(text))
 	if err != nil {

@@ -1,10 +1,12 @@
-package memory
+package compact
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/memcascade/memcascade/internal/english"
+	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // minSummaryTokens is the smallest summary budget worth a provider call.
@@ -68,7 +70,7 @@ func (p Plan) keptLen(n int) int {
 }
 
 // middle returns the entries the summary replaces: entries[Pinned:Kept] but the held one.
-func (p Plan) middle(entries []Entry) []Entry {
+func (p Plan) middle(entries []memory.Entry) []memory.Entry {
 	m := entries[p.Pinned:p.Kept]
 	if !p.Hold {
 		return m
@@ -79,7 +81,7 @@ func (p Plan) middle(entries []Entry) []Entry {
 
 // result returns the entries that stay beside the summary, in order: the pinned messages, the
 // held newest user message, the kept ones; before is where the summary goes.
-func (p Plan) result(entries []Entry) (before, after []Entry) {
+func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 	before = entries[:p.Pinned:p.Pinned]
 	if p.Hold {
 		before = append(before, entries[p.HeldAt])
@@ -94,9 +96,9 @@ func (p Plan) result(entries []Entry) (before, after []Entry) {
 //     that follow them (the compactor reads every pinned message there). A summary entry
 //     (CompactionID != 0) is never pinned, whatever its role: it belongs to the middle, so the
 //     new summary folds it in.
-//   - The rest is cut only between units (see Cuts): no cut separates a call from its result,
-//     and the kept part never starts with a tool result. A call still waiting for its result
-//     stays in the kept part with its unit, even when other messages followed it.
+//   - The rest is cut only between units (see memory.Cuts): no cut separates a call from its
+//     result, and the kept part never starts with a tool result. A call still waiting for its
+//     result stays in the kept part with its unit, even when other messages followed it.
 //   - keepBudget is the target of the pass (L * target_ratio for the first). The summary's
 //     share of it is half of what the pinned messages leave, at most SummaryMaxTokens. Walking
 //     back from the newest, whole units are kept while pinned + kept + share fits in
@@ -115,18 +117,18 @@ func (p Plan) result(entries []Entry) (before, after []Entry) {
 //   - A middle that is the current summary alone is Ineffective while the context is within
 //     the limit: a summary is only ever updated with new messages, never shrunk for its own
 //     sake (each such pass would drop facts it holds).
-func MakePlan(entries []Entry, s Settings, keepBudget int) Plan {
+func MakePlan(entries []memory.Entry, s memory.Settings, keepBudget int) Plan {
 	return makePlan(entries, s, keepBudget, -1)
 }
 
 // makePlan is MakePlan with the summary's share of the target set aside for it (-1: half of
 // what the pinned messages leave of the target, at most SummaryMaxTokens).
-func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
+func makePlan(entries []memory.Entry, s memory.Settings, keepBudget, share int) Plan {
 	n := len(entries)
 	p := Plan{Kept: n}
-	p.Pinned = PinnedLen(entries)
+	p.Pinned = memory.PinnedLen(entries)
 	p.PinnedTokens = sumTokens(entries[:p.Pinned])
-	cuts := Cuts(entries, p.Pinned)
+	cuts := memory.Cuts(entries, p.Pinned)
 	// cuts are ascending indexes i (Pinned < i < n) where kept may start.
 	if len(cuts) == 0 {
 		p.Ineffective, p.Why = true, "nothing to summarize: the context is pinned messages and one unit"
@@ -136,7 +138,7 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 	// The summary's share of the target: half of what the pinned messages leave of it, at most
 	// summary_max_tokens. The kept messages take the rest.
 	if share < 0 {
-		share = min(s.SummaryMaxTokens, max(keepBudget-p.PinnedTokens-ReplyPriming, 0)/2)
+		share = min(s.SummaryMaxTokens, max(keepBudget-p.PinnedTokens-tokencount.ReplyPriming, 0)/2)
 	}
 	p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens-share)
 	if u := lastUser(entries); u >= p.Pinned && u < p.Kept {
@@ -146,9 +148,9 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 	p.MiddleTokens = sumTokens(p.middle(entries))
 	p.FromSeq, p.ToSeq = middleRange(p.middle(entries))
 
-	active := p.PinnedTokens + p.HeldTokens + p.MiddleTokens + p.KeptTokens + ReplyPriming
+	active := p.PinnedTokens + p.HeldTokens + p.MiddleTokens + p.KeptTokens + tokencount.ReplyPriming
 	minSave := int(math.Ceil(0.1 * float64(active)))
-	base := p.PinnedTokens + p.HeldTokens + p.KeptTokens + ReplyPriming
+	base := p.PinnedTokens + p.HeldTokens + p.KeptTokens + tokencount.ReplyPriming
 	trigger := int(float64(s.Budget()) * s.TriggerRatio)
 	// The summary's prose fits in what the target leaves; the facts a provider left out may
 	// take it further (see factFit), up to L.
@@ -158,7 +160,7 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 		// prose is small, and the facts may take the summary up to the trigger, not beyond,
 		// so that the next turn has what room there is.
 		p.Deep = true
-		prose = max(DeepSummaryTokens, (trigger-base)/2)
+		prose = max(memory.DeepSummaryTokens, (trigger-base)/2)
 		room = max(prose, trigger-base)
 	}
 	p.RoomBudget = min(room, s.Budget()-base, p.MiddleTokens-minSave)
@@ -172,10 +174,10 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 		// what it holds; within the limit there is no need to.
 		p.Ineffective = true
 		p.Why = "nothing new to summarize: the middle is the current summary alone, and the context is within the limit"
-	case p.Deep && p.SummaryBudget < min(DeepSummaryTokens, s.SummaryMaxTokens):
+	case p.Deep && p.SummaryBudget < min(memory.DeepSummaryTokens, s.SummaryMaxTokens):
 		p.Ineffective = true
 		p.Why = fmt.Sprintf("%s and the newest unit of messages (%d tokens) leave room for a summary of %d tokens, under the %d a summary's header and a few lines take",
-			p.pinnedWords(), p.KeptTokens, max(p.SummaryBudget, 0), DeepSummaryTokens)
+			p.pinnedWords(), p.KeptTokens, max(p.SummaryBudget, 0), memory.DeepSummaryTokens)
 	case p.SummaryBudget >= minSummaryTokens:
 	case s.Budget()-base < minSummaryTokens:
 		p.Ineffective = true
@@ -191,7 +193,7 @@ func makePlan(entries []Entry, s Settings, keepBudget, share int) Plan {
 
 // keptFrom returns where the kept part starts among the cuts (ascending, not empty), and its
 // tokens: the newest unit, then whole units while they fit in budget.
-func keptFrom(entries []Entry, cuts []int, budget int) (start, tokens int) {
+func keptFrom(entries []memory.Entry, cuts []int, budget int) (start, tokens int) {
 	k := len(cuts) - 1
 	kept := sumTokens(entries[cuts[k]:])
 	for k > 0 {
@@ -205,7 +207,7 @@ func keptFrom(entries []Entry, cuts []int, budget int) (start, tokens int) {
 	return cuts[k], kept
 }
 
-func sumTokens(es []Entry) int {
+func sumTokens(es []memory.Entry) int {
 	t := 0
 	for _, e := range es {
 		t += e.Tokens
@@ -215,7 +217,7 @@ func sumTokens(es []Entry) int {
 
 // middleRange returns the seq range a summary of middle covers: a previous summary in it
 // contributes the range it covered (a message held beside it lies within that range).
-func middleRange(middle []Entry) (from, to int64) {
+func middleRange(middle []memory.Entry) (from, to int64) {
 	for _, e := range middle {
 		lo, hi := e.Seq, e.Seq
 		if e.CompactionID != 0 {

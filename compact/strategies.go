@@ -1,4 +1,4 @@
-package memory
+package compact
 
 import (
 	"context"
@@ -7,7 +7,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // The strategies that need no provider, as pure functions over an active context's entries:
@@ -18,7 +21,7 @@ import (
 
 // shaper computes the views of mask, window and fit.
 type shaper struct {
-	count  TokenCounter
+	count  tokencount.Counter
 	redact func(string) string
 }
 
@@ -27,15 +30,15 @@ const maxDigestBytes = 200
 
 // mask returns a copy of entries with the tool results of entries[from:to] masked, each one
 // whose placeholder is smaller than it.
-func (sh shaper) mask(entries []Entry, from, to int) []Entry {
+func (sh shaper) mask(entries []memory.Entry, from, to int) []memory.Entry {
 	out := slices.Clone(entries)
 	for i := from; i < to; i++ {
 		e := out[i]
-		if e.Message.Role != RoleTool || e.CompactionID != 0 || (e.Mark() != nil && e.Mark().Masked != nil) {
+		if e.Message.Role != chat.RoleTool || e.CompactionID != 0 || (e.Mark() != nil && e.Mark().Masked != nil) {
 			continue
 		}
 		text := e.Text()
-		m := Masked{Seq: e.Seq, Tool: toolName(out[:i], e.Message), Digest: sh.digest(e.Message, text),
+		m := memory.Masked{Seq: e.Seq, Tool: toolName(out[:i], e.Message), Digest: sh.digest(e.Message, text),
 			OrigTokens: e.Tokens, OrigBytes: len(text)}
 		orig := text
 		if e.Mark() != nil && e.Mark().Cut != nil {
@@ -45,16 +48,16 @@ func (sh shaper) mask(entries []Entry, from, to int) []Entry {
 		if m.Tokens = sh.count.CountMessage(masked.Message); m.Tokens >= e.Tokens {
 			continue
 		}
-		out[i] = e.WithText(masked.Text(), m.Tokens, &Mark{Masked: &m, Orig: orig})
+		out[i] = e.WithText(masked.Text(), m.Tokens, &memory.Mark{Masked: &m, Orig: orig})
 	}
 	return out
 }
 
 // digest is the one line a placeholder keeps of a result: the facts the ledger finds in it,
 // most important first, else its first line; redacted.
-func (sh shaper) digest(m Message, text string) string {
+func (sh shaper) digest(m chat.Message, text string) string {
 	text = sh.redact(text)
-	fs := facts.Extract([]facts.Message{{Role: RoleTool, Content: text, Name: m.Name, ToolCallID: m.ToolCallID}})
+	fs := facts.Extract([]facts.Message{{Role: chat.RoleTool, Content: text, Name: m.Name, ToolCallID: m.ToolCallID}})
 	var parts []string
 	n := 0
 	for _, f := range factTexts(fs) {
@@ -78,7 +81,7 @@ func (sh shaper) digest(m Message, text string) string {
 // bare number, a cut leaves a value without its key, so a summary of the view would lose
 // them unnamed. The facts it does not hold were named when the view masked or cut e. Nil when
 // e is neither masked nor cut.
-func shownFacts(e Entry, text, entity string, redact func(string) string) []facts.Fact {
+func shownFacts(e memory.Entry, text, entity string, redact func(string) string) []facts.Fact {
 	if e.Mark() == nil || e.Mark().Orig == "" {
 		return nil
 	}
@@ -96,7 +99,7 @@ func shownFacts(e Entry, text, entity string, redact func(string) string) []fact
 
 // toolName returns the name of the tool whose result m is: its name, else the function of the
 // latest call with its id among before.
-func toolName(before []Entry, m Message) string {
+func toolName(before []memory.Entry, m chat.Message) string {
 	if m.Name != "" {
 		return m.Name
 	}
@@ -112,9 +115,9 @@ func toolName(before []Entry, m Message) string {
 
 // keptStart returns where the kept part of entries starts for a kept budget (pinned included):
 // the newest unit, then whole units while they fit; pinned when the context is one unit.
-func keptStart(entries []Entry, keepBudget int) (pinned, start int) {
-	pinned = PinnedLen(entries)
-	cuts := Cuts(entries, pinned)
+func keptStart(entries []memory.Entry, keepBudget int) (pinned, start int) {
+	pinned = memory.PinnedLen(entries)
+	cuts := memory.Cuts(entries, pinned)
 	if len(cuts) == 0 {
 		return pinned, pinned
 	}
@@ -123,7 +126,7 @@ func keptStart(entries []Entry, keepBudget int) (pinned, start int) {
 }
 
 // maskOld masks the tool results outside the kept window (see keptStart).
-func (sh shaper) maskOld(entries []Entry, keepBudget int) []Entry {
+func (sh shaper) maskOld(entries []memory.Entry, keepBudget int) []memory.Entry {
 	pinned, start := keptStart(entries, keepBudget)
 	return sh.mask(entries, pinned, start)
 }
@@ -131,7 +134,7 @@ func (sh shaper) maskOld(entries []Entry, keepBudget int) []Entry {
 // window leaves the oldest whole units out: the pinned messages and the kept window remain,
 // and the newest user message, a unit of its own, stays before the kept window when it would
 // be left out (it is the question the newest unit answers), its tokens counted in the budget.
-func window(entries []Entry, keepBudget int) []Entry {
+func window(entries []memory.Entry, keepBudget int) []memory.Entry {
 	pinned, start := keptStart(entries, keepBudget)
 	out := slices.Clone(entries[:pinned])
 	if u := lastUser(entries); u >= pinned && u < start {
@@ -142,9 +145,9 @@ func window(entries []Entry, keepBudget int) []Entry {
 }
 
 // lastUser is the index of the newest user message of entries, -1 when there is none.
-func lastUser(entries []Entry) int {
+func lastUser(entries []memory.Entry) int {
 	for i := len(entries) - 1; i >= 0; i-- {
-		if entries[i].Message.Role == RoleUser && entries[i].CompactionID == 0 {
+		if entries[i].Message.Role == chat.RoleUser && entries[i].CompactionID == 0 {
 			return i
 		}
 	}
@@ -152,27 +155,27 @@ func lastUser(entries []Entry) int {
 }
 
 // tokensOf is the prompt size of entries.
-func tokensOf(es []Entry) int {
+func tokensOf(es []memory.Entry) int {
 	if len(es) == 0 {
 		return 0
 	}
-	return sumTokens(es) + ReplyPriming
+	return sumTokens(es) + tokencount.ReplyPriming
 }
 
 // fit returns entries fitted within limit tokens: every tool result but the newest unit's
 // masked, then the oldest units left out, then the newest unit's largest tool results cut.
 // It fails when even that cannot fit (the pinned messages alone are over, for one).
-func (sh shaper) fit(entries []Entry, limit int) ([]Entry, error) {
+func (sh shaper) fit(entries []memory.Entry, limit int) ([]memory.Entry, error) {
 	pinned, newest := keptStart(entries, 0)
 	out := sh.mask(entries, pinned, newest)
 	if tokensOf(out) <= limit {
 		return out, nil
 	}
-	out = window(out, limit-ReplyPriming)
+	out = window(out, limit-tokencount.ReplyPriming)
 	if tokensOf(out) <= limit {
 		return out, nil
 	}
-	return sh.cutLargest(out, PinnedLen(out), limit, true)
+	return sh.cutLargest(out, memory.PinnedLen(out), limit, true)
 }
 
 // minCutBytes is the least a cut keeps of a result.
@@ -181,11 +184,11 @@ const minCutBytes = 64
 // cutLargest cuts the largest tool results after the pinned messages, largest first, until
 // entries fit within limit; then, as a last resort and when user is set, the newest user
 // message (cut, it stays in the view).
-func (sh shaper) cutLargest(entries []Entry, pinned, limit int, user bool) ([]Entry, error) {
+func (sh shaper) cutLargest(entries []memory.Entry, pinned, limit int, user bool) ([]memory.Entry, error) {
 	out := slices.Clone(entries)
 	order := make([]int, 0, len(out))
 	for i := pinned; i < len(out); i++ {
-		if out[i].Message.Role == RoleTool && out[i].Mark() == nil {
+		if out[i].Message.Role == chat.RoleTool && out[i].Mark() == nil {
 			order = append(order, i)
 		}
 	}
@@ -214,12 +217,12 @@ func (sh shaper) cutLargest(entries []Entry, pinned, limit int, user bool) ([]En
 
 // cut returns e with its text cut (head and tail around a marker) to at most target tokens, or
 // as short as a cut goes.
-func (sh shaper) cut(e Entry, target int) Entry {
+func (sh shaper) cut(e memory.Entry, target int) memory.Entry {
 	text := e.Text()
 	keep := len(text) * max(target, 1) / max(e.Tokens, 1)
 	for ; ; keep = keep * 3 / 4 {
 		keep = max(keep, minCutBytes)
-		c := Cut{Seq: e.Seq, Head: cutAt(text, keep*2/3), OrigTokens: e.Tokens}
+		c := memory.Cut{Seq: e.Seq, Head: cutAt(text, keep*2/3), OrigTokens: e.Tokens}
 		c.Tail = tailAt(text, keep-c.Head)
 		cut := e.WithText(c.Text(text), 0, nil)
 		c.Tokens = sh.count.CountMessage(cut.Message)
@@ -227,7 +230,7 @@ func (sh shaper) cut(e Entry, target int) Entry {
 			if c.Tokens >= e.Tokens {
 				return e
 			}
-			return e.WithText(cut.Text(), c.Tokens, &Mark{Cut: &c, Orig: text})
+			return e.WithText(cut.Text(), c.Tokens, &memory.Mark{Cut: &c, Orig: text})
 		}
 	}
 }
@@ -237,16 +240,16 @@ func (sh shaper) cut(e Entry, target int) Entry {
 // that post no longer holds. A summary left out gives its stored ledger, as when a summary
 // folds it in (middleLedger): its text need not show its facts as facts (a constraint, a tool
 // call), and the facts a report already named dropped are not named again.
-func (c *Compactor) viewFacts(ctx context.Context, pre, post []Entry) (ledger, dropped []facts.Fact, err error) {
-	after := map[int64]Entry{}
+func (c *Compactor) viewFacts(ctx context.Context, pre, post []memory.Entry) (ledger, dropped []facts.Fact, err error) {
+	after := map[int64]memory.Entry{}
 	for _, e := range post {
 		after[e.Seq] = e
 	}
-	var changed []Entry
+	var changed []memory.Entry
 	for _, e := range pre {
 		x, ok := after[e.Seq]
 		if e.CompactionID != 0 {
-			ok = slices.ContainsFunc(post, func(p Entry) bool { return p.CompactionID == e.CompactionID })
+			ok = slices.ContainsFunc(post, func(p memory.Entry) bool { return p.CompactionID == e.CompactionID })
 		}
 		if !ok || x.Mark() != e.Mark() {
 			changed = append(changed, e)
@@ -269,8 +272,8 @@ func (c *Compactor) viewFacts(ctx context.Context, pre, post []Entry) (ledger, d
 // view that commits without a summary names them: no ledger is stored with it, and a later
 // summary or window takes only what the placeholder shows (shownFacts), so each fact of the
 // result is kept or named. (The summary of hybrid carries them in its ledger instead.)
-func unshownFacts(pre, post []Entry, redact func(string) string) []facts.Fact {
-	after := map[int64]Entry{}
+func unshownFacts(pre, post []memory.Entry, redact func(string) string) []facts.Fact {
+	after := map[int64]memory.Entry{}
 	for _, e := range post {
 		after[e.Seq] = e
 	}
@@ -280,7 +283,7 @@ func unshownFacts(pre, post []Entry, redact func(string) string) []facts.Fact {
 		if !ok || e.CompactionID != 0 || x.Mark() == nil || x.Mark() == e.Mark() {
 			continue
 		}
-		own := entryFacts([]Entry{e}, nil, redact, true)
+		own := entryFacts([]memory.Entry{e}, nil, redact, true)
 		var gone []facts.Fact
 		text := "" // a masked result shows its digest alone: its placeholder need not be redacted
 		if x.Mark().Masked == nil {
@@ -302,22 +305,22 @@ func unshownFacts(pre, post []Entry, redact func(string) string) []facts.Fact {
 // not the marker's byte count; a summary its body, not the header naming the range it covers.
 // The ledger (entryFacts, unshownFacts) and the facts checks (outsideText, the summary's check)
 // read entries by this one rule, so what one counts the other finds.
-func shownText(e Entry, text string, redact func(string) string) string {
+func shownText(e memory.Entry, text string, redact func(string) string) string {
 	switch {
 	case e.Mark() != nil && e.Mark().Masked != nil:
 		return redact(e.Mark().Masked.Digest)
 	case e.Mark() != nil && e.Mark().Cut != nil:
-		return StripCutMarkers(text)
+		return memory.StripCutMarkers(text)
 	case e.CompactionID != 0:
 		return summaryBody(text)
 	}
 	return text
 }
 
-// FactsText returns the text the entry shows as facts, what a facts check reads of it: its text
+// FactsText returns the text entry e shows as facts, what a facts check reads of it: its text
 // without what the product wrote itself (a masked result's digest, not its placeholder; a cut
 // result's head and tail, not the marker; a summary's body, not its header).
-func (e Entry) FactsText() string {
+func FactsText(e memory.Entry) string {
 	return shownText(e, e.Text(), func(s string) string { return s })
 }
 

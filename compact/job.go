@@ -1,4 +1,4 @@
-package memory
+package compact
 
 import (
 	"context"
@@ -11,19 +11,21 @@ import (
 
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/english"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // A compaction runs in three steps: plan (decide: what the strategy will do, a pure function of
 // the active context and the settings), summarize (passes: the provider calls, for summarize
-// and hybrid), and commit (applySummary, applyView, finish: the rows, through Store methods).
+// and hybrid), and commit (applySummary, applyView, finish: the rows, through the store's
+// writer, memory.Store.Compactions).
 
 // job is one compaction under way.
 type job struct {
 	c    *Compactor
-	s    Settings
-	a    Active // the active context it was planned on
-	keep int    // the kept budget: L * target_ratio
-	rep  *Report
+	s    memory.Settings
+	a    memory.Active // the active context it was planned on
+	keep int           // the kept budget: L * target_ratio
+	rep  *memory.Report
 	sh   shaper
 	d    decision
 	id   int64
@@ -41,7 +43,7 @@ type job struct {
 type decision struct {
 	// post is the view mask or window make (for hybrid, the masked view the summary is planned
 	// on); nil for summarize.
-	post []Entry
+	post []memory.Entry
 	// plan is the first summary pass's, when summarize is set.
 	plan        Plan
 	summarize   bool
@@ -57,19 +59,19 @@ func (j *job) decide() error {
 	}
 	j.sh = shaper{count: counter, redact: j.c.redact}
 	a, d := j.a, decision{}
-	if j.rep.Reason == ReasonEmergency && j.rep.Strategy == StrategySummarize {
-		j.rep.Strategy = StrategyHybrid // the cheapest path first: masking costs nothing
+	if j.rep.Reason == memory.ReasonEmergency && j.rep.Strategy == memory.StrategySummarize {
+		j.rep.Strategy = memory.StrategyHybrid // the cheapest path first: masking costs nothing
 	}
 	switch j.rep.Strategy {
-	case StrategySummarize:
+	case memory.StrategySummarize:
 		d.plan, d.summarize = MakePlan(a.Entries, j.s, j.keep), true
 		d.ineffective, d.why = d.plan.Ineffective, d.plan.Why
-	case StrategyWindow:
+	case memory.StrategyWindow:
 		d.post = window(a.Entries, j.keep)
 	default: // mask, hybrid
 		d.post = j.sh.maskOld(a.Entries, j.keep)
 	}
-	if j.rep.Strategy == StrategyHybrid && tokensOf(d.post) > j.keep {
+	if j.rep.Strategy == memory.StrategyHybrid && tokensOf(d.post) > j.keep {
 		// The summary of hybrid covers what is outside the window the mask kept (no share of
 		// the target set aside): it is worth a call only when that is more than placeholders.
 		if p := makePlan(d.post, j.s, j.keep, 0); !p.Ineffective || sumTokens(d.post) >= sumTokens(a.Entries) {
@@ -93,12 +95,12 @@ func (j *job) planFigures() {
 		rep.FromSeq, rep.ToSeq, rep.SummaryBudget = p.FromSeq, p.ToSeq, p.SummaryBudget
 		return
 	}
-	rep.KeptMessages = len(j.d.post) - PinnedLen(j.d.post)
+	rep.KeptMessages = len(j.d.post) - memory.PinnedLen(j.d.post)
 }
 
 // planned makes the report of a dry run.
 func (j *job) planned() {
-	j.rep.Status = StatusPlanned
+	j.rep.Status = memory.StatusPlanned
 	switch {
 	case j.d.ineffective:
 		j.rep.Detail = "ineffective: " + j.d.why
@@ -113,14 +115,14 @@ func (j *job) planned() {
 
 // note adds to the report's detail what an emergency did.
 func (j *job) note() {
-	if j.rep.Reason != ReasonEmergency {
+	if j.rep.Reason != memory.ReasonEmergency {
 		return
 	}
 	path := "masked old tool results first (no provider call)"
 	if j.d.summarize {
 		path += fmt.Sprintf(", then summarized within %s (the providers it leaves no time for are skipped)", j.timeout.Round(time.Second))
 	}
-	if j.rep.Strategy == StrategyWindow {
+	if j.rep.Strategy == memory.StrategyWindow {
 		path = "left the oldest units out (no provider call)"
 	}
 	j.rep.Detail = strings.TrimPrefix(j.rep.Detail+"; emergency: "+path, "; ")
@@ -142,7 +144,7 @@ const deepNoteWindow = 5
 // the thread's latest reports with the same limit says it) only say they are deep.
 func (j *job) deepNote(ctx context.Context) {
 	p := j.d.plan
-	if !j.d.summarize || !p.Deep || p.Ineffective || j.rep.Status != StatusApplied {
+	if !j.d.summarize || !p.Deep || p.Ineffective || j.rep.Status != memory.StatusApplied {
 		return
 	}
 	reps, err := j.c.Store.Reports(ctx, j.a.Thread.ID, deepNoteWindow)
@@ -150,7 +152,7 @@ func (j *job) deepNote(ctx context.Context) {
 		return
 	}
 	note := fmt.Sprintf("%s: a summary of at most %d tokens, only the newest unit kept (the pinned messages leave less than the trigger's headroom)", deepTag, p.SummaryBudget)
-	said := slices.ContainsFunc(reps, func(r Report) bool {
+	said := slices.ContainsFunc(reps, func(r memory.Report) bool {
 		return r.TokenLimit == j.s.TokenLimit && (strings.Contains(r.Detail, deepNoteText) || strings.Contains(r.Detail, deepTag))
 	})
 	if !said {
@@ -168,16 +170,16 @@ func (j *job) deepNote(ctx context.Context) {
 
 // ineffective records a compaction that would not save enough, and, when the context is over
 // L, says why it stays there.
-func (j *job) ineffective(ctx context.Context) (Report, error) {
+func (j *job) ineffective(ctx context.Context) (memory.Report, error) {
 	rep, a := j.rep, j.a
-	rep.Status, rep.Detail = StatusIneffective, j.d.why
-	rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-PinnedLen(a.Entries), 0, 0
+	rep.Status, rep.Detail = memory.StatusIneffective, j.d.why
+	rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-memory.PinnedLen(a.Entries), 0, 0
 	var over error
 	if a.Tokens > j.s.Budget() {
 		over = j.c.overLimit(a, MakePlan(a.Entries, j.s, j.keep), j.s, 0)
 		rep.Error = errorText(over, j.c.Redact)
 	}
-	id, err := j.c.Store.Compactions().Insert(ctx, j.row(StatusIneffective))
+	id, err := j.c.Store.Compactions().Insert(ctx, j.row(memory.StatusIneffective))
 	if err != nil {
 		return *rep, fmt.Errorf("compact %q: %w", a.Thread.ID, err)
 	}
@@ -191,27 +193,27 @@ func (j *job) ineffective(ctx context.Context) (Report, error) {
 }
 
 // row is the compaction row as it starts.
-func (j *job) row(status Status) NewCompaction {
+func (j *job) row(status memory.Status) memory.NewCompaction {
 	rep := *j.rep
 	rep.Thread, rep.Status = j.a.Thread.ID, status
-	return NewCompaction{Report: rep, Settings: j.s, Base: j.a.Current, LastSeq: int64(j.a.Thread.Messages)}
+	return memory.NewCompaction{Report: rep, Settings: j.s, Base: j.a.Current, LastSeq: int64(j.a.Thread.Messages)}
 }
 
 // run records a running compaction, holds its lease while it works, and records the outcome.
-func (j *job) run(ctx context.Context) (Report, error) {
+func (j *job) run(ctx context.Context) (memory.Report, error) {
 	c, rep := j.c, j.rep
-	id, err := c.Store.Compactions().Insert(ctx, j.row(StatusRunning))
+	id, err := c.Store.Compactions().Insert(ctx, j.row(memory.StatusRunning))
 	if err != nil {
 		return *rep, fmt.Errorf("compact %q: %w", j.a.Thread.ID, err)
 	}
-	j.id, rep.ID, rep.Status = id, &id, StatusRunning
+	j.id, rep.ID, rep.Status = id, &id, memory.StatusRunning
 	c.log(ctx, slog.LevelInfo, "compaction started", slog.String("thread", rep.Thread), slog.Int64("compaction_id", id),
 		slog.String("reason", string(rep.Reason)), slog.String("strategy", rep.Strategy), slog.Int("tokens_before", rep.TokensBefore),
 		slog.Int("messages_before", rep.MessagesBefore), slog.Int("token_limit", rep.TokenLimit))
 	stopLease := c.Store.Compactions().Hold(ctx, id)
 	err = j.work(ctx)
 	switch {
-	case err != nil && j.s.OnFailure == OnFailureFit && (errors.Is(err, ErrSummarize) || errors.Is(err, ErrOverLimit)):
+	case err != nil && j.s.OnFailure == memory.OnFailureFit && (errors.Is(err, ErrSummarize) || errors.Is(err, ErrOverLimit)):
 		err = j.fitView(ctx, err)
 	case errors.Is(err, ErrOverLimit):
 		err = j.cutView(ctx, err) // on_failure keep: only the results that no summary can shrink
@@ -220,8 +222,8 @@ func (j *job) run(ctx context.Context) (Report, error) {
 	j.note()
 	j.deepNote(ctx)
 	rep.DurationMs = c.Store.Now().Sub(rep.CreatedAt).Milliseconds()
-	if err != nil && rep.Status != StatusApplied {
-		rep.Status = StatusFailed
+	if err != nil && rep.Status != memory.StatusApplied {
+		rep.Status = memory.StatusFailed
 	}
 	rep.Error = errorText(err, c.Redact)
 	// The report's final figures are written even when the caller's context ended.
@@ -275,7 +277,7 @@ func (j *job) work(ctx context.Context) error {
 }
 
 // withEntries returns a showing entries instead of its own.
-func withEntries(a Active, entries []Entry) Active {
+func withEntries(a memory.Active, entries []memory.Entry) memory.Active {
 	a.Entries, a.Tokens = entries, tokensOf(entries)
 	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(entries), a.Tokens
 	return a
@@ -286,14 +288,14 @@ func withEntries(a Active, entries []Entry) Active {
 // the compaction named when it applied a pass or a view before stays named: the ledger stored
 // with its summary marks it dropped, and this view does not store another. Before anything
 // was applied, the facts hybrid's mask left out are named only when post leaves them out too.
-func (j *job) applyView(ctx context.Context, pre Active, post []Entry) error {
+func (j *job) applyView(ctx context.Context, pre memory.Active, post []memory.Entry) error {
 	ledger, dropped, err := j.c.viewFacts(ctx, pre.Entries, post)
 	if err != nil {
 		return err
 	}
 	dropped = facts.Merge(dropped, unshownFacts(pre.Entries, post, j.c.redact))
 	lost := j.lost
-	if j.rep.Status != StatusApplied {
+	if j.rep.Status != memory.StatusApplied {
 		lost = missingFacts(lost, nil, outsideText(post))
 	}
 	lost = slices.Concat(lost, dropped)
@@ -302,12 +304,12 @@ func (j *job) applyView(ctx context.Context, pre Active, post []Entry) error {
 	commit.TokensAfter, commit.MessagesAfter = tokensOf(post), len(post)
 	commit.FactsTotal, commit.FactsKept = rep.FactsTotal+len(ledger), rep.FactsKept+len(ledger)-len(dropped)
 	commit.FactsDropped = nonNil(factTexts(lost))
-	if err := j.c.Store.Compactions().ApplyView(ctx, Commit{Thread: pre.Thread.ID, ID: j.id, Base: pre.Current,
+	if err := j.c.Store.Compactions().ApplyView(ctx, memory.Commit{Thread: pre.Thread.ID, ID: j.id, Base: pre.Current,
 		Entries: post, ViewSeq: int64(pre.Thread.Messages), Report: commit}); err != nil {
 		return err
 	}
 	j.lost = lost
-	rep.Status, rep.TokensAfter, rep.MessagesAfter = StatusApplied, tokensOf(post), len(post)
+	rep.Status, rep.TokensAfter, rep.MessagesAfter = memory.StatusApplied, tokensOf(post), len(post)
 	rep.FactsTotal, rep.FactsKept = rep.FactsTotal+len(ledger), rep.FactsKept+len(ledger)-len(dropped)
 	rep.FactsDropped = nonNil(factTexts(lost))
 	return nil
@@ -329,15 +331,15 @@ func (j *job) cutView(ctx context.Context, cause error) error {
 }
 
 // cutResults is the view of cutView: entries with their largest tool results cut to fit limit.
-func (j *job) cutResults(entries []Entry, limit int) ([]Entry, error) {
-	return j.sh.cutLargest(entries, PinnedLen(entries), limit, false)
+func (j *job) cutResults(entries []memory.Entry, limit int) ([]memory.Entry, error) {
+	return j.sh.cutLargest(entries, memory.PinnedLen(entries), limit, false)
 }
 
 // reshapes reports whether a context over L that no summary can shrink (an ineffective plan)
 // is worth a compaction: on_failure fit fits its view, and keep cuts its tool results when
 // that makes it fit.
 func (j *job) reshapes() bool {
-	if j.s.OnFailure == OnFailureFit {
+	if j.s.OnFailure == memory.OnFailureFit {
 		return true
 	}
 	_, err := j.cutResults(j.a.Entries, j.s.Budget())
@@ -346,7 +348,7 @@ func (j *job) reshapes() bool {
 
 // reshape applies shape to the view as it now is (this compaction's, if a pass applied) after
 // cause, and names what it did in the report's detail under label.
-func (j *job) reshape(ctx context.Context, cause error, label string, shape func([]Entry, int) ([]Entry, error)) error {
+func (j *job) reshape(ctx context.Context, cause error, label string, shape func([]memory.Entry, int) ([]memory.Entry, error)) error {
 	a, err := j.c.Store.ActiveLight(ctx, j.a.Thread.ID)
 	if err != nil {
 		return errors.Join(cause, err)
@@ -359,7 +361,7 @@ func (j *job) reshape(ctx context.Context, cause error, label string, shape func
 		return errors.Join(cause, ferr)
 	}
 	if j.rep.Passes == 0 { // no summary applied: the view is all this compaction changes
-		j.rep.SummarizedMessages, j.rep.KeptMessages = 0, len(post)-PinnedLen(post)
+		j.rep.SummarizedMessages, j.rep.KeptMessages = 0, len(post)-memory.PinnedLen(post)
 	}
 	if err := j.applyView(ctx, a, post); err != nil {
 		return errors.Join(cause, err)
@@ -372,17 +374,17 @@ func (j *job) reshape(ctx context.Context, cause error, label string, shape func
 // reports the context as it was: tokens_after = tokens_before, no message summarized.
 func (j *job) finish(ctx context.Context) error {
 	rep := *j.rep
-	if rep.Status != StatusApplied {
+	if rep.Status != memory.StatusApplied {
 		// Nothing was summarized: every message after the pinned ones stays.
 		rep.TokensAfter, rep.MessagesAfter = rep.TokensBefore, rep.MessagesBefore
-		rep.SummarizedMessages, rep.KeptMessages = 0, len(j.a.Entries)-PinnedLen(j.a.Entries)
+		rep.SummarizedMessages, rep.KeptMessages = 0, len(j.a.Entries)-memory.PinnedLen(j.a.Entries)
 	}
 	return j.c.Store.Compactions().Finish(ctx, j.id, rep)
 }
 
 // describeView says what a view change did, for a report's detail.
-func describeView(pre, post []Entry) string {
-	ch := ViewChangesOf(post, maxSeq(pre))
+func describeView(pre, post []memory.Entry) string {
+	ch := memory.ViewChangesOf(post, maxSeq(pre))
 	var parts []string
 	if n := len(ch.Masked); n > 0 {
 		parts = append(parts, fmt.Sprintf("masked %s (seq %s)", english.Count(n, "tool result", "tool results"), seqList(ch.Masked)))
@@ -400,7 +402,7 @@ func describeView(pre, post []Entry) string {
 		tokensOf(pre), english.Count(len(pre), "message", "messages"), tokensOf(post), english.Count(len(post), "message", "messages"))
 }
 
-func maxSeq(es []Entry) int64 {
+func maxSeq(es []memory.Entry) int64 {
 	m := int64(0)
 	for _, e := range es {
 		m = max(m, e.Seq, e.CoversTo)
@@ -416,7 +418,7 @@ func seqList(seqs []int64) string {
 	return strings.Join(parts, ", ")
 }
 
-func rangeList(rs []SeqRange) string {
+func rangeList(rs []memory.SeqRange) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		parts[i] = fmt.Sprintf("%d-%d", r[0], r[1])

@@ -1,4 +1,12 @@
-package memory
+// Package compact is the compaction engine of memcascade: it keeps a thread's active context
+// inside its model's window. A compaction plans on the active context (MakePlan), masks or cuts
+// tool results and summarizes the oldest part through a Summarizer (a provider cascade, given to
+// it), checks the summary against the ledger of facts it must keep, and commits the result
+// through the store's writer (memory.Store.Compactions), which records the report.
+//
+// The store, its threads, settings, pins, views and reports are package memory's; compact
+// reaches the database only through it.
+package compact
 
 import (
 	"context"
@@ -11,6 +19,7 @@ import (
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/english"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/redact"
 )
 
@@ -23,9 +32,9 @@ type Summarizer interface {
 // Errors of Compact.
 var (
 	// ErrOverLimit: after compaction the active context is still over the token limit.
-	ErrOverLimit = NewError(CodeOverLimit, "active context still over the token limit")
+	ErrOverLimit = memory.NewError(memory.CodeOverLimit, "active context still over the token limit")
 	// ErrSummarize: no provider could write the summary; the originals are kept.
-	ErrSummarize = NewError(CodeUnavailable, "summarization failed")
+	ErrSummarize = memory.NewError(memory.CodeUnavailable, "summarization failed")
 	// ErrFactsLost: a summary about to be committed misses facts it does not report as
 	// dropped; it is not committed (a defect of the compactor, never of a provider).
 	ErrFactsLost = errors.New("facts check failed")
@@ -33,19 +42,19 @@ var (
 
 // Compactor keeps threads inside their model's context window.
 type Compactor struct {
-	Store      *Store
+	Store      *memory.Store
 	Summarizer Summarizer
-	Settings   Settings
+	Settings   memory.Settings
 
 	// Redact is applied to every text that leaves the machine (the summarizer's input, each
 	// fact of the ledger) and to the summary and error text before they are stored.
-	// NewCompactor sets it to the summarizer's redactor (see Redacting), else to the built-in
+	// New sets it to the summarizer's redactor (see Redacting), else to the built-in
 	// secret patterns (package redact); nil turns redaction off. It is called from several
 	// goroutines at once (a long middle is redacted by one per CPU).
 	Redact func(string) string
 	// OnReport is called with the report of every compaction that reached a decision (not
 	// dry runs). Its error or panic never fails the compaction; it goes to HookError.
-	OnReport func(context.Context, Report) error
+	OnReport func(context.Context, memory.Report) error
 	// OnSummarized is called after a summary was applied, with the messages it replaced, for
 	// hosts that keep long-term memory elsewhere. Its error or panic goes to HookError.
 	OnSummarized func(context.Context, Span) error
@@ -65,7 +74,7 @@ type Span struct {
 	CompactionID int64
 	// Messages are the entries the summary replaced (a previous summary among them has
 	// CompactionID set).
-	Messages []Entry
+	Messages []memory.Entry
 	Summary  string
 	// Facts is the ledger of the facts of Messages (see package facts).
 	Facts []facts.Fact
@@ -81,15 +90,15 @@ type Progress struct {
 	Message  string
 }
 
-// CompactOptions change one Compact call.
-type CompactOptions struct {
+// Options change one Compact call.
+type Options struct {
 	// Force compacts even under the trigger, and even when the last compaction saw no new
 	// messages since.
 	Force bool
 	// DryRun returns the plan as a "planned" report: no provider is called, nothing is written.
 	DryRun bool
 	// Override are settings of this call only: those it sets win over the thread's.
-	Override ThreadSettings
+	Override memory.ThreadSettings
 	// Emergency compacts with reason emergency whatever the context's size (a proxy whose
 	// upstream refused a request as too long): the cheapest path that gets under the target.
 	Emergency bool
@@ -100,14 +109,14 @@ type CompactOptions struct {
 	Requested bool
 }
 
-// NewCompactor returns a Compactor with the given settings. It redacts secrets with the
+// New returns a Compactor with the given settings. It redacts secrets with the
 // summarizer's own redactor when the summarizer has one (a Redacting, such as a
 // *cascade.Cascade, whose redactor config.NewCascade builds from the config's
 // redact_patterns), so that what the compactor sends and what the cascade stores pass one
 // redactor; otherwise with the built-in patterns of package redact. A summarizer with a clock
 // of its own (a Clocked, such as a *cascade.Cascade) is set to read the store's, so that the
 // whole system keeps one clock: Store.Now.
-func NewCompactor(store *Store, summarizer Summarizer, s Settings) *Compactor {
+func New(store *memory.Store, summarizer Summarizer, s memory.Settings) *Compactor {
 	if c, ok := summarizer.(Clocked); ok {
 		c.UseClock(func() time.Time { return store.Now() })
 	}
@@ -118,14 +127,14 @@ func NewCompactor(store *Store, summarizer Summarizer, s Settings) *Compactor {
 	return &Compactor{Store: store, Summarizer: summarizer, Settings: s, Redact: red}
 }
 
-// Clocked is a summarizer that keeps time (cooldowns, attempt start times); NewCompactor gives
+// Clocked is a summarizer that keeps time (cooldowns, attempt start times); New gives
 // it the store's clock.
 type Clocked interface {
 	UseClock(now func() time.Time)
 }
 
 // Redacting is a summarizer that redacts the text it stores with a redactor of its own;
-// NewCompactor redacts with the same one.
+// New redacts with the same one.
 type Redacting interface {
 	RedactText(s string) string
 }
@@ -147,7 +156,7 @@ func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	s, err := Resolve(c.Settings, t.Settings, ThreadSettings{})
+	s, err := memory.Resolve(c.Settings, t.Settings, memory.ThreadSettings{})
 	if err != nil {
 		return false, fmt.Errorf("thread %q: %w", thread, err)
 	}
@@ -156,22 +165,28 @@ func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, err
 }
 
 // SettingsFor returns the settings a compaction of thread uses, merged, filled with the
-// defaults and validated once: override (a call's, CompactOptions.Override, memctl's flags)
+// defaults and validated once: override (a call's, Options.Override, memctl's flags)
 // wins over the thread's stored settings, which win over c.Settings (the config file), which
 // win over the built-in defaults (see Resolve). Compact, memctl and memctl serve take their
 // settings from here or from Resolve; what they get is filled, so MakePlan and Budget need
 // no defaults of their own.
-func (c *Compactor) SettingsFor(ctx context.Context, thread string, override ThreadSettings) (Settings, error) {
+func (c *Compactor) SettingsFor(ctx context.Context, thread string, override memory.ThreadSettings) (memory.Settings, error) {
 	ts, err := c.Store.ThreadSettings(ctx, thread)
 	if err != nil {
-		return Settings{}, err
+		return memory.Settings{}, err
 	}
-	return Resolve(c.Settings, ts, override)
+	return memory.Resolve(c.Settings, ts, override)
+}
+
+// Pin pins message seq of a thread as Store.Pin does, checked against the settings this
+// compactor would compact the thread with.
+func (c *Compactor) Pin(ctx context.Context, thread string, seq int64) (memory.Pinned, error) {
+	return c.Store.PinWith(ctx, thread, seq, c.Settings)
 }
 
 // notNeeded returns why an unforced compaction of the thread would do nothing, "" when it is
 // due. A context over L is always due: it compacts, or fails saying why it cannot.
-func (c *Compactor) notNeeded(ctx context.Context, t Thread, tokens int, s Settings) (string, error) {
+func (c *Compactor) notNeeded(ctx context.Context, t memory.Thread, tokens int, s memory.Settings) (string, error) {
 	if tokens > s.Budget() {
 		return "", nil
 	}
@@ -184,7 +199,7 @@ func (c *Compactor) notNeeded(ctx context.Context, t Thread, tokens int, s Setti
 // waiting returns why automatic compaction waits: the latest applied or ineffective compaction
 // of the thread ran with the same limit, reserve and ratios and saw every message there is, so
 // another one would find the same. "" when it does not wait.
-func (c *Compactor) waiting(ctx context.Context, t Thread, s Settings) (string, error) {
+func (c *Compactor) waiting(ctx context.Context, t memory.Thread, s memory.Settings) (string, error) {
 	last, ok, err := c.Store.Compactions().LatestSettled(ctx, t.ID)
 	if err != nil || !ok {
 		return "", err
@@ -206,13 +221,13 @@ func (c *Compactor) waiting(ctx context.Context, t Thread, s Settings) (string, 
 // summary within EmergencyTimeout. On failure every message stays as it was (unless
 // on_failure is fit: then the view is fitted, see Settings.OnFailure), a failed report is
 // recorded, and the error wraps each provider's cause.
-func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptions) (Report, error) {
+func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (memory.Report, error) {
 	j, err := c.prepare(ctx, thread, opt)
 	if err != nil {
-		return Report{}, fmt.Errorf("compact %q: %w", thread, err)
+		return memory.Report{}, fmt.Errorf("compact %q: %w", thread, err)
 	}
 	if !opt.Force && !opt.Emergency && !opt.Requested {
-		j.rep.Status = StatusNotNeeded
+		j.rep.Status = memory.StatusNotNeeded
 		if j.rep.Detail, err = c.notNeeded(ctx, j.a.Thread, j.a.Tokens, j.s); err != nil || j.rep.Detail != "" {
 			return *j.rep, err
 		}
@@ -231,7 +246,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt CompactOptio
 }
 
 // prepare reads what a compaction of thread starts from: its settings and its active context.
-func (c *Compactor) prepare(ctx context.Context, thread string, opt CompactOptions) (*job, error) {
+func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*job, error) {
 	s, err := c.SettingsFor(ctx, thread, opt.Override)
 	if err != nil {
 		return nil, err
@@ -241,7 +256,7 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt CompactOptio
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{
+	rep := &memory.Report{
 		Thread: thread, Reason: reasonFor(a.Tokens, s, opt), TokenLimit: s.TokenLimit,
 		TokensBefore: a.Tokens, TokensAfter: a.Tokens, MessagesBefore: len(a.Entries), MessagesAfter: len(a.Entries),
 		CreatedAt: start.UTC(), Strategy: s.Strategy, FactsDropped: []string{},
@@ -251,7 +266,7 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt CompactOptio
 		// Asked for at a natural break, under the limit: the older part of what there is goes.
 		j.keep = min(j.keep, int(float64(a.Tokens)*s.TargetRatio))
 	}
-	if rep.Reason == ReasonEmergency {
+	if rep.Reason == memory.ReasonEmergency {
 		j.timeout = min(j.timeout, c.emergencyBudget(ctx, a.Tokens))
 	}
 	return j, nil
@@ -283,18 +298,18 @@ func (c *Compactor) emergencyBudget(ctx context.Context, tokens int) time.Durati
 
 // reasonFor is the reason of a compaction: emergency when the call says so or the context is
 // at or above L * emergency_ratio (unless forced), else forced or threshold.
-func reasonFor(tokens int, s Settings, opt CompactOptions) Reason {
+func reasonFor(tokens int, s memory.Settings, opt Options) memory.Reason {
 	switch {
 	case opt.Emergency:
-		return ReasonEmergency
+		return memory.ReasonEmergency
 	case opt.Requested:
-		return ReasonRequested
+		return memory.ReasonRequested
 	case opt.Force:
-		return ReasonForced
+		return memory.ReasonForced
 	case float64(tokens) >= s.EmergencyRatio*float64(s.Budget()):
-		return ReasonEmergency
+		return memory.ReasonEmergency
 	}
-	return ReasonThreshold
+	return memory.ReasonThreshold
 }
 
 func errorText(err error, redact func(string) string) string {
@@ -308,9 +323,9 @@ func errorText(err error, redact func(string) string) string {
 }
 
 // logEnd logs a recorded compaction's outcome: failed at warn, the others at info.
-func (c *Compactor) logEnd(ctx context.Context, rep Report) {
+func (c *Compactor) logEnd(ctx context.Context, rep memory.Report) {
 	level := slog.LevelInfo
-	if rep.Status == StatusFailed {
+	if rep.Status == memory.StatusFailed {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
@@ -332,20 +347,20 @@ func (c *Compactor) log(ctx context.Context, level slog.Level, msg string, attrs
 	}
 }
 
-func (c *Compactor) report(ctx context.Context, rep Report) {
+func (c *Compactor) report(ctx context.Context, rep memory.Report) {
 	if c.OnReport != nil {
 		c.hook(func() error { return c.OnReport(ctx, rep) })
 	}
 }
 
 // summarized calls OnSummarized with the messages a pass replaced, read whole.
-func (c *Compactor) summarized(ctx context.Context, a Active, plan Plan, id int64, sum summary) {
+func (c *Compactor) summarized(ctx context.Context, a memory.Active, plan Plan, id int64, sum summary) {
 	if c.OnSummarized == nil {
 		return
 	}
 	c.hook(func() error {
 		middle := plan.middle(a.Entries)
-		msgs := make([]Entry, 0, len(middle))
+		msgs := make([]memory.Entry, 0, len(middle))
 		// The messages are read whole run by run: an earlier summary (and the message held
 		// beside it, which lies within its range) splits them.
 		for len(middle) > 0 {
@@ -392,7 +407,7 @@ func (c *Compactor) progress(p Progress) {
 
 // describe explains a plan for a dry run; masked is the masked view it is planned on (hybrid),
 // nil for summarize.
-func (p Plan) describe(masked []Entry, a Active) string {
+func (p Plan) describe(masked []memory.Entry, a memory.Active) string {
 	pre := ""
 	if masked != nil {
 		pre = describeView(a.Entries, masked) + "; then "

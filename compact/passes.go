@@ -1,4 +1,4 @@
-package memory
+package compact
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/english"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // passes summarizes and commits until the context fits L or max_passes is reached; each pass
 // after the first halves the kept budget.
-func (j *job) passes(ctx, budget context.Context, a Active, plan Plan) error {
+func (j *job) passes(ctx, budget context.Context, a memory.Active, plan Plan) error {
 	rep, keep := j.rep, j.keep
 	for pass := 1; ; pass++ {
 		sum, err := j.c.summarize(budget, j.id, pass, a, plan, j.s, j.carried)
@@ -23,7 +24,7 @@ func (j *job) passes(ctx, budget context.Context, a Active, plan Plan) error {
 		if err := j.applySummary(ctx, a, plan, sum, next); err != nil {
 			return err
 		}
-		rep.Passes, rep.Status = pass, StatusApplied
+		rep.Passes, rep.Status = pass, memory.StatusApplied
 		rep.Provider, rep.Model, rep.SummaryTokens = sum.provider, sum.model, sum.tokens
 		rep.FactsTotal, rep.FactsKept = sum.factsTotal, sum.factsKept
 		j.c.summarized(ctx, a, plan, j.id, sum)
@@ -48,12 +49,12 @@ func (j *job) passes(ctx, budget context.Context, a Active, plan Plan) error {
 
 // passResult is the active context a pass makes of a: the middle replaced by the summary of
 // compaction id.
-func passResult(a Active, plan Plan, sum summary, id int64, s Settings) Active {
+func passResult(a memory.Active, plan Plan, sum summary, id int64, s memory.Settings) memory.Active {
 	next := a
 	before, after := plan.result(a.Entries)
-	next.Entries = make([]Entry, 0, len(before)+1+len(after))
+	next.Entries = make([]memory.Entry, 0, len(before)+1+len(after))
 	next.Entries = append(next.Entries, before...)
-	next.Entries = append(next.Entries, SummaryEntry(id, s.SummaryRole, sum.text, sum.tokens, plan.FromSeq, plan.ToSeq))
+	next.Entries = append(next.Entries, memory.SummaryEntry(id, s.SummaryRole, sum.text, sum.tokens, plan.FromSeq, plan.ToSeq))
 	next.Entries = append(next.Entries, after...)
 	next.Tokens = a.Tokens - plan.MiddleTokens + sum.tokens
 	next.Summary, next.FromSeq, next.ToSeq, next.Current = id, plan.FromSeq, plan.ToSeq, id
@@ -63,10 +64,10 @@ func passResult(a Active, plan Plan, sum summary, id int64, s Settings) Active {
 
 // after returns the active context after a pass was applied: next, unless messages were
 // appended meanwhile (then it is read again).
-func (c *Compactor) after(ctx context.Context, a, next Active) (Active, error) {
+func (c *Compactor) after(ctx context.Context, a, next memory.Active) (memory.Active, error) {
 	v, err := c.Store.Version(ctx, a.Thread.ID)
 	if err != nil {
-		return Active{}, err
+		return memory.Active{}, err
 	}
 	if v.LastSeq != int64(a.Thread.Messages) {
 		return c.Store.ActiveLight(ctx, a.Thread.ID)
@@ -76,7 +77,7 @@ func (c *Compactor) after(ctx context.Context, a, next Active) (Active, error) {
 
 // overLimit explains why the context stays over L: the next plan cannot help (the pinned
 // messages and the newest unit alone are too large), or max_passes was reached.
-func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error {
+func (c *Compactor) overLimit(a memory.Active, next Plan, s memory.Settings, passes int) error {
 	if !next.Ineffective {
 		return fmt.Errorf("%w: %d tokens after %s (max_passes), limit %d", ErrOverLimit, a.Tokens, english.Count(passes, "pass", "passes"), s.Budget())
 	}
@@ -95,7 +96,7 @@ func (c *Compactor) overLimit(a Active, next Plan, s Settings, passes int) error
 // dropped only facts some report names, and a fact back in the context is not left to the text
 // that holds it, which a later ledger may not read as that fact. Messages appended while the
 // compaction ran are not read: it names what it left out of the messages it saw.
-func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary, next Active) error {
+func (j *job) applySummary(ctx context.Context, a memory.Active, plan Plan, sum summary, next memory.Active) error {
 	missing := factTexts(checkedMissing(sum.checker, sum.facts, sum.outside, summaryBody(sum.text)))
 	dropped := factTexts(sum.dropped)
 	if !slices.Equal(missing, dropped) {
@@ -121,7 +122,7 @@ func (j *job) applySummary(ctx context.Context, a Active, plan Plan, sum summary
 	commit.Passes, commit.TokensAfter, commit.MessagesAfter = rep.Passes+1, next.Tokens, len(next.Entries)
 	commit.FactsTotal, commit.FactsKept, commit.FactsDropped = sum.factsTotal, sum.factsKept, allDropped
 	commit.Provider, commit.Model, commit.DurationMs = sum.provider, sum.model, j.c.Store.Now().Sub(rep.CreatedAt).Milliseconds()
-	err = j.c.Store.Compactions().ApplySummary(ctx, Commit{Thread: a.Thread.ID, ID: j.id, Base: a.Current,
+	err = j.c.Store.Compactions().ApplySummary(ctx, memory.Commit{Thread: a.Thread.ID, ID: j.id, Base: a.Current,
 		Entries: next.Entries, ViewSeq: int64(a.Thread.Messages), Report: commit, SummaryRole: j.s.SummaryRole, Ledger: ledger})
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package memory
+package compact
 
 import (
 	"context"
@@ -11,9 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
 	redactpkg "github.com/memcascade/memcascade/redact"
+	"github.com/memcascade/memcascade/tokencount"
 	"github.com/memcascade/memcascade/transcript"
 )
 
@@ -63,7 +66,7 @@ type block struct {
 // summarize asks the summarizer for a summary of plan's middle and completes it with the
 // facts it dropped. The ledger is that of the middle, with carried added (facts an earlier
 // step of the compaction put in the middle in a form the ledger would not recognise).
-func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a Active, plan Plan, s Settings, carried []facts.Fact) (summary, error) {
+func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.Active, plan Plan, s memory.Settings, carried []facts.Fact) (summary, error) {
 	in, err := c.newInput(a, plan, s, pass)
 	if err != nil {
 		return summary{}, err
@@ -101,7 +104,7 @@ type input struct {
 	c       *Compactor
 	thread  string
 	pass    int
-	counter TokenCounter
+	counter tokencount.Counter
 	header  string
 	tms     []transcript.Message // the middle as the summarizer reads it, redacted
 	blocks  []block
@@ -112,7 +115,7 @@ type input struct {
 	prev bool
 	// bodyBudget is the hard limit of the summary's body, asked the size asked for.
 	bodyBudget, asked int
-	prompt            Prompt
+	prompt            memory.Prompt
 	systemTokens      int // of the full instructions; compactTokens of the compact ones
 	compactTokens     int
 	chunks            atomic.Int64 // the requests of the provider whose turn ran last
@@ -121,7 +124,7 @@ type input struct {
 }
 
 // newInput renders the middle of plan for the summarizer.
-func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input, error) {
+func (c *Compactor) newInput(a memory.Active, plan Plan, s memory.Settings, pass int) (*input, error) {
 	counter, err := c.Store.Counter(a.Thread.Encoding)
 	if err != nil {
 		return nil, err
@@ -130,13 +133,13 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 		header: summaryHeader(plan.FromSeq, plan.ToSeq)}
 	// The body may use what is left of the budget after the message framing and header; two
 	// tokens of slack cover the join of header and body.
-	in.bodyBudget = plan.SummaryBudget - counter.CountMessage(TextMessage(s.SummaryRole, in.header)) - 2
+	in.bodyBudget = plan.SummaryBudget - counter.CountMessage(chat.TextMessage(s.SummaryRole, in.header)) - 2
 	if in.bodyBudget < minSummaryTokens/2 {
 		return nil, fmt.Errorf("%w: no room for a summary (%d tokens)", ErrSummarize, in.bodyBudget)
 	}
 	middle := plan.middle(a.Entries)
 	in.render(middle, s)
-	in.units = append([]int{0}, Cuts(middle, 0)...)
+	in.units = append([]int{0}, memory.Cuts(middle, 0)...)
 	// The size asked for: a quarter of the middle, within what the budget leaves for the
 	// facts the provider may drop. The budget itself is only the hard limit.
 	in.asked = min(max(plan.MiddleTokens/4, 2*minSummaryTokens), int(float64(in.bodyBudget)*(1-factsShare)))
@@ -151,9 +154,9 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 		without := renderRequest("", "", "", "", 1, 1, in.asked)[1].Content
 		in.blocks[0] = block{text: sb.String(), tokens: max(1, counter.CountText(with)-counter.CountText(without)) + 1}
 	}
-	in.prompt = Prompt{System: systemPrompt}
+	in.prompt = memory.Prompt{System: systemPrompt}
 	if s.Prompt != "" {
-		if in.prompt, err = ParsePrompt(s.Prompt); err != nil {
+		if in.prompt, err = memory.ParsePrompt(s.Prompt); err != nil {
 			return nil, fmt.Errorf("prompt: %w", err)
 		}
 	}
@@ -168,7 +171,7 @@ func (c *Compactor) newInput(a Active, plan Plan, s Settings, pass int) (*input,
 // render redacts and renders the middle. Each message is redacted once, whole, before its long
 // text is trimmed (a trim could cut a secret short of what the patterns recognise); the
 // transcript and the fact ledger are both made of the redacted messages.
-func (in *input) render(middle []Entry, s Settings) {
+func (in *input) render(middle []memory.Entry, s memory.Settings) {
 	in.tms = make([]transcript.Message, len(middle))
 	in.blocks = make([]block, len(middle))
 	// The context pass reads the conversation in order (a bare reply to a request for a
@@ -199,7 +202,7 @@ func onCPUs(n int, f func(lo, hi int)) {
 
 // renderRange renders middle[lo:hi], whose texts after the context pass are texts[lo:hi],
 // into in.tms and in.blocks.
-func (in *input) renderRange(middle []Entry, texts []string, s Settings, lo, hi int) {
+func (in *input) renderRange(middle []memory.Entry, texts []string, s memory.Settings, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		e := middle[i]
 		in.tms[i] = transcriptMessage(e, texts[i], in.c.redact)
@@ -361,7 +364,7 @@ func (in *input) resplit(bl []block, parts []part, k, limit int) ([]block, []par
 }
 
 // compose completes the provider's summary with the facts it dropped.
-func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Plan, s Settings) summary {
+func (in *input) compose(res llm.Result, ledger []facts.Fact, a memory.Active, plan Plan, s memory.Settings) summary {
 	body := strings.TrimSpace(in.c.redact(res.Text))
 	checker := facts.NewChecker(ledger) // the ledger is checked against several texts
 	fit := factFit{
@@ -379,7 +382,7 @@ func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Pla
 	}
 	text, dropped := fit.compose(body)
 	return summary{
-		text: text, tokens: in.counter.CountMessage(TextMessage(s.SummaryRole, text)),
+		text: text, tokens: in.counter.CountMessage(chat.TextMessage(s.SummaryRole, text)),
 		provider: res.Provider, model: res.Model, chunks: int(in.chunks.Load()),
 		facts: ledger, checker: checker, outside: fit.outside, factsTotal: len(ledger), factsKept: nKept, dropped: dropped,
 	}
@@ -387,13 +390,13 @@ func (in *input) compose(res llm.Result, ledger []facts.Fact, a Active, plan Pla
 
 // outsideText is the text of the messages that stay beside the summary, for the facts check:
 // what they show as facts (see shownText), with their names and tool calls.
-func outsideText(parts ...[]Entry) string {
+func outsideText(parts ...[]memory.Entry) string {
 	var b strings.Builder
 	for _, es := range parts {
 		for _, e := range es {
 			b.WriteString(e.Message.Name)
 			b.WriteByte('\n')
-			b.WriteString(e.FactsText())
+			b.WriteString(FactsText(e))
 			b.WriteByte('\n')
 			for _, tc := range e.Message.ToolCalls {
 				b.WriteString(tc.Function.Name + " " + tc.Function.Arguments + "\n")
@@ -454,7 +457,7 @@ func requestShape(t llm.Target, bodyBudget int, system string, systemTokens, com
 }
 
 func (c *Compactor) redact(s string) string {
-	s = Storable(s) // a provider may answer with NUL characters: no summary keeps them
+	s = memory.Storable(s) // a provider may answer with NUL characters: no summary keeps them
 	if c.Redact == nil {
 		return s
 	}
@@ -580,7 +583,7 @@ func shift(units []int, from int) []int {
 // sequence shows first (redact.Context: a bare value typed in reply to a request for a
 // password, PIN, token or key; a token cut in two by the end of a message or content part),
 // then each field with redact.
-func transcriptMessages(es []Entry, redact func(string) string) []transcript.Message {
+func transcriptMessages(es []memory.Entry, redact func(string) string) []transcript.Message {
 	texts := contextTexts(es)
 	out := make([]transcript.Message, len(es))
 	for i, e := range es {
@@ -591,7 +594,7 @@ func transcriptMessages(es []Entry, redact func(string) string) []transcript.Mes
 
 // contextTexts are the texts of es after the conversation's own redaction (redact.Context):
 // what each message's text is before its own patterns run.
-func contextTexts(es []Entry) []string {
+func contextTexts(es []memory.Entry) []string {
 	turns := make([]redactpkg.Turn, len(es))
 	for i, e := range es {
 		role := e.Message.Role
@@ -610,7 +613,7 @@ func contextTexts(es []Entry) []string {
 
 // transcriptMessage is an entry with the given text as the summarizer reads it, its text and
 // arguments redacted.
-func transcriptMessage(e Entry, text string, redact func(string) string) transcript.Message {
+func transcriptMessage(e memory.Entry, text string, redact func(string) string) transcript.Message {
 	// Every field that reaches the provider is redacted, the header fields included.
 	m := transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: redact(e.Message.Name), ToolCallID: redact(e.Message.ToolCallID), Text: redact(text)}
 	if e.CompactionID != 0 {

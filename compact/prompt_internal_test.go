@@ -1,9 +1,11 @@
-package memory
+package compact
 
 import (
 	"crypto/sha256"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // A code found in the data is never used: the next one derived from the same seed is.
@@ -32,7 +34,7 @@ func TestFenceSkipsCodesInTheData(t *testing.T) {
 // summary, in the largest case (a later part of several).
 func TestRequestFramingBound(t *testing.T) {
 	t.Parallel()
-	counter, err := NewTokenCounter(EncodingO200k)
+	counter, err := tokencount.NewCounter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}

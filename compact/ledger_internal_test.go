@@ -1,11 +1,13 @@
-package memory
+package compact
 
 import (
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // TestStoredLedgerOneMerge: storedLedger merges the dropped facts and those earlier reports
@@ -54,32 +56,32 @@ func TestStoredLedgerOneMerge(t *testing.T) {
 // (in the digest, the cut result's head, the summary's body) is found. The entry's text keeps
 // what the product wrote: only the check leaves it out.
 func TestShownTextLeavesProductTextOut(t *testing.T) {
-	amounts := facts.Extract([]facts.Message{{Role: RoleUser, Content: "It costs $57, $300 and $14; the fare is $99."}})
+	amounts := facts.Extract([]facts.Message{{Role: chat.RoleUser, Content: "It costs $57, $300 and $14; the fare is $99."}})
 	if len(amounts) != 4 {
 		t.Fatalf("want 4 amounts, got %v", amounts)
 	}
-	tool := func(text string) Entry {
-		m := TextMessage(RoleTool, text)
+	tool := func(text string) memory.Entry {
+		m := chat.TextMessage(chat.RoleTool, text)
 		m.ToolCallID = "c1"
-		return Entry{Seq: 4, Tokens: 57, Message: m}
+		return memory.Entry{Seq: 4, Tokens: 57, Message: m}
 	}
 	orig := "fare $99\n" + strings.Repeat("z", 300) + "\nend of the fares"
-	m := Masked{Seq: 4, Tool: "get_fare", Digest: "facts: $99", OrigTokens: 57, OrigBytes: 300}
-	c := Cut{Seq: 4, Head: len("fare $99\n"), Tail: len("\nend of the fares"), OrigTokens: 57}
+	m := memory.Masked{Seq: 4, Tool: "get_fare", Digest: "facts: $99", OrigTokens: 57, OrigBytes: 300}
+	c := memory.Cut{Seq: 4, Head: len("fare $99\n"), Tail: len("\nend of the fares"), OrigTokens: 57}
 	for _, tc := range []struct {
 		name    string
-		e       Entry
+		e       memory.Entry
 		product string // what the product wrote, in the entry's text
 	}{
-		{"masked", tool(orig).WithText(m.Placeholder("c1"), 40, &Mark{Masked: &m, Orig: orig}), "57 tokens, 300 bytes"},
-		{"cut", tool(orig).WithText(c.Text(orig), 20, &Mark{Cut: &c, Orig: orig}), "[... 300 bytes cut"},
-		{"summary", Entry{Tokens: 30, Message: TextMessage(RoleSystem, summaryHeader(2, 14)+"## Key facts\n- Amounts: $99"),
+		{"masked", tool(orig).WithText(m.Placeholder("c1"), 40, &memory.Mark{Masked: &m, Orig: orig}), "57 tokens, 300 bytes"},
+		{"cut", tool(orig).WithText(c.Text(orig), 20, &memory.Mark{Cut: &c, Orig: orig}), "[... 300 bytes cut"},
+		{"summary", memory.Entry{Tokens: 30, Message: chat.TextMessage(chat.RoleSystem, summaryHeader(2, 14)+"## Key facts\n- Amounts: $99"),
 			CompactionID: 7, CoversFrom: 2, CoversTo: 14}, "(messages 2 to 14;"},
 	} {
 		if !strings.Contains(tc.e.Text(), tc.product) {
 			t.Fatalf("%s: the entry's text %q does not say %q", tc.name, tc.e.Text(), tc.product)
 		}
-		for name, text := range map[string]string{"FactsText": tc.e.FactsText(), "outsideText": outsideText([]Entry{tc.e})} {
+		for name, text := range map[string]string{"FactsText": FactsText(tc.e), "outsideText": outsideText([]memory.Entry{tc.e})} {
 			for i, kept := range facts.Kept(amounts, text) {
 				if want := amounts[i].Text == "$99"; kept != want {
 					t.Errorf("%s: %s finds %s: %v, want %v (in %q)", tc.name, name, amounts[i].Text, kept, want, text)

@@ -1,4 +1,4 @@
-package memory
+package compact
 
 import (
 	"bytes"
@@ -11,7 +11,9 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
 )
 
@@ -45,6 +47,11 @@ func renderSystem(text string) string {
 	return b.String()
 }
 
+// DefaultPrompt returns the built-in prompt in the form a prompt file takes.
+func DefaultPrompt() string {
+	return systemPrompt + "\n\n" + memory.PromptPlaceholder + "\n"
+}
+
 // RenderRequest returns the chat messages that ask for a summary of transcriptText: the
 // system prompt and the request. chunk and chunks number the part (1 of 1 when not chunked);
 // running is the summary of the parts before it.
@@ -75,7 +82,7 @@ func renderRequest(system, transcriptText, running, previous string, chunk, chun
 	if err != nil {
 		panic(err) // the template is embedded and tested: it cannot fail on these values
 	}
-	return []llm.Message{{Role: RoleSystem, Content: system}, {Role: RoleUser, Content: b.String()}}
+	return []llm.Message{{Role: chat.RoleSystem, Content: system}, {Role: chat.RoleUser, Content: b.String()}}
 }
 
 // fence returns the code of the tags that frame data in a request: 8 hex digits derived from

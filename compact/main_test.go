@@ -1,0 +1,12 @@
+package compact_test
+
+import (
+	"testing"
+
+	_ "github.com/memcascade/memcascade/db/postgres" // postgres:// URLs, for the PostgreSQL run
+	"github.com/memcascade/memcascade/internal/testdb"
+)
+
+// TestMain runs every test of the package on SQLite, then on PostgreSQL when
+// MEMCASCADE_TEST_POSTGRES is set (see testdb.Main).
+func TestMain(m *testing.M) { testdb.Main(m) }
