@@ -6,6 +6,7 @@ package memory_test
 // that uses them.
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -79,4 +80,10 @@ func counter(t testing.TB, encoding string) *memory.BPECounter {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// mustJSON is s as a JSON string, for a message's content.
+func mustJSON(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
 }

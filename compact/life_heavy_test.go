@@ -1,6 +1,6 @@
 //go:build heavy
 
-package memory_test
+package compact_test
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // 4,096, 8,192 and 32,768 tokens through each kind of summarizer (see simulateLife), and logs
 // the figures docs/compaction.md gives:
 //
-//	go test -tags heavy -run TestLifeMatrix -v ./memory | grep LIFE
+//	go test -tags heavy -run TestLifeMatrix -v ./compact | grep LIFE
 func TestLifeMatrix(t *testing.T) {
 	lives := map[string][]memory.Message{
 		"generated40":  generatedLife(40),

@@ -1,4 +1,4 @@
-package memory_test
+package compact_test
 
 import (
 	"context"
@@ -160,7 +160,7 @@ func agentLife(t testing.TB, n int) [][]memory.Message {
 // TestLifeMeasure replays every recorded conversation and a long agent's life at each limit:
 // no compaction fails, and from 4,096 tokens on no turn ends over the trigger after its
 // compaction. With -v it prints the compactions per 100 turns docs/compaction.md gives
-// (go test -run TestLifeMeasure -v ./memory); TestLifeNoThrash is its short version. Under
+// (go test -run TestLifeMeasure -v ./compact); TestLifeNoThrash is its short version. Under
 // -short it replays the long agent's life and the first recorded conversation at 8,192 and
 // 32,768 tokens only (TestLifeNoThrash replays the agent's at 2,048 and 4,096).
 func TestLifeMeasure(t *testing.T) {

@@ -1,4 +1,4 @@
-package memory_test
+package compact_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package memory_test
+package compact_test
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./memory -run %s -update to create it)", err, t.Name())
+		t.Fatalf("%v (run go test ./compact -run %s -update to create it)", err, t.Name())
 	}
 	if got != string(want) {
 		t.Fatalf("%s differs from the golden file (run with -update after checking the change):\n%s", name, got)

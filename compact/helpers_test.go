@@ -1,0 +1,72 @@
+package compact_test
+
+// Helpers shared by the tests of package compact_test. Most are one-line wrappers of
+// internal/storetest (stores, the recorded conversations of testdata, and cascades of fakes or
+// of the offline summarizer; see each there), so that a test reads the same in any package
+// that uses them.
+
+import (
+	"testing"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/internal/storetest"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// airline is the recorded conversation most tests compact.
+const airline = "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"
+
+// heavyRun is true under -tags heavy: the property tests then run every generated case, and
+// in the default run their first generated cases only.
+const heavyRun = storetest.Heavy
+
+func openStore(t testing.TB) (*memory.Store, string) {
+	t.Helper()
+	return storetest.Open(t)
+}
+
+func conversations(t testing.TB) []string {
+	t.Helper()
+	return storetest.Conversations(t)
+}
+
+func normalized(t testing.TB, data []byte) []any {
+	t.Helper()
+	return storetest.Normalized(t, data)
+}
+
+func recordedMessages(t testing.TB) [][]memory.Message {
+	t.Helper()
+	return storetest.RecordedMessages(t)
+}
+
+func readMessagesFile(t testing.TB, path string) []memory.Message {
+	t.Helper()
+	return storetest.ReadMessagesFile(t, path)
+}
+
+func importFile(t testing.TB, s *memory.Store, thread, file string) []byte {
+	t.Helper()
+	return storetest.Import(t, s, thread, file)
+}
+
+func extractiveCascade(t testing.TB, s *memory.Store) *cascade.Cascade {
+	t.Helper()
+	return storetest.ExtractiveCascade(t, s)
+}
+
+func failingCascade(s *memory.Store) *cascade.Cascade { return storetest.FailingCascade(s) }
+
+func fakeEntry(name string, p cascade.Provider, window int) cascade.Entry {
+	return storetest.FakeEntry(name, p, window)
+}
+
+func longThread(t testing.TB, s *memory.Store, thread string, n, size int) {
+	t.Helper()
+	storetest.LongThread(t, s, thread, n, size)
+}
+
+func longThread2(t testing.TB, s *memory.Store, thread string, n, size int) {
+	t.Helper()
+	storetest.LongThread2(t, s, thread, n, size)
+}
