@@ -6,10 +6,12 @@ package compact_test
 // that uses them.
 
 import (
+	"database/sql"
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/internal/storetest"
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -69,4 +71,34 @@ func longThread(t testing.TB, s *memory.Store, thread string, n, size int) {
 func longThread2(t testing.TB, s *memory.Store, thread string, n, size int) {
 	t.Helper()
 	storetest.LongThread2(t, s, thread, n, size)
+}
+
+func benchMessages(n int) []memory.Message { return storetest.BenchMessages(n) }
+
+// pinnedSeq is a tool result of the airline conversation that the pin tests pin (see
+// storetest.PinnedSeq).
+const pinnedSeq = storetest.PinnedSeq
+
+func activeHas(a memory.Active, hist []memory.Entry, seq int64) bool {
+	return storetest.ActiveHas(a, hist, seq)
+}
+
+func checkPinned(t *testing.T, s *memory.Store, thread string, hist []memory.Entry, when string) memory.Active {
+	t.Helper()
+	return storetest.CheckPinned(t, s, thread, hist, when)
+}
+
+func faultStore(t *testing.T, schema string) (*memory.Store, *testdb.Proxy) {
+	t.Helper()
+	return storetest.FaultStore(t, schema)
+}
+
+func direct(t *testing.T, schema string) *sql.DB {
+	t.Helper()
+	return storetest.Direct(t, schema)
+}
+
+func threadRows(t *testing.T, d *sql.DB, thread string) (n, top, last int64) {
+	t.Helper()
+	return storetest.ThreadRows(t, d, thread)
 }

@@ -6,11 +6,13 @@ package memory_test
 // that uses them.
 
 import (
+	"database/sql"
 	"encoding/json"
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/internal/storetest"
+	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -36,16 +38,6 @@ func normalized(t testing.TB, data []byte) []any {
 	return storetest.Normalized(t, data)
 }
 
-func recordedMessages(t testing.TB) [][]memory.Message {
-	t.Helper()
-	return storetest.RecordedMessages(t)
-}
-
-func readMessagesFile(t testing.TB, path string) []memory.Message {
-	t.Helper()
-	return storetest.ReadMessagesFile(t, path)
-}
-
 func importFile(t testing.TB, s *memory.Store, thread, file string) []byte {
 	t.Helper()
 	return storetest.Import(t, s, thread, file)
@@ -57,10 +49,6 @@ func extractiveCascade(t testing.TB, s *memory.Store) *cascade.Cascade {
 }
 
 func failingCascade(s *memory.Store) *cascade.Cascade { return storetest.FailingCascade(s) }
-
-func fakeEntry(name string, p cascade.Provider, window int) cascade.Entry {
-	return storetest.FakeEntry(name, p, window)
-}
 
 func longThread(t testing.TB, s *memory.Store, thread string, n, size int) {
 	t.Helper()
@@ -80,6 +68,32 @@ func counter(t testing.TB, encoding string) *memory.BPECounter {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func benchMessages(n int) []memory.Message { return storetest.BenchMessages(n) }
+
+// pinnedSeq is a tool result of the airline conversation that the pin tests pin (see
+// storetest.PinnedSeq).
+const pinnedSeq = storetest.PinnedSeq
+
+func checkPinned(t *testing.T, s *memory.Store, thread string, hist []memory.Entry, when string) memory.Active {
+	t.Helper()
+	return storetest.CheckPinned(t, s, thread, hist, when)
+}
+
+func faultStore(t *testing.T, schema string) (*memory.Store, *testdb.Proxy) {
+	t.Helper()
+	return storetest.FaultStore(t, schema)
+}
+
+func direct(t *testing.T, schema string) *sql.DB {
+	t.Helper()
+	return storetest.Direct(t, schema)
+}
+
+func threadRows(t *testing.T, d *sql.DB, thread string) (n, top, last int64) {
+	t.Helper()
+	return storetest.ThreadRows(t, d, thread)
 }
 
 // mustJSON is s as a JSON string, for a message's content.

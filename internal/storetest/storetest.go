@@ -1,6 +1,7 @@
 // Package storetest holds the helpers that the tests of the store and of the packages built on
 // it share: a new store per test on the backend of the run, the recorded conversations of
-// testdata, long threads, and cascades of fakes or of the offline summarizer. It is a package,
+// testdata, long threads, cascades of fakes or of the offline summarizer, the pin checks, and
+// the stores and direct reads of the PostgreSQL fault tests. It is a package,
 // not _test files, because more than one test package needs it; each keeps a helpers_test.go
 // of one-line wrappers, so that a test reads the same in any of them.
 package storetest
@@ -215,4 +216,18 @@ func LongThread2(t testing.TB, s *memory.Store, thread string, n, size int) {
 	if _, err := s.Append(context.Background(), thread, msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchMessages is a system prompt and n short user and assistant messages about orders and
+// flights, for benchmarks.
+func BenchMessages(n int) []chat.Message {
+	msgs := []chat.Message{chat.TextMessage("system", "You are a support agent.")}
+	for i := range n {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, chat.TextMessage(role, fmt.Sprintf("message %d about order W%06d and flight HAT%03d", i, i, i%300)))
+	}
+	return msgs
 }
