@@ -115,7 +115,7 @@ type Options struct {
 // redact_patterns), so that what the compactor sends and what the cascade stores pass one
 // redactor; otherwise with the built-in patterns of package redact. A summarizer with a clock
 // of its own (a Clocked, such as a *cascade.Cascade) is set to read the store's, so that the
-// whole system keeps one clock: Store.Now.
+// whole system keeps one clock: memory.Store.Now.
 func New(store *memory.Store, summarizer Summarizer, s memory.Settings) *Compactor {
 	if c, ok := summarizer.(Clocked); ok {
 		c.UseClock(func() time.Time { return store.Now() })
@@ -165,11 +165,11 @@ func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, err
 }
 
 // SettingsFor returns the settings a compaction of thread uses, merged, filled with the
-// defaults and validated once: override (a call's, Options.Override, memctl's flags)
-// wins over the thread's stored settings, which win over c.Settings (the config file), which
-// win over the built-in defaults (see Resolve). Compact, memctl and memctl serve take their
-// settings from here or from Resolve; what they get is filled, so MakePlan and Budget need
-// no defaults of their own.
+// defaults and validated once: override (a call's, Options.Override, memctl's flags) wins over
+// the thread's stored settings, which win over c.Settings (the config file), which win over the
+// built-in defaults (see memory.Resolve). Compact, memctl and memctl serve take their settings
+// from here or from memory.Resolve; what they get is filled, so MakePlan and Budget need no
+// defaults of their own.
 func (c *Compactor) SettingsFor(ctx context.Context, thread string, override memory.ThreadSettings) (memory.Settings, error) {
 	ts, err := c.Store.ThreadSettings(ctx, thread)
 	if err != nil {
@@ -178,7 +178,7 @@ func (c *Compactor) SettingsFor(ctx context.Context, thread string, override mem
 	return memory.Resolve(c.Settings, ts, override)
 }
 
-// Pin pins message seq of a thread as Store.Pin does, checked against the settings this
+// Pin pins message seq of a thread as memory.Store.Pin does, checked against the settings this
 // compactor would compact the thread with.
 func (c *Compactor) Pin(ctx context.Context, thread string, seq int64) (memory.Pinned, error) {
 	return c.Store.PinWith(ctx, thread, seq, c.Settings)
@@ -219,7 +219,7 @@ func (c *Compactor) waiting(ctx context.Context, t memory.Thread, s memory.Setti
 // (the oldest units leave the view). A context at or above L * emergency_ratio (or a call with
 // Emergency set) is compacted with reason emergency by the cheapest path: mask first, then a
 // summary within EmergencyTimeout. On failure every message stays as it was (unless
-// on_failure is fit: then the view is fitted, see Settings.OnFailure), a failed report is
+// on_failure is fit: then the view is fitted, see memory.Settings.OnFailure), a failed report is
 // recorded, and the error wraps each provider's cause.
 func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (memory.Report, error) {
 	j, err := c.prepare(ctx, thread, opt)

@@ -90,12 +90,13 @@ func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 }
 
 // MakePlan plans one compaction pass over an active context. It is a pure function of
-// filled settings (SettingsFor, Resolve, Effective or WithDefaults): it fills no default.
+// filled settings (Compactor.SettingsFor, memory.Resolve, Effective or WithDefaults): it fills
+// no default.
 //
-//   - The leading system/developer messages are pinned, and so are the pinned messages (Store.Pin)
-//     that follow them (the compactor reads every pinned message there). A summary entry
-//     (CompactionID != 0) is never pinned, whatever its role: it belongs to the middle, so the
-//     new summary folds it in.
+//   - The leading system/developer messages are pinned, and so are the pinned messages
+//     (memory.Store.Pin) that follow them (the compactor reads every pinned message there). A
+//     summary entry (CompactionID != 0) is never pinned, whatever its role: it belongs to the
+//     middle, so the new summary folds it in.
 //   - The rest is cut only between units (see memory.Cuts): no cut separates a call from its
 //     result, and the kept part never starts with a tool result. A call still waiting for its
 //     result stays in the kept part with its unit, even when other messages followed it.

@@ -13,8 +13,10 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/jsontext"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // indexBatchBytes is how much message text an append writes before indexing it for search
@@ -44,11 +46,11 @@ type AppendResult struct {
 // every message is validated (roles, tool calls answered in order, ids not repeated while
 // unanswered) against the thread's history before anything is written; an *InputError names
 // the first bad message. Token counts are computed once, here, and stored.
-func (s *Store) Append(ctx context.Context, thread string, msgs []Message, opt AppendOptions) (AppendResult, error) {
+func (s *Store) Append(ctx context.Context, thread string, msgs []chat.Message, opt AppendOptions) (AppendResult, error) {
 	if len(msgs) == 0 {
 		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, ErrNoMessages)
 	}
-	return s.write(ctx, thread, opt, func(add func(Message, []byte, int) error) error {
+	return s.write(ctx, thread, opt, func(add func(chat.Message, []byte, int) error) error {
 		for _, m := range msgs {
 			if err := add(m, nil, 0); err != nil {
 				return err
@@ -69,7 +71,7 @@ func (s *Store) Append(ctx context.Context, thread string, msgs []Message, opt A
 // written (two forced collections of the whole process: see releaseMemory).
 func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt AppendOptions) (AppendResult, error) {
 	consumed := false
-	return s.write(ctx, thread, opt, func(add func(Message, []byte, int) error) error {
+	return s.write(ctx, thread, opt, func(add func(chat.Message, []byte, int) error) error {
 		if consumed {
 			// The transaction is being retried after the input was read: it cannot be read again.
 			return errors.New("import: database busy after the input was read; nothing was written")
@@ -80,7 +82,7 @@ func (s *Store) Import(ctx context.Context, thread string, r io.Reader, opt Appe
 }
 
 // write runs one append transaction: produce calls add for each message in order.
-func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, produce func(add func(m Message, raw []byte, line int) error) error) (AppendResult, error) {
+func (s *Store) write(ctx context.Context, thread string, opt AppendOptions, produce func(add func(m chat.Message, raw []byte, line int) error) error) (AppendResult, error) {
 	if err := checkThreadID(thread); err != nil {
 		return AppendResult{}, err
 	}
@@ -106,13 +108,13 @@ func checkThreadID(thread string) error {
 }
 
 // appendTx is the work of write within transaction q.
-func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, raw []byte, line int) error) error) (AppendResult, error) {
+func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m chat.Message, raw []byte, line int) error) error) (AppendResult, error) {
 	return s.appendRows(ctx, q, thread, opt, produce, nil)
 }
 
 // appendRows is appendTx; kept, when set, is given the stored JSON and the token count of each
 // message written.
-func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m Message, raw []byte, line int) error) error, kept func(raw string, tokens int)) (AppendResult, error) {
+func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m chat.Message, raw []byte, line int) error) error, kept func(raw string, tokens int)) (AppendResult, error) {
 	res := AppendResult{Thread: thread}
 	err := func() error {
 		now := s.now()
@@ -159,7 +161,7 @@ type appender struct {
 	q       db.Querier
 	thread  string
 	now     int64
-	counter TokenCounter
+	counter tokencount.Counter
 	calls   callTracker
 	seq     int64 // the last seq written
 	indexed int64 // the last seq indexed for search
@@ -181,7 +183,7 @@ func (ap *appender) flushIndex() error {
 
 // add writes message m, read at line of the input (0: not read from lines); raw is its JSON as
 // the import read it, compact (see decodeLine), or nil for a message made otherwise.
-func (ap *appender) add(m Message, raw []byte, line int) error {
+func (ap *appender) add(m chat.Message, raw []byte, line int) error {
 	defer func() { ap.index++ }()
 	if field, msg := ap.calls.check(m); msg != "" {
 		return &InputError{Line: line, Index: ap.index, Field: field, Msg: msg}
@@ -291,7 +293,7 @@ type stored struct {
 // of megabytes is encoded once (or not at all: an imported message stores raw, its input, see
 // decodeLine; nil raw stores m's MarshalJSON), its text decoded once, and the text counted
 // where it was decoded instead of being decoded again.
-func storedForm(m Message, raw []byte, counter TokenCounter) (stored, error) {
+func storedForm(m chat.Message, raw []byte, counter tokencount.Counter) (stored, error) {
 	if raw != nil {
 		row := storedText(m, raw, counter)
 		row.toolCalls = toolCallsColumn(m.ToolCalls)
@@ -323,12 +325,12 @@ func storedForm(m Message, raw []byte, counter TokenCounter) (stored, error) {
 }
 
 // storedText completes the stored form of m from its stored JSON: the text and the count.
-func storedText(m Message, raw []byte, counter TokenCounter) stored {
+func storedText(m chat.Message, raw []byte, counter tokencount.Counter) stored {
 	// raw is never written again: the string shares its bytes instead of copying them.
 	row := stored{raw: unsafe.String(unsafe.SliceData(raw), len(raw))}
 	if text, ok := jsontext.StringValue(m.Content); ok {
 		row.text = text
-		row.tokens = countMessageWithText(counter, m, text)
+		row.tokens = tokencount.CountMessageWithText(counter, m, text)
 	} else {
 		row.text = m.Text()
 		row.tokens = counter.CountMessage(m)
@@ -339,7 +341,7 @@ func storedText(m Message, raw []byte, counter TokenCounter) stored {
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
-func toolCallsJSON(calls []ToolCall) string {
+func toolCallsJSON(calls []chat.ToolCall) string {
 	if len(calls) == 0 {
 		return ""
 	}
@@ -350,7 +352,7 @@ func toolCallsJSON(calls []ToolCall) string {
 // readMessages reads JSONL, a JSON array of messages or {"messages": [...]} from r as a stream
 // and calls add for each message with its stored JSON (see decodeLine) and its line (JSONL) or
 // 0.
-func readMessages(r io.Reader, add func(Message, []byte, int) error) error {
+func readMessages(r io.Reader, add func(chat.Message, []byte, int) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	first, err := firstByte(br)
 	if err == io.EOF {
@@ -416,7 +418,7 @@ func expectMessagesKey(dec *json.Decoder) error {
 // (object) {"messages": [...]}: the array, what follows it and the end of the input. n0
 // messages were read before (by streamArray); standIn says the array's first element stands
 // for them and is skipped.
-func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add func(Message, []byte, int) error) error {
+func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add func(chat.Message, []byte, int) error) error {
 	if object {
 		if err := expectMessagesKey(dec); err != nil {
 			return err
@@ -436,7 +438,7 @@ func decodeArray(dec *json.Decoder, object bool, n0 int, standIn bool, add func(
 
 // readArray reads a JSON array of messages and returns how many it held, n0 and a stand-in
 // first element (see decodeArray) included.
-func readArray(dec *json.Decoder, add func(Message, []byte, int) error, n0 int, standIn bool) (int, error) {
+func readArray(dec *json.Decoder, add func(chat.Message, []byte, int) error, n0 int, standIn bool) (int, error) {
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('[') {
 		return 0, &InputError{Field: "messages", Msg: "want a JSON array of messages"}
@@ -476,7 +478,7 @@ func readArray(dec *json.Decoder, add func(Message, []byte, int) error, n0 int, 
 // the decoder's buffer: json.Decoder hands an Unmarshaler the bytes of a value without copying
 // them, where decoding into a json.RawMessage would copy a large message once more.
 type messageValue struct {
-	m   Message
+	m   chat.Message
 	raw []byte // the stored JSON
 	err error  // decodeLine's, kept apart from the decoder's syntax errors
 }
@@ -523,7 +525,7 @@ func expectEnd(dec *json.Decoder, n int) error {
 	return &InputError{Index: n, Msg: "malformed JSON: data after the end of the messages: " + what}
 }
 
-func readJSONL(br *bufio.Reader, add func(Message, []byte, int) error) error {
+func readJSONL(br *bufio.Reader, add func(chat.Message, []byte, int) error) error {
 	line, n := 0, 0
 	for {
 		b, err := br.ReadBytes('\n')
@@ -558,24 +560,24 @@ const jsonSpace = " \t\r\n"
 
 // decodeMessage parses one message, rejecting invalid UTF-8 (which encoding/json would
 // silently replace) and values that are not objects.
-func decodeMessage(b []byte) (Message, error) {
+func decodeMessage(b []byte) (chat.Message, error) {
 	if !utf8.Valid(b) {
-		return Message{}, errors.New("invalid UTF-8")
+		return chat.Message{}, errors.New("invalid UTF-8")
 	}
 	b = bytes.Trim(b, jsonSpace)
 	if len(b) == 0 || b[0] != '{' {
 		if json.Valid(b) {
-			return Message{}, errors.New("not a message: want a JSON object")
+			return chat.Message{}, errors.New("not a message: want a JSON object")
 		}
-		return Message{}, errors.New("malformed JSON")
+		return chat.Message{}, errors.New("malformed JSON")
 	}
-	var m Message
+	var m chat.Message
 	if err := json.Unmarshal(b, &m); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return Message{}, fmt.Errorf("malformed JSON: %v", err)
+			return chat.Message{}, fmt.Errorf("malformed JSON: %v", err)
 		}
-		return Message{}, err
+		return chat.Message{}, err
 	}
 	return m, nil
 }

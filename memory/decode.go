@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/jsontext"
 )
 
@@ -28,7 +29,7 @@ const maxDepth = 10000
 // decodeMessage (its row then stores its MarshalJSON). inPlace says b may be overwritten (it
 // belongs to the caller and is not read again): raw is then b itself, made compact where
 // needed.
-func decodeLine(b []byte, inPlace bool) (m Message, raw []byte, err error) {
+func decodeLine(b []byte, inPlace bool) (m chat.Message, raw []byte, err error) {
 	m, raw, ok := decodeFast(b, inPlace)
 	if ok {
 		return m, raw, nil
@@ -52,10 +53,10 @@ type field struct {
 // decodeMessage (bad syntax or invalid UTF-8, a value that is not an object, a field of the
 // wrong type, a key given twice): raw is then nil, or the valid JSON of b, compacted in its
 // place, which decodeMessage reads as it would read b.
-func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
+func decodeFast(b []byte, inPlace bool) (m chat.Message, raw []byte, ok bool) {
 	b = bytes.Trim(b, jsonSpace)
 	if len(b) == 0 || b[0] != '{' || !utf8.Valid(b) {
-		return Message{}, nil, false
+		return chat.Message{}, nil, false
 	}
 	// In place, b is only read until it is known to be valid JSON: decodeMessage may need it
 	// as it was. A value without white space to drop is stored as it is.
@@ -64,7 +65,7 @@ func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
 		s.dst = make([]byte, 0, len(b))
 	}
 	if !s.object(0) || s.i != len(b) {
-		return Message{}, nil, false
+		return chat.Message{}, nil, false
 	}
 	raw = b
 	if !inPlace {
@@ -78,7 +79,7 @@ func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
 	if nameFields(raw, fields) {
 		// A key given twice: encoding/json keeps the last, other readers may not; the message
 		// is stored as decodeMessage reads it, each key once.
-		return Message{}, raw, false
+		return chat.Message{}, raw, false
 	}
 	for i := range fields {
 		f := &fields[i]
@@ -87,12 +88,12 @@ func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
 		switch string(key) {
 		case "role":
 			if !fastString(v, f.valEscaped, &m.Role) {
-				return Message{}, raw, false
+				return chat.Message{}, raw, false
 			}
 			continue
 		case "content":
 			if c := v[0]; c != '"' && c != '[' && !bytes.Equal(v, []byte("null")) {
-				return Message{}, raw, false
+				return chat.Message{}, raw, false
 			}
 			m.Content = v
 			continue
@@ -105,7 +106,7 @@ func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
 				dst = &m.ToolCallID
 			}
 			if !fastString(v, f.valEscaped, dst) {
-				return Message{}, raw, false
+				return chat.Message{}, raw, false
 			}
 			continue
 		case "tool_calls":
@@ -113,10 +114,10 @@ func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
 				break // kept in Extra, written back as given
 			}
 			if v[0] != '[' {
-				return Message{}, raw, false
+				return chat.Message{}, raw, false
 			}
 			if m.ToolCalls, ok = fastToolCalls(v); !ok {
-				return Message{}, raw, false
+				return chat.Message{}, raw, false
 			}
 			continue
 		}
@@ -130,13 +131,13 @@ func decodeFast(b []byte, inPlace bool) (m Message, raw []byte, ok bool) {
 
 // fastToolCalls reads tool_calls, a compact array, as json.Unmarshal into []ToolCall does, or
 // returns false.
-func fastToolCalls(v []byte) ([]ToolCall, bool) {
-	calls := []ToolCall{}
+func fastToolCalls(v []byte) ([]chat.ToolCall, bool) {
+	calls := []chat.ToolCall{}
 	for _, e := range elements(v) {
 		if v[e[0]] != '{' {
 			return nil, false
 		}
-		var c ToolCall
+		var c chat.ToolCall
 		var ok bool
 		c.Extra, ok = fastObject(v[e[0]:e[1]], func(name, val []byte, escaped bool) (bool, bool) {
 			switch string(name) {
@@ -624,7 +625,7 @@ func (s *compactor) object(depth int) bool {
 
 // toolCallsColumn is toolCallsJSON (what json.Marshal writes of calls) without reflection, for
 // calls decoded by fastToolCalls: their Extra values are compact JSON.
-func toolCallsColumn(calls []ToolCall) string {
+func toolCallsColumn(calls []chat.ToolCall) string {
 	if len(calls) == 0 {
 		return ""
 	}

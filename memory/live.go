@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // A host that serves a thread turn after turn (memctl serve) keeps what it read of it, its
@@ -70,7 +72,7 @@ func threadVersion(ctx context.Context, q db.Querier, thread string) (Version, e
 // the version of both, read in one snapshot.
 type Live struct {
 	Version Version
-	History []Message
+	History []chat.Message
 	Active  Active
 }
 
@@ -99,7 +101,7 @@ func (s *Store) readLive(ctx context.Context, q db.Querier, thread string) (Live
 	if err != nil {
 		return Live{}, err
 	}
-	l := Live{Version: v, History: make([]Message, len(hist)), Active: a}
+	l := Live{Version: v, History: make([]chat.Message, len(hist)), Active: a}
 	for i, e := range hist {
 		l.History[i] = e.Message
 	}
@@ -131,7 +133,7 @@ type Appended struct {
 // only when the thread's active context is that of *expect (Version.SameContext; a Version
 // with Found false: the thread does not exist yet); otherwise it returns ErrStale and writes
 // nothing.
-func (s *Store) AppendLive(ctx context.Context, thread string, msgs []Message, opt AppendOptions, expect *Version) (Appended, error) {
+func (s *Store) AppendLive(ctx context.Context, thread string, msgs []chat.Message, opt AppendOptions, expect *Version) (Appended, error) {
 	if len(msgs) == 0 {
 		return Appended{}, fmt.Errorf("append to %q: %w", thread, ErrNoMessages)
 	}
@@ -146,7 +148,7 @@ func (s *Store) AppendLive(ctx context.Context, thread string, msgs []Message, o
 			out.Entries = append(out.Entries, Entry{Tokens: tokens, Message: msgs[i]})
 			out.Raw = append(out.Raw, json.RawMessage(raw))
 		}
-		res, err := s.appendRows(ctx, q, thread, opt, func(add func(Message, []byte, int) error) error {
+		res, err := s.appendRows(ctx, q, thread, opt, func(add func(chat.Message, []byte, int) error) error {
 			for _, m := range msgs {
 				if err := add(m, nil, 0); err != nil {
 					return err
@@ -198,7 +200,7 @@ func (a Active) Extend(entries []Entry) Active {
 		return a
 	}
 	if len(a.Entries) == 0 {
-		a.Tokens += ReplyPriming
+		a.Tokens += tokencount.ReplyPriming
 	}
 	a.Entries = AppendGrowing(a.Entries, entries...)
 	for _, e := range entries {

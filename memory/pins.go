@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // A pinned message stays in the active context verbatim, whatever a compaction covers: the
@@ -214,7 +215,7 @@ func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 		}
 	}
 	room := min(DeepSummaryTokens, s.SummaryMaxTokens)
-	need := pinned + newest + ReplyPriming + room
+	need := pinned + newest + tokencount.ReplyPriming + room
 	if need <= s.Budget() {
 		return nil
 	}

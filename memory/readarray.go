@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+
+	"github.com/memcascade/memcascade/chat"
 )
 
 // streamArray reads an input that holds an array of messages, br standing at the array's '['
@@ -16,7 +18,7 @@ import (
 // array) it hands with the rest of the input to decodeArray, whose json.Decoder goes on from
 // that point as if it had read the input from its start: errors, and what follows the array,
 // read exactly as they do there.
-func streamArray(br *bufio.Reader, object bool, add func(Message, []byte, int) error) error {
+func streamArray(br *bufio.Reader, object bool, add func(chat.Message, []byte, int) error) error {
 	br.Discard(1) // the '['
 	// The decoder's state where streamArray leaves: after the '[', after an element, or
 	// after the comma that follows it. An empty object stands for the elements read: a value
@@ -55,7 +57,7 @@ func streamArray(br *bufio.Reader, object bool, add func(Message, []byte, int) e
 
 // replayArray goes on reading an array of messages with decodeArray from rest, n messages
 // read, the decoder's state given by head (see streamArray).
-func replayArray(head string, rest io.Reader, n int, object bool, add func(Message, []byte, int) error) error {
+func replayArray(head string, rest io.Reader, n int, object bool, add func(chat.Message, []byte, int) error) error {
 	prefix := "["
 	if object {
 		prefix = `{"messages":[`

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+
+	"github.com/memcascade/memcascade/chat"
 )
 
 // ReadMessages reads messages in every form memctl reads them in: JSONL (one message a line),
@@ -13,12 +15,12 @@ import (
 // given, which a request cut anywhere need not pass); and the
 // chat request form, {"model": ..., "messages": [...], "tools": [...]} with its keys in any
 // order, whose tool definitions it returns too (nil in the other forms). It reads r whole.
-func ReadMessages(r io.Reader) ([]Message, []Tool, error) {
+func ReadMessages(r io.Reader) ([]chat.Message, []chat.Tool, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, nil, err
 	}
-	var tools []Tool
+	var tools []chat.Tool
 	if req, ok := requestForm(data); ok {
 		if len(req.Tools) > 0 && string(req.Tools) != "null" {
 			if err := json.Unmarshal(req.Tools, &tools); err != nil {
@@ -27,8 +29,8 @@ func ReadMessages(r io.Reader) ([]Message, []Tool, error) {
 		}
 		data = req.Messages
 	}
-	var msgs []Message
-	err = readMessages(bytes.NewReader(data), func(m Message, _ []byte, line int) error {
+	var msgs []chat.Message
+	err = readMessages(bytes.NewReader(data), func(m chat.Message, _ []byte, line int) error {
 		if field, msg := checkRole(m); msg != "" {
 			return &InputError{Line: line, Index: len(msgs), Field: field, Msg: msg}
 		}

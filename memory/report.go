@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // Status is what became of a compaction, as stored in compactions.status (not_needed and
@@ -159,7 +160,7 @@ func (r *Report) split(c db.Compaction) {
 		if c.ViewMessages == 0 {
 			return // a row written before views were stored
 		}
-		if own := int(c.ViewTokens) + ReplyPriming; r.TokensAfter > own {
+		if own := int(c.ViewTokens) + tokencount.ReplyPriming; r.TokensAfter > own {
 			r.TokensAfter, r.TokensAppended = own, r.TokensAfter-own
 		}
 		if own := int(c.ViewMessages); r.MessagesAfter > own {

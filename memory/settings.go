@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memcascade/memcascade/chat"
 )
 
 // Settings tune compaction. The zero value of a field means its default (the Default* constants below).
@@ -36,7 +38,7 @@ type Settings struct {
 	// or window (see Strategies).
 	Strategy string
 	// EmergencyRatio: a context at or above L * EmergencyRatio is compacted with reason
-	// emergency, by the cheapest path that gets under the target (see Compactor.Compact).
+	// emergency, by the cheapest path that gets under the target (see compact.Compactor.Compact).
 	EmergencyRatio float64
 	// OnFailure is what happens when summarizing fails or cannot get under L: keep (the
 	// default: the active context stays as it was when summarizing failed; when what keeps it
@@ -64,7 +66,7 @@ const (
 	DefaultTargetRatio      = 0.5
 	DefaultTriggerRatio     = 0.8
 	DefaultSummaryMaxTokens = 2048
-	DefaultSummaryRole      = RoleSystem
+	DefaultSummaryRole      = chat.RoleSystem
 	DefaultMaxPasses        = 3
 	DefaultTotalTimeout     = 15 * time.Minute
 	DefaultMaxResultBytes   = 4000
@@ -126,10 +128,10 @@ func conflict(key, value, rule, other, otherValue, otherRule string) *SettingErr
 // of memctl are checked with them.
 func (s Settings) Validate() error { return s.WithDefaults().check() }
 
-// Resolve is SettingsFor of a thread whose settings are at hand: Effective(base, thread,
-// override), with override checked as given (an error "override: ...") and the merged
-// settings checked (an error "settings: ..."); each error wraps the *SettingError naming
-// the key at fault.
+// Resolve is compact.Compactor.SettingsFor of a thread whose settings are at hand:
+// Effective(base, thread, override), with override checked as given (an error "override: ...")
+// and the merged settings checked (an error "settings: ..."); each error wraps the
+// *SettingError naming the key at fault.
 func Resolve(base Settings, thread, override ThreadSettings) (Settings, error) {
 	if err := override.Validate(); err != nil {
 		return Settings{}, fmt.Errorf("override: %w", err)
@@ -187,7 +189,7 @@ func (s Settings) Problems() []*SettingError {
 			KeyTriggerRatio, num(s.TriggerRatio), "must be above"))
 	}
 	atLeast1("summary_max_tokens", s.SummaryMaxTokens)
-	if s.SummaryRole != RoleSystem && s.SummaryRole != RoleUser {
+	if s.SummaryRole != chat.RoleSystem && s.SummaryRole != chat.RoleUser {
 		add(broken("summary_role", strconv.Quote(s.SummaryRole), "must be system or user"))
 	}
 	atLeast1("max_passes", s.MaxPasses)
@@ -207,12 +209,14 @@ func (s Settings) Problems() []*SettingError {
 }
 
 // Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens. s are
-// filled settings (SettingsFor, Resolve, Effective or WithDefaults): Budget fills no default.
+// filled settings (compact.Compactor.SettingsFor, Resolve, Effective or WithDefaults): Budget
+// fills no default.
 func (s Settings) Budget() int { return s.TokenLimit - s.ReserveTokens }
 
 // Fits reports whether a prompt fits the settings: its messages, tokens, within L (Budget),
 // and with the tool definitions, tools more, within TokenLimit. It is the rule memctl serve
-// fits each turn by; s are filled settings (SettingsFor, Resolve or Effective).
+// fits each turn by; s are filled settings (compact.Compactor.SettingsFor, Resolve or
+// Effective).
 func (s Settings) Fits(tokens, tools int) bool {
 	return tokens <= s.Budget() && tokens+tools <= s.TokenLimit
 }

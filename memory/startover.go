@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 )
 
@@ -16,11 +17,11 @@ import (
 // is not valid: an *InputError naming it; archive taken) nothing is written. A thread that
 // does not exist, or holds no message, is not archived: archived is false and msgs are
 // appended as Append does.
-func (s *Store) StartOver(ctx context.Context, thread, archive string, msgs []Message, opt AppendOptions) (res AppendResult, archived bool, err error) {
+func (s *Store) StartOver(ctx context.Context, thread, archive string, msgs []chat.Message, opt AppendOptions) (res AppendResult, archived bool, err error) {
 	if len(msgs) == 0 {
 		return AppendResult{}, false, fmt.Errorf("start %q over: %w", thread, ErrNoMessages)
 	}
-	produce := func(add func(Message, []byte, int) error) error {
+	produce := func(add func(chat.Message, []byte, int) error) error {
 		for _, m := range msgs {
 			if err := add(m, nil, 0); err != nil {
 				return err
@@ -70,7 +71,7 @@ func (s *Store) archiveTx(ctx context.Context, q db.Querier, t db.Thread, archiv
 	if err != nil {
 		return err
 	}
-	if _, err := s.appendTx(ctx, q, archive, AppendOptions{Model: t.Model}, func(add func(Message, []byte, int) error) error {
+	if _, err := s.appendTx(ctx, q, archive, AppendOptions{Model: t.Model}, func(add func(chat.Message, []byte, int) error) error {
 		for _, e := range hist {
 			if err := add(e.Message, nil, 0); err != nil {
 				return err

@@ -31,8 +31,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/db/sqlite" // SQLite files: the default backend, always linked
+	"github.com/memcascade/memcascade/tokencount"
 	"github.com/memcascade/memcascade/tokenizer"
 )
 
@@ -60,8 +62,8 @@ type ForeignError = sqlite.ForeignError
 // concurrent use, and several processes may use the same database.
 type Store struct {
 	// Now is the clock of the whole system: the store's rows, leases and reports, and the
-	// attempts and cooldowns of a cascade given to NewCompactor (see Clocked). It defaults to
-	// time.Now; set it with OpenOptions.Now so that the open's cleanup reads it too.
+	// attempts and cooldowns of a cascade given to compact.New (see compact.Clocked). It
+	// defaults to time.Now; set it with OpenOptions.Now so that the open's cleanup reads it too.
 	Now func() time.Time
 	// Lease is how long a running compaction's lease lasts (0: DefaultLease); see lease.go.
 	Lease time.Duration
@@ -76,7 +78,7 @@ type Store struct {
 
 	h        *db.Handle
 	mu       sync.Mutex
-	counters map[string]TokenCounter
+	counters map[string]tokencount.Counter
 	// indexBatch overrides indexBatchBytes (0: the constant); set by tests (export_test.go).
 	indexBatch int
 	// batch is the group commit of AppendLive (batch.go).
@@ -121,7 +123,7 @@ func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error)
 		Now:          time.Now,
 		DefaultModel: "gpt-4o",
 		h:            h,
-		counters:     map[string]TokenCounter{},
+		counters:     map[string]tokencount.Counter{},
 		Logger:       opt.Logger,
 	}
 	if opt.Now != nil {
@@ -164,7 +166,7 @@ func (s *Store) now() int64 { return s.Now().UnixMilli() }
 // counter given to UseCounter for that name, or the built-in one of a built-in encoding. Any
 // other name is an error; in particular a thread counted with a vocabulary file ("file:...")
 // is counted only by a counter made from the same file and pattern, never by another.
-func (s *Store) Counter(encoding string) (TokenCounter, error) {
+func (s *Store) Counter(encoding string) (tokencount.Counter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.counters[encoding]; ok {
@@ -176,7 +178,7 @@ func (s *Store) Counter(encoding string) (TokenCounter, error) {
 		}
 		return c, nil
 	}
-	c, err := NewTokenCounter(encoding)
+	c, err := tokencount.NewCounter(encoding)
 	if err != nil {
 		return nil, err
 	}
@@ -189,8 +191,8 @@ func (s *Store) Counter(encoding string) (TokenCounter, error) {
 // how a vocabulary file (NewFileCounter) is used. Call it before the store is used. A counter
 // with a Load() error method (BPECounter) is loaded by the first Counter call that returns it,
 // which returns its error. A counter of another type may not take a built-in encoding's name.
-func (s *Store) UseCounter(c TokenCounter) error {
-	if _, builtin := c.(*BPECounter); !builtin && tokenizer.Known(c.Encoding()) {
+func (s *Store) UseCounter(c tokencount.Counter) error {
+	if _, builtin := c.(*tokencount.BPECounter); !builtin && tokenizer.Known(c.Encoding()) {
 		return fmt.Errorf("use counter: the encoding name %q is a built-in encoding's: name your tokenizer otherwise", c.Encoding())
 	}
 	s.mu.Lock()
@@ -209,7 +211,7 @@ func (s *Store) newThreadEncoding(model string) (string, bool, error) {
 	if custom && s.Encoding != "" {
 		return s.Encoding, true, nil
 	}
-	return ResolveEncoding(model, s.Encoding)
+	return tokencount.ResolveEncoding(model, s.Encoding)
 }
 
 // Thread describes a thread and its active context.
@@ -268,7 +270,7 @@ func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
 			t.ActiveTokens += int(r.SummaryTokens)
 		}
 		if t.ActiveMessages > 0 {
-			t.ActiveTokens += ReplyPriming
+			t.ActiveTokens += tokencount.ReplyPriming
 		}
 		if t.Settings, err = parseThreadSettings(r.ID, r.Settings); err != nil {
 			return nil, err
@@ -297,7 +299,7 @@ type Entry struct {
 	// Seq is the message's place in the thread (1, 2, ...); 0 for a summary.
 	Seq     int64
 	Tokens  int
-	Message Message
+	Message chat.Message
 	// CompactionID is set on the summary entry of an active context: the compaction that wrote
 	// it, which covers the messages CoversFrom to CoversTo.
 	CompactionID         int64
@@ -340,8 +342,8 @@ type Active struct {
 }
 
 // Messages returns the messages of the active context.
-func (a Active) Messages() []Message {
-	out := make([]Message, len(a.Entries))
+func (a Active) Messages() []chat.Message {
+	out := make([]chat.Message, len(a.Entries))
 	for i, e := range a.Entries {
 		out[i] = e.Message
 	}
@@ -416,7 +418,7 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 		a.Tokens += e.Tokens
 	}
 	if len(a.Entries) > 0 {
-		a.Tokens += ReplyPriming
+		a.Tokens += tokencount.ReplyPriming
 	}
 	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
 	return a, nil
@@ -474,7 +476,7 @@ func (s *Store) messagesAfter(ctx context.Context, q db.Querier, thread string, 
 // lightEntry builds an entry from the stored columns, decoding only the tool calls.
 func lightEntry(r db.ListMessageColumnsAfterRow) (Entry, error) {
 	e := Entry{Seq: r.Seq, Tokens: int(r.Tokens), text: r.Content.String, light: true,
-		Message: Message{Role: r.Role, Name: r.Name.String, ToolCallID: r.ToolCallID.String}}
+		Message: chat.Message{Role: r.Role, Name: r.Name.String, ToolCallID: r.ToolCallID.String}}
 	if r.ToolCalls.Valid {
 		if err := json.Unmarshal([]byte(r.ToolCalls.String), &e.Message.ToolCalls); err != nil {
 			return Entry{}, fmt.Errorf("message %d: stored tool calls: %w", r.Seq, err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 )
 
@@ -16,7 +17,7 @@ import (
 // Messages are compared by their JSON form, as Export prints them.
 func (s *Store) EndsWith(ctx context.Context, thread string, r io.Reader) (bool, error) {
 	var sums [][32]byte
-	err := readMessages(r, func(m Message, _ []byte, _ int) error {
+	err := readMessages(r, func(m chat.Message, _ []byte, _ int) error {
 		b, err := m.MarshalJSON()
 		if err != nil {
 			return err

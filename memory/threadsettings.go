@@ -15,7 +15,7 @@ import (
 
 // ThreadSettings are the compaction settings stored on one thread. A nil or empty field is
 // unset: the compactor's own setting applies. The order of precedence is a setting of the
-// call (CompactOptions.Override, memctl's flags), then the thread's, then the compactor's
+// call (compact.Options.Override, memctl's flags), then the thread's, then the compactor's
 // Settings (the config file), then the built-in default.
 type ThreadSettings struct {
 	TokenLimit    *int     `json:"token_limit,omitempty"`
@@ -184,7 +184,7 @@ func (s *Store) ThreadSettings(ctx context.Context, thread string) (ThreadSettin
 
 // SetThreadSettings replaces the settings stored on a thread with t (a zero t clears them).
 // An impossible setting is refused with a *SettingError and nothing is written. The thread's
-// next ShouldCompact and Compact use them.
+// next compact.Compactor.ShouldCompact and Compact use them.
 func (s *Store) SetThreadSettings(ctx context.Context, thread string, t ThreadSettings) error {
 	if err := t.Validate(); err != nil {
 		return fmt.Errorf("thread %q: %w", thread, err)

@@ -1,12 +1,14 @@
 package memory
 
+import "github.com/memcascade/memcascade/chat"
+
 // A compaction cuts an active context only between units. A unit is a user message, or an
 // assistant message with the tool results that answer its calls (a result answers the latest
 // unanswered call with its id). The leading system/developer messages, and the pinned messages
 // the compactor reads right after them (see hoistPinned), stay whatever a compaction does. No
 // cut separates a call from its result, and what follows a cut never starts with a tool
 // result. A call still waiting for its result stays with its unit, even when other messages
-// followed it. The planner (MakePlan) and the pins (Store.Pin) share this rule.
+// followed it. The planner (compact.MakePlan) and the pins (Store.Pin) share this rule.
 
 // DeepSummaryTokens is the least a deep plan gives its summary: the header that names the
 // range it covers and a few lines. A pin is refused when it would leave a summary less room
@@ -26,7 +28,7 @@ func PinnedLen(entries []Entry) int {
 // isPinnable reports whether e stays whatever a compaction does: a system/developer message,
 // or a pinned one (the compactor reads pinned messages right after those, see hoistPinned).
 func isPinnable(e Entry) bool {
-	return e.Pinned || e.CompactionID == 0 && (e.Message.Role == RoleSystem || e.Message.Role == RoleDeveloper)
+	return e.Pinned || e.CompactionID == 0 && (e.Message.Role == chat.RoleSystem || e.Message.Role == chat.RoleDeveloper)
 }
 
 // Cuts returns the indexes i in (pinned, len) where a unit starts, so where the kept part of a
@@ -40,7 +42,7 @@ func Cuts(entries []Entry, pinned int) []int {
 	open := map[string][]int{} // call id -> indexes of the messages with unanswered calls, oldest first
 	for i := pinned; i < n; i++ {
 		m := entries[i].Message
-		if m.Role == RoleTool && m.ToolCallID != "" {
+		if m.Role == chat.RoleTool && m.ToolCallID != "" {
 			if calls := open[m.ToolCallID]; len(calls) > 0 {
 				from := calls[len(calls)-1]
 				open[m.ToolCallID] = calls[:len(calls)-1]
@@ -63,7 +65,7 @@ func Cuts(entries []Entry, pinned int) []int {
 	depth := blocked[pinned] // always 0: no call is made before pinned
 	for i := pinned + 1; i < n; i++ {
 		depth += blocked[i]
-		if depth == 0 && entries[i].Message.Role != RoleTool {
+		if depth == 0 && entries[i].Message.Role != chat.RoleTool {
 			cuts = append(cuts, i)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/memcascade/memcascade/chat"
 )
 
 // InputError is a message that cannot be appended. Nothing of the batch it came in was written.
@@ -44,7 +46,7 @@ func badIdentifier(s string) string {
 
 // missingRole says what a value without a role is, when its fields tell: a chat completion
 // response or request holds messages but is not one.
-func missingRole(m Message) string {
+func missingRole(m chat.Message) string {
 	switch {
 	case m.Extra["choices"] != nil:
 		return `missing: this is a chat completion response, not a message (its messages are in choices[].message; import .choices[0].message)`
@@ -56,9 +58,9 @@ func missingRole(m Message) string {
 
 // checkRole checks that m has a role, and one of the five: the check every reader of messages
 // makes (Store.Import, with the rest of callTracker.check, and ReadMessages).
-func checkRole(m Message) (field, msg string) {
+func checkRole(m chat.Message) (field, msg string) {
 	switch m.Role {
-	case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool:
+	case chat.RoleSystem, chat.RoleDeveloper, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
 		return "", ""
 	case "":
 		return "role", missingRole(m)
@@ -75,11 +77,11 @@ type callTracker struct {
 
 // check validates m against the open calls and, when it is valid, applies it. It returns the
 // field at fault and the problem.
-func (t *callTracker) check(m Message) (field, msg string) {
+func (t *callTracker) check(m chat.Message) (field, msg string) {
 	if field, msg := checkRole(m); msg != "" {
 		return field, msg
 	}
-	if m.ToolCalls != nil && m.Role != RoleAssistant {
+	if m.ToolCalls != nil && m.Role != chat.RoleAssistant {
 		return "tool_calls", fmt.Sprintf("a %s message cannot call tools", m.Role)
 	}
 	if field, msg := checkShape(m); msg != "" {
@@ -99,7 +101,7 @@ func (t *callTracker) check(m Message) (field, msg string) {
 			return fmt.Sprintf("tool_calls[%d].function.name", j), msg
 		}
 	}
-	if m.Role == RoleTool {
+	if m.Role == chat.RoleTool {
 		if m.ToolCallID == "" {
 			return "tool_call_id", "missing on a tool message"
 		}
@@ -129,7 +131,7 @@ func (t *callTracker) check(m Message) (field, msg string) {
 }
 
 // refuses reports an assistant message that carries a refusal: a non-empty string.
-func refuses(m Message) bool {
+func refuses(m chat.Message) bool {
 	var r string
 	return json.Unmarshal(m.Extra["refusal"], &r) == nil && r != ""
 }
@@ -140,7 +142,7 @@ func refuses(m Message) bool {
 // content null); each part is an object with a type (and a text part has a string text);
 // tool_calls, when given, holds at least one call; the legacy function_call is refused, since the
 // function role that would answer it is.
-func checkShape(m Message) (field, msg string) {
+func checkShape(m chat.Message) (field, msg string) {
 	if fc, ok := m.Extra["function_call"]; ok && !bytes.Equal(fc, []byte("null")) {
 		return "function_call", "the legacy function_call is not accepted (nor the function role that would answer it): use tool_calls"
 	}
@@ -150,14 +152,14 @@ func checkShape(m Message) (field, msg string) {
 	c := bytes.TrimSpace(m.Content)
 	switch {
 	case len(c) == 0 || bytes.Equal(c, []byte("null")):
-		if m.Role == RoleAssistant && (len(m.ToolCalls) > 0 || refuses(m)) {
+		if m.Role == chat.RoleAssistant && (len(m.ToolCalls) > 0 || refuses(m)) {
 			return "", ""
 		}
 		what := "missing"
 		if len(c) > 0 {
 			what = "null"
 		}
-		if m.Role == RoleAssistant {
+		if m.Role == chat.RoleAssistant {
 			return "content", what + " on an assistant message that calls no tool and has no refusal"
 		}
 		return "content", fmt.Sprintf("%s: a %s message needs content (a string or an array of parts)", what, m.Role)

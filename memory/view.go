@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 )
 
@@ -97,7 +98,7 @@ func StripCutMarkers(s string) string { return cutMarkerRE.ReplaceAllString(s, "
 // WithText returns e showing text instead of its own content, counted tokens and marked m: the
 // message keeps its role, name and tool_call_id, with a plain string content.
 func (e Entry) WithText(text string, tokens int, m *Mark) Entry {
-	msg := TextMessage(e.Message.Role, text)
+	msg := chat.TextMessage(e.Message.Role, text)
 	msg.Name, msg.ToolCallID = e.Message.Name, e.Message.ToolCallID
 	e.Message, e.text, e.light, e.Tokens, e.mark = msg, text, true, tokens, m
 	return e
@@ -106,7 +107,7 @@ func (e Entry) WithText(text string, tokens int, m *Mark) Entry {
 // SummaryEntry returns the entry of the summary text of compaction compactionID, a message of
 // role counted tokens, which covers the messages from..to.
 func SummaryEntry(compactionID int64, role, text string, tokens int, from, to int64) Entry {
-	return Entry{Tokens: tokens, Message: TextMessage(role, text), CompactionID: compactionID,
+	return Entry{Tokens: tokens, Message: chat.TextMessage(role, text), CompactionID: compactionID,
 		CoversFrom: from, CoversTo: to, text: text, light: true}
 }
 
