@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
@@ -31,7 +32,7 @@ func checkActive(t testing.TB, a memory.Active, firstRole string, limit int) {
 	open := map[string]bool{}
 	for _, e := range a.Entries {
 		m := e.Message
-		if m.Role == memory.RoleTool {
+		if m.Role == chat.RoleTool {
 			if !open[m.ToolCallID] {
 				t.Fatalf("seq %d: tool result %q without its call in the active context", e.Seq, m.ToolCallID)
 			}
@@ -58,7 +59,7 @@ func checkCallsAnswered(t testing.TB, a memory.Active, hist []memory.Entry) {
 	}
 	open := map[string]int64{} // call id -> seq of the message with the unanswered call
 	for _, e := range hist {
-		if e.Message.Role == memory.RoleTool {
+		if e.Message.Role == chat.RoleTool {
 			call := open[e.Message.ToolCallID]
 			delete(open, e.Message.ToolCallID)
 			if active[call] != active[e.Seq] {
@@ -77,7 +78,7 @@ func exportAll(t testing.TB, s *memory.Store, thread string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := make([]memory.Message, len(h))
+	msgs := make([]chat.Message, len(h))
 	for i, e := range h {
 		msgs[i] = e.Message
 	}
@@ -173,7 +174,7 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	big := strings.Repeat("policy ", 3000)
-	msgs := []memory.Message{memory.TextMessage("system", big), memory.TextMessage("user", "hi"), memory.TextMessage("assistant", "hello"), memory.TextMessage("user", "bye")}
+	msgs := []chat.Message{chat.TextMessage("system", big), chat.TextMessage("user", "hi"), chat.TextMessage("assistant", "hello"), chat.TextMessage("user", "bye")}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 		t.Fatalf("%d reports, want 1", len(reps))
 	}
 	// A new message ends the wait.
-	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("assistant", "ok")}, memory.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("assistant", "ok")}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _ := c.ShouldCompact(ctx, "t"); !ok {
@@ -340,7 +341,7 @@ func helperCompactAndHang() {
 	os.Exit(0)
 }
 
-// TestCompactorGivesTheCascadeTheStoreClock: a cascade given to NewCompactor stamps its
+// TestCompactorGivesTheCascadeTheStoreClock: a cascade given to compact.New stamps its
 // attempts and cooldowns with the store's clock, so that a test (or a host) sets one clock.
 func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
 	t.Parallel()

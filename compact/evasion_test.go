@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
@@ -31,14 +32,14 @@ var evasions = [][2]string{
 // Secrets that only the sequence of messages shows: the pieces of each must never leave.
 const splitToken = "ghp_R4nD0mT0k3nV4lu3F0rT3st1ngAbCdEf12xy"
 
-func conversationEvasions() (msgs []memory.Message, pieces []string) {
+func conversationEvasions() (msgs []chat.Message, pieces []string) {
 	parts, _ := json.Marshal([]map[string]string{{"type": "text", "text": "second token: gho_Zq8Lm3Vb7Tx"}, {"type": "text", "text": "2Rk6Wc9Yd4Fh1Jn5Pg8Se3Ua0Ib2"}})
-	msgs = []memory.Message{
-		memory.TextMessage("assistant", "Please type your password."),
-		memory.TextMessage("user", "Qm4!Tz8Wr2Lp"), // a bare reply
-		memory.TextMessage("user", "here is the token: "+splitToken[:17]),
-		memory.TextMessage("user", splitToken[17:]+" thanks"), // split over two messages
-		{Role: "user", Content: parts},                        // split over two content parts
+	msgs = []chat.Message{
+		chat.TextMessage("assistant", "Please type your password."),
+		chat.TextMessage("user", "Qm4!Tz8Wr2Lp"), // a bare reply
+		chat.TextMessage("user", "here is the token: "+splitToken[:17]),
+		chat.TextMessage("user", splitToken[17:]+" thanks"), // split over two messages
+		{Role: "user", Content: parts},                      // split over two content parts
 	}
 	return msgs, []string{"Qm4!Tz8Wr2Lp", splitToken[4:17], splitToken[17:], "Zq8Lm3Vb7Tx", "2Rk6Wc9Yd4Fh1Jn5Pg8Se3Ua0Ib2"}
 }
@@ -53,20 +54,20 @@ func TestEvasionsNeverLeave(t *testing.T) {
 		t.Run(provider, func(t *testing.T) {
 			ctx := context.Background()
 			s, _ := openStore(t)
-			msgs := []memory.Message{memory.TextMessage("system", "You are a deployment assistant.")}
+			msgs := []chat.Message{chat.TextMessage("system", "You are a deployment assistant.")}
 			for i, ev := range evasions {
-				call := memory.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []memory.ToolCall{
-					{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: memory.FunctionCall{Name: "login", Arguments: ev[0]}}}}
-				res := memory.TextMessage("tool", "ok: "+ev[0])
+				call := chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{
+					{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: chat.FunctionCall{Name: "login", Arguments: ev[0]}}}}
+				res := chat.TextMessage("tool", "ok: "+ev[0])
 				res.ToolCallID = fmt.Sprintf("call_%d", i)
-				msgs = append(msgs, memory.TextMessage("user", "Use this: "+ev[0]), call, res)
+				msgs = append(msgs, chat.TextMessage("user", "Use this: "+ev[0]), call, res)
 			}
 			conv, pieces := conversationEvasions()
 			msgs = append(msgs, conv...)
 			// An ordinary reply to an ordinary question is sent as it is.
-			msgs = append(msgs, memory.TextMessage("assistant", "What is your reservation id?"), memory.TextMessage("user", "BK-2026-118734"))
+			msgs = append(msgs, chat.TextMessage("assistant", "What is your reservation id?"), chat.TextMessage("user", "BK-2026-118734"))
 			for i := range 6 {
-				msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("recent question %d %s", i, strings.Repeat("word ", 40))))
+				msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("recent question %d %s", i, strings.Repeat("word ", 40))))
 			}
 			if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)

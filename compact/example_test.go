@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
@@ -30,13 +31,13 @@ func Example_agentLoop() {
 	summarizer := cascade.New(store.DB(), cascade.Entry{Name: "offline", Type: "extractive", Provider: extractive.Summarizer{}})
 	compactor := compact.New(store, summarizer, memory.Settings{TokenLimit: 2000})
 
-	store.Append(ctx, "t", []memory.Message{memory.TextMessage(memory.RoleSystem, "You are a travel agent.")}, memory.AppendOptions{})
+	store.Append(ctx, "t", []chat.Message{chat.TextMessage(chat.RoleSystem, "You are a travel agent.")}, memory.AppendOptions{})
 	for turn := range 30 {
 		question := fmt.Sprintf("Question %d: what about flight HAT%03d? %s", turn, turn, strings.Repeat("details ", 20))
 		answer := fmt.Sprintf("Flight HAT%03d leaves at %02d:00. %s", turn, turn%24, strings.Repeat("more ", 20))
-		if _, err := store.Append(ctx, "t", []memory.Message{
-			memory.TextMessage(memory.RoleUser, question),
-			memory.TextMessage(memory.RoleAssistant, answer), // the model's reply
+		if _, err := store.Append(ctx, "t", []chat.Message{
+			chat.TextMessage(chat.RoleUser, question),
+			chat.TextMessage(chat.RoleAssistant, answer), // the model's reply
 		}, memory.AppendOptions{}); err != nil {
 			log.Fatal(err)
 		}

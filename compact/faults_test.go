@@ -17,6 +17,7 @@ import (
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // Faults of the PostgreSQL backend: the connection to the server is cut (testdb.Proxy) while
@@ -25,7 +26,7 @@ import (
 // offline is the built-in extractive cascade on the store's database.
 func offline(t *testing.T, s *memory.Store) *cascade.Cascade {
 	t.Helper()
-	c, err := s.Counter(memory.EncodingO200k)
+	c, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 				p.CutAfter(cut)
 				return llm.Response{}, fmt.Errorf("HTTP 503: overloaded")
 			}}
-			c, err := s.Counter(memory.EncodingO200k)
+			c, err := s.Counter(tokencount.EncodingO200k)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // FuzzPlan checks MakePlan's invariants on active contexts generated from the fuzz bytes:
@@ -76,17 +78,17 @@ func fzPlanInput(data []byte) ([]memory.Entry, memory.Settings, int) {
 	}
 	var es []memory.Entry
 	seq := int64(0)
-	add := func(m memory.Message) {
+	add := func(m chat.Message) {
 		seq++
 		es = append(es, memory.Entry{Seq: seq, Tokens: tokens(), Message: m})
 	}
 	for range r.next() % 4 {
-		add(memory.TextMessage([]string{"system", "developer"}[r.next()%2], "pinned"))
+		add(chat.TextMessage([]string{"system", "developer"}[r.next()%2], "pinned"))
 	}
 	if r.next()%3 == 0 { // a summary of earlier messages
 		from := seq + 1
 		seq += int64(1 + r.next()%30)
-		es = append(es, memory.Entry{Tokens: tokens(), Message: memory.TextMessage([]string{"system", "user"}[r.next()%2], "summary"),
+		es = append(es, memory.Entry{Tokens: tokens(), Message: chat.TextMessage([]string{"system", "user"}[r.next()%2], "summary"),
 			CompactionID: 7, CoversFrom: from, CoversTo: seq})
 	}
 	var open []string // unanswered call ids, oldest first
@@ -94,32 +96,32 @@ func fzPlanInput(data []byte) ([]memory.Entry, memory.Settings, int) {
 	for range n {
 		switch op := r.next() % 10; {
 		case op < 3:
-			add(memory.TextMessage("user", "u"))
+			add(chat.TextMessage("user", "u"))
 		case op == 3:
-			add(memory.TextMessage([]string{"system", "developer"}[r.next()%2], "late"))
+			add(chat.TextMessage([]string{"system", "developer"}[r.next()%2], "late"))
 		case op == 4:
-			add(memory.TextMessage("assistant", "a"))
+			add(chat.TextMessage("assistant", "a"))
 		case op < 7: // 1-3 parallel calls; ids come from a small pool, so they are reused
-			m := memory.Message{Role: "assistant", Content: json.RawMessage("null")}
+			m := chat.Message{Role: "assistant", Content: json.RawMessage("null")}
 			for range 1 + r.next()%3 {
 				id := fmt.Sprintf("c%d", r.next()%5)
 				if fzContains(open, id) {
 					continue
 				}
 				open = append(open, id)
-				m.ToolCalls = append(m.ToolCalls, memory.ToolCall{ID: id, Type: "function", Function: memory.FunctionCall{Name: "f", Arguments: "{}"}})
+				m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: "f", Arguments: "{}"}})
 			}
 			if len(m.ToolCalls) == 0 {
-				m = memory.TextMessage("assistant", "no free id")
+				m = chat.TextMessage("assistant", "no free id")
 			}
 			add(m)
 		default: // a result, for any open call (parallel results come in any order)
 			if len(open) == 0 {
-				add(memory.TextMessage("user", "u"))
+				add(chat.TextMessage("user", "u"))
 				continue
 			}
 			i := r.next() % len(open)
-			m := memory.TextMessage("tool", "result")
+			m := chat.TextMessage("tool", "result")
 			m.ToolCallID = open[i]
 			open = append(open[:i], open[i+1:]...)
 			add(m)
@@ -276,7 +278,7 @@ func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p compact.P
 	if p.FromSeq != lo || p.ToSeq != hi || int64(len(covered)) != hi-lo+1 {
 		return fmt.Sprintf("range %d-%d, the middle covers %d-%d (%d messages)", p.FromSeq, p.ToSeq, lo, hi, len(covered))
 	}
-	active := p.PinnedTokens + p.MiddleTokens + p.KeptTokens + memory.ReplyPriming
+	active := p.PinnedTokens + p.MiddleTokens + p.KeptTokens + tokencount.ReplyPriming
 	if !p.Ineffective {
 		if p.MiddleLen() < 1 || p.SummaryBudget < 32 {
 			return fmt.Sprintf("effective plan with %d middle entries and a summary budget of %d", p.MiddleLen(), p.SummaryBudget)

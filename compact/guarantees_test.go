@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
@@ -148,12 +149,12 @@ func TestConstraintSurvivesTinyLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	msgs := []memory.Message{memory.TextMessage("system", "You are a travel agent.")}
-	msgs = append(msgs, memory.TextMessage("user", "I must never fly before 11 AM, my budget is $400, and my code is ZQ9XYZ."))
+	msgs := []chat.Message{chat.TextMessage("system", "You are a travel agent.")}
+	msgs = append(msgs, chat.TextMessage("user", "I must never fly before 11 AM, my budget is $400, and my code is ZQ9XYZ."))
 	for i := range 12 {
 		msgs = append(msgs,
-			memory.TextMessage("assistant", fmt.Sprintf("Option %d: flight HAT%03d on 2024-05-%02d at 1%d:30 for $%d, reservation R%05dX.", i, 100+i, 10+i, i%10, 300+i, 10000+i)),
-			memory.TextMessage("user", fmt.Sprintf("Tell me more about option %d please.", i)))
+			chat.TextMessage("assistant", fmt.Sprintf("Option %d: flight HAT%03d on 2024-05-%02d at 1%d:30 for $%d, reservation R%05dX.", i, 100+i, 10+i, i%10, 300+i, 10000+i)),
+			chat.TextMessage("user", fmt.Sprintf("Tell me more about option %d please.", i)))
 	}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -219,7 +220,7 @@ func TestOverLimitNothingToSummarize(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	msgs := []memory.Message{memory.TextMessage("system", strings.Repeat("policy ", 3000)), memory.TextMessage("user", "hi")}
+	msgs := []chat.Message{chat.TextMessage("system", strings.Repeat("policy ", 3000)), chat.TextMessage("user", "hi")}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -274,8 +275,8 @@ func TestReportsAreTrue(t *testing.T) {
 	}
 
 	s2, _ := openStore(t)
-	msgs := []memory.Message{memory.TextMessage("system", strings.Repeat("policy ", 3000)), memory.TextMessage("user", "hi"),
-		memory.TextMessage("assistant", "hello"), memory.TextMessage("user", "bye")}
+	msgs := []chat.Message{chat.TextMessage("system", strings.Repeat("policy ", 3000)), chat.TextMessage("user", "hi"),
+		chat.TextMessage("assistant", "hello"), chat.TextMessage("user", "bye")}
 	if _, err := s2.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
@@ -37,12 +38,12 @@ func normalized(t testing.TB, data []byte) []any {
 	return storetest.Normalized(t, data)
 }
 
-func recordedMessages(t testing.TB) [][]memory.Message {
+func recordedMessages(t testing.TB) [][]chat.Message {
 	t.Helper()
 	return storetest.RecordedMessages(t)
 }
 
-func readMessagesFile(t testing.TB, path string) []memory.Message {
+func readMessagesFile(t testing.TB, path string) []chat.Message {
 	t.Helper()
 	return storetest.ReadMessagesFile(t, path)
 }
@@ -73,7 +74,7 @@ func longThread2(t testing.TB, s *memory.Store, thread string, n, size int) {
 	storetest.LongThread2(t, s, thread, n, size)
 }
 
-func benchMessages(n int) []memory.Message { return storetest.BenchMessages(n) }
+func benchMessages(n int) []chat.Message { return storetest.BenchMessages(n) }
 
 // pinnedSeq is a tool result of the airline conversation that the pin tests pin (see
 // storetest.PinnedSeq).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -31,18 +32,18 @@ var headerSecrets = []string{
 // tool results, parallel calls, many ids, a user constraint, and a planted secret in every
 // field (content, name, tool call id, function name, arguments, tool result, unknown key).
 // It returns the messages and every secret planted.
-func hostileConversation(r *rand.Rand, n int) ([]memory.Message, []string) {
+func hostileConversation(r *rand.Rand, n int) ([]chat.Message, []string) {
 	var planted []string
 	body := func() string { s := secrets[r.IntN(len(secrets))]; planted = append(planted, s[1]); return s[0] }
 	header := func() string { s := headerSecrets[r.IntN(len(headerSecrets))]; planted = append(planted, s); return s }
 	id := func() string {
 		return fmt.Sprintf("%c%c%c%d%c%c", 'A'+r.IntN(26), 'A'+r.IntN(26), 'A'+r.IntN(26), r.IntN(10), 'A'+r.IntN(26), 'A'+r.IntN(26))
 	}
-	msgs := []memory.Message{
-		memory.TextMessage("system", "You are an operations agent."),
-		memory.TextMessage("user", fmt.Sprintf("I must never be charged more than $%d, and only use account %s. %s", 100+r.IntN(900), id(), body())),
+	msgs := []chat.Message{
+		chat.TextMessage("system", "You are an operations agent."),
+		chat.TextMessage("user", fmt.Sprintf("I must never be charged more than $%d, and only use account %s. %s", 100+r.IntN(900), id(), body())),
 	}
-	named := memory.TextMessage("user", "from the ops channel: "+body())
+	named := chat.TextMessage("user", "from the ops channel: "+body())
 	named.Name = header()
 	named.Extra = map[string]json.RawMessage{"x_debug_token": json.RawMessage(fmt.Sprintf("%q", header()))}
 	msgs = append(msgs, named)
@@ -50,11 +51,11 @@ func hostileConversation(r *rand.Rand, n int) ([]memory.Message, []string) {
 	for len(msgs) < n {
 		switch r.IntN(3) {
 		case 0:
-			msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("check order %s and %s please", id(), id())))
+			msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("check order %s and %s please", id(), id())))
 		case 1:
-			msgs = append(msgs, memory.TextMessage("assistant", fmt.Sprintf("Order %s ships on 2024-06-%02d; %s", id(), 1+r.IntN(28), body())))
+			msgs = append(msgs, chat.TextMessage("assistant", fmt.Sprintf("Order %s ships on 2024-06-%02d; %s", id(), 1+r.IntN(28), body())))
 		default:
-			m := memory.Message{Role: "assistant", Content: json.RawMessage("null")}
+			m := chat.Message{Role: "assistant", Content: json.RawMessage("null")}
 			for range 1 + r.IntN(3) {
 				calls++
 				callID := fmt.Sprintf("call_%d", calls)
@@ -66,18 +67,18 @@ func hostileConversation(r *rand.Rand, n int) ([]memory.Message, []string) {
 					fn = "fetch_" + header()
 				}
 				args, _ := json.Marshal(map[string]string{"order_id": id(), "auth": body()})
-				m.ToolCalls = append(m.ToolCalls, memory.ToolCall{ID: callID, Type: "function", Function: memory.FunctionCall{Name: fn, Arguments: string(args)}})
+				m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: callID, Type: "function", Function: chat.FunctionCall{Name: fn, Arguments: string(args)}})
 			}
 			msgs = append(msgs, m)
 			for _, c := range r.Perm(len(m.ToolCalls)) {
 				text := fmt.Sprintf(`{"order": %q, "status": "delivered", "log": %q}`, id(), body()+strings.Repeat(" row", r.IntN(2000)))
-				res := memory.TextMessage("tool", text)
+				res := chat.TextMessage("tool", text)
 				res.ToolCallID = m.ToolCalls[c].ID
 				msgs = append(msgs, res)
 			}
 		}
 	}
-	msgs = append(msgs, memory.TextMessage("user", "what is the status now?"))
+	msgs = append(msgs, chat.TextMessage("user", "what is the status now?"))
 	return msgs, planted
 }
 

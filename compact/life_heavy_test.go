@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/chat"
 )
 
 // TestLifeMatrix replays every recorded conversation and two generated long ones at 2,048,
@@ -16,7 +16,7 @@ import (
 //
 //	go test -tags heavy -run TestLifeMatrix -v ./compact | grep LIFE
 func TestLifeMatrix(t *testing.T) {
-	lives := map[string][]memory.Message{
+	lives := map[string][]chat.Message{
 		"generated40":  generatedLife(40),
 		"generated120": generatedLife(120),
 	}

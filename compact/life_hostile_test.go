@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -25,9 +26,9 @@ var forgedSummaryLines = []string{
 
 // hostileLife is the generated life of tasks tasks with a message that forges a summary's
 // structure after each task: half from the user, half as a tool's result.
-func hostileLife(tasks int) []memory.Message {
+func hostileLife(tasks int) []chat.Message {
 	msgs := generatedLife(tasks)
-	var out []memory.Message
+	var out []chat.Message
 	k := 0
 	for _, m := range msgs {
 		out = append(out, m)
@@ -36,13 +37,13 @@ func hostileLife(tasks int) []memory.Message {
 		}
 		forged := forgedSummaryLines[k%len(forgedSummaryLines)]
 		if k%2 == 0 {
-			out = append(out, memory.TextMessage("user", "Note for later:\n"+forged))
+			out = append(out, chat.TextMessage("user", "Note for later:\n"+forged))
 		} else {
 			call := fmt.Sprintf("call_forged_%d", k)
-			a := memory.TextMessage("assistant", "")
+			a := chat.TextMessage("assistant", "")
 			a.Content = nil
-			a.ToolCalls = []memory.ToolCall{{ID: call, Type: "function", Function: memory.FunctionCall{Name: "get_user_details", Arguments: `{"user_id": "mia_li_3668"}`}}}
-			res := memory.TextMessage("tool", "notes:\n"+forged)
+			a.ToolCalls = []chat.ToolCall{{ID: call, Type: "function", Function: chat.FunctionCall{Name: "get_user_details", Arguments: `{"user_id": "mia_li_3668"}`}}}
+			res := chat.TextMessage("tool", "notes:\n"+forged)
 			res.ToolCallID = call
 			out = append(out, a, res)
 		}

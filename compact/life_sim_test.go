@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/lifesim"
-	"github.com/memcascade/memcascade/memory"
 )
 
 // A life of compactions (issue 20): a conversation replayed message by message, compacting
@@ -19,7 +19,7 @@ import (
 
 // simulateLife replays msgs into a new thread at the given limit through summarizer kind
 // (lifesim.Kinds), failing t at the first compaction that loses a fact no report names.
-func simulateLife(t *testing.T, msgs []memory.Message, limit int, kind string) lifesim.Stats {
+func simulateLife(t *testing.T, msgs []chat.Message, limit int, kind string) lifesim.Stats {
 	t.Helper()
 	s, _ := openStore(t)
 	st, err := lifesim.Simulate(context.Background(), s, msgs, limit, kind, t.Logf)
@@ -35,7 +35,7 @@ func simulateLife(t *testing.T, msgs []memory.Message, limit int, kind string) l
 }
 
 // generatedLife is a long agent thread of several tasks (lifesim.Generated).
-func generatedLife(tasks int) []memory.Message { return lifesim.Generated(tasks) }
+func generatedLife(tasks int) []chat.Message { return lifesim.Generated(tasks) }
 
 // TestLifeOfCompactions is the default run's share of the simulation: one recorded thread and
 // one generated thread, at 4,096 tokens, through each kind of summarizer. The whole matrix
@@ -46,7 +46,7 @@ func generatedLife(tasks int) []memory.Message { return lifesim.Generated(tasks)
 // as many tasks through every kind in both runs.
 func TestLifeOfCompactions(t *testing.T) {
 	t.Parallel()
-	lives := map[string][]memory.Message{
+	lives := map[string][]chat.Message{
 		"airline2":  readMessagesFile(t, airline),
 		"generated": generatedLife(30),
 	}

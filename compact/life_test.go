@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/lifesim"
@@ -202,7 +203,7 @@ func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
 					return llm.Response{Text: "The user looked for fares. " + repeated, FinishReason: "stop"}, nil
 				}
 				once.Do(func() {
-					if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", tc.appended)}, memory.AppendOptions{}); err != nil {
+					if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", tc.appended)}, memory.AppendOptions{}); err != nil {
 						t.Error(err)
 					}
 				})
@@ -226,10 +227,10 @@ func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
 			if got, want := slices.Contains(rep.FactsDropped, "1059"), tc.appended != ""; got != want {
 				t.Errorf("hybrid's facts_dropped names 1059: %v, want %v (%q)", got, want, rep.FactsDropped)
 			}
-			var later []memory.Message // the repeat is no longer the newest user message, nor kept
+			var later []chat.Message // the repeat is no longer the newest user message, nor kept
 			for i := range 4 {
-				later = append(later, memory.TextMessage("user", fmt.Sprintf("question %d: %s", 20+i, strings.Repeat("lorem ipsum dolor ", 10))),
-					memory.TextMessage("assistant", strings.Repeat("sit amet consectetur ", 10)))
+				later = append(later, chat.TextMessage("user", fmt.Sprintf("question %d: %s", 20+i, strings.Repeat("lorem ipsum dolor ", 10))),
+					chat.TextMessage("assistant", strings.Repeat("sit amet consectetur ", 10)))
 			}
 			if _, err := s.Append(ctx, "t", later, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
@@ -254,22 +255,22 @@ func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
 
 // faresThread is a thread whose one tool result lists n fares (1000, 1001, ...), more than a
 // mask's digest holds, followed by twelve turns of prose.
-func faresThread(n int) []memory.Message {
-	call := memory.TextMessage("assistant", "")
+func faresThread(n int) []chat.Message {
+	call := chat.TextMessage("assistant", "")
 	call.Content = nil
-	call.ToolCalls = []memory.ToolCall{{ID: "c1", Type: "function", Function: memory.FunctionCall{Name: "list_fares", Arguments: `{"route": "SFO-JFK"}`}}}
+	call.ToolCalls = []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "list_fares", Arguments: `{"route": "SFO-JFK"}`}}}
 	fares := make([]string, n)
 	for i := range fares {
 		fares[i] = fmt.Sprintf(`{"price": %d}`, 1000+i)
 	}
-	result := memory.TextMessage("tool", `{"fares": [`+strings.Join(fares, ", ")+`]}`)
+	result := chat.TextMessage("tool", `{"fares": [`+strings.Join(fares, ", ")+`]}`)
 	result.ToolCallID = "c1"
-	msgs := []memory.Message{memory.TextMessage("system", "You are a travel agent."),
-		memory.TextMessage("user", "Find me a fare from SFO to JFK."), call, result,
-		memory.TextMessage("assistant", fmt.Sprintf("There are %d fares.", n))}
+	msgs := []chat.Message{chat.TextMessage("system", "You are a travel agent."),
+		chat.TextMessage("user", "Find me a fare from SFO to JFK."), call, result,
+		chat.TextMessage("assistant", fmt.Sprintf("There are %d fares.", n))}
 	for i := range 12 {
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum dolor ", 10))),
-			memory.TextMessage("assistant", fmt.Sprintf("answer %d: %s", i, strings.Repeat("sit amet consectetur ", 10))))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("question %d: %s", i, strings.Repeat("lorem ipsum dolor ", 10))),
+			chat.TextMessage("assistant", fmt.Sprintf("answer %d: %s", i, strings.Repeat("sit amet consectetur ", 10))))
 	}
 	return msgs
 }
@@ -304,11 +305,11 @@ func TestProductTextIsNoFact(t *testing.T) {
 		}
 		return slices.ContainsFunc(a.Entries, func(e memory.Entry) bool { return strings.Contains(e.Text(), text) })
 	}
-	turns := func(from, n int) []memory.Message {
-		var msgs []memory.Message
+	turns := func(from, n int) []chat.Message {
+		var msgs []chat.Message
 		for i := range n {
-			msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("question %d: %s", from+i, strings.Repeat("lorem ipsum dolor ", 10))),
-				memory.TextMessage("assistant", fmt.Sprintf("answer %d: %s", from+i, strings.Repeat("sit amet consectetur ", 10))))
+			msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("question %d: %s", from+i, strings.Repeat("lorem ipsum dolor ", 10))),
+				chat.TextMessage("assistant", fmt.Sprintf("answer %d: %s", from+i, strings.Repeat("sit amet consectetur ", 10))))
 		}
 		return msgs
 	}
@@ -316,28 +317,28 @@ func TestProductTextIsNoFact(t *testing.T) {
 	t.Run("placeholder", func(t *testing.T) {
 		t.Parallel() // a store of its own
 		s, _ := openStore(t)
-		call := func(id, name, args string) memory.Message {
-			m := memory.TextMessage("assistant", "")
+		call := func(id, name, args string) chat.Message {
+			m := chat.TextMessage("assistant", "")
 			m.Content = nil
-			m.ToolCalls = []memory.ToolCall{{ID: id, Type: "function", Function: memory.FunctionCall{Name: name, Arguments: args}}}
+			m.ToolCalls = []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: name, Arguments: args}}}
 			return m
 		}
-		result := func(id, text string) memory.Message {
-			m := memory.TextMessage("tool", text)
+		result := func(id, text string) chat.Message {
+			m := chat.TextMessage("tool", text)
 			m.ToolCallID = id
 			return m
 		}
 		policy := ("baggage policy\n" + strings.Repeat("zq ", 100))[:300] // 300 bytes, no fact
-		msgs := []memory.Message{
-			memory.TextMessage("system", "You are a travel agent."),
-			memory.TextMessage("user", "Find me a fare from SFO to JFK."),
+		msgs := []chat.Message{
+			chat.TextMessage("system", "You are a travel agent."),
+			chat.TextMessage("user", "Find me a fare from SFO to JFK."),
 			call("c1", "get_fare", `{"route": "SFO-JFK"}`),
 			result("c1", `{"fare": {"price": 300}, "notes": "`+strings.Repeat("lorem ipsum dolor ", 40)+`"}`),
-			memory.TextMessage("assistant", "I found a fare."),
-			memory.TextMessage("user", "What is the baggage policy?"),
+			chat.TextMessage("assistant", "I found a fare."),
+			chat.TextMessage("user", "What is the baggage policy?"),
 			call("c2", "get_policy", `{"topic": "baggage"}`),
 			result("c2", policy),
-			memory.TextMessage("assistant", "Here is the policy."),
+			chat.TextMessage("assistant", "Here is the policy."),
 		}
 		if _, err := s.Append(ctx, "t", append(msgs, turns(0, 3)...), memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
@@ -372,9 +373,9 @@ func TestProductTextIsNoFact(t *testing.T) {
 	t.Run("summary header", func(t *testing.T) {
 		t.Parallel() // a store of its own
 		s, _ := openStore(t)
-		msgs := []memory.Message{
-			memory.TextMessage("system", "You are a travel agent."),
-			memory.TextMessage("user", "Each extra bag costs $14 on this route."),
+		msgs := []chat.Message{
+			chat.TextMessage("system", "You are a travel agent."),
+			chat.TextMessage("user", "Each extra bag costs $14 on this route."),
 		}
 		if _, err := s.Append(ctx, "t", append(msgs, turns(0, 8)...), memory.AppendOptions{}); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -15,18 +16,18 @@ import (
 // alone fill the kept budget of a 2,048-token limit.
 func newestUserThread(t *testing.T, s *memory.Store) string {
 	t.Helper()
-	msgs := []memory.Message{memory.TextMessage("system", "You are an agent. Use the tools.")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are an agent. Use the tools.")}
 	for k := range 4 {
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("Earlier task %d: look at file src/old_%d.go.", k, k)),
-			memory.TextMessage("assistant", fmt.Sprintf("Done with src/old_%d.go.", k)))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("Earlier task %d: look at file src/old_%d.go.", k, k)),
+			chat.TextMessage("assistant", fmt.Sprintf("Done with src/old_%d.go.", k)))
 	}
 	newest := "Now fix the failing test in pkg/ledger/ledger_test.go and keep the public API of ledger.Open unchanged."
-	msgs = append(msgs, memory.TextMessage("user", newest))
+	msgs = append(msgs, chat.TextMessage("user", newest))
 	for k := range 10 {
 		id := fmt.Sprintf("call_%d", k)
-		msgs = append(msgs, memory.Message{Role: "assistant", ToolCalls: []memory.ToolCall{{ID: id, Type: "function",
-			Function: memory.FunctionCall{Name: "read_file", Arguments: fmt.Sprintf(`{"path": "pkg/ledger/part_%d.go"}`, k)}}}},
-			memory.Message{Role: "tool", ToolCallID: id, Content: mustJSON(strings.Repeat(fmt.Sprintf("func part%d() { return nil } // line of code\n", k), 25))})
+		msgs = append(msgs, chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: id, Type: "function",
+			Function: chat.FunctionCall{Name: "read_file", Arguments: fmt.Sprintf(`{"path": "pkg/ledger/part_%d.go"}`, k)}}}},
+			chat.Message{Role: "tool", ToolCallID: id, Content: mustJSON(strings.Repeat(fmt.Sprintf("func part%d() { return nil } // line of code\n", k), 25))})
 	}
 	if _, err := s.Append(context.Background(), "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -19,14 +20,14 @@ func TestOverLimitNamesLongUserMessage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	msgs := []memory.Message{memory.TextMessage("system", "You are an agent."),
-		memory.TextMessage("user", "Please fix this: "+strings.Repeat("word ", 2600))}
+	msgs := []chat.Message{chat.TextMessage("system", "You are an agent."),
+		chat.TextMessage("user", "Please fix this: "+strings.Repeat("word ", 2600))}
 	for k := range 12 {
 		args, _ := json.Marshal(map[string]string{"path": fmt.Sprintf("/src/f%d.go", k)})
-		call := memory.TextMessage("assistant", "")
+		call := chat.TextMessage("assistant", "")
 		call.Content = nil
-		call.ToolCalls = []memory.ToolCall{{ID: fmt.Sprintf("c%d", k), Type: "function", Function: memory.FunctionCall{Name: "read_file", Arguments: string(args)}}}
-		res := memory.TextMessage("tool", strings.Repeat("line of code ", 60))
+		call.ToolCalls = []chat.ToolCall{{ID: fmt.Sprintf("c%d", k), Type: "function", Function: chat.FunctionCall{Name: "read_file", Arguments: string(args)}}}
+		res := chat.TextMessage("tool", strings.Repeat("line of code ", 60))
 		res.ToolCallID = fmt.Sprintf("c%d", k)
 		msgs = append(msgs, call, res)
 	}

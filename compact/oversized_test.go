@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -21,8 +22,8 @@ func TestOversizedNewestResultIsCut(t *testing.T) {
 	for _, onFailure := range []string{"", memory.OnFailureKeep, memory.OnFailureFit} {
 		t.Run("on_failure="+onFailure, func(t *testing.T) {
 			s, _ := openStore(t)
-			msgs := []memory.Message{memory.TextMessage("system", "You are an agent."), memory.TextMessage("user", "why does the build fail? read the log"),
-				{Role: "assistant", ToolCalls: []memory.ToolCall{{ID: "c1", Type: "function", Function: memory.FunctionCall{Name: "read", Arguments: `{}`}}}},
+			msgs := []chat.Message{chat.TextMessage("system", "You are an agent."), chat.TextMessage("user", "why does the build fail? read the log"),
+				{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "read", Arguments: `{}`}}}},
 				{Role: "tool", ToolCallID: "c1", Content: mustJSON(huge)}}
 			if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)

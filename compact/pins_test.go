@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -57,7 +58,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			if a.Tokens > set.Budget() || rep.TokensAfter != a.Tokens {
 				t.Fatalf("after the compaction: %d tokens (report %d), limit %d", a.Tokens, rep.TokensAfter, set.Budget())
 			}
-			if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", strings.Repeat("one more thing ", 20))}, memory.AppendOptions{}); err != nil {
+			if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", strings.Repeat("one more thing ", 20))}, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			second, err := c.Compact(ctx, "t", compact.Options{Force: true})
@@ -94,10 +95,10 @@ func TestPinsLeaveRoomToCompact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	var msgs []memory.Message
+	var msgs []chat.Message
 	for i := range 30 {
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("note %d: %s", i, strings.Repeat("alpha beta gamma delta ", 30))),
-			memory.TextMessage("assistant", fmt.Sprintf("noted %d", i)))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("note %d: %s", i, strings.Repeat("alpha beta gamma delta ", 30))),
+			chat.TextMessage("assistant", fmt.Sprintf("noted %d", i)))
 	}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestPinsLeaveRoomToCompact(t *testing.T) {
 		t.Fatalf("%d of 30 messages pinned: the test wants the limit to refuse one", pinned)
 	}
 	for turn := range 5 {
-		if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", fmt.Sprintf("turn %d", turn)), memory.TextMessage("assistant", "ok")}, memory.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", fmt.Sprintf("turn %d", turn)), chat.TextMessage("assistant", "ok")}, memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := c.Compact(ctx, "t", compact.Options{Emergency: true})

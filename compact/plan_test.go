@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -12,12 +13,12 @@ import (
 // entry builds a test entry: role, seq, tokens; calls are tool-call ids (assistant) and answers
 // the id a tool message answers.
 func entry(role string, seq int64, tokens int, calls ...string) memory.Entry {
-	m := memory.TextMessage(role, fmt.Sprintf("%s %d", role, seq))
-	if role == memory.RoleTool {
+	m := chat.TextMessage(role, fmt.Sprintf("%s %d", role, seq))
+	if role == chat.RoleTool {
 		m.ToolCallID = calls[0]
 	} else {
 		for _, id := range calls {
-			m.ToolCalls = append(m.ToolCalls, memory.ToolCall{ID: id, Type: "function", Function: memory.FunctionCall{Name: "f", Arguments: "{}"}})
+			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: "f", Arguments: "{}"}})
 		}
 		if len(calls) > 0 {
 			m.Content = json.RawMessage("null")
@@ -78,7 +79,7 @@ func TestPlanNeverSplitsCallFromResult(t *testing.T) {
 		if p.Kept == 3 || p.Kept == 4 {
 			t.Fatalf("budget %d: kept starts at %d, between call x and its result", budget, p.Kept)
 		}
-		if p.Kept < len(es) && es[p.Kept].Message.Role == memory.RoleTool {
+		if p.Kept < len(es) && es[p.Kept].Message.Role == chat.RoleTool {
 			t.Fatalf("budget %d: kept starts with a tool result", budget)
 		}
 	}
@@ -127,7 +128,7 @@ func TestPlanNewestUnitAlwaysKept(t *testing.T) {
 
 func TestPlanSummaryIsFoldedNeverPinned(t *testing.T) {
 	t.Parallel()
-	sum := memory.Entry{Tokens: 150, Message: memory.TextMessage("system", "Summary..."), CompactionID: 4, CoversFrom: 2, CoversTo: 20}
+	sum := memory.Entry{Tokens: 150, Message: chat.TextMessage("system", "Summary..."), CompactionID: 4, CoversFrom: 2, CoversTo: 20}
 	es := []memory.Entry{entry("system", 1, 50), sum, entry("user", 21, 300), entry("assistant", 22, 300), entry("user", 23, 100)}
 	p := compact.MakePlan(es, planSettings, 200)
 	if p.Pinned != 1 {

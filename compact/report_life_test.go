@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -23,8 +24,8 @@ func TestReportShowsAppendedApart(t *testing.T) {
 	var once sync.Once
 	appending := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		once.Do(func() {
-			late := []memory.Message{memory.TextMessage("user", "a question asked while the compaction ran, long enough to count"),
-				memory.TextMessage("assistant", "its answer, also appended while the compaction ran")}
+			late := []chat.Message{chat.TextMessage("user", "a question asked while the compaction ran, long enough to count"),
+				chat.TextMessage("assistant", "its answer, also appended while the compaction ran")}
 			if _, err := s.Append(ctx, "t", late, memory.AppendOptions{}); err != nil {
 				t.Error(err)
 			}

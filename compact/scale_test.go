@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // transcriptOf returns the transcript part of a summarization request.
@@ -161,8 +163,8 @@ func TestOverLimitNewestUnit(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longThread(t, s, "t", 5, 200)
-	huge := memory.TextMessage("user", strings.Repeat("enormous pasted log line ", 800))
-	if _, err := s.Append(ctx, "t", []memory.Message{huge}, memory.AppendOptions{}); err != nil {
+	huge := chat.TextMessage("user", strings.Repeat("enormous pasted log line ", 800))
+	if _, err := s.Append(ctx, "t", []chat.Message{huge}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	fake := &cascade.Fake{}
@@ -219,7 +221,7 @@ func TestConcurrentCompactionsOneWins(t *testing.T) {
 		t.Fatalf("%d applied, %d failed; want 1 and 1", applied, failed)
 	}
 	hist := exportAll(t, s, "t")
-	var msgs []memory.Message
+	var msgs []chat.Message
 	json.Unmarshal(before, &msgs)
 	if got := len(normalized(t, hist)); got != len(msgs) {
 		t.Fatalf("history has %d messages, want %d", got, len(msgs))
@@ -282,21 +284,21 @@ func helperCompactSlowly() {
 
 // genConversation generates a random valid conversation: tool-call fan-out and parallel
 // calls, ids reused after their answer, huge tool results, and maybe a pending call at the end.
-func genConversation(r *rand.Rand, n int) []memory.Message {
-	msgs := []memory.Message{memory.TextMessage("system", "System prompt. "+strings.Repeat("rule ", r.IntN(400)))}
+func genConversation(r *rand.Rand, n int) []chat.Message {
+	msgs := []chat.Message{chat.TextMessage("system", "System prompt. "+strings.Repeat("rule ", r.IntN(400)))}
 	if r.IntN(3) == 0 {
-		msgs = append(msgs, memory.TextMessage("developer", "Developer note."))
+		msgs = append(msgs, chat.TextMessage("developer", "Developer note."))
 	}
 	word := func() string { return fmt.Sprintf("fact-%d", r.IntN(1_000_000)) }
 	for len(msgs) < n {
 		switch r.IntN(3) {
 		case 0:
-			msgs = append(msgs, memory.TextMessage("user", "please "+word()+" "+strings.Repeat("x ", r.IntN(300))))
+			msgs = append(msgs, chat.TextMessage("user", "please "+word()+" "+strings.Repeat("x ", r.IntN(300))))
 		case 1:
-			msgs = append(msgs, memory.TextMessage("assistant", "ok "+word()+" "+strings.Repeat("y ", r.IntN(300))))
+			msgs = append(msgs, chat.TextMessage("assistant", "ok "+word()+" "+strings.Repeat("y ", r.IntN(300))))
 		default:
 			calls := 1 + r.IntN(4)
-			m := memory.Message{Role: "assistant", Content: json.RawMessage("null")}
+			m := chat.Message{Role: "assistant", Content: json.RawMessage("null")}
 			for range calls {
 				id := fmt.Sprintf("call_%d", r.IntN(3)) // few ids: reused once answered
 				for _, c := range m.ToolCalls {
@@ -304,8 +306,8 @@ func genConversation(r *rand.Rand, n int) []memory.Message {
 						id += fmt.Sprintf("_%d", len(m.ToolCalls))
 					}
 				}
-				m.ToolCalls = append(m.ToolCalls, memory.ToolCall{ID: id, Type: "function",
-					Function: memory.FunctionCall{Name: "lookup", Arguments: fmt.Sprintf(`{"key":%q}`, word())}})
+				m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: id, Type: "function",
+					Function: chat.FunctionCall{Name: "lookup", Arguments: fmt.Sprintf(`{"key":%q}`, word())}})
 			}
 			msgs = append(msgs, m)
 			if len(msgs) >= n && r.IntN(2) == 0 {
@@ -316,7 +318,7 @@ func genConversation(r *rand.Rand, n int) []memory.Message {
 				if r.IntN(10) == 0 {
 					size = 20000 // a huge tool result
 				}
-				res := memory.TextMessage("tool", word()+" "+strings.Repeat("z ", size))
+				res := chat.TextMessage("tool", word()+" "+strings.Repeat("z ", size))
 				res.ToolCallID = m.ToolCalls[c].ID
 				msgs = append(msgs, res)
 			}
@@ -341,7 +343,7 @@ func TestPropertyGrowingThreads(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(seed), 7))
 			s, _ := openStore(t)
 			msgs := genConversation(r, 40+r.IntN(120))
-			total, _ := s.Counter(memory.EncodingO200k)
+			total, _ := s.Counter(tokencount.EncodingO200k)
 			limit := max(total.CountMessages(msgs)/3, 4*total.CountMessage(msgs[0])+3000)
 			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
 			var prev []byte

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/summarycheck"
 	"github.com/memcascade/memcascade/memory"
@@ -16,8 +17,8 @@ import (
 
 // sectionTurns are turns of an agent's work: a request, a tool call with its result (every
 // third one an error), and a reply, numbered from n.
-func sectionTurns(n, count int) []memory.Message {
-	var msgs []memory.Message
+func sectionTurns(n, count int) []chat.Message {
+	var msgs []chat.Message
 	for i := n; i < n+count; i++ {
 		id := fmt.Sprintf("call_%d", i)
 		result := fmt.Sprintf(`{"reservation_id": "R%05dX", "status": "ok", "amount": "$%d"}`, 10000+i, 200+i)
@@ -25,11 +26,11 @@ func sectionTurns(n, count int) []memory.Message {
 			result = fmt.Sprintf(`Error: payment amount does not add up for reservation R%05dX`, 10000+i)
 		}
 		msgs = append(msgs,
-			memory.TextMessage("user", fmt.Sprintf("Please change reservation R%05dX to flight HAT%03d on 2024-05-%02d.", 10000+i, 100+i, 1+i%28)),
-			memory.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []memory.ToolCall{{ID: id, Type: "function",
-				Function: memory.FunctionCall{Name: "update_reservation_flights", Arguments: fmt.Sprintf(`{"reservation_id": "R%05dX", "flight": "HAT%03d"}`, 10000+i, 100+i)}}}},
-			memory.Message{Role: "tool", ToolCallID: id, Content: json.RawMessage(fmt.Sprintf("%q", result))},
-			memory.TextMessage("assistant", fmt.Sprintf("Reservation R%05dX is handled; anything else?", 10000+i)))
+			chat.TextMessage("user", fmt.Sprintf("Please change reservation R%05dX to flight HAT%03d on 2024-05-%02d.", 10000+i, 100+i, 1+i%28)),
+			chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{{ID: id, Type: "function",
+				Function: chat.FunctionCall{Name: "update_reservation_flights", Arguments: fmt.Sprintf(`{"reservation_id": "R%05dX", "flight": "HAT%03d"}`, 10000+i, 100+i)}}}},
+			chat.Message{Role: "tool", ToolCallID: id, Content: json.RawMessage(fmt.Sprintf("%q", result))},
+			chat.TextMessage("assistant", fmt.Sprintf("Reservation R%05dX is handled; anything else?", 10000+i)))
 	}
 	return msgs
 }
@@ -56,7 +57,7 @@ func summarySectionsLife(t *testing.T, prov string) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	const constraint = "I must never fly before 11 AM, and my budget is $400."
-	msgs := []memory.Message{memory.TextMessage("system", "You are an airline agent."), memory.TextMessage("user", constraint)}
+	msgs := []chat.Message{chat.TextMessage("system", "You are an airline agent."), chat.TextMessage("user", constraint)}
 	msgs = append(msgs, sectionTurns(0, 10)...)
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -66,29 +67,29 @@ func TestSecretsNeverLeave(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	msgs := []memory.Message{memory.TextMessage("system", "You are a deployment assistant.")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are a deployment assistant.")}
 	for i, sec := range secrets {
 		switch i % 3 {
 		case 0:
-			msgs = append(msgs, memory.TextMessage("user", "Here is my config: "+sec[0]))
-			msgs = append(msgs, memory.TextMessage("assistant", "Thanks, noted."))
+			msgs = append(msgs, chat.TextMessage("user", "Here is my config: "+sec[0]))
+			msgs = append(msgs, chat.TextMessage("assistant", "Thanks, noted."))
 		case 1:
 			args, _ := json.Marshal(map[string]string{"command": sec[0]})
-			msgs = append(msgs, memory.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []memory.ToolCall{
-				{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: memory.FunctionCall{Name: "run_shell", Arguments: string(args)}}}})
-			res := memory.TextMessage("tool", "ok")
+			msgs = append(msgs, chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{
+				{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: chat.FunctionCall{Name: "run_shell", Arguments: string(args)}}}})
+			res := chat.TextMessage("tool", "ok")
 			res.ToolCallID = fmt.Sprintf("call_%d", i)
 			msgs = append(msgs, res)
 		default:
-			res := memory.TextMessage("tool", "$ cat .env\n"+sec[0]+"\nDONE")
-			msgs = append(msgs, memory.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []memory.ToolCall{
-				{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: memory.FunctionCall{Name: "read_file", Arguments: `{"path":".env"}`}}}})
+			res := chat.TextMessage("tool", "$ cat .env\n"+sec[0]+"\nDONE")
+			msgs = append(msgs, chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{
+				{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: chat.FunctionCall{Name: "read_file", Arguments: `{"path":".env"}`}}}})
 			res.ToolCallID = fmt.Sprintf("call_%d", i)
 			msgs = append(msgs, res)
 		}
 	}
 	for i := range 6 { // recent turns that stay
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("recent question %d %s", i, strings.Repeat("word ", 40))))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("recent question %d %s", i, strings.Repeat("word ", 40))))
 	}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -178,13 +179,13 @@ func TestSecretCutByTrimNeverLeaves(t *testing.T) {
 	// text: the cut falls 12 bytes into the key.
 	head := memory.DefaultMaxResultBytes*2/3 - 12
 	output := strings.Repeat("a", head-1) + " " + key + " " + strings.Repeat("b", 3000)
-	call := memory.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []memory.ToolCall{
-		{ID: "c1", Type: "function", Function: memory.FunctionCall{Name: "cat", Arguments: `{"path":".env"}`}}}}
-	res := memory.TextMessage("tool", output)
+	call := chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{
+		{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "cat", Arguments: `{"path":".env"}`}}}}
+	res := chat.TextMessage("tool", output)
 	res.ToolCallID = "c1"
-	msgs := []memory.Message{memory.TextMessage("system", "sys"), memory.TextMessage("user", "show me the env file"), call, res}
+	msgs := []chat.Message{chat.TextMessage("system", "sys"), chat.TextMessage("user", "show me the env file"), call, res}
 	for i := range 4 {
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("later question %d", i)))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("later question %d", i)))
 	}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)

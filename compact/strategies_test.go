@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/llm"
@@ -115,13 +116,13 @@ func TestMaskPlaceholder(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	big := strings.Repeat("flight HAT001 seat 12A is free; ", 200) + "reservation ZFA04Y total $1,286"
-	msgs := []memory.Message{memory.TextMessage("system", "You are an agent.")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are an agent.")}
 	for i := range 6 {
 		id := fmt.Sprintf("call_%d", i)
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("question %d", i)),
-			memory.Message{Role: "assistant", ToolCalls: []memory.ToolCall{{ID: id, Type: "function", Function: memory.FunctionCall{Name: "get_reservation", Arguments: `{"id":"ZFA04Y"}`}}}},
-			memory.Message{Role: "tool", ToolCallID: id, Content: mustJSON(big)},
-			memory.TextMessage("assistant", fmt.Sprintf("answer %d", i)))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("question %d", i)),
+			chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: "get_reservation", Arguments: `{"id":"ZFA04Y"}`}}}},
+			chat.Message{Role: "tool", ToolCallID: id, Content: mustJSON(big)},
+			chat.TextMessage("assistant", fmt.Sprintf("answer %d", i)))
 	}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -218,8 +219,8 @@ func TestFitCutsTheNewestUnit(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	huge := strings.Repeat("line of a very long log output 0123456789\n", 2000)
-	msgs := []memory.Message{memory.TextMessage("system", "You are an agent."), memory.TextMessage("user", "read the log"),
-		{Role: "assistant", ToolCalls: []memory.ToolCall{{ID: "c1", Type: "function", Function: memory.FunctionCall{Name: "read", Arguments: `{}`}}}},
+	msgs := []chat.Message{chat.TextMessage("system", "You are an agent."), chat.TextMessage("user", "read the log"),
+		{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "read", Arguments: `{}`}}}},
 		{Role: "tool", ToolCallID: "c1", Content: mustJSON(huge)}}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -248,13 +249,13 @@ func TestEmergencyTakesTheCheapPath(t *testing.T) {
 		t.Run(fmt.Sprint("forced=", forced), func(t *testing.T) {
 			s, _ := openStore(t)
 			big := strings.Repeat("order W123456 shipped to 12 Main St; ", 100)
-			msgs := []memory.Message{memory.TextMessage("system", "You are an agent.")}
+			msgs := []chat.Message{chat.TextMessage("system", "You are an agent.")}
 			for i := range 8 {
 				id := fmt.Sprintf("call_%d", i)
-				msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("question %d", i)),
-					memory.Message{Role: "assistant", ToolCalls: []memory.ToolCall{{ID: id, Type: "function", Function: memory.FunctionCall{Name: "get_order", Arguments: `{}`}}}},
-					memory.Message{Role: "tool", ToolCallID: id, Content: mustJSON(big)},
-					memory.TextMessage("assistant", fmt.Sprintf("answer %d", i)))
+				msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("question %d", i)),
+					chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: "get_order", Arguments: `{}`}}}},
+					chat.Message{Role: "tool", ToolCallID: id, Content: mustJSON(big)},
+					chat.TextMessage("assistant", fmt.Sprintf("answer %d", i)))
 			}
 			if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
@@ -308,10 +309,10 @@ func TestPromptFile(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	secret := "sk-proj-" + strings.Repeat("Ab3Xy9", 8)
-	msgs := []memory.Message{memory.TextMessage("system", "You are an agent.")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are an agent.")}
 	for i := range 30 {
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("step %d: my key is %s, order W%06d", i, secret, i)),
-			memory.TextMessage("assistant", fmt.Sprintf("done with step %d", i)))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("step %d: my key is %s, order W%06d", i, secret, i)),
+			chat.TextMessage("assistant", fmt.Sprintf("done with step %d", i)))
 	}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)

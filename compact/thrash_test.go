@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // A life of compactions: a conversation appended a unit at a time (a turn), compacted whenever
@@ -16,14 +18,14 @@ import (
 
 // units splits msgs into the turns a replay appends: the leading system messages go with the
 // first unit; then each user message, or an assistant message with the tool results after it.
-func units(msgs []memory.Message) [][]memory.Message {
-	var out [][]memory.Message
-	var cur []memory.Message
+func units(msgs []chat.Message) [][]chat.Message {
+	var out [][]chat.Message
+	var cur []chat.Message
 	lead := true
 	for _, m := range msgs {
 		switch {
-		case lead && (m.Role == memory.RoleSystem || m.Role == memory.RoleDeveloper):
-		case m.Role == memory.RoleTool:
+		case lead && (m.Role == chat.RoleSystem || m.Role == chat.RoleDeveloper):
+		case m.Role == chat.RoleTool:
 			lead = false
 		default:
 			if !lead && len(cur) > 0 {
@@ -55,30 +57,30 @@ type thrashStats struct {
 func (l thrashStats) perHundred() float64 { return 100 * float64(l.compactions) / float64(l.turns) }
 
 // replayLife appends turns to thread one at a time and compacts whenever ShouldCompact says.
-func replayLife(t testing.TB, s *memory.Store, c *compact.Compactor, thread string, turns [][]memory.Message) thrashStats {
+func replayLife(t testing.TB, s *memory.Store, c *compact.Compactor, thread string, turns [][]chat.Message) thrashStats {
 	t.Helper()
 	ctx := context.Background()
 	var st thrashStats
 	sets := c.Settings.WithDefaults()
 	trigger := int(float64(sets.Budget()) * sets.TriggerRatio)
-	counter, err := s.Counter(memory.EncodingO200k)
+	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pinned := 0
 	for _, m := range turns[0] {
-		if m.Role == memory.RoleSystem {
+		if m.Role == chat.RoleSystem {
 			pinned += counter.CountMessage(m)
 		}
 	}
 	newestUser := 0 // the tokens of the newest user message before the turn's unit
 	for _, u := range turns {
-		unit, user := memory.ReplyPriming, 0
+		unit, user := tokencount.ReplyPriming, 0
 		for _, m := range u {
-			if m.Role != memory.RoleSystem {
+			if m.Role != chat.RoleSystem {
 				unit += counter.CountMessage(m)
 			}
-			if m.Role == memory.RoleUser {
+			if m.Role == chat.RoleUser {
 				user = counter.CountMessage(m)
 			}
 		}
@@ -94,7 +96,7 @@ func replayLife(t testing.TB, s *memory.Store, c *compact.Compactor, thread stri
 			t.Fatal(err)
 		}
 		st.turns++
-		st.added += unit - memory.ReplyPriming
+		st.added += unit - tokencount.ReplyPriming
 		due, err := c.ShouldCompact(ctx, thread)
 		if err != nil {
 			t.Fatal(err)
@@ -132,15 +134,15 @@ func replayLife(t testing.TB, s *memory.Store, c *compact.Compactor, thread stri
 // agentLife is a long agent's life: the system prompt of the first recorded conversation, then
 // the turns of every recorded conversation (their own system prompts left out) in rounds, n
 // turns in all.
-func agentLife(t testing.TB, n int) [][]memory.Message {
+func agentLife(t testing.TB, n int) [][]chat.Message {
 	t.Helper()
 	all := recordedMessages(t)
-	var pool [][]memory.Message
+	var pool [][]chat.Message
 	for _, msgs := range all[1:] { // the airline conversations
 		for _, u := range units(msgs) {
-			var rest []memory.Message
+			var rest []chat.Message
 			for _, m := range u {
-				if m.Role != memory.RoleSystem {
+				if m.Role != chat.RoleSystem {
 					rest = append(rest, m)
 				}
 			}
@@ -149,7 +151,7 @@ func agentLife(t testing.TB, n int) [][]memory.Message {
 			}
 		}
 	}
-	out := [][]memory.Message{{all[1][0]}} // the airline policy: 1,252 tokens
+	out := [][]chat.Message{{all[1][0]}} // the airline policy: 1,252 tokens
 	for len(out) < n {
 		out = append(out, pool[(len(out)-1)%len(pool)])
 	}
@@ -165,7 +167,7 @@ func agentLife(t testing.TB, n int) [][]memory.Message {
 // 32,768 tokens only (TestLifeNoThrash replays the agent's at 2,048 and 4,096).
 func TestLifeMeasure(t *testing.T) {
 	t.Parallel()
-	lives := map[string][][]memory.Message{"agent150": agentLife(t, 150)}
+	lives := map[string][][]chat.Message{"agent150": agentLife(t, 150)}
 	limits := []int{2048, 4096, 8192, 32768}
 	files := conversations(t)
 	if testing.Short() {
@@ -229,7 +231,7 @@ func TestLifeNoThrash(t *testing.T) {
 }
 
 // noThrash replays turns at limit and checks TestLifeNoThrash's bounds there.
-func noThrash(t *testing.T, turns [][]memory.Message, limit int, perHundred float64) {
+func noThrash(t *testing.T, turns [][]chat.Message, limit int, perHundred float64) {
 	t.Helper()
 	s, _ := openStore(t)
 	comp := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit})

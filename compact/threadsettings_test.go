@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -67,7 +68,7 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkActive(t, a, memory.RoleSystem, 5000)
+	checkActive(t, a, chat.RoleSystem, 5000)
 	// The call's override wins over the thread: at 20000 the compacted thread is not due.
 	rep, err = c.Compact(ctx, "t", compact.Options{Override: memory.ThreadSettings{TokenLimit: ptr(20000)}})
 	if err != nil || rep.Status != memory.StatusNotNeeded || rep.TokenLimit != 20000 {

@@ -14,6 +14,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // TestReportUsage: a compaction's report says how many requests its providers received
@@ -52,7 +53,7 @@ func TestReportUsage(t *testing.T) {
 			Provider: cascade.NewOpenAI(cascade.OpenAIConfig{Name: name, BaseURL: url + "/v1", Model: "small", Timeout: 10 * time.Second})}
 	}
 	casc := cascade.New(s.DB(), entry("hosted", limited.URL, 128000), entry("local", local.URL, 2048))
-	counter, err := s.Counter(memory.EncodingO200k)
+	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,18 +7,20 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // shortMessages appends n short user/assistant exchanges after a system prompt: a thread of
 // many small units, each far below a request.
 func shortMessages(t testing.TB, s *memory.Store, thread string, n int) {
 	t.Helper()
-	msgs := []memory.Message{memory.TextMessage("system", "You are a terse assistant.")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are a terse assistant.")}
 	for i := range n {
-		msgs = append(msgs, memory.TextMessage("user", fmt.Sprintf("Is item %d in stock?", i)),
-			memory.TextMessage("assistant", fmt.Sprintf("Yes, item %d: %d left.", i, i%17)))
+		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("Is item %d in stock?", i)),
+			chat.TextMessage("assistant", fmt.Sprintf("Yes, item %d: %d left.", i, i%17)))
 	}
 	if _, err := s.Append(context.Background(), thread, msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -43,7 +45,7 @@ func TestSmallWindowAnyThread(t *testing.T) {
 			ctx := context.Background()
 			s, _ := openStore(t)
 			load(t, s, "t")
-			counter, err := s.Counter(memory.EncodingO200k)
+			counter, err := s.Counter(tokencount.EncodingO200k)
 			if err != nil {
 				t.Fatal(err)
 			}

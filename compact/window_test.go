@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // longRecordedThread imports the recorded conversations one after the other, twice, into one
@@ -33,11 +35,11 @@ type windowProvider struct {
 	over             []string
 }
 
-func (w *windowProvider) fake(counter memory.TokenCounter, window int, hold func()) *cascade.Fake {
+func (w *windowProvider) fake(counter tokencount.Counter, window int, hold func()) *cascade.Fake {
 	return &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		msgs := make([]memory.Message, len(req.Messages))
+		msgs := make([]chat.Message, len(req.Messages))
 		for i, m := range req.Messages {
-			msgs[i] = memory.TextMessage(m.Role, m.Content)
+			msgs[i] = chat.TextMessage(m.Role, m.Content)
 		}
 		n := counter.CountMessages(msgs)
 		w.mu.Lock()
@@ -63,7 +65,7 @@ func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvi
 	ctx := context.Background()
 	s, _ := openStore(t)
 	longRecordedThread(t, s, "t")
-	counter, err := s.Counter(memory.EncodingO200k)
+	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkAppendLiveConcurrent(b *testing.B) {
 		wg.Go(func() {
 			thread := fmt.Sprint("agent-", a)
 			for i := a; i < b.N; i += agents {
-				if _, err := s.AppendLive(ctx, thread, []memory.Message{memory.TextMessage("user", fmt.Sprintf("turn %d: %s", i, text))}, memory.AppendOptions{}, nil); err != nil {
+				if _, err := s.AppendLive(ctx, thread, []chat.Message{chat.TextMessage("user", fmt.Sprintf("turn %d: %s", i, text))}, memory.AppendOptions{}, nil); err != nil {
 					b.Error(err)
 					return
 				}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/testdb"
@@ -111,7 +112,7 @@ func dumpStore(t *testing.T, s *memory.Store) storeDump {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs := []memory.Message{}
+		msgs := []chat.Message{}
 		for _, e := range hist {
 			msgs = append(msgs, e.Message)
 		}

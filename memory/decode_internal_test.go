@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/testdb"
 )
 
@@ -114,7 +115,7 @@ func checkDecode(t *testing.T, b []byte) {
 		if !bytes.Equal(raw, compact.Bytes()) {
 			t.Fatalf("stored JSON of %q:\n got %s\nwant %s", b, raw, compact.Bytes())
 		}
-		var back Message
+		var back chat.Message
 		if err := json.Unmarshal(raw, &back); err != nil || !reflect.DeepEqual(back, want) {
 			t.Fatalf("stored JSON %s read back as %#v (%v), want %#v", raw, back, err, want)
 		}
@@ -252,7 +253,7 @@ func TestImportStoresTheInputJSON(t *testing.T) {
 	if _, err := s.Import(ctx, "t", strings.NewReader(`[ {"role": "user", "content": "in an array", "z": {"b": 1, "a": 2}} ]`), AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, "t", []Message{{Role: RoleAssistant, Content: json.RawMessage(`"<done>"`), Extra: map[string]json.RawMessage{"b": json.RawMessage("1"), "a": json.RawMessage("2")}}}, AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, "t", []chat.Message{{Role: chat.RoleAssistant, Content: json.RawMessage(`"<done>"`), Extra: map[string]json.RawMessage{"b": json.RawMessage("1"), "a": json.RawMessage("2")}}}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := s.h.Q().ListMessages(ctx, "t")

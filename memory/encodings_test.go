@@ -9,7 +9,9 @@ import (
 
 	"github.com/pkoukk/tiktoken-go-loader/assets"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // vocabularyFile writes a built-in encoding's vocabulary, from the offline loader's embedded
@@ -33,8 +35,8 @@ func vocabularyFile(t testing.TB, name string) string {
 func TestFileEncodingRecordedAndRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	vocab := vocabularyFile(t, memory.EncodingCL100k)
-	fc, err := memory.NewFileCounter(vocab, "")
+	vocab := vocabularyFile(t, tokencount.EncodingCL100k)
+	fc, err := tokencount.NewFileCounter(vocab, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +44,8 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 	if err := s.UseCounter(fc); err != nil {
 		t.Fatal(err)
 	}
-	msg := memory.TextMessage("user", "hello world")
-	res, err := s.Append(ctx, "llama", []memory.Message{msg}, memory.AppendOptions{Model: "llama3"})
+	msg := chat.TextMessage("user", "hello world")
+	res, err := s.Append(ctx, "llama", []chat.Message{msg}, memory.AppendOptions{Model: "llama3"})
 	if err != nil || res.Warning != "" {
 		t.Fatalf("append: %+v, %v", res, err)
 	}
@@ -51,12 +53,12 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 	if err != nil || th.Encoding != fc.Encoding() {
 		t.Fatalf("thread encoding %q, %v; want %q", th.Encoding, err, fc.Encoding())
 	}
-	if th.ActiveTokens != fc.CountMessages([]memory.Message{msg}) {
-		t.Errorf("active tokens %d, want %d", th.ActiveTokens, fc.CountMessages([]memory.Message{msg}))
+	if th.ActiveTokens != fc.CountMessages([]chat.Message{msg}) {
+		t.Errorf("active tokens %d, want %d", th.ActiveTokens, fc.CountMessages([]chat.Message{msg}))
 	}
 	s.Close()
 
-	reopen := func(c memory.TokenCounter) *memory.Store {
+	reopen := func(c tokencount.Counter) *memory.Store {
 		s, err := memory.Open(ctx, path)
 		if err != nil {
 			t.Fatal(err)
@@ -69,23 +71,23 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 		}
 		return s
 	}
-	same, err := memory.NewFileCounter(vocab, "")
+	same, err := tokencount.NewFileCounter(vocab, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reopen(same).Append(ctx, "llama", []memory.Message{msg}, memory.AppendOptions{}); err != nil {
+	if _, err := reopen(same).Append(ctx, "llama", []chat.Message{msg}, memory.AppendOptions{}); err != nil {
 		t.Errorf("the same file: %v", err)
 	}
 	// Another pattern over the same vocabulary is another tokenizer.
-	other, err := memory.NewFileCounter(vocab, `\S+|\s+`)
+	other, err := tokencount.NewFileCounter(vocab, `\S+|\s+`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if other.Encoding() == fc.Encoding() {
 		t.Fatalf("another pattern has the same encoding name %q", other.Encoding())
 	}
-	for name, c := range map[string]memory.TokenCounter{"another pattern": other, "no file": nil, "a built-in encoding": counter(t, memory.EncodingCL100k)} {
-		_, err := reopen(c).Append(ctx, "llama", []memory.Message{msg}, memory.AppendOptions{})
+	for name, c := range map[string]tokencount.Counter{"another pattern": other, "no file": nil, "a built-in encoding": counter(t, tokencount.EncodingCL100k)} {
+		_, err := reopen(c).Append(ctx, "llama", []chat.Message{msg}, memory.AppendOptions{})
 		if err == nil || !strings.Contains(err.Error(), fc.Encoding()) || !strings.Contains(err.Error(), "vocabulary file") {
 			t.Errorf("%s: append to a thread of %s: err = %v, want a refusal naming it", name, fc.Encoding(), err)
 		}
@@ -95,19 +97,19 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 // wordCounter is a host's own tokenizer: one token per word, 2 per message.
 type wordCounter struct{}
 
-func (wordCounter) Encoding() string                    { return "words-v1" }
-func (wordCounter) CountText(s string) int              { return len(strings.Fields(s)) }
-func (w wordCounter) CountMessage(m memory.Message) int { return 2 + w.CountText(m.Text()) }
-func (w wordCounter) CountMessages(ms []memory.Message) int {
+func (wordCounter) Encoding() string                  { return "words-v1" }
+func (wordCounter) CountText(s string) int            { return len(strings.Fields(s)) }
+func (w wordCounter) CountMessage(m chat.Message) int { return 2 + w.CountText(m.Text()) }
+func (w wordCounter) CountMessages(ms []chat.Message) int {
 	n := 0
 	for _, m := range ms {
 		n += w.CountMessage(m)
 	}
 	return n
 }
-func (wordCounter) CountTools([]memory.Tool) int { return 0 }
+func (wordCounter) CountTools([]chat.Tool) int { return 0 }
 
-// TestHostTokenCounter checks that a host's TokenCounter counts the threads created after
+// TestHostTokenCounter checks that a host's tokencount.Counter counts the threads created after
 // UseCounter, and that a foreign counter cannot take a built-in encoding's name.
 func TestHostTokenCounter(t *testing.T) {
 	t.Parallel()
@@ -116,7 +118,7 @@ func TestHostTokenCounter(t *testing.T) {
 	if err := s.UseCounter(wordCounter{}); err != nil {
 		t.Fatal(err)
 	}
-	msgs := []memory.Message{memory.TextMessage("user", "one two three"), memory.TextMessage("assistant", "four five")}
+	msgs := []chat.Message{chat.TextMessage("user", "one two three"), chat.TextMessage("assistant", "four five")}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestHostTokenCounter(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The store adds the reply priming to the stored counts of the messages.
-	if want := 5 + 4 + memory.ReplyPriming; th.Encoding != "words-v1" || th.ActiveTokens != want {
+	if want := 5 + 4 + tokencount.ReplyPriming; th.Encoding != "words-v1" || th.ActiveTokens != want {
 		t.Errorf("thread %q with %d active tokens, want words-v1 with %d", th.Encoding, th.ActiveTokens, want)
 	}
 	if err := s.UseCounter(impostor{}); err == nil {
@@ -135,4 +137,4 @@ func TestHostTokenCounter(t *testing.T) {
 
 type impostor struct{ wordCounter }
 
-func (impostor) Encoding() string { return memory.EncodingO200k }
+func (impostor) Encoding() string { return tokencount.EncodingO200k }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -22,9 +23,9 @@ func Example() {
 	}
 	defer store.Close()
 
-	_, err = store.Append(ctx, "support-42", []memory.Message{
-		memory.TextMessage(memory.RoleSystem, "You are a helpful support agent."),
-		memory.TextMessage(memory.RoleUser, "My order W1234 has not arrived."),
+	_, err = store.Append(ctx, "support-42", []chat.Message{
+		chat.TextMessage(chat.RoleSystem, "You are a helpful support agent."),
+		chat.TextMessage(chat.RoleUser, "My order W1234 has not arrived."),
 	}, memory.AppendOptions{Model: "gpt-4o"})
 	if err != nil {
 		log.Fatal(err)

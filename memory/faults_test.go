@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -19,13 +20,13 @@ import (
 func bigImport(n int) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
-	enc.Encode(memory.TextMessage(memory.RoleSystem, "You are a careful assistant."))
+	enc.Encode(chat.TextMessage(chat.RoleSystem, "You are a careful assistant."))
 	for i := 1; i < n; i++ {
-		role := memory.RoleUser
+		role := chat.RoleUser
 		if i%2 == 0 {
-			role = memory.RoleAssistant
+			role = chat.RoleAssistant
 		}
-		enc.Encode(memory.TextMessage(role, fmt.Sprintf("message %d: %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 4))))
+		enc.Encode(chat.TextMessage(role, fmt.Sprintf("message %d: %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 4))))
 	}
 	return b.Bytes()
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
@@ -469,9 +470,9 @@ func fzSearchStore(f *testing.F) (*memory.Store, error) {
 			return nil, err
 		}
 	}
-	odd := []memory.Message{
-		memory.TextMessage("user", `quotes "a" 'b' and AND OR NOT NEAR(x y) col:z * ^ - + ( ) {c} Ünïcödé 日本語 🙂`),
-		memory.TextMessage("assistant", "nul\x00byte and <|endoftext|>"),
+	odd := []chat.Message{
+		chat.TextMessage("user", `quotes "a" 'b' and AND OR NOT NEAR(x y) col:z * ^ - + ( ) {c} Ünïcödé 日本語 🙂`),
+		chat.TextMessage("assistant", "nul\x00byte and <|endoftext|>"),
 	}
 	if _, err := s.Append(ctx, "odd", odd, memory.AppendOptions{}); err != nil {
 		return nil, err

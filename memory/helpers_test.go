@@ -11,9 +11,11 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // airline is the recorded conversation most tests compact.
@@ -61,16 +63,16 @@ func longThread2(t testing.TB, s *memory.Store, thread string, n, size int) {
 }
 
 // counter is the built-in counter of a built-in encoding.
-func counter(t testing.TB, encoding string) *memory.BPECounter {
+func counter(t testing.TB, encoding string) *tokencount.BPECounter {
 	t.Helper()
-	c, err := memory.NewTokenCounter(encoding)
+	c, err := tokencount.NewCounter(encoding)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func benchMessages(n int) []memory.Message { return storetest.BenchMessages(n) }
+func benchMessages(n int) []chat.Message { return storetest.BenchMessages(n) }
 
 // pinnedSeq is a tool result of the airline conversation that the pin tests pin (see
 // storetest.PinnedSeq).

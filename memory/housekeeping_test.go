@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/testdb"
 )
 
@@ -49,7 +50,7 @@ func TestBackupWhileWriting(t *testing.T) {
 			default:
 			}
 			id := fmt.Sprintf("w%04d", i)
-			msgs := []Message{TextMessage(RoleUser, "question "+id), TextMessage(RoleAssistant, strings.Repeat("answer ", 50))}
+			msgs := []chat.Message{chat.TextMessage(chat.RoleUser, "question "+id), chat.TextMessage(chat.RoleAssistant, strings.Repeat("answer ", 50))}
 			if _, err := writer.Append(ctx, id, msgs, AppendOptions{}); err != nil {
 				done <- err
 				return

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -21,7 +22,7 @@ func bigMessageLine(t testing.TB, size int) []byte {
 	for i := 0; sb.Len() < size; i++ {
 		fmt.Fprintf(&sb, "line %d: the quick brown fox jumps over the lazy dog; id=ZQ%05d \"quoted\" path/to/file_%d.go\n", i, i%99999, i)
 	}
-	line, err := json.Marshal(memory.TextMessage(memory.RoleUser, sb.String()))
+	line, err := json.Marshal(chat.TextMessage(chat.RoleUser, sb.String()))
 	if err != nil {
 		t.Fatal(err)
 	}

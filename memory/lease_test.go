@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/testdb"
 )
@@ -16,7 +17,7 @@ import (
 func runningRow(t *testing.T, s *Store, owner string, pid int, leaseUntil time.Time) int64 {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.Append(ctx, "t", []Message{TextMessage(RoleUser, "hi")}, AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage(chat.RoleUser, "hi")}, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	id, err := s.h.Q().InsertCompaction(ctx, db.InsertCompactionParams{

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
@@ -55,7 +56,7 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 		{"a pin", func() error { _, err := other.Pin(ctx, "v", 3); return err }},
 		{"an unpin", func() error { return other.Unpin(ctx, "v", 3) }},
 		{"an append", func() error {
-			_, err := other.Append(ctx, "v", []memory.Message{memory.TextMessage("user", "more")}, memory.AppendOptions{})
+			_, err := other.Append(ctx, "v", []chat.Message{chat.TextMessage("user", "more")}, memory.AppendOptions{})
 			return err
 		}},
 	}
@@ -72,7 +73,7 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 			t.Fatalf("%s by another store left the version as it was: %+v", c.what, v)
 		}
 		// An append given the version from before the change is refused, writing nothing.
-		if _, err := s.AppendLive(ctx, "v", []memory.Message{memory.TextMessage("user", "stale")}, memory.AppendOptions{}, &prev); !errors.Is(err, memory.ErrStale) {
+		if _, err := s.AppendLive(ctx, "v", []chat.Message{chat.TextMessage("user", "stale")}, memory.AppendOptions{}, &prev); !errors.Is(err, memory.ErrStale) {
 			t.Fatalf("append at the version before %s: %v, want ErrStale", c.what, err)
 		}
 		if again, _ := s.Version(ctx, "v"); again != v {
@@ -98,7 +99,7 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	if err != nil || l.Version != v || len(l.History) != int(v.LastSeq) {
 		t.Fatalf("ReadLive: version %+v (want %+v), %d messages, %v", l.Version, v, len(l.History), err)
 	}
-	add := []memory.Message{memory.TextMessage("user", "a <new> question & more"), memory.TextMessage("assistant", "an answer")}
+	add := []chat.Message{chat.TextMessage("user", "a <new> question & more"), chat.TextMessage("assistant", "an answer")}
 	ap, err := s.AppendLive(ctx, "v", add, memory.AppendOptions{}, &l.Version)
 	if err != nil {
 		t.Fatal(err)
@@ -141,11 +142,11 @@ func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			thread := fmt.Sprintf("g%d", i%10)
-			msgs := []memory.Message{memory.TextMessage("user", fmt.Sprintf("hello %d", i)), memory.TextMessage("assistant", fmt.Sprintf("hi %d", i))}
+			msgs := []chat.Message{chat.TextMessage("user", fmt.Sprintf("hello %d", i)), chat.TextMessage("assistant", fmt.Sprintf("hi %d", i))}
 			var expect *memory.Version
 			switch i % 4 {
 			case 1: // a tool result no call asked for: invalid
-				bad := memory.TextMessage("tool", "result")
+				bad := chat.TextMessage("tool", "result")
 				bad.ToolCallID = "nope"
 				msgs = append(msgs, bad)
 			case 2:
@@ -213,18 +214,18 @@ func TestBatchIndexesWhatCommitted(t *testing.T) {
 	testdb.SQLiteOnly(t, "group commit: PostgreSQL runs each append as a transaction of its own")
 	ctx := context.Background()
 	s, path := openStore(t)
-	if _, err := s.AppendLive(ctx, "b", []memory.Message{memory.TextMessage("user", "start")}, memory.AppendOptions{}, nil); err != nil {
+	if _, err := s.AppendLive(ctx, "b", []chat.Message{chat.TextMessage("user", "start")}, memory.AppendOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.SetIndexBatchBytes(1) // each message indexed as it is written: before the failure too
 	queued, release := s.HoldBatches()
-	bad := memory.TextMessage("tool", "result")
+	bad := chat.TextMessage("tool", "result")
 	bad.ToolCallID = "nope"
-	appends := [][]memory.Message{
-		{memory.TextMessage("user", "rolledback words"), memory.TextMessage("assistant", "rolledback reply"), bad},
-		{memory.TextMessage("user", "committed words"), memory.TextMessage("assistant", "committed reply")},
-		{memory.TextMessage("user", "rolledback again")}, // stale: refused once written
-		{memory.TextMessage("user", "committed again")},
+	appends := [][]chat.Message{
+		{chat.TextMessage("user", "rolledback words"), chat.TextMessage("assistant", "rolledback reply"), bad},
+		{chat.TextMessage("user", "committed words"), chat.TextMessage("assistant", "committed reply")},
+		{chat.TextMessage("user", "rolledback again")}, // stale: refused once written
+		{chat.TextMessage("user", "committed again")},
 	}
 	errs := make([]error, len(appends))
 	var wg sync.WaitGroup
@@ -272,7 +273,7 @@ func TestAppendLiveReportsCreatedThread(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	msgs := []memory.Message{memory.TextMessage("system", "You are a coding agent."), memory.TextMessage("user", "run the tests")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are a coding agent."), chat.TextMessage("user", "run the tests")}
 	ap, err := s.AppendLive(ctx, "new", msgs, memory.AppendOptions{Model: "gpt-4o"}, &memory.Version{})
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +285,7 @@ func TestAppendLiveReportsCreatedThread(t *testing.T) {
 	if ap.Created == nil || !reflect.DeepEqual(*ap.Created, l) {
 		t.Fatalf("created: %+v\nread after: %+v", ap.Created, l)
 	}
-	ap, err = s.AppendLive(ctx, "new", []memory.Message{memory.TextMessage("assistant", "done")}, memory.AppendOptions{}, nil)
+	ap, err = s.AppendLive(ctx, "new", []chat.Message{chat.TextMessage("assistant", "done")}, memory.AppendOptions{}, nil)
 	if err != nil || ap.Created != nil {
 		t.Fatalf("append to an existing thread: created %+v, %v", ap.Created, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -59,11 +60,11 @@ func TestNulAndBadUTF8(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"t\x00x", "t\xffx"} {
-		if _, err := s.Append(ctx, id, []memory.Message{memory.TextMessage(memory.RoleUser, "hi")}, memory.AppendOptions{}); err == nil || !strings.Contains(err.Error(), "thread id") {
+		if _, err := s.Append(ctx, id, []chat.Message{chat.TextMessage(chat.RoleUser, "hi")}, memory.AppendOptions{}); err == nil || !strings.Contains(err.Error(), "thread id") {
 			t.Errorf("thread id %q: err %v, want a refusal naming the thread id", id, err)
 		}
 	}
-	if _, err := s.Append(ctx, "m", []memory.Message{memory.TextMessage(memory.RoleUser, "hi")}, memory.AppendOptions{Model: "gpt\x00"}); err == nil || !strings.Contains(err.Error(), "NUL") {
+	if _, err := s.Append(ctx, "m", []chat.Message{chat.TextMessage(chat.RoleUser, "hi")}, memory.AppendOptions{Model: "gpt\x00"}); err == nil || !strings.Contains(err.Error(), "NUL") {
 		t.Errorf("model with NUL: %v", err)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
@@ -33,8 +34,8 @@ func TestPinRefused(t *testing.T) {
 	if err := s.Unpin(ctx, "t", 5); !errors.Is(err, memory.ErrNotPinned) {
 		t.Fatalf("unpin of a message not pinned: %v", err)
 	}
-	call := memory.Message{Role: "assistant", ToolCalls: []memory.ToolCall{{ID: "c1", Type: "function", Function: memory.FunctionCall{Name: "f", Arguments: "{}"}}}}
-	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", "go"), call}, memory.AppendOptions{}); err != nil {
+	call := chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "f", Arguments: "{}"}}}}
+	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", "go"), call}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Pin(ctx, "t", 64); !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "c1") {

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/chat"
 )
 
 // arraySeeds are inputs of the two forms streamArray reads, well formed or not at each place.
@@ -57,10 +59,10 @@ var arraySeeds = []string{
 }
 
 // readAll collects what readMessages gives add, and its error.
-func readAll(read func(add func(Message, []byte, int) error) error) ([]Message, [][]byte, string) {
-	var ms []Message
+func readAll(read func(add func(chat.Message, []byte, int) error) error) ([]chat.Message, [][]byte, string) {
+	var ms []chat.Message
 	var raws [][]byte
-	err := read(func(m Message, raw []byte, _ int) error {
+	err := read(func(m chat.Message, raw []byte, _ int) error {
 		if m.Role == "tool" {
 			return fmt.Errorf("add refused message %d", len(ms))
 		}
@@ -81,8 +83,8 @@ func checkArray(t *testing.T, in []byte) {
 	if len(first) == 0 || (first[0] != '[' && messagesHead(first) == 0) {
 		return // JSONL or another form: not streamArray's
 	}
-	got, gotRaw, gotErr := readAll(func(add func(Message, []byte, int) error) error { return readMessages(bytes.NewReader(in), add) })
-	want, wantRaw, wantErr := readAll(func(add func(Message, []byte, int) error) error {
+	got, gotRaw, gotErr := readAll(func(add func(chat.Message, []byte, int) error) error { return readMessages(bytes.NewReader(in), add) })
+	want, wantRaw, wantErr := readAll(func(add func(chat.Message, []byte, int) error) error {
 		br := bufio.NewReader(bytes.NewReader(in))
 		firstByte(br)
 		return decodeArray(json.NewDecoder(br), first[0] == '{', 0, false, add)
@@ -121,9 +123,9 @@ func TestStreamArrayAgrees(t *testing.T) {
 func TestStreamArrayLongElement(t *testing.T) {
 	t.Parallel()
 	text := strings.Repeat(`long "quoted" {text} [in] brackets \ `, 1<<12)
-	m, _ := json.Marshal(TextMessage(RoleUser, text))
+	m, _ := json.Marshal(chat.TextMessage(chat.RoleUser, text))
 	in := []byte("[" + string(m) + ", " + string(m) + "]")
-	ms, raws, err := readAll(func(add func(Message, []byte, int) error) error { return readMessages(bytes.NewReader(in), add) })
+	ms, raws, err := readAll(func(add func(chat.Message, []byte, int) error) error { return readMessages(bytes.NewReader(in), add) })
 	if err != "" || len(ms) != 2 || ms[1].Text() != text || !bytes.Equal(raws[0], m) {
 		t.Fatalf("read %d messages (%s)", len(ms), err)
 	}
@@ -151,7 +153,7 @@ func BenchmarkReadMessages(b *testing.B) {
 		lines = append(lines, strings.Split(strings.TrimSpace(string(data)), "\n")...)
 	}
 	jsonl, array := strings.Join(lines, "\n"), "[\n"+strings.Join(lines, ",\n")+"\n]"
-	none := func(Message, []byte, int) error { return nil }
+	none := func(chat.Message, []byte, int) error { return nil }
 	for _, tc := range []struct {
 		name, input string
 		read        func(string) error

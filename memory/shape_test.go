@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -85,7 +86,7 @@ func TestMessageShapes(t *testing.T) {
 func TestAppendChecksShapes(t *testing.T) {
 	t.Parallel()
 	s, _ := openStore(t)
-	_, err := s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", "a"), {Role: "user"}}, memory.AppendOptions{})
+	_, err := s.Append(context.Background(), "t", []chat.Message{chat.TextMessage("user", "a"), {Role: "user"}}, memory.AppendOptions{})
 	var ie *memory.InputError
 	if !errors.As(err, &ie) || ie.Index != 1 || ie.Field != "content" {
 		t.Fatalf("got %v, want message 1: content", err)

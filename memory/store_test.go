@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 func TestImportRoundTrip(t *testing.T) {
@@ -39,7 +41,7 @@ func TestImportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var msgs []memory.Message
+			var msgs []chat.Message
 			for i, e := range hist {
 				if e.Seq != int64(i+1) {
 					t.Fatalf("entry %d has seq %d", i, e.Seq)
@@ -144,12 +146,12 @@ func TestAppendAcrossBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	call := memory.Message{Role: memory.RoleAssistant, Content: json.RawMessage("null"),
-		ToolCalls: []memory.ToolCall{{ID: "c1", Type: "function", Function: memory.FunctionCall{Name: "f", Arguments: "{}"}}}}
-	result := memory.TextMessage(memory.RoleTool, "done")
+	call := chat.Message{Role: chat.RoleAssistant, Content: json.RawMessage("null"),
+		ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "f", Arguments: "{}"}}}}
+	result := chat.TextMessage(chat.RoleTool, "done")
 	result.ToolCallID = "c1"
 	steps := []struct {
-		msg memory.Message
+		msg chat.Message
 		ok  bool
 	}{
 		{call, true},
@@ -159,7 +161,7 @@ func TestAppendAcrossBatches(t *testing.T) {
 		{call, true}, // recorded agents reuse an id once it was answered
 	}
 	for i, st := range steps {
-		_, err := s.Append(ctx, "t", []memory.Message{st.msg}, memory.AppendOptions{})
+		_, err := s.Append(ctx, "t", []chat.Message{st.msg}, memory.AppendOptions{})
 		if (err == nil) != st.ok {
 			t.Fatalf("step %d: err = %v, want ok=%v", i, err, st.ok)
 		}
@@ -177,7 +179,7 @@ func TestTokensCountedAtAppend(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	msgs := []memory.Message{memory.TextMessage("system", "You are terse."), memory.TextMessage("user", "hello world")}
+	msgs := []chat.Message{chat.TextMessage("system", "You are terse."), chat.TextMessage("user", "hello world")}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4"}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,14 +187,14 @@ func TestTokensCountedAtAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := memory.NewTokenCounter(memory.EncodingCL100k)
+	c, err := tokencount.NewCounter(tokencount.EncodingCL100k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := a.Tokens, c.CountMessages(msgs); got != want {
 		t.Fatalf("active tokens %d, want %d", got, want)
 	}
-	if a.Thread.Encoding != memory.EncodingCL100k {
+	if a.Thread.Encoding != tokencount.EncodingCL100k {
 		t.Fatalf("encoding %q, want cl100k_base for gpt-4", a.Thread.Encoding)
 	}
 	th, err := s.Threads(ctx)
@@ -207,14 +209,14 @@ func TestTokensCountedAtAppend(t *testing.T) {
 func TestUnknownModelWarns(t *testing.T) {
 	t.Parallel()
 	s, _ := openStore(t)
-	res, err := s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", "hi")}, memory.AppendOptions{Model: "llama3.2"})
+	res, err := s.Append(context.Background(), "t", []chat.Message{chat.TextMessage("user", "hi")}, memory.AppendOptions{Model: "llama3.2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(res.Warning, "llama3.2") {
 		t.Fatalf("warning %q does not name the model", res.Warning)
 	}
-	res, err = s.Append(context.Background(), "t", []memory.Message{memory.TextMessage("user", "again")}, memory.AppendOptions{Model: "llama3.2"})
+	res, err = s.Append(context.Background(), "t", []chat.Message{chat.TextMessage("user", "again")}, memory.AppendOptions{Model: "llama3.2"})
 	if err != nil || res.Warning != "" {
 		t.Fatalf("a second append warned again (%q, %v)", res.Warning, err)
 	}
@@ -266,7 +268,7 @@ func TestDeleteThread(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", "secretword")}, memory.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", "secretword")}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteThread(ctx, "t"); err != nil {
@@ -319,7 +321,7 @@ func TestSearchQueryWithNUL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage("user", "alpha\x00beta gamma")}, memory.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", "alpha\x00beta gamma")}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"alpha\x00beta", "a\x00\"", "\x00gamma\x00"} {

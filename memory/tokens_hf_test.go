@@ -10,8 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/nodetest"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // hfDir holds the tokenizer.json files of Qwen 3 and Llama 3 (installed from its lockfile) and
@@ -64,10 +66,10 @@ func TestHFFileCounterThreads(t *testing.T) {
 	ctx := context.Background()
 	qwen, _ := hfTokenizerFile(t, "qwen3")
 	llama, _ := hfTokenizerFile(t, "llama3")
-	if _, err := memory.NewFileCounter(qwen, `\S+`); err == nil || !strings.Contains(err.Error(), "tokenizer.json") || !strings.Contains(err.Error(), qwen) {
+	if _, err := tokencount.NewFileCounter(qwen, `\S+`); err == nil || !strings.Contains(err.Error(), "tokenizer.json") || !strings.Contains(err.Error(), qwen) {
 		t.Errorf("a pattern with a tokenizer.json: err = %v, want a refusal naming the file", err)
 	}
-	fc, err := memory.NewFileCounter(qwen, "")
+	fc, err := tokencount.NewFileCounter(qwen, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,34 +78,34 @@ func TestHFFileCounterThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Special-token text counts as text: <|im_start|> is not one token.
-	msg := memory.TextMessage("user", "<|im_start|>user\n<think>hello</think> world<|im_end|>")
-	if _, err := s.Append(ctx, "qwen", []memory.Message{msg}, memory.AppendOptions{Model: "qwen3"}); err != nil {
+	msg := chat.TextMessage("user", "<|im_start|>user\n<think>hello</think> world<|im_end|>")
+	if _, err := s.Append(ctx, "qwen", []chat.Message{msg}, memory.AppendOptions{Model: "qwen3"}); err != nil {
 		t.Fatal(err)
 	}
 	th, err := s.Thread(ctx, "qwen")
-	if err != nil || th.Encoding != fc.Encoding() || th.ActiveTokens != fc.CountMessages([]memory.Message{msg}) {
-		t.Fatalf("thread %+v, %v; want encoding %q and %d tokens", th, err, fc.Encoding(), fc.CountMessages([]memory.Message{msg}))
+	if err != nil || th.Encoding != fc.Encoding() || th.ActiveTokens != fc.CountMessages([]chat.Message{msg}) {
+		t.Fatalf("thread %+v, %v; want encoding %q and %d tokens", th, err, fc.Encoding(), fc.CountMessages([]chat.Message{msg}))
 	}
 	if n := fc.CountText("<|im_start|>"); n < 3 {
 		t.Errorf("<|im_start|> counts %d tokens, want its text's (at least 3)", n)
 	}
 	s.Close()
-	other, err := memory.NewFileCounter(llama, "")
+	other, err := tokencount.NewFileCounter(llama, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, c := range map[string]memory.TokenCounter{"the same file": nil, "Llama 3's file": other} {
+	for name, c := range map[string]tokencount.Counter{"the same file": nil, "Llama 3's file": other} {
 		s, err := memory.Open(ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c == nil {
-			c, _ = memory.NewFileCounter(qwen, "")
+			c, _ = tokencount.NewFileCounter(qwen, "")
 		}
 		if err := s.UseCounter(c); err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.Append(ctx, "qwen", []memory.Message{msg}, memory.AppendOptions{})
+		_, err = s.Append(ctx, "qwen", []chat.Message{msg}, memory.AppendOptions{})
 		if name == "the same file" && err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -18,7 +19,7 @@ func TestBadUTF8InLookups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	if _, err := s.Append(ctx, "t", []memory.Message{memory.TextMessage(memory.RoleUser, "hello world")}, memory.AppendOptions{}); err != nil {
+	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage(chat.RoleUser, "hello world")}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"hello\xff", "\xffhello", "hel\x00lo wor\xffld*"} {
@@ -38,9 +39,9 @@ func TestBadUTF8InLookups(t *testing.T) {
 	if found, err := cascade.New(s.DB()).ResetCooldown(ctx, "p\x00"); found || err == nil || !strings.Contains(err.Error(), "unknown provider") {
 		t.Errorf("reset of a provider named with NUL: %v, %v; want unknown provider", found, err)
 	}
-	m := memory.TextMessage(memory.RoleUser, "x")
+	m := chat.TextMessage(chat.RoleUser, "x")
 	m.Name = "a\xffb"
-	if _, err := s.Append(ctx, "t", []memory.Message{m}, memory.AppendOptions{}); err == nil {
+	if _, err := s.Append(ctx, "t", []chat.Message{m}, memory.AppendOptions{}); err == nil {
 		t.Errorf("a name with a byte that is not UTF-8 was stored")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -20,14 +21,14 @@ func TestStoredViewColumn(t *testing.T) {
 	s, _ := openStore(t)
 	orders := strings.Repeat("order W123456 shipped to 12 Main St on 2024-05-01 for $120.50; ", 40)
 	huge := strings.Repeat("line of a very long log output 0123456789\n", 2000)
-	call := func(id, name string) memory.Message {
-		return memory.Message{Role: "assistant", ToolCalls: []memory.ToolCall{{ID: id, Type: "function", Function: memory.FunctionCall{Name: name, Arguments: `{}`}}}}
+	call := func(id, name string) chat.Message {
+		return chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: name, Arguments: `{}`}}}}
 	}
-	msgs := []memory.Message{memory.TextMessage("system", "You are an agent."),
-		memory.TextMessage("user", "where is my order?"), call("c1", "get_order"),
+	msgs := []chat.Message{chat.TextMessage("system", "You are an agent."),
+		chat.TextMessage("user", "where is my order?"), call("c1", "get_order"),
 		{Role: "tool", ToolCallID: "c1", Content: mustJSON(orders)},
-		memory.TextMessage("assistant", "It shipped."),
-		memory.TextMessage("user", "why does the build fail? read the log"), call("c2", "read"),
+		chat.TextMessage("assistant", "It shipped."),
+		chat.TextMessage("user", "why does the build fail? read the log"), call("c2", "read"),
 		{Role: "tool", ToolCallID: "c2", Content: mustJSON(huge)}}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)
