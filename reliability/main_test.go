@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/db/sqlite"
 	"github.com/memcascade/memcascade/memory"
 )
