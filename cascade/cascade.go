@@ -18,7 +18,7 @@
 // The package knows nothing about compaction: a caller hands Run an llm.Task, which talks to
 // one provider at a time through an llm.Completer. It owns the providers' cooldowns, the
 // attempt log (cascade_attempts, decoded by db.Attempt) and the classes of provider errors. It
-// must not import package memory or config.
+// must not import package memory, compact or config.
 package cascade
 
 import (
@@ -190,7 +190,7 @@ type Cascade struct {
 	// DefaultOfflineReserve.
 	OfflineReserve time.Duration
 	// Now is the clock of cooldowns and of the attempts' start times. Default time.Now. A
-	// cascade given to memory.NewCompactor reads the store's clock instead (see UseClock).
+	// cascade given to compact.New reads the store's clock instead (see UseClock).
 	Now func() time.Time
 	// Sleep waits between attempts; it returns ctx.Err() when ctx ends first. Default a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -249,7 +249,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // RedactText redacts s with the cascade's Redact (the default redactor when it is nil).
-// memory.NewCompactor redacts with it, so that the compactor and the cascade share one
+// compact.New redacts with it, so that the compactor and the cascade share one
 // redactor: the config's, when config.NewCascade built the cascade.
 func (c *Cascade) RedactText(s string) string {
 	if c.Redact == nil {
@@ -258,8 +258,8 @@ func (c *Cascade) RedactText(s string) string {
 	return c.Redact(s)
 }
 
-// UseClock sets the cascade's clock (Now) before its first use; memory.NewCompactor gives it
-// the store's, so that a compaction and its attempts read one clock.
+// UseClock sets the cascade's clock (Now) before its first use; compact.New gives it the
+// store's, so that a compaction and its attempts read one clock.
 func (c *Cascade) UseClock(now func() time.Time) { c.Now = now }
 
 func (c *Cascade) now() time.Time {

@@ -18,7 +18,7 @@ const (
 // down) takes to read and write tokens tokens at the speed of its latest successful attempts in
 // the attempt log ((prompt + completion tokens) / duration), with a margin. ok is false when
 // that provider has no successful attempt with usage, or no provider needs the network.
-// memory's emergency compaction takes it as its budget when it exceeds the fixed one, so a
+// compact's emergency compaction takes it as its budget when it exceeds the fixed one, so a
 // slow local model is given the time it needs instead of being cut.
 func (c *Cascade) TimeFor(ctx context.Context, tokens int) (d time.Duration, ok bool) {
 	for i := range c.Entries {

@@ -1,5 +1,5 @@
-// Package llm holds the few types that the compactor (package memory) and the provider cascade
-// (package cascade) exchange. It lets cascade.Cascade satisfy memory.Summarizer without either
+// Package llm holds the few types that the compactor (package compact) and the provider cascade
+// (package cascade) exchange. It lets cascade.Cascade satisfy compact.Summarizer without either
 // package importing the other. It owns only these types (Request, Response, Completer, Task,
 // Target, Result and the errors both sides match); it has no logic and must not import anything
 // of this module but the transcript's message type (package transcript, a leaf).

@@ -12,8 +12,8 @@
 // expression, the token table is an open-addressing hash table over the tokens' bytes, and
 // pieces of text that take several tokens are remembered in a small bounded cache.
 //
-// The package owns the encoders and the list of encoding names; memory's counters wrap it. It
-// imports nothing of memcascade and must stay a leaf.
+// The package owns the encoders and the list of encoding names; tokencount's counters wrap it.
+// It imports nothing of memcascade and must stay a leaf.
 package tokenizer
 
 import (
