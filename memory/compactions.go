@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"sync"
 
 	"github.com/memcascade/memcascade/db"
 )
@@ -297,4 +299,79 @@ func (s *Store) applyView(ctx context.Context, thread string, id, base int64, p 
 		func(c db.Compaction) bool {
 			return c.UpdatedAt == p.UpdatedAt && c.ToSeq == p.ToSeq && c.View == p.View && c.ViewSeq == p.ViewSeq
 		})
+}
+
+// parallelReadMin is the number of messages from which a light read of a range is split into
+// parts read at once, one per CPU (see lightRange).
+const parallelReadMin = 2048
+
+// lightRange reads the messages from..to of thread t light, in q's transaction. A long range
+// is read in parts at once: the first in q's transaction, each other one in a read
+// transaction of its own, on a connection of its own. That reads the same rows as one
+// snapshot would: a message never changes once appended (history is append-only), and every
+// seq of from..to is at or below t's last seq as q's snapshot saw it; each part checks that
+// its snapshot still holds that thread (created at the same instant, with a last seq at or
+// past to), so a thread deleted, or deleted and made again, meanwhile is an error, never a mix.
+func (s *Store) lightRange(ctx context.Context, q db.Querier, t Thread, from, to int64) ([]Entry, error) {
+	n := to - from + 1
+	parts := min(int64(runtime.GOMAXPROCS(0)), n/parallelReadMin)
+	if parts <= 1 {
+		return s.messagesBetween(ctx, q, t.ID, from, to, true)
+	}
+	rows := make([][]db.ListMessageColumnsBetweenRow, parts)
+	errs := make([]error, parts)
+	read := func(q db.Querier, p int64) error {
+		var err error
+		rows[p], err = q.ListMessageColumnsBetween(ctx, db.ListMessageColumnsBetweenParams{
+			ThreadID: t.ID, FromSeq: from + p*n/parts, ToSeq: from + (p+1)*n/parts - 1})
+		return err
+	}
+	var wg sync.WaitGroup
+	for p := int64(1); p < parts; p++ { // the first part is read below, in q's transaction
+		wg.Go(func() {
+			errs[p] = s.h.ReadTx(ctx, func(q db.Querier) error {
+				r, err := q.GetThread(ctx, t.ID)
+				if err == nil && (r.CreatedAt != t.CreatedAt.UnixMilli() || r.LastSeq < from+(p+1)*n/parts-1) {
+					err = sql.ErrNoRows
+				}
+				if errors.Is(err, sql.ErrNoRows) {
+					return fmt.Errorf("%w: %q changed while its messages were read", ErrThreadNotFound, t.ID)
+				}
+				if err != nil {
+					return err
+				}
+				return read(q, p)
+			})
+		})
+	}
+	errs[0] = read(q, 0)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	// The parts' rows become the entries of one slice, each part by a goroutine of its own.
+	total := 0
+	for _, rs := range rows {
+		total += len(rs)
+	}
+	out := make([]Entry, total)
+	at := 0
+	for p, rs := range rows {
+		dst := out[at : at+len(rs)]
+		at += len(rs)
+		wg.Go(func() {
+			for i, r := range rs {
+				var err error
+				if dst[i], err = lightEntry(db.ListMessageColumnsAfterRow(r)); err != nil {
+					errs[p] = fmt.Errorf("thread %q: %w", t.ID, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -401,7 +401,13 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 		after = cur.ToSeq.Int64
 	}
 	if cur.View == "" {
-		tail, err := s.messagesAfter(ctx, q, thread, after, light)
+		var tail []Entry
+		var err error
+		if light {
+			tail, err = s.lightRange(ctx, q, a.Thread, after+1, int64(a.Thread.Messages))
+		} else {
+			tail, err = s.messagesAfter(ctx, q, thread, after, light)
+		}
 		if err != nil {
 			return Active{}, err
 		}
@@ -475,14 +481,16 @@ func (s *Store) messagesAfter(ctx context.Context, q db.Querier, thread string, 
 
 // lightEntry builds an entry from the stored columns, decoding only the tool calls.
 func lightEntry(r db.ListMessageColumnsAfterRow) (Entry, error) {
-	e := Entry{Seq: r.Seq, Tokens: int(r.Tokens), text: r.Content.String, light: true,
-		Message: chat.Message{Role: r.Role, Name: r.Name.String, ToolCallID: r.ToolCallID.String}}
+	// The calls are decoded into a slice of their own: decoding into the entry's field would
+	// put every entry on the heap, with tool calls or not.
+	var calls []chat.ToolCall
 	if r.ToolCalls.Valid {
-		if err := json.Unmarshal([]byte(r.ToolCalls.String), &e.Message.ToolCalls); err != nil {
+		if err := json.Unmarshal([]byte(r.ToolCalls.String), &calls); err != nil {
 			return Entry{}, fmt.Errorf("message %d: stored tool calls: %w", r.Seq, err)
 		}
 	}
-	return e, nil
+	return Entry{Seq: r.Seq, Tokens: int(r.Tokens), text: r.Content.String, light: true,
+		Message: chat.Message{Role: r.Role, Name: r.Name.String, ToolCallID: r.ToolCallID.String, ToolCalls: calls}}, nil
 }
 
 func entries(rows []db.Message) ([]Entry, error) {
