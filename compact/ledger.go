@@ -31,10 +31,14 @@ import (
 // tms, when not nil, are es as the summarizer reads them already (parallel to es): they are not
 // redacted again.
 func entryFacts(es []memory.Entry, tms []transcript.Message, redact func(string) string, withSummaries bool) []facts.Fact {
+	n := len(es) // a message each, and one more for each tool call
+	for _, e := range es {
+		n += len(e.Message.ToolCalls)
+	}
 	var (
-		msgs  []facts.Message
-		seqs  []int64
-		ents  []string
+		msgs  = make([]facts.Message, 0, n)
+		seqs  = make([]int64, 0, n)
+		ents  = make([]string, 0, n)
 		calls = map[string]string{} // call id -> the call's text
 		shown []facts.Fact          // of the masked and cut results' originals (see shownFacts)
 	)

@@ -97,22 +97,32 @@ func (c *Compactor) overLimit(a memory.Active, next Plan, s memory.Settings, pas
 // that holds it, which a later ledger may not read as that fact. Messages appended while the
 // compaction ran are not read: it names what it left out of the messages it saw.
 func (j *job) applySummary(ctx context.Context, a memory.Active, plan Plan, sum summary, next memory.Active) error {
-	missing := factTexts(checkedMissing(sum.checker, sum.facts, sum.outside, summaryBody(sum.text)))
-	dropped := factTexts(sum.dropped)
-	if !slices.Equal(missing, dropped) {
-		return fmt.Errorf("%w: the summary misses facts %q but reports %q as dropped", ErrFactsLost, missing, dropped)
-	}
+	// The check runs beside the making of the row's ledger, which does not depend on it; the
+	// row is written only once it passed.
+	checked := make(chan error, 1)
+	go func() {
+		missing := factTexts(checkedMissing(sum.checker, sum.facts, sum.outside, summaryBody(sum.text)))
+		if dropped := factTexts(sum.dropped); !slices.Equal(missing, dropped) {
+			checked <- fmt.Errorf("%w: the summary misses facts %q but reports %q as dropped", ErrFactsLost, missing, dropped)
+		}
+		close(checked)
+	}()
 	var lost, back []facts.Fact
-	for i, held := range facts.Kept(j.lost, outsideText(next.Entries)) {
-		if held {
-			back = append(back, j.lost[i])
-		} else {
-			lost = append(lost, j.lost[i])
+	if len(j.lost) > 0 {
+		for i, held := range facts.Kept(j.lost, outsideText(next.Entries)) {
+			if held {
+				back = append(back, j.lost[i])
+			} else {
+				lost = append(lost, j.lost[i])
+			}
 		}
 	}
 	lost = append(lost, sum.dropped...)
 	allDropped := nonNil(factTexts(lost))
 	ledger, err := storedLedger(facts.Merge(sum.facts, back), sum.named, lost)
+	if cerr := <-checked; cerr != nil {
+		return cerr
+	}
 	if err != nil {
 		return err
 	}

@@ -74,15 +74,27 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 	// The ledger is made while the providers write: it is only needed once the summary is
 	// back. It is the stored ledger of the summary the middle folds in plus the facts of the
 	// messages newly summarized (see ledger.go); the facts an earlier report named dropped are
-	// carried in the stored ledger, not checked again.
-	type ledgerOrErr struct {
-		fs  []facts.Fact
-		err error
+	// carried in the stored ledger, not checked again. The facts check's index of the ledger,
+	// and which of its facts the kept messages hold, are made there too: neither depends on
+	// the summary.
+	type checked struct {
+		ledger, named []facts.Fact
+		checker       *facts.Checker
+		outside       []bool
+		err           error
 	}
-	ledgerc := make(chan ledgerOrErr, 1)
+	ledgerc := make(chan checked, 1)
 	go func() {
 		fs, err := c.middleLedger(ctx, plan.middle(a.Entries), in.tms)
-		ledgerc <- ledgerOrErr{fs, err}
+		if err != nil {
+			ledgerc <- checked{err: err}
+			return
+		}
+		ch := checked{}
+		ch.ledger, ch.named = needed(facts.Merge(fs, carried))
+		ch.checker = facts.NewChecker(ch.ledger)
+		ch.outside = ch.checker.Kept(outsideText(plan.result(a.Entries)))
+		ledgerc <- ch
 	}()
 	res, err := c.Summarizer.Run(ctx, id, in.task)
 	lo := <-ledgerc
@@ -92,9 +104,8 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 	if lo.err != nil {
 		return summary{chunks: int(in.chunks.Load())}, lo.err
 	}
-	ledger, named := needed(facts.Merge(lo.fs, carried))
-	sum := in.compose(res, ledger, a, plan, s)
-	sum.named = named
+	sum := in.compose(res, lo.ledger, lo.checker, lo.outside, plan, s)
+	sum.named = lo.named
 	return sum, nil
 }
 
@@ -203,18 +214,33 @@ func onCPUs(n int, f func(lo, hi int)) {
 // renderRange renders middle[lo:hi], whose texts after the context pass are texts[lo:hi],
 // into in.tms and in.blocks.
 func (in *input) renderRange(middle []memory.Entry, texts []string, s memory.Settings, lo, hi int) {
+	// The range's blocks are written one after the other into one buffer, sized for them,
+	// and each block's text is its part of it: one allocation, not one a message.
+	size := 0
 	for i := lo; i < hi; i++ {
-		e := middle[i]
-		in.tms[i] = transcriptMessage(e, texts[i], in.c.redact)
-		var sb strings.Builder
+		size += len(texts[i]) + 64
+		for _, tc := range middle[i].Message.ToolCalls {
+			size += len(tc.Function.Name) + len(tc.Function.Arguments) + len(tc.ID) + 32
+		}
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	ends := make([]int, hi-lo)
+	for i := lo; i < hi; i++ {
+		in.tms[i] = transcriptMessage(middle[i], texts[i], in.c.redact)
 		transcript.RenderMessage(&sb, in.tms[i], transcript.Options{MaxTextBytes: s.MaxResultBytes})
-		text := sb.String()
+		ends[i-lo] = sb.Len()
+	}
+	all := sb.String()
+	for i, start := lo, 0; i < hi; i++ {
+		text := all[start:ends[i-lo]]
+		start = ends[i-lo]
 		// A block's size is the message's stored count plus its header, unless trimming made
 		// it smaller or it is short: then it is counted (the header is most of a short
 		// message's block, and the estimate would pack a request with half what it holds),
 		// once a split needs it: a provider without a window sends the middle whole.
 		rendered := len(in.tms[i].Text) + argsLen(in.tms[i].ToolCalls)
-		in.blocks[i] = block{text: text, tokens: e.Tokens + blockHeaderTokens, estimated: len(text) < rendered || len(text) <= countedBlockBytes}
+		in.blocks[i] = block{text: text, tokens: middle[i].Tokens + blockHeaderTokens, estimated: len(text) < rendered || len(text) <= countedBlockBytes}
 	}
 }
 
@@ -364,12 +390,11 @@ func (in *input) resplit(bl []block, parts []part, k, limit int) ([]block, []par
 }
 
 // compose completes the provider's summary with the facts it dropped.
-func (in *input) compose(res llm.Result, ledger []facts.Fact, a memory.Active, plan Plan, s memory.Settings) summary {
+func (in *input) compose(res llm.Result, ledger []facts.Fact, checker *facts.Checker, outside []bool, plan Plan, s memory.Settings) summary {
 	body := strings.TrimSpace(in.c.redact(res.Text))
-	checker := facts.NewChecker(ledger) // the ledger is checked against several texts
 	fit := factFit{
 		ledger: ledger, checker: checker, header: in.header, count: in.counter.CountText,
-		outside:  checker.Kept(outsideText(plan.result(a.Entries))),
+		outside:  outside,
 		soft:     in.bodyBudget,
 		headings: in.prompt.Headings,
 		hard:     plan.RoomBudget - (plan.SummaryBudget - in.bodyBudget),
