@@ -34,9 +34,11 @@ var Codes = []Code{CodeInvalid, CodeNotFound, CodeConflict, CodeOverLimit, CodeU
 
 // errorCodes is the one table of this package's errors and their codes, first match wins. The
 // order matters where one error joins two: a compaction whose summary failed and whose context
-// then stayed over the limit returns errors.Join(cause, err), cause wrapping ErrSummarize and
-// err ErrOverLimit (job.reshape), and that is over_limit, as the row for CodeOverLimit comes
-// first. The errors NewError makes are found by their code, wherever they are declared.
+// then stayed over the limit returns errors.Join(cause, err), cause wrapping
+// compact.ErrSummarize and err compact.ErrOverLimit (compact's job.reshape), and that is
+// over_limit, as the row for CodeOverLimit comes before the others NewError's errors match.
+// The errors NewError makes are found by their code, wherever they are declared (init adds a
+// row for each code after these).
 var errorCodes = []struct {
 	match func(error) bool
 	code  Code
@@ -52,15 +54,24 @@ var errorCodes = []struct {
 	{asErr[*InputError], CodeInvalid},
 	{asErr[*SettingError], CodeInvalid},
 	{isErr(ErrNoMessages), CodeInvalid},
-	{isErr(kindOf(CodeOverLimit)), CodeOverLimit},     // ErrOverLimit
-	{isErr(kindOf(CodeUnavailable)), CodeUnavailable}, // ErrSummarize
+	{isErr(kindOf(CodeOverLimit)), CodeOverLimit}, // compact.ErrOverLimit
+}
+
+func init() {
+	for _, c := range Codes { // compact.ErrSummarize (unavailable), and any other code's
+		if c != CodeOverLimit {
+			errorCodes = append(errorCodes, struct {
+				match func(error) bool
+				code  Code
+			}{isErr(kindOf(c)), c})
+		}
+	}
 }
 
 // NewError returns an error whose text is text and whose code is code: ErrorCode finds code
 // for it, and for any error that wraps it, at the row of the table that matches code's errors
-// (see errorCodes; CodeOverLimit and CodeUnavailable have one, an error of another code is
-// internal until its row is added). Each call makes a distinct error: errors.Is tells two apart
-// even when their codes are the same.
+// (see errorCodes). Each call makes a distinct error: errors.Is tells two apart even when their
+// codes are the same.
 func NewError(code Code, text string) error { return &kindError{code: code, text: text} }
 
 // kindError is an error NewError made.

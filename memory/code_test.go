@@ -30,6 +30,11 @@ func TestErrorCode(t *testing.T) {
 		{memory.ErrNoMessages, memory.CodeInvalid},
 		{memory.NewError(memory.CodeOverLimit, "over"), memory.CodeOverLimit},
 		{fmt.Errorf("run: %w", memory.NewError(memory.CodeUnavailable, "no provider")), memory.CodeUnavailable},
+		// every code NewError is given is found, not only the two the compactor uses
+		{memory.NewError(memory.CodeConflict, "taken"), memory.CodeConflict},
+		{fmt.Errorf("get: %w", memory.NewError(memory.CodeNotFound, "gone")), memory.CodeNotFound},
+		{memory.NewError(memory.CodeUpstream, "bad gateway"), memory.CodeUpstream},
+		{errors.Join(memory.NewError(memory.CodeUnavailable, "no provider"), memory.NewError(memory.CodeOverLimit, "over")), memory.CodeOverLimit},
 	} {
 		if got := memory.ErrorCode(tc.err); got != tc.want {
 			t.Errorf("ErrorCode(%v) = %q, want %q", tc.err, got, tc.want)
