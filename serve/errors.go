@@ -98,16 +98,22 @@ func as[T error](err error) bool {
 	return errors.As(err, &t)
 }
 
-// Error writes err in OpenAI's shape: an error errorDetails names with the status of its
-// memory.Code, any other with 500.
+// Error writes err in OpenAI's shape with the status and type of its memory.Code (an error of
+// no code of the domain is internal: 500). OpenAI's code field names it as errorDetails does,
+// else by its code ("internal_error" for internal).
 func Error(w http.ResponseWriter, err error) {
+	code := memory.ErrorCode(err)
+	detail := string(code)
+	if code == memory.CodeInternal {
+		detail = "internal_error"
+	}
 	for _, d := range errorDetails {
 		if d.match(err) {
-			writeCode(w, memory.ErrorCode(err), d.detail, err.Error(), "")
-			return
+			detail = d.detail
+			break
 		}
 	}
-	writeCode(w, memory.CodeInternal, "internal_error", err.Error(), "")
+	writeCode(w, code, detail, err.Error(), "")
 }
 
 // writeJSON writes v as indented JSON, as memctl --json prints it.

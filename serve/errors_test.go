@@ -32,6 +32,9 @@ func TestCodeStatusEveryCode(t *testing.T) {
 		{&memory.InputError{Msg: "bad"}, http.StatusBadRequest, "invalid_message"},
 		{memory.ErrNewerSchema, http.StatusInternalServerError, "newer_schema"},
 		{fmt.Errorf("disk full"), http.StatusInternalServerError, "internal_error"},
+		// errors no detail names still take their code's status
+		{fmt.Errorf("append: %w", memory.ErrStale), http.StatusConflict, "conflict"},
+		{memory.NewError(memory.CodeUnavailable, "no provider"), http.StatusServiceUnavailable, "unavailable"},
 	} {
 		rec := httptest.NewRecorder()
 		Error(rec, tc.err)
