@@ -90,3 +90,16 @@ func TestShownTextLeavesProductTextOut(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryBodyLeavesHeaderOut: summaryBody takes off exactly the header summaryHeader writes
+// (its pattern is made from the header's format), whatever the range, and nothing else.
+func TestSummaryBodyLeavesHeaderOut(t *testing.T) {
+	for _, r := range [][2]int64{{1, 2}, {2, 14}, {100, 99999}} {
+		if got := summaryBody(summaryHeader(r[0], r[1]) + "- IDs: W1"); got != "- IDs: W1" {
+			t.Errorf("messages %d to %d: body %q", r[0], r[1], got)
+		}
+	}
+	if got := summaryBody("Summary of the earlier conversation: W1"); got != "Summary of the earlier conversation: W1" {
+		t.Errorf("a text without the header: body %q", got)
+	}
+}

@@ -175,7 +175,7 @@ func makePlan(entries []memory.Entry, s memory.Settings, keepBudget, share int) 
 		// what it holds; within the limit there is no need to.
 		p.Ineffective = true
 		p.Why = "nothing new to summarize: the middle is the current summary alone, and the context is within the limit"
-	case p.Deep && p.SummaryBudget < min(memory.DeepSummaryTokens, s.SummaryMaxTokens):
+	case p.Deep && p.SummaryBudget < s.MinSummaryTokens():
 		p.Ineffective = true
 		p.Why = fmt.Sprintf("%s and the newest unit of messages (%d tokens) leave room for a summary of %d tokens, under the %d a summary's header and a few lines take",
 			p.pinnedWords(), p.KeptTokens, max(p.SummaryBudget, 0), memory.DeepSummaryTokens)

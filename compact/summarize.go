@@ -434,12 +434,12 @@ func outsideText(parts ...[]memory.Entry) string {
 // summaryHeader is the header of the summary of messages from to to: it names the range and
 // where the originals are. It stays in the stored summary (agents and memctl search read it),
 // and is never a fact: a facts check reads the summary's body (summaryBody).
-func summaryHeader(from, to int64) string {
-	return fmt.Sprintf("Summary of the earlier conversation (messages %d to %d; the originals are kept in history, and `memctl search` finds them):\n\n", from, to)
-}
+func summaryHeader(from, to int64) string { return fmt.Sprintf(summaryHeaderFormat, from, to) }
 
-// summaryHeaderRE finds summaryHeader at the start of a summary.
-var summaryHeaderRE = regexp.MustCompile("^Summary of the earlier conversation \\(messages \\d+ to \\d+; the originals are kept in history, and `memctl search` finds them\\):\n\n")
+const summaryHeaderFormat = "Summary of the earlier conversation (messages %d to %d; the originals are kept in history, and `memctl search` finds them):\n\n"
+
+// summaryHeaderRE finds summaryHeader at the start of a summary; it is made from its format.
+var summaryHeaderRE = regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(summaryHeaderFormat), "%d", `\d+`))
 
 // summaryBody is summary without its header.
 func summaryBody(summary string) string {
@@ -482,7 +482,7 @@ func requestShape(t llm.Target, bodyBudget int, system string, systemTokens, com
 }
 
 func (c *Compactor) redact(s string) string {
-	s = memory.Storable(s) // a provider may answer with NUL characters: no summary keeps them
+	s = memory.MakeStorable(s) // a provider may answer with NUL characters: no summary keeps them
 	if c.Redact == nil {
 		return s
 	}

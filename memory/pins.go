@@ -214,7 +214,7 @@ func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 			newest += e.Tokens
 		}
 	}
-	room := min(DeepSummaryTokens, s.SummaryMaxTokens)
+	room := s.MinSummaryTokens()
 	need := pinned + newest + tokencount.ReplyPriming + room
 	if need <= s.Budget() {
 		return nil

@@ -156,9 +156,10 @@ func (s *Store) Close() error {
 // DB returns the database handle, for the cascade's cooldowns and attempt log.
 func (s *Store) DB() *db.Handle { return s.h }
 
-// Storable returns s as the store can keep it: each NUL character and each byte that is not
+// MakeStorable returns s as the store can keep it (db.MakeStorable, for packages that reach the
+// database only through memory, as compact does): each NUL character and each byte that is not
 // UTF-8 replaced by U+FFFD.
-func Storable(s string) string { return db.MakeStorable(s) }
+func MakeStorable(s string) string { return db.MakeStorable(s) }
 
 func (s *Store) now() int64 { return s.Now().UnixMilli() }
 

@@ -15,6 +15,11 @@ import "github.com/memcascade/memcascade/chat"
 // (or less than summary_max_tokens, when that is smaller).
 const DeepSummaryTokens = 128
 
+// MinSummaryTokens is the least room a deep plan of s gives its summary: DeepSummaryTokens,
+// or summary_max_tokens when that is less. The planner finds a deep plan with less room
+// ineffective, and a pin that would leave less is refused: one rule, read by both.
+func (s Settings) MinSummaryTokens() int { return min(DeepSummaryTokens, s.SummaryMaxTokens) }
+
 // PinnedLen returns the number of leading pinned entries: the system/developer messages at the
 // start, and the pinned messages that follow them.
 func PinnedLen(entries []Entry) int {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
@@ -88,8 +89,9 @@ func (c Cut) Text(orig string) string {
 // cutMarker marks where a cut tool result lost its middle.
 const cutMarker = "\n[... %d bytes cut to fit the context window; the whole result is in history ...]\n"
 
-// cutMarkerRE finds cutMarker in a text: what it says is the product's, never a fact.
-var cutMarkerRE = regexp.MustCompile(`\n\[\.\.\. \d+ bytes cut to fit the context window; the whole result is in history \.\.\.\]\n`)
+// cutMarkerRE finds cutMarker in a text, made from it: what it says is the product's, never a
+// fact.
+var cutMarkerRE = regexp.MustCompile(strings.ReplaceAll(regexp.QuoteMeta(cutMarker), "%d", `\d+`))
 
 // StripCutMarkers returns s with the marker of each cut (see Cut.Text) turned back into a
 // newline: what the marker says is the product's, never a fact.
