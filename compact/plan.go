@@ -90,7 +90,7 @@ func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 }
 
 // MakePlan plans one compaction pass over an active context. It is a pure function of
-// filled settings (Compactor.SettingsFor, memory.Resolve, Effective or WithDefaults): it fills
+// filled settings (Compactor.SettingsFor, memory.Resolve, memory.Effective or memory.Settings.WithDefaults): it fills
 // no default.
 //
 //   - The leading system/developer messages are pinned, and so are the pinned messages
@@ -109,7 +109,8 @@ func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 //     context: a summary within budget always saves 10%, and leaves the context within its
 //     target. The facts a provider left out may take it further (RoomBudget), up to L. When
 //     the pinned messages and the newest unit leave the target out of reach the plan is Deep:
-//     the summary gets half of what is left below the trigger (at least 128 tokens), and
+//     the summary gets half of what is left below the trigger (at least
+//     Settings.MinSummaryTokens), and
 //     its facts may take it up to the trigger. Never beyond L; when that budget is under a
 //     useful minimum the plan is Ineffective and no provider is called.
 //   - The newest user message is never out of the active context: when the units after it fill

@@ -52,12 +52,14 @@ func DefaultPrompt() string {
 	return systemPrompt + "\n\n" + memory.PromptPlaceholder + "\n"
 }
 
-// RenderRequest returns the chat messages that ask for a summary of transcriptText: the
-// system prompt and the request. chunk and chunks number the part (1 of 1 when not chunked);
-// running is the summary of the parts before it.
+// RenderRequest returns the chat messages that ask for a summary of transcriptText with the
+// built-in prompt: the system prompt and the request. It is the default request, for tests and
+// tools that show it; the compactor sends a prompt file's own prompt when the settings name
+// one, and the short built-in prompt to a window under 8,192 tokens. chunk and chunks number
+// the part (1 of 1 when not chunked); running is the summary of the parts before it.
 //
 // The transcript, the running summary and the summary to update are framed by tags that carry
-// a code (see fence) which none of them contains, so no content can close its block early.
+// a code none of them contains, so no content can close its block early.
 func RenderRequest(transcriptText, running string, chunk, chunks, maxTokens int) []llm.Message {
 	return renderRequest(systemPrompt, transcriptText, running, "", chunk, chunks, maxTokens)
 }

@@ -186,10 +186,10 @@ func TestLifeMeasure(t *testing.T) {
 			if len(st.errs) > 0 {
 				t.Errorf("limit %d, %s: %d compactions failed: %q", limit, name, len(st.errs), st.errs[0])
 			}
-			// The target per 100 turns of the long agent's life (175 tokens a turn): twice what
-			// the room between trigger and target, 0.3 * L, allows with the summary within its
-			// share (14 at 4,096, 7 at 8,192, 2 at 32,768), the stored ledger's growth being the
-			// rest. 4,096's bound is TestLifeNoThrash's.
+			// The target per 100 turns of the long agent's life (175 tokens a turn): about twice
+			// what the room between trigger and target, 0.3 * L, allows with the summary within
+			// its share (14 at 4,096, 7 at 8,192, 2 at 32,768), rounded up (32, 16, 4), the stored
+			// ledger's growth being the rest. 4,096's bound is TestLifeNoThrash's.
 			if want := map[int]float64{4096: 32, 8192: 16, 32768: 4}[limit]; name == "agent150" && want > 0 && st.perHundred() > want {
 				t.Errorf("limit %d, %s: %.1f compactions per 100 turns, want at most %.0f", limit, name, st.perHundred(), want)
 			}

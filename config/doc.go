@@ -4,7 +4,9 @@
 // keys and the file paths it names. The rules of the compaction settings belong to package
 // memory (memory.Settings.Problems): config maps the compaction section onto memory.Settings
 // and words memory's problems with their key and line. It builds the cascade (NewCascade) and
-// may import memory, cascade, extractive and redact; none of them may import it.
+// the compactor over a store (NewCompactor: compact.New, with one redactor for both), and may
+// import memory, compact, tokencount, cascade, extractive, redact and db; none of them may
+// import it.
 //
 // It is the same file memctl reads (the per-user config.yaml, or the file named
 // by --config or $MEMCTL_CONFIG; see [Locate]), exposed as a package so that

@@ -106,7 +106,7 @@ type Report struct {
 	SummaryBudget int `json:"summary_budget,omitempty"`
 	// Usage is what the compaction's provider requests cost, summed over its attempts.
 	Usage Usage `json:"usage"`
-	// Summary and Attempts are filled by Compact and Store.Report, not by Store.Reports.
+	// Summary and Attempts are filled by compact.Compactor.Compact and Store.Report, not by Store.Reports.
 	Summary  *string   `json:"summary,omitzero"`
 	Attempts []Attempt `json:"attempts,omitzero"`
 }

@@ -31,7 +31,7 @@ type view struct {
 	Omitted []SeqRange `json:"omitted,omitempty"`
 	Cut     []Cut      `json:"cut,omitempty"`
 	// Held are the seqs within the summary's range shown as they are, before the summary: the
-	// newest user message when the summary covers it (see Plan.Hold).
+	// newest user message when the summary covers it (see compact.Plan.Hold).
 	Held []int64 `json:"held,omitempty"`
 }
 

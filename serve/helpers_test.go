@@ -24,7 +24,7 @@ import (
 )
 
 // upstream is a fake OpenAI-compatible model: it counts the prompt tokens of every request
-// with memory's counter, and answers with reply (text or tool calls), streamed when asked.
+// with the thread's tokencount counter, and answers with reply (text or tool calls), streamed when asked.
 type upstream struct {
 	t       testing.TB
 	counter tokencount.Counter

@@ -176,7 +176,7 @@ func TestGoClientStreamingToolCalls(t *testing.T) {
 }
 
 // A thread that outgrows its limit is compacted, and no request the upstream receives is
-// over the limit (the upstream counts with memory's counter, tool definitions included).
+// over the limit (the upstream counts with the thread's tokencount counter, tool definitions included).
 func TestCompactsPastTheLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 3000

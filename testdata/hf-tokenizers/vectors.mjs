@@ -178,8 +178,8 @@ async function main() {
       const pre = ref.getPreTokenizer();
       const lengths = (s) => pre.preTokenizeString(s).map(([p]) => Array.from(p).length);
       entry.pieces = [...hostileIdx, ...randomIdx.slice(0, 1500)].map((i) => [i, lengths(out.texts[i])]);
-      // The messages of the recorded conversations, counted as memory's counter does (see
-      // memory.BPECounter.CountMessage) with the reference's tokens.
+      // The messages of the recorded conversations, counted as tokencount's counter does (see
+      // tokencount.BPECounter.CountMessage) with the reference's tokens.
       const n = async (s) => (s ? (await ref.encode(s, null, { addSpecialTokens: false })).getIds().length : 0);
       entry.messages = [];
       for (const c of convs) {
