@@ -16,6 +16,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -92,7 +93,7 @@ func exportAll(t testing.TB, s *memory.Store, thread string) []byte {
 func TestCompactEveryConversation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		for _, frac := range []float64{0.3, 0.5, 0.8} {
 			name := fmt.Sprintf("%s/%.1f", filepath.Base(file), frac)
 			t.Run(name, func(t *testing.T) {
@@ -130,7 +131,7 @@ func TestCompactEveryConversation(t *testing.T) {
 				if !bytes.Equal(exportAll(t, s, "t"), histBefore) {
 					t.Fatal("export --all changed by compaction")
 				}
-				if got := normalized(t, exportAll(t, s, "t")); len(got) != len(normalized(t, data)) {
+				if got := corpus.Normalized(t, exportAll(t, s, "t")); len(got) != len(corpus.Normalized(t, data)) {
 					t.Fatal("history lost messages")
 				}
 			})
@@ -142,7 +143,7 @@ func TestCompactAllProvidersFail(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	importFile(t, s, "t", corpus.Airline)
 	before, _ := s.Active(ctx, "t")
 	beforeJSON, _ := json.Marshal(before.Messages())
 
@@ -282,7 +283,7 @@ func TestCompactKilledMidSummary(t *testing.T) {
 	}
 	ctx := context.Background()
 	s, path := openStore(t)
-	importFile(t, s, "t", airline)
+	importFile(t, s, "t", corpus.Airline)
 	before, _ := s.Active(ctx, "t")
 	beforeJSON, _ := json.Marshal(before.Messages())
 
@@ -347,7 +348,7 @@ func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	importFile(t, s, "t", corpus.Airline)
 	before, _ := s.Active(ctx, "t")
 	t0 := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	s.Now = func() time.Time { return t0 }

@@ -10,6 +10,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -23,7 +24,7 @@ func activeText(a memory.Active) string { return lifesim.ActiveText(a) }
 func TestExtractiveKeepsEveryFact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			s, _ := openStore(t)
 			importFile(t, s, "t", file)

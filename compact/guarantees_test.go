@@ -14,6 +14,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -76,7 +77,7 @@ func checkFactsGuarantee(t *testing.T, s *memory.Store, thread string, rep memor
 func TestFactsKeptOrDropped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		for _, limit := range []int{1500, 3000, 8000} {
 			for _, prov := range []string{"offline", "filler"} {
 				name := fmt.Sprintf("%s/%d/%s", filepath.Base(file), limit, prov)
@@ -184,7 +185,7 @@ func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	importFile(t, s, "t", corpus.Airline)
 	a, _ := s.Active(ctx, "t")
 	big := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens * 2})
 	rep, err := big.Compact(ctx, "t", compact.Options{Force: true})

@@ -16,9 +16,6 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-// airline is the recorded conversation most tests compact.
-const airline = "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"
-
 // heavyRun is true under -tags heavy: the property tests then run every generated case, and
 // in the default run their first generated cases only.
 const heavyRun = storetest.Heavy
@@ -26,26 +23,6 @@ const heavyRun = storetest.Heavy
 func openStore(t testing.TB) (*memory.Store, string) {
 	t.Helper()
 	return storetest.Open(t)
-}
-
-func conversations(t testing.TB) []string {
-	t.Helper()
-	return storetest.Conversations(t)
-}
-
-func normalized(t testing.TB, data []byte) []any {
-	t.Helper()
-	return storetest.Normalized(t, data)
-}
-
-func recordedMessages(t testing.TB) [][]chat.Message {
-	t.Helper()
-	return storetest.RecordedMessages(t)
-}
-
-func readMessagesFile(t testing.TB, path string) []chat.Message {
-	t.Helper()
-	return storetest.ReadMessagesFile(t, path)
 }
 
 func importFile(t testing.TB, s *memory.Store, thread, file string) []byte {

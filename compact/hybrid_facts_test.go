@@ -8,6 +8,7 @@ import (
 
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -19,7 +20,7 @@ import (
 func TestHybridFactsKeptOrNamed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		for _, limit := range []int{2000, 5000} {
 			s, _ := openStore(t)
 			importFile(t, s, "t", file)
@@ -65,7 +66,7 @@ func TestSummaryOfMaskedViewKeepsOrNamesFacts(t *testing.T) {
 	for _, strategy := range []string{memory.StrategySummarize, memory.StrategyWindow} {
 		t.Run(strategy, func(t *testing.T) {
 			s, _ := openStore(t)
-			importFile(t, s, "t", airline)
+			importFile(t, s, "t", corpus.Airline)
 			original := originalFacts(t, s, "t")
 			mask := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 6000, Strategy: memory.StrategyMask})
 			if rep, err := mask.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/lifesim"
 )
 
@@ -47,7 +48,7 @@ func generatedLife(tasks int) []chat.Message { return lifesim.Generated(tasks) }
 func TestLifeOfCompactions(t *testing.T) {
 	t.Parallel()
 	lives := map[string][]chat.Message{
-		"airline2":  readMessagesFile(t, airline),
+		"airline2":  corpus.ReadMessagesFile(t, corpus.Airline),
 		"generated": generatedLife(30),
 	}
 	for name, msgs := range lives {
@@ -90,7 +91,7 @@ func checkLife(t *testing.T, st lifesim.Stats) {
 // facts_dropped.
 func TestLifeEmergencyHybridNamesMasked(t *testing.T) {
 	s, _ := openStore(t)
-	st, err := lifesim.SimulateWith(context.Background(), s, readMessagesFile(t, airline), 2048, "third", time.Nanosecond, t.Logf)
+	st, err := lifesim.SimulateWith(context.Background(), s, corpus.ReadMessagesFile(t, corpus.Airline), 2048, "third", time.Nanosecond, t.Logf)
 	if lost, ok := errors.AsType[*lifesim.LostError](err); ok {
 		for _, line := range lost.Trail {
 			t.Log(line)

@@ -13,6 +13,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -47,7 +48,7 @@ func lifeLosses(t testing.TB, s *memory.Store, thread string, original []facts.F
 func TestLedgerSurvivesRecompaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		if !strings.Contains(file, "airline") {
 			continue
 		}

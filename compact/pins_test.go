@@ -9,6 +9,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -22,7 +23,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			s, _ := openStore(t)
-			importFile(t, s, "t", airline)
+			importFile(t, s, "t", corpus.Airline)
 			hist, err := s.History(ctx, "t")
 			if err != nil {
 				t.Fatal(err)
@@ -34,7 +35,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			c := compact.New(s, extractiveCascade(t, s), set)
 			// Without the pin, the compaction moves message 16 out (or masks it).
 			probe, _ := openStore(t)
-			importFile(t, probe, "t", airline)
+			importFile(t, probe, "t", corpus.Airline)
 			pc := compact.New(probe, extractiveCascade(t, probe), set)
 			if _, err := pc.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 				t.Fatal(err)
@@ -140,7 +141,7 @@ func TestRequestedCompaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	importFile(t, s, "t", corpus.Airline)
 	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 100000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Requested: true})
 	if err != nil || rep.Status != memory.StatusApplied || rep.Reason != memory.ReasonRequested {

@@ -17,6 +17,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -465,7 +466,7 @@ func TestRecompactionHasNoPromptText(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	lines := promptLines(t)
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		t.Run(file[strings.LastIndex(file, "/")+1:], func(t *testing.T) {
 			s, _ := openStore(t)
 			importFile(t, s, "t", file)

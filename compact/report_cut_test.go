@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -17,7 +18,7 @@ func TestCutReportClaimsNoSummary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	importFile(t, s, "t", corpus.Airline)
 	if _, err := s.Pin(ctx, "t", 2); err != nil {
 		t.Fatal(err)
 	}

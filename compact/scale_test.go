@@ -18,6 +18,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -223,7 +224,7 @@ func TestConcurrentCompactionsOneWins(t *testing.T) {
 	hist := exportAll(t, s, "t")
 	var msgs []chat.Message
 	json.Unmarshal(before, &msgs)
-	if got := len(normalized(t, hist)); got != len(msgs) {
+	if got := len(corpus.Normalized(t, hist)); got != len(msgs) {
 		t.Fatalf("history has %d messages, want %d", got, len(msgs))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -66,7 +67,7 @@ func checkStoredCounts(t testing.TB, s *memory.Store, thread string) {
 func TestMaskAndWindowEveryConversation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		for _, strategy := range []string{memory.StrategyMask, memory.StrategyWindow} {
 			t.Run(filepath.Base(file)+"/"+strategy, func(t *testing.T) {
 				t.Parallel()
@@ -351,7 +352,7 @@ func TestPromptFile(t *testing.T) {
 func TestStrategiesBench(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		for _, strategy := range memory.Strategies {
 			t.Run(filepath.Base(file)+"/"+strategy, func(t *testing.T) {
 				t.Parallel()

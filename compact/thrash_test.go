@@ -9,6 +9,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -136,7 +137,7 @@ func replayLife(t testing.TB, s *memory.Store, c *compact.Compactor, thread stri
 // turns in all.
 func agentLife(t testing.TB, n int) [][]chat.Message {
 	t.Helper()
-	all := recordedMessages(t)
+	all := corpus.RecordedMessages(t)
 	var pool [][]chat.Message
 	for _, msgs := range all[1:] { // the airline conversations
 		for _, u := range units(msgs) {
@@ -169,12 +170,12 @@ func TestLifeMeasure(t *testing.T) {
 	t.Parallel()
 	lives := map[string][][]chat.Message{"agent150": agentLife(t, 150)}
 	limits := []int{2048, 4096, 8192, 32768}
-	files := conversations(t)
+	files := corpus.Conversations(t)
 	if testing.Short() {
 		limits, files = []int{8192, 32768}, files[:1]
 	}
 	for _, f := range files {
-		lives[f[strings.LastIndex(f, "/")+1:]] = units(readMessagesFile(t, f))
+		lives[f[strings.LastIndex(f, "/")+1:]] = units(corpus.ReadMessagesFile(t, f))
 	}
 	for _, limit := range limits {
 		for name, turns := range lives {

@@ -10,12 +10,13 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/memory"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-const longConversation = airline
+var longConversation = corpus.Airline
 
 // A thread set to a limit under its size is due at its next check and is compacted at that
 // limit, although the compactor's own limit is far above it; unset, the compactor's applies

@@ -11,6 +11,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -21,7 +22,7 @@ import (
 func longRecordedThread(t testing.TB, s *memory.Store, thread string) {
 	t.Helper()
 	for range 2 {
-		for _, f := range conversations(t) {
+		for _, f := range corpus.Conversations(t) {
 			importFile(t, s, thread, f)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -57,7 +58,7 @@ func BenchmarkThreads1000(b *testing.B) {
 func BenchmarkImport(b *testing.B) {
 	ctx := context.Background()
 	var lines []string
-	for _, f := range conversations(b) {
+	for _, f := range corpus.Conversations(b) {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -27,7 +28,7 @@ import (
 func copySource(t *testing.T, s *memory.Store) {
 	t.Helper()
 	ctx := context.Background()
-	files := conversations(t)
+	files := corpus.Conversations(t)
 	threads := []string{"air", "swe", "tau"}
 	for i, id := range threads {
 		importFile(t, s, id, files[i%len(files)])
@@ -328,7 +329,7 @@ func TestCopyRenumbers(t *testing.T) {
 	copySource(t, src)
 	want := dumpStore(t, src)
 	dst := openAt(t, testdb.Name(t, "dst.db"))
-	importFile(t, dst, "other", airline)
+	importFile(t, dst, "other", corpus.Airline)
 	a, _ := dst.Active(ctx, "other")
 	for range 2 {
 		if rep, err := compact.New(dst, extractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).

@@ -22,6 +22,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -102,7 +103,7 @@ func FuzzImport(f *testing.F) {
 	for _, s := range fzImportSeeds {
 		f.Add([]byte(s))
 	}
-	for _, file := range conversations(f) {
+	for _, file := range corpus.Conversations(f) {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
@@ -460,7 +461,7 @@ func fzSearchStore(f *testing.F) (*memory.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := conversations(f)
+	files := corpus.Conversations(f)
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {

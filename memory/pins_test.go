@@ -9,6 +9,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -19,7 +20,7 @@ func TestPinRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	importFile(t, s, "t", corpus.Airline)
 	small := &compact.Compactor{Store: s, Settings: memory.Settings{TokenLimit: 2000}}
 	_, err := small.Pin(ctx, "t", 40) // a 2,835-byte flight list: over what 2,000 tokens leave
 	if !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "over the limit") {
@@ -55,7 +56,7 @@ func TestPinInServedWindow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	importFile(t, s, "t", corpus.Airline)
 	served := memory.ThreadSettings{Window: &memory.ServedWindow{Model: "m", Tokens: 2000, Source: "n_ctx 2000 of GET /props", Ratio: 1, Limit: 2000}}
 	if err := s.SetThreadSettings(ctx, "t", served); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestPinCopied(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	src, _ := openStore(t)
-	importFile(t, src, "t", airline)
+	importFile(t, src, "t", corpus.Airline)
 	c := compact.New(src, extractiveCascade(t, src), memory.Settings{TokenLimit: 4000})
 	if _, err := c.Pin(ctx, "t", pinnedSeq); err != nil {
 		t.Fatal(err)

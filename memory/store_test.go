@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -22,7 +23,7 @@ func TestImportRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)
 			if err != nil {
@@ -33,7 +34,7 @@ func TestImportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := normalized(t, data)
+			want := corpus.Normalized(t, data)
 			if got := res.Appended; got != len(want) {
 				t.Fatalf("appended %d, want %d", got, len(want))
 			}
@@ -52,7 +53,7 @@ func TestImportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := normalized(t, out); !reflect.DeepEqual(got, want) {
+			if got := corpus.Normalized(t, out); !reflect.DeepEqual(got, want) {
 				t.Fatalf("history differs from the input after a round trip")
 			}
 		})
@@ -226,7 +227,7 @@ func TestSearch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := openStore(t)
-	data, err := os.ReadFile(airline)
+	data, err := os.ReadFile(corpus.Airline)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/memory"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-const longConversation = airline
+var longConversation = corpus.Airline
 
 // Impossible settings are refused with the key at fault, and nothing is stored; a thread that
 // does not exist is ErrThreadNotFound; what is stored reads back as it was set.

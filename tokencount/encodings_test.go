@@ -11,6 +11,7 @@ import (
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/pkoukk/tiktoken-go-loader/assets"
 
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/tokencount"
 )
 
@@ -43,7 +44,7 @@ func TestFileEncodingMatchesCL100k(t *testing.T) {
 	}
 	builtin := counter(t, tokencount.EncodingCL100k)
 	messages := 0
-	for i, conv := range recordedMessages(t) {
+	for i, conv := range corpus.RecordedMessages(t) {
 		for j, m := range conv {
 			if got, want := fc.CountMessage(m), builtin.CountMessage(m); got != want {
 				t.Errorf("conversation %d message %d: the cl100k file counts %d, the built-in cl100k %d", i, j, got, want)
@@ -67,7 +68,7 @@ func TestP50kR50kMatchTiktokenGo(t *testing.T) {
 	t.Parallel()
 	referenceLoader.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
 	var texts []string
-	for _, conv := range recordedMessages(t) {
+	for _, conv := range corpus.RecordedMessages(t) {
 		for _, m := range conv {
 			texts = append(texts, m.Text(), m.Role)
 			for _, tc := range m.ToolCalls {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/nodetest"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -102,7 +103,7 @@ func TestHFFileCounterMessages(t *testing.T) {
 					want = vv.Messages
 				}
 			}
-			files := conversations(t)
+			files := corpus.Conversations(t)
 			if len(want) != len(files) {
 				t.Fatalf("%d conversations in the vectors, %d in testdata", len(want), len(files))
 			}
@@ -112,7 +113,7 @@ func TestHFFileCounterMessages(t *testing.T) {
 				if filepath.Base(f) != w.File {
 					t.Fatalf("conversation %d is %s, the vectors' %s", i, filepath.Base(f), w.File)
 				}
-				conv := readMessagesFile(t, f)
+				conv := corpus.ReadMessagesFile(t, f)
 				if len(conv) != len(w.Counts) {
 					t.Fatalf("%s: %d messages, %d in the vectors", w.File, len(conv), len(w.Counts))
 				}

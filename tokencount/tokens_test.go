@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/tokencount"
 )
 
@@ -382,7 +383,7 @@ func TestCountToolsRealSchemas(t *testing.T) {
 
 func TestCounterConcurrent(t *testing.T) {
 	t.Parallel()
-	ms := readMessagesFile(t, airline)
+	ms := corpus.ReadMessagesFile(t, corpus.Airline)
 	for _, enc := range []string{tokencount.EncodingCL100k, tokencount.EncodingO200k} {
 		want := counter(t, enc).CountMessages(ms)
 		var wg sync.WaitGroup
@@ -398,7 +399,7 @@ func TestCounterConcurrent(t *testing.T) {
 }
 
 func BenchmarkCountText(b *testing.B) {
-	system := readMessagesFile(b, airline)[0].Text()
+	system := corpus.ReadMessagesFile(b, corpus.Airline)[0].Text()
 	for _, enc := range []string{tokencount.EncodingO200k, tokencount.EncodingCL100k} {
 		b.Run(enc, func(b *testing.B) {
 			c := counter(b, enc)
