@@ -14,6 +14,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -96,7 +97,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	// active context's messages.
 	setup := func(t *testing.T) (string, *memory.Store, *testdb.Proxy, []byte) {
 		schema := testdb.Schema(t, base)
-		s, p := faultStore(t, schema)
+		s, p := storetest.FaultStore(t, schema)
 		if _, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s2.Close()
-		rows := compactionRows(t, direct(t, schema), "t")
+		rows := compactionRows(t, storetest.Direct(t, schema), "t")
 		if len(rows) != 1 {
 			t.Fatalf("%d compaction rows, want 1", len(rows))
 		}
@@ -263,7 +264,7 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 		t.Run(fmt.Sprint("cut after ", cut, " bytes"), func(t *testing.T) {
 			t.Parallel() // a schema and a proxy of its own
 			schema := testdb.Schema(t, base)
-			s, p := faultStore(t, schema)
+			s, p := storetest.FaultStore(t, schema)
 			if _, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -291,7 +292,7 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 			if err := s.DB().Check(ctx); err != nil {
 				t.Fatalf("check after the cut: %v", err)
 			}
-			if n, top, last := threadRows(t, direct(t, schema), "t"); n != top || n != last {
+			if n, top, last := storetest.ThreadRows(t, storetest.Direct(t, schema), "t"); n != top || n != last {
 				t.Fatalf("thread: %d messages, top seq %d, last_seq %d", n, top, last)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/lifesim"
+	"github.com/memcascade/memcascade/internal/storetest"
 )
 
 // A life of compactions (issue 20): a conversation replayed message by message, compacting
@@ -22,7 +23,7 @@ import (
 // (lifesim.Kinds), failing t at the first compaction that loses a fact no report names.
 func simulateLife(t *testing.T, msgs []chat.Message, limit int, kind string) lifesim.Stats {
 	t.Helper()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	st, err := lifesim.Simulate(context.Background(), s, msgs, limit, kind, t.Logf)
 	if lost, ok := errors.AsType[*lifesim.LostError](err); ok {
 		for _, line := range lost.Trail {
@@ -90,7 +91,7 @@ func checkLife(t *testing.T, st lifesim.Stats) {
 // then summarized): the facts of the masked results must be kept in the summary or named in
 // facts_dropped.
 func TestLifeEmergencyHybridNamesMasked(t *testing.T) {
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	st, err := lifesim.SimulateWith(context.Background(), s, corpus.ReadMessagesFile(t, corpus.Airline), 2048, "third", time.Nanosecond, t.Logf)
 	if lost, ok := errors.AsType[*lifesim.LostError](err); ok {
 		for _, line := range lost.Trail {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -56,11 +57,11 @@ func TestNewestUserMessageStays(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // a store of its own
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			newest := newestUserThread(t, s)
-			casc := extractiveCascade(t, s)
+			casc := storetest.ExtractiveCascade(t, s)
 			if tc.fail {
-				casc = failingCascade(s)
+				casc = storetest.FailingCascade(s)
 			}
 			c := compact.New(s, casc, tc.set)
 			views := [][]byte{activeJSON(t, s, "t")} // the active context before each compaction

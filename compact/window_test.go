@@ -12,6 +12,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -23,7 +24,7 @@ func longRecordedThread(t testing.TB, s *memory.Store, thread string) {
 	t.Helper()
 	for range 2 {
 		for _, f := range corpus.Conversations(t) {
-			importFile(t, s, thread, f)
+			storetest.Import(t, s, thread, f)
 		}
 	}
 }
@@ -64,7 +65,7 @@ func (w *windowProvider) fake(counter tokencount.Counter, window int, hold func(
 func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvider, memory.Report, int, int) {
 	t.Helper()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	longRecordedThread(t, s, "t")
 	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/pkoukk/tiktoken-go-loader/assets"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -40,7 +41,7 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, path := openStore(t)
+	s, path := storetest.Open(t)
 	if err := s.UseCounter(fc); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func (wordCounter) CountTools([]chat.Tool) int { return 0 }
 func TestHostTokenCounter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	if err := s.UseCounter(wordCounter{}); err != nil {
 		t.Fatal(err)
 	}

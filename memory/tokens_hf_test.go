@@ -12,6 +12,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/nodetest"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -73,7 +74,7 @@ func TestHFFileCounterThreads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, path := openStore(t)
+	s, path := storetest.Open(t)
 	if err := s.UseCounter(fc); err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,8 @@
 // conversations (internal/corpus has the conversations themselves), long threads, cascades of
 // fakes or of the offline summarizer, the pin checks, and the stores and direct reads of the
 // PostgreSQL fault tests. It is a package, not _test files, because more than one test package
-// needs it; each keeps a helpers_test.go of one-line wrappers, so that a test reads the same in
-// any of them.
+// needs it; the tests call it by its name (a helper that one test package alone uses stays in
+// that package's helpers_test.go).
 package storetest
 
 import (
@@ -80,13 +80,6 @@ func FailingCascade(s *memory.Store) *cascade.Cascade {
 	return cascade.New(s.DB(),
 		cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute},
 		cascade.Entry{Name: "b", Type: "fake", Model: "m2", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-}
-
-// FakeEntry is a cascade entry of provider p, named name, with a context window of window
-// tokens.
-func FakeEntry(name string, p cascade.Provider, window int) cascade.Entry {
-	return cascade.Entry{Name: name, Type: "fake", Model: name + "-model", Provider: p, ContextWindow: window,
-		MaxOutputTokens: 256, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
 }
 
 // LongThread appends n user/assistant pairs of about size bytes each after a system prompt.
