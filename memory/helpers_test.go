@@ -7,20 +7,7 @@ package memory_test
 
 import (
 	"encoding/json"
-	"testing"
-
-	"github.com/memcascade/memcascade/tokencount"
 )
-
-// counter is the built-in counter of a built-in encoding.
-func counter(t testing.TB, encoding string) *tokencount.BPECounter {
-	t.Helper()
-	c, err := tokencount.NewCounter(encoding)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // mustJSON is s as a JSON string, for a message's content.
 func mustJSON(s string) json.RawMessage {
