@@ -28,7 +28,7 @@ func newestUserThread(t *testing.T, s *memory.Store) string {
 		id := fmt.Sprintf("call_%d", k)
 		msgs = append(msgs, chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: id, Type: "function",
 			Function: chat.FunctionCall{Name: "read_file", Arguments: fmt.Sprintf(`{"path": "pkg/ledger/part_%d.go"}`, k)}}}},
-			chat.Message{Role: "tool", ToolCallID: id, Content: mustJSON(strings.Repeat(fmt.Sprintf("func part%d() { return nil } // line of code\n", k), 25))})
+			chat.Message{Role: "tool", ToolCallID: id, Content: storetest.MustJSON(strings.Repeat(fmt.Sprintf("func part%d() { return nil } // line of code\n", k), 25))})
 	}
 	if _, err := s.Append(context.Background(), "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)

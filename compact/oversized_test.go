@@ -25,7 +25,7 @@ func TestOversizedNewestResultIsCut(t *testing.T) {
 			s, _ := storetest.Open(t)
 			msgs := []chat.Message{chat.TextMessage("system", "You are an agent."), chat.TextMessage("user", "why does the build fail? read the log"),
 				{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "read", Arguments: `{}`}}}},
-				{Role: "tool", ToolCallID: "c1", Content: mustJSON(huge)}}
+				{Role: "tool", ToolCallID: "c1", Content: storetest.MustJSON(huge)}}
 			if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -123,7 +123,7 @@ func TestMaskPlaceholder(t *testing.T) {
 		id := fmt.Sprintf("call_%d", i)
 		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("question %d", i)),
 			chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: "get_reservation", Arguments: `{"id":"ZFA04Y"}`}}}},
-			chat.Message{Role: "tool", ToolCallID: id, Content: mustJSON(big)},
+			chat.Message{Role: "tool", ToolCallID: id, Content: storetest.MustJSON(big)},
 			chat.TextMessage("assistant", fmt.Sprintf("answer %d", i)))
 	}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
@@ -160,11 +160,6 @@ func TestMaskPlaceholder(t *testing.T) {
 	if hist[3].Message.Text() != big {
 		t.Fatal("history lost the original result")
 	}
-}
-
-func mustJSON(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
 }
 
 // TestOnFailureFit: with every provider failing, on_failure fit leaves the active context of a
@@ -223,7 +218,7 @@ func TestFitCutsTheNewestUnit(t *testing.T) {
 	huge := strings.Repeat("line of a very long log output 0123456789\n", 2000)
 	msgs := []chat.Message{chat.TextMessage("system", "You are an agent."), chat.TextMessage("user", "read the log"),
 		{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "read", Arguments: `{}`}}}},
-		{Role: "tool", ToolCallID: "c1", Content: mustJSON(huge)}}
+		{Role: "tool", ToolCallID: "c1", Content: storetest.MustJSON(huge)}}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +251,7 @@ func TestEmergencyTakesTheCheapPath(t *testing.T) {
 				id := fmt.Sprintf("call_%d", i)
 				msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("question %d", i)),
 					chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: "get_order", Arguments: `{}`}}}},
-					chat.Message{Role: "tool", ToolCallID: id, Content: mustJSON(big)},
+					chat.Message{Role: "tool", ToolCallID: id, Content: storetest.MustJSON(big)},
 					chat.TextMessage("assistant", fmt.Sprintf("answer %d", i)))
 			}
 			if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {

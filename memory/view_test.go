@@ -27,10 +27,10 @@ func TestStoredViewColumn(t *testing.T) {
 	}
 	msgs := []chat.Message{chat.TextMessage("system", "You are an agent."),
 		chat.TextMessage("user", "where is my order?"), call("c1", "get_order"),
-		{Role: "tool", ToolCallID: "c1", Content: mustJSON(orders)},
+		{Role: "tool", ToolCallID: "c1", Content: storetest.MustJSON(orders)},
 		chat.TextMessage("assistant", "It shipped."),
 		chat.TextMessage("user", "why does the build fail? read the log"), call("c2", "read"),
-		{Role: "tool", ToolCallID: "c2", Content: mustJSON(huge)}}
+		{Role: "tool", ToolCallID: "c2", Content: storetest.MustJSON(huge)}}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)
 	}

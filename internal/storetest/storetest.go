@@ -10,6 +10,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -121,4 +122,10 @@ func BenchMessages(n int) []chat.Message {
 		msgs = append(msgs, chat.TextMessage(role, fmt.Sprintf("message %d about order W%06d and flight HAT%03d", i, i, i%300)))
 	}
 	return msgs
+}
+
+// MustJSON is s as a JSON string, for a message's content.
+func MustJSON(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
 }
