@@ -24,17 +24,6 @@ import (
 // Faults of the PostgreSQL backend: the connection to the server is cut (testdb.Proxy) while
 // the store writes. Nothing committed may be lost, nothing may be half written.
 
-// offline is the built-in extractive cascade on the store's database.
-func offline(t *testing.T, s *memory.Store) *cascade.Cascade {
-	t.Helper()
-	c, err := s.Counter(tokencount.EncodingO200k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
-		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-}
-
 // thenCut is a summarizer that calls cut once its summary is ready, before the compactor
 // commits it.
 type thenCut struct {
@@ -116,7 +105,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	// How many bytes the compaction sends once its summary is ready.
 	_, s, p, _ := setup(t)
 	var from int64
-	c := compact.New(s, thenCut{offline(t, s), func() { from = p.Sent() }}, settings(s))
+	c := compact.New(s, thenCut{storetest.ExtractiveCascade(t, s), func() { from = p.Sent() }}, settings(s))
 	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compaction without a cut: %s, %v", rep.Status, err)
 	}
@@ -128,7 +117,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	// the compaction ended with.
 	try := func(t *testing.T, cut int64) memory.Status {
 		schema, s, p, before := setup(t)
-		c := compact.New(s, thenCut{offline(t, s), func() { p.CutAfter(cut) }}, settings(s))
+		c := compact.New(s, thenCut{storetest.ExtractiveCascade(t, s), func() { p.CutAfter(cut) }}, settings(s))
 		rep, cerr := c.Compact(ctx, "t", compact.Options{Force: true})
 		if p.Cuts() == 0 {
 			// What a compaction sends varies by a few bytes from run to run (the figures in
@@ -189,7 +178,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 		// (a summary is never re-summarized alone, and here the pinned messages and the newest
 		// unit keep the context over the halved limit whatever is summarized): an answer, not
 		// a block.
-		c2 := compact.New(s2, offline(t, s2), settings(s2))
+		c2 := compact.New(s2, storetest.ExtractiveCascade(t, s2), settings(s2))
 		rep2, err := c2.Compact(ctx, "t", compact.Options{Force: true})
 		summaryAlone := r.status == memory.StatusApplied && rep2.Status == memory.StatusIneffective
 		if !summaryAlone && (err != nil || rep2.Status != memory.StatusApplied) {

@@ -15,15 +15,13 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-var longConversation = corpus.Airline
-
 // Impossible settings are refused with the key at fault, and nothing is stored; a thread that
 // does not exist is ErrThreadNotFound; what is stored reads back as it was set.
 func TestThreadSettingsValidation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
-	storetest.Import(t, s, "t", longConversation)
+	storetest.Import(t, s, "t", corpus.Airline)
 	bad := []struct {
 		name string
 		ts   memory.ThreadSettings
