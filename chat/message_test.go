@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/corpus"
 )
 
 // TestMessageKeepsFieldsAsGiven: a message is written back as it was given: named fields that
@@ -30,7 +31,7 @@ func TestMessageKeepsFieldsAsGiven(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
-		if got, want := normalized(t, out), normalized(t, []byte(in)); !reflect.DeepEqual(got, want) {
+		if got, want := corpus.Normalized(t, out), corpus.Normalized(t, []byte(in)); !reflect.DeepEqual(got, want) {
 			t.Errorf("round trip of %s gives %s", in, out)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -50,8 +51,8 @@ func benchCompaction(b *testing.B, phase string, setup func(b *testing.B, c *com
 	for _, n := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			ctx := context.Background()
-			s, _ := openStore(b)
-			msgs := benchMessages(n)
+			s, _ := storetest.Open(b)
+			msgs := storetest.BenchMessages(n)
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				thread := fmt.Sprint("t", i)

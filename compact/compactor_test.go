@@ -16,6 +16,8 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -92,13 +94,13 @@ func exportAll(t testing.TB, s *memory.Store, thread string) []byte {
 func TestCompactEveryConversation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		for _, frac := range []float64{0.3, 0.5, 0.8} {
 			name := fmt.Sprintf("%s/%.1f", filepath.Base(file), frac)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				s, _ := openStore(t)
-				data := importFile(t, s, "t", file)
+				s, _ := storetest.Open(t)
+				data := storetest.Import(t, s, "t", file)
 				before, err := s.Active(ctx, "t")
 				if err != nil {
 					t.Fatal(err)
@@ -109,7 +111,7 @@ func TestCompactEveryConversation(t *testing.T) {
 				if before.Entries[0].Tokens > int(float64(limit)*0.4) {
 					limit = int(float64(before.Entries[0].Tokens) / 0.4)
 				}
-				c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 2048})
+				c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 2048})
 				rep, err := c.Compact(ctx, "t", compact.Options{})
 				if err != nil {
 					t.Fatalf("compact: %v (report %+v)", err, rep)
@@ -130,7 +132,7 @@ func TestCompactEveryConversation(t *testing.T) {
 				if !bytes.Equal(exportAll(t, s, "t"), histBefore) {
 					t.Fatal("export --all changed by compaction")
 				}
-				if got := normalized(t, exportAll(t, s, "t")); len(got) != len(normalized(t, data)) {
+				if got := corpus.Normalized(t, exportAll(t, s, "t")); len(got) != len(corpus.Normalized(t, data)) {
 					t.Fatal("history lost messages")
 				}
 			})
@@ -141,12 +143,12 @@ func TestCompactEveryConversation(t *testing.T) {
 func TestCompactAllProvidersFail(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Airline)
 	before, _ := s.Active(ctx, "t")
 	beforeJSON, _ := json.Marshal(before.Messages())
 
-	c := compact.New(s, failingCascade(s), memory.Settings{TokenLimit: before.Tokens / 2})
+	c := compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: before.Tokens / 2})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err == nil || !errors.Is(err, compact.ErrSummarize) {
 		t.Fatalf("got %v, want ErrSummarize", err)
@@ -172,7 +174,7 @@ func TestCompactAllProvidersFail(t *testing.T) {
 func TestCompactIneffectiveNoLoop(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	big := strings.Repeat("policy ", 3000)
 	msgs := []chat.Message{chat.TextMessage("system", big), chat.TextMessage("user", "hi"), chat.TextMessage("assistant", "hello"), chat.TextMessage("user", "bye")}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
@@ -215,8 +217,8 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 func TestCompactNotNeededAndDryRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
 	a, _ := s.Active(ctx, "t")
 	fake := &cascade.Fake{}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
@@ -244,10 +246,10 @@ func TestCompactNotNeededAndDryRun(t *testing.T) {
 func TestCompactHooks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", "../testdata/conversations/sweagent_marshmallow1867_function_calling.jsonl")
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", "../testdata/conversations/sweagent_marshmallow1867_function_calling.jsonl")
 	a, _ := s.Active(ctx, "t")
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens})
 	var hookErrs []error
 	var reports []memory.Report
 	var spans []compact.Span
@@ -281,8 +283,8 @@ func TestCompactKilledMidSummary(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	s, path := openStore(t)
-	importFile(t, s, "t", airline)
+	s, path := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Airline)
 	before, _ := s.Active(ctx, "t")
 	beforeJSON, _ := json.Marshal(before.Messages())
 
@@ -346,13 +348,13 @@ func helperCompactAndHang() {
 func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Airline)
 	before, _ := s.Active(ctx, "t")
 	t0 := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 	s.Now = func() time.Time { return t0 }
 
-	casc := failingCascade(s)
+	casc := storetest.FailingCascade(s)
 	c := compact.New(s, casc, memory.Settings{TokenLimit: before.Tokens / 2})
 	if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); !errors.Is(err, compact.ErrSummarize) {
 		t.Fatalf("got %v, want ErrSummarize", err)

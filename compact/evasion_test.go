@@ -13,6 +13,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -53,7 +54,7 @@ func TestEvasionsNeverLeave(t *testing.T) {
 	for _, provider := range []string{"remote", "offline"} {
 		t.Run(provider, func(t *testing.T) {
 			ctx := context.Background()
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			msgs := []chat.Message{chat.TextMessage("system", "You are a deployment assistant.")}
 			for i, ev := range evasions {
 				call := chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{

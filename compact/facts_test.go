@@ -10,7 +10,9 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/lifesim"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -23,12 +25,12 @@ func activeText(a memory.Active) string { return lifesim.ActiveText(a) }
 func TestExtractiveKeepsEveryFact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			s, _ := openStore(t)
-			importFile(t, s, "t", file)
+			s, _ := storetest.Open(t)
+			storetest.Import(t, s, "t", file)
 			before, _ := s.Active(ctx, "t")
-			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: before.Tokens * 6 / 10})
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: before.Tokens * 6 / 10})
 			var span compact.Span
 			c.OnSummarized = func(_ context.Context, sp compact.Span) error { span = sp; return nil }
 			rep, err := c.Compact(ctx, "t", compact.Options{})
@@ -56,8 +58,8 @@ func TestExtractiveKeepsEveryFact(t *testing.T) {
 func TestMissingFactsAppended(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
 	before, _ := s.Active(ctx, "t")
 	settings := memory.Settings{TokenLimit: before.Tokens * 6 / 10}
 	// The ledger the compactor will build: from a dry run's range.

@@ -14,6 +14,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -22,17 +23,6 @@ import (
 
 // Faults of the PostgreSQL backend: the connection to the server is cut (testdb.Proxy) while
 // the store writes. Nothing committed may be lost, nothing may be half written.
-
-// offline is the built-in extractive cascade on the store's database.
-func offline(t *testing.T, s *memory.Store) *cascade.Cascade {
-	t.Helper()
-	c, err := s.Counter(tokencount.EncodingO200k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
-		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-}
 
 // thenCut is a summarizer that calls cut once its summary is ready, before the compactor
 // commits it.
@@ -96,7 +86,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	// active context's messages.
 	setup := func(t *testing.T) (string, *memory.Store, *testdb.Proxy, []byte) {
 		schema := testdb.Schema(t, base)
-		s, p := faultStore(t, schema)
+		s, p := storetest.FaultStore(t, schema)
 		if _, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +105,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	// How many bytes the compaction sends once its summary is ready.
 	_, s, p, _ := setup(t)
 	var from int64
-	c := compact.New(s, thenCut{offline(t, s), func() { from = p.Sent() }}, settings(s))
+	c := compact.New(s, thenCut{storetest.ExtractiveCascade(t, s), func() { from = p.Sent() }}, settings(s))
 	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compaction without a cut: %s, %v", rep.Status, err)
 	}
@@ -127,7 +117,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 	// the compaction ended with.
 	try := func(t *testing.T, cut int64) memory.Status {
 		schema, s, p, before := setup(t)
-		c := compact.New(s, thenCut{offline(t, s), func() { p.CutAfter(cut) }}, settings(s))
+		c := compact.New(s, thenCut{storetest.ExtractiveCascade(t, s), func() { p.CutAfter(cut) }}, settings(s))
 		rep, cerr := c.Compact(ctx, "t", compact.Options{Force: true})
 		if p.Cuts() == 0 {
 			// What a compaction sends varies by a few bytes from run to run (the figures in
@@ -151,7 +141,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s2.Close()
-		rows := compactionRows(t, direct(t, schema), "t")
+		rows := compactionRows(t, storetest.Direct(t, schema), "t")
 		if len(rows) != 1 {
 			t.Fatalf("%d compaction rows, want 1", len(rows))
 		}
@@ -188,7 +178,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 		// (a summary is never re-summarized alone, and here the pinned messages and the newest
 		// unit keep the context over the halved limit whatever is summarized): an answer, not
 		// a block.
-		c2 := compact.New(s2, offline(t, s2), settings(s2))
+		c2 := compact.New(s2, storetest.ExtractiveCascade(t, s2), settings(s2))
 		rep2, err := c2.Compact(ctx, "t", compact.Options{Force: true})
 		summaryAlone := r.status == memory.StatusApplied && rep2.Status == memory.StatusIneffective
 		if !summaryAlone && (err != nil || rep2.Status != memory.StatusApplied) {
@@ -263,7 +253,7 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 		t.Run(fmt.Sprint("cut after ", cut, " bytes"), func(t *testing.T) {
 			t.Parallel() // a schema and a proxy of its own
 			schema := testdb.Schema(t, base)
-			s, p := faultStore(t, schema)
+			s, p := storetest.FaultStore(t, schema)
 			if _, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -291,7 +281,7 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 			if err := s.DB().Check(ctx); err != nil {
 				t.Fatalf("check after the cut: %v", err)
 			}
-			if n, top, last := threadRows(t, direct(t, schema), "t"); n != top || n != last {
+			if n, top, last := storetest.ThreadRows(t, storetest.Direct(t, schema), "t"); n != top || n != last {
 				t.Fatalf("thread: %d messages, top seq %d, last_seq %d", n, top, last)
 			}
 		})

@@ -14,6 +14,8 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -76,17 +78,17 @@ func checkFactsGuarantee(t *testing.T, s *memory.Store, thread string, rep memor
 func TestFactsKeptOrDropped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		for _, limit := range []int{1500, 3000, 8000} {
 			for _, prov := range []string{"offline", "filler"} {
 				name := fmt.Sprintf("%s/%d/%s", filepath.Base(file), limit, prov)
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
-					s, _ := openStore(t)
-					importFile(t, s, "t", file)
+					s, _ := storetest.Open(t)
+					storetest.Import(t, s, "t", file)
 					var casc *cascade.Cascade
 					if prov == "offline" {
-						casc = extractiveCascade(t, s)
+						casc = storetest.ExtractiveCascade(t, s)
 					} else {
 						casc = cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
 					}
@@ -117,8 +119,8 @@ func TestFactsKeptOrDropped(t *testing.T) {
 func TestFactsMakeRoomBeforeDropping(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
 	before, _ := s.Active(ctx, "t")
 	casc := cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
 	c := compact.New(s, casc, memory.Settings{TokenLimit: before.Tokens * 7 / 10, SummaryMaxTokens: 200})
@@ -148,7 +150,7 @@ func TestFactsMakeRoomBeforeDropping(t *testing.T) {
 func TestConstraintSurvivesTinyLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	msgs := []chat.Message{chat.TextMessage("system", "You are a travel agent.")}
 	msgs = append(msgs, chat.TextMessage("user", "I must never fly before 11 AM, my budget is $400, and my code is ZQ9XYZ."))
 	for i := range 12 {
@@ -183,10 +185,10 @@ func TestConstraintSurvivesTinyLimit(t *testing.T) {
 func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Airline)
 	a, _ := s.Active(ctx, "t")
-	big := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens * 2})
+	big := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens * 2})
 	rep, err := big.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || (rep.Status != memory.StatusApplied && rep.Status != memory.StatusIneffective) {
 		t.Fatalf("first compaction: %+v, %v", rep, err)
@@ -195,7 +197,7 @@ func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 		t.Fatal("ShouldCompact true at the same large limit right after a compaction")
 	}
 	after, _ := s.Active(ctx, "t")
-	small := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: after.Tokens / 2})
+	small := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: after.Tokens / 2})
 	due, err := small.ShouldCompact(ctx, "t")
 	if err != nil || !due {
 		t.Fatalf("ShouldCompact = %v, %v for a context of %d tokens at a limit of %d", due, err, after.Tokens, after.Tokens/2)
@@ -219,7 +221,7 @@ func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 func TestOverLimitNothingToSummarize(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	msgs := []chat.Message{chat.TextMessage("system", strings.Repeat("policy ", 3000)), chat.TextMessage("user", "hi")}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -246,8 +248,8 @@ func TestOverLimitNothingToSummarize(t *testing.T) {
 func TestReportsAreTrue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 40, 400)
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 40, 400)
 	// The first provider splits the middle into several chunks and fails on the last one; the
 	// second has no window limit and answers in one request.
 	var n int
@@ -274,7 +276,7 @@ func TestReportsAreTrue(t *testing.T) {
 		t.Fatalf("chunks %d requests %d; want 1 (the winner's) and %d (all)", rep.Chunks, rep.Requests, n+1)
 	}
 
-	s2, _ := openStore(t)
+	s2, _ := storetest.Open(t)
 	msgs := []chat.Message{chat.TextMessage("system", strings.Repeat("policy ", 3000)), chat.TextMessage("user", "hi"),
 		chat.TextMessage("assistant", "hello"), chat.TextMessage("user", "bye")}
 	if _, err := s2.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
@@ -297,8 +299,8 @@ func TestReportsAreTrue(t *testing.T) {
 	}
 
 	// Every provider fails: the report shows the context unchanged.
-	s3, _ := openStore(t)
-	longThread(t, s3, "t", 40, 400)
+	s3, _ := storetest.Open(t)
+	storetest.LongThread(t, s3, "t", 40, 400)
 	down := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		return llm.Response{}, &cascade.ProviderError{Class: cascade.ClassServer, HTTPStatus: 503, Err: errors.New("down")}
 	}}
@@ -319,9 +321,9 @@ func TestReportsAreTrue(t *testing.T) {
 func TestLiveCompactionKeepsItsLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, path := openStore(t)
+	s, path := storetest.Open(t)
 	s.Lease = 600 * time.Millisecond
-	longThread(t, s, "t", 40, 400)
+	storetest.LongThread(t, s, "t", 40, 400)
 	release := make(chan struct{})
 	slow := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		<-release

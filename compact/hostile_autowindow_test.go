@@ -13,6 +13,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -58,7 +59,7 @@ func TestAutoWindowRefreshedAfterResplit(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	longRecordedThread(t, s, "a")
 	longRecordedThread(t, s, "b")
 	cfg := cascade.OpenAIConfig{Name: "local", BaseURL: srv.URL + "/v1", Model: "m", Timeout: 10 * time.Second, MaxOutputTokens: 256}

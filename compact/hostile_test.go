@@ -14,6 +14,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -91,7 +92,7 @@ func TestPropertyHostileConversations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	seeds := uint64(3)
-	if heavyRun {
+	if storetest.Heavy {
 		seeds = 6
 	}
 	for seed := range seeds {
@@ -100,14 +101,14 @@ func TestPropertyHostileConversations(t *testing.T) {
 				t.Parallel()
 				r := rand.New(rand.NewPCG(seed, 7))
 				msgs, planted := hostileConversation(r, 40+r.IntN(60))
-				s, _ := openStore(t)
+				s, _ := storetest.Open(t)
 				if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				rec := &recorder{}
 				srv := httptest.NewServer(rec)
 				defer srv.Close()
-				casc := extractiveCascade(t, s)
+				casc := storetest.ExtractiveCascade(t, s)
 				if prov == "remote" {
 					casc = cascade.New(s.DB(), cascade.Entry{Name: "remote", Type: "openai", Model: "m",
 						Provider:      cascade.NewOpenAI(cascade.OpenAIConfig{Name: "remote", BaseURL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second, MaxOutputTokens: 800}),

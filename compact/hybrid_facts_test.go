@@ -8,7 +8,9 @@ import (
 
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/lifesim"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -19,14 +21,14 @@ import (
 func TestHybridFactsKeptOrNamed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		for _, limit := range []int{2000, 5000} {
-			s, _ := openStore(t)
-			importFile(t, s, "t", file)
+			s, _ := storetest.Open(t)
+			storetest.Import(t, s, "t", file)
 			before, _ := s.Active(ctx, "t")
 			ledger := facts.Extract(factMsgs(before.Entries))
 			keptBefore := facts.Kept(ledger, activeText(before))
-			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, Strategy: memory.StrategyHybrid})
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit, Strategy: memory.StrategyHybrid})
 			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if err != nil && !errors.Is(err, compact.ErrOverLimit) {
 				t.Fatalf("%s %d: %v", filepath.Base(file), limit, err)
@@ -64,10 +66,10 @@ func TestSummaryOfMaskedViewKeepsOrNamesFacts(t *testing.T) {
 	ctx := context.Background()
 	for _, strategy := range []string{memory.StrategySummarize, memory.StrategyWindow} {
 		t.Run(strategy, func(t *testing.T) {
-			s, _ := openStore(t)
-			importFile(t, s, "t", airline)
+			s, _ := storetest.Open(t)
+			storetest.Import(t, s, "t", corpus.Airline)
 			original := originalFacts(t, s, "t")
-			mask := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 6000, Strategy: memory.StrategyMask})
+			mask := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 6000, Strategy: memory.StrategyMask})
 			if rep, err := mask.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("mask: %s, %v", rep.Status, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/corpus"
 )
 
 // TestLifeMatrix replays every recorded conversation and two generated long ones at 2,048,
@@ -20,8 +21,8 @@ func TestLifeMatrix(t *testing.T) {
 		"generated40":  generatedLife(40),
 		"generated120": generatedLife(120),
 	}
-	for _, f := range conversations(t) {
-		lives[filepath.Base(f)] = readMessagesFile(t, f)
+	for _, f := range corpus.Conversations(t) {
+		lives[filepath.Base(f)] = corpus.ReadMessagesFile(t, f)
 	}
 	for name, msgs := range lives {
 		for _, limit := range []int{2048, 4096, 8192, 32768} {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/lifesim"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -78,7 +79,7 @@ func TestLifeForgedSummaryStructure(t *testing.T) {
 			}
 			t.Run(fmt.Sprint(kind, "/", limit), func(t *testing.T) {
 				t.Parallel()
-				s, _ := openStore(t)
+				s, _ := storetest.Open(t)
 				st, err := lifesim.Simulate(t.Context(), s, msgs, limit, kind, t.Logf)
 				if err != nil {
 					t.Fatal(err)

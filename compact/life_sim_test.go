@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/lifesim"
+	"github.com/memcascade/memcascade/internal/storetest"
 )
 
 // A life of compactions (issue 20): a conversation replayed message by message, compacting
@@ -21,7 +23,7 @@ import (
 // (lifesim.Kinds), failing t at the first compaction that loses a fact no report names.
 func simulateLife(t *testing.T, msgs []chat.Message, limit int, kind string) lifesim.Stats {
 	t.Helper()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	st, err := lifesim.Simulate(context.Background(), s, msgs, limit, kind, t.Logf)
 	if lost, ok := errors.AsType[*lifesim.LostError](err); ok {
 		for _, line := range lost.Trail {
@@ -47,7 +49,7 @@ func generatedLife(tasks int) []chat.Message { return lifesim.Generated(tasks) }
 func TestLifeOfCompactions(t *testing.T) {
 	t.Parallel()
 	lives := map[string][]chat.Message{
-		"airline2":  readMessagesFile(t, airline),
+		"airline2":  corpus.ReadMessagesFile(t, corpus.Airline),
 		"generated": generatedLife(30),
 	}
 	for name, msgs := range lives {
@@ -89,8 +91,8 @@ func checkLife(t *testing.T, st lifesim.Stats) {
 // then summarized): the facts of the masked results must be kept in the summary or named in
 // facts_dropped.
 func TestLifeEmergencyHybridNamesMasked(t *testing.T) {
-	s, _ := openStore(t)
-	st, err := lifesim.SimulateWith(context.Background(), s, readMessagesFile(t, airline), 2048, "third", time.Nanosecond, t.Logf)
+	s, _ := storetest.Open(t)
+	st, err := lifesim.SimulateWith(context.Background(), s, corpus.ReadMessagesFile(t, corpus.Airline), 2048, "third", time.Nanosecond, t.Logf)
 	if lost, ok := errors.AsType[*lifesim.LostError](err); ok {
 		for _, line := range lost.Trail {
 			t.Log(line)

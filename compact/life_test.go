@@ -13,7 +13,9 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/facts"
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/lifesim"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -47,16 +49,16 @@ func lifeLosses(t testing.TB, s *memory.Store, thread string, original []facts.F
 func TestLedgerSurvivesRecompaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		if !strings.Contains(file, "airline") {
 			continue
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel() // a store of its own
-			s, _ := openStore(t)
-			importFile(t, s, "t", file)
+			s, _ := storetest.Open(t)
+			storetest.Import(t, s, "t", file)
 			original := originalFacts(t, s, "t")
-			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 3000})
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 3000})
 			var last int64
 			for i := range 4 {
 				rep, err := c.Compact(ctx, "t", compact.Options{Force: i > 0})
@@ -128,21 +130,21 @@ func TestViewLeavingSummaryOutNamesItsLedger(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // a store of its own
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			if _, err := s.Append(ctx, "t", generatedLife(8), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 				t.Fatal(err)
 			}
 			original := originalFacts(t, s, "t")
-			summarize := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2000})
+			summarize := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 2000})
 			if rep, err := summarize.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("summarize: %s, %v", rep.Status, err)
 			}
 			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {
 				t.Fatalf("the summary lost %d facts unnamed: %v", len(lost), lost)
 			}
-			p := extractiveCascade(t, s)
+			p := storetest.ExtractiveCascade(t, s)
 			if tc.failing {
-				p = failingCascade(s)
+				p = storetest.FailingCascade(s)
 			}
 			rep, err := compact.New(s, p, tc.settings).Compact(ctx, "t", compact.Options{Force: true})
 			if rep.Status != memory.StatusApplied {
@@ -193,7 +195,7 @@ func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // a store of its own
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			if _, err := s.Append(ctx, "t", faresThread(60), memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -316,7 +318,7 @@ func TestProductTextIsNoFact(t *testing.T) {
 
 	t.Run("placeholder", func(t *testing.T) {
 		t.Parallel() // a store of its own
-		s, _ := openStore(t)
+		s, _ := storetest.Open(t)
 		call := func(id, name, args string) chat.Message {
 			m := chat.TextMessage("assistant", "")
 			m.Content = nil
@@ -372,7 +374,7 @@ func TestProductTextIsNoFact(t *testing.T) {
 
 	t.Run("summary header", func(t *testing.T) {
 		t.Parallel() // a store of its own
-		s, _ := openStore(t)
+		s, _ := storetest.Open(t)
 		msgs := []chat.Message{
 			chat.TextMessage("system", "You are a travel agent."),
 			chat.TextMessage("user", "Each extra bag costs $14 on this route."),

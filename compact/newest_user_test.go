@@ -9,6 +9,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -27,7 +28,7 @@ func newestUserThread(t *testing.T, s *memory.Store) string {
 		id := fmt.Sprintf("call_%d", k)
 		msgs = append(msgs, chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: id, Type: "function",
 			Function: chat.FunctionCall{Name: "read_file", Arguments: fmt.Sprintf(`{"path": "pkg/ledger/part_%d.go"}`, k)}}}},
-			chat.Message{Role: "tool", ToolCallID: id, Content: mustJSON(strings.Repeat(fmt.Sprintf("func part%d() { return nil } // line of code\n", k), 25))})
+			chat.Message{Role: "tool", ToolCallID: id, Content: storetest.MustJSON(strings.Repeat(fmt.Sprintf("func part%d() { return nil } // line of code\n", k), 25))})
 	}
 	if _, err := s.Append(context.Background(), "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)
@@ -56,11 +57,11 @@ func TestNewestUserMessageStays(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // a store of its own
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			newest := newestUserThread(t, s)
-			casc := extractiveCascade(t, s)
+			casc := storetest.ExtractiveCascade(t, s)
 			if tc.fail {
-				casc = failingCascade(s)
+				casc = storetest.FailingCascade(s)
 			}
 			c := compact.New(s, casc, tc.set)
 			views := [][]byte{activeJSON(t, s, "t")} // the active context before each compaction

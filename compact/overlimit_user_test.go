@@ -9,6 +9,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestOverLimitNamesLongUserMessage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	msgs := []chat.Message{chat.TextMessage("system", "You are an agent."),
 		chat.TextMessage("user", "Please fix this: "+strings.Repeat("word ", 2600))}
 	for k := range 12 {
@@ -34,7 +35,7 @@ func TestOverLimitNamesLongUserMessage(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
 	_, err := c.Compact(ctx, "t", compact.Options{})
 	if err == nil || !strings.Contains(err.Error(), "the newest user message (seq 2, ") {
 		t.Fatalf("error %v does not name the newest user message", err)

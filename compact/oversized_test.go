@@ -8,6 +8,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -21,15 +22,15 @@ func TestOversizedNewestResultIsCut(t *testing.T) {
 	huge := strings.Repeat("line of a very long log output 0123456789\n", 2000)
 	for _, onFailure := range []string{"", memory.OnFailureKeep, memory.OnFailureFit} {
 		t.Run("on_failure="+onFailure, func(t *testing.T) {
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			msgs := []chat.Message{chat.TextMessage("system", "You are an agent."), chat.TextMessage("user", "why does the build fail? read the log"),
 				{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "read", Arguments: `{}`}}}},
-				{Role: "tool", ToolCallID: "c1", Content: mustJSON(huge)}}
+				{Role: "tool", ToolCallID: "c1", Content: storetest.MustJSON(huge)}}
 			if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			hist := exportAll(t, s, "t")
-			c := compact.New(s, failingCascade(s), memory.Settings{TokenLimit: 2048, OnFailure: onFailure})
+			c := compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: 2048, OnFailure: onFailure})
 			rep, err := c.Compact(ctx, "t", compact.Options{Emergency: true})
 			if err != nil || rep.Status != memory.StatusApplied || rep.View == nil || len(rep.View.Cut) != 1 {
 				t.Fatalf("compact: %+v, %v; want applied with the result cut", rep, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -30,8 +31,8 @@ func TestEmergencyBudgetFollowsMeasuredSpeed(t *testing.T) {
 		need time.Duration
 		want string
 	}{{95 * time.Second, "summarized within 1m35s"}, {3 * time.Second, "summarized within 20s"}} {
-		s, _ := openStore(t)
-		longThread(t, s, "t", 40, 400)
+		s, _ := storetest.Open(t)
+		storetest.LongThread(t, s, "t", 40, 400)
 		casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{}})
 		before, _ := s.Active(ctx, "t")
 		c := compact.New(s, paced{casc, tc.need}, memory.Settings{TokenLimit: before.Tokens})

@@ -9,6 +9,8 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -21,8 +23,8 @@ func TestPinSurvivesCompaction(t *testing.T) {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, _ := openStore(t)
-			importFile(t, s, "t", airline)
+			s, _ := storetest.Open(t)
+			storetest.Import(t, s, "t", corpus.Airline)
 			hist, err := s.History(ctx, "t")
 			if err != nil {
 				t.Fatal(err)
@@ -31,30 +33,30 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			if strategy == memory.StrategyMask {
 				set.TokenLimit = 7000 // masking alone cannot reach 4,000
 			}
-			c := compact.New(s, extractiveCascade(t, s), set)
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), set)
 			// Without the pin, the compaction moves message 16 out (or masks it).
-			probe, _ := openStore(t)
-			importFile(t, probe, "t", airline)
-			pc := compact.New(probe, extractiveCascade(t, probe), set)
+			probe, _ := storetest.Open(t)
+			storetest.Import(t, probe, "t", corpus.Airline)
+			pc := compact.New(probe, storetest.ExtractiveCascade(t, probe), set)
 			if _, err := pc.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 				t.Fatal(err)
 			}
-			if a, _ := probe.Active(ctx, "t"); activeHas(a, hist, pinnedSeq) {
-				t.Fatalf("without a pin, message %d stays: the test shows nothing", pinnedSeq)
+			if a, _ := probe.Active(ctx, "t"); storetest.ActiveHas(a, hist, storetest.PinnedSeq) {
+				t.Fatalf("without a pin, message %d stays: the test shows nothing", storetest.PinnedSeq)
 			}
 
-			p, err := c.Pin(ctx, "t", pinnedSeq)
+			p, err := c.Pin(ctx, "t", storetest.PinnedSeq)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Seq != pinnedSeq || p.FromSeq != pinnedSeq-1 || p.ToSeq != pinnedSeq {
+			if p.Seq != storetest.PinnedSeq || p.FromSeq != storetest.PinnedSeq-1 || p.ToSeq != storetest.PinnedSeq {
 				t.Fatalf("pin %+v, want message 16 with its unit 15..16", p)
 			}
 			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("compact: %s %v", rep.Status, err)
 			}
-			a := checkPinned(t, s, "t", hist, "after the compaction")
+			a := storetest.CheckPinned(t, s, "t", hist, "after the compaction")
 			if a.Tokens > set.Budget() || rep.TokensAfter != a.Tokens {
 				t.Fatalf("after the compaction: %d tokens (report %d), limit %d", a.Tokens, rep.TokensAfter, set.Budget())
 			}
@@ -65,21 +67,21 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkPinned(t, s, "t", hist, "after a second compaction")
+			storetest.CheckPinned(t, s, "t", hist, "after a second compaction")
 			if second.Status == memory.StatusApplied {
 				if _, err := s.Revert(ctx, *second.ID); err != nil {
 					t.Fatal(err)
 				}
-				checkPinned(t, s, "t", hist, "after a revert")
+				storetest.CheckPinned(t, s, "t", hist, "after a revert")
 			}
-			if err := s.Unpin(ctx, "t", pinnedSeq-1); err != nil {
+			if err := s.Unpin(ctx, "t", storetest.PinnedSeq-1); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 				t.Fatal(err)
 			}
-			if a, _ := s.Active(ctx, "t"); activeHas(a, hist, pinnedSeq) {
-				t.Fatalf("unpinned, message %d stays after a compaction", pinnedSeq)
+			if a, _ := s.Active(ctx, "t"); storetest.ActiveHas(a, hist, storetest.PinnedSeq) {
+				t.Fatalf("unpinned, message %d stays after a compaction", storetest.PinnedSeq)
 			}
 		})
 	}
@@ -94,7 +96,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 func TestPinsLeaveRoomToCompact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	var msgs []chat.Message
 	for i := range 30 {
 		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("note %d: %s", i, strings.Repeat("alpha beta gamma delta ", 30))),
@@ -103,7 +105,7 @@ func TestPinsLeaveRoomToCompact(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
 	pinned := 0
 	for seq := int64(1); seq <= 59; seq += 2 {
 		if _, err := c.Pin(ctx, "t", seq); errors.Is(err, memory.ErrPinRefused) {
@@ -139,9 +141,9 @@ func TestPinsLeaveRoomToCompact(t *testing.T) {
 func TestRequestedCompaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 100000})
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Airline)
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 100000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Requested: true})
 	if err != nil || rep.Status != memory.StatusApplied || rep.Reason != memory.ReasonRequested {
 		t.Fatalf("requested compaction: %s %s %v", rep.Status, rep.Reason, err)

@@ -17,6 +17,8 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -65,7 +67,7 @@ func injection() []chat.Message {
 func TestSummarizeRequestGolden(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	if _, err := s.Append(ctx, "t", injection(), memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestSummarizeRequestGolden(t *testing.T) {
 func TestRecompactionSendsSummaryToUpdate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	if _, err := s.Append(ctx, "t", injection(), memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +179,8 @@ func TestRecompactionSendsSummaryToUpdate(t *testing.T) {
 func TestRecompactionInPartsUpdatesInPartOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 40, 400)
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 40, 400)
 	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		return llm.Response{Text: "## Work done\n- Questions about lorem ipsum were answered (part-mark).", FinishReason: "stop"}, nil
 	}}
@@ -187,7 +189,7 @@ func TestRecompactionInPartsUpdatesInPartOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := len(fake.Calls())
-	longThread2(t, s, "t", 40, 400)
+	storetest.LongThread2(t, s, "t", 40, 400)
 	rep, err := compact.New(s, cascade.New(s.DB(), fakeEntry("small", fake, 2048)), settings).Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("re-compaction: %+v, %v", rep, err)
@@ -214,11 +216,11 @@ func TestRecompactionInPartsUpdatesInPartOne(t *testing.T) {
 func TestExtractiveSummarizesInjectionAsContent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	if _, err := s.Append(ctx, "t", injection(), memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 700, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 700, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +288,7 @@ func TestRequestHostileFields(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for i, h := range hostile {
-		s, _ := openStore(t)
+		s, _ := storetest.Open(t)
 		call := chat.Message{Role: "assistant", Content: json.RawMessage(`"` + jsonEscape(h) + `"`), Name: h, ToolCalls: []chat.ToolCall{
 			{ID: "call_" + h, Type: "function", Function: chat.FunctionCall{Name: h, Arguments: `{"q": "` + jsonEscape(h) + `"}`}}}}
 		result := chat.TextMessage("tool", h)
@@ -465,10 +467,10 @@ func TestRecompactionHasNoPromptText(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	lines := promptLines(t)
-	for _, file := range conversations(t) {
+	for _, file := range corpus.Conversations(t) {
 		t.Run(file[strings.LastIndex(file, "/")+1:], func(t *testing.T) {
-			s, _ := openStore(t)
-			importFile(t, s, "t", file)
+			s, _ := storetest.Open(t)
+			storetest.Import(t, s, "t", file)
 			before, _ := s.Active(ctx, "t")
 			counter, err := s.Counter(tokencount.EncodingO200k)
 			if err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -16,12 +18,12 @@ import (
 func TestCutReportClaimsNoSummary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Airline)
 	if _, err := s.Pin(ctx, "t", 2); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 2400})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 2400})
 	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("first compaction: %+v, %v", rep, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -18,9 +19,9 @@ import (
 func TestReportShowsAppendedApart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 30, 400)
-	offline := extractiveCascade(t, s).Entries[0].Provider
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 30, 400)
+	offline := storetest.ExtractiveCascade(t, s).Entries[0].Provider
 	var once sync.Once
 	appending := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		once.Do(func() {
@@ -64,9 +65,9 @@ func TestReportShowsAppendedApart(t *testing.T) {
 func TestFailedCompactionSummarizedNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 30, 400)
-	c := compact.New(s, failingCascade(s), memory.Settings{TokenLimit: 6000})
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 30, 400)
+	c := compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: 6000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err == nil || rep.Status != memory.StatusFailed {
 		t.Fatalf("compact: %s, %v: want failed", rep.Status, err)

@@ -18,6 +18,8 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
@@ -41,8 +43,8 @@ func transcriptOf(req llm.Request) string {
 func TestChunkingSmallWindow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 200, 400)
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 200, 400)
 	a, _ := s.Active(ctx, "t")
 	counter, _ := s.Counter(a.Thread.Encoding)
 	settings := memory.Settings{TokenLimit: a.Tokens / 4, SummaryMaxTokens: 400}.WithDefaults()
@@ -84,8 +86,8 @@ func TestChunkingSmallWindow(t *testing.T) {
 func TestChunkingResplitsOnContextLength(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 60, 400)
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 60, 400)
 	a, _ := s.Active(ctx, "t")
 	counter, _ := s.Counter(a.Thread.Encoding)
 	// The provider claims a big window but rejects any transcript over 1500 tokens.
@@ -122,8 +124,8 @@ func TestChunkingResplitsOnContextLength(t *testing.T) {
 func TestMultiplePasses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 40, 400)
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 40, 400)
 	a, _ := s.Active(ctx, "t")
 	limit := a.Tokens / 2
 	appended := false
@@ -132,7 +134,7 @@ func TestMultiplePasses(t *testing.T) {
 	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		if !appended {
 			appended = true
-			longThread2(t, s, "t", 12, 600)
+			storetest.LongThread2(t, s, "t", 12, 600)
 		}
 		return llm.Response{Text: "Summary: questions and answers about lorem ipsum.", FinishReason: "stop"}, nil
 	}}
@@ -161,8 +163,8 @@ func TestMultiplePasses(t *testing.T) {
 func TestOverLimitNewestUnit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 5, 200)
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 5, 200)
 	huge := chat.TextMessage("user", strings.Repeat("enormous pasted log line ", 800))
 	if _, err := s.Append(ctx, "t", []chat.Message{huge}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -184,8 +186,8 @@ func TestOverLimitNewestUnit(t *testing.T) {
 func TestConcurrentCompactionsOneWins(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 30, 300)
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 30, 300)
 	a, _ := s.Active(ctx, "t")
 	before, _ := json.Marshal(a.Messages())
 	var ready sync.WaitGroup
@@ -223,7 +225,7 @@ func TestConcurrentCompactionsOneWins(t *testing.T) {
 	hist := exportAll(t, s, "t")
 	var msgs []chat.Message
 	json.Unmarshal(before, &msgs)
-	if got := len(normalized(t, hist)); got != len(msgs) {
+	if got := len(corpus.Normalized(t, hist)); got != len(msgs) {
 		t.Fatalf("history has %d messages, want %d", got, len(msgs))
 	}
 }
@@ -235,8 +237,8 @@ func TestConcurrentCompactionsTwoProcesses(t *testing.T) {
 		return
 	}
 	ctx := context.Background()
-	s, path := openStore(t)
-	longThread(t, s, "t", 30, 300)
+	s, path := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 30, 300)
 	s.Close()
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
@@ -334,18 +336,18 @@ func TestPropertyGrowingThreads(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	seeds := 3
-	if heavyRun {
+	if storetest.Heavy {
 		seeds = 12
 	}
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(uint64(seed), 7))
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			msgs := genConversation(r, 40+r.IntN(120))
 			total, _ := s.Counter(tokencount.EncodingO200k)
 			limit := max(total.CountMessages(msgs)/3, 4*total.CountMessage(msgs[0])+3000)
-			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
 			var prev []byte
 			applied := 0
 			for i := 0; i < len(msgs); {

@@ -10,6 +10,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/summarycheck"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
@@ -55,7 +56,7 @@ func TestSummarySectionsSurviveFiller(t *testing.T) {
 // rung) and checks the sections of each summary stored.
 func summarySectionsLife(t *testing.T, prov string) {
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	const constraint = "I must never fly before 11 AM, and my budget is $400."
 	msgs := []chat.Message{chat.TextMessage("system", "You are an airline agent."), chat.TextMessage("user", constraint)}
 	msgs = append(msgs, sectionTurns(0, 10)...)
@@ -64,7 +65,7 @@ func summarySectionsLife(t *testing.T, prov string) {
 	}
 	casc := cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
 	if prov == "offline" {
-		casc = extractiveCascade(t, s)
+		casc = storetest.ExtractiveCascade(t, s)
 	}
 	c := compact.New(s, casc, memory.Settings{TokenLimit: 1200})
 	var spans []compact.Span

@@ -15,6 +15,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -66,7 +67,7 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func TestSecretsNeverLeave(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	msgs := []chat.Message{chat.TextMessage("system", "You are a deployment assistant.")}
 	for i, sec := range secrets {
 		switch i % 3 {
@@ -173,7 +174,7 @@ func jsonEscaped(s string) string {
 func TestSecretCutByTrimNeverLeaves(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	key := secrets[0][1]
 	// The summarizer's input keeps the first two thirds of DefaultMaxResultBytes of a long
 	// text: the cut falls 12 bytes into the key.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -136,7 +138,7 @@ func replayLife(t testing.TB, s *memory.Store, c *compact.Compactor, thread stri
 // turns in all.
 func agentLife(t testing.TB, n int) [][]chat.Message {
 	t.Helper()
-	all := recordedMessages(t)
+	all := corpus.RecordedMessages(t)
 	var pool [][]chat.Message
 	for _, msgs := range all[1:] { // the airline conversations
 		for _, u := range units(msgs) {
@@ -169,17 +171,17 @@ func TestLifeMeasure(t *testing.T) {
 	t.Parallel()
 	lives := map[string][][]chat.Message{"agent150": agentLife(t, 150)}
 	limits := []int{2048, 4096, 8192, 32768}
-	files := conversations(t)
+	files := corpus.Conversations(t)
 	if testing.Short() {
 		limits, files = []int{8192, 32768}, files[:1]
 	}
 	for _, f := range files {
-		lives[f[strings.LastIndex(f, "/")+1:]] = units(readMessagesFile(t, f))
+		lives[f[strings.LastIndex(f, "/")+1:]] = units(corpus.ReadMessagesFile(t, f))
 	}
 	for _, limit := range limits {
 		for name, turns := range lives {
-			s, _ := openStore(t)
-			c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit})
+			s, _ := storetest.Open(t)
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit})
 			st := replayLife(t, s, c, "t", turns)
 			t.Logf("limit %5d  %-60s turns %3d  compactions %3d (%.0f per 100, %d unavoidable)  over trigger after %3d  context/turn %5d  added/turn %4d  max after %5d  notes %d  errors %d\n",
 				limit, name, st.turns, st.compactions, st.perHundred(), st.unavoidable, st.overTrigger, st.tokens/st.turns, st.added/st.turns, st.maxAfter, st.pinnedNotes, len(st.errs))
@@ -233,8 +235,8 @@ func TestLifeNoThrash(t *testing.T) {
 // noThrash replays turns at limit and checks TestLifeNoThrash's bounds there.
 func noThrash(t *testing.T, turns [][]chat.Message, limit int, perHundred float64) {
 	t.Helper()
-	s, _ := openStore(t)
-	comp := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit})
+	s, _ := storetest.Open(t)
+	comp := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit})
 	st := replayLife(t, s, comp, "t", turns)
 	if len(st.errs) > 0 {
 		t.Fatalf("limit %d: %d compactions failed: %q", limit, len(st.errs), st.errs[0])

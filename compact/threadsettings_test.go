@@ -10,12 +10,14 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-const longConversation = airline
+var longConversation = corpus.Airline
 
 // A thread set to a limit under its size is due at its next check and is compacted at that
 // limit, although the compactor's own limit is far above it; unset, the compactor's applies
@@ -23,8 +25,8 @@ const longConversation = airline
 func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", longConversation)
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", longConversation)
 	th, err := s.Thread(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +34,7 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	if th.ActiveTokens <= 5000 {
 		t.Fatalf("the conversation has %d tokens: the test needs more than 5000", th.ActiveTokens)
 	}
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 128000})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 128000})
 	if due, err := c.ShouldCompact(ctx, "t"); err != nil || due {
 		t.Fatalf("ShouldCompact = %v, %v before the thread has settings; want false", due, err)
 	}
@@ -116,9 +118,9 @@ func TestThreadSettingsPrecedence(t *testing.T) {
 func TestCompactOverrideValidated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", longConversation)
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{})
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", longConversation)
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{})
 	_, err := c.Compact(ctx, "t", compact.Options{Override: memory.ThreadSettings{TokenLimit: ptr(0)}})
 	var se *memory.SettingError
 	if !errors.As(err, &se) || se.Key != "token_limit" {
@@ -132,12 +134,12 @@ func TestCompactOverrideValidated(t *testing.T) {
 func TestSettingsForMergesOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", longConversation)
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", longConversation)
 	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{TokenLimit: ptr(9000), TriggerRatio: ptr(0.7)}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 128000, ReserveTokens: 1000, TriggerRatio: 0.9})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 128000, ReserveTokens: 1000, TriggerRatio: 0.9})
 	got, err := c.SettingsFor(ctx, "t", memory.ThreadSettings{TriggerRatio: ptr(0.6)})
 	if err != nil {
 		t.Fatal(err)

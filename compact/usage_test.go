@@ -13,6 +13,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -24,7 +25,7 @@ import (
 func TestReportUsage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	longRecordedThread(t, s, "t")
 	var limitedHits, localHits atomic.Int64
 	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

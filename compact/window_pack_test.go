@@ -9,6 +9,8 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -36,14 +38,14 @@ func TestSmallWindowAnyThread(t *testing.T) {
 	threads := map[string]func(testing.TB, *memory.Store, string){
 		"short messages": func(t testing.TB, s *memory.Store, thread string) { shortMessages(t, s, thread, 700) },
 	}
-	for _, f := range conversations(t) {
-		threads[filepath.Base(f)] = func(t testing.TB, s *memory.Store, thread string) { importFile(t, s, thread, f) }
+	for _, f := range corpus.Conversations(t) {
+		threads[filepath.Base(f)] = func(t testing.TB, s *memory.Store, thread string) { storetest.Import(t, s, thread, f) }
 	}
 	for name, load := range threads {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			load(t, s, "t")
 			counter, err := s.Counter(tokencount.EncodingO200k)
 			if err != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -21,8 +23,8 @@ import (
 func longRecordedThread(t testing.TB, s *memory.Store, thread string) {
 	t.Helper()
 	for range 2 {
-		for _, f := range conversations(t) {
-			importFile(t, s, thread, f)
+		for _, f := range corpus.Conversations(t) {
+			storetest.Import(t, s, thread, f)
 		}
 	}
 }
@@ -63,7 +65,7 @@ func (w *windowProvider) fake(counter tokencount.Counter, window int, hold func(
 func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvider, memory.Report, int, int) {
 	t.Helper()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	longRecordedThread(t, s, "t")
 	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -16,7 +17,7 @@ import (
 // compaction's view.
 func TestActiveLightLongThread(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	msgs := []chat.Message{chat.TextMessage(chat.RoleSystem, "You are a support agent.")}
 	for i := range 5000 {
 		if i%50 == 7 {
@@ -60,7 +61,7 @@ func TestActiveLightLongThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens / 2, Strategy: memory.StrategyHybrid})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens / 2, Strategy: memory.StrategyHybrid})
 	if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 		t.Fatal(err)
 	}

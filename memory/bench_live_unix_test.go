@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -23,7 +24,7 @@ import (
 func BenchmarkAppendLiveConcurrent(b *testing.B) {
 	const agents = 50
 	ctx := context.Background()
-	s, _ := openStore(b)
+	s, _ := storetest.Open(b)
 	text := strings.Repeat("context ", 20)
 	var wg sync.WaitGroup
 	cpu0 := cpuTime()

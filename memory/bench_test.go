@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
 func BenchmarkActive(b *testing.B) {
 	ctx := context.Background()
-	s, _ := openStore(b)
-	if _, err := s.Append(ctx, "t", benchMessages(200), memory.AppendOptions{}); err != nil {
+	s, _ := storetest.Open(b)
+	if _, err := s.Append(ctx, "t", storetest.BenchMessages(200), memory.AppendOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
@@ -26,8 +28,8 @@ func BenchmarkActive(b *testing.B) {
 
 func BenchmarkAppend(b *testing.B) {
 	ctx := context.Background()
-	s, _ := openStore(b)
-	msgs := benchMessages(100)
+	s, _ := storetest.Open(b)
+	msgs := storetest.BenchMessages(100)
 	for i := 0; b.Loop(); i++ {
 		if _, err := s.Append(ctx, fmt.Sprint("t", i), msgs, memory.AppendOptions{}); err != nil {
 			b.Fatal(err)
@@ -37,9 +39,9 @@ func BenchmarkAppend(b *testing.B) {
 
 func BenchmarkThreads1000(b *testing.B) {
 	ctx := context.Background()
-	s, _ := openStore(b)
+	s, _ := storetest.Open(b)
 	for i := range 1000 {
-		if _, err := s.Append(ctx, fmt.Sprintf("thread-%04d", i), benchMessages(20), memory.AppendOptions{}); err != nil {
+		if _, err := s.Append(ctx, fmt.Sprintf("thread-%04d", i), storetest.BenchMessages(20), memory.AppendOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -57,7 +59,7 @@ func BenchmarkThreads1000(b *testing.B) {
 func BenchmarkImport(b *testing.B) {
 	ctx := context.Background()
 	var lines []string
-	for _, f := range conversations(b) {
+	for _, f := range corpus.Conversations(b) {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			b.Fatal(err)
@@ -72,7 +74,7 @@ func BenchmarkImport(b *testing.B) {
 		{"object", `{"messages": [` + strings.Join(lines, ", ") + `]}`},
 	} {
 		b.Run(form.name, func(b *testing.B) {
-			s, _ := openStore(b)
+			s, _ := storetest.Open(b)
 			// The encoding is loaded, and the statements prepared, before the measure.
 			if _, err := s.Import(ctx, "warm", strings.NewReader(lines[0]), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 				b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -53,7 +54,7 @@ func TestCopyOntoItselfAnotherSpelling(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, threads := range []bool{false, true} {
-		src, name := openStore(t)
+		src, name := storetest.Open(t)
 		if threads {
 			copySource(t, src)
 		}

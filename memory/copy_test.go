@@ -16,6 +16,8 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -27,10 +29,10 @@ import (
 func copySource(t *testing.T, s *memory.Store) {
 	t.Helper()
 	ctx := context.Background()
-	files := conversations(t)
+	files := corpus.Conversations(t)
 	threads := []string{"air", "swe", "tau"}
 	for i, id := range threads {
-		importFile(t, s, id, files[i%len(files)])
+		storetest.Import(t, s, id, files[i%len(files)])
 	}
 	compactWith := func(thread string, c *compact.Compactor) memory.Report {
 		t.Helper()
@@ -48,17 +50,17 @@ func copySource(t *testing.T, s *memory.Store) {
 		return a.Tokens * 6 / 10
 	}
 	// air: applied, then applied again on top of it after more messages.
-	first := compactWith("air", compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
-	longThread2(t, s, "air", 6, 400)
-	second := compactWith("air", compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
+	first := compactWith("air", compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
+	storetest.LongThread2(t, s, "air", 6, 400)
+	second := compactWith("air", compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
 	if first.Status != memory.StatusApplied || second.Status != memory.StatusApplied {
 		t.Fatalf("air: %s then %s, want applied twice", first.Status, second.Status)
 	}
 	// swe: failed (every provider fails: attempts and cooldowns), applied, then reverted.
-	if rep := compactWith("swe", compact.New(s, failingCascade(s), memory.Settings{TokenLimit: limit("swe")})); rep.Status != memory.StatusFailed {
+	if rep := compactWith("swe", compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: limit("swe")})); rep.Status != memory.StatusFailed {
 		t.Fatalf("swe: %s, want failed", rep.Status)
 	}
-	applied := compactWith("swe", compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: limit("swe")}))
+	applied := compactWith("swe", compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit("swe")}))
 	if _, err := s.Revert(ctx, *applied.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func copySource(t *testing.T, s *memory.Store) {
 	if err := s.SetThreadSettings(ctx, "tau", memory.ThreadSettings{TokenLimit: &tl, Strategy: memory.StrategyHybrid, Model: "gpt-4o-mini"}); err != nil {
 		t.Fatal(err)
 	}
-	compactWith("tau", compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 100000}))
+	compactWith("tau", compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 100000}))
 	q := s.DB().Q()
 	if _, err := q.InsertAttempt(ctx, db.InsertAttemptParams{Provider: "loose", Model: "m", StartedAt: 1700000000123,
 		DurationMs: 42, Outcome: "error", HttpStatus: 503, ErrorClass: "server", Error: "unavailable", PromptTokens: 7}); err != nil {
@@ -223,7 +225,7 @@ func openAt(t *testing.T, name string) *memory.Store {
 func TestCopyBetweenBackends(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src, _ := openStore(t)
+	src, _ := storetest.Open(t)
 	copySource(t, src)
 	want := dumpStore(t, src)
 	if len(want.Compactions) < 5 || len(want.Attempts) < 4 || len(want.Cooldowns) < 3 {
@@ -265,9 +267,9 @@ func TestCopyBetweenBackends(t *testing.T) {
 
 			// The destination goes on after the copied ids.
 			maxComp := want.Compactions[len(want.Compactions)-1].ID
-			longThread2(t, dst, "air", 6, 400)
+			storetest.LongThread2(t, dst, "air", 6, 400)
 			a, _ := dst.Active(ctx, "air")
-			rep, err := compact.New(dst, extractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
+			rep, err := compact.New(dst, storetest.ExtractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
 				Compact(ctx, "air", compact.Options{Force: true})
 			if err != nil || rep.ID == nil || *rep.ID <= maxComp {
 				t.Fatalf("a compaction after the copy: %+v, %v (copied ids up to %d)", rep, err, maxComp)
@@ -285,12 +287,12 @@ func TestCopyBetweenBackends(t *testing.T) {
 func TestCopyRefusesHeldThreads(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src, _ := openStore(t)
+	src, _ := storetest.Open(t)
 	copySource(t, src)
 	dstName := testdb.Name(t, "dst.db")
 	dst := openAt(t, dstName)
-	longThread(t, dst, "mine", 3, 200)
-	longThread(t, dst, "swe", 2, 100)
+	storetest.LongThread(t, dst, "mine", 3, 200)
+	storetest.LongThread(t, dst, "swe", 2, 100)
 	if _, err := dst.DB().Q().InsertAttempt(ctx, db.InsertAttemptParams{Provider: "p", Model: "m", Outcome: "ok", StartedAt: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -324,14 +326,14 @@ func TestCopyRefusesHeldThreads(t *testing.T) {
 func TestCopyRenumbers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src, _ := openStore(t)
+	src, _ := storetest.Open(t)
 	copySource(t, src)
 	want := dumpStore(t, src)
 	dst := openAt(t, testdb.Name(t, "dst.db"))
-	importFile(t, dst, "other", airline)
+	storetest.Import(t, dst, "other", corpus.Airline)
 	a, _ := dst.Active(ctx, "other")
 	for range 2 {
-		if rep, err := compact.New(dst, extractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
+		if rep, err := compact.New(dst, storetest.ExtractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
 			Compact(ctx, "other", compact.Options{Force: true}); err != nil || rep.ID == nil {
 			t.Fatalf("%+v, %v", rep, err)
 		}
@@ -445,7 +447,7 @@ func TestCopyRenumbers(t *testing.T) {
 func TestCopyCooldownsMerge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src, _ := openStore(t)
+	src, _ := storetest.Open(t)
 	dst := openAt(t, testdb.Name(t, "dst.db"))
 	now := time.Now().UnixMilli()
 	put := func(s *memory.Store, provider string, until, failures int64, window, windowAt int64) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -14,9 +15,9 @@ import (
 func TestCoverage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
-	rep, err := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: 8000, Strategy: memory.StrategySummarize}).
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	rep, err := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 8000, Strategy: memory.StrategySummarize}).
 		Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)

@@ -2,32 +2,15 @@ package memory_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/pkoukk/tiktoken-go-loader/assets"
-
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/storetest"
+	"github.com/memcascade/memcascade/internal/tokentest"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
 )
-
-// vocabularyFile writes a built-in encoding's vocabulary, from the offline loader's embedded
-// files, to a file of its own, as a user would give it to encoding_file.
-func vocabularyFile(t testing.TB, name string) string {
-	t.Helper()
-	data, err := assets.Assets.ReadFile(name + ".tiktoken")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name+".tiktoken")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestFileEncodingRecordedAndRefused checks that a thread counted with a vocabulary file
 // records the file's encoding name, that a store given the same file counts it again, and
@@ -35,12 +18,12 @@ func vocabularyFile(t testing.TB, name string) string {
 func TestFileEncodingRecordedAndRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	vocab := vocabularyFile(t, tokencount.EncodingCL100k)
+	vocab := tokentest.VocabularyFile(t, tokencount.EncodingCL100k)
 	fc, err := tokencount.NewFileCounter(vocab, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, path := openStore(t)
+	s, path := storetest.Open(t)
 	if err := s.UseCounter(fc); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +69,7 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 	if other.Encoding() == fc.Encoding() {
 		t.Fatalf("another pattern has the same encoding name %q", other.Encoding())
 	}
-	for name, c := range map[string]tokencount.Counter{"another pattern": other, "no file": nil, "a built-in encoding": counter(t, tokencount.EncodingCL100k)} {
+	for name, c := range map[string]tokencount.Counter{"another pattern": other, "no file": nil, "a built-in encoding": tokentest.Counter(t, tokencount.EncodingCL100k)} {
 		_, err := reopen(c).Append(ctx, "llama", []chat.Message{msg}, memory.AppendOptions{})
 		if err == nil || !strings.Contains(err.Error(), fc.Encoding()) || !strings.Contains(err.Error(), "vocabulary file") {
 			t.Errorf("%s: append to a thread of %s: err = %v, want a refusal naming it", name, fc.Encoding(), err)
@@ -114,7 +97,7 @@ func (wordCounter) CountTools([]chat.Tool) int { return 0 }
 func TestHostTokenCounter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	if err := s.UseCounter(wordCounter{}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -43,7 +44,7 @@ func TestFaultImportCut(t *testing.T) {
 
 	// How many bytes the import sends, measured through a proxy that never cuts.
 	schema := testdb.PostgresOnly(t, "a connection cut mid-import")
-	s, p := faultStore(t, schema)
+	s, p := storetest.FaultStore(t, schema)
 	before := p.Sent()
 	if _, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -61,14 +62,14 @@ func TestFaultImportCut(t *testing.T) {
 		t.Run(fmt.Sprint("cut after ", cut, " bytes"), func(t *testing.T) {
 			t.Parallel() // a schema and a proxy of its own
 			schema := testdb.Schema(t, schema)
-			s, p := faultStore(t, schema)
+			s, p := storetest.FaultStore(t, schema)
 			p.CutAfter(cut)
 			res, err := s.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{})
 			if p.Cuts() == 0 {
 				t.Fatalf("the import ended before the cut (%v, %+v)", err, res)
 			}
 			if err == nil {
-				got, top, last := threadRows(t, direct(t, schema), "t")
+				got, top, last := storetest.ThreadRows(t, storetest.Direct(t, schema), "t")
 				// Cut before the first byte, the cut may take the pool's check of a connection
 				// idle for over a second (pgx pings it before reuse): database/sql then runs
 				// the import whole on a new connection. Anything else that passes is a cut the
@@ -83,7 +84,7 @@ func TestFaultImportCut(t *testing.T) {
 			if !strings.Contains(err.Error(), `append to "t"`) {
 				t.Errorf("error %q does not name the thread", err)
 			}
-			got, top, last := threadRows(t, direct(t, schema), "t")
+			got, top, last := storetest.ThreadRows(t, storetest.Direct(t, schema), "t")
 			switch {
 			case got == 0 && last <= 0:
 				// None of it: run it again.
@@ -95,7 +96,7 @@ func TestFaultImportCut(t *testing.T) {
 				if _, err := s2.Import(ctx, "t", bytes.NewReader(data), memory.AppendOptions{}); err != nil {
 					t.Fatalf("the import run again: %v", err)
 				}
-				if got, top, last = threadRows(t, direct(t, schema), "t"); got != n || top != n || last != n {
+				if got, top, last = storetest.ThreadRows(t, storetest.Direct(t, schema), "t"); got != n || top != n || last != n {
 					t.Fatalf("after the import run again: %d messages, top seq %d, last_seq %d; want %d", got, top, last, n)
 				}
 			case got == n && top == n && last == n:

@@ -22,6 +22,8 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -102,7 +104,7 @@ func FuzzImport(f *testing.F) {
 	for _, s := range fzImportSeeds {
 		f.Add([]byte(s))
 	}
-	for _, file := range conversations(f) {
+	for _, file := range corpus.Conversations(f) {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
@@ -460,7 +462,7 @@ func fzSearchStore(f *testing.F) (*memory.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := conversations(f)
+	files := corpus.Conversations(f)
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -477,7 +479,7 @@ func fzSearchStore(f *testing.F) (*memory.Store, error) {
 	if _, err := s.Append(ctx, "odd", odd, memory.AppendOptions{}); err != nil {
 		return nil, err
 	}
-	c := compact.New(s, extractiveCascade(f, s), memory.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
+	c := compact.New(s, storetest.ExtractiveCascade(f, s), memory.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
 	if _, err := c.Compact(ctx, filepath.Base(files[0]), compact.Options{Force: true}); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -46,14 +47,14 @@ func bigMessageLine(t testing.TB, size int) []byte {
 // TotalAlloc counts every goroutine's allocations, and no other test runs beside a sequential
 // one.
 func TestImportLargeMessageAllocates(t *testing.T) {
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	ctx := context.Background()
 	// Load the encoding and warm the statements outside the measure.
 	if _, err := s.Import(ctx, "warm", strings.NewReader(`{"role":"user","content":"hello"}`), memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	size := memory.LargeMessage + 1<<20
-	if heavyRun {
+	if storetest.Heavy {
 		size = 20 << 20
 	}
 	line := bigMessageLine(t, size)

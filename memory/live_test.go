@@ -15,6 +15,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -25,7 +26,7 @@ import (
 func TestVersionFollowsEveryChange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, name := openStore(t)
+	s, name := storetest.Open(t)
 	other, err := memory.Open(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	if err != nil || v0.Found {
 		t.Fatalf("version of a missing thread: %+v, %v", v0, err)
 	}
-	longThread(t, s, "v", 20, 200)
+	storetest.LongThread(t, s, "v", 20, 200)
 	v1, _ := s.Version(ctx, "v")
 	if !v1.Found || v1.LastSeq != 41 || v1.SameContext(v0) {
 		t.Fatalf("after an append: %+v", v1)
@@ -46,7 +47,7 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	}{
 		{"a compaction", func() error {
 			limit := 2000
-			rep, err := compact.New(other, extractiveCascade(t, other), memory.Settings{}).Compact(ctx, "v",
+			rep, err := compact.New(other, storetest.ExtractiveCascade(t, other), memory.Settings{}).Compact(ctx, "v",
 				compact.Options{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}})
 			if err == nil && rep.Status != memory.StatusApplied {
 				err = errors.New(string(rep.Status) + ": " + rep.Detail)
@@ -134,7 +135,7 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	const n = 40
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -213,7 +214,7 @@ func TestBatchIndexesWhatCommitted(t *testing.T) {
 	t.Parallel()
 	testdb.SQLiteOnly(t, "group commit: PostgreSQL runs each append as a transaction of its own")
 	ctx := context.Background()
-	s, path := openStore(t)
+	s, path := storetest.Open(t)
 	if _, err := s.AppendLive(ctx, "b", []chat.Message{chat.TextMessage("user", "start")}, memory.AppendOptions{}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestBatchIndexesWhatCommitted(t *testing.T) {
 func TestAppendLiveReportsCreatedThread(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	msgs := []chat.Message{chat.TextMessage("system", "You are a coding agent."), chat.TextMessage("user", "run the tests")}
 	ap, err := s.AppendLive(ctx, "new", msgs, memory.AppendOptions{Model: "gpt-4o"}, &memory.Version{})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -22,7 +23,7 @@ import (
 func TestNulAndBadUTF8(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	input := `{"role":"system","content":"You are an agent."}` + "\n" +
 		`{"role":"user","content":"binary a\u0000b output"}` + "\n" +
 		`{"role":"assistant","content":"seen \u0000 twice \u0000"}` + "\n"
@@ -70,7 +71,7 @@ func TestNulAndBadUTF8(t *testing.T) {
 
 	// A provider that fails with NUL in its error, then one that answers with NUL and a byte
 	// that is not UTF-8 in the summary.
-	longThread(t, s, "long", 30, 400)
+	storetest.LongThread(t, s, "long", 30, 400)
 	bad := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{}, errors.New("upstream said \x00\xff")
 	}}

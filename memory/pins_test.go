@@ -9,6 +9,8 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -18,8 +20,8 @@ import (
 func TestPinRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Airline)
 	small := &compact.Compactor{Store: s, Settings: memory.Settings{TokenLimit: 2000}}
 	_, err := small.Pin(ctx, "t", 40) // a 2,835-byte flight list: over what 2,000 tokens leave
 	if !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "over the limit") {
@@ -54,8 +56,8 @@ func TestPinRefused(t *testing.T) {
 func TestPinInServedWindow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", airline)
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Airline)
 	served := memory.ThreadSettings{Window: &memory.ServedWindow{Model: "m", Tokens: 2000, Source: "n_ctx 2000 of GET /props", Ratio: 1, Limit: 2000}}
 	if err := s.SetThreadSettings(ctx, "t", served); err != nil {
 		t.Fatal(err)
@@ -83,10 +85,10 @@ func TestPinInServedWindow(t *testing.T) {
 func TestPinCopied(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src, _ := openStore(t)
-	importFile(t, src, "t", airline)
-	c := compact.New(src, extractiveCascade(t, src), memory.Settings{TokenLimit: 4000})
-	if _, err := c.Pin(ctx, "t", pinnedSeq); err != nil {
+	src, _ := storetest.Open(t)
+	storetest.Import(t, src, "t", corpus.Airline)
+	c := compact.New(src, storetest.ExtractiveCascade(t, src), memory.Settings{TokenLimit: 4000})
+	if _, err := c.Pin(ctx, "t", storetest.PinnedSeq); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
@@ -102,7 +104,7 @@ func TestPinCopied(t *testing.T) {
 		t.Fatalf("copy: %+v %v", res, err)
 	}
 	hist, _ := src.History(ctx, "t")
-	a := checkPinned(t, dst, "t", hist, "in the copy")
+	a := storetest.CheckPinned(t, dst, "t", hist, "in the copy")
 	b, _ := src.Active(ctx, "t")
 	if !slices.EqualFunc(a.Entries, b.Entries, func(x, y memory.Entry) bool { return x.Seq == y.Seq && x.Pinned == y.Pinned }) {
 		t.Fatal("the copy's active context differs from the source's")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -17,13 +18,13 @@ import (
 func TestRevert(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	longThread(t, s, "t", 30, 300)
+	s, _ := storetest.Open(t)
+	storetest.LongThread(t, s, "t", 30, 300)
 	original, err := s.Active(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TokenLimit: original.Tokens / 2})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: original.Tokens / 2})
 	first, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func TestRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	longThread2(t, s, "t", 10, 300)
+	storetest.LongThread2(t, s, "t", 10, 300)
 	second, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func TestRevert(t *testing.T) {
 	if _, err := s.Revert(ctx, *first.ID); !errors.Is(err, memory.ErrNotLatest) {
 		t.Fatalf("reverting an older compaction: %v, want ErrNotLatest", err)
 	}
-	longThread2(t, s, "t", 2, 100) // appended after the second compaction
+	storetest.LongThread2(t, s, "t", 2, 100) // appended after the second compaction
 	hist, err := s.History(ctx, "t")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -39,7 +40,7 @@ func TestMessageShapes(t *testing.T) {
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // a store of its own
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			if _, err := s.Import(ctx, "t", strings.NewReader(`{"role":"user","content":"first"}`), memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +76,7 @@ func TestMessageShapes(t *testing.T) {
 		`{"role":"assistant","refusal":"I can't help with that."}`,
 	}
 	for _, in := range good {
-		s, _ := openStore(t)
+		s, _ := storetest.Open(t)
 		if _, err := s.Import(ctx, "t", strings.NewReader(in), memory.AppendOptions{}); err != nil {
 			t.Errorf("%s: %v", in, err)
 		}
@@ -85,7 +86,7 @@ func TestMessageShapes(t *testing.T) {
 // TestAppendChecksShapes: Append, the library's way in, refuses the same shapes.
 func TestAppendChecksShapes(t *testing.T) {
 	t.Parallel()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	_, err := s.Append(context.Background(), "t", []chat.Message{chat.TextMessage("user", "a"), {Role: "user"}}, memory.AppendOptions{})
 	var ie *memory.InputError
 	if !errors.As(err, &ie) || ie.Index != 1 || ie.Field != "content" {

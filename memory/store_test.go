@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -21,8 +23,8 @@ import (
 func TestImportRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	for _, file := range conversations(t) {
+	s, _ := storetest.Open(t)
+	for _, file := range corpus.Conversations(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)
 			if err != nil {
@@ -33,7 +35,7 @@ func TestImportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := normalized(t, data)
+			want := corpus.Normalized(t, data)
 			if got := res.Appended; got != len(want) {
 				t.Fatalf("appended %d, want %d", got, len(want))
 			}
@@ -52,7 +54,7 @@ func TestImportRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := normalized(t, out); !reflect.DeepEqual(got, want) {
+			if got := corpus.Normalized(t, out); !reflect.DeepEqual(got, want) {
 				t.Fatalf("history differs from the input after a round trip")
 			}
 		})
@@ -62,7 +64,7 @@ func TestImportRoundTrip(t *testing.T) {
 func TestImportFormats(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	lines := `{"role":"system","content":"be brief"}
 {"role":"user","content":"hi","x_custom":{"a":[1,2.50]}}`
 	array := `[{"role":"system","content":"be brief"},{"role":"user","content":"hi","x_custom":{"a":[1,2.50]}}]`
@@ -115,7 +117,7 @@ func TestImportRejectsBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // a store of its own
-			s, _ := openStore(t)
+			s, _ := storetest.Open(t)
 			// A valid history first: the bad import must leave it exactly as it was.
 			if _, err := s.Import(ctx, "t", strings.NewReader(`{"role":"user","content":"first"}`), memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
@@ -145,7 +147,7 @@ func TestImportRejectsBadInput(t *testing.T) {
 func TestAppendAcrossBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	call := chat.Message{Role: chat.RoleAssistant, Content: json.RawMessage("null"),
 		ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "f", Arguments: "{}"}}}}
 	result := chat.TextMessage(chat.RoleTool, "done")
@@ -178,7 +180,7 @@ func TestAppendAcrossBatches(t *testing.T) {
 func TestTokensCountedAtAppend(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	msgs := []chat.Message{chat.TextMessage("system", "You are terse."), chat.TextMessage("user", "hello world")}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4"}); err != nil {
 		t.Fatal(err)
@@ -208,7 +210,7 @@ func TestTokensCountedAtAppend(t *testing.T) {
 
 func TestUnknownModelWarns(t *testing.T) {
 	t.Parallel()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	res, err := s.Append(context.Background(), "t", []chat.Message{chat.TextMessage("user", "hi")}, memory.AppendOptions{Model: "llama3.2"})
 	if err != nil {
 		t.Fatal(err)
@@ -225,8 +227,8 @@ func TestUnknownModelWarns(t *testing.T) {
 func TestSearch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	data, err := os.ReadFile(airline)
+	s, _ := storetest.Open(t)
+	data, err := os.ReadFile(corpus.Airline)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +256,7 @@ func TestSearch(t *testing.T) {
 func TestOpenCreatesPrivateFile(t *testing.T) {
 	t.Parallel()
 	testdb.SQLiteOnly(t, "a file's mode")
-	_, path := openStore(t)
+	_, path := storetest.Open(t)
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +269,7 @@ func TestOpenCreatesPrivateFile(t *testing.T) {
 func TestDeleteThread(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", "secretword")}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +292,7 @@ func TestDeleteThread(t *testing.T) {
 func TestSearchAfterBatchedIndexing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	s.SetIndexBatchBytes(300)
 	var in strings.Builder
 	for i := range 50 {

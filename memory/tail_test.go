@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -12,7 +13,7 @@ import (
 // TestEndsWith: true only for the thread's last messages, same order, in any import form.
 func TestEndsWith(t *testing.T) {
 	t.Parallel()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	ctx := context.Background()
 	lines := []string{`{"role":"user","content":"a"}`, `{"role":"assistant","content":"b"}`, `{"role":"user","content":[{"type":"text","text":"c"}]}`}
 	if _, err := s.Import(ctx, "t", strings.NewReader(strings.Join(lines, "\n")), memory.AppendOptions{}); err != nil {
@@ -45,7 +46,7 @@ func TestEndsWith(t *testing.T) {
 // the snippet, brackets of the stored text aside.
 func TestSearchPrefixAndMarks(t *testing.T) {
 	t.Parallel()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	ctx := context.Background()
 	if _, err := s.Import(ctx, "t", strings.NewReader(`{"role":"user","content":"[a] code OBUT9V and obutane]"}`), memory.AppendOptions{}); err != nil {
 		t.Fatal(err)

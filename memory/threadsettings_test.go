@@ -8,20 +8,20 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
 func ptr[T any](v T) *T { return &v }
-
-const longConversation = airline
 
 // Impossible settings are refused with the key at fault, and nothing is stored; a thread that
 // does not exist is ErrThreadNotFound; what is stored reads back as it was set.
 func TestThreadSettingsValidation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
-	importFile(t, s, "t", longConversation)
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Airline)
 	bad := []struct {
 		name string
 		ts   memory.ThreadSettings
@@ -63,7 +63,7 @@ func TestThreadSettingsValidation(t *testing.T) {
 	if err != nil || len(ths) != 1 || ths[0].Settings.TokenLimit == nil || *ths[0].Settings.TokenLimit != 5000 {
 		t.Fatalf("Threads does not carry the settings: %+v, %v", ths, err)
 	}
-	c := compact.New(s, extractiveCascade(t, s), memory.Settings{TriggerRatio: 0.8})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TriggerRatio: 0.8})
 	_, err = c.Compact(ctx, "t", compact.Options{})
 	if err == nil || !strings.Contains(err.Error(), "target_ratio 0.85 must be below trigger_ratio 0.8") {
 		t.Fatalf("Compact with the thread's target over the compactor's trigger: %v; want the conflict named", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestBadUTF8InLookups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage(chat.RoleUser, "hello world")}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}

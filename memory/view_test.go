@@ -8,6 +8,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestStoredViewColumn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, _ := storetest.Open(t)
 	orders := strings.Repeat("order W123456 shipped to 12 Main St on 2024-05-01 for $120.50; ", 40)
 	huge := strings.Repeat("line of a very long log output 0123456789\n", 2000)
 	call := func(id, name string) chat.Message {
@@ -26,16 +27,16 @@ func TestStoredViewColumn(t *testing.T) {
 	}
 	msgs := []chat.Message{chat.TextMessage("system", "You are an agent."),
 		chat.TextMessage("user", "where is my order?"), call("c1", "get_order"),
-		{Role: "tool", ToolCallID: "c1", Content: mustJSON(orders)},
+		{Role: "tool", ToolCallID: "c1", Content: storetest.MustJSON(orders)},
 		chat.TextMessage("assistant", "It shipped."),
 		chat.TextMessage("user", "why does the build fail? read the log"), call("c2", "read"),
-		{Role: "tool", ToolCallID: "c2", Content: mustJSON(huge)}}
+		{Role: "tool", ToolCallID: "c2", Content: storetest.MustJSON(huge)}}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)
 	}
 	// mask masks the older result; the newest unit keeps the context over the limit, so its
 	// result is cut (on_failure keep) in the same compaction's view.
-	c := compact.New(s, failingCascade(s), memory.Settings{TokenLimit: 2048, Strategy: memory.StrategyMask})
+	c := compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: 2048, Strategy: memory.StrategyMask})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied || rep.View == nil || len(rep.View.Masked) != 1 || len(rep.View.Cut) != 1 {
 		t.Fatalf("compact: %+v, %v; want applied with one result masked and one cut", rep, err)

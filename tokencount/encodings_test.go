@@ -9,41 +9,27 @@ import (
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
-	"github.com/pkoukk/tiktoken-go-loader/assets"
 
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/tokentest"
 	"github.com/memcascade/memcascade/tokencount"
 )
-
-// vocabularyFile writes a built-in encoding's vocabulary, from the offline loader's embedded
-// files, to a file of its own, as a user would give it to encoding_file.
-func vocabularyFile(t testing.TB, name string) string {
-	t.Helper()
-	data, err := assets.Assets.ReadFile(name + ".tiktoken")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name+".tiktoken")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestFileEncodingMatchesCL100k checks that cl100k_base's own vocabulary, given as a file and
 // encoded by tiktoken-go with the default pattern, counts every message of every recorded
 // conversation exactly as the built-in cl100k_base does.
 func TestFileEncodingMatchesCL100k(t *testing.T) {
 	t.Parallel()
-	fc, err := tokencount.NewFileCounter(vocabularyFile(t, tokencount.EncodingCL100k), "")
+	fc, err := tokencount.NewFileCounter(tokentest.VocabularyFile(t, tokencount.EncodingCL100k), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(fc.Encoding(), tokencount.FileEncodingPrefix) || len(fc.Encoding()) != len(tokencount.FileEncodingPrefix)+16 {
 		t.Errorf("file encoding name %q, want file: and 16 hex digits", fc.Encoding())
 	}
-	builtin := counter(t, tokencount.EncodingCL100k)
+	builtin := tokentest.Counter(t, tokencount.EncodingCL100k)
 	messages := 0
-	for i, conv := range recordedMessages(t) {
+	for i, conv := range corpus.RecordedMessages(t) {
 		for j, m := range conv {
 			if got, want := fc.CountMessage(m), builtin.CountMessage(m); got != want {
 				t.Errorf("conversation %d message %d: the cl100k file counts %d, the built-in cl100k %d", i, j, got, want)
@@ -67,7 +53,7 @@ func TestP50kR50kMatchTiktokenGo(t *testing.T) {
 	t.Parallel()
 	referenceLoader.Do(func() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) })
 	var texts []string
-	for _, conv := range recordedMessages(t) {
+	for _, conv := range corpus.RecordedMessages(t) {
 		for _, m := range conv {
 			texts = append(texts, m.Text(), m.Role)
 			for _, tc := range m.ToolCalls {
@@ -81,7 +67,7 @@ func TestP50kR50kMatchTiktokenGo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := counter(t, enc)
+		c := tokentest.Counter(t, enc)
 		total := 0
 		for _, s := range texts {
 			want := len(ref.EncodeOrdinary(s))

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/tokentest"
 	"github.com/memcascade/memcascade/tokencount"
 )
 
@@ -70,7 +71,7 @@ func audioMessage(data, format string) chat.Message {
 // read from generated files of known duration, instead of the tokens of its base64 as text.
 func TestCountAudioPart(t *testing.T) {
 	t.Parallel()
-	c := counter(t, tokencount.EncodingO200k)
+	c := tokentest.Counter(t, tokencount.EncodingO200k)
 	framing := 3 + c.CountText("user")
 	b64 := base64.StdEncoding.EncodeToString
 	for _, tc := range []struct {
@@ -129,7 +130,7 @@ func pdf(pages int) []byte {
 // for its image, 500 for its text) plus the filename, with pages read from the file.
 func TestCountFilePart(t *testing.T) {
 	t.Parallel()
-	c := counter(t, tokencount.EncodingO200k)
+	c := tokentest.Counter(t, tokencount.EncodingO200k)
 	framing := 3 + c.CountText("user")
 	count := func(file map[string]string) int {
 		part, _ := json.Marshal(map[string]any{"type": "file", "file": file})

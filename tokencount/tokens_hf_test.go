@@ -1,70 +1,17 @@
 package tokencount_test
 
 import (
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/memcascade/memcascade/internal/nodetest"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/hftest"
 	"github.com/memcascade/memcascade/tokencount"
 )
-
-// hfDir holds the tokenizer.json files of Qwen 3 and Llama 3 (installed from its lockfile) and
-// the vectors the reference implementation made from them (see its PROVENANCE.md).
-const hfDir = "../testdata/hf-tokenizers"
-
-// hfMessageVectors are the parts of vectors.json.gz this package checks: the files and, for
-// each, the count of every message of the recorded conversations.
-type hfMessageVectors struct {
-	Files map[string]struct {
-		Package string `json:"package"`
-		Path    string `json:"path"`
-		SHA256  string `json:"sha256"`
-	} `json:"files"`
-	Variants []struct {
-		Name     string `json:"name"`
-		Messages []struct {
-			File   string `json:"file"`
-			Counts []int  `json:"counts"`
-			Total  int    `json:"total"`
-		} `json:"messages"`
-	} `json:"variants"`
-}
-
-var readHFVectors = sync.OnceValues(func() (*hfMessageVectors, error) {
-	f, err := os.Open(filepath.Join(hfDir, "vectors.json.gz"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	var v hfMessageVectors
-	return &v, json.NewDecoder(z).Decode(&v)
-})
-
-// hfTokenizerFile returns the path of the tokenizer.json named name in the vectors ("qwen3" or
-// "llama3"), installed from the lockfile (skipped, saying so, when it cannot be; under CI it
-// fails), and its sha256.
-func hfTokenizerFile(t testing.TB, name string) (string, string) {
-	t.Helper()
-	v, err := readHFVectors()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := v.Files[name]
-	pkg := f.Package[:strings.LastIndexByte(f.Package, '@')]
-	_, dir := nodetest.Require(t, hfDir, pkg)
-	return filepath.Join(dir, "node_modules", pkg, f.Path), f.SHA256
-}
 
 // TestHFFileCounterMessages checks that a counter made from the tokenizer.json of Qwen 3 and of
 // Llama 3 counts every message of every recorded conversation, and each conversation, exactly
@@ -74,14 +21,14 @@ func hfTokenizerFile(t testing.TB, name string) (string, string) {
 // the calibration of serve absorbs the difference).
 func TestHFFileCounterMessages(t *testing.T) {
 	t.Parallel()
-	v, err := readHFVectors()
+	v, err := hftest.ReadVectors()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"qwen3", "llama3"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			path, sum := hfTokenizerFile(t, name)
+			path, sum := hftest.TokenizerFile(t, name)
 			fc, err := tokencount.NewFileCounter(path, "")
 			if err != nil {
 				t.Fatal(err)
@@ -102,7 +49,7 @@ func TestHFFileCounterMessages(t *testing.T) {
 					want = vv.Messages
 				}
 			}
-			files := conversations(t)
+			files := corpus.Conversations(t)
 			if len(want) != len(files) {
 				t.Fatalf("%d conversations in the vectors, %d in testdata", len(want), len(files))
 			}
@@ -112,7 +59,7 @@ func TestHFFileCounterMessages(t *testing.T) {
 				if filepath.Base(f) != w.File {
 					t.Fatalf("conversation %d is %s, the vectors' %s", i, filepath.Base(f), w.File)
 				}
-				conv := readMessagesFile(t, f)
+				conv := corpus.ReadMessagesFile(t, f)
 				if len(conv) != len(w.Counts) {
 					t.Fatalf("%s: %d messages, %d in the vectors", w.File, len(conv), len(w.Counts))
 				}

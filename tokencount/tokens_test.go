@@ -11,17 +11,10 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/corpus"
+	"github.com/memcascade/memcascade/internal/tokentest"
 	"github.com/memcascade/memcascade/tokencount"
 )
-
-func counter(t testing.TB, encoding string) *tokencount.BPECounter {
-	t.Helper()
-	c, err := tokencount.NewCounter(encoding)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 func named(role, name, text string) chat.Message {
 	m := chat.TextMessage(role, text)
@@ -49,7 +42,7 @@ func TestCountMessagesCookbook(t *testing.T) {
 		{tokencount.EncodingCL100k, 129}, // gpt-4, gpt-3.5-turbo
 		{tokencount.EncodingO200k, 124},  // gpt-4o, gpt-4o-mini
 	} {
-		if got := counter(t, tc.encoding).CountMessages(cookbookMessages); got != tc.want {
+		if got := tokentest.Counter(t, tc.encoding).CountMessages(cookbookMessages); got != tc.want {
 			t.Errorf("%s: CountMessages = %d, want %d", tc.encoding, got, tc.want)
 		}
 	}
@@ -90,7 +83,7 @@ func TestCountToolsCookbook(t *testing.T) {
 		{tokencount.EncodingCL100k, 105}, // gpt-4, gpt-3.5-turbo
 		{tokencount.EncodingO200k, 101},  // gpt-4o, gpt-4o-mini
 	} {
-		c := counter(t, tc.encoding)
+		c := tokentest.Counter(t, tc.encoding)
 		if got := c.CountMessages(messages) + c.CountTools(tools); got != tc.want {
 			t.Errorf("%s: CountMessages+CountTools = %d, want %d", tc.encoding, got, tc.want)
 		}
@@ -106,7 +99,7 @@ func TestEncodingHelloWorld(t *testing.T) {
 		{tokencount.EncodingCL100k, []int{15339, 1917}},
 		{tokencount.EncodingO200k, []int{24912, 2375}},
 	} {
-		c := counter(t, tc.encoding)
+		c := tokentest.Counter(t, tc.encoding)
 		if got := c.Encode("hello world"); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: Encode = %v, want %v", tc.encoding, got, tc.want)
 		}
@@ -131,7 +124,7 @@ func TestCountTextSpecialTokens(t *testing.T) {
 		{tokencount.EncodingCL100k, 100257},
 		{tokencount.EncodingO200k, 199999},
 	} {
-		c := counter(t, tc.encoding)
+		c := tokentest.Counter(t, tc.encoding)
 		tokens := c.Encode("<|endoftext|>")
 		if len(tokens) < 2 || slices.Contains(tokens, tc.endOfText) {
 			t.Errorf("%s: Encode(<|endoftext|>) = %v, want ordinary text tokens", tc.encoding, tokens)
@@ -222,20 +215,20 @@ func TestNewCounterIsLazy(t *testing.T) {
 		return after.TotalAlloc - before.TotalAlloc
 	}
 	var c *tokencount.BPECounter
-	if n := allocated(func() { c = counter(t, tokencount.EncodingCL100k) }); n > 64<<10 {
+	if n := allocated(func() { c = tokentest.Counter(t, tokencount.EncodingCL100k) }); n > 64<<10 {
 		t.Errorf("NewCounter allocated %d bytes; it must not load the encoding", n)
 	}
 	if n := allocated(func() { c.CountText("hello world") }); n < 10<<20 {
 		t.Errorf("first CountText allocated %d bytes; it should have loaded the encoding", n)
 	}
-	if n := allocated(func() { counter(t, tokencount.EncodingCL100k).CountText("hello world") }); n > 64<<10 {
+	if n := allocated(func() { tokentest.Counter(t, tokencount.EncodingCL100k).CountText("hello world") }); n > 64<<10 {
 		t.Errorf("a second counter's first CountText allocated %d bytes; the encoding must load once per process", n)
 	}
 }
 
 // TestCountTextDoesNotReload is not parallel: AllocsPerRun counts every goroutine's allocations.
 func TestCountTextDoesNotReload(t *testing.T) {
-	c := counter(t, tokencount.EncodingO200k)
+	c := tokentest.Counter(t, tokencount.EncodingO200k)
 	c.CountText("warm up")
 	allocs := testing.AllocsPerRun(20, func() {
 		tokencount.NewCounter(tokencount.EncodingO200k)
@@ -257,7 +250,7 @@ func textOf(c *tokencount.BPECounter, parts ...string) int {
 func TestCountMessageRules(t *testing.T) {
 	t.Parallel()
 	for _, enc := range []string{tokencount.EncodingCL100k, tokencount.EncodingO200k} {
-		c := counter(t, enc)
+		c := tokentest.Counter(t, enc)
 		check := func(what string, m chat.Message, want int) {
 			t.Helper()
 			if got := c.CountMessage(m); got != want {
@@ -314,7 +307,7 @@ func TestCountToolsRules(t *testing.T) {
 		{tokencount.EncodingCL100k, 10},
 		{tokencount.EncodingO200k, 7},
 	} {
-		c := counter(t, tc.encoding)
+		c := tokentest.Counter(t, tc.encoding)
 		check := func(what string, tools []chat.Tool, want int) {
 			t.Helper()
 			if got := c.CountTools(tools); got != want {
@@ -366,7 +359,7 @@ func TestCountToolsRealSchemas(t *testing.T) {
 	if len(tools) < 2 {
 		t.Fatalf("read %d tools, want several", len(tools))
 	}
-	c := counter(t, tokencount.EncodingO200k)
+	c := tokentest.Counter(t, tokencount.EncodingO200k)
 	all, sum := c.CountTools(tools), 0
 	for _, tl := range tools {
 		one := c.CountTools([]chat.Tool{tl})
@@ -382,13 +375,13 @@ func TestCountToolsRealSchemas(t *testing.T) {
 
 func TestCounterConcurrent(t *testing.T) {
 	t.Parallel()
-	ms := readMessagesFile(t, airline)
+	ms := corpus.ReadMessagesFile(t, corpus.Airline)
 	for _, enc := range []string{tokencount.EncodingCL100k, tokencount.EncodingO200k} {
-		want := counter(t, enc).CountMessages(ms)
+		want := tokentest.Counter(t, enc).CountMessages(ms)
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				if got := counter(t, enc).CountMessages(ms); got != want {
+				if got := tokentest.Counter(t, enc).CountMessages(ms); got != want {
 					t.Errorf("%s: concurrent CountMessages = %d, want %d", enc, got, want)
 				}
 			})
@@ -398,10 +391,10 @@ func TestCounterConcurrent(t *testing.T) {
 }
 
 func BenchmarkCountText(b *testing.B) {
-	system := readMessagesFile(b, airline)[0].Text()
+	system := corpus.ReadMessagesFile(b, corpus.Airline)[0].Text()
 	for _, enc := range []string{tokencount.EncodingO200k, tokencount.EncodingCL100k} {
 		b.Run(enc, func(b *testing.B) {
-			c := counter(b, enc)
+			c := tokentest.Counter(b, enc)
 			c.CountText("load") // load the encoding outside the timing
 			b.SetBytes(int64(len(system)))
 			b.ReportAllocs()

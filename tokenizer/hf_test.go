@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/memcascade/memcascade/internal/hftest"
 	"github.com/memcascade/memcascade/internal/nodetest"
 )
 
@@ -68,17 +68,8 @@ type hfVariantVectors struct {
 }
 
 var readVectors = sync.OnceValues(func() (*hfVectors, error) {
-	f, err := os.Open(filepath.Join(hfDir, "vectors.json.gz"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
 	var v hfVectors
-	if err := json.NewDecoder(z).Decode(&v); err != nil {
+	if err := hftest.Decode(&v); err != nil {
 		return nil, err
 	}
 	return &v, nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/tokenizer"
 )
 
@@ -75,22 +76,6 @@ func conversationFiles(t *testing.T) []string {
 	return files
 }
 
-func jsonLines(t *testing.T, data []byte) []any {
-	t.Helper()
-	var out []any
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var v any
-		if err := json.Unmarshal(line, &v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
 func TestImportExportRoundTrip(t *testing.T) {
 	for _, file := range conversationFiles(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
@@ -106,7 +91,7 @@ func TestImportExportRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			data, _ := os.ReadFile(file)
-			want := jsonLines(t, data)
+			want := corpus.Normalized(t, data)
 			if res.Thread != "t1" || res.Imported != len(want) || res.Messages != len(want) || res.ActiveTokens <= 0 {
 				t.Fatalf("import said %+v", res)
 			}

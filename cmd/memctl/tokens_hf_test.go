@@ -1,14 +1,13 @@
 package main
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/internal/nodetest"
+	"github.com/memcascade/memcascade/internal/hftest"
 )
 
 // TestTokensHFConfig runs memctl with encoding_file naming the tokenizer.json of Qwen 3 (by a
@@ -16,38 +15,13 @@ import (
 // recorded conversation as the reference vectors do, import records the file's encoding and
 // the same count, and encoding_pattern beside a tokenizer.json is refused.
 func TestTokensHFConfig(t *testing.T) {
-	f, err := os.Open(testdata("hf-tokenizers/vectors.json.gz"))
+	v, err := hftest.ReadVectors()
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct {
-		Files map[string]struct {
-			Package string `json:"package"`
-			Path    string `json:"path"`
-			SHA256  string `json:"sha256"`
-		} `json:"files"`
-		Variants []struct {
-			Name     string `json:"name"`
-			Messages []struct {
-				File  string `json:"file"`
-				Total int    `json:"total"`
-			} `json:"messages"`
-		} `json:"variants"`
-	}
-	if err := json.NewDecoder(z).Decode(&v); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"qwen3", "llama3"} {
 		t.Run(name, func(t *testing.T) {
-			file := v.Files[name]
-			pkg := file.Package[:strings.LastIndexByte(file.Package, '@')]
-			_, dir := nodetest.Require(t, testdata("hf-tokenizers"), pkg)
-			path := filepath.Join(dir, "node_modules", pkg, file.Path)
+			path, sum := hftest.TokenizerFile(t, name)
 			m := newMemctl(t)
 			m.config = filepath.Join(m.dir, "config.yaml")
 			if name == "qwen3" {
@@ -62,7 +36,7 @@ func TestTokensHFConfig(t *testing.T) {
 				path = "models/tokenizer.json"
 			}
 			os.WriteFile(m.config, []byte("model: local\nencoding_file: "+path+"\n"), 0o600)
-			encoding := "file:" + file.SHA256[:16]
+			encoding := "file:" + sum[:16]
 			totals := map[string]int{}
 			for _, vv := range v.Variants {
 				if vv.Name == name {

@@ -1,9 +1,10 @@
 // Package storetest holds the helpers that the tests of the store and of the packages built on
-// it share: a new store per test on the backend of the run, the recorded conversations of
-// testdata, long threads, cascades of fakes or of the offline summarizer, the pin checks, and
-// the stores and direct reads of the PostgreSQL fault tests. It is a package,
-// not _test files, because more than one test package needs it; each keeps a helpers_test.go
-// of one-line wrappers, so that a test reads the same in any of them.
+// it share: a new store per test on the backend of the run, imports of the recorded
+// conversations (internal/corpus has the conversations themselves), long threads, cascades of
+// fakes or of the offline summarizer, the pin checks, and the stores and direct reads of the
+// PostgreSQL fault tests. It is a package, not _test files, because more than one test package
+// needs it; the tests call it by its name (a helper that one test package alone uses stays in
+// that package's helpers_test.go).
 package storetest
 
 import (
@@ -13,8 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -27,33 +26,6 @@ import (
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
 )
-
-// Testdata returns the absolute path of elem under the repository's testdata directory,
-// whatever the directory the test runs in.
-func Testdata(elem ...string) string {
-	return filepath.Join(append([]string{root()}, append([]string{"testdata"}, elem...)...)...)
-}
-
-// root is the repository's directory: two levels above this file, or, when the file's path
-// is not a path of this machine (a build with -trimpath), the nearest directory above the
-// working directory that holds go.mod.
-func root() string {
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		return filepath.Join(filepath.Dir(file), "..", "..")
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		panic(err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			panic("storetest: no go.mod above " + dir)
-		}
-	}
-}
 
 // Open opens a new store on the backend of the run (testdb): its name is a file path or a
 // PostgreSQL URL, which Open takes again.
@@ -76,79 +48,6 @@ var freshDB = testdb.NewTemplate(func(path string) error {
 	}
 	return s.Close()
 })
-
-// Conversations returns the recorded conversations of testdata (its conversations/*.jsonl, in
-// the order of their names).
-func Conversations(t testing.TB) []string {
-	t.Helper()
-	dir := Testdata("conversations")
-	entries, err := os.ReadDir(dir) // not a glob: the checkout's path may hold [ or *
-	var files []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".jsonl") {
-			files = append(files, filepath.Join(dir, e.Name()))
-		}
-	}
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no testdata conversations: %v", err)
-	}
-	return files
-}
-
-// Normalized parses JSON values (one per line, or an array) into generic values, so two
-// encodings of the same data compare equal.
-func Normalized(t testing.TB, data []byte) []any {
-	t.Helper()
-	var out []any
-	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("[")) {
-		if err := json.Unmarshal(data, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var v any
-		if err := json.Unmarshal(line, &v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-// RecordedMessages returns every message of the recorded conversations of testdata.
-func RecordedMessages(t testing.TB) [][]chat.Message {
-	t.Helper()
-	var all [][]chat.Message
-	for _, f := range Conversations(t) {
-		all = append(all, ReadMessagesFile(t, f))
-	}
-	return all
-}
-
-// ReadMessagesFile reads the messages of a JSONL file.
-func ReadMessagesFile(t testing.TB, path string) []chat.Message {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ms []chat.Message
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		var m chat.Message
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, m)
-	}
-	return ms
-}
 
 // Import imports a testdata conversation into thread and returns the file's bytes.
 func Import(t testing.TB, s *memory.Store, thread, file string) []byte {
@@ -182,13 +81,6 @@ func FailingCascade(s *memory.Store) *cascade.Cascade {
 	return cascade.New(s.DB(),
 		cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute},
 		cascade.Entry{Name: "b", Type: "fake", Model: "m2", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-}
-
-// FakeEntry is a cascade entry of provider p, named name, with a context window of window
-// tokens.
-func FakeEntry(name string, p cascade.Provider, window int) cascade.Entry {
-	return cascade.Entry{Name: name, Type: "fake", Model: name + "-model", Provider: p, ContextWindow: window,
-		MaxOutputTokens: 256, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
 }
 
 // LongThread appends n user/assistant pairs of about size bytes each after a system prompt.
@@ -230,4 +122,10 @@ func BenchMessages(n int) []chat.Message {
 		msgs = append(msgs, chat.TextMessage(role, fmt.Sprintf("message %d about order W%06d and flight HAT%03d", i, i, i%300)))
 	}
 	return msgs
+}
+
+// MustJSON is s as a JSON string, for a message's content.
+func MustJSON(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
 }
