@@ -241,10 +241,7 @@ func (sh shaper) cut(e memory.Entry, target int) memory.Entry {
 // folds it in (middleLedger): its text need not show its facts as facts (a constraint, a tool
 // call), and the facts a report already named dropped are not named again.
 func (c *Compactor) viewFacts(ctx context.Context, pre, post []memory.Entry) (ledger, dropped []facts.Fact, err error) {
-	after := map[int64]memory.Entry{}
-	for _, e := range post {
-		after[e.Seq] = e
-	}
+	after := bySeq(post)
 	var changed []memory.Entry
 	for _, e := range pre {
 		x, ok := after[e.Seq]
@@ -266,6 +263,15 @@ func (c *Compactor) viewFacts(ctx context.Context, pre, post []memory.Entry) (le
 	return ledger, missingFacts(ledger, nil, outsideText(post)), nil
 }
 
+// bySeq indexes the messages of a view by their seq.
+func bySeq(view []memory.Entry) map[int64]memory.Entry {
+	out := make(map[int64]memory.Entry, len(view))
+	for _, e := range view {
+		out[e.Seq] = e
+	}
+	return out
+}
+
 // unshownFacts returns the facts of the results post masks or cuts anew (pre shows them
 // otherwise) that their own placeholder or cut does not show, even when some other message
 // shows the same text (a tool call's arguments, say, that no ledger reads as that fact). A
@@ -273,10 +279,7 @@ func (c *Compactor) viewFacts(ctx context.Context, pre, post []memory.Entry) (le
 // summary or window takes only what the placeholder shows (shownFacts), so each fact of the
 // result is kept or named. (The summary of hybrid carries them in its ledger instead.)
 func unshownFacts(pre, post []memory.Entry, redact func(string) string) []facts.Fact {
-	after := map[int64]memory.Entry{}
-	for _, e := range post {
-		after[e.Seq] = e
-	}
+	after := bySeq(post)
 	var out []facts.Fact
 	for _, e := range pre {
 		x, ok := after[e.Seq]
