@@ -71,14 +71,14 @@ func (j *job) decide() error {
 	default: // mask, hybrid
 		d.post = j.sh.maskOld(a.Entries, j.keep)
 	}
-	if j.rep.Strategy == memory.StrategyHybrid && tokensOf(d.post) > j.keep {
+	if j.rep.Strategy == memory.StrategyHybrid && memory.PromptTokens(d.post) > j.keep {
 		// The summary of hybrid covers what is outside the window the mask kept (no share of
 		// the target set aside): it is worth a call only when that is more than placeholders.
-		if p := makePlan(d.post, j.s, j.keep, 0); !p.Ineffective || sumTokens(d.post) >= sumTokens(a.Entries) {
+		if p := makePlan(d.post, j.s, j.keep, 0); !p.Ineffective || memory.EntryTokens(d.post) >= memory.EntryTokens(a.Entries) {
 			d.plan, d.summarize, d.ineffective, d.why = p, true, p.Ineffective, p.Why
 		}
 	}
-	if !d.summarize && sumTokens(d.post) >= sumTokens(a.Entries) {
+	if !d.summarize && memory.EntryTokens(d.post) >= memory.EntryTokens(a.Entries) {
 		d.ineffective, d.why = true, fmt.Sprintf("%s saves nothing: no tool result outside the kept window to mask, no unit to leave out", j.rep.Strategy)
 	}
 	j.d = d
@@ -108,7 +108,7 @@ func (j *job) planned() {
 		j.rep.Detail = j.d.plan.describe(j.d.post, j.a)
 	default:
 		j.rep.Detail = describeView(j.a.Entries, j.d.post)
-		j.rep.TokensAfter, j.rep.MessagesAfter = tokensOf(j.d.post), len(j.d.post)
+		j.rep.TokensAfter, j.rep.MessagesAfter = memory.PromptTokens(j.d.post), len(j.d.post)
 	}
 	j.note()
 }
@@ -250,7 +250,7 @@ func (j *job) work(ctx context.Context) error {
 		if err := j.applyView(ctx, j.a, j.d.post); err != nil {
 			return err
 		}
-		if t := tokensOf(j.d.post); t > j.s.Budget() {
+		if t := memory.PromptTokens(j.d.post); t > j.s.Budget() {
 			return fmt.Errorf("%w: %d tokens after %s, limit %d", ErrOverLimit, t, j.rep.Strategy, j.s.Budget())
 		}
 		return nil
@@ -278,7 +278,7 @@ func (j *job) work(ctx context.Context) error {
 
 // withEntries returns a showing entries instead of its own.
 func withEntries(a memory.Active, entries []memory.Entry) memory.Active {
-	a.Entries, a.Tokens = entries, tokensOf(entries)
+	a.Entries, a.Tokens = entries, memory.PromptTokens(entries)
 	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(entries), a.Tokens
 	return a
 }
@@ -301,7 +301,7 @@ func (j *job) applyView(ctx context.Context, pre memory.Active, post []memory.En
 	lost = slices.Concat(lost, dropped)
 	rep := j.rep
 	commit := *rep
-	commit.TokensAfter, commit.MessagesAfter = tokensOf(post), len(post)
+	commit.TokensAfter, commit.MessagesAfter = memory.PromptTokens(post), len(post)
 	commit.FactsTotal, commit.FactsKept = rep.FactsTotal+len(ledger), rep.FactsKept+len(ledger)-len(dropped)
 	commit.FactsDropped = nonNil(factTexts(lost))
 	if err := j.c.Store.Compactions().ApplyView(ctx, memory.Commit{Thread: pre.Thread.ID, ID: j.id, Base: pre.Current,
@@ -309,7 +309,7 @@ func (j *job) applyView(ctx context.Context, pre memory.Active, post []memory.En
 		return err
 	}
 	j.lost = lost
-	rep.Status, rep.TokensAfter, rep.MessagesAfter = memory.StatusApplied, tokensOf(post), len(post)
+	rep.Status, rep.TokensAfter, rep.MessagesAfter = memory.StatusApplied, memory.PromptTokens(post), len(post)
 	rep.FactsTotal, rep.FactsKept = rep.FactsTotal+len(ledger), rep.FactsKept+len(ledger)-len(dropped)
 	rep.FactsDropped = nonNil(factTexts(lost))
 	return nil
@@ -357,7 +357,7 @@ func (j *job) reshape(ctx context.Context, cause error, label string, shape func
 		return cause // another compaction was applied meanwhile: its view stands
 	}
 	post, ferr := shape(a.Entries, j.s.Budget())
-	if tokensOf(post) >= a.Tokens {
+	if memory.PromptTokens(post) >= a.Tokens {
 		return errors.Join(cause, ferr)
 	}
 	if j.rep.Passes == 0 { // no summary applied: the view is all this compaction changes
@@ -399,7 +399,7 @@ func describeView(pre, post []memory.Entry) string {
 		parts = append(parts, "no change")
 	}
 	return fmt.Sprintf("%s: %d tokens, %s -> %d tokens, %s (history unchanged)", strings.Join(parts, "; "),
-		tokensOf(pre), english.Count(len(pre), "message", "messages"), tokensOf(post), english.Count(len(post), "message", "messages"))
+		memory.PromptTokens(pre), english.Count(len(pre), "message", "messages"), memory.PromptTokens(post), english.Count(len(post), "message", "messages"))
 }
 
 func maxSeq(es []memory.Entry) int64 {

@@ -129,12 +129,12 @@ func makePlan(entries []memory.Entry, s memory.Settings, keepBudget, share int) 
 	n := len(entries)
 	p := Plan{Kept: n}
 	p.Pinned = memory.PinnedLen(entries)
-	p.PinnedTokens = sumTokens(entries[:p.Pinned])
+	p.PinnedTokens = memory.EntryTokens(entries[:p.Pinned])
 	cuts := memory.Cuts(entries, p.Pinned)
 	// cuts are ascending indexes i (Pinned < i < n) where kept may start.
 	if len(cuts) == 0 {
 		p.Ineffective, p.Why = true, "nothing to summarize: the context is pinned messages and one unit"
-		p.KeptTokens = sumTokens(entries[p.Pinned:])
+		p.KeptTokens = memory.EntryTokens(entries[p.Pinned:])
 		return p
 	}
 	// The summary's share of the target: half of what the pinned messages leave of it, at most
@@ -147,7 +147,7 @@ func makePlan(entries []memory.Entry, s memory.Settings, keepBudget, share int) 
 		p.Hold, p.HeldAt, p.HeldTokens = true, u, entries[u].Tokens
 		p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens-share-p.HeldTokens)
 	}
-	p.MiddleTokens = sumTokens(p.middle(entries))
+	p.MiddleTokens = memory.EntryTokens(p.middle(entries))
 	p.FromSeq, p.ToSeq = middleRange(p.middle(entries))
 
 	active := p.PinnedTokens + p.HeldTokens + p.MiddleTokens + p.KeptTokens + tokencount.ReplyPriming
@@ -197,9 +197,9 @@ func makePlan(entries []memory.Entry, s memory.Settings, keepBudget, share int) 
 // tokens: the newest unit, then whole units while they fit in budget.
 func keptFrom(entries []memory.Entry, cuts []int, budget int) (start, tokens int) {
 	k := len(cuts) - 1
-	kept := sumTokens(entries[cuts[k]:])
+	kept := memory.EntryTokens(entries[cuts[k]:])
 	for k > 0 {
-		more := sumTokens(entries[cuts[k-1]:cuts[k]])
+		more := memory.EntryTokens(entries[cuts[k-1]:cuts[k]])
 		if kept+more > budget {
 			break
 		}
@@ -207,14 +207,6 @@ func keptFrom(entries []memory.Entry, cuts []int, budget int) (start, tokens int
 		k--
 	}
 	return cuts[k], kept
-}
-
-func sumTokens(es []memory.Entry) int {
-	t := 0
-	for _, e := range es {
-		t += e.Tokens
-	}
-	return t
 }
 
 // middleRange returns the seq range a summary of middle covers: a previous summary in it

@@ -121,7 +121,7 @@ func keptStart(entries []memory.Entry, keepBudget int) (pinned, start int) {
 	if len(cuts) == 0 {
 		return pinned, pinned
 	}
-	start, _ = keptFrom(entries, cuts, keepBudget-sumTokens(entries[:pinned]))
+	start, _ = keptFrom(entries, cuts, keepBudget-memory.EntryTokens(entries[:pinned]))
 	return pinned, start
 }
 
@@ -154,25 +154,17 @@ func lastUser(entries []memory.Entry) int {
 	return -1
 }
 
-// tokensOf is the prompt size of entries.
-func tokensOf(es []memory.Entry) int {
-	if len(es) == 0 {
-		return 0
-	}
-	return sumTokens(es) + tokencount.ReplyPriming
-}
-
 // fit returns entries fitted within limit tokens: every tool result but the newest unit's
 // masked, then the oldest units left out, then the newest unit's largest tool results cut.
 // It fails when even that cannot fit (the pinned messages alone are over, for one).
 func (sh shaper) fit(entries []memory.Entry, limit int) ([]memory.Entry, error) {
 	pinned, newest := keptStart(entries, 0)
 	out := sh.mask(entries, pinned, newest)
-	if tokensOf(out) <= limit {
+	if memory.PromptTokens(out) <= limit {
 		return out, nil
 	}
 	out = window(out, limit-tokencount.ReplyPriming)
-	if tokensOf(out) <= limit {
+	if memory.PromptTokens(out) <= limit {
 		return out, nil
 	}
 	return sh.cutLargest(out, memory.PinnedLen(out), limit, true)
@@ -197,14 +189,14 @@ func (sh shaper) cutLargest(entries []memory.Entry, pinned, limit int, user bool
 		order = append(order, u)
 	}
 	for _, i := range order {
-		over := tokensOf(out) - limit
+		over := memory.PromptTokens(out) - limit
 		if over <= 0 {
 			break
 		}
 		out[i] = sh.cut(out[i], max(out[i].Tokens-over, 0))
 	}
-	if t := tokensOf(out); t > limit {
-		kept := fmt.Sprintf("the pinned messages (%d tokens)", sumTokens(out[:pinned]))
+	if t := memory.PromptTokens(out); t > limit {
+		kept := fmt.Sprintf("the pinned messages (%d tokens)", memory.EntryTokens(out[:pinned]))
 		if u := lastUser(out); !user && u >= 0 && out[u].Mark() == nil {
 			// Not cut here: name it, it may be what keeps the context over (a long task statement).
 			kept += fmt.Sprintf(", the newest user message (seq %d, %d tokens, left whole)", out[u].Seq, out[u].Tokens)

@@ -108,7 +108,7 @@ func (c Compactions) ApplySummary(ctx context.Context, cm Commit) error {
 		SummarizedMessages: int64(r.SummarizedMessages), KeptMessages: int64(r.KeptMessages),
 		FactsTotal: int64(r.FactsTotal), FactsKept: int64(r.FactsKept), FactsDropped: string(dropped),
 		Provider: r.Provider, Model: r.Model, DurationMs: r.DurationMs,
-		View: view, ViewSeq: cm.ViewSeq, ViewTokens: int64(entryTokens(cm.Entries)), ViewMessages: int64(len(cm.Entries)),
+		View: view, ViewSeq: cm.ViewSeq, ViewTokens: int64(EntryTokens(cm.Entries)), ViewMessages: int64(len(cm.Entries)),
 		Ledger: cm.Ledger,
 	})
 }
@@ -125,7 +125,7 @@ func (c Compactions) ApplyView(ctx context.Context, cm Commit) error {
 	}
 	return c.s.applyView(ctx, cm.Thread, cm.ID, cm.Base, db.ApplyViewParams{
 		FromSeq: nullInt(from), ToSeq: nullInt(to), View: view, ViewSeq: cm.ViewSeq,
-		ViewTokens: int64(entryTokens(cm.Entries)), ViewMessages: int64(len(cm.Entries)),
+		ViewTokens: int64(EntryTokens(cm.Entries)), ViewMessages: int64(len(cm.Entries)),
 		TokensAfter: int64(r.TokensAfter), MessagesAfter: int64(r.MessagesAfter),
 		SummarizedMessages: int64(r.SummarizedMessages), KeptMessages: int64(r.KeptMessages),
 		FactsTotal: int64(r.FactsTotal), FactsKept: int64(r.FactsKept), FactsDropped: string(dropped),
@@ -177,15 +177,6 @@ func (c Compactions) LatestSettled(ctx context.Context, thread string) (Settled,
 // for a summary applied before ledgers were stored).
 func (c Compactions) Ledger(ctx context.Context, id int64) (string, error) {
 	return c.s.h.Q().CompactionLedger(ctx, id)
-}
-
-// entryTokens is the sum of the entries' stored counts (no reply priming).
-func entryTokens(es []Entry) int {
-	t := 0
-	for _, e := range es {
-		t += e.Tokens
-	}
-	return t
 }
 
 func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
@@ -359,15 +350,7 @@ func (s *Store) lightRange(ctx context.Context, q db.Querier, t Thread, from, to
 	for p, rs := range rows {
 		dst := out[at : at+len(rs)]
 		at += len(rs)
-		wg.Go(func() {
-			for i, r := range rs {
-				var err error
-				if dst[i], err = lightEntry(db.ListMessageColumnsAfterRow(r)); err != nil {
-					errs[p] = fmt.Errorf("thread %q: %w", t.ID, err)
-					return
-				}
-			}
-		})
+		wg.Go(func() { errs[p] = lightInto(t.ID, dst, rs) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

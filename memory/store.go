@@ -421,12 +421,7 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 	if a.Entries, err = s.withPins(ctx, q, thread, a.Entries, light); err != nil {
 		return Active{}, err
 	}
-	for _, e := range a.Entries {
-		a.Tokens += e.Tokens
-	}
-	if len(a.Entries) > 0 {
-		a.Tokens += tokencount.ReplyPriming
-	}
+	a.Tokens = PromptTokens(a.Entries)
 	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
 	return a, nil
 }
@@ -440,13 +435,21 @@ type lightRow interface {
 // lightEntries decodes the rows of a light message query of a thread.
 func lightEntries[R lightRow](thread string, rows []R) ([]Entry, error) {
 	out := make([]Entry, len(rows))
-	for i, r := range rows {
-		var err error
-		if out[i], err = lightEntry(db.ListMessageColumnsAfterRow(r)); err != nil {
-			return nil, fmt.Errorf("thread %q: %w", thread, err)
-		}
+	if err := lightInto(thread, out, rows); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// lightInto decodes the rows of a light message query of a thread into dst, as long as rows.
+func lightInto[R lightRow](thread string, dst []Entry, rows []R) error {
+	for i, r := range rows {
+		var err error
+		if dst[i], err = lightEntry(db.ListMessageColumnsAfterRow(r)); err != nil {
+			return fmt.Errorf("thread %q: %w", thread, err)
+		}
+	}
+	return nil
 }
 
 // messagesBefore and messagesAfter read the messages below or above a seq, whole or light.

@@ -1,6 +1,9 @@
 package memory
 
-import "github.com/memcascade/memcascade/chat"
+import (
+	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/tokencount"
+)
 
 // A compaction cuts an active context only between units. A unit is a user message, or an
 // assistant message with the tool results that answer its calls (a result answers the latest
@@ -19,6 +22,24 @@ const DeepSummaryTokens = 128
 // or summary_max_tokens when that is less. The planner finds a deep plan with less room
 // ineffective, and a pin that would leave less is refused: one rule, read by both.
 func (s Settings) MinSummaryTokens() int { return min(DeepSummaryTokens, s.SummaryMaxTokens) }
+
+// EntryTokens is the sum of the entries' stored counts, without the reply priming.
+func EntryTokens(es []Entry) int {
+	t := 0
+	for _, e := range es {
+		t += e.Tokens
+	}
+	return t
+}
+
+// PromptTokens is the prompt size of entries sent as they are: their stored counts plus the
+// reply priming (0 for none), as Active.Tokens counts an active context.
+func PromptTokens(es []Entry) int {
+	if len(es) == 0 {
+		return 0
+	}
+	return EntryTokens(es) + tokencount.ReplyPriming
+}
 
 // PinnedLen returns the number of leading pinned entries: the system/developer messages at the
 // start, and the pinned messages that follow them.
