@@ -214,13 +214,20 @@ func onCPUs(n int, f func(lo, hi int)) {
 // renderRange renders middle[lo:hi], whose texts after the context pass are texts[lo:hi],
 // into in.tms and in.blocks.
 func (in *input) renderRange(middle []memory.Entry, texts []string, s memory.Settings, lo, hi int) {
-	// The range's blocks are written one after the other into one buffer, sized for them,
-	// and each block's text is its part of it: one allocation, not one a message.
+	// The range's blocks are written one after the other into one buffer, sized for them
+	// (each text as max_result_bytes trims it), and each block's text is its part of it: one
+	// allocation, not one a message.
+	trimmed := func(n int) int {
+		if s.MaxResultBytes > 0 {
+			return min(n, s.MaxResultBytes+64) // the trim marker
+		}
+		return n
+	}
 	size := 0
 	for i := lo; i < hi; i++ {
-		size += len(texts[i]) + 64
+		size += trimmed(len(texts[i])) + 64
 		for _, tc := range middle[i].Message.ToolCalls {
-			size += len(tc.Function.Name) + len(tc.Function.Arguments) + len(tc.ID) + 32
+			size += len(tc.Function.Name) + trimmed(len(tc.Function.Arguments)) + len(tc.ID) + 32
 		}
 	}
 	var sb strings.Builder
