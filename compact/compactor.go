@@ -151,7 +151,8 @@ var builtinRedact = sync.OnceValue(func() func(string) string {
 // ShouldCompact reports whether an unforced Compact of the thread would do anything: its
 // active context is over L, or it is over L * trigger_ratio and automatic compaction is not
 // waiting (it waits when the latest applied or ineffective compaction ran with the same limit,
-// reserve and ratios and saw every message). It reads stored counts only, so it is cheap to call after every turn.
+// reserve and ratios and saw every message). It reads stored counts only, so it is cheap to
+// call after every turn.
 func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, error) {
 	t, err := c.Store.Thread(ctx, thread)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // TestActiveLightLongThread: a context long enough to be read in parts at once (see
-// lightRange) reads as the whole read does, message for message, in order, before and after a
+// readRange) reads as the whole read does, message for message, in order, before and after a
 // compaction's view.
 func TestActiveLightLongThread(t *testing.T) {
 	ctx := context.Background()

@@ -293,21 +293,21 @@ func (s *Store) applyView(ctx context.Context, thread string, id, base int64, p 
 }
 
 // parallelReadMin is the number of messages from which a light read of a range is split into
-// parts read at once, one per CPU (see lightRange).
+// parts read at once, one per CPU (see readRange).
 const parallelReadMin = 2048
 
-// lightRange reads the messages from..to of thread t light, in q's transaction. A long range
-// is read in parts at once: the first in q's transaction, each other one in a read
+// readRange reads the messages from..to of thread t, whole or light, in q's transaction. A
+// long range read light (as the compactor reads) is read in parts at once: the first in q's transaction, each other one in a read
 // transaction of its own, on a connection of its own. That reads the same rows as one
 // snapshot would: a message never changes once appended (history is append-only), and every
 // seq of from..to is at or below t's last seq as q's snapshot saw it; each part checks that
 // its snapshot still holds that thread (created at the same instant, with a last seq at or
 // past to), so a thread deleted, or deleted and made again, meanwhile is an error, never a mix.
-func (s *Store) lightRange(ctx context.Context, q db.Querier, t Thread, from, to int64) ([]Entry, error) {
+func (s *Store) readRange(ctx context.Context, q db.Querier, t Thread, from, to int64, light bool) ([]Entry, error) {
 	n := to - from + 1
 	parts := min(int64(runtime.GOMAXPROCS(0)), n/parallelReadMin)
-	if parts <= 1 {
-		return s.messagesBetween(ctx, q, t.ID, from, to, true)
+	if !light || parts <= 1 {
+		return s.messagesBetween(ctx, q, t.ID, from, to, light)
 	}
 	rows := make([][]db.ListMessageColumnsBetweenRow, parts)
 	errs := make([]error, parts)

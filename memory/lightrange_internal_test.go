@@ -33,16 +33,16 @@ func TestLightRangeRefusesAnotherThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := int64(len(msgs))
-	es, err := s.lightRange(ctx, s.h.Q(), th, 1, n)
+	es, err := s.readRange(ctx, s.h.Q(), th, 1, n, true)
 	if err != nil || int64(len(es)) != n || es[0].Seq != 1 || es[n-1].Seq != n {
 		t.Fatalf("the thread as read: %d entries, err %v", len(es), err)
 	}
 	other := th
 	other.CreatedAt = th.CreatedAt.Add(-1e6) // made a millisecond before: another thread
-	if _, err := s.lightRange(ctx, s.h.Q(), other, 1, n); !errors.Is(err, ErrThreadNotFound) {
+	if _, err := s.readRange(ctx, s.h.Q(), other, 1, n, true); !errors.Is(err, ErrThreadNotFound) {
 		t.Fatalf("a thread made at another instant: err %v, want ErrThreadNotFound", err)
 	}
-	if _, err := s.lightRange(ctx, s.h.Q(), th, 1, n+parallelReadMin); !errors.Is(err, ErrThreadNotFound) {
+	if _, err := s.readRange(ctx, s.h.Q(), th, 1, n+parallelReadMin, true); !errors.Is(err, ErrThreadNotFound) {
 		t.Fatalf("a range past the thread's last seq: err %v, want ErrThreadNotFound", err)
 	}
 }

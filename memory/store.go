@@ -402,13 +402,7 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 		after = cur.ToSeq.Int64
 	}
 	if cur.View == "" {
-		var tail []Entry
-		var err error
-		if light {
-			tail, err = s.lightRange(ctx, q, a.Thread, after+1, int64(a.Thread.Messages))
-		} else {
-			tail, err = s.messagesAfter(ctx, q, thread, after, light)
-		}
+		tail, err := s.readRange(ctx, q, a.Thread, after+1, int64(a.Thread.Messages), light)
 		if err != nil {
 			return Active{}, err
 		}

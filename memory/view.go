@@ -138,13 +138,7 @@ func (s *Store) readView(ctx context.Context, q db.Querier, a Active, cur db.Com
 	}
 	var err error
 	for _, r := range keptRanges(out, cur.ViewSeq, int64(a.Thread.Messages)) {
-		var es []Entry
-		var err error
-		if light {
-			es, err = s.lightRange(ctx, q, a.Thread, r[0], r[1])
-		} else {
-			es, err = s.messagesBetween(ctx, q, a.Thread.ID, r[0], r[1], light)
-		}
+		es, err := s.readRange(ctx, q, a.Thread, r[0], r[1], light)
 		if err != nil {
 			return Active{}, err
 		}
