@@ -67,3 +67,74 @@ func TestActiveLightLongThread(t *testing.T) {
 	}
 	check("after a hybrid compaction")
 }
+
+// TestActiveLightWhileAppending: a second process appends to a long thread while it is read
+// in parts (see readRange) again and again. Every read is one snapshot's: the seqs 1 to the
+// thread's last seq as the read saw it, each message its own text, none from after it, and
+// its counts those of its entries.
+func TestActiveLightWhileAppending(t *testing.T) {
+	ctx := context.Background()
+	s, path := storetest.Open(t)
+	text := func(i int) string { return fmt.Sprintf("message %d about order W%06d", i, i) }
+	msgs := make([]chat.Message, 6000)
+	for i := range msgs {
+		msgs[i] = chat.TextMessage([]string{chat.RoleUser, chat.RoleAssistant}[i%2], text(i+1))
+	}
+	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := memory.Open(ctx, path) // the second process's store: a handle of its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	done := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		n := len(msgs)
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			n++
+			m := chat.TextMessage([]string{chat.RoleUser, chat.RoleAssistant}[(n-1)%2], text(n))
+			if _, err := other.Append(ctx, "t", []chat.Message{m}, memory.AppendOptions{}); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	reads := 20
+	if testing.Short() {
+		reads = 6
+	}
+	var seen []int // the thread's length as each read saw it
+	for range reads {
+		a, err := s.ActiveLight(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(a.Entries), a.Thread.Messages; got != want || got < len(msgs) {
+			t.Fatalf("read %d entries of a thread of %d messages (at least %d)", got, want, len(msgs))
+		}
+		for i, e := range a.Entries {
+			if e.Seq != int64(i+1) || e.Text() != text(i+1) {
+				t.Fatalf("entry %d: seq %d, %q", i, e.Seq, e.Text())
+			}
+		}
+		seen = append(seen, a.Thread.Messages)
+		if got, want := a.Tokens, memory.PromptTokens(a.Entries); got != want {
+			t.Fatalf("the read counts %d tokens, its entries %d", got, want)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if seen[len(seen)-1] == seen[0] {
+		t.Fatalf("no message was appended while the thread was read (%d messages in every read): nothing was tested", seen[0])
+	}
+}
