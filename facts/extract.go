@@ -41,15 +41,19 @@ func (x *extractor) addError(line string, ref bool) {
 
 // outcome records what the result content of call id said: its first error line, else ok.
 func (x *extractor) outcome(id, content string) {
+	outcome := "ok"
+	if x.lastError != "" {
+		outcome = x.lastError
+	}
 	e := x.calls[id]
 	if e == nil {
+		if x.c.run && id != "" { // its call may be in a run read before this one
+			x.c.orphans = append(x.c.orphans, orphan{id: id, outcome: outcome, seq: x.c.seq})
+		}
 		return
 	}
 	delete(x.calls, id)
-	e.fact.Outcome = "ok"
-	if x.lastError != "" {
-		e.fact.Outcome = x.lastError
-	}
+	e.setOutcome(outcome, x.c.seq)
 }
 
 // lookupVerbs start the names of tools that only read.

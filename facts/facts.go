@@ -138,26 +138,34 @@ func kindRank(k Kind) int {
 	return len(kindRanks)
 }
 
-// parallelMin is the number of messages from which Extract spreads the work over the CPUs.
+// parallelMin is the number of messages from which Extract spreads the work over the CPUs: a
+// run of messages is at least this long.
 const parallelMin = 512
+
+// runsPerCPU is how many runs of messages Extract makes for each CPU, at most: more runs than
+// CPUs keep every CPU busy to the end when some other work (a summarizer's request) takes one
+// of them for a while.
+const runsPerCPU = 4
 
 // Extract returns the ledger of the messages, deduplicated, most important first (stable
 // order). See the package documentation for what is extracted. A long conversation is read by
 // several goroutines, each a run of messages; their collectors merge exactly into the ledger
-// one pass would give.
+// one pass would give (see collector.merge).
 func Extract(msgs []Message) []Fact {
-	workers := min(runtime.GOMAXPROCS(0), len(msgs)/parallelMin)
-	if workers <= 1 {
+	cpus := runtime.GOMAXPROCS(0)
+	runs := min(runsPerCPU*cpus, len(msgs)/parallelMin)
+	if cpus == 1 || runs <= 1 {
 		c := newCollector()
 		collect(c, msgs, 0)
 		return c.ledger()
 	}
-	parts := make([]*collector, workers)
+	parts := make([]*collector, runs)
 	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*len(msgs)/workers, (w+1)*len(msgs)/workers
-		parts[w] = newCollector()
-		wg.Go(func() { collect(parts[w], msgs[lo:hi], lo) })
+	for r := range runs {
+		lo, hi := r*len(msgs)/runs, (r+1)*len(msgs)/runs
+		parts[r] = newCollector()
+		parts[r].run = true
+		wg.Go(func() { collect(parts[r], msgs[lo:hi], lo) })
 	}
 	wg.Wait()
 	for _, p := range parts[1:] {
@@ -169,6 +177,7 @@ func Extract(msgs []Message) []Fact {
 // collect extracts the facts of msgs, the first of which is message first of the conversation.
 func collect(c *collector, msgs []Message, first int) {
 	x := &extractor{c: c}
+	defer func() { c.pending = x.calls }()
 	for i, m := range msgs {
 		role := strings.ToLower(strings.TrimSpace(m.Role))
 		if role == "system" || role == "developer" {
@@ -233,6 +242,12 @@ type collector struct {
 	byKey map[factKey]*entry
 	seq   int
 	slab  []entry // where new entries are taken from, a block at a time
+	// run: the collector reads one run of a conversation that others read the rest of. Then
+	// pending are its tool calls whose result it did not read (by call id), and orphans the
+	// results it read of calls it did not: the merge pairs them (see merge).
+	run     bool
+	pending map[string]*entry
+	orphans []orphan
 }
 
 type entry struct {
@@ -241,6 +256,23 @@ type entry struct {
 	lastSeq int
 	msgs    int
 	ref     bool
+	// outcomeSeq is the message whose result set fact.Outcome: a call made twice has the
+	// outcome of the result read last.
+	outcomeSeq int
+}
+
+// orphan is the outcome a result gave a call its collector did not see: the result's call id,
+// its outcome, and the message it is.
+type orphan struct {
+	id, outcome string
+	seq         int
+}
+
+// setOutcome gives e the outcome of the result in message seq, unless a later result set it.
+func (e *entry) setOutcome(outcome string, seq int) {
+	if e.fact.Outcome == "" || seq >= e.outcomeSeq {
+		e.fact.Outcome, e.outcomeSeq = outcome, seq
+	}
 }
 
 // factKey is a fact's identity: its kind and its key.
@@ -289,8 +321,17 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 }
 
 // merge adds the entries of d, which saw only messages after every message c saw: the first
-// sighting stays c's, the messages that mention a fact add up.
+// sighting stays c's, the messages that mention a fact add up, and a call's outcome is that of
+// its result read last. The results d read of calls c saw (d's orphans) give those calls
+// their outcome; d's calls still waiting for a result wait in c.
 func (c *collector) merge(d *collector) {
+	for _, o := range d.orphans {
+		if e := c.pending[o.id]; e != nil {
+			delete(c.pending, o.id)
+			e.setOutcome(o.outcome, o.seq)
+		}
+	}
+	var into map[*entry]*entry // d's entries merged into c's
 	for key, de := range d.byKey {
 		e := c.byKey[key]
 		if e == nil {
@@ -300,10 +341,25 @@ func (c *collector) merge(d *collector) {
 		e.msgs += de.msgs
 		e.lastSeq = de.lastSeq
 		if de.fact.Outcome != "" {
-			e.fact.Outcome = de.fact.Outcome
+			e.setOutcome(de.fact.Outcome, de.outcomeSeq)
 		}
 		e.ref = e.ref || de.ref
 		e.base = max(e.base, de.base)
+		if len(d.pending) > 0 {
+			if into == nil {
+				into = map[*entry]*entry{}
+			}
+			into[de] = e
+		}
+	}
+	for id, de := range d.pending {
+		if c.pending == nil {
+			c.pending = map[string]*entry{}
+		}
+		if e := into[de]; e != nil {
+			de = e
+		}
+		c.pending[id] = de
 	}
 }
 

@@ -664,6 +664,55 @@ func TestExtractParallelIsExact(t *testing.T) {
 	}
 }
 
+// TestExtractParallelOutcomes: a tool call whose result is read by another goroutine than
+// the call (the call ends one run of messages, its result starts the next) keeps the outcome
+// one sequential pass gives it, the latest result's when the same call was made twice. Random
+// conversations of calls whose results come one to four messages later, some calls repeated
+// with another outcome, and parallel calls answered out of order.
+func TestExtractParallelOutcomes(t *testing.T) {
+	prev := runtime.GOMAXPROCS(4)
+	defer runtime.GOMAXPROCS(prev)
+	rng := rand.New(rand.NewPCG(7, 11))
+	outcomes := []string{`{"status": "ok"}`, "Error: payment amount does not add up", "Error: reservation not found", `{"id": 1}`}
+	for round := range 40 {
+		var msgs []Message
+		type pending struct{ id string }
+		var open []pending
+		for k := 0; len(msgs) < 3*parallelMin+rng.IntN(parallelMin); k++ {
+			switch {
+			case len(open) > 0 && (rng.IntN(3) == 0 || len(open) > 3):
+				i := rng.IntN(len(open)) // results out of order too
+				p := open[i]
+				open = slices.Delete(open, i, i+1)
+				msgs = append(msgs, Message{Role: "tool", ToolCallID: p.id, Content: outcomes[rng.IntN(len(outcomes))]})
+			case rng.IntN(4) == 0:
+				msgs = append(msgs, Message{Role: "user", Content: fmt.Sprintf("and reservation R%04d?", rng.IntN(50))})
+			default:
+				var calls []ToolCall
+				for range 1 + rng.IntN(2) {
+					id := fmt.Sprintf("call_%d_%d", round, len(msgs)*4+len(calls))
+					// Few distinct calls: the same call is made again, with another outcome.
+					args := fmt.Sprintf(`{"reservation_id": "R%04d"}`, rng.IntN(600))
+					calls = append(calls, ToolCall{Name: "cancel_reservation", Arguments: args, ID: id})
+					open = append(open, pending{id})
+				}
+				msgs = append(msgs, Message{Role: "assistant", ToolCalls: calls})
+			}
+		}
+		want := newCollector()
+		collect(want, msgs, 0)
+		got := Extract(msgs)
+		if !reflect.DeepEqual(got, want.ledger()) {
+			for i, f := range want.ledger() {
+				if i < len(got) && got[i] != f {
+					t.Fatalf("round %d: %d messages: the parallel ledger has %+v where one pass has %+v", round, len(msgs), got[i], f)
+				}
+			}
+			t.Fatalf("round %d: the parallel ledger (%d facts) differs from the sequential one (%d)", round, len(got), len(want.ledger()))
+		}
+	}
+}
+
 // TestNormalizeASCII checks the ASCII path of normalize against the rune by rune one on
 // strings of the bytes it treats apart (case, white space, commas between digits).
 func TestNormalizeASCII(t *testing.T) {
