@@ -108,6 +108,36 @@ func (k *keywordSet) each(s string, f func(p int, kw string)) {
 	}
 }
 
+// eachWord is each for the occurrences at a word start (see wordStart) only: the bytes inside
+// a word are not compared with the keywords.
+func (k *keywordSet) eachWord(s string, f func(p int, kw string)) {
+	for p := 0; p < len(s); p++ {
+		if p > 0 && isWordByte(s[p-1]) {
+			continue
+		}
+		for _, kw := range k.first[s[p]] {
+			if strings.HasPrefix(s[p:], kw) {
+				f(p, kw)
+			}
+		}
+	}
+}
+
+// anyWord reports whether a keyword occurs in s at a word start.
+func (k *keywordSet) anyWord(s string) bool {
+	for p := 0; p < len(s); p++ {
+		if p > 0 && isWordByte(s[p-1]) {
+			continue
+		}
+		for _, kw := range k.first[s[p]] {
+			if strings.HasPrefix(s[p:], kw) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // back moves from i to the left over bytes accepted by ok, at most max bytes.
 func back(w string, i int, max int, ok func(byte) bool) int {
 	for n := 0; i > 0 && n < max && ok(w[i-1]); n++ {
@@ -206,14 +236,16 @@ var (
 	slashDateFinders = func() []finder {
 		starts := func(w, _ string) []int {
 			var out []int
-			for i := 1; i+1 < len(w); i++ {
-				if (w[i] == '/' || w[i] == '.') && isDigit(w[i-1]) && isDigit(w[i+1]) {
-					if st := digitsBack(w, i, 4); wordStart(w, st) {
-						out = append(out, st)
+			for _, sep := range []string{"/", "."} { // found by a fast search: most texts have neither
+				for _, i := range indexAll(w, sep) {
+					if i >= 1 && i+1 < len(w) && isDigit(w[i-1]) && isDigit(w[i+1]) {
+						if st := digitsBack(w, i, 4); wordStart(w, st) {
+							out = append(out, st)
+						}
 					}
 				}
 			}
-			return out
+			return out // find sorts them
 		}
 		return []finder{newFinder(slashYMDRE, 16, starts), newFinder(slashDMYRE, 16, starts)}
 	}()
@@ -282,11 +314,7 @@ var (
 	issueFinder  = newFinder(issueRE, 16, func(w, _ string) []int { return indexAll(w, "#") })
 	shaCtxFinder = newFinder(shaCtxRE, 96, func(w, lower string) []int {
 		var out []int
-		shaKeywords.each(lower, func(p int, _ string) {
-			if wordStart(w, p) {
-				out = append(out, p)
-			}
-		})
+		shaKeywords.eachWord(lower, func(p int, _ string) { out = append(out, p) })
 		return out
 	})
 	hyphenIDFinder = newFinder(hyphenIDRE, 64, func(w, _ string) []int {
@@ -322,8 +350,8 @@ var (
 	ctxIDFinder = func() finder {
 		f := newFinder(ctxIDRE, 96, func(w, lower string) []int {
 			var out []int
-			ctxIDKeywordSet.each(lower, func(p int, kw string) {
-				if e := p + len(kw); wordStart(w, p) && (e == len(w) || !isWordByte(w[e])) {
+			ctxIDKeywordSet.eachWord(lower, func(p int, kw string) {
+				if e := p + len(kw); e == len(w) || !isWordByte(w[e]) {
 					out = append(out, p)
 				}
 			})
@@ -397,11 +425,7 @@ func ctxIDFast(w, lower string, st, lim int) ([]int, bool) {
 // monthStarts finds month names (capitalised: "may" is a verb) at a word start.
 func monthStarts(w, _ string) []int {
 	var out []int
-	monthKeywords.each(w, func(p int, _ string) {
-		if wordStart(w, p) {
-			out = append(out, p)
-		}
-	})
+	monthKeywords.eachWord(w, func(p int, _ string) { out = append(out, p) })
 	return out
 }
 

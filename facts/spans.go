@@ -285,14 +285,9 @@ func isUnit(u string) bool {
 
 var monthPrefixes = []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
 
-func hasMonthName(s string) bool {
-	for _, p := range monthPrefixes {
-		if strings.Contains(s, p) {
-			return true
-		}
-	}
-	return false
-}
+// hasMonthName reports whether a month name starts a word of s: the only places the month
+// finders look (see monthStarts).
+func hasMonthName(s string) bool { return monthKeywords.anyWord(s) }
 
 // ids extracts identifiers from the masked text.
 func (x *extractor) ids(s string, m *masker, cx ctx) {
