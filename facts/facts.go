@@ -168,10 +168,16 @@ func Extract(msgs []Message) []Fact {
 		wg.Go(func() { collect(parts[r], msgs[lo:hi], lo) })
 	}
 	wg.Wait()
-	for _, p := range parts[1:] {
-		parts[0].merge(p)
+	// The runs merge into a collector sized for all their facts: its map never grows.
+	n := 0
+	for _, p := range parts {
+		n += len(p.byKey)
 	}
-	return parts[0].ledger()
+	all := &collector{byKey: make(map[factKey]*entry, n)}
+	for _, p := range parts {
+		all.merge(p)
+	}
+	return all.ledger()
 }
 
 // collect extracts the facts of msgs, the first of which is message first of the conversation.
@@ -220,11 +226,7 @@ func sortFacts(fs []Fact) {
 		}
 		return cmp.Compare(a, b)
 	})
-	sorted := make([]Fact, len(fs))
-	for i, k := range idx {
-		sorted[i] = fs[k]
-	}
-	copy(fs, sorted)
+	permute(fs, idx)
 }
 
 func compareFacts(a, b *Fact) int {
@@ -242,6 +244,8 @@ type collector struct {
 	byKey map[factKey]*entry
 	seq   int
 	slab  []entry // where new entries are taken from, a block at a time
+	// order holds the entries in the order they were first seen: by first sighting.
+	order []*entry
 	// run: the collector reads one run of a conversation that others read the rest of. Then
 	// pending are its tool calls whose result it did not read (by call id), and orphans the
 	// results it read of calls it did not: the merge pairs them (see merge).
@@ -259,6 +263,7 @@ type entry struct {
 	// outcomeSeq is the message whose result set fact.Outcome: a call made twice has the
 	// outcome of the result read last.
 	outcomeSeq int
+	adopted    bool // taken into another collector by merge
 }
 
 // orphan is the outcome a result gave a call its collector did not see: the result's call id,
@@ -311,6 +316,7 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 		e, c.slab = &c.slab[0], c.slab[1:]
 		*e = entry{fact: Fact{Kind: k, Text: text, Seq: c.seq}, base: base, lastSeq: c.seq, msgs: 1}
 		c.byKey[fk] = e
+		c.order = append(c.order, e)
 	} else if e.lastSeq != c.seq {
 		e.lastSeq = c.seq
 		e.msgs++
@@ -336,6 +342,7 @@ func (c *collector) merge(d *collector) {
 		e := c.byKey[key]
 		if e == nil {
 			c.byKey[key] = de
+			de.adopted = true
 			continue
 		}
 		e.msgs += de.msgs
@@ -352,6 +359,11 @@ func (c *collector) merge(d *collector) {
 			into[de] = e
 		}
 	}
+	for _, de := range d.order { // d saw its facts after c's: they follow in order
+		if de.adopted {
+			c.order = append(c.order, de)
+		}
+	}
 	for id, de := range d.pending {
 		if c.pending == nil {
 			c.pending = map[string]*entry{}
@@ -364,17 +376,48 @@ func (c *collector) merge(d *collector) {
 }
 
 func (c *collector) ledger() []Fact {
-	out := make([]Fact, 0, len(c.byKey))
-	for _, e := range c.byKey {
-		f := e.fact
-		f.Weight = e.base + min(e.msgs-1, maxRepeatBonus)
+	out := make([]Fact, len(c.order))
+	for i, e := range c.order {
+		out[i] = e.fact
+		out[i].Weight = e.base + min(e.msgs-1, maxRepeatBonus)
 		if e.ref {
-			f.Weight += bonusReferenced
+			out[i].Weight += bonusReferenced
 		}
-		out = append(out, f)
 	}
-	sortFacts(out)
+	sortSighted(out)
 	return out
+}
+
+// sortSighted is sortFacts for facts in order of first sighting (Seq ascending), as a
+// collector holds them: a stable sort by weight alone keeps that order among the facts of one
+// weight, and only the facts of one weight first seen in one message remain to be ordered by
+// kind and text, a few at a time.
+func sortSighted(fs []Fact) {
+	idx := make([]int32, len(fs))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(fs[b].Weight, fs[a].Weight) })
+	permute(fs, idx)
+	for lo := 0; lo < len(fs); {
+		hi := lo + 1
+		for hi < len(fs) && fs[hi].Weight == fs[lo].Weight && fs[hi].Seq == fs[lo].Seq {
+			hi++
+		}
+		if hi-lo > 1 {
+			slices.SortStableFunc(fs[lo:hi], func(a, b Fact) int { return compareFacts(&a, &b) })
+		}
+		lo = hi
+	}
+}
+
+// permute puts in fs, in order, the facts of fs at idx.
+func permute(fs []Fact, idx []int32) {
+	sorted := make([]Fact, len(fs))
+	for i, k := range idx {
+		sorted[i] = fs[k]
+	}
+	copy(fs, sorted)
 }
 
 // FromTranscript is the message of the ledger for a message of a transcript: a previous summary

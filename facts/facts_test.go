@@ -950,3 +950,36 @@ func TestASCIILowerMatchesBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerSorted: the ledger a collector gives, sorted from the order facts were first seen
+// (sortSighted), is the order sortFacts gives, on every recorded conversation, and on copies of
+// them long enough to be read in runs (the later copies mention new ids too).
+func TestLedgerSorted(t *testing.T) {
+	prev := runtime.GOMAXPROCS(4)
+	defer runtime.GOMAXPROCS(prev)
+	var long []Message
+	for k := 0; len(long) < 4*parallelMin; k++ {
+		for _, f := range conversationFiles {
+			msgs := loadConversation(t, f)
+			for i := range msgs {
+				if k%2 == 1 {
+					msgs[i].Content = strings.ReplaceAll(msgs[i].Content, "HAT", fmt.Sprintf("H%dT", k))
+				}
+			}
+			long = append(long, msgs...)
+			if k == 0 {
+				checkLedgerSorted(t, f, Extract(msgs))
+			}
+		}
+	}
+	checkLedgerSorted(t, "the copies", Extract(long))
+}
+
+func checkLedgerSorted(t *testing.T, name string, got []Fact) {
+	t.Helper()
+	want := slices.Clone(got)
+	sortFacts(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: the ledger is not in sortFacts' order", name)
+	}
+}
