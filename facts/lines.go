@@ -144,6 +144,23 @@ var (
 		{"no", "later", "than"}}
 )
 
+// constraintEnds maps each constraint word, and the last word of each constraint phrase, to the
+// words that must come before it (none for a word): one lookup a word of the text.
+var constraintEnds = func() map[string][][]string {
+	m := map[string][][]string{}
+	for w := range constraintWords {
+		m[w] = append(m[w], nil)
+	}
+	for _, ph := range constraintPhrases {
+		if len(ph) > 3 {
+			panic("facts: a constraint phrase of more than three words: hasConstraintWord keeps two words back")
+		}
+		last := ph[len(ph)-1]
+		m[last] = append(m[last], ph[:len(ph)-1])
+	}
+	return m
+}()
+
 // hasConstraintWord reports whether s has one of the constraint words or phrases. Its words
 // are the runs of ASCII letters and apostrophes (’ read as '), compared without case.
 func hasConstraintWord(s string) bool {
@@ -167,14 +184,11 @@ func hasConstraintWord(s string) bool {
 			for k := range b {
 				b[k] = lowerByte(cur[k])
 			}
-			if constraintWords[string(b)] {
-				return true
-			}
-		}
-		for _, ph := range constraintPhrases {
-			n := len(ph)
-			if strings.EqualFold(cur, ph[n-1]) && (n < 2 || strings.EqualFold(w1, ph[n-2])) && (n < 3 || strings.EqualFold(w2, ph[n-3])) {
-				return true
+			for _, before := range constraintEnds[string(b)] {
+				n := len(before)
+				if (n < 1 || strings.EqualFold(w1, before[n-1])) && (n < 2 || strings.EqualFold(w2, before[n-2])) {
+					return true
+				}
 			}
 		}
 		w2, w1 = w1, cur
