@@ -6,8 +6,9 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -72,7 +73,8 @@ func RenderUpdateRequest(transcriptText, previous string, chunk, chunks, maxToke
 }
 
 func renderRequest(system, transcriptText, running, previous string, chunk, chunks, maxTokens int) []llm.Message {
-	var b bytes.Buffer
+	var b strings.Builder // its String is the text written, not a copy of it
+	b.Grow(len(transcriptText) + len(running) + len(previous) + len(requestText))
 	fenced := []string{transcriptText, running}
 	if previous != "" {
 		fenced = append(fenced, previous) // a first compaction's code stays what it was
@@ -93,7 +95,8 @@ func renderRequest(system, transcriptText, running, previous string, chunk, chun
 func fence(data ...string) string {
 	h := sha256.New()
 	for _, d := range data {
-		fmt.Fprintf(h, "%d:%s", len(d), d)
+		io.WriteString(h, strconv.Itoa(len(d))+":")
+		io.WriteString(h, d)
 	}
 	return fenceFrom([sha256.Size]byte(h.Sum(nil)), data)
 }

@@ -2,6 +2,7 @@ package compact
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -27,6 +28,16 @@ func TestFenceSkipsCodesInTheData(t *testing.T) {
 	}
 	if fence("a", "b") != fence("a", "b") || fence("a", "b") == fence("ab", "") {
 		t.Fatal("fence is not a function of each piece of data")
+	}
+	// The seed is the hash of each piece as its length, a colon and itself: the requests of a
+	// given input keep their fences from one version to the next.
+	data := []string{"a transcript", "", "the summary so far: 12:34"}
+	var seedText strings.Builder
+	for _, d := range data {
+		fmt.Fprintf(&seedText, "%d:%s", len(d), d)
+	}
+	if got, want := fence(data...), fenceFrom(sha256.Sum256([]byte(seedText.String())), data); got != want {
+		t.Fatalf("fence = %q, want %q", got, want)
 	}
 }
 
