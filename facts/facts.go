@@ -155,7 +155,7 @@ func Extract(msgs []Message) []Fact {
 	cpus := runtime.GOMAXPROCS(0)
 	runs := min(runsPerCPU*cpus, len(msgs)/parallelMin)
 	if cpus == 1 || runs <= 1 {
-		c := newCollector()
+		c := newCollector(len(msgs))
 		collect(c, msgs, 0)
 		return c.ledger()
 	}
@@ -163,7 +163,7 @@ func Extract(msgs []Message) []Fact {
 	var wg sync.WaitGroup
 	for r := range runs {
 		lo, hi := r*len(msgs)/runs, (r+1)*len(msgs)/runs
-		parts[r] = newCollector()
+		parts[r] = newCollector(hi - lo)
 		parts[r].run = true
 		wg.Go(func() { collect(parts[r], msgs[lo:hi], lo) })
 	}
@@ -290,7 +290,14 @@ type factKey struct {
 // thousands of facts, made with one allocation a block instead of one each.
 const entrySlab = 64
 
-func newCollector() *collector { return &collector{byKey: map[factKey]*entry{}} }
+// newCollector returns a collector for a run of msgs messages, its map sized for two facts a
+// message: a long conversation's map is not grown (rehashed) a dozen times as it fills.
+func newCollector(msgs int) *collector {
+	return &collector{byKey: make(map[factKey]*entry, factsPerMessage*msgs)}
+}
+
+// factsPerMessage is how many facts a collector's map holds room for, a message.
+const factsPerMessage = 2
 
 // add records a fact of kind k with the given text, deduplicated by key (the normalised
 // text when key is ""). ref marks a mention by the user, the assistant or a tool call.

@@ -654,7 +654,7 @@ func TestExtractParallelIsExact(t *testing.T) {
 			}
 		}
 	}
-	want := newCollector()
+	want := newCollector(0)
 	collect(want, long, 0)
 	prev := runtime.GOMAXPROCS(4)
 	defer runtime.GOMAXPROCS(prev)
@@ -699,7 +699,7 @@ func TestExtractParallelOutcomes(t *testing.T) {
 				msgs = append(msgs, Message{Role: "assistant", ToolCalls: calls})
 			}
 		}
-		want := newCollector()
+		want := newCollector(0)
 		collect(want, msgs, 0)
 		got := Extract(msgs)
 		if !reflect.DeepEqual(got, want.ledger()) {
