@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,9 +93,17 @@ func renderRequest(system, transcriptText, running, previous string, chunk, chun
 // of data, so no content can forge a closing tag.
 func fence(data ...string) string {
 	h := sha256.New()
+	var buf [4096]byte
+	write := func(s string) { // through buf: a request's transcript is not copied whole
+		for len(s) > 0 {
+			n := copy(buf[:], s)
+			h.Write(buf[:n])
+			s = s[n:]
+		}
+	}
 	for _, d := range data {
-		io.WriteString(h, strconv.Itoa(len(d))+":")
-		io.WriteString(h, d)
+		write(strconv.Itoa(len(d)) + ":")
+		write(d)
 	}
 	return fenceFrom([sha256.Size]byte(h.Sum(nil)), data)
 }
