@@ -163,9 +163,11 @@ func Extract(msgs []Message) []Fact {
 	var wg sync.WaitGroup
 	for r := range runs {
 		lo, hi := r*len(msgs)/runs, (r+1)*len(msgs)/runs
-		parts[r] = newCollector(hi - lo)
-		parts[r].run = true
-		wg.Go(func() { collect(parts[r], msgs[lo:hi], lo) })
+		wg.Go(func() {
+			parts[r] = newCollector(hi - lo)
+			parts[r].run = true
+			collect(parts[r], msgs[lo:hi], lo)
+		})
 	}
 	wg.Wait()
 	// The runs merge into a collector sized for all their facts: its map never grows.
@@ -383,39 +385,38 @@ func (c *collector) merge(d *collector) {
 }
 
 func (c *collector) ledger() []Fact {
-	out := make([]Fact, len(c.order))
+	weights := make([]int, len(c.order))
 	for i, e := range c.order {
-		out[i] = e.fact
-		out[i].Weight = e.base + min(e.msgs-1, maxRepeatBonus)
+		weights[i] = e.base + min(e.msgs-1, maxRepeatBonus)
 		if e.ref {
-			out[i].Weight += bonusReferenced
+			weights[i] += bonusReferenced
 		}
 	}
-	sortSighted(out)
-	return out
-}
-
-// sortSighted is sortFacts for facts in order of first sighting (Seq ascending), as a
-// collector holds them: a stable sort by weight alone keeps that order among the facts of one
-// weight, and only the facts of one weight first seen in one message remain to be ordered by
-// kind and text, a few at a time.
-func sortSighted(fs []Fact) {
-	idx := make([]int32, len(fs))
+	// The entries are in order of first sighting (Seq ascending): a stable sort by weight alone
+	// keeps that order among the facts of one weight, and only the facts of one weight first
+	// seen in one message remain to be ordered by kind and text, a few at a time. The result is
+	// sortFacts' order.
+	idx := make([]int32, len(c.order))
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(fs[b].Weight, fs[a].Weight) })
-	permute(fs, idx)
-	for lo := 0; lo < len(fs); {
+	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(weights[b], weights[a]) })
+	out := make([]Fact, len(c.order))
+	for i, k := range idx {
+		out[i] = c.order[k].fact
+		out[i].Weight = weights[k]
+	}
+	for lo := 0; lo < len(out); {
 		hi := lo + 1
-		for hi < len(fs) && fs[hi].Weight == fs[lo].Weight && fs[hi].Seq == fs[lo].Seq {
+		for hi < len(out) && out[hi].Weight == out[lo].Weight && out[hi].Seq == out[lo].Seq {
 			hi++
 		}
 		if hi-lo > 1 {
-			slices.SortStableFunc(fs[lo:hi], func(a, b Fact) int { return compareFacts(&a, &b) })
+			slices.SortStableFunc(out[lo:hi], func(a, b Fact) int { return compareFacts(&a, &b) })
 		}
 		lo = hi
 	}
+	return out
 }
 
 // permute puts in fs, in order, the facts of fs at idx.

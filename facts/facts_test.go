@@ -952,8 +952,8 @@ func TestASCIILowerMatchesBytes(t *testing.T) {
 }
 
 // TestLedgerSorted: the ledger a collector gives, sorted from the order facts were first seen
-// (sortSighted), is the order sortFacts gives, on every recorded conversation, and on copies of
-// them long enough to be read in runs (the later copies mention new ids too).
+// (collector.ledger), is the order sortFacts gives, on every recorded conversation, and on
+// copies of them long enough to be read in runs (the later copies mention new ids too).
 func TestLedgerSorted(t *testing.T) {
 	prev := runtime.GOMAXPROCS(4)
 	defer runtime.GOMAXPROCS(prev)
