@@ -296,6 +296,9 @@ func (s *Store) applyView(ctx context.Context, thread string, id, base int64, p 
 // parts read at once, one per CPU (see readRange).
 const parallelReadMin = 2048
 
+// readChunk is how many rows a part of a long light read reads in one query (see readRange).
+const readChunk = 512
+
 // readRange reads the messages from..to of thread t, whole or light, in q's transaction. A
 // long range read light (as the compactor reads) is read in parts at once: the first in q's transaction, each other one in a read
 // transaction of its own, on a connection of its own. That reads the same rows as one
@@ -309,13 +312,28 @@ func (s *Store) readRange(ctx context.Context, q db.Querier, t Thread, from, to 
 	if !light || parts <= 1 {
 		return s.messagesBetween(ctx, q, t.ID, from, to, light)
 	}
-	rows := make([][]db.ListMessageColumnsBetweenRow, parts)
+	// Each part is read into its own stretch of out, a chunk of rows at a time: the rows of a
+	// chunk are decoded as soon as they are read, and sqlc's slice of rows, which grows by a
+	// quarter at a time past 256 rows, stays small (a part read whole allocated five times the
+	// size of its rows).
+	out := make([]Entry, n)
+	got := make([]int64, parts) // the rows part p read (as many as its seqs: a thread's seqs have no gaps)
 	errs := make([]error, parts)
 	read := func(q db.Querier, p int64) error {
-		var err error
-		rows[p], err = q.ListMessageColumnsBetween(ctx, db.ListMessageColumnsBetweenParams{
-			ThreadID: t.ID, FromSeq: from + p*n/parts, ToSeq: from + (p+1)*n/parts - 1})
-		return err
+		lo, hi := from+p*n/parts, from+(p+1)*n/parts-1
+		dst := out[lo-from : hi-from+1]
+		for c := lo; c <= hi; c += readChunk {
+			rows, err := q.ListMessageColumnsBetween(ctx, db.ListMessageColumnsBetweenParams{
+				ThreadID: t.ID, FromSeq: c, ToSeq: min(c+readChunk-1, hi)})
+			if err != nil {
+				return err
+			}
+			if err := lightInto(t.ID, dst[got[p]:], rows); err != nil {
+				return err
+			}
+			got[p] += int64(len(rows))
+		}
+		return nil
 	}
 	var wg sync.WaitGroup
 	for p := int64(1); p < parts; p++ { // the first part is read below, in q's transaction
@@ -340,21 +358,11 @@ func (s *Store) readRange(ctx context.Context, q db.Querier, t Thread, from, to 
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	// The parts' rows become the entries of one slice, each part by a goroutine of its own.
-	total := 0
-	for _, rs := range rows {
-		total += len(rs)
+	// Were a part short of its seqs, the parts close up.
+	at := got[0]
+	for p := int64(1); p < parts; p++ {
+		start := p * n / parts
+		at += int64(copy(out[at:], out[start:start+got[p]]))
 	}
-	out := make([]Entry, total)
-	at := 0
-	for p, rs := range rows {
-		dst := out[at : at+len(rs)]
-		at += len(rs)
-		wg.Go(func() { errs[p] = lightInto(t.ID, dst, rs) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out[:at], nil
 }
