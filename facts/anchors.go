@@ -15,22 +15,21 @@ import (
 type finder struct {
 	re     *regexp.Regexp
 	window int // bytes a match may span from its start
-	starts func(w, lower string) []int
+	starts func(w string) []int
 	// fast, when set, matches the commonest shape of the pattern by hand at start st of
-	// w[:lim] (lower: w lower-cased): the submatch indexes the pattern would give, and true;
-	// false when the text is of another shape (the pattern then runs).
-	fast func(w, lower string, st, lim int) ([]int, bool)
+	// w[:lim]: the submatch indexes the pattern would give, and true; false when the text is of
+	// another shape (the pattern then runs).
+	fast func(w string, st, lim int) ([]int, bool)
 }
 
-func newFinder(re *regexp.Regexp, window int, starts func(w, lower string) []int) finder {
+func newFinder(re *regexp.Regexp, window int, starts func(w string) []int) finder {
 	src := strings.TrimPrefix(re.String(), `\b`)
 	return finder{re: regexp.MustCompile(`^(?:` + src + `)`), window: window, starts: starts}
 }
 
-// find returns the non-overlapping matches in w (submatch index slices), in order. lower
-// is w with ASCII letters lower-cased.
-func (f finder) find(w, lower string) [][]int {
-	starts := f.starts(w, lower)
+// find returns the non-overlapping matches in w (submatch index slices), in order.
+func (f finder) find(w string) [][]int {
+	starts := f.starts(w)
 	if len(starts) == 0 {
 		return nil
 	}
@@ -44,7 +43,7 @@ func (f finder) find(w, lower string) [][]int {
 		}
 		lim := min(len(w), st+f.window)
 		if f.fast != nil {
-			if m, ok := f.fast(w, lower, st, lim); ok {
+			if m, ok := f.fast(w, st, lim); ok {
 				out = append(out, m)
 				end = m[1]
 				continue
@@ -86,6 +85,7 @@ func indexAll(s, sub string) []int {
 // keyword in turn finds, at a fraction of the passes.
 type keywordSet struct {
 	first [256][]string
+	fold  bool // ASCII letters match in any case (the keywords are lower case)
 }
 
 func newKeywordSet(kws ...string) *keywordSet {
@@ -96,12 +96,45 @@ func newKeywordSet(kws ...string) *keywordSet {
 	return k
 }
 
+// newFoldKeywordSet is newKeywordSet for lower-case keywords found in any case of ASCII
+// letters: a text is read as it is, not lower-cased first.
+func newFoldKeywordSet(kws ...string) *keywordSet {
+	k := newKeywordSet(kws...)
+	k.fold = true
+	for c := 'a'; c <= 'z'; c++ {
+		k.first[c-'a'+'A'] = k.first[c]
+	}
+	return k
+}
+
+// hasPrefix reports whether s starts with keyword kw, as the set compares.
+func (k *keywordSet) hasPrefix(s, kw string) bool {
+	if k.fold {
+		return hasPrefixFold(s, kw)
+	}
+	return strings.HasPrefix(s, kw)
+}
+
+// hasPrefixFold reports whether s starts with the lower-case prefix, ASCII letters compared in
+// any case.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		if lowerByte(s[i]) != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // each calls f for every occurrence of a keyword in s, at p, in order of p (keywords at the
 // same p in the order given).
 func (k *keywordSet) each(s string, f func(p int, kw string)) {
 	for p := 0; p < len(s); p++ {
 		for _, kw := range k.first[s[p]] {
-			if strings.HasPrefix(s[p:], kw) {
+			if k.hasPrefix(s[p:], kw) {
 				f(p, kw)
 			}
 		}
@@ -116,7 +149,7 @@ func (k *keywordSet) eachWord(s string, f func(p int, kw string)) {
 			continue
 		}
 		for _, kw := range k.first[s[p]] {
-			if strings.HasPrefix(s[p:], kw) {
+			if k.hasPrefix(s[p:], kw) {
 				f(p, kw)
 			}
 		}
@@ -130,7 +163,7 @@ func (k *keywordSet) anyWord(s string) bool {
 			continue
 		}
 		for _, kw := range k.first[s[p]] {
-			if strings.HasPrefix(s[p:], kw) {
+			if k.hasPrefix(s[p:], kw) {
 				return true
 			}
 		}
@@ -160,7 +193,7 @@ func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 func digitsBack(w string, i, max int) int { return back(w, i, max, isDigit) }
 
 var (
-	urlFinder = newFinder(urlRE, 4096, func(w, _ string) []int {
+	urlFinder = newFinder(urlRE, 4096, func(w string) []int {
 		var out []int
 		for _, p := range indexAll(w, "://") {
 			if st := back(w, p, 8, isAlnum); st < p && wordStart(w, st) {
@@ -169,7 +202,7 @@ var (
 		}
 		return out
 	})
-	emailFinder = newFinder(emailRE, 512, func(w, _ string) []int {
+	emailFinder = newFinder(emailRE, 512, func(w string) []int {
 		var out []int
 		for _, p := range indexAll(w, "@") {
 			st := back(w, p, 256, func(b byte) bool { return isAlnum(b) || strings.IndexByte("._%+-", b) >= 0 })
@@ -182,7 +215,7 @@ var (
 		}
 		return out
 	})
-	winFinder = newFinder(winRE, 1024, func(w, _ string) []int {
+	winFinder = newFinder(winRE, 1024, func(w string) []int {
 		var out []int
 		for _, p := range indexAll(w, `:\`) {
 			if p > 0 && isLetter(w[p-1]) && wordStart(w, p-1) {
@@ -191,14 +224,14 @@ var (
 		}
 		return out
 	})
-	pathFinder = newFinder(pathRE, 1024, func(w, _ string) []int {
+	pathFinder = newFinder(pathRE, 1024, func(w string) []int {
 		var out []int
 		for _, p := range indexAll(w, "/") {
 			out = append(out, back(w, p, 1024, func(b byte) bool { return isAlnum(b) || strings.IndexByte("_.@+~-", b) >= 0 }))
 		}
 		return out
 	})
-	uuidFinder = newFinder(uuidRE, 40, func(w, _ string) []int {
+	uuidFinder = newFinder(uuidRE, 40, func(w string) []int {
 		var out []int
 		for _, p := range indexAll(w, "-") {
 			if st := back(w, p, 8, isHexByte); p-st == 8 && wordStart(w, st) {
@@ -207,7 +240,7 @@ var (
 		}
 		return out
 	})
-	isoDateFinder = newFinder(isoDateRE, 40, func(w, _ string) []int {
+	isoDateFinder = newFinder(isoDateRE, 40, func(w string) []int {
 		var out []int
 		for _, p := range indexAll(w, "-") {
 			if st := digitsBack(w, p, 4); p-st == 4 && wordStart(w, st) {
@@ -217,9 +250,9 @@ var (
 		return out
 	})
 	monthDayFinder = newFinder(monthDayRE, 40, monthStarts)
-	dayMonthFinder = newFinder(dayMonthRE, 40, func(w, lower string) []int {
+	dayMonthFinder = newFinder(dayMonthRE, 40, func(w string) []int {
 		var out []int
-		for _, p := range monthStarts(w, lower) {
+		for _, p := range monthStarts(w) {
 			i := back(w, p, 8, func(b byte) bool { return b == ' ' || b == '\t' })
 			if i == p {
 				continue
@@ -234,7 +267,7 @@ var (
 		return out
 	})
 	slashDateFinders = func() []finder {
-		starts := func(w, _ string) []int {
+		starts := func(w string) []int {
 			var out []int
 			for _, sep := range []string{"/", "."} { // found by a fast search: most texts have neither
 				for _, i := range indexAll(w, sep) {
@@ -249,7 +282,7 @@ var (
 		}
 		return []finder{newFinder(slashYMDRE, 16, starts), newFinder(slashDMYRE, 16, starts)}
 	}()
-	amountFinder = newFinder(amountRE, 64, func(w, _ string) []int {
+	amountFinder = newFinder(amountRE, 64, func(w string) []int {
 		var out []int
 		amountKeywords.each(w, func(p int, kw string) {
 			if kw[0] == '$' || kw[0] >= 0x80 { // a symbol
@@ -272,7 +305,7 @@ var (
 		})
 		return out
 	})
-	percentFinder = newFinder(percentRE, 32, func(w, _ string) []int {
+	percentFinder = newFinder(percentRE, 32, func(w string) []int {
 		var out []int
 		add := func(p int) {
 			i := p
@@ -291,7 +324,7 @@ var (
 		}
 		return out
 	})
-	clockFinder = newFinder(clockRE, 24, func(w, lower string) []int {
+	clockFinder = newFinder(clockRE, 24, func(w string) []int {
 		var out []int
 		for _, p := range indexAll(w, ":") {
 			if p > 0 && p+1 < len(w) && isDigit(w[p-1]) && isDigit(w[p+1]) {
@@ -300,7 +333,7 @@ var (
 				}
 			}
 		}
-		clockSuffixes.each(lower, func(p int, _ string) {
+		clockSuffixes.each(w, func(p int, _ string) {
 			i := p
 			if i > 0 && (w[i-1] == ' ' || w[i-1] == '\t') {
 				i--
@@ -311,13 +344,13 @@ var (
 		})
 		return out
 	})
-	issueFinder  = newFinder(issueRE, 16, func(w, _ string) []int { return indexAll(w, "#") })
-	shaCtxFinder = newFinder(shaCtxRE, 96, func(w, lower string) []int {
+	issueFinder  = newFinder(issueRE, 16, func(w string) []int { return indexAll(w, "#") })
+	shaCtxFinder = newFinder(shaCtxRE, 96, func(w string) []int {
 		var out []int
-		shaKeywords.eachWord(lower, func(p int, _ string) { out = append(out, p) })
+		shaKeywords.eachWord(w, func(p int, _ string) { out = append(out, p) })
 		return out
 	})
-	hyphenIDFinder = newFinder(hyphenIDRE, 64, func(w, _ string) []int {
+	hyphenIDFinder = newFinder(hyphenIDRE, 64, func(w string) []int {
 		var out []int
 		for _, p := range indexAll(w, "-") {
 			if p+1 < len(w) && isDigit(w[p+1]) && p > 0 && (w[p-1] >= 'A' && w[p-1] <= 'Z' || isDigit(w[p-1])) {
@@ -332,7 +365,7 @@ var (
 		}
 		return out
 	})
-	snakeIDFinder = newFinder(snakeIDRE, 128, func(w, _ string) []int {
+	snakeIDFinder = newFinder(snakeIDRE, 128, func(w string) []int {
 		var out []int
 		for _, p := range indexAll(w, "_") {
 			if p+1 < len(w) && isDigit(w[p+1]) {
@@ -348,9 +381,9 @@ var (
 		return out
 	})
 	ctxIDFinder = func() finder {
-		f := newFinder(ctxIDRE, 96, func(w, lower string) []int {
+		f := newFinder(ctxIDRE, 96, func(w string) []int {
 			var out []int
-			ctxIDKeywordSet.eachWord(lower, func(p int, kw string) {
+			ctxIDKeywordSet.eachWord(w, func(p int, kw string) {
 				if e := p + len(kw); e == len(w) || !isWordByte(w[e]) {
 					out = append(out, p)
 				}
@@ -368,9 +401,9 @@ var ctxIDKeywords = []string{"order", "reservation", "booking", "confirmation", 
 
 // The keywords the finders look for, each set found in one pass.
 var (
-	ctxIDKeywordSet = newKeywordSet(ctxIDKeywords...)
-	shaKeywords     = newKeywordSet("commit", "sha", "revision", "rev", "hash", "checkout", "cherry-pick", "head is now at")
-	clockSuffixes   = newKeywordSet("am", "pm", "a.m.", "p.m.")
+	ctxIDKeywordSet = newFoldKeywordSet(ctxIDKeywords...)
+	shaKeywords     = newFoldKeywordSet("commit", "sha", "revision", "rev", "hash", "checkout", "cherry-pick", "head is now at")
+	clockSuffixes   = newFoldKeywordSet("am", "pm", "a.m.", "p.m.")
 	amountKeywords  = newKeywordSet("$", "€", "£", "¥", "₹", // symbols, then codes
 		"USD", "EUR", "GBP", "CAD", "AUD", "JPY", "CHF", "CNY", "INR", "dollar", "euro")
 	monthKeywords = newKeywordSet(monthPrefixes...)
@@ -382,10 +415,10 @@ var (
 // an alphanumeric and does not start with a word the pattern reads otherwise (id, number, no,
 // num, code, is), followed by a byte that is neither a word byte nor cut off by the window.
 // The id is the run without its trailing hyphens, as the pattern's backtracking gives it.
-func ctxIDFast(w, lower string, st, lim int) ([]int, bool) {
+func ctxIDFast(w string, st, lim int) ([]int, bool) {
 	kw := ""
 	for _, k := range ctxIDKeywords {
-		if strings.HasPrefix(lower[st:], k) {
+		if hasPrefixFold(w[st:], k) {
 			kw = k
 			break
 		}
@@ -401,7 +434,7 @@ func ctxIDFast(w, lower string, st, lim int) ([]int, bool) {
 		return nil, false
 	}
 	for _, p := range []string{"id", "no", "num", "code", "is"} {
-		if strings.HasPrefix(lower[i:lim], p) {
+		if hasPrefixFold(w[i:lim], p) {
 			return nil, false
 		}
 	}
@@ -423,7 +456,7 @@ func ctxIDFast(w, lower string, st, lim int) ([]int, bool) {
 }
 
 // monthStarts finds month names (capitalised: "may" is a verb) at a word start.
-func monthStarts(w, _ string) []int {
+func monthStarts(w string) []int {
 	var out []int
 	monthKeywords.eachWord(w, func(p int, _ string) { out = append(out, p) })
 	return out

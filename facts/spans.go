@@ -109,7 +109,7 @@ type spanAdder func(k Kind, st, e int, key string)
 // links finds URLs, emails and paths: the spans that need no digit.
 func links(s string, m *masker, add spanAdder) {
 	if strings.Contains(s, "://") {
-		for _, loc := range urlFinder.find(m.str(), "") {
+		for _, loc := range urlFinder.find(m.str()) {
 			e := loc[0] + len(trimURL(s[loc[0]:loc[1]]))
 			if e-loc[0] > len("https://") {
 				add(KindURL, loc[0], e, "")
@@ -117,12 +117,12 @@ func links(s string, m *masker, add spanAdder) {
 		}
 	}
 	if strings.IndexByte(s, '@') >= 0 {
-		for _, loc := range emailFinder.find(m.str(), "") {
+		for _, loc := range emailFinder.find(m.str()) {
 			add(KindEmail, loc[0], loc[1], "")
 		}
 	}
 	if strings.Contains(s, ":\\") {
-		for _, loc := range winFinder.find(m.str(), "") {
+		for _, loc := range winFinder.find(m.str()) {
 			e := loc[0] + len(strings.TrimRight(s[loc[0]:loc[1]], ".,;:)]'\"\\"))
 			if e-loc[0] > 3 {
 				add(KindPath, loc[0], e, "")
@@ -130,7 +130,7 @@ func links(s string, m *masker, add spanAdder) {
 		}
 	}
 	if strings.IndexByte(m.str(), '/') >= 0 {
-		for _, loc := range pathFinder.find(m.str(), "") {
+		for _, loc := range pathFinder.find(m.str()) {
 			st, e := loc[0], loc[0]+len(strings.TrimRight(s[loc[0]:loc[1]], "."))
 			if !isPath(s[st:e], m.at(st-1)) {
 				continue
@@ -149,10 +149,10 @@ func links(s string, m *masker, add spanAdder) {
 func (x *extractor) dates(s string, m *masker, cx ctx, add spanAdder) {
 	dash := strings.IndexByte(m.str(), '-') >= 0
 	if dash {
-		for _, loc := range uuidFinder.find(m.str(), "") {
+		for _, loc := range uuidFinder.find(m.str()) {
 			add(KindID, loc[0], loc[1], "")
 		}
-		for _, g := range isoDateFinder.find(m.str(), "") {
+		for _, g := range isoDateFinder.find(m.str()) {
 			x.c.add(KindDate, s[g[0]:g[7]], dateKey(s[g[0]:g[7]]), cx.ref)
 			m.mask(g[0], g[1])
 		}
@@ -162,7 +162,7 @@ func (x *extractor) dates(s string, m *masker, cx ctx, add spanAdder) {
 		dateFinders = append([]finder{dayMonthFinder, monthDayFinder}, dateFinders...)
 	}
 	for _, f := range dateFinders {
-		for _, loc := range f.find(m.str(), "") {
+		for _, loc := range f.find(m.str()) {
 			if key := dateKey(s[loc[0]:loc[1]]); key != "" {
 				add(KindDate, loc[0], loc[1], key)
 			}
@@ -172,7 +172,7 @@ func (x *extractor) dates(s string, m *masker, cx ctx, add spanAdder) {
 
 // numbers finds amounts, percentages and, in prose, times of day.
 func numbers(s string, m *masker, cx ctx, add spanAdder) {
-	for _, loc := range amountFinder.find(m.str(), "") {
+	for _, loc := range amountFinder.find(m.str()) {
 		t := s[loc[0]:loc[1]]
 		if isShellArg(t) || precededByNumber(m, loc[0]) {
 			continue
@@ -180,7 +180,7 @@ func numbers(s string, m *masker, cx ctx, add spanAdder) {
 		add(KindAmount, loc[0], loc[1], numberCore(t))
 	}
 	if strings.IndexByte(m.str(), '%') >= 0 || strings.Contains(m.str(), "percent") {
-		for _, loc := range percentFinder.find(m.str(), "") {
+		for _, loc := range percentFinder.find(m.str()) {
 			if precededByNumber(m, loc[0]) {
 				continue
 			}
@@ -193,7 +193,7 @@ func numbers(s string, m *masker, cx ctx, add spanAdder) {
 		}
 	}
 	if cx.prose && (strings.IndexByte(m.str(), ':') >= 0 || strings.ContainsAny(m.str(), "mM")) {
-		for _, loc := range clockFinder.find(m.str(), asciiLower(m.str())) {
+		for _, loc := range clockFinder.find(m.str()) {
 			if b := m.at(loc[0] - 1); b == ':' || b == '.' || isDigit(b) {
 				continue
 			}
@@ -296,21 +296,20 @@ func (x *extractor) ids(s string, m *masker, cx ctx) {
 		m.mask(st, e)
 	}
 	if strings.IndexByte(m.str(), '#') >= 0 {
-		for _, loc := range issueFinder.find(m.str(), "") {
+		for _, loc := range issueFinder.find(m.str()) {
 			if b := m.at(loc[0] - 1); isWordByte(b) || b == '&' || b == '/' {
 				continue
 			}
 			add(loc[0], loc[1])
 		}
 	}
-	lower := asciiLower(m.str())
-	for _, g := range shaCtxFinder.find(m.str(), lower) {
+	for _, g := range shaCtxFinder.find(m.str()) {
 		if t := s[g[2]:g[3]]; hasDigit(t) && strings.ContainsAny(strings.ToLower(t), "abcdef") {
 			add(g[2], g[3])
 		}
 	}
 	if strings.IndexByte(m.str(), '-') >= 0 {
-		for _, loc := range hyphenIDFinder.find(m.str(), "") {
+		for _, loc := range hyphenIDFinder.find(m.str()) {
 			t := s[loc[0]:loc[1]]
 			if len(t) < 5 || !idBoundary(m, loc[0], loc[1]) || notAnID(strings.ReplaceAll(t, "-", "")) {
 				continue
@@ -319,14 +318,14 @@ func (x *extractor) ids(s string, m *masker, cx ctx) {
 		}
 	}
 	if strings.IndexByte(m.str(), '_') >= 0 {
-		for _, loc := range snakeIDFinder.find(m.str(), "") {
+		for _, loc := range snakeIDFinder.find(m.str()) {
 			if !idBoundary(m, loc[0], loc[1]) {
 				continue
 			}
 			add(loc[0], loc[1])
 		}
 	}
-	for _, g := range ctxIDFinder.find(m.str(), lower) {
+	for _, g := range ctxIDFinder.find(m.str()) {
 		t := s[g[2]:g[3]]
 		if len(t) < 3 || !hasDigit(t) || yearOnly(t) || !idBoundary(m, g[2], g[3]) {
 			continue
