@@ -3,6 +3,8 @@ package compact
 import (
 	"context"
 	"fmt"
+	"slices"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/memory"
@@ -120,6 +122,9 @@ func (c *Compactor) summaryLedger(ctx context.Context, e memory.Entry) ([]facts.
 // needed splits a ledger into the facts the context still needs and those a report already
 // named dropped.
 func needed(ledger []facts.Fact) (need, named []facts.Fact) {
+	if !slices.ContainsFunc(ledger, func(f facts.Fact) bool { return f.Dropped }) {
+		return ledger, nil // every fact is needed: no copy
+	}
 	if len(ledger) > 0 {
 		need = make([]facts.Fact, 0, len(ledger))
 	}
@@ -149,15 +154,22 @@ func storedLedger(ledger, earlier, dropped []facts.Fact) (string, error) {
 		gone[i] = f
 		named[key{f.Kind, f.Text}] = true
 	}
-	out := make([]facts.Fact, len(ledger))
-	for i, f := range ledger {
-		f.Dropped = named[key{f.Kind, f.Text}]
-		out[i] = f
+	out := ledger // when it names nothing dropped and holds nothing marked so, as it is
+	if len(dropped) > 0 || slices.ContainsFunc(ledger, func(f facts.Fact) bool { return f.Dropped }) {
+		out = make([]facts.Fact, len(ledger))
+		for i, f := range ledger {
+			f.Dropped = named[key{f.Kind, f.Text}]
+			out[i] = f
+		}
 	}
+	var all []facts.Fact
 	if len(out) == 0 { // Merge gives the other side as it is when one is empty
-		return string(encodeLedger(facts.Merge(facts.Merge(out, gone), earlier))), nil
+		all = facts.Merge(facts.Merge(out, gone), earlier)
+	} else {
+		// One merge of both: the same ledger as merging gone, then earlier (Merge keeps the
+		// first sighting and sorts stably), with one index of the ledger instead of two.
+		all = facts.Merge(out, append(gone, earlier...))
 	}
-	// One merge of both: the same ledger as merging gone, then earlier (Merge keeps the first
-	// sighting and sorts stably), with one index of the ledger instead of two.
-	return string(encodeLedger(facts.Merge(out, append(gone, earlier...)))), nil
+	b := encodeLedger(all)
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is not written again: no copy of it
 }
