@@ -132,43 +132,35 @@ func hasPrefixFold(s, prefix string) bool {
 // each calls f for every occurrence of a keyword in s, at p, in order of p (keywords at the
 // same p in the order given).
 func (k *keywordSet) each(s string, f func(p int, kw string)) {
-	for p := 0; p < len(s); p++ {
-		for _, kw := range k.first[s[p]] {
-			if k.hasPrefix(s[p:], kw) {
-				f(p, kw)
-			}
-		}
-	}
+	k.scan(s, false, func(p int, kw string) bool { f(p, kw); return true })
 }
 
 // eachWord is each for the occurrences at a word start (see wordStart) only: the bytes inside
 // a word are not compared with the keywords.
 func (k *keywordSet) eachWord(s string, f func(p int, kw string)) {
-	for p := 0; p < len(s); p++ {
-		if p > 0 && isWordByte(s[p-1]) {
-			continue
-		}
-		for _, kw := range k.first[s[p]] {
-			if k.hasPrefix(s[p:], kw) {
-				f(p, kw)
-			}
-		}
-	}
+	k.scan(s, true, func(p int, kw string) bool { f(p, kw); return true })
 }
 
 // anyWord reports whether a keyword occurs in s at a word start.
 func (k *keywordSet) anyWord(s string) bool {
+	found := false
+	k.scan(s, true, func(int, string) bool { found = true; return false })
+	return found
+}
+
+// scan calls f for the occurrences of a keyword in s, in order, at word starts only when
+// words is set, until f returns false.
+func (k *keywordSet) scan(s string, words bool, f func(p int, kw string) (more bool)) {
 	for p := 0; p < len(s); p++ {
-		if p > 0 && isWordByte(s[p-1]) {
+		if words && p > 0 && isWordByte(s[p-1]) {
 			continue
 		}
 		for _, kw := range k.first[s[p]] {
-			if k.hasPrefix(s[p:], kw) {
-				return true
+			if k.hasPrefix(s[p:], kw) && !f(p, kw) {
+				return
 			}
 		}
 	}
-	return false
 }
 
 // back moves from i to the left over bytes accepted by ok, at most max bytes.

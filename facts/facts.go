@@ -265,7 +265,7 @@ type entry struct {
 	// outcomeSeq is the message whose result set fact.Outcome: a call made twice has the
 	// outcome of the result read last.
 	outcomeSeq int
-	adopted    bool // taken into another collector by merge
+	key        factKey // its key in byKey
 }
 
 // orphan is the outcome a result gave a call its collector did not see: the result's call id,
@@ -323,7 +323,7 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 			c.slab = make([]entry, entrySlab)
 		}
 		e, c.slab = &c.slab[0], c.slab[1:]
-		*e = entry{fact: Fact{Kind: k, Text: text, Seq: c.seq}, base: base, lastSeq: c.seq, msgs: 1}
+		*e = entry{fact: Fact{Kind: k, Text: text, Seq: c.seq}, base: base, lastSeq: c.seq, msgs: 1, key: fk}
 		c.byKey[fk] = e
 		c.order = append(c.order, e)
 	} else if e.lastSeq != c.seq {
@@ -346,12 +346,11 @@ func (c *collector) merge(d *collector) {
 			e.setOutcome(o.outcome, o.seq)
 		}
 	}
-	var into map[*entry]*entry // d's entries merged into c's
-	for key, de := range d.byKey {
-		e := c.byKey[key]
+	for _, de := range d.order { // d saw its facts after c's: the new ones follow in order
+		e := c.byKey[de.key]
 		if e == nil {
-			c.byKey[key] = de
-			de.adopted = true
+			c.byKey[de.key] = de
+			c.order = append(c.order, de)
 			continue
 		}
 		e.msgs += de.msgs
@@ -361,26 +360,12 @@ func (c *collector) merge(d *collector) {
 		}
 		e.ref = e.ref || de.ref
 		e.base = max(e.base, de.base)
-		if len(d.pending) > 0 {
-			if into == nil {
-				into = map[*entry]*entry{}
-			}
-			into[de] = e
-		}
-	}
-	for _, de := range d.order { // d saw its facts after c's: they follow in order
-		if de.adopted {
-			c.order = append(c.order, de)
-		}
 	}
 	for id, de := range d.pending {
 		if c.pending == nil {
 			c.pending = map[string]*entry{}
 		}
-		if e := into[de]; e != nil {
-			de = e
-		}
-		c.pending[id] = de
+		c.pending[id] = c.byKey[de.key] // de itself, or the entry it was merged into
 	}
 }
 
