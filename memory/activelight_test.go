@@ -68,6 +68,48 @@ func TestActiveLightLongThread(t *testing.T) {
 	check("after a hybrid compaction")
 }
 
+// TestActiveLightSeqGap: a thread whose seqs have a gap (history is append-only through the
+// store, so rows deleted behind its back stand for damage) reads light as it reads whole: the
+// parts of a long read close up over the missing rows, in order, wherever a gap falls (within a
+// chunk of a part, on a chunk's edge, in the last part).
+func TestActiveLightSeqGap(t *testing.T) {
+	ctx := context.Background()
+	s, _ := storetest.Open(t)
+	msgs := []chat.Message{chat.TextMessage(chat.RoleSystem, "You are a support agent.")}
+	for i := range 5000 {
+		msgs = append(msgs, chat.TextMessage([]string{chat.RoleUser, chat.RoleAssistant}[i%2], fmt.Sprintf("message %d", i)))
+	}
+	if _, err := s.Append(ctx, "gap", msgs, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().DB.ExecContext(ctx, "DELETE FROM messages WHERE thread_id = 'gap' AND seq IN (100, 101, 513, 2600, 4999)"); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := s.Active(ctx, "gap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	light, err := s.ActiveLight(ctx, "gap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := func(es []memory.Entry) []int64 {
+		out := make([]int64, len(es))
+		for i, e := range es {
+			out[i] = e.Seq
+		}
+		return out
+	}
+	if got, want := seqs(light.Entries), seqs(whole.Entries); !slices.Equal(got, want) || len(want) != 5001-5 {
+		t.Fatalf("light read %d entries, whole %d (of 4996); seqs equal: %v", len(got), len(want), slices.Equal(got, want))
+	}
+	for i, w := range whole.Entries {
+		if l := light.Entries[i]; l.Text() != w.Text() || l.Tokens != w.Tokens {
+			t.Fatalf("entry %d (seq %d): light %q, whole %q", i, w.Seq, l.Text(), w.Text())
+		}
+	}
+}
+
 // TestActiveLightWhileAppending: a second process appends to a long thread while it is read
 // in parts (see readRange) again and again. Every read is one snapshot's: the seqs 1 to the
 // thread's last seq as the read saw it, each message its own text, none from after it, and
