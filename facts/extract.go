@@ -47,7 +47,7 @@ func (x *extractor) outcome(id, content string) {
 	}
 	e := x.calls[id]
 	if e == nil {
-		if x.c.run && id != "" { // its call may be in a run read before this one
+		if x.c.run && id != "" && !x.c.called[id] { // its call may be in a run read before this one
 			x.c.orphans = append(x.c.orphans, orphan{id: id, outcome: outcome, seq: x.c.seq})
 		}
 		return
@@ -105,6 +105,9 @@ func (x *extractor) toolCall(tc ToolCall) {
 				x.calls = map[string]*entry{}
 			}
 			x.calls[tc.ID] = e
+			if x.c.run {
+				x.c.called[tc.ID] = true
+			}
 		}
 	}
 	if ok {

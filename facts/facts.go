@@ -165,7 +165,7 @@ func Extract(msgs []Message) []Fact {
 		lo, hi := r*len(msgs)/runs, (r+1)*len(msgs)/runs
 		wg.Go(func() {
 			parts[r] = newCollector(hi - lo)
-			parts[r].run = true
+			parts[r].run, parts[r].called = true, map[string]bool{}
 			collect(parts[r], msgs[lo:hi], lo)
 		})
 	}
@@ -249,11 +249,13 @@ type collector struct {
 	// order holds the entries in the order they were first seen: by first sighting.
 	order []*entry
 	// run: the collector reads one run of a conversation that others read the rest of. Then
-	// pending are its tool calls whose result it did not read (by call id), and orphans the
-	// results it read of calls it did not: the merge pairs them (see merge).
+	// pending are its tool calls whose result it did not read (by call id), orphans the results
+	// it read of calls it did not (before any call of that id of its own), and called the ids
+	// of its calls: the merge pairs them (see merge).
 	run     bool
 	pending map[string]*entry
 	orphans []orphan
+	called  map[string]bool
 }
 
 type entry struct {
@@ -338,13 +340,17 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 // merge adds the entries of d, which saw only messages after every message c saw: the first
 // sighting stays c's, the messages that mention a fact add up, and a call's outcome is that of
 // its result read last. The results d read of calls c saw (d's orphans) give those calls
-// their outcome; d's calls still waiting for a result wait in c.
+// their outcome; a call of d takes the place of a call of c with the same id still waiting (a
+// client may reuse ids), as one pass does; d's calls still waiting for a result wait in c.
 func (c *collector) merge(d *collector) {
 	for _, o := range d.orphans {
 		if e := c.pending[o.id]; e != nil {
 			delete(c.pending, o.id)
 			e.setOutcome(o.outcome, o.seq)
 		}
+	}
+	for id := range d.called {
+		delete(c.pending, id)
 	}
 	for _, de := range d.order { // d saw its facts after c's: the new ones follow in order
 		e := c.byKey[de.key]

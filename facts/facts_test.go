@@ -668,13 +668,32 @@ func TestExtractParallelIsExact(t *testing.T) {
 // the call (the call ends one run of messages, its result starts the next) keeps the outcome
 // one sequential pass gives it, the latest result's when the same call was made twice. Random
 // conversations of calls whose results come one to four messages later, some calls repeated
-// with another outcome, and parallel calls answered out of order.
+// with another outcome, and parallel calls answered out of order; in half of them a client that
+// reuses call ids or sends none. And one built for it: a call left waiting at the end of the
+// first run, another call with its id in the second run (which takes its place, in one pass),
+// and a result with that id in the third, which answers nothing in one pass.
 func TestExtractParallelOutcomes(t *testing.T) {
 	prev := runtime.GOMAXPROCS(4)
 	defer runtime.GOMAXPROCS(prev)
+	reused := make([]Message, 4*parallelMin) // four runs of parallelMin messages
+	for i := range reused {
+		reused[i] = Message{Role: "user", Content: "go on"}
+	}
+	call := func(res string) Message {
+		return Message{Role: "assistant", ToolCalls: []ToolCall{{Name: "cancel_reservation", Arguments: `{"reservation_id": "` + res + `"}`, ID: "x"}}}
+	}
+	reused[parallelMin-1] = call("R1")
+	reused[parallelMin+50] = call("R2")
+	reused[parallelMin+51] = Message{Role: "tool", ToolCallID: "x", Content: `{"status": "ok"}`}
+	reused[2*parallelMin+10] = Message{Role: "tool", ToolCallID: "x", Content: "Error: reservation not found"}
+	want := newCollector(0)
+	collect(want, reused, 0)
+	if got := Extract(reused); !reflect.DeepEqual(got, want.ledger()) {
+		t.Fatalf("a reused call id: the parallel ledger %+v, one pass %+v", got, want.ledger())
+	}
 	rng := rand.New(rand.NewPCG(7, 11))
 	outcomes := []string{`{"status": "ok"}`, "Error: payment amount does not add up", "Error: reservation not found", `{"id": 1}`}
-	for round := range 40 {
+	for round := range 80 {
 		var msgs []Message
 		type pending struct{ id string }
 		var open []pending
@@ -691,6 +710,9 @@ func TestExtractParallelOutcomes(t *testing.T) {
 				var calls []ToolCall
 				for range 1 + rng.IntN(2) {
 					id := fmt.Sprintf("call_%d_%d", round, len(msgs)*4+len(calls))
+					if round%2 == 1 && rng.IntN(3) == 0 { // a client that reuses call ids, or sends none
+						id = []string{"call_1", "call_2", ""}[rng.IntN(3)]
+					}
 					// Few distinct calls: the same call is made again, with another outcome.
 					args := fmt.Sprintf(`{"reservation_id": "R%04d"}`, rng.IntN(600))
 					calls = append(calls, ToolCall{Name: "cancel_reservation", Arguments: args, ID: id})
