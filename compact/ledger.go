@@ -122,7 +122,7 @@ func (c *Compactor) summaryLedger(ctx context.Context, e memory.Entry) ([]facts.
 // needed splits a ledger into the facts the context still needs and those a report already
 // named dropped.
 func needed(ledger []facts.Fact) (need, named []facts.Fact) {
-	if !slices.ContainsFunc(ledger, func(f facts.Fact) bool { return f.Dropped }) {
+	if !anyDropped(ledger) {
 		return ledger, nil // every fact is needed: no copy
 	}
 	if len(ledger) > 0 {
@@ -155,7 +155,7 @@ func storedLedger(ledger, earlier, dropped []facts.Fact) (string, error) {
 		named[key{f.Kind, f.Text}] = true
 	}
 	out := ledger // when it names nothing dropped and holds nothing marked so, as it is
-	if len(dropped) > 0 || slices.ContainsFunc(ledger, func(f facts.Fact) bool { return f.Dropped }) {
+	if len(dropped) > 0 || anyDropped(ledger) {
 		out = make([]facts.Fact, len(ledger))
 		for i, f := range ledger {
 			f.Dropped = named[key{f.Kind, f.Text}]
@@ -172,4 +172,9 @@ func storedLedger(ledger, earlier, dropped []facts.Fact) (string, error) {
 	}
 	b := encodeLedger(all)
 	return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is not written again: no copy of it
+}
+
+// anyDropped reports whether a fact of fs is marked dropped.
+func anyDropped(fs []facts.Fact) bool {
+	return slices.ContainsFunc(fs, func(f facts.Fact) bool { return f.Dropped })
 }
