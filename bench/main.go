@@ -544,7 +544,7 @@ func (b *bench) activeRead([]conversation) error {
 	for _, e := range a.Entries[len(a.Entries)-200:] {
 		keep += e.Tokens
 	}
-	c := compact.New(s, zeroLatency{}, memory.Settings{TokenLimit: 2 * keep, TargetRatio: 0.5, TriggerRatio: 0.8,
+	c := compact.New(s, zeroLatency{}, compact.Settings{TokenLimit: 2 * keep, TargetRatio: 0.5, TriggerRatio: 0.8,
 		SummaryMaxTokens: keep / 2, TotalTimeout: time.Hour})
 	if _, err := c.Compact(ctx, "long", compact.Options{Force: true}); err != nil {
 		return err
@@ -610,7 +610,7 @@ func (b *bench) compactionOf(backend, name string, n int) error {
 			return err
 		}
 		a, _ := s.Active(ctx, thread)
-		c := compact.New(s, zeroLatency{}, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 2048})
+		c := compact.New(s, zeroLatency{}, compact.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 2048})
 		start, c0 := time.Now(), cpuTime()
 		rep, err := c.Compact(ctx, thread, compact.Options{Force: true})
 		if err != nil {

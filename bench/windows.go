@@ -135,7 +135,7 @@ func compactThroughWindow(dir string, window, maxOutput int) (r windowResult) {
 	}}
 	e := cascade.Entry{Name: "local", Type: "fake", Model: "small", Provider: fake, ContextWindow: window,
 		MaxOutputTokens: maxOutput, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
-	c := compact.New(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 16000})
+	c := compact.New(s, cascade.New(s.DB(), e), compact.Settings{TokenLimit: 16000})
 	dry, err := c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
 	if err != nil {
 		r.err = err

@@ -60,7 +60,7 @@ func benchCompaction(b *testing.B, phase string, setup func(b *testing.B, c *com
 					b.Fatal(err)
 				}
 				a, _ := s.Active(ctx, thread)
-				c := compact.New(s, instant{}, memory.Settings{})
+				c := compact.New(s, instant{}, compact.Settings{})
 				setup(b, c, thread, a.Tokens)
 				b.StartTimer()
 				if rep, err := labeled(ctx, phase, c, thread); err != nil || rep.Status != memory.StatusApplied {

@@ -10,6 +10,7 @@ package compact
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,7 +45,7 @@ var (
 type Compactor struct {
 	Store      *memory.Store
 	Summarizer Summarizer
-	Settings   memory.Settings
+	Settings   Settings
 
 	// Redact is applied to every text that leaves the machine (the summarizer's input, each
 	// fact of the ledger) and to the summary and error text before they are stored.
@@ -98,7 +99,7 @@ type Options struct {
 	// DryRun returns the plan as a "planned" report: no provider is called, nothing is written.
 	DryRun bool
 	// Override are settings of this call only: those it sets win over the thread's.
-	Override memory.ThreadSettings
+	Override ThreadSettings
 	// Emergency compacts with reason emergency whatever the context's size (a proxy whose
 	// upstream refused a request as too long): the cheapest path that gets under the target.
 	Emergency bool
@@ -116,7 +117,7 @@ type Options struct {
 // redactor; otherwise with the built-in patterns of package redact. A summarizer with a clock
 // of its own (a Clocked, such as a *cascade.Cascade) is set to read the store's, so that the
 // whole system keeps one clock: memory.Store.Now.
-func New(store *memory.Store, summarizer Summarizer, s memory.Settings) *Compactor {
+func New(store *memory.Store, summarizer Summarizer, s Settings) *Compactor {
 	if c, ok := summarizer.(Clocked); ok {
 		c.UseClock(func() time.Time { return store.Now() })
 	}
@@ -158,7 +159,11 @@ func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	s, err := memory.Resolve(c.Settings, t.Settings, memory.ThreadSettings{})
+	ts, err := ParseThreadSettings(t.ID, t.Settings)
+	if err != nil {
+		return false, err
+	}
+	s, err := Resolve(c.Settings, ts, ThreadSettings{})
 	if err != nil {
 		return false, fmt.Errorf("thread %q: %w", thread, err)
 	}
@@ -169,26 +174,46 @@ func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, err
 // SettingsFor returns the settings a compaction of thread uses, merged, filled with the
 // defaults and validated once: override (a call's, Options.Override, memctl's flags) wins over
 // the thread's stored settings, which win over c.Settings (the config file), which win over the
-// built-in defaults (see memory.Resolve). Compact, memctl and memctl serve take their settings
-// from here or from memory.Resolve; what they get is filled, so MakePlan and Budget need no
+// built-in defaults (see Resolve). Compact, memctl and memctl serve take their settings
+// from here or from Resolve; what they get is filled, so MakePlan and Budget need no
 // defaults of their own.
-func (c *Compactor) SettingsFor(ctx context.Context, thread string, override memory.ThreadSettings) (memory.Settings, error) {
-	ts, err := c.Store.ThreadSettings(ctx, thread)
+func (c *Compactor) SettingsFor(ctx context.Context, thread string, override ThreadSettings) (Settings, error) {
+	ts, err := ThreadSettingsOf(ctx, c.Store, thread)
 	if err != nil {
-		return memory.Settings{}, err
+		return Settings{}, err
 	}
-	return memory.Resolve(c.Settings, ts, override)
+	return Resolve(c.Settings, ts, override)
 }
 
 // Pin pins message seq of a thread as memory.Store.Pin does, checked against the settings this
 // compactor would compact the thread with.
 func (c *Compactor) Pin(ctx context.Context, thread string, seq int64) (memory.Pinned, error) {
-	return c.Store.PinWith(ctx, thread, seq, c.Settings)
+	return c.Store.Pin(ctx, thread, seq, PinBudget(c.Settings))
+}
+
+// PinBudget is the budget a pin of a thread is checked against (memory.Store.Pin): the
+// thread's settings over base, fitted in the window a host learned for it (ThreadSettings.Window)
+// when that is below the limit the thread would have without it, since a pin that fits the
+// config's default limit but not the model's window would leave every later turn over the
+// limit. The thread's own token_limit wins.
+func PinBudget(base Settings) memory.PinBudget {
+	return func(raw json.RawMessage) (int, int, error) {
+		ts, err := ParseThreadSettings("", raw)
+		if err != nil {
+			return 0, 0, err
+		}
+		var over ThreadSettings
+		if w := ts.Window; ts.TokenLimit == nil && w != nil && w.Limit > 0 && w.Limit < Effective(base, ts, ThreadSettings{}).TokenLimit {
+			over = LimitOverride(base, ts, w.Limit)
+		}
+		s := Effective(base, ts, over)
+		return s.Budget(), s.MinSummaryTokens(), nil
+	}
 }
 
 // notNeeded returns why an unforced compaction of the thread would do nothing, "" when it is
 // due. A context over L is always due: it compacts, or fails saying why it cannot.
-func (c *Compactor) notNeeded(ctx context.Context, t memory.Thread, tokens int, s memory.Settings) (string, error) {
+func (c *Compactor) notNeeded(ctx context.Context, t memory.Thread, tokens int, s Settings) (string, error) {
 	if tokens > s.Budget() {
 		return "", nil
 	}
@@ -201,7 +226,7 @@ func (c *Compactor) notNeeded(ctx context.Context, t memory.Thread, tokens int, 
 // waiting returns why automatic compaction waits: the latest applied or ineffective compaction
 // of the thread ran with the same limit, reserve and ratios and saw every message there is, so
 // another one would find the same. "" when it does not wait.
-func (c *Compactor) waiting(ctx context.Context, t memory.Thread, s memory.Settings) (string, error) {
+func (c *Compactor) waiting(ctx context.Context, t memory.Thread, s Settings) (string, error) {
 	last, ok, err := c.Store.Compactions().LatestSettled(ctx, t.ID)
 	if err != nil || !ok {
 		return "", err
@@ -221,7 +246,7 @@ func (c *Compactor) waiting(ctx context.Context, t memory.Thread, s memory.Setti
 // (the oldest units leave the view). A context at or above L * emergency_ratio (or a call with
 // Emergency set) is compacted with reason emergency by the cheapest path: mask first, then a
 // summary within EmergencyTimeout. On failure every message stays as it was (unless
-// on_failure is fit: then the view is fitted, see memory.Settings.OnFailure), a failed report is
+// on_failure is fit: then the view is fitted, see Settings.OnFailure), a failed report is
 // recorded, and the error wraps each provider's cause.
 func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (memory.Report, error) {
 	j, err := c.prepare(ctx, thread, opt)
@@ -300,7 +325,7 @@ func (c *Compactor) emergencyBudget(ctx context.Context, tokens int) time.Durati
 
 // reasonFor is the reason of a compaction: emergency when the call says so or the context is
 // at or above L * emergency_ratio (unless forced), else forced or threshold.
-func reasonFor(tokens int, s memory.Settings, opt Options) memory.Reason {
+func reasonFor(tokens int, s Settings, opt Options) memory.Reason {
 	switch {
 	case opt.Emergency:
 		return memory.ReasonEmergency

@@ -111,7 +111,7 @@ func TestCompactEveryConversation(t *testing.T) {
 				if before.Entries[0].Tokens > int(float64(limit)*0.4) {
 					limit = int(float64(before.Entries[0].Tokens) / 0.4)
 				}
-				c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 2048})
+				c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 2048})
 				rep, err := c.Compact(ctx, "t", compact.Options{})
 				if err != nil {
 					t.Fatalf("compact: %v (report %+v)", err, rep)
@@ -148,7 +148,7 @@ func TestCompactAllProvidersFail(t *testing.T) {
 	before, _ := s.Active(ctx, "t")
 	beforeJSON, _ := json.Marshal(before.Messages())
 
-	c := compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: before.Tokens / 2})
+	c := compact.New(s, storetest.FailingCascade(s), compact.Settings{TokenLimit: before.Tokens / 2})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err == nil || !errors.Is(err, compact.ErrSummarize) {
 		t.Fatalf("got %v, want ErrSummarize", err)
@@ -183,7 +183,7 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 	a, _ := s.Active(ctx, "t")
 	fake := &cascade.Fake{}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens + 100, TargetRatio: 0.5, TriggerRatio: 0.8})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens + 100, TargetRatio: 0.5, TriggerRatio: 0.8})
 	rep, err := c.Compact(ctx, "t", compact.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestCompactNotNeededAndDryRun(t *testing.T) {
 	a, _ := s.Active(ctx, "t")
 	fake := &cascade.Fake{}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens * 2})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens * 2})
 	rep, err := c.Compact(ctx, "t", compact.Options{})
 	if err != nil || rep.Status != memory.StatusNotNeeded {
 		t.Fatalf("got %+v, %v; want not_needed", rep, err)
@@ -249,7 +249,7 @@ func TestCompactHooks(t *testing.T) {
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", "../testdata/conversations/sweagent_marshmallow1867_function_calling.jsonl")
 	a, _ := s.Active(ctx, "t")
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: a.Tokens})
 	var hookErrs []error
 	var reports []memory.Report
 	var spans []compact.Span
@@ -338,7 +338,7 @@ func helperCompactAndHang() {
 		return llm.Response{}, ctx.Err()
 	}}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "slow", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := compact.New(s, casc, memory.Settings{TokenLimit: 8000})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: 8000})
 	c.Compact(ctx, "t", compact.Options{Force: true})
 	os.Exit(0)
 }
@@ -355,7 +355,7 @@ func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
 	s.Now = func() time.Time { return t0 }
 
 	casc := storetest.FailingCascade(s)
-	c := compact.New(s, casc, memory.Settings{TokenLimit: before.Tokens / 2})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: before.Tokens / 2})
 	if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); !errors.Is(err, compact.ErrSummarize) {
 		t.Fatalf("got %v, want ErrSummarize", err)
 	}

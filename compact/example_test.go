@@ -29,7 +29,7 @@ func Example_agentLoop() {
 	}
 	defer store.Close()
 	summarizer := cascade.New(store.DB(), cascade.Entry{Name: "offline", Type: "extractive", Provider: extractive.Summarizer{}})
-	compactor := compact.New(store, summarizer, memory.Settings{TokenLimit: 2000})
+	compactor := compact.New(store, summarizer, compact.Settings{TokenLimit: 2000})
 
 	store.Append(ctx, "t", []chat.Message{chat.TextMessage(chat.RoleSystem, "You are a travel agent.")}, memory.AppendOptions{})
 	for turn := range 30 {

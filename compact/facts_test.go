@@ -30,7 +30,7 @@ func TestExtractiveKeepsEveryFact(t *testing.T) {
 			s, _ := storetest.Open(t)
 			storetest.Import(t, s, "t", file)
 			before, _ := s.Active(ctx, "t")
-			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: before.Tokens * 6 / 10})
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: before.Tokens * 6 / 10})
 			var span compact.Span
 			c.OnSummarized = func(_ context.Context, sp compact.Span) error { span = sp; return nil }
 			rep, err := c.Compact(ctx, "t", compact.Options{})
@@ -61,7 +61,7 @@ func TestMissingFactsAppended(t *testing.T) {
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
 	before, _ := s.Active(ctx, "t")
-	settings := memory.Settings{TokenLimit: before.Tokens * 6 / 10}
+	settings := compact.Settings{TokenLimit: before.Tokens * 6 / 10}
 	// The ledger the compactor will build: from a dry run's range.
 	dry, err := compact.New(s, nil, settings).Compact(ctx, "t", compact.Options{DryRun: true})
 	if err != nil {

@@ -97,9 +97,9 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 		b, _ := json.Marshal(a.Messages())
 		return schema, s, p, b
 	}
-	settings := func(s *memory.Store) memory.Settings {
+	settings := func(s *memory.Store) compact.Settings {
 		a, _ := s.Active(ctx, "t")
-		return memory.Settings{TokenLimit: a.Tokens / 2}
+		return compact.Settings{TokenLimit: a.Tokens / 2}
 	}
 
 	// How many bytes the compaction sends once its summary is ready.
@@ -270,7 +270,7 @@ func TestFaultCascadeWritesCut(t *testing.T) {
 				cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: failing, MaxAttempts: 2, Cooldown: time.Second, MaxCooldown: time.Minute},
 				cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{Count: c.CountText},
 					MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-			rep, err := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", compact.Options{Force: true})
+			rep, err := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", compact.Options{Force: true})
 			t.Logf("compact: %s, %v", rep.Status, err)
 			if err == nil && rep.Status != memory.StatusApplied {
 				t.Fatalf("no error, status %s", rep.Status)

@@ -50,9 +50,9 @@ func (r *fzReader) next() int {
 // fzPlanInput builds an active context, settings and a keep budget from data. Messages follow
 // the store's rules (tool calls only on assistant messages, results answer an unanswered call,
 // ids not repeated while unanswered), as the planner only ever sees validated history.
-func fzPlanInput(data []byte) ([]memory.Entry, memory.Settings, int) {
+func fzPlanInput(data []byte) ([]memory.Entry, compact.Settings, int) {
 	r := &fzReader{b: data}
-	s := memory.Settings{
+	s := compact.Settings{
 		TokenLimit:       200 + (r.next()<<8|r.next())%30000,
 		TargetRatio:      []float64{0.5, 0.1, 0.3, 0.7, 0.9, 0.05}[r.next()%6],
 		TriggerRatio:     0.95,
@@ -158,7 +158,7 @@ func fzDescribe(es []memory.Entry) string {
 }
 
 // fzPlanViolation checks the invariants of MakePlan's doc comment, computed independently.
-func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p compact.Plan) string {
+func fzPlanViolation(es []memory.Entry, s compact.Settings, keep int, p compact.Plan) string {
 	n := len(es)
 	sum := func(from, to int) int {
 		t := 0
@@ -254,7 +254,7 @@ func fzPlanViolation(es []memory.Entry, s memory.Settings, keep int, p compact.P
 	}
 	maxSummary := s.SummaryMaxTokens
 	if maxSummary == 0 {
-		maxSummary = memory.DefaultSummaryMaxTokens
+		maxSummary = compact.DefaultSummaryMaxTokens
 	}
 	if p.SummaryBudget > maxSummary {
 		return fmt.Sprintf("summary budget %d over summary_max_tokens %d", p.SummaryBudget, maxSummary)

@@ -92,7 +92,7 @@ func TestFactsKeptOrDropped(t *testing.T) {
 					} else {
 						casc = cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
 					}
-					c := compact.New(s, casc, memory.Settings{TokenLimit: limit})
+					c := compact.New(s, casc, compact.Settings{TokenLimit: limit})
 					var spans []compact.Span
 					c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
 					rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
@@ -123,7 +123,7 @@ func TestFactsMakeRoomBeforeDropping(t *testing.T) {
 	storetest.Import(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
 	before, _ := s.Active(ctx, "t")
 	casc := cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
-	c := compact.New(s, casc, memory.Settings{TokenLimit: before.Tokens * 7 / 10, SummaryMaxTokens: 200})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: before.Tokens * 7 / 10, SummaryMaxTokens: 200})
 	var spans []compact.Span
 	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
@@ -161,7 +161,7 @@ func TestConstraintSurvivesTinyLimit(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 300})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), compact.Settings{TokenLimit: 300})
 	var spans []compact.Span
 	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
 	rep, _ := c.Compact(ctx, "t", compact.Options{Force: true})
@@ -188,7 +188,7 @@ func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", corpus.Airline)
 	a, _ := s.Active(ctx, "t")
-	big := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens * 2})
+	big := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: a.Tokens * 2})
 	rep, err := big.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || (rep.Status != memory.StatusApplied && rep.Status != memory.StatusIneffective) {
 		t.Fatalf("first compaction: %+v, %v", rep, err)
@@ -197,7 +197,7 @@ func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 		t.Fatal("ShouldCompact true at the same large limit right after a compaction")
 	}
 	after, _ := s.Active(ctx, "t")
-	small := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: after.Tokens / 2})
+	small := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: after.Tokens / 2})
 	due, err := small.ShouldCompact(ctx, "t")
 	if err != nil || !due {
 		t.Fatalf("ShouldCompact = %v, %v for a context of %d tokens at a limit of %d", due, err, after.Tokens, after.Tokens/2)
@@ -226,7 +226,7 @@ func TestOverLimitNothingToSummarize(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", &cascade.Fake{}, 0)), memory.Settings{TokenLimit: 1000})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", &cascade.Fake{}, 0)), compact.Settings{TokenLimit: 1000})
 	for i := range 2 {
 		if due, _ := c.ShouldCompact(ctx, "t"); !due {
 			t.Fatalf("run %d: ShouldCompact false over the limit", i)
@@ -264,7 +264,7 @@ func TestReportsAreTrue(t *testing.T) {
 		return llm.Response{Text: "the summary", FinishReason: "stop"}, nil
 	}}
 	casc := cascade.New(s.DB(), fakeEntry("small", first, 2048), fakeEntry("big", second, 0))
-	c := compact.New(s, casc, memory.Settings{TokenLimit: 8000})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: 8000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied || rep.Provider != "big" {
 		t.Fatalf("compact: %+v, %v", rep, err)
@@ -282,7 +282,7 @@ func TestReportsAreTrue(t *testing.T) {
 	if _, err := s2.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c2 := compact.New(s2, cascade.New(s2.DB(), fakeEntry("f", &cascade.Fake{}, 0)), memory.Settings{TokenLimit: 100000})
+	c2 := compact.New(s2, cascade.New(s2.DB(), fakeEntry("f", &cascade.Fake{}, 0)), compact.Settings{TokenLimit: 100000})
 	rep, err = c2.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusIneffective {
 		t.Fatalf("compact: %+v, %v", rep, err)
@@ -304,7 +304,7 @@ func TestReportsAreTrue(t *testing.T) {
 	down := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		return llm.Response{}, &cascade.ProviderError{Class: cascade.ClassServer, HTTPStatus: 503, Err: errors.New("down")}
 	}}
-	c3 := compact.New(s3, cascade.New(s3.DB(), fakeEntry("down", down, 0)), memory.Settings{TokenLimit: 8000})
+	c3 := compact.New(s3, cascade.New(s3.DB(), fakeEntry("down", down, 0)), compact.Settings{TokenLimit: 8000})
 	rep, err = c3.Compact(ctx, "t", compact.Options{Force: true})
 	if err == nil || rep.Status != memory.StatusFailed {
 		t.Fatalf("compact: %+v, %v", rep, err)
@@ -329,7 +329,7 @@ func TestLiveCompactionKeepsItsLease(t *testing.T) {
 		<-release
 		return llm.Response{Text: "the summary", FinishReason: "stop"}, nil
 	}}
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("slow", slow, 0)), memory.Settings{TokenLimit: 8000})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("slow", slow, 0)), compact.Settings{TokenLimit: 8000})
 	done := make(chan memory.Report)
 	go func() {
 		rep, _ := c.Compact(ctx, "t", compact.Options{Force: true})

@@ -66,7 +66,7 @@ func TestAutoWindowRefreshedAfterResplit(t *testing.T) {
 	e := cascade.Entry{Name: "local", Type: "openai", Model: "m", BaseURL: cfg.BaseURL, AutoWindow: true,
 		MaxAttempts: 1, Cooldown: 30 * time.Second, MaxCooldown: time.Hour, Provider: cascade.NewOpenAI(cfg)}
 	cas := cascade.New(s.DB(), e)
-	c := compact.New(s, cas, memory.Settings{TokenLimit: 16000})
+	c := compact.New(s, cas, compact.Settings{TokenLimit: 16000})
 	if rep, err := c.Compact(ctx, "a", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact a: %+v, %v", rep, err)
 	}

@@ -119,7 +119,7 @@ func TestPropertyHostileConversations(t *testing.T) {
 				casc.Observe = func(e cascade.Event) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", e); logMu.Unlock() }
 				a, _ := s.Active(ctx, "t")
 				for _, limit := range []int{a.Tokens / 2, a.Tokens / 5} {
-					c := compact.New(s, casc, memory.Settings{TokenLimit: limit})
+					c := compact.New(s, casc, compact.Settings{TokenLimit: limit})
 					c.Progress = func(p compact.Progress) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", p); logMu.Unlock() }
 					var spans []compact.Span
 					c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }

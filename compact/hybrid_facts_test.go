@@ -28,7 +28,7 @@ func TestHybridFactsKeptOrNamed(t *testing.T) {
 			before, _ := s.Active(ctx, "t")
 			ledger := facts.Extract(factMsgs(before.Entries))
 			keptBefore := facts.Kept(ledger, activeText(before))
-			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit, Strategy: memory.StrategyHybrid})
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit, Strategy: compact.StrategyHybrid})
 			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if err != nil && !errors.Is(err, compact.ErrOverLimit) {
 				t.Fatalf("%s %d: %v", filepath.Base(file), limit, err)
@@ -64,12 +64,12 @@ func TestHybridFactsKeptOrNamed(t *testing.T) {
 func TestSummaryOfMaskedViewKeepsOrNamesFacts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, strategy := range []string{memory.StrategySummarize, memory.StrategyWindow} {
+	for _, strategy := range []string{compact.StrategySummarize, compact.StrategyWindow} {
 		t.Run(strategy, func(t *testing.T) {
 			s, _ := storetest.Open(t)
 			storetest.Import(t, s, "t", corpus.Airline)
 			original := originalFacts(t, s, "t")
-			mask := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 6000, Strategy: memory.StrategyMask})
+			mask := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 6000, Strategy: compact.StrategyMask})
 			if rep, err := mask.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("mask: %s, %v", rep.Status, err)
 			}
@@ -80,7 +80,7 @@ func TestSummaryOfMaskedViewKeepsOrNamesFacts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := compact.New(s, p, memory.Settings{TokenLimit: 3000, Strategy: strategy})
+			c := compact.New(s, p, compact.Settings{TokenLimit: 3000, Strategy: strategy})
 			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if err != nil && !errors.Is(err, compact.ErrOverLimit) {
 				t.Fatal(err)

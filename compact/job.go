@@ -22,7 +22,7 @@ import (
 // job is one compaction under way.
 type job struct {
 	c    *Compactor
-	s    memory.Settings
+	s    Settings
 	a    memory.Active // the active context it was planned on
 	keep int           // the kept budget: L * target_ratio
 	rep  *memory.Report
@@ -59,19 +59,19 @@ func (j *job) decide() error {
 	}
 	j.sh = shaper{count: counter, redact: j.c.redact}
 	a, d := j.a, decision{}
-	if j.rep.Reason == memory.ReasonEmergency && j.rep.Strategy == memory.StrategySummarize {
-		j.rep.Strategy = memory.StrategyHybrid // the cheapest path first: masking costs nothing
+	if j.rep.Reason == memory.ReasonEmergency && j.rep.Strategy == StrategySummarize {
+		j.rep.Strategy = StrategyHybrid // the cheapest path first: masking costs nothing
 	}
 	switch j.rep.Strategy {
-	case memory.StrategySummarize:
+	case StrategySummarize:
 		d.plan, d.summarize = MakePlan(a.Entries, j.s, j.keep), true
 		d.ineffective, d.why = d.plan.Ineffective, d.plan.Why
-	case memory.StrategyWindow:
+	case StrategyWindow:
 		d.post = window(a.Entries, j.keep)
 	default: // mask, hybrid
 		d.post = j.sh.maskOld(a.Entries, j.keep)
 	}
-	if j.rep.Strategy == memory.StrategyHybrid && memory.PromptTokens(d.post) > j.keep {
+	if j.rep.Strategy == StrategyHybrid && memory.PromptTokens(d.post) > j.keep {
 		// The summary of hybrid covers what is outside the window the mask kept (no share of
 		// the target set aside): it is worth a call only when that is more than placeholders.
 		if p := makePlan(d.post, j.s, j.keep, 0); !p.Ineffective || memory.EntryTokens(d.post) >= memory.EntryTokens(a.Entries) {
@@ -122,7 +122,7 @@ func (j *job) note() {
 	if j.d.summarize {
 		path += fmt.Sprintf(", then summarized within %s (the providers it leaves no time for are skipped)", j.timeout.Round(time.Second))
 	}
-	if j.rep.Strategy == memory.StrategyWindow {
+	if j.rep.Strategy == StrategyWindow {
 		path = "left the oldest units out (no provider call)"
 	}
 	j.rep.Detail = strings.TrimPrefix(j.rep.Detail+"; emergency: "+path, "; ")
@@ -196,7 +196,7 @@ func (j *job) ineffective(ctx context.Context) (memory.Report, error) {
 func (j *job) row(status memory.Status) memory.NewCompaction {
 	rep := *j.rep
 	rep.Thread, rep.Status = j.a.Thread.ID, status
-	return memory.NewCompaction{Report: rep, Settings: j.s, Base: j.a.Current, LastSeq: int64(j.a.Thread.Messages)}
+	return memory.NewCompaction{Report: rep, Limits: j.s.Limits(), Base: j.a.Current, LastSeq: int64(j.a.Thread.Messages)}
 }
 
 // run records a running compaction, holds its lease while it works, and records the outcome.
@@ -213,7 +213,7 @@ func (j *job) run(ctx context.Context) (memory.Report, error) {
 	stopLease := c.Store.Compactions().Hold(ctx, id)
 	err = j.work(ctx)
 	switch {
-	case err != nil && j.s.OnFailure == memory.OnFailureFit && (errors.Is(err, ErrSummarize) || errors.Is(err, ErrOverLimit)):
+	case err != nil && j.s.OnFailure == OnFailureFit && (errors.Is(err, ErrSummarize) || errors.Is(err, ErrOverLimit)):
 		err = j.fitView(ctx, err)
 	case errors.Is(err, ErrOverLimit):
 		err = j.cutView(ctx, err) // on_failure keep: only the results that no summary can shrink
@@ -339,7 +339,7 @@ func (j *job) cutResults(entries []memory.Entry, limit int) ([]memory.Entry, err
 // is worth a compaction: on_failure fit fits its view, and keep cuts its tool results when
 // that makes it fit.
 func (j *job) reshapes() bool {
-	if j.s.OnFailure == memory.OnFailureFit {
+	if j.s.OnFailure == OnFailureFit {
 		return true
 	}
 	_, err := j.cutResults(j.a.Entries, j.s.Budget())

@@ -58,7 +58,7 @@ func TestLedgerSurvivesRecompaction(t *testing.T) {
 			s, _ := storetest.Open(t)
 			storetest.Import(t, s, "t", file)
 			original := originalFacts(t, s, "t")
-			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 3000})
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 3000})
 			var last int64
 			for i := range 4 {
 				rep, err := c.Compact(ctx, "t", compact.Options{Force: i > 0})
@@ -122,11 +122,11 @@ func TestViewLeavingSummaryOutNamesItsLedger(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name     string
-		settings memory.Settings
+		settings compact.Settings
 		failing  bool // the cascade fails, so on_failure fit shapes the view
 	}{
-		{"window", memory.Settings{TokenLimit: 1000, Strategy: memory.StrategyWindow}, false},
-		{"fit", memory.Settings{TokenLimit: 1000, OnFailure: memory.OnFailureFit}, true},
+		{"window", compact.Settings{TokenLimit: 1000, Strategy: compact.StrategyWindow}, false},
+		{"fit", compact.Settings{TokenLimit: 1000, OnFailure: compact.OnFailureFit}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // a store of its own
@@ -135,7 +135,7 @@ func TestViewLeavingSummaryOutNamesItsLedger(t *testing.T) {
 				t.Fatal(err)
 			}
 			original := originalFacts(t, s, "t")
-			summarize := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 2000})
+			summarize := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 2000})
 			if rep, err := summarize.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("summarize: %s, %v", rep.Status, err)
 			}
@@ -182,15 +182,15 @@ func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const repeated = "Seat 1059 please." // 1059 as a bare number: no fact of its own
-	hybrid := memory.Settings{TokenLimit: 1000, Strategy: memory.StrategyHybrid}
+	hybrid := compact.Settings{TokenLimit: 1000, Strategy: compact.StrategyHybrid}
 	for _, tc := range []struct {
 		name     string
-		settings memory.Settings
+		settings compact.Settings
 		appended string // appended while the summary is written ("": the summary's prose repeats it)
 	}{
 		{"appended", hybrid, repeated},
 		{"summary", hybrid, ""},
-		{"appended, then fit", memory.Settings{TokenLimit: 1000, Strategy: memory.StrategyHybrid, OnFailure: memory.OnFailureFit, MaxPasses: 1},
+		{"appended, then fit", compact.Settings{TokenLimit: 1000, Strategy: compact.StrategyHybrid, OnFailure: compact.OnFailureFit, MaxPasses: 1},
 			repeated + strings.Repeat(" lorem ipsum dolor", 300)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,7 +216,7 @@ func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
 			if rep.Status != memory.StatusApplied || rep.Passes == 0 {
 				t.Fatalf("hybrid: %s, %d passes, %v", rep.Status, rep.Passes, err)
 			}
-			if tc.settings.OnFailure == memory.OnFailureFit && !strings.Contains(rep.Detail, "on_failure fit") {
+			if tc.settings.OnFailure == compact.OnFailureFit && !strings.Contains(rep.Detail, "on_failure fit") {
 				t.Fatalf("no fit of the view after the summary: %s", rep.Detail)
 			}
 			original := originalFacts(t, s, "t")
@@ -237,7 +237,7 @@ func TestFactLeftOutStaysNamedOrChecked(t *testing.T) {
 			if _, err := s.Append(ctx, "t", later, memory.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			summarize := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 600})
+			summarize := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), compact.Settings{TokenLimit: 600})
 			if rep, err := summarize.Compact(ctx, "t", compact.Options{Force: true}); rep.Status != memory.StatusApplied {
 				t.Fatalf("summarize: %s, %v", rep.Status, err)
 			}
@@ -346,13 +346,13 @@ func TestProductTextIsNoFact(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, step := range []struct {
-			settings memory.Settings
+			settings compact.Settings
 			shows    []string // in the active context after the step: not a test otherwise
 			leaves   []string // out of it
 		}{
-			{memory.Settings{TokenLimit: 500, Strategy: memory.StrategyMask}, []string{"digest: facts: 300]", "300 bytes"}, []string{`"price": 300`}},
-			{memory.Settings{TokenLimit: 650, Strategy: memory.StrategyWindow}, []string{"300 bytes"}, []string{"digest: facts: 300]"}},
-			{memory.Settings{TokenLimit: 300, Strategy: memory.StrategyWindow}, nil, []string{"300 bytes"}},
+			{compact.Settings{TokenLimit: 500, Strategy: compact.StrategyMask}, []string{"digest: facts: 300]", "300 bytes"}, []string{`"price": 300`}},
+			{compact.Settings{TokenLimit: 650, Strategy: compact.StrategyWindow}, []string{"300 bytes"}, []string{"digest: facts: 300]"}},
+			{compact.Settings{TokenLimit: 300, Strategy: compact.StrategyWindow}, nil, []string{"300 bytes"}},
 		} {
 			rep, err := compact.New(s, noProvider{t}, step.settings).Compact(ctx, "t", compact.Options{Force: true})
 			if rep.Status != memory.StatusApplied {
@@ -382,7 +382,7 @@ func TestProductTextIsNoFact(t *testing.T) {
 		if _, err := s.Append(ctx, "t", append(msgs, turns(0, 8)...), memory.AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		c := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), memory.Settings{TokenLimit: 700})
+		c := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), compact.Settings{TokenLimit: 700})
 		rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 		if rep.Status != memory.StatusApplied || rep.FromSeq != 2 || rep.ToSeq != 14 {
 			t.Fatalf("summarize: %s of %d..%d, %v: not a summary whose header says 14", rep.Status, rep.FromSeq, rep.ToSeq, err)

@@ -46,13 +46,13 @@ func TestNewestUserMessageStays(t *testing.T) {
 	const limit = 2048
 	cases := []struct {
 		name string
-		set  memory.Settings
+		set  compact.Settings
 		fail bool
 	}{
-		{"summarize", memory.Settings{TokenLimit: limit}, false},
-		{"hybrid", memory.Settings{TokenLimit: limit, Strategy: memory.StrategyHybrid}, false},
-		{"window", memory.Settings{TokenLimit: limit, Strategy: memory.StrategyWindow}, false},
-		{"fit", memory.Settings{TokenLimit: limit, OnFailure: memory.OnFailureFit}, true},
+		{"summarize", compact.Settings{TokenLimit: limit}, false},
+		{"hybrid", compact.Settings{TokenLimit: limit, Strategy: compact.StrategyHybrid}, false},
+		{"window", compact.Settings{TokenLimit: limit, Strategy: compact.StrategyWindow}, false},
+		{"fit", compact.Settings{TokenLimit: limit, OnFailure: compact.OnFailureFit}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,7 +35,7 @@ func TestOverLimitNamesLongUserMessage(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 2048})
 	_, err := c.Compact(ctx, "t", compact.Options{})
 	if err == nil || !strings.Contains(err.Error(), "the newest user message (seq 2, ") {
 		t.Fatalf("error %v does not name the newest user message", err)

@@ -20,7 +20,7 @@ func TestOversizedNewestResultIsCut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	huge := strings.Repeat("line of a very long log output 0123456789\n", 2000)
-	for _, onFailure := range []string{"", memory.OnFailureKeep, memory.OnFailureFit} {
+	for _, onFailure := range []string{"", compact.OnFailureKeep, compact.OnFailureFit} {
 		t.Run("on_failure="+onFailure, func(t *testing.T) {
 			s, _ := storetest.Open(t)
 			msgs := []chat.Message{chat.TextMessage("system", "You are an agent."), chat.TextMessage("user", "why does the build fail? read the log"),
@@ -30,7 +30,7 @@ func TestOversizedNewestResultIsCut(t *testing.T) {
 				t.Fatal(err)
 			}
 			hist := exportAll(t, s, "t")
-			c := compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: 2048, OnFailure: onFailure})
+			c := compact.New(s, storetest.FailingCascade(s), compact.Settings{TokenLimit: 2048, OnFailure: onFailure})
 			rep, err := c.Compact(ctx, "t", compact.Options{Emergency: true})
 			if err != nil || rep.Status != memory.StatusApplied || rep.View == nil || len(rep.View.Cut) != 1 {
 				t.Fatalf("compact: %+v, %v; want applied with the result cut", rep, err)

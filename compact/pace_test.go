@@ -10,7 +10,6 @@ import (
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/internal/storetest"
-	"github.com/memcascade/memcascade/memory"
 )
 
 // paced is a cascade whose providers were measured slow: summarizing takes d.
@@ -35,7 +34,7 @@ func TestEmergencyBudgetFollowsMeasuredSpeed(t *testing.T) {
 		storetest.LongThread(t, s, "t", 40, 400)
 		casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{}})
 		before, _ := s.Active(ctx, "t")
-		c := compact.New(s, paced{casc, tc.need}, memory.Settings{TokenLimit: before.Tokens})
+		c := compact.New(s, paced{casc, tc.need}, compact.Settings{TokenLimit: before.Tokens})
 		rep, err := c.Compact(ctx, "t", compact.Options{Emergency: true})
 		if err != nil || !strings.Contains(rep.Detail, tc.want) {
 			t.Fatalf("need %s: %v; detail %q, want %q", tc.need, err, rep.Detail, tc.want)

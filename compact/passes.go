@@ -49,7 +49,7 @@ func (j *job) passes(ctx, budget context.Context, a memory.Active, plan Plan) er
 
 // passResult is the active context a pass makes of a: the middle replaced by the summary of
 // compaction id.
-func passResult(a memory.Active, plan Plan, sum summary, id int64, s memory.Settings) memory.Active {
+func passResult(a memory.Active, plan Plan, sum summary, id int64, s Settings) memory.Active {
 	next := a
 	before, after := plan.result(a.Entries)
 	next.Entries = make([]memory.Entry, 0, len(before)+1+len(after))
@@ -77,7 +77,7 @@ func (c *Compactor) after(ctx context.Context, a, next memory.Active) (memory.Ac
 
 // overLimit explains why the context stays over L: the next plan cannot help (the pinned
 // messages and the newest unit alone are too large), or max_passes was reached.
-func (c *Compactor) overLimit(a memory.Active, next Plan, s memory.Settings, passes int) error {
+func (c *Compactor) overLimit(a memory.Active, next Plan, s Settings, passes int) error {
 	if !next.Ineffective {
 		return fmt.Errorf("%w: %d tokens after %s (max_passes), limit %d", ErrOverLimit, a.Tokens, english.Count(passes, "pass", "passes"), s.Budget())
 	}

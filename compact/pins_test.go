@@ -19,7 +19,7 @@ import (
 // the limit, counting it; unpinned, the next compaction moves it out.
 func TestPinSurvivesCompaction(t *testing.T) {
 	t.Parallel()
-	for _, strategy := range []string{memory.StrategySummarize, memory.StrategyMask, memory.StrategyHybrid, memory.StrategyWindow} {
+	for _, strategy := range []string{compact.StrategySummarize, compact.StrategyMask, compact.StrategyHybrid, compact.StrategyWindow} {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -29,8 +29,8 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			set := memory.Settings{TokenLimit: 4000, Strategy: strategy, SummaryMaxTokens: 600}
-			if strategy == memory.StrategyMask {
+			set := compact.Settings{TokenLimit: 4000, Strategy: strategy, SummaryMaxTokens: 600}
+			if strategy == compact.StrategyMask {
 				set.TokenLimit = 7000 // masking alone cannot reach 4,000
 			}
 			c := compact.New(s, storetest.ExtractiveCascade(t, s), set)
@@ -105,7 +105,7 @@ func TestPinsLeaveRoomToCompact(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 2048})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 2048})
 	pinned := 0
 	for seq := int64(1); seq <= 59; seq += 2 {
 		if _, err := c.Pin(ctx, "t", seq); errors.Is(err, memory.ErrPinRefused) {
@@ -143,7 +143,7 @@ func TestRequestedCompaction(t *testing.T) {
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", corpus.Airline)
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 100000})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 100000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Requested: true})
 	if err != nil || rep.Status != memory.StatusApplied || rep.Reason != memory.ReasonRequested {
 		t.Fatalf("requested compaction: %s %s %v", rep.Status, rep.Reason, err)

@@ -90,7 +90,7 @@ func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 }
 
 // MakePlan plans one compaction pass over an active context. It is a pure function of
-// filled settings (Compactor.SettingsFor, memory.Resolve, memory.Effective or memory.Settings.WithDefaults): it fills
+// filled settings (Compactor.SettingsFor, Resolve, Effective or Settings.WithDefaults): it fills
 // no default.
 //
 //   - The leading system/developer messages are pinned, and so are the pinned messages
@@ -119,13 +119,13 @@ func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 //   - A middle that is the current summary alone is Ineffective while the context is within
 //     the limit: a summary is only ever updated with new messages, never shrunk for its own
 //     sake (each such pass would drop facts it holds).
-func MakePlan(entries []memory.Entry, s memory.Settings, keepBudget int) Plan {
+func MakePlan(entries []memory.Entry, s Settings, keepBudget int) Plan {
 	return makePlan(entries, s, keepBudget, -1)
 }
 
 // makePlan is MakePlan with the summary's share of the target set aside for it (-1: half of
 // what the pinned messages leave of the target, at most SummaryMaxTokens).
-func makePlan(entries []memory.Entry, s memory.Settings, keepBudget, share int) Plan {
+func makePlan(entries []memory.Entry, s Settings, keepBudget, share int) Plan {
 	n := len(entries)
 	p := Plan{Kept: n}
 	p.Pinned = memory.PinnedLen(entries)
@@ -162,7 +162,7 @@ func makePlan(entries []memory.Entry, s memory.Settings, keepBudget, share int) 
 		// prose is small, and the facts may take the summary up to the trigger, not beyond,
 		// so that the next turn has what room there is.
 		p.Deep = true
-		prose = max(memory.DeepSummaryTokens, (trigger-base)/2)
+		prose = max(DeepSummaryTokens, (trigger-base)/2)
 		room = max(prose, trigger-base)
 	}
 	p.RoomBudget = min(room, s.Budget()-base, p.MiddleTokens-minSave)
@@ -179,7 +179,7 @@ func makePlan(entries []memory.Entry, s memory.Settings, keepBudget, share int) 
 	case p.Deep && p.SummaryBudget < s.MinSummaryTokens():
 		p.Ineffective = true
 		p.Why = fmt.Sprintf("%s and the newest unit of messages (%d tokens) leave room for a summary of %d tokens, under the %d a summary's header and a few lines take",
-			p.pinnedWords(), p.KeptTokens, max(p.SummaryBudget, 0), memory.DeepSummaryTokens)
+			p.pinnedWords(), p.KeptTokens, max(p.SummaryBudget, 0), DeepSummaryTokens)
 	case p.SummaryBudget >= minSummaryTokens:
 	case s.Budget()-base < minSummaryTokens:
 		p.Ineffective = true

@@ -27,7 +27,7 @@ func entry(role string, seq int64, tokens int, calls ...string) memory.Entry {
 	return memory.Entry{Seq: seq, Tokens: tokens, Message: m}
 }
 
-var planSettings = memory.Settings{TokenLimit: 1000, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 200}.WithDefaults()
+var planSettings = compact.Settings{TokenLimit: 1000, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 200}.WithDefaults()
 
 func TestPlanPinsAndKeepsWholeUnits(t *testing.T) {
 	t.Parallel()
@@ -111,7 +111,7 @@ func TestPlanKeepsPendingCallFollowedByMessages(t *testing.T) {
 		entry("user", 4, 100),
 		entry("assistant", 5, 100),
 	}
-	p := compact.MakePlan(es, memory.Settings{TokenLimit: 1000, SummaryMaxTokens: 50}.WithDefaults(), 250)
+	p := compact.MakePlan(es, compact.Settings{TokenLimit: 1000, SummaryMaxTokens: 50}.WithDefaults(), 250)
 	if p.Kept > 2 {
 		t.Fatalf("kept starts at %d: the pending call at index 2 was summarized", p.Kept)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/llm"
-	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
 )
 
@@ -49,7 +48,7 @@ func renderSystem(text string) string {
 
 // DefaultPrompt returns the built-in prompt in the form a prompt file takes.
 func DefaultPrompt() string {
-	return systemPrompt + "\n\n" + memory.PromptPlaceholder + "\n"
+	return systemPrompt + "\n\n" + PromptPlaceholder + "\n"
 }
 
 // RenderRequest returns the chat messages that ask for a summary of transcriptText with the

@@ -73,7 +73,7 @@ func TestSummarizeRequestGolden(t *testing.T) {
 	}
 	fake := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("## Goal and constraints\nThe user (mia_li_3668) wants to keep reservation ZFA04Y unchanged.")}}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := compact.New(s, casc, memory.Settings{TokenLimit: 700, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: 700, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatalf("compact: %v", err)
@@ -117,7 +117,7 @@ func TestRecompactionSendsSummaryToUpdate(t *testing.T) {
 		return llm.Response{Text: fmt.Sprintf("## Goal and constraints\n- Keep reservation ZFA04Y (summary-mark-%d).", n), FinishReason: "stop"}, nil
 	}}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := compact.New(s, casc, memory.Settings{TokenLimit: 700, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: 700, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
 	first, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || first.Summary == nil {
 		t.Fatalf("first compaction: %v", err)
@@ -184,7 +184,7 @@ func TestRecompactionInPartsUpdatesInPartOne(t *testing.T) {
 	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		return llm.Response{Text: "## Work done\n- Questions about lorem ipsum were answered (part-mark).", FinishReason: "stop"}, nil
 	}}
-	settings := memory.Settings{TokenLimit: 4000, SummaryMaxTokens: 400}
+	settings := compact.Settings{TokenLimit: 4000, SummaryMaxTokens: 400}
 	if _, err := compact.New(s, cascade.New(s.DB(), fakeEntry("big", fake, 0)), settings).Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestExtractiveSummarizesInjectionAsContent(t *testing.T) {
 	if _, err := s.Append(ctx, "t", injection(), memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 700, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 700, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +302,7 @@ func TestRequestHostileFields(t *testing.T) {
 		}
 		fake := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("## Goal and constraints\nThe user sent odd text.")}}
 		casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-		c := compact.New(s, casc, memory.Settings{TokenLimit: 2000, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
+		c := compact.New(s, casc, compact.Settings{TokenLimit: 2000, TargetRatio: 0.1, TriggerRatio: 0.5, SummaryMaxTokens: 300})
 		if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 			t.Fatalf("%d: compact: %v", i, err)
 		}
@@ -482,7 +482,7 @@ func TestRecompactionHasNoPromptText(t *testing.T) {
 			// The second, smaller limit folds messages in beside the first summary (a summary
 			// alone is not summarized again).
 			for _, limit := range []int{before.Tokens * 9 / 10, before.Tokens * 4 / 10} {
-				c := compact.New(s, casc, memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
+				c := compact.New(s, casc, compact.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
 				rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 				if err != nil || rep.Status != memory.StatusApplied || rep.Summary == nil {
 					t.Fatalf("compact at %d: %+v, %v", limit, rep, err)

@@ -20,10 +20,10 @@ func TestCutReportClaimsNoSummary(t *testing.T) {
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", corpus.Airline)
-	if _, err := s.Pin(ctx, "t", 2); err != nil {
+	if _, err := s.Pin(ctx, "t", 2, compact.PinBudget(compact.Settings{})); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 2400})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 2400})
 	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("first compaction: %+v, %v", rep, err)
 	}

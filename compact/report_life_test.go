@@ -33,7 +33,7 @@ func TestReportShowsAppendedApart(t *testing.T) {
 		})
 		return offline.Complete(ctx, req)
 	}}
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("appending", appending, 0)), memory.Settings{TokenLimit: 6000})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("appending", appending, 0)), compact.Settings{TokenLimit: 6000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestFailedCompactionSummarizedNothing(t *testing.T) {
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
 	storetest.LongThread(t, s, "t", 30, 400)
-	c := compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: 6000})
+	c := compact.New(s, storetest.FailingCascade(s), compact.Settings{TokenLimit: 6000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err == nil || rep.Status != memory.StatusFailed {
 		t.Fatalf("compact: %s, %v: want failed", rep.Status, err)

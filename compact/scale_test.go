@@ -47,7 +47,7 @@ func TestChunkingSmallWindow(t *testing.T) {
 	storetest.LongThread(t, s, "t", 200, 400)
 	a, _ := s.Active(ctx, "t")
 	counter, _ := s.Counter(a.Thread.Encoding)
-	settings := memory.Settings{TokenLimit: a.Tokens / 4, SummaryMaxTokens: 400}.WithDefaults()
+	settings := compact.Settings{TokenLimit: a.Tokens / 4, SummaryMaxTokens: 400}.WithDefaults()
 	plan := compact.MakePlan(a.Entries, settings, int(float64(settings.TokenLimit)*0.5))
 	window := plan.MiddleTokens / 10
 
@@ -98,7 +98,7 @@ func TestChunkingResplitsOnContextLength(t *testing.T) {
 		return llm.Response{Text: "A short running summary.", FinishReason: "stop"}, nil
 	}}
 	casc := cascade.New(s.DB(), fakeEntry("liar", fake, 1_000_000))
-	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 3, SummaryMaxTokens: 300})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens / 3, SummaryMaxTokens: 300})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
@@ -138,7 +138,7 @@ func TestMultiplePasses(t *testing.T) {
 		}
 		return llm.Response{Text: "Summary: questions and answers about lorem ipsum.", FinishReason: "stop"}, nil
 	}}
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 300})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), compact.Settings{TokenLimit: limit, SummaryMaxTokens: 300})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatalf("compact: %v (%+v)", err, rep)
@@ -170,7 +170,7 @@ func TestOverLimitNewestUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := &cascade.Fake{}
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: 2000})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), compact.Settings{TokenLimit: 2000})
 	rep, err := c.Compact(ctx, "t", compact.Options{})
 	if !errors.Is(err, compact.ErrOverLimit) || !strings.Contains(err.Error(), "newest unit") {
 		t.Fatalf("got %v, want ErrOverLimit naming the newest unit", err)
@@ -198,7 +198,7 @@ func TestConcurrentCompactionsOneWins(t *testing.T) {
 		<-release // both compactions are summarizing at once
 		return llm.Response{Text: "Summary of the lorem ipsum discussion.", FinishReason: "stop"}, nil
 	}}
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: a.Tokens / 2})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), compact.Settings{TokenLimit: a.Tokens / 2})
 	var wg sync.WaitGroup
 	reps := make([]memory.Report, 2)
 	errs := make([]error, 2)
@@ -278,7 +278,7 @@ func helperCompactSlowly() {
 	}
 	fake := &cascade.Fake{Script: []cascade.FakeStep{{Response: llm.Response{Text: "Summary of the lorem ipsum talk.", FinishReason: "stop"}, Delay: 1500 * time.Millisecond}}}
 	a, _ := s.Active(ctx, "t")
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), memory.Settings{TokenLimit: a.Tokens / 2})
+	c := compact.New(s, cascade.New(s.DB(), fakeEntry("f", fake, 0)), compact.Settings{TokenLimit: a.Tokens / 2})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	fmt.Printf("status=%s err=%v\n", rep.Status, err)
 	os.Exit(0)
@@ -347,7 +347,7 @@ func TestPropertyGrowingThreads(t *testing.T) {
 			msgs := genConversation(r, 40+r.IntN(120))
 			total, _ := s.Counter(tokencount.EncodingO200k)
 			limit := max(total.CountMessages(msgs)/3, 4*total.CountMessage(msgs[0])+3000)
-			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit, SummaryMaxTokens: 600})
 			var prev []byte
 			applied := 0
 			for i := 0; i < len(msgs); {

@@ -67,7 +67,7 @@ func summarySectionsLife(t *testing.T, prov string) {
 	if prov == "offline" {
 		casc = storetest.ExtractiveCascade(t, s)
 	}
-	c := compact.New(s, casc, memory.Settings{TokenLimit: 1200})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: 1200})
 	var spans []compact.Span
 	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
 	for round := range 4 {

@@ -102,7 +102,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "remote", Type: "openai", Model: "m",
 		Provider:      cascade.NewOpenAI(cascade.OpenAIConfig{Name: "remote", BaseURL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second, MaxOutputTokens: 500}),
 		ContextWindow: 100000, MaxOutputTokens: 500, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 1500})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 1500})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
@@ -178,7 +178,7 @@ func TestSecretCutByTrimNeverLeaves(t *testing.T) {
 	key := secrets[0][1]
 	// The summarizer's input keeps the first two thirds of DefaultMaxResultBytes of a long
 	// text: the cut falls 12 bytes into the key.
-	head := memory.DefaultMaxResultBytes*2/3 - 12
+	head := compact.DefaultMaxResultBytes*2/3 - 12
 	output := strings.Repeat("a", head-1) + " " + key + " " + strings.Repeat("b", 3000)
 	call := chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{
 		{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "cat", Arguments: `{"path":".env"}`}}}}
@@ -196,7 +196,7 @@ func TestSecretCutByTrimNeverLeaves(t *testing.T) {
 	}}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 	a, _ := s.Active(ctx, "t")
-	if _, err := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", compact.Options{Force: true}); err != nil {
+	if _, err := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens / 2}).Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	if len(fake.Calls()) == 0 {

@@ -66,7 +66,7 @@ type block struct {
 // summarize asks the summarizer for a summary of plan's middle and completes it with the
 // facts it dropped. The ledger is that of the middle, with carried added (facts an earlier
 // step of the compaction put in the middle in a form the ledger would not recognise).
-func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.Active, plan Plan, s memory.Settings, carried []facts.Fact) (summary, error) {
+func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.Active, plan Plan, s Settings, carried []facts.Fact) (summary, error) {
 	in, err := c.newInput(a, plan, s, pass)
 	if err != nil {
 		return summary{}, err
@@ -126,7 +126,7 @@ type input struct {
 	prev bool
 	// bodyBudget is the hard limit of the summary's body, asked the size asked for.
 	bodyBudget, asked int
-	prompt            memory.Prompt
+	prompt            Prompt
 	systemTokens      int // of the full instructions; compactTokens of the compact ones
 	compactTokens     int
 	chunks            atomic.Int64 // the requests of the provider whose turn ran last
@@ -135,7 +135,7 @@ type input struct {
 }
 
 // newInput renders the middle of plan for the summarizer.
-func (c *Compactor) newInput(a memory.Active, plan Plan, s memory.Settings, pass int) (*input, error) {
+func (c *Compactor) newInput(a memory.Active, plan Plan, s Settings, pass int) (*input, error) {
 	counter, err := c.Store.Counter(a.Thread.Encoding)
 	if err != nil {
 		return nil, err
@@ -165,9 +165,9 @@ func (c *Compactor) newInput(a memory.Active, plan Plan, s memory.Settings, pass
 		without := renderRequest("", "", "", "", 1, 1, in.asked)[1].Content
 		in.blocks[0] = block{text: sb.String(), tokens: max(1, counter.CountText(with)-counter.CountText(without)) + 1}
 	}
-	in.prompt = memory.Prompt{System: systemPrompt}
+	in.prompt = Prompt{System: systemPrompt}
 	if s.Prompt != "" {
-		if in.prompt, err = memory.ParsePrompt(s.Prompt); err != nil {
+		if in.prompt, err = ParsePrompt(s.Prompt); err != nil {
 			return nil, fmt.Errorf("prompt: %w", err)
 		}
 	}
@@ -182,7 +182,7 @@ func (c *Compactor) newInput(a memory.Active, plan Plan, s memory.Settings, pass
 // render redacts and renders the middle. Each message is redacted once, whole, before its long
 // text is trimmed (a trim could cut a secret short of what the patterns recognise); the
 // transcript and the fact ledger are both made of the redacted messages.
-func (in *input) render(middle []memory.Entry, s memory.Settings) {
+func (in *input) render(middle []memory.Entry, s Settings) {
 	in.tms = make([]transcript.Message, len(middle))
 	in.blocks = make([]block, len(middle))
 	// The context pass reads the conversation in order (a bare reply to a request for a
@@ -213,7 +213,7 @@ func onCPUs(n int, f func(lo, hi int)) {
 
 // renderRange renders middle[lo:hi], whose texts after the context pass are texts[lo:hi],
 // into in.tms and in.blocks.
-func (in *input) renderRange(middle []memory.Entry, texts []string, s memory.Settings, lo, hi int) {
+func (in *input) renderRange(middle []memory.Entry, texts []string, s Settings, lo, hi int) {
 	// The range's blocks are written one after the other into one buffer, sized for them
 	// (each text as max_result_bytes trims it), and each block's text is its part of it: one
 	// allocation, not one a message.
@@ -397,7 +397,7 @@ func (in *input) resplit(bl []block, parts []part, k, limit int) ([]block, []par
 }
 
 // compose completes the provider's summary with the facts it dropped.
-func (in *input) compose(res llm.Result, ledger []facts.Fact, checker *facts.Checker, outside []bool, plan Plan, s memory.Settings) summary {
+func (in *input) compose(res llm.Result, ledger []facts.Fact, checker *facts.Checker, outside []bool, plan Plan, s Settings) summary {
 	body := strings.TrimSpace(in.c.redact(res.Text))
 	fit := factFit{
 		ledger: ledger, checker: checker, header: in.header, count: in.counter.CountText,

@@ -181,7 +181,7 @@ func TestLifeMeasure(t *testing.T) {
 	for _, limit := range limits {
 		for name, turns := range lives {
 			s, _ := storetest.Open(t)
-			c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit})
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit})
 			st := replayLife(t, s, c, "t", turns)
 			t.Logf("limit %5d  %-60s turns %3d  compactions %3d (%.0f per 100, %d unavoidable)  over trigger after %3d  context/turn %5d  added/turn %4d  max after %5d  notes %d  errors %d\n",
 				limit, name, st.turns, st.compactions, st.perHundred(), st.unavoidable, st.overTrigger, st.tokens/st.turns, st.added/st.turns, st.maxAfter, st.pinnedNotes, len(st.errs))
@@ -236,7 +236,7 @@ func TestLifeNoThrash(t *testing.T) {
 func noThrash(t *testing.T, turns [][]chat.Message, limit int, perHundred float64) {
 	t.Helper()
 	s, _ := storetest.Open(t)
-	comp := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit})
+	comp := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit})
 	st := replayLife(t, s, comp, "t", turns)
 	if len(st.errs) > 0 {
 		t.Fatalf("limit %d: %d compactions failed: %q", limit, len(st.errs), st.errs[0])

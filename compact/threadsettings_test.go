@@ -34,23 +34,23 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	if th.ActiveTokens <= 5000 {
 		t.Fatalf("the conversation has %d tokens: the test needs more than 5000", th.ActiveTokens)
 	}
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 128000})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 128000})
 	if due, err := c.ShouldCompact(ctx, "t"); err != nil || due {
 		t.Fatalf("ShouldCompact = %v, %v before the thread has settings; want false", due, err)
 	}
-	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{TokenLimit: ptr(5000)}); err != nil {
+	if err := compact.SaveThreadSettings(ctx, s, "t", compact.ThreadSettings{TokenLimit: ptr(5000)}); err != nil {
 		t.Fatal(err)
 	}
 	if due, err := c.ShouldCompact(ctx, "t"); err != nil || !due {
 		t.Fatalf("ShouldCompact = %v, %v with the thread's limit 5000 under %d tokens; want true", due, err, th.ActiveTokens)
 	}
-	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{}); err != nil {
+	if err := compact.SaveThreadSettings(ctx, s, "t", compact.ThreadSettings{}); err != nil {
 		t.Fatal(err)
 	}
 	if due, err := c.ShouldCompact(ctx, "t"); err != nil || due {
 		t.Fatalf("ShouldCompact = %v, %v after the thread's settings were cleared; want false", due, err)
 	}
-	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{TokenLimit: ptr(5000)}); err != nil {
+	if err := compact.SaveThreadSettings(ctx, s, "t", compact.ThreadSettings{TokenLimit: ptr(5000)}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := c.Compact(ctx, "t", compact.Options{})
@@ -72,7 +72,7 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	}
 	checkActive(t, a, chat.RoleSystem, 5000)
 	// The call's override wins over the thread: at 20000 the compacted thread is not due.
-	rep, err = c.Compact(ctx, "t", compact.Options{Override: memory.ThreadSettings{TokenLimit: ptr(20000)}})
+	rep, err = c.Compact(ctx, "t", compact.Options{Override: compact.ThreadSettings{TokenLimit: ptr(20000)}})
 	if err != nil || rep.Status != memory.StatusNotNeeded || rep.TokenLimit != 20000 {
 		t.Fatalf("Compact with an override of 20000: %+v, %v; want not_needed at 20000", rep, err)
 	}
@@ -82,29 +82,29 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 // the built-in default.
 func TestThreadSettingsPrecedence(t *testing.T) {
 	t.Parallel()
-	cfg := memory.Settings{TokenLimit: 8000, TargetRatio: 0.4, ReserveTokens: 500}
-	thread := memory.ThreadSettings{TokenLimit: ptr(6000), TriggerRatio: ptr(0.9), ReserveTokens: ptr(0)}
-	call := memory.ThreadSettings{TokenLimit: ptr(4000), TargetRatio: ptr(0.3)}
+	cfg := compact.Settings{TokenLimit: 8000, TargetRatio: 0.4, ReserveTokens: 500}
+	thread := compact.ThreadSettings{TokenLimit: ptr(6000), TriggerRatio: ptr(0.9), ReserveTokens: ptr(0)}
+	call := compact.ThreadSettings{TokenLimit: ptr(4000), TargetRatio: ptr(0.3)}
 	cases := []struct {
 		name         string
-		cfg          memory.Settings
-		thread, call memory.ThreadSettings
+		cfg          compact.Settings
+		thread, call compact.ThreadSettings
 		limit        int
 		target       float64
 		trigger      float64
 		reserve      int
 		strategy     string
 	}{
-		{"defaults", memory.Settings{}, memory.ThreadSettings{}, memory.ThreadSettings{}, memory.DefaultTokenLimit, memory.DefaultTargetRatio, memory.DefaultTriggerRatio, 0, "summarize"},
-		{"config over defaults", cfg, memory.ThreadSettings{}, memory.ThreadSettings{}, 8000, 0.4, memory.DefaultTriggerRatio, 500, "summarize"},
-		{"thread over config", cfg, thread, memory.ThreadSettings{}, 6000, 0.4, 0.9, 0, "summarize"},
-		{"thread over defaults", memory.Settings{}, thread, memory.ThreadSettings{}, 6000, memory.DefaultTargetRatio, 0.9, 0, "summarize"},
+		{"defaults", compact.Settings{}, compact.ThreadSettings{}, compact.ThreadSettings{}, compact.DefaultTokenLimit, compact.DefaultTargetRatio, compact.DefaultTriggerRatio, 0, "summarize"},
+		{"config over defaults", cfg, compact.ThreadSettings{}, compact.ThreadSettings{}, 8000, 0.4, compact.DefaultTriggerRatio, 500, "summarize"},
+		{"thread over config", cfg, thread, compact.ThreadSettings{}, 6000, 0.4, 0.9, 0, "summarize"},
+		{"thread over defaults", compact.Settings{}, thread, compact.ThreadSettings{}, 6000, compact.DefaultTargetRatio, 0.9, 0, "summarize"},
 		{"call over thread", cfg, thread, call, 4000, 0.3, 0.9, 0, "summarize"},
-		{"call over config", cfg, memory.ThreadSettings{}, call, 4000, 0.3, memory.DefaultTriggerRatio, 500, "summarize"},
-		{"thread strategy", memory.Settings{}, memory.ThreadSettings{Strategy: "summarize"}, memory.ThreadSettings{}, memory.DefaultTokenLimit, memory.DefaultTargetRatio, memory.DefaultTriggerRatio, 0, "summarize"},
+		{"call over config", cfg, compact.ThreadSettings{}, call, 4000, 0.3, compact.DefaultTriggerRatio, 500, "summarize"},
+		{"thread strategy", compact.Settings{}, compact.ThreadSettings{Strategy: "summarize"}, compact.ThreadSettings{}, compact.DefaultTokenLimit, compact.DefaultTargetRatio, compact.DefaultTriggerRatio, 0, "summarize"},
 	}
 	for _, tc := range cases {
-		got := memory.Effective(tc.cfg, tc.thread, tc.call)
+		got := compact.Effective(tc.cfg, tc.thread, tc.call)
 		if got.TokenLimit != tc.limit || got.TargetRatio != tc.target || got.TriggerRatio != tc.trigger ||
 			got.ReserveTokens != tc.reserve || got.Strategy != tc.strategy {
 			t.Errorf("%s: got limit %d, target %g, trigger %g, reserve %d, strategy %q; want %d, %g, %g, %d, %q", tc.name,
@@ -120,9 +120,9 @@ func TestCompactOverrideValidated(t *testing.T) {
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", longConversation)
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{})
-	_, err := c.Compact(ctx, "t", compact.Options{Override: memory.ThreadSettings{TokenLimit: ptr(0)}})
-	var se *memory.SettingError
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{})
+	_, err := c.Compact(ctx, "t", compact.Options{Override: compact.ThreadSettings{TokenLimit: ptr(0)}})
+	var se *compact.SettingError
 	if !errors.As(err, &se) || se.Key != "token_limit" {
 		t.Fatalf("Compact with an override limit of 0: %v; want a SettingError on token_limit", err)
 	}
@@ -136,31 +136,31 @@ func TestSettingsForMergesOnce(t *testing.T) {
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", longConversation)
-	if err := s.SetThreadSettings(ctx, "t", memory.ThreadSettings{TokenLimit: ptr(9000), TriggerRatio: ptr(0.7)}); err != nil {
+	if err := compact.SaveThreadSettings(ctx, s, "t", compact.ThreadSettings{TokenLimit: ptr(9000), TriggerRatio: ptr(0.7)}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 128000, ReserveTokens: 1000, TriggerRatio: 0.9})
-	got, err := c.SettingsFor(ctx, "t", memory.ThreadSettings{TriggerRatio: ptr(0.6)})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 128000, ReserveTokens: 1000, TriggerRatio: 0.9})
+	got, err := c.SettingsFor(ctx, "t", compact.ThreadSettings{TriggerRatio: ptr(0.6)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := memory.Settings{TokenLimit: 9000, ReserveTokens: 1000, TriggerRatio: 0.6}.WithDefaults()
+	want := compact.Settings{TokenLimit: 9000, ReserveTokens: 1000, TriggerRatio: 0.6}.WithDefaults()
 	if got != want {
 		t.Fatalf("SettingsFor = %+v\nwant %+v", got, want)
 	}
 	if got.Budget() != 8000 {
 		t.Fatalf("Budget = %d, want 8000", got.Budget())
 	}
-	if _, err := c.SettingsFor(ctx, "t", memory.ThreadSettings{TargetRatio: ptr(math.NaN())}); !strings.HasPrefix(fmt.Sprint(err), "override: target_ratio NaN") {
+	if _, err := c.SettingsFor(ctx, "t", compact.ThreadSettings{TargetRatio: ptr(math.NaN())}); !strings.HasPrefix(fmt.Sprint(err), "override: target_ratio NaN") {
 		t.Fatalf("a NaN override: %v", err)
 	}
 	c.Settings.ReserveTokens = 9000
-	var se *memory.SettingError
-	if _, err := c.SettingsFor(ctx, "t", memory.ThreadSettings{}); !errors.As(err, &se) || se.Key != memory.KeyTokenLimit ||
+	var se *compact.SettingError
+	if _, err := c.SettingsFor(ctx, "t", compact.ThreadSettings{}); !errors.As(err, &se) || se.Key != compact.KeyTokenLimit ||
 		err.Error() != "settings: token_limit 9000 must be above reserve_tokens 9000" {
 		t.Fatalf("a limit at the config's reserve: %v", err)
 	}
-	if _, err := c.SettingsFor(ctx, "nope", memory.ThreadSettings{}); !errors.Is(err, memory.ErrThreadNotFound) {
+	if _, err := c.SettingsFor(ctx, "nope", compact.ThreadSettings{}); !errors.Is(err, memory.ErrThreadNotFound) {
 		t.Fatalf("an unknown thread: %v", err)
 	}
 }

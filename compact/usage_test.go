@@ -59,7 +59,7 @@ func TestReportUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	casc.Count = counter.CountText
-	c := compact.New(s, casc, memory.Settings{TokenLimit: 16000})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: 16000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %s, %v", rep.Status, err)

@@ -54,7 +54,7 @@ func TestSmallWindowAnyThread(t *testing.T) {
 			w := &windowProvider{}
 			e := fakeEntry("local", w.fake(counter, window, nil), window)
 			e.MaxOutputTokens = 1024
-			c := compact.New(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 2000})
+			c := compact.New(s, cascade.New(s.DB(), e), compact.Settings{TokenLimit: 2000})
 			dry, err := c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
 			if err != nil {
 				t.Fatal(err)

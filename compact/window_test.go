@@ -74,7 +74,7 @@ func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvi
 	w := &windowProvider{}
 	e := fakeEntry("local", w.fake(counter, window, hold), window)
 	e.MaxOutputTokens, e.Concurrency = 1024, concurrency
-	c := compact.New(s, cascade.New(s.DB(), e), memory.Settings{TokenLimit: 16000})
+	c := compact.New(s, cascade.New(s.DB(), e), compact.Settings{TokenLimit: 16000})
 	dry, err := c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
 	if err != nil {
 		t.Fatal(err)

@@ -17,11 +17,11 @@ import (
 )
 
 // Settings returns the compaction settings of the config, defaults filled in.
-func (c Config) Settings() memory.Settings { return c.WithDefaults().Compaction.settings() }
+func (c Config) Settings() compact.Settings { return c.WithDefaults().Compaction.settings() }
 
 // settings maps the compaction section onto memory's settings, values as they are.
-func (cp Compaction) settings() memory.Settings {
-	return memory.Settings{
+func (cp Compaction) settings() compact.Settings {
+	return compact.Settings{
 		TokenLimit:       cp.Limit(),
 		ReserveTokens:    cp.ReserveTokens,
 		TargetRatio:      cp.TargetRatio,
@@ -37,17 +37,17 @@ func (cp Compaction) settings() memory.Settings {
 	}
 }
 
-// Limit is token_limit as a number: memory.DefaultTokenLimit for auto, which only memctl
+// Limit is token_limit as a number: compact.DefaultTokenLimit for auto, which only memctl
 // serve resolves (to its upstream's window).
 func (cp Compaction) Limit() int {
 	if cp.TokenLimit == WindowAuto {
-		return memory.DefaultTokenLimit
+		return compact.DefaultTokenLimit
 	}
 	return int(cp.TokenLimit)
 }
 
 // setSettings sets the compaction section from memory's settings (the inverse of settings).
-func (cp *Compaction) setSettings(s memory.Settings) {
+func (cp *Compaction) setSettings(s compact.Settings) {
 	if cp.TokenLimit != WindowAuto {
 		cp.TokenLimit = Window(s.TokenLimit)
 	}

@@ -67,7 +67,7 @@ type Config struct {
 type Compaction struct {
 	// TokenLimit is the window compactions fit the active context in: a number of tokens, or
 	// WindowAuto (the default): memctl serve reads the window of the model it fronts from the
-	// upstream, and everything else uses memory.DefaultTokenLimit (see [Compaction.Limit]).
+	// upstream, and everything else uses compact.DefaultTokenLimit (see [Compaction.Limit]).
 	TokenLimit Window `yaml:"token_limit" json:"token_limit"`
 	// ReserveTokens are held back for tool definitions and the reply; every
 	// budget is TokenLimit - ReserveTokens.
@@ -84,14 +84,14 @@ type Compaction struct {
 	AttemptTimeout Duration `yaml:"attempt_timeout" json:"attempt_timeout"`
 	// TotalTimeout bounds the whole compaction.
 	TotalTimeout Duration `yaml:"total_timeout" json:"total_timeout"`
-	// Strategy is summarize, mask, hybrid or window (see memory.Settings.Strategy).
+	// Strategy is summarize, mask, hybrid or window (see compact.Settings.Strategy).
 	Strategy string `yaml:"strategy" json:"strategy"`
 	// EmergencyRatio: at or above this share of the limit a compaction is an emergency.
 	EmergencyRatio float64 `yaml:"emergency_ratio" json:"emergency_ratio"`
-	// OnFailure is keep or fit (see memory.Settings.OnFailure).
+	// OnFailure is keep or fit (see compact.Settings.OnFailure).
 	OnFailure string `yaml:"on_failure" json:"on_failure"`
 	// PromptFile is a file of summarization instructions of one's own (see
-	// memory.ValidatePrompt), relative to the config file's directory; "" for the built-in ones.
+	// compact.ValidatePrompt), relative to the config file's directory; "" for the built-in ones.
 	PromptFile string `yaml:"prompt_file" json:"prompt_file"`
 	// Prompt is the text of PromptFile, read when the config is loaded.
 	Prompt string `yaml:"-" json:"-"`
@@ -169,11 +169,11 @@ func defaultCompaction() Compaction {
 }
 
 // defaultAttemptTimeout is the default of compaction.attempt_timeout, the one compaction key
-// memory.Settings does not hold (it bounds a provider's turn in the cascade).
+// compact.Settings does not hold (it bounds a provider's turn in the cascade).
 const defaultAttemptTimeout = Duration(5 * time.Minute)
 
 // fill sets the zero fields of the compaction section to their defaults: memory's
-// (memory.Settings.WithDefaults), and attempt_timeout's.
+// (compact.Settings.WithDefaults), and attempt_timeout's.
 func (cp *Compaction) fill() {
 	if cp.TokenLimit == 0 {
 		cp.TokenLimit = WindowAuto

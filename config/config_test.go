@@ -31,7 +31,7 @@ func TestDefault(t *testing.T) {
 		Model:    "gpt-4o",
 		Encoding: "",
 		Compaction: config.Compaction{
-			TokenLimit:       config.WindowAuto, // memctl serve reads the window; memory.DefaultTokenLimit elsewhere
+			TokenLimit:       config.WindowAuto, // memctl serve reads the window; compact.DefaultTokenLimit elsewhere
 			ReserveTokens:    0,
 			TargetRatio:      0.5,
 			TriggerRatio:     0.8,

@@ -2,7 +2,7 @@
 //
 // It owns what is about the file: key names, lines, types, defaults as written, the providers'
 // keys and the file paths it names. The rules of the compaction settings belong to package
-// memory (memory.Settings.Problems): config maps the compaction section onto memory.Settings
+// memory (compact.Settings.Problems): config maps the compaction section onto compact.Settings
 // and words memory's problems with their key and line. It builds the cascade (NewCascade) and
 // the compactor over a store (NewCompactor: compact.New, with one redactor for both), and may
 // import memory, compact, tokencount, cascade, extractive, redact and db; none of them may

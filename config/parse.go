@@ -13,9 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memcascade/memcascade/compact"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/memcascade/memcascade/memory"
 )
 
 // Parse reads a YAML config. name is the file name used in error messages
@@ -46,7 +45,7 @@ func Parse(data []byte, name string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.Compaction.PromptFile != "" {
-		cfg.Compaction.Prompt, _ = memory.LoadPrompt(cfg.PromptPath()) // checked above
+		cfg.Compaction.Prompt, _ = compact.LoadPrompt(cfg.PromptPath()) // checked above
 	}
 	return cfg, nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/dlclark/regexp2"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/tokencount"
 )
 
@@ -246,7 +246,7 @@ func (ck *checker) validateCascade(cascade []Provider) {
 	}
 }
 
-// validateCompaction applies memory's rules of the settings (memory.Settings.Problems), each
+// validateCompaction applies memory's rules of the settings (compact.Settings.Problems), each
 // worded with its key under compaction and its line, and adds what only the file has: the
 // timeouts as written, and prompt_file (the prompt is checked as it is loaded).
 func (ck *checker) validateCompaction(c Compaction) {
@@ -268,7 +268,7 @@ func (ck *checker) validateCompaction(c Compaction) {
 	ck.positive("compaction.attempt_timeout", c.AttemptTimeout)
 	ck.positive("compaction.total_timeout", c.TotalTimeout)
 	if !ck.skip("compaction.prompt_file") && c.PromptFile != "" {
-		if _, err := memory.LoadPrompt(promptPath(ck.file, c.PromptFile)); err != nil {
+		if _, err := compact.LoadPrompt(promptPath(ck.file, c.PromptFile)); err != nil {
 			ck.add("compaction.prompt_file", "%s", err.Error())
 		}
 	}

@@ -60,7 +60,7 @@ func setup(t *testing.T, opt mcpserver.Options) (*mcp.ClientSession, *memory.Sto
 	}
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
 		Provider: extractive.Summarizer{Count: counter.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
-	c := compact.New(s, casc, memory.Settings{TokenLimit: 4000})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: 4000})
 	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %s %v", rep.Status, err)
 	}
@@ -234,7 +234,7 @@ func TestSearchMaskedIsNotInContext(t *testing.T) {
 	if _, err := s.Revert(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, nil, memory.Settings{TokenLimit: 7000, Strategy: memory.StrategyMask})
+	c := compact.New(s, nil, compact.Settings{TokenLimit: 7000, Strategy: compact.StrategyMask})
 	if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.View == nil || !slices.Contains(rep.View.Masked, 16) {
 		t.Fatalf("mask: %+v %v", rep.View, err)
 	}

@@ -61,7 +61,7 @@ func TestActiveLightLongThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: a.Tokens / 2, Strategy: memory.StrategyHybrid})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: a.Tokens / 2, Strategy: compact.StrategyHybrid})
 	if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil {
 		t.Fatal(err)
 	}

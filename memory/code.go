@@ -52,7 +52,7 @@ var errorCodes = []struct {
 	{isErr(ErrConflict), CodeConflict},
 	{isErr(ErrStale), CodeConflict},
 	{asErr[*InputError], CodeInvalid},
-	{asErr[*SettingError], CodeInvalid},
+	{says(CodeInvalid), CodeInvalid}, // compact.SettingError
 	{isErr(ErrNoMessages), CodeInvalid},
 	{isErr(kindOf(CodeOverLimit)), CodeOverLimit}, // compact.ErrOverLimit
 }
@@ -93,6 +93,18 @@ func (k kindOf) Error() string { return string(k) }
 
 func isErr(target error) func(error) bool {
 	return func(err error) bool { return errors.Is(err, target) }
+}
+
+// Coder is an error of another package that says its own code (compact.SettingError says
+// invalid).
+type Coder interface{ Code() Code }
+
+// says matches an error that says it has code c (Coder).
+func says(c Code) func(error) bool {
+	return func(err error) bool {
+		var k Coder
+		return errors.As(err, &k) && k.Code() == c
+	}
 }
 
 func asErr[T error](err error) bool {

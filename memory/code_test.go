@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -26,7 +27,7 @@ func TestErrorCode(t *testing.T) {
 		{memory.ErrConflict, memory.CodeConflict},
 		{memory.ErrStale, memory.CodeConflict},
 		{fmt.Errorf("import: %w", &memory.InputError{Msg: "bad"}), memory.CodeInvalid},
-		{&memory.SettingError{}, memory.CodeInvalid},
+		{&compact.SettingError{}, memory.CodeInvalid},
 		{memory.ErrNoMessages, memory.CodeInvalid},
 		{memory.NewError(memory.CodeOverLimit, "over"), memory.CodeOverLimit},
 		{fmt.Errorf("run: %w", memory.NewError(memory.CodeUnavailable, "no provider")), memory.CodeUnavailable},

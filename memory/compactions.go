@@ -36,9 +36,9 @@ type NewCompaction struct {
 	// Strategy, TokensBefore, TokensAfter, MessagesBefore, MessagesAfter, KeptMessages, Error
 	// and Detail.
 	Report Report
-	// Settings are the limit, reserve and ratios the compaction runs with (LatestSettled gives
+	// Limits are the limit, reserve and ratios the compaction runs with (LatestSettled gives
 	// them back).
-	Settings Settings
+	Limits Limits
 	// Base is Active.Current of the context it was planned on; LastSeq the newest message it saw.
 	Base, LastSeq int64
 }
@@ -54,8 +54,8 @@ func (c Compactions) Insert(ctx context.Context, n NewCompaction) (int64, error)
 		id, err = q.InsertCompaction(ctx, db.InsertCompactionParams{
 			ThreadID: r.Thread, Status: string(r.Status), Reason: string(r.Reason), Strategy: r.Strategy,
 			BaseID:  nullInt(n.Base),
-			LastSeq: n.LastSeq, TokenLimit: int64(n.Settings.TokenLimit), ReserveTokens: int64(n.Settings.ReserveTokens),
-			TargetRatio: n.Settings.TargetRatio, TriggerRatio: n.Settings.TriggerRatio,
+			LastSeq: n.LastSeq, TokenLimit: int64(n.Limits.TokenLimit), ReserveTokens: int64(n.Limits.ReserveTokens),
+			TargetRatio: n.Limits.TargetRatio, TriggerRatio: n.Limits.TriggerRatio,
 			TokensBefore: int64(r.TokensBefore), TokensAfter: int64(r.TokensAfter),
 			MessagesBefore: int64(r.MessagesBefore), MessagesAfter: int64(r.MessagesAfter),
 			KeptMessages: int64(r.KeptMessages),
@@ -152,9 +152,15 @@ func (c Compactions) Finish(ctx context.Context, id int64, final Report) error {
 // Settled is an applied or ineffective compaction, as automatic compaction weighs it: the
 // newest message it saw, and the limit, reserve and ratios it ran with.
 type Settled struct {
-	ID                        int64
-	Status                    Status
-	LastSeq                   int64
+	ID      int64
+	Status  Status
+	LastSeq int64
+	Limits
+}
+
+// Limits are the limit, reserve and ratios a compaction ran with, stored on its row: the wait
+// rule compares them with the thread's settings now (compact.Compactor.ShouldCompact).
+type Limits struct {
 	TokenLimit, ReserveTokens int
 	TargetRatio, TriggerRatio float64
 }
@@ -169,8 +175,8 @@ func (c Compactions) LatestSettled(ctx context.Context, thread string) (Settled,
 	if err != nil {
 		return Settled{}, false, err
 	}
-	return Settled{ID: r.ID, Status: Status(r.Status), LastSeq: r.LastSeq, TokenLimit: int(r.TokenLimit), ReserveTokens: int(r.ReserveTokens),
-		TargetRatio: r.TargetRatio, TriggerRatio: r.TriggerRatio}, true, nil
+	return Settled{ID: r.ID, Status: Status(r.Status), LastSeq: r.LastSeq, Limits: Limits{TokenLimit: int(r.TokenLimit),
+		ReserveTokens: int(r.ReserveTokens), TargetRatio: r.TargetRatio, TriggerRatio: r.TriggerRatio}}, true, nil
 }
 
 // Ledger returns the facts ledger stored with compaction id, as the engine encoded it (""

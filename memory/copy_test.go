@@ -50,26 +50,26 @@ func copySource(t *testing.T, s *memory.Store) {
 		return a.Tokens * 6 / 10
 	}
 	// air: applied, then applied again on top of it after more messages.
-	first := compactWith("air", compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
+	first := compactWith("air", compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit("air")}))
 	storetest.LongThread2(t, s, "air", 6, 400)
-	second := compactWith("air", compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit("air")}))
+	second := compactWith("air", compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit("air")}))
 	if first.Status != memory.StatusApplied || second.Status != memory.StatusApplied {
 		t.Fatalf("air: %s then %s, want applied twice", first.Status, second.Status)
 	}
 	// swe: failed (every provider fails: attempts and cooldowns), applied, then reverted.
-	if rep := compactWith("swe", compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: limit("swe")})); rep.Status != memory.StatusFailed {
+	if rep := compactWith("swe", compact.New(s, storetest.FailingCascade(s), compact.Settings{TokenLimit: limit("swe")})); rep.Status != memory.StatusFailed {
 		t.Fatalf("swe: %s, want failed", rep.Status)
 	}
-	applied := compactWith("swe", compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: limit("swe")}))
+	applied := compactWith("swe", compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit("swe")}))
 	if _, err := s.Revert(ctx, *applied.ID); err != nil {
 		t.Fatal(err)
 	}
 	// tau: settings of its own, and a compaction that masks (a view).
 	tl := limit("tau")
-	if err := s.SetThreadSettings(ctx, "tau", memory.ThreadSettings{TokenLimit: &tl, Strategy: memory.StrategyHybrid, Model: "gpt-4o-mini"}); err != nil {
+	if err := compact.SaveThreadSettings(ctx, s, "tau", compact.ThreadSettings{TokenLimit: &tl, Strategy: compact.StrategyHybrid, Model: "gpt-4o-mini"}); err != nil {
 		t.Fatal(err)
 	}
-	compactWith("tau", compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 100000}))
+	compactWith("tau", compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 100000}))
 	q := s.DB().Q()
 	if _, err := q.InsertAttempt(ctx, db.InsertAttemptParams{Provider: "loose", Model: "m", StartedAt: 1700000000123,
 		DurationMs: 42, Outcome: "error", HttpStatus: 503, ErrorClass: "server", Error: "unavailable", PromptTokens: 7}); err != nil {
@@ -83,7 +83,7 @@ func copySource(t *testing.T, s *memory.Store) {
 // storeDump is everything a copy must keep, as the store shows it and as its rows hold it.
 type storeDump struct {
 	Threads  []memory.Thread
-	Settings map[string]memory.ThreadSettings
+	Settings map[string]compact.ThreadSettings
 	Export   map[string]string // thread -> export --all (JSON of the whole history)
 	Active   map[string]string // thread -> the active context (JSON of memory.Active)
 	Reports  map[int64]string  // compaction id -> JSON of Store.Report
@@ -99,7 +99,7 @@ type storeDump struct {
 func dumpStore(t *testing.T, s *memory.Store) storeDump {
 	t.Helper()
 	ctx := context.Background()
-	d := storeDump{Settings: map[string]memory.ThreadSettings{}, Export: map[string]string{}, Active: map[string]string{},
+	d := storeDump{Settings: map[string]compact.ThreadSettings{}, Export: map[string]string{}, Active: map[string]string{},
 		Reports: map[int64]string{}, Messages: map[string][]db.Message{}}
 	var err error
 	if d.Threads, err = s.Threads(ctx); err != nil {
@@ -107,7 +107,7 @@ func dumpStore(t *testing.T, s *memory.Store) storeDump {
 	}
 	q := s.DB().Q()
 	for _, th := range d.Threads {
-		if d.Settings[th.ID], err = s.ThreadSettings(ctx, th.ID); err != nil {
+		if d.Settings[th.ID], err = compact.ThreadSettingsOf(ctx, s, th.ID); err != nil {
 			t.Fatal(err)
 		}
 		hist, err := s.History(ctx, th.ID)
@@ -269,7 +269,7 @@ func TestCopyBetweenBackends(t *testing.T) {
 			maxComp := want.Compactions[len(want.Compactions)-1].ID
 			storetest.LongThread2(t, dst, "air", 6, 400)
 			a, _ := dst.Active(ctx, "air")
-			rep, err := compact.New(dst, storetest.ExtractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
+			rep, err := compact.New(dst, storetest.ExtractiveCascade(t, dst), compact.Settings{TokenLimit: a.Tokens * 6 / 10}).
 				Compact(ctx, "air", compact.Options{Force: true})
 			if err != nil || rep.ID == nil || *rep.ID <= maxComp {
 				t.Fatalf("a compaction after the copy: %+v, %v (copied ids up to %d)", rep, err, maxComp)
@@ -333,7 +333,7 @@ func TestCopyRenumbers(t *testing.T) {
 	storetest.Import(t, dst, "other", corpus.Airline)
 	a, _ := dst.Active(ctx, "other")
 	for range 2 {
-		if rep, err := compact.New(dst, storetest.ExtractiveCascade(t, dst), memory.Settings{TokenLimit: a.Tokens * 6 / 10}).
+		if rep, err := compact.New(dst, storetest.ExtractiveCascade(t, dst), compact.Settings{TokenLimit: a.Tokens * 6 / 10}).
 			Compact(ctx, "other", compact.Options{Force: true}); err != nil || rep.ID == nil {
 			t.Fatalf("%+v, %v", rep, err)
 		}

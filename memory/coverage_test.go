@@ -17,7 +17,7 @@ func TestCoverage(t *testing.T) {
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
-	rep, err := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: 8000, Strategy: memory.StrategySummarize}).
+	rep, err := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 8000, Strategy: compact.StrategySummarize}).
 		Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)

@@ -479,7 +479,7 @@ func fzSearchStore(f *testing.F) (*memory.Store, error) {
 	if _, err := s.Append(ctx, "odd", odd, memory.AppendOptions{}); err != nil {
 		return nil, err
 	}
-	c := compact.New(s, storetest.ExtractiveCascade(f, s), memory.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
+	c := compact.New(s, storetest.ExtractiveCascade(f, s), compact.Settings{TokenLimit: 6000, SummaryMaxTokens: 500})
 	if _, err := c.Compact(ctx, filepath.Base(files[0]), compact.Options{Force: true}); err != nil {
 		return nil, err
 	}

@@ -42,11 +42,6 @@ func (v Version) SameContext(o Version) bool {
 	return v == o
 }
 
-// ParsedSettings returns the thread settings of v.
-func (v Version) ParsedSettings(thread string) (ThreadSettings, error) {
-	return parseThreadSettings(thread, v.Settings)
-}
-
 // ErrStale is the error of an append given a version (AppendLive) that is no longer the
 // thread's: nothing was written.
 var ErrStale = errors.New("the thread changed since it was read")
@@ -209,12 +204,6 @@ func (a Active) Extend(entries []Entry) Active {
 	a.Thread.Messages = int(entries[len(entries)-1].Seq)
 	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
 	return a
-}
-
-// UnderTrigger reports whether a context of tokens tokens is at or under the trigger of s, its
-// budget times its trigger ratio: an automatic compaction of it would not be due.
-func (s Settings) UnderTrigger(tokens int) bool {
-	return tokens <= int(float64(s.Budget())*s.TriggerRatio)
 }
 
 // AppendGrowing appends to s as append does, but grows a full s by an eighth rather than

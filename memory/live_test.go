@@ -47,14 +47,14 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	}{
 		{"a compaction", func() error {
 			limit := 2000
-			rep, err := compact.New(other, storetest.ExtractiveCascade(t, other), memory.Settings{}).Compact(ctx, "v",
-				compact.Options{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}})
+			rep, err := compact.New(other, storetest.ExtractiveCascade(t, other), compact.Settings{}).Compact(ctx, "v",
+				compact.Options{Force: true, Override: compact.ThreadSettings{TokenLimit: &limit}})
 			if err == nil && rep.Status != memory.StatusApplied {
 				err = errors.New(string(rep.Status) + ": " + rep.Detail)
 			}
 			return err
 		}},
-		{"a pin", func() error { _, err := other.Pin(ctx, "v", 3); return err }},
+		{"a pin", func() error { _, err := other.Pin(ctx, "v", 3, compact.PinBudget(compact.Settings{})); return err }},
 		{"an unpin", func() error { return other.Unpin(ctx, "v", 3) }},
 		{"an append", func() error {
 			_, err := other.Append(ctx, "v", []chat.Message{chat.TextMessage("user", "more")}, memory.AppendOptions{})
@@ -84,14 +84,14 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	}
 	// Settings change the version, not the context.
 	limit := 5000
-	if err := other.SetThreadSettings(ctx, "v", memory.ThreadSettings{TokenLimit: &limit}); err != nil {
+	if err := compact.SaveThreadSettings(ctx, other, "v", compact.ThreadSettings{TokenLimit: &limit}); err != nil {
 		t.Fatal(err)
 	}
 	v, _ := s.Version(ctx, "v")
 	if v == prev || !v.SameContext(prev) {
 		t.Fatalf("new settings: %+v after %+v: want other settings, the same context", v, prev)
 	}
-	if ts, err := v.ParsedSettings("v"); err != nil || ts.TokenLimit == nil || *ts.TokenLimit != 5000 {
+	if ts, err := compact.ParseThreadSettings("v", []byte(v.Settings)); err != nil || ts.TokenLimit == nil || *ts.TokenLimit != 5000 {
 		t.Fatalf("the version's settings: %+v, %v", ts, err)
 	}
 

@@ -85,7 +85,7 @@ func TestNulAndBadUTF8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, casc, memory.Settings{TokenLimit: a.Tokens / 2})
+	c := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens / 2})
 	rep, err := c.Compact(ctx, "long", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)

@@ -40,18 +40,17 @@ type Pinned struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// Pin pins message seq of a thread (see Pinned), checked against the thread's settings over
-// the built-in defaults. A compactor configured otherwise checks with compact.Compactor.Pin.
-// Pinning a message again changes nothing. A pin is refused (ErrPinRefused, saying why) when the
-// pinned messages, with the newest unit and room for a summary, would not fit the limit.
-func (s *Store) Pin(ctx context.Context, thread string, seq int64) (Pinned, error) {
-	return s.PinWith(ctx, thread, seq, Settings{})
-}
+// PinBudget returns the tokens that a thread's pinned messages, its newest unit, the reply
+// priming and the least room for a summary must fit in (budget), and that least room (room),
+// for the thread whose stored settings are settings. It is the compaction policy's
+// (compact.Compactor.Pin supplies it); the store only adds up the tokens.
+type PinBudget func(settings json.RawMessage) (budget, room int, err error)
 
-// PinWith pins message seq of a thread as Store.Pin does, checked against the thread's settings
-// over base (the settings a compactor would compact the thread with) instead of the built-in
-// defaults.
-func (s *Store) PinWith(ctx context.Context, thread string, seq int64, base Settings) (Pinned, error) {
+// Pin pins message seq of a thread (see Pinned), checked against the budget that limit gives
+// for the thread (compact.Compactor.Pin pins with the compactor's settings). Pinning a message
+// again changes nothing. A pin is refused (ErrPinRefused, saying why) when the pinned messages,
+// with the newest unit and room for a summary, would not fit the budget.
+func (s *Store) Pin(ctx context.Context, thread string, seq int64, limit PinBudget) (Pinned, error) {
 	var p Pinned
 	err := s.h.WithTx(ctx, func(q db.Querier) error {
 		r, err := q.GetThread(ctx, thread)
@@ -63,11 +62,10 @@ func (s *Store) PinWith(ctx context.Context, thread string, seq int64, base Sett
 		if seq < 1 || seq > r.LastSeq {
 			return fmt.Errorf("%w: thread %q has messages 1..%d, not %d", ErrMessageNotFound, thread, r.LastSeq, seq)
 		}
-		ts, err := parseThreadSettings(r.ID, r.Settings)
+		budget, room, err := limit(settingsJSON(r.Settings))
 		if err != nil {
 			return err
 		}
-		set := Effective(base, ts, servedLimit(base, ts))
 		hist, err := s.messagesAfter(ctx, q, thread, 0, true)
 		if err != nil {
 			return err
@@ -89,7 +87,7 @@ func (s *Store) PinWith(ctx context.Context, thread string, seq int64, base Sett
 		for _, x := range pins {
 			ranges = append(ranges, SeqRange{x.FromSeq, x.ToSeq})
 		}
-		if err := fits(hist, ranges, last, set); err != nil {
+		if err := fits(hist, ranges, last, budget, room); err != nil {
 			return fmt.Errorf("%w: message %d of thread %q (with its unit, messages %d..%d): %v", ErrPinRefused, seq, thread, from, to, err)
 		}
 		now := s.now()
@@ -108,19 +106,6 @@ func (s *Store) PinWith(ctx context.Context, thread string, seq int64, base Sett
 		return Pinned{}, fmt.Errorf("pin: %w", err)
 	}
 	return p, nil
-}
-
-// servedLimit returns the override that checks a pin against the window memctl serve fits the
-// thread in (token_limit auto records it in the thread's settings.window) when that is below
-// the limit the thread would have without it: a pin that fits the config's default limit but
-// not the model's window would leave every later turn over the limit. The thread's own
-// token_limit wins. The override is the proxy's, LimitOverride.
-func servedLimit(base Settings, ts ThreadSettings) ThreadSettings {
-	w := ts.Window
-	if ts.TokenLimit != nil || w == nil || w.Limit <= 0 || w.Limit >= Effective(base, ts, ThreadSettings{}).TokenLimit {
-		return ThreadSettings{}
-	}
-	return LimitOverride(base, ts, w.Limit)
 }
 
 // Unpin removes the pin that holds message seq of a thread (any message of its unit names
@@ -198,11 +183,11 @@ func unitOf(hist []Entry, seq int64) (from, to int64, last int) {
 }
 
 // fits returns why the pinned messages (the leading system messages and the pin ranges) would
-// not fit the limit of s with the newest unit (hist[last:]) and room for a summary; nil when
+// not fit budget with the newest unit (hist[last:]) and room for a summary; nil when
 // they fit. The room is what a deep plan gives its summary at least (DeepSummaryTokens, or
 // summary_max_tokens when that is less): pins that take the context there leave a compaction
 // only a deep plan, and one with less room is ineffective, the thread over its limit for good.
-func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
+func fits(hist []Entry, ranges []SeqRange, last, budget, room int) error {
 	pinned, newest := 0, 0
 	lead := PinnedLen(hist)
 	for i, e := range hist {
@@ -214,13 +199,12 @@ func fits(hist []Entry, ranges []SeqRange, last int, s Settings) error {
 			newest += e.Tokens
 		}
 	}
-	room := s.MinSummaryTokens()
 	need := pinned + newest + tokencount.ReplyPriming + room
-	if need <= s.Budget() {
+	if need <= budget {
 		return nil
 	}
 	return fmt.Errorf("the pinned messages would take %d tokens (the leading system messages included); with the newest messages (%d tokens) and room for a summary (%d) that is %d, over the limit %d (token_limit - reserve_tokens): unpin a message or raise the limit",
-		pinned, newest, room, need, s.Budget())
+		pinned, newest, room, need, budget)
 }
 
 // withPins puts the pinned messages of a thread into entries, an active context read light

@@ -22,15 +22,15 @@ func TestPinRefused(t *testing.T) {
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", corpus.Airline)
-	small := &compact.Compactor{Store: s, Settings: memory.Settings{TokenLimit: 2000}}
+	small := &compact.Compactor{Store: s, Settings: compact.Settings{TokenLimit: 2000}}
 	_, err := small.Pin(ctx, "t", 40) // a 2,835-byte flight list: over what 2,000 tokens leave
 	if !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "over the limit") {
 		t.Fatalf("pin over the limit: %v", err)
 	}
-	if _, err := s.Pin(ctx, "t", 63); !errors.Is(err, memory.ErrMessageNotFound) {
+	if _, err := s.Pin(ctx, "t", 63, compact.PinBudget(compact.Settings{})); !errors.Is(err, memory.ErrMessageNotFound) {
 		t.Fatalf("pin of message 63 of 62: %v", err)
 	}
-	if _, err := s.Pin(ctx, "nope", 1); !errors.Is(err, memory.ErrThreadNotFound) {
+	if _, err := s.Pin(ctx, "nope", 1, compact.PinBudget(compact.Settings{})); !errors.Is(err, memory.ErrThreadNotFound) {
 		t.Fatalf("pin in an unknown thread: %v", err)
 	}
 	if err := s.Unpin(ctx, "t", 5); !errors.Is(err, memory.ErrNotPinned) {
@@ -40,7 +40,7 @@ func TestPinRefused(t *testing.T) {
 	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", "go"), call}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pin(ctx, "t", 64); !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "c1") {
+	if _, err := s.Pin(ctx, "t", 64, compact.PinBudget(compact.Settings{})); !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "c1") {
 		t.Fatalf("pin of a call without its result: %v", err)
 	}
 	if pins, err := s.Pins(ctx, "t"); err != nil || len(pins) != 0 {
@@ -58,13 +58,13 @@ func TestPinInServedWindow(t *testing.T) {
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", corpus.Airline)
-	served := memory.ThreadSettings{Window: &memory.ServedWindow{Model: "m", Tokens: 2000, Source: "n_ctx 2000 of GET /props", Ratio: 1, Limit: 2000}}
-	if err := s.SetThreadSettings(ctx, "t", served); err != nil {
+	served := compact.ThreadSettings{Window: &compact.Window{Model: "m", Tokens: 2000, Source: "n_ctx 2000 of GET /props", Ratio: 1, Limit: 2000}}
+	if err := compact.SaveThreadSettings(ctx, s, "t", served); err != nil {
 		t.Fatal(err)
 	}
-	def := &compact.Compactor{Store: s, Settings: memory.Settings{TokenLimit: memory.DefaultTokenLimit}}
+	def := &compact.Compactor{Store: s, Settings: compact.Settings{TokenLimit: compact.DefaultTokenLimit}}
 	for name, pin := range map[string]func() (memory.Pinned, error){
-		"Store.Pin":     func() (memory.Pinned, error) { return s.Pin(ctx, "t", 40) },
+		"Store.Pin":     func() (memory.Pinned, error) { return s.Pin(ctx, "t", 40, compact.PinBudget(compact.Settings{})) },
 		"Compactor.Pin": func() (memory.Pinned, error) { return def.Pin(ctx, "t", 40) },
 	} {
 		if _, err := pin(); !errors.Is(err, memory.ErrPinRefused) || !strings.Contains(err.Error(), "over the limit 2000") {
@@ -73,7 +73,7 @@ func TestPinInServedWindow(t *testing.T) {
 	}
 	own := 100000
 	served.TokenLimit = &own
-	if err := s.SetThreadSettings(ctx, "t", served); err != nil {
+	if err := compact.SaveThreadSettings(ctx, s, "t", served); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := def.Pin(ctx, "t", 40); err != nil {
@@ -87,7 +87,7 @@ func TestPinCopied(t *testing.T) {
 	ctx := context.Background()
 	src, _ := storetest.Open(t)
 	storetest.Import(t, src, "t", corpus.Airline)
-	c := compact.New(src, storetest.ExtractiveCascade(t, src), memory.Settings{TokenLimit: 4000})
+	c := compact.New(src, storetest.ExtractiveCascade(t, src), compact.Settings{TokenLimit: 4000})
 	if _, err := c.Pin(ctx, "t", storetest.PinnedSeq); err != nil {
 		t.Fatal(err)
 	}

@@ -44,14 +44,6 @@ const (
 // Reasons is every compaction reason, the one list of them.
 var Reasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, ReasonRequested}
 
-// Compaction strategies.
-const (
-	StrategySummarize = "summarize" // the middle is replaced by a summary
-	StrategyMask      = "mask"      // old tool results are replaced by placeholders
-	StrategyHybrid    = "hybrid"    // mask, then summarize if still over the target
-	StrategyWindow    = "window"    // the oldest units leave the view
-)
-
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
 // prints.
 type Report struct {

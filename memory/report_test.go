@@ -24,7 +24,7 @@ func TestRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), memory.Settings{TokenLimit: original.Tokens / 2})
+	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: original.Tokens / 2})
 	first, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil {
 		t.Fatal(err)

@@ -6,16 +6,15 @@
 // current summary (if the thread was compacted), then every message after the range the
 // summary covers, as the thread's current view shows them (masked or cut tool results).
 //
-// It owns every row of threads, messages, pins and compactions; the compaction settings, their
-// defaults and their one set of rules (Settings, Settings.Problems, Resolve, the prompt rule);
-// the unit rule a plan and a pin share (Cuts, PinnedLen); the views; the reports a compaction
-// leaves (Report, Store.Reports, Revert, Coverage); the error codes hosts map (ErrorCode); and
-// the clock of the system (Store.Now). It counts tokens with package tokencount and keeps
-// messages as package chat defines them.
+// It owns every row of threads, messages, pins and compactions; the unit rule a plan and a pin
+// share (Cuts, PinnedLen); the views; the reports a compaction leaves (Report, Store.Reports,
+// Revert, Coverage); the error codes hosts map (ErrorCode); and the clock of the system
+// (Store.Now). It counts tokens with package tokencount and keeps messages as package chat
+// defines them. A thread's compaction settings are a JSON object it stores as given.
 //
-// The compaction engine is package compact: it plans, summarizes and commits through the
-// store's Compactions writer. memory never imports compact, nor the provider cascade, config
-// or cmd/memctl.
+// The compaction policy and engine are package compact: the settings and their rules, the
+// plan, the summaries, and the commits through the store's Compactions writer. memory never
+// imports compact, nor the provider cascade, config, serve or cmd/memctl.
 package memory
 
 import (
@@ -226,9 +225,9 @@ type Thread struct {
 	Compactions    int       `json:"compactions"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
-	// Settings are the compaction settings stored on the thread (see ThreadSettings); set by
-	// Thread and Threads.
-	Settings ThreadSettings `json:"settings"`
+	// Settings are the compaction settings stored on the thread, a JSON object ({} for none;
+	// compact.ParseThreadSettings reads them); set by Thread and Threads.
+	Settings json.RawMessage `json:"settings"`
 }
 
 // Threads lists every thread, most recently updated first. It reads stored counts only: no
@@ -273,9 +272,7 @@ func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
 		if t.ActiveMessages > 0 {
 			t.ActiveTokens += tokencount.ReplyPriming
 		}
-		if t.Settings, err = parseThreadSettings(r.ID, r.Settings); err != nil {
-			return nil, err
-		}
+		t.Settings = settingsJSON(r.Settings)
 		if r.Pins > 0 && r.Compactions > 0 {
 			// A pin a summary covers is in the active context: the stored counts do not say.
 			a, err := s.ActiveLight(ctx, r.ID)
@@ -379,9 +376,7 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 		return Active{}, err
 	}
 	a := Active{Thread: threadFromRow(r.ID, r.Model, r.Encoding, r.LastSeq, r.CreatedAt, r.UpdatedAt)}
-	if a.Thread.Settings, err = parseThreadSettings(r.ID, r.Settings); err != nil {
-		return Active{}, err
-	}
+	a.Thread.Settings = settingsJSON(r.Settings)
 	cur, err := q.CurrentCompaction(ctx, thread)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Active{}, err

@@ -6,195 +6,37 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/db"
 )
 
-// ThreadSettings are the compaction settings stored on one thread. A nil or empty field is
-// unset: the compactor's own setting applies. The order of precedence is a setting of the
-// call (compact.Options.Override, memctl's flags), then the thread's, then the compactor's
-// Settings (the config file), then the built-in default.
-type ThreadSettings struct {
-	TokenLimit    *int     `json:"token_limit,omitempty"`
-	TargetRatio   *float64 `json:"target_ratio,omitempty"`
-	TriggerRatio  *float64 `json:"trigger_ratio,omitempty"`
-	ReserveTokens *int     `json:"reserve_tokens,omitempty"`
-	// Strategy is how the thread is compacted (see Settings.Strategy).
-	Strategy string `json:"strategy,omitempty"`
-	// Model is the model the thread runs against (it does not change the tokenizer that
-	// counts the thread, fixed when the thread was created).
-	Model string `json:"model,omitempty"`
-	// Window is what memctl serve found of the thread's model under token_limit auto. It is
-	// not a setting (Apply, Over, Unset and the keys ignore it): it is recorded so that the
-	// limit and its origin can be shown, and the calibration kept across restarts. The
-	// thread's own TokenLimit wins over it.
-	Window *ServedWindow `json:"window,omitempty"`
-}
+// A thread stores its compaction settings as one JSON object that the store keeps as it is
+// given: their keys, rules and merging are package compact's (compact.ThreadSettings,
+// compact.SaveThreadSettings).
 
-// ServedWindow is the window memctl serve fits a thread in under token_limit auto.
-type ServedWindow struct {
-	Model  string `json:"model"`  // the model of the requests
-	Tokens int    `json:"tokens"` // the window the upstream reports (or the default assumed)
-	Source string `json:"source"` // where it was read, or why it was assumed
-	// Ratio is the upstream's count of a prompt over the local count (1 until measured).
-	Ratio float64 `json:"ratio"`
-	// Limit is the limit the thread is fitted in: Tokens / Ratio.
-	Limit int `json:"limit"`
-}
-
-// Keys of ThreadSettings, as stored and as named by SettingError.
-const (
-	KeyTokenLimit    = "token_limit"
-	KeyTargetRatio   = "target_ratio"
-	KeyTriggerRatio  = "trigger_ratio"
-	KeyReserveTokens = "reserve_tokens"
-	KeyStrategy      = "strategy"
-	KeyModel         = "model"
-)
-
-// ThreadSettingKeys are the keys of ThreadSettings, in the order they are shown.
-var ThreadSettingKeys = []string{KeyTokenLimit, KeyTargetRatio, KeyTriggerRatio, KeyReserveTokens, KeyStrategy, KeyModel}
-
-// maxModelBytes bounds the model name.
-const maxModelBytes = 256
-
-// Effective returns the settings a compaction uses: those the call sets (over), then those
-// the thread sets, then s (the compactor's, from the config file), then the built-in defaults.
-func Effective(s Settings, thread, over ThreadSettings) Settings {
-	return thread.Over(over).Apply(s).WithDefaults()
-}
-
-// IsZero reports whether no setting is set.
-func (t ThreadSettings) IsZero() bool { return t == ThreadSettings{} }
-
-// Apply returns s with the settings t sets in place of its own.
-func (t ThreadSettings) Apply(s Settings) Settings {
-	if t.TokenLimit != nil {
-		s.TokenLimit = *t.TokenLimit
-	}
-	if t.TargetRatio != nil {
-		s.TargetRatio = *t.TargetRatio
-	}
-	if t.TriggerRatio != nil {
-		s.TriggerRatio = *t.TriggerRatio
-	}
-	if t.ReserveTokens != nil {
-		s.ReserveTokens = *t.ReserveTokens
-	}
-	if t.Strategy != "" {
-		s.Strategy = t.Strategy
-	}
-	return s
-}
-
-// Over returns t with the settings o sets in place of its own (o wins).
-func (t ThreadSettings) Over(o ThreadSettings) ThreadSettings {
-	if o.TokenLimit != nil {
-		t.TokenLimit = o.TokenLimit
-	}
-	if o.TargetRatio != nil {
-		t.TargetRatio = o.TargetRatio
-	}
-	if o.TriggerRatio != nil {
-		t.TriggerRatio = o.TriggerRatio
-	}
-	if o.ReserveTokens != nil {
-		t.ReserveTokens = o.ReserveTokens
-	}
-	if o.Strategy != "" {
-		t.Strategy = o.Strategy
-	}
-	if o.Model != "" {
-		t.Model = o.Model
-	}
-	return t
-}
-
-// Unset clears the setting named by key; an unknown key is a *SettingError.
-func (t *ThreadSettings) Unset(key string) error {
-	switch key {
-	case KeyTokenLimit:
-		t.TokenLimit = nil
-	case KeyTargetRatio:
-		t.TargetRatio = nil
-	case KeyTriggerRatio:
-		t.TriggerRatio = nil
-	case KeyReserveTokens:
-		t.ReserveTokens = nil
-	case KeyStrategy:
-		t.Strategy = ""
-	case KeyModel:
-		t.Model = ""
-	default:
-		return settingErr(key, "unknown setting %q (want token_limit, target_ratio, trigger_ratio, reserve_tokens, strategy or model)", key)
-	}
-	return nil
-}
-
-// Validate reports a setting that is impossible whatever the settings it is combined with;
-// the error is a *SettingError naming the key. The rules are those of Settings.Validate: an
-// unset field takes the value that can conflict with none (so token_limit 1000 alone is valid,
-// and token_limit 1000 with reserve_tokens 1000 is not). A combination with the compactor's
-// settings is checked when it is used (Compact) or with Apply(s).Validate().
-func (t ThreadSettings) Validate() error {
-	s := Settings{TokenLimit: MaxTokenLimit, ReserveTokens: 0, TargetRatio: math.SmallestNonzeroFloat64, TriggerRatio: 1}.WithDefaults()
-	if err := t.Apply(s).check(); err != nil { // a 0 set on the thread is a value, not "the default"
-		return err
-	}
-	if t.Model != "" {
-		if !utf8.ValidString(t.Model) || len(t.Model) > maxModelBytes {
-			return settingErr(KeyModel, "model must be valid UTF-8 of at most %d bytes", maxModelBytes)
-		}
-		for _, r := range t.Model {
-			if unicode.IsControl(r) {
-				return settingErr(KeyModel, "model %q has a control character", t.Model)
-			}
-		}
-	}
-	return nil
-}
-
-// parseThreadSettings reads the settings column of a thread.
-func parseThreadSettings(thread, text string) (ThreadSettings, error) {
-	var t ThreadSettings
-	if text == "" {
-		return t, nil
-	}
-	if err := json.Unmarshal([]byte(text), &t); err != nil {
-		return t, fmt.Errorf("thread %q: stored settings: %w", thread, err)
-	}
-	return t, nil
-}
-
-// ThreadSettings returns the settings stored on a thread (all unset for a thread that never
-// had any).
-func (s *Store) ThreadSettings(ctx context.Context, thread string) (ThreadSettings, error) {
+// ThreadSettings returns the settings stored on a thread, a JSON object ({} for a thread that
+// never had any).
+func (s *Store) ThreadSettings(ctx context.Context, thread string) (json.RawMessage, error) {
 	r, err := s.h.Q().GetThread(ctx, thread)
 	if errors.Is(err, sql.ErrNoRows) {
-		return ThreadSettings{}, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
+		return nil, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
 	}
 	if err != nil {
-		return ThreadSettings{}, err
+		return nil, err
 	}
-	return parseThreadSettings(thread, r.Settings)
+	return settingsJSON(r.Settings), nil
 }
 
-// SetThreadSettings replaces the settings stored on a thread with t (a zero t clears them).
-// An impossible setting is refused with a *SettingError and nothing is written. The thread's
-// next compact.Compactor.ShouldCompact and Compact use them.
-func (s *Store) SetThreadSettings(ctx context.Context, thread string, t ThreadSettings) error {
-	if err := t.Validate(); err != nil {
-		return fmt.Errorf("thread %q: %w", thread, err)
-	}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return err
+// SetThreadSettings replaces the settings stored on a thread with raw, a JSON object (see
+// compact.SaveThreadSettings, which checks them first). Anything but an object is refused and
+// nothing is written.
+func (s *Store) SetThreadSettings(ctx context.Context, thread string, raw json.RawMessage) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return fmt.Errorf("thread %q: settings must be a JSON object", thread)
 	}
 	return s.h.WithTx(ctx, func(q db.Querier) error {
-		n, err := q.SetThreadSettings(ctx, db.SetThreadSettingsParams{Settings: string(b), ID: thread})
+		n, err := q.SetThreadSettings(ctx, db.SetThreadSettingsParams{Settings: string(raw), ID: thread})
 		if err != nil {
 			return fmt.Errorf("thread %q: set settings: %w", thread, err)
 		}
@@ -203,4 +45,12 @@ func (s *Store) SetThreadSettings(ctx context.Context, thread string, t ThreadSe
 		}
 		return nil
 	})
+}
+
+// settingsJSON is a thread's settings column as JSON: {} when none are stored.
+func settingsJSON(text string) json.RawMessage {
+	if text == "" {
+		return json.RawMessage("{}")
+	}
+	return json.RawMessage(text)
 }

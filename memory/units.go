@@ -13,16 +13,6 @@ import (
 // result. A call still waiting for its result stays with its unit, even when other messages
 // followed it. The planner (compact.MakePlan) and the pins (Store.Pin) share this rule.
 
-// DeepSummaryTokens is the least a deep plan gives its summary: the header that names the
-// range it covers and a few lines. A pin is refused when it would leave a summary less room
-// (or less than summary_max_tokens, when that is smaller).
-const DeepSummaryTokens = 128
-
-// MinSummaryTokens is the least room a deep plan of s gives its summary: DeepSummaryTokens,
-// or summary_max_tokens when that is less. The planner finds a deep plan with less room
-// ineffective, and a pin that would leave less is refused: one rule, read by both.
-func (s Settings) MinSummaryTokens() int { return min(DeepSummaryTokens, s.SummaryMaxTokens) }
-
 // EntryTokens is the sum of the entries' stored counts, without the reply priming.
 func EntryTokens(es []Entry) int {
 	t := 0

@@ -36,7 +36,7 @@ func TestStoredViewColumn(t *testing.T) {
 	}
 	// mask masks the older result; the newest unit keeps the context over the limit, so its
 	// result is cut (on_failure keep) in the same compaction's view.
-	c := compact.New(s, storetest.FailingCascade(s), memory.Settings{TokenLimit: 2048, Strategy: memory.StrategyMask})
+	c := compact.New(s, storetest.FailingCascade(s), compact.Settings{TokenLimit: 2048, Strategy: compact.StrategyMask})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied || rep.View == nil || len(rep.View.Masked) != 1 || len(rep.View.Cut) != 1 {
 		t.Fatalf("compact: %+v, %v; want applied with one result masked and one cut", rep, err)

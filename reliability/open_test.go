@@ -45,7 +45,7 @@ func TestOpenDoesNotWaitForWriter(t *testing.T) {
 	casc := cascade.New(writer.DB(), cascade.Entry{Name: "slow", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 	compacted := make(chan error, 1)
 	go func() {
-		_, err := compact.New(writer, casc, memory.Settings{TokenLimit: 300}).Compact(ctx, "t", compact.Options{Force: true})
+		_, err := compact.New(writer, casc, compact.Settings{TokenLimit: 300}).Compact(ctx, "t", compact.Options{Force: true})
 		compacted <- err
 	}()
 	<-summarizing

@@ -22,6 +22,9 @@ type ThreadView struct {
 	TokenLimit     int    `json:"token_limit"`
 	TokenLimitFrom string `json:"token_limit_from"`
 	Strategy       string `json:"strategy"`
+	// Window is the window serve learned for the thread (its settings' window), for the page;
+	// the JSON has it in settings.
+	Window *compact.Window `json:"-"`
 }
 
 // Origins of a thread's limit.
@@ -33,24 +36,27 @@ const (
 
 // LimitFrom returns a thread's limit and where it comes from: the thread's own, else the
 // window recorded by memctl serve when token_limit is auto, else the config's (cfg).
-func LimitFrom(t memory.Thread, cfg memory.Settings, auto bool) (int, string) {
+func LimitFrom(t memory.Thread, cfg compact.Settings, auto bool) (int, string) {
+	ts, _ := compact.ParseThreadSettings(t.ID, t.Settings) // unreadable settings: the config's
 	switch {
-	case t.Settings.TokenLimit != nil:
-		return *t.Settings.TokenLimit, LimitFromThread
-	case auto && t.Settings.Window != nil:
-		return t.Settings.Window.Limit, LimitFromUpstream
+	case ts.TokenLimit != nil:
+		return *ts.TokenLimit, LimitFromThread
+	case auto && ts.Window != nil:
+		return ts.Window.Limit, LimitFromUpstream
 	}
 	// The thread sets no token_limit: the config's, or the default.
 	return cfg.WithDefaults().TokenLimit, LimitFromConfig
 }
 
 // view is a thread as the API and the pages show it. Its strategy is that of the settings a
-// compaction of it uses (memory.Resolve); "" when the thread's settings do not resolve with
+// compaction of it uses (compact.Resolve); "" when the thread's settings do not resolve with
 // the config's (a compaction then fails, naming the setting at fault).
 func (s *Server) view(t memory.Thread) ThreadView {
 	limit, from := LimitFrom(t, s.Compactor.Settings, s.Windows != nil)
 	v := ThreadView{Thread: t, TokenLimit: limit, TokenLimitFrom: from}
-	if set, err := memory.Resolve(s.Compactor.Settings, t.Settings, memory.ThreadSettings{}); err == nil {
+	ts, err := compact.ParseThreadSettings(t.ID, t.Settings)
+	v.Window = ts.Window
+	if set, rerr := compact.Resolve(s.Compactor.Settings, ts, compact.ThreadSettings{}); err == nil && rerr == nil {
 		v.Strategy = set.Strategy
 	}
 	return v

@@ -19,7 +19,7 @@ func (s *Server) compactLater(thread string) {
 		over := st.over
 		s.mu.Unlock()
 		// Settings that do not resolve are not checked here: the compaction reports them.
-		set, err := memory.Resolve(s.Compactor.Settings, lv.active.Thread.Settings, over)
+		set, err := compact.Resolve(s.Compactor.Settings, lv.ts, over)
 		if err == nil && set.UnderTrigger(lv.active.Tokens) {
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -87,7 +88,7 @@ var errorDetails = []struct {
 	{is(memory.ErrNotPinned), "not_pinned"},
 	{is(memory.ErrPinRefused), "pin_refused"},
 	{as[*memory.InputError], "invalid_message"},
-	{as[*memory.SettingError], "invalid_settings"},
+	{as[*compact.SettingError], "invalid_settings"},
 	{is(memory.ErrNewerSchema), "newer_schema"},
 }
 

@@ -63,7 +63,7 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 	} else if rep.Detail != "" {
 		why += ": " + rep.Detail
 	}
-	if set.OnFailure == memory.OnFailureFit {
+	if set.OnFailure == compact.OnFailureFit {
 		why += " (even with compaction.on_failure: fit)"
 	} else {
 		why += "; compaction.on_failure: fit would also mask old tool results and leave the oldest messages out of what the model gets (the history keeps them)"
@@ -74,26 +74,26 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 // measure returns the thread's active context (the one kept, checked first with check) and
 // the settings of this turn: the thread's, with the override of Server.limits (which the
 // thread's background compaction uses too), merged and checked by the compactor's one rule
-// (memory.Resolve); settings that do not resolve are the turn's error, naming the key.
-func (s *Server) measure(ctx context.Context, st *threadState, req chatRequest, cap int, check bool) (*liveState, memory.Settings, memory.ThreadSettings, int, error) {
+// (compact.Resolve); settings that do not resolve are the turn's error, naming the key.
+func (s *Server) measure(ctx context.Context, st *threadState, req chatRequest, cap int, check bool) (*liveState, compact.Settings, compact.ThreadSettings, int, error) {
 	lv, err := s.live(ctx, st, check)
 	if err != nil {
-		return nil, memory.Settings{}, memory.ThreadSettings{}, 0, err
+		return nil, compact.Settings{}, compact.ThreadSettings{}, 0, err
 	}
 	if !lv.ver.Found {
-		return nil, memory.Settings{}, memory.ThreadSettings{}, 0, fmt.Errorf("thread %q: %w", st.thread, memory.ErrThreadNotFound)
+		return nil, compact.Settings{}, compact.ThreadSettings{}, 0, fmt.Errorf("thread %q: %w", st.thread, memory.ErrThreadNotFound)
 	}
 	a := lv.active
-	over, served := s.limits(ctx, a.Thread.Settings, req.model, cap)
+	over, served := s.limits(ctx, lv.ts, req.model, cap)
 	if cap == 0 {
-		s.recordWindow(ctx, st.thread, a.Thread.Settings, served)
+		s.recordWindow(ctx, st.thread, lv.ts, served)
 	}
 	s.mu.Lock()
 	st.over = over
 	s.mu.Unlock()
-	set, err := memory.Resolve(s.Compactor.Settings, a.Thread.Settings, over)
+	set, err := compact.Resolve(s.Compactor.Settings, lv.ts, over)
 	if err != nil {
-		return nil, memory.Settings{}, over, 0, fmt.Errorf("thread %q: %w", st.thread, err)
+		return nil, compact.Settings{}, over, 0, fmt.Errorf("thread %q: %w", st.thread, err)
 	}
 	counter, err := s.Store.Counter(a.Thread.Encoding)
 	if err != nil {

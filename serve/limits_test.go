@@ -220,3 +220,10 @@ func TestConnectionBound(t *testing.T) {
 		t.Fatalf("first closed %v, second closed %v: want the older one closed alone", closed(first), closed(second))
 	}
 }
+
+func TestWindowLimit(t *testing.T) {
+	t.Parallel()
+	if got := serve.WindowLimit(128000, 1.1); got != 116363 {
+		t.Fatalf("WindowLimit(128000, 1.1) = %d, want 116363", got)
+	}
+}

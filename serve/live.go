@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -28,9 +29,10 @@ type liveState struct {
 	ver    memory.Version
 	hist   []chat.Message
 	active memory.Active
-	enc    []json.RawMessage // the encoding of each message of active, in order
-	size   int64             // the bytes it holds, as liveBytes counts
-	recall bool              // hist holds the proxy's recall turns
+	ts     compact.ThreadSettings // the thread's stored settings, active.Thread.Settings parsed
+	enc    []json.RawMessage      // the encoding of each message of active, in order
+	size   int64                  // the bytes it holds, as liveBytes counts
+	recall bool                   // hist holds the proxy's recall turns
 
 	// The first known messages of the request knownSent are the first known of hist, one for
 	// one (sameMessage): a request whose first messages are those of knownSent byte for
@@ -86,11 +88,11 @@ func (s *Server) live(ctx context.Context, st *threadState, check bool) (*liveSt
 		}
 		if v.SameContext(lv.ver) {
 			if v.Settings != lv.ver.Settings {
-				ts, err := v.ParsedSettings(st.thread)
+				ts, err := compact.ParseThreadSettings(st.thread, []byte(v.Settings))
 				if err != nil {
 					return nil, err
 				}
-				lv.ver.Settings, lv.active.Thread.Settings = v.Settings, ts
+				lv.ver.Settings, lv.active.Thread.Settings, lv.ts = v.Settings, json.RawMessage(v.Settings), ts
 			}
 			return lv, nil
 		}
@@ -106,6 +108,10 @@ func (s *Server) live(ctx context.Context, st *threadState, check bool) (*liveSt
 func (s *Server) keepRead(st *threadState, l memory.Live) (*liveState, error) {
 	lv := &liveState{ver: l.Version, hist: l.History, active: l.Active, enc: make([]json.RawMessage, len(l.Active.Entries)),
 		recall: slices.ContainsFunc(l.History, IsRecall)}
+	var err error
+	if lv.ts, err = compact.ParseThreadSettings(st.thread, l.Active.Thread.Settings); err != nil {
+		return nil, err
+	}
 	for i, e := range l.Active.Entries {
 		var err error
 		if lv.enc[i], err = json.Marshal(e.Message); err != nil {
@@ -139,14 +145,14 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 		return
 	}
 	next := &liveState{ver: ap.After, hist: memory.AppendGrowing(lv.hist, msgs...), active: lv.active.Extend(ap.Entries), enc: memory.AppendGrowing(lv.enc, ap.Raw...),
-		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent}
+		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, ts: lv.ts}
 	if ap.After.Settings != lv.ver.Settings || !lv.ver.Found {
-		ts, err := ap.After.ParsedSettings(st.thread)
+		ts, err := compact.ParseThreadSettings(st.thread, []byte(ap.After.Settings))
 		if err != nil {
 			s.keepLive(st, nil)
 			return
 		}
-		next.active.Thread.Settings = ts
+		next.active.Thread.Settings, next.ts = json.RawMessage(ap.After.Settings), ts
 	}
 	if !lv.ver.Found {
 		// A new thread: kept as the append read it, with its model and encoding (read

@@ -98,7 +98,7 @@ func TestKeptThreadSeesOtherProcess(t *testing.T) {
 	// A compaction by another process.
 	limit := 400
 	oc := compact.New(other, e.srv.Compactor.Summarizer, e.srv.Compactor.Settings)
-	rep, err := oc.Compact(ctx, "kept", compact.Options{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}})
+	rep, err := oc.Compact(ctx, "kept", compact.Options{Force: true, Override: compact.ThreadSettings{TokenLimit: &limit}})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compaction by another store: %+v, %v", rep, err)
 	}
@@ -111,7 +111,7 @@ func TestKeptThreadSeesOtherProcess(t *testing.T) {
 	}
 
 	// A pin by another process: message 3 (a summarized one) comes back in the context.
-	if _, err := other.Pin(ctx, "kept", 3); err != nil {
+	if _, err := other.Pin(ctx, "kept", 3, compact.PinBudget(compact.Settings{})); err != nil {
 		t.Fatal(err)
 	}
 	if code, body := turn(8); code != http.StatusOK {

@@ -30,7 +30,7 @@ func importAirline(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	limit := 4000
-	if rep, err := e.srv.Compactor.Compact(ctx, "t", compact.Options{Force: true, Override: memory.ThreadSettings{TokenLimit: &limit}}); err != nil || rep.Status != memory.StatusApplied {
+	if rep, err := e.srv.Compactor.Compact(ctx, "t", compact.Options{Force: true, Override: compact.ThreadSettings{TokenLimit: &limit}}); err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %s %v", rep.Status, err)
 	}
 }

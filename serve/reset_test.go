@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/serve"
 )
 
@@ -21,7 +21,7 @@ func TestResetIsATransaction(t *testing.T) {
 		t.Fatalf("first turn: %d %s", code, body)
 	}
 	limit := 3000
-	if err := e.store.SetThreadSettings(ctx, "r", memory.ThreadSettings{TokenLimit: &limit}); err != nil {
+	if err := compact.SaveThreadSettings(ctx, e.store, "r", compact.ThreadSettings{TokenLimit: &limit}); err != nil {
 		t.Fatal(err)
 	}
 	threads := func() []string {
@@ -56,7 +56,7 @@ func TestResetIsATransaction(t *testing.T) {
 	if got, want := e.history(archive), []string{"user: hello", "assistant: reply 1"}; !slices.Equal(got, want) {
 		t.Fatalf("archive %s holds %q, want %q", archive, got, want)
 	}
-	ts, err := e.store.ThreadSettings(ctx, "r")
+	ts, err := compact.ThreadSettingsOf(ctx, e.store, "r")
 	if err != nil || ts.TokenLimit == nil || *ts.TokenLimit != limit {
 		t.Fatalf("after the reset the thread's settings are %+v (%v), want its token_limit %d kept", ts, err, limit)
 	}

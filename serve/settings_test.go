@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/compact"
 )
 
-// TestSettingsThroughTheOneRule: serve takes a thread's settings from memory.Resolve, the
+// TestSettingsThroughTheOneRule: serve takes a thread's settings from compact.Resolve, the
 // compactor's rule. A thread whose own settings are valid alone but not with the config's (a
 // trigger_ratio under the config's target_ratio) has its turn refused with a 400
 // invalid_settings naming the keys, not fitted with settings no compaction would accept; its
@@ -33,8 +33,8 @@ func TestSettingsThroughTheOneRule(t *testing.T) {
 	if got := view()["strategy"]; got != "summarize" {
 		t.Fatalf("strategy of valid settings = %v, want summarize", got)
 	}
-	trigger := memory.DefaultTargetRatio - 0.2
-	if err := e.store.SetThreadSettings(ctx, "s", memory.ThreadSettings{TriggerRatio: &trigger}); err != nil {
+	trigger := compact.DefaultTargetRatio - 0.2
+	if err := compact.SaveThreadSettings(ctx, e.store, "s", compact.ThreadSettings{TriggerRatio: &trigger}); err != nil {
 		t.Fatal(err)
 	}
 	code, body, _ := e.post("/t/s/v1/chat/completions", turn)

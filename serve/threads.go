@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/memcascade/memcascade/chat"
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/compact"
 )
 
 // threadState serializes the work on one thread: turn is held by a request for its whole
@@ -40,7 +40,7 @@ type threadState struct {
 
 	// over is the settings override of the thread's latest turn (see Server.limits), which its
 	// background compaction uses too; under Server.mu.
-	over memory.ThreadSettings
+	over compact.ThreadSettings
 }
 
 // hold returns the thread's state, made when the server keeps none, and counts the caller

@@ -6,7 +6,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/compact"
 )
 
 // Calibration bounds: the ratio of the upstream's prompt tokens to the local count of the
@@ -16,6 +16,13 @@ const (
 	MinTokenRatio = 0.5
 	MaxTokenRatio = 3.0
 )
+
+// WindowLimit is the limit a thread is fitted in when its model's window is window tokens
+// and the upstream counts ratio times what the thread's tokenizer counts: window / ratio,
+// rounded down (compact.Window.Limit).
+func WindowLimit(window int, ratio float64) int {
+	return int(math.Floor(float64(window) / ratio))
+}
 
 // retryShrink is the share of the refused prompt's size that the emergency compaction of a
 // compact-and-retry fits the context in.
@@ -72,12 +79,12 @@ func (c *calibration) seed(model string, r float64) {
 
 // recordWindow stores on the thread the window it is fitted in when it changed (ts is what the
 // thread has stored). A failure costs the display only: it is logged.
-func (s *Server) recordWindow(ctx context.Context, thread string, ts memory.ThreadSettings, w *memory.ServedWindow) {
+func (s *Server) recordWindow(ctx context.Context, thread string, ts compact.ThreadSettings, w *compact.Window) {
 	if w == nil || ts.Window != nil && *ts.Window == *w {
 		return
 	}
 	ts.Window = w
-	if err := s.Store.SetThreadSettings(ctx, thread, ts); err != nil {
+	if err := compact.SaveThreadSettings(ctx, s.Store, thread, ts); err != nil {
 		s.Logger.Warn("the thread's window was not recorded", "thread", thread, "error", err.Error())
 	}
 }
@@ -103,11 +110,11 @@ func promptTokens(b []byte) int {
 // capped, when cap > 0, at cap (a compact-and-retry). The reserve is lowered to a quarter of a
 // limit it would not leave room in. It also returns the window as the thread should record it
 // (nil when the thread's limit is its own).
-func (s *Server) limits(ctx context.Context, ts memory.ThreadSettings, model string, cap int) (memory.ThreadSettings, *memory.ServedWindow) {
-	var over memory.ThreadSettings
-	var served *memory.ServedWindow
-	limit := memory.MaxTokenLimit // settings that do not resolve: the turn's measure says why
-	if set, err := memory.Resolve(s.Compactor.Settings, ts, over); err == nil {
+func (s *Server) limits(ctx context.Context, ts compact.ThreadSettings, model string, cap int) (compact.ThreadSettings, *compact.Window) {
+	var over compact.ThreadSettings
+	var served *compact.Window
+	limit := compact.MaxTokenLimit // settings that do not resolve: the turn's measure says why
+	if set, err := compact.Resolve(s.Compactor.Settings, ts, over); err == nil {
 		limit = set.TokenLimit
 	}
 	if s.Windows != nil && ts.TokenLimit == nil {
@@ -116,9 +123,9 @@ func (s *Server) limits(ctx context.Context, ts memory.ThreadSettings, model str
 			s.calib.seed(model, rw.Ratio)
 		}
 		ratio := s.calib.Ratio(model)
-		limit = memory.WindowLimit(w.Tokens, ratio)
+		limit = WindowLimit(w.Tokens, ratio)
 		over.TokenLimit = &limit
-		served = &memory.ServedWindow{Model: model, Tokens: w.Tokens, Source: w.Source, Ratio: math.Round(ratio*100) / 100, Limit: limit}
+		served = &compact.Window{Model: model, Tokens: w.Tokens, Source: w.Source, Ratio: math.Round(ratio*100) / 100, Limit: limit}
 	}
 	if cap > 0 && cap < limit {
 		limit = cap
@@ -127,5 +134,5 @@ func (s *Server) limits(ctx context.Context, ts memory.ThreadSettings, model str
 	if over.TokenLimit == nil {
 		return over, served
 	}
-	return memory.LimitOverride(s.Compactor.Settings, ts, limit), served
+	return compact.LimitOverride(s.Compactor.Settings, ts, limit), served
 }

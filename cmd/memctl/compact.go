@@ -8,7 +8,6 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
-	"github.com/memcascade/memcascade/memory"
 )
 
 func (a *app) compactCommand() *cobra.Command {
@@ -56,7 +55,11 @@ func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) err
 		return err
 	}
 	// The flags win over the thread's settings, which win over the config's.
-	if _, err := memory.Resolve(cfg.Settings(), t.Settings, over); err != nil {
+	ts, err := compact.SettingsOf(t)
+	if err != nil {
+		return err
+	}
+	if _, err := compact.Resolve(cfg.Settings(), ts, over); err != nil {
 		return settingsError(cmd, "compact", err)
 	}
 	counter, err := s.Counter(t.Encoding)

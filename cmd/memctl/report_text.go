@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/english"
 	"github.com/memcascade/memcascade/memory"
 )
@@ -61,7 +62,7 @@ func writeReport(w io.Writer, r memory.Report) {
 	}
 	if r.FactsTotal > 0 {
 		why := "no room within the limit"
-		if r.Strategy == memory.StrategyMask || r.Strategy == memory.StrategyWindow {
+		if r.Strategy == compact.StrategyMask || r.Strategy == compact.StrategyWindow {
 			fmt.Fprintf(w, "  facts     %d in what was masked, cut or left out, %d still in the view; ", r.FactsTotal, r.FactsKept)
 			why = "not in the active context"
 		} else {

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/spf13/cobra"
-
-	"github.com/memcascade/memcascade/memory"
 )
 
 func (a *app) setCommand() *cobra.Command {
@@ -62,7 +61,10 @@ func (a *app) setThread(cmd *cobra.Command, thread string, unset []string) error
 	if err != nil {
 		return err
 	}
-	ts := t.Settings
+	ts, err := compact.SettingsOf(t)
+	if err != nil {
+		return err
+	}
 	if mode == forWriting {
 		for _, key := range unset {
 			ts.Unset(key) // checked by checkUnset
@@ -72,20 +74,20 @@ func (a *app) setThread(cmd *cobra.Command, thread string, unset []string) error
 		if err := ts.Validate(); err != nil {
 			return settingsError(cmd, prefix, err)
 		}
-		if _, err := memory.Resolve(cfg.Settings(), ts, memory.ThreadSettings{}); err != nil {
+		if _, err := compact.Resolve(cfg.Settings(), ts, compact.ThreadSettings{}); err != nil {
 			return settingsError(cmd, prefix+" (with the config)", err)
 		}
-		if err := s.SetThreadSettings(ctx, t.ID, ts); err != nil {
+		if err := compact.SaveThreadSettings(ctx, s, t.ID, ts); err != nil {
 			return err
 		}
 	}
-	return a.printSettings(t.ID, ts, memory.Effective(cfg.Settings(), ts, memory.ThreadSettings{}))
+	return a.printSettings(t.ID, ts, compact.Effective(cfg.Settings(), ts, compact.ThreadSettings{}))
 }
 
 // checkUnset refuses an --unset KEY that names no setting, or one a flag of cmd sets too.
 func checkUnset(cmd *cobra.Command, unset []string) error {
 	for _, key := range unset {
-		var probe memory.ThreadSettings
+		var probe compact.ThreadSettings
 		if err := probe.Unset(key); err != nil {
 			return usagef("--unset %s: %v", key, err)
 		}
@@ -97,13 +99,13 @@ func checkUnset(cmd *cobra.Command, unset []string) error {
 }
 
 // printSettings prints the settings stored on a thread and the effective ones.
-func (a *app) printSettings(thread string, stored memory.ThreadSettings, eff memory.Settings) error {
+func (a *app) printSettings(thread string, stored compact.ThreadSettings, eff compact.Settings) error {
 	if a.json {
 		return a.printJSON(map[string]any{
 			"thread": thread, "settings": stored,
 			"effective": map[string]any{
-				memory.KeyTokenLimit: eff.TokenLimit, memory.KeyTargetRatio: eff.TargetRatio, memory.KeyTriggerRatio: eff.TriggerRatio,
-				memory.KeyReserveTokens: eff.ReserveTokens, memory.KeyStrategy: eff.Strategy,
+				compact.KeyTokenLimit: eff.TokenLimit, compact.KeyTargetRatio: eff.TargetRatio, compact.KeyTriggerRatio: eff.TriggerRatio,
+				compact.KeyReserveTokens: eff.ReserveTokens, compact.KeyStrategy: eff.Strategy,
 			},
 		})
 	}
@@ -116,13 +118,13 @@ func (a *app) printSettings(thread string, stored memory.ThreadSettings, eff mem
 		return "config"
 	}
 	ratio := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	tw.row("  "+memory.KeyTokenLimit, fmt.Sprint(eff.TokenLimit), from(stored.TokenLimit != nil))
-	tw.row("  "+memory.KeyTargetRatio, ratio(eff.TargetRatio), from(stored.TargetRatio != nil))
-	tw.row("  "+memory.KeyTriggerRatio, ratio(eff.TriggerRatio), from(stored.TriggerRatio != nil))
-	tw.row("  "+memory.KeyReserveTokens, fmt.Sprint(eff.ReserveTokens), from(stored.ReserveTokens != nil))
-	tw.row("  "+memory.KeyStrategy, eff.Strategy, from(stored.Strategy != ""))
+	tw.row("  "+compact.KeyTokenLimit, fmt.Sprint(eff.TokenLimit), from(stored.TokenLimit != nil))
+	tw.row("  "+compact.KeyTargetRatio, ratio(eff.TargetRatio), from(stored.TargetRatio != nil))
+	tw.row("  "+compact.KeyTriggerRatio, ratio(eff.TriggerRatio), from(stored.TriggerRatio != nil))
+	tw.row("  "+compact.KeyReserveTokens, fmt.Sprint(eff.ReserveTokens), from(stored.ReserveTokens != nil))
+	tw.row("  "+compact.KeyStrategy, eff.Strategy, from(stored.Strategy != ""))
 	if stored.Model != "" {
-		tw.row("  "+memory.KeyModel, stored.Model, "thread")
+		tw.row("  "+compact.KeyModel, stored.Model, "thread")
 	}
 	tw.flush()
 	return nil

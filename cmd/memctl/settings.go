@@ -4,16 +4,15 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/memcascade/memcascade/memory"
 )
 
 // settingFlags are the flags of the thread settings, by the key each sets.
 var settingFlags = map[string]string{
-	memory.KeyTokenLimit: "limit", memory.KeyTargetRatio: "ratio", memory.KeyTriggerRatio: "trigger",
-	memory.KeyReserveTokens: "reserve", memory.KeyStrategy: "strategy", memory.KeyModel: "model",
+	compact.KeyTokenLimit: "limit", compact.KeyTargetRatio: "ratio", compact.KeyTriggerRatio: "trigger",
+	compact.KeyReserveTokens: "reserve", compact.KeyStrategy: "strategy", compact.KeyModel: "model",
 }
 
 // addSettingFlags defines on f the setting flags compact and set share: --limit (with its help
@@ -27,11 +26,11 @@ func addSettingFlags(f *pflag.FlagSet, limitHelp string) {
 // settingsError is an impossible combination of settings as a usage error (exit 2), naming the
 // flag of the key at fault when that flag was given.
 func settingsError(cmd *cobra.Command, prefix string, err error) error {
-	var se *memory.SettingError
+	var se *compact.SettingError
 	if errors.As(err, &se) {
 		// The flag of the key at fault, else a flag given whose key the message names (token_limit
 		// 1000 must be above reserve_tokens 1000: --reserve).
-		keys := append([]string{se.Key}, memory.ThreadSettingKeys...)
+		keys := append([]string{se.Key}, compact.ThreadSettingKeys...)
 		for i, key := range keys {
 			name, ok := settingFlags[key]
 			if ok && cmd.Flags().Lookup(name) != nil && cmd.Flags().Changed(name) && (i == 0 || strings.Contains(se.Msg, key)) {
@@ -46,8 +45,8 @@ func settingsError(cmd *cobra.Command, prefix string, err error) error {
 // settingsFromFlags returns the settings the flags of cmd set (limit, ratio, trigger, and for
 // set also reserve, strategy and model), each checked as given: a value given is a value,
 // never "the default" (exit 2, naming the flag).
-func settingsFromFlags(cmd *cobra.Command) (memory.ThreadSettings, error) {
-	var ts memory.ThreadSettings
+func settingsFromFlags(cmd *cobra.Command) (compact.ThreadSettings, error) {
+	var ts compact.ThreadSettings
 	f := cmd.Flags()
 	if f.Changed("limit") {
 		v, _ := f.GetInt("limit")

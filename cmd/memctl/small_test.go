@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -177,9 +178,9 @@ func TestThreadsLimitUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	window := &memory.ServedWindow{Model: "m", Tokens: 30000, Source: "max_model_len 30000 of GET /v1/models", Ratio: 1.5, Limit: 20000}
+	window := &compact.Window{Model: "m", Tokens: 30000, Source: "max_model_len 30000 of GET /v1/models", Ratio: 1.5, Limit: 20000}
 	for _, id := range []string{"served", "own"} {
-		if err := s.SetThreadSettings(ctx, id, memory.ThreadSettings{Window: window}); err != nil {
+		if err := compact.SaveThreadSettings(ctx, s, id, compact.ThreadSettings{Window: window}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
-	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 )
 
@@ -43,7 +43,8 @@ compactions were applied; UPDATED when it last changed (UTC unless --local-time)
 			auto := cfg.Compaction.TokenLimit == config.WindowAuto
 			views := make([]serve.ThreadView, len(ts))
 			for i, t := range ts {
-				eff := memory.Effective(cfg.Settings(), t.Settings, memory.ThreadSettings{})
+				tset, _ := compact.SettingsOf(t) // unreadable settings: the config's
+				eff := compact.Effective(cfg.Settings(), tset, compact.ThreadSettings{})
 				limit, from := serve.LimitFrom(t, cfg.Settings(), auto)
 				views[i] = serve.ThreadView{Thread: t, TokenLimit: limit, TokenLimitFrom: from, Strategy: eff.Strategy}
 			}

@@ -162,7 +162,7 @@ func SimulateWith(ctx context.Context, s *memory.Store, msgs []chat.Message, lim
 	if err != nil {
 		return st, err
 	}
-	c := compact.New(s, p, memory.Settings{TokenLimit: limit})
+	c := compact.New(s, p, compact.Settings{TokenLimit: limit})
 	newestUser := ""
 	for i, m := range msgs {
 		if _, err := s.Append(ctx, Thread, []chat.Message{m}, memory.AppendOptions{Model: "gpt-4o"}); err != nil {

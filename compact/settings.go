@@ -1,15 +1,15 @@
-package memory
+package compact
 
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // Settings tune compaction. The zero value of a field means its default (the Default* constants below).
@@ -38,7 +38,7 @@ type Settings struct {
 	// or window (see Strategies).
 	Strategy string
 	// EmergencyRatio: a context at or above L * EmergencyRatio is compacted with reason
-	// emergency, by the cheapest path that gets under the target (see compact.Compactor.Compact).
+	// emergency, by the cheapest path that gets under the target (see Compactor.Compact).
 	EmergencyRatio float64
 	// OnFailure is what happens when summarizing fails or cannot get under L: keep (the
 	// default: the active context stays as it was when summarizing failed; when what keeps it
@@ -108,6 +108,9 @@ type SettingError struct {
 
 func (e *SettingError) Error() string { return e.Msg }
 
+// Code is memory.CodeInvalid: memory.ErrorCode finds it for a SettingError.
+func (e *SettingError) Code() memory.Code { return memory.CodeInvalid }
+
 func settingErr(key, format string, args ...any) error {
 	return &SettingError{Key: key, Msg: fmt.Sprintf(format, args...)}
 }
@@ -128,7 +131,7 @@ func conflict(key, value, rule, other, otherValue, otherRule string) *SettingErr
 // of memctl are checked with them.
 func (s Settings) Validate() error { return s.WithDefaults().check() }
 
-// Resolve is compact.Compactor.SettingsFor of a thread whose settings are at hand:
+// Resolve is Compactor.SettingsFor of a thread whose settings are at hand:
 // Effective(base, thread, override), with override checked as given (an error "override: ...")
 // and the merged settings checked (an error "settings: ..."); each error wraps the
 // *SettingError naming the key at fault.
@@ -209,23 +212,16 @@ func (s Settings) Problems() []*SettingError {
 }
 
 // Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens. s are
-// filled settings (compact.Compactor.SettingsFor, Resolve, Effective or WithDefaults): Budget
+// filled settings (Compactor.SettingsFor, Resolve, Effective or WithDefaults): Budget
 // fills no default.
 func (s Settings) Budget() int { return s.TokenLimit - s.ReserveTokens }
 
 // Fits reports whether a prompt fits the settings: its messages, tokens, within L (Budget),
 // and with the tool definitions, tools more, within TokenLimit. It is the rule memctl serve
-// fits each turn by; s are filled settings (compact.Compactor.SettingsFor, Resolve or
+// fits each turn by; s are filled settings (Compactor.SettingsFor, Resolve or
 // Effective).
 func (s Settings) Fits(tokens, tools int) bool {
 	return tokens <= s.Budget() && tokens+tools <= s.TokenLimit
-}
-
-// WindowLimit is the limit a thread is fitted in when its model's window is window tokens
-// and the upstream counts ratio times what the thread's tokenizer counts: window / ratio,
-// rounded down (ServedWindow.Limit).
-func WindowLimit(window int, ratio float64) int {
-	return int(math.Floor(float64(window) / ratio))
 }
 
 // LimitOverride returns the override that fits a thread (its settings ts, over base) in limit
@@ -241,3 +237,33 @@ func LimitOverride(base Settings, ts ThreadSettings, limit int) ThreadSettings {
 	}
 	return over
 }
+
+// Limits are the limit, reserve and ratios of s, as a compaction's row stores them.
+func (s Settings) Limits() memory.Limits {
+	return memory.Limits{TokenLimit: s.TokenLimit, ReserveTokens: s.ReserveTokens, TargetRatio: s.TargetRatio,
+		TriggerRatio: s.TriggerRatio}
+}
+
+// UnderTrigger reports whether a context of tokens tokens is at or under the trigger of s, its
+// budget times its trigger ratio: an automatic compaction of it would not be due.
+func (s Settings) UnderTrigger(tokens int) bool {
+	return tokens <= int(float64(s.Budget())*s.TriggerRatio)
+}
+
+// DeepSummaryTokens is the least a deep plan gives its summary: the header that names the
+// range it covers and a few lines. A pin is refused when it would leave a summary less room
+// (or less than summary_max_tokens, when that is smaller).
+const DeepSummaryTokens = 128
+
+// MinSummaryTokens is the least room a deep plan of s gives its summary: DeepSummaryTokens,
+// or summary_max_tokens when that is less. The planner finds a deep plan with less room
+// ineffective, and a pin that would leave less is refused: one rule, read by both.
+func (s Settings) MinSummaryTokens() int { return min(DeepSummaryTokens, s.SummaryMaxTokens) }
+
+// Strategy names, the values of Settings.Strategy (Strategies lists them).
+const (
+	StrategySummarize = "summarize" // the middle is replaced by a summary
+	StrategyMask      = "mask"      // old tool results are replaced by placeholders
+	StrategyHybrid    = "hybrid"    // mask, then summarize if still over the target
+	StrategyWindow    = "window"    // the oldest units leave the view
+)

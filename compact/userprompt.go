@@ -1,4 +1,4 @@
-package memory
+package compact
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ import (
 //     facts) replaces that section's heading, and the offline summarizer writes that section
 //     under it; other headings are for the model only.
 //
-// The built-in prompt, in this form, is compact.DefaultPrompt, shipped as
+// The built-in prompt, in this form, is DefaultPrompt, shipped as
 // testdata/prompts/default.txt (compact's tests check the file against it).
 
 // PromptPlaceholder is the line of a prompt that says where the transcript goes.

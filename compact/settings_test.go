@@ -1,19 +1,19 @@
-package memory_test
+package compact_test
 
 import (
 	"testing"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/compact"
 )
 
 // Problems lists every broken rule, with the parts the config file words them with; Validate
 // reports the first of them.
 func TestSettingsProblemsListsEveryRule(t *testing.T) {
 	t.Parallel()
-	s := memory.Settings{TokenLimit: 1000, ReserveTokens: 1000, TargetRatio: 0.9, TriggerRatio: 0.8,
+	s := compact.Settings{TokenLimit: 1000, ReserveTokens: 1000, TargetRatio: 0.9, TriggerRatio: 0.8,
 		SummaryMaxTokens: 1, SummaryRole: "assistant", MaxPasses: 1, Strategy: "shrink", EmergencyRatio: 2, OnFailure: "keep"}
 	ps := s.Problems()
-	want := []memory.SettingError{
+	want := []compact.SettingError{
 		{Key: "token_limit", Value: "1000", Rule: "must be above", Other: "reserve_tokens", OtherValue: "1000", OtherRule: "must be below",
 			Msg: "token_limit 1000 must be above reserve_tokens 1000"},
 		{Key: "target_ratio", Value: "0.9", Rule: "must be below", Other: "trigger_ratio", OtherValue: "0.8", OtherRule: "must be above",
@@ -35,7 +35,7 @@ func TestSettingsProblemsListsEveryRule(t *testing.T) {
 		t.Errorf("Validate() = %v, want the first problem", err)
 	}
 	// A rule between two settings waits for each to be valid alone.
-	if ps := (memory.Settings{TokenLimit: 0, ReserveTokens: 5, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 1,
+	if ps := (compact.Settings{TokenLimit: 0, ReserveTokens: 5, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 1,
 		SummaryRole: "system", MaxPasses: 1, Strategy: "mask", EmergencyRatio: 1, OnFailure: "fit"}).Problems(); len(ps) != 1 || ps[0].Key != "token_limit" || ps[0].Other != "" {
 		t.Errorf("limit 0 with reserve 5: %v, want only token_limit at least 1", ps)
 	}
@@ -45,7 +45,7 @@ func TestSettingsProblemsListsEveryRule(t *testing.T) {
 // the limit; a limit the reserve leaves no room in gets a quarter of it as the reserve.
 func TestFitRule(t *testing.T) {
 	t.Parallel()
-	s := memory.Settings{TokenLimit: 1000, ReserveTokens: 200}.WithDefaults()
+	s := compact.Settings{TokenLimit: 1000, ReserveTokens: 200}.WithDefaults()
 	for _, c := range []struct {
 		tokens, tools int
 		want          bool
@@ -54,20 +54,17 @@ func TestFitRule(t *testing.T) {
 			t.Errorf("Fits(%d, %d) = %v, want %v", c.tokens, c.tools, got, c.want)
 		}
 	}
-	base := memory.Settings{ReserveTokens: 4000}
-	over := memory.LimitOverride(base, memory.ThreadSettings{}, 3000)
+	base := compact.Settings{ReserveTokens: 4000}
+	over := compact.LimitOverride(base, compact.ThreadSettings{}, 3000)
 	if *over.TokenLimit != 3000 || over.ReserveTokens == nil || *over.ReserveTokens != 750 {
 		t.Fatalf("limit 3000 under the reserve 4000: %+v", over)
 	}
-	over = memory.LimitOverride(base, memory.ThreadSettings{}, 10000)
+	over = compact.LimitOverride(base, compact.ThreadSettings{}, 10000)
 	if *over.TokenLimit != 10000 || over.ReserveTokens != nil {
 		t.Fatalf("limit 10000 over the reserve 4000: %+v", over)
 	}
-	over = memory.LimitOverride(base, memory.ThreadSettings{ReserveTokens: ptr(10)}, 0)
+	over = compact.LimitOverride(base, compact.ThreadSettings{ReserveTokens: ptr(10)}, 0)
 	if *over.TokenLimit != 1 || *over.ReserveTokens != 0 {
 		t.Fatalf("limit 0 with the thread's reserve 10: %+v", over)
-	}
-	if got := memory.WindowLimit(128000, 1.1); got != 116363 {
-		t.Fatalf("WindowLimit(128000, 1.1) = %d, want 116363", got)
 	}
 }
