@@ -16,21 +16,11 @@ const (
 	CodeUnavailable Code = "unavailable" // no provider could do the work; the data is unchanged
 	CodeInternal    Code = "internal"    // anything else: a defect, the database, the file system
 
-	// The codes below name what a server refuses before the domain sees a request (memctl
-	// serve answers with them); no error of this package has them.
-	CodeUnauthenticated Code = "unauthenticated" // the request's credentials are missing or wrong
-	CodeForbidden       Code = "forbidden"       // the request comes from where it may not (another site, a foreign host)
-	CodeNoRoute         Code = "no_route"        // no handler for the method and path
-	CodeUnsupported     Code = "unsupported"     // the request's media type is not one the server reads
-	CodeTooLarge        Code = "too_large"       // the request is over a size bound
-	CodeTimeout         Code = "timeout"         // the request did not arrive in time
-	CodeLoop            Code = "loop"            // the request came back to the server that sent it
-	CodeUpstream        Code = "upstream"        // the upstream model could not be reached or answered badly
 )
 
-// Codes is every error code, the one list of them.
-var Codes = []Code{CodeInvalid, CodeNotFound, CodeConflict, CodeOverLimit, CodeUnavailable, CodeInternal,
-	CodeUnauthenticated, CodeForbidden, CodeNoRoute, CodeUnsupported, CodeTooLarge, CodeTimeout, CodeLoop, CodeUpstream}
+// Codes is every error code of the domain, the one list of them. A host adds its own codes
+// for what it refuses before the domain sees a request (memctl serve: serve.Codes).
+var Codes = []Code{CodeInvalid, CodeNotFound, CodeConflict, CodeOverLimit, CodeUnavailable, CodeInternal}
 
 // errorCodes is the one table of this package's errors and their codes, first match wins. The
 // order matters where one error joins two: a compaction whose summary failed and whose context

@@ -34,7 +34,7 @@ func TestErrorCode(t *testing.T) {
 		// every code NewError is given is found, not only the two the compactor uses
 		{memory.NewError(memory.CodeConflict, "taken"), memory.CodeConflict},
 		{fmt.Errorf("get: %w", memory.NewError(memory.CodeNotFound, "gone")), memory.CodeNotFound},
-		{memory.NewError(memory.CodeUpstream, "bad gateway"), memory.CodeUpstream},
+		{memory.NewError(memory.CodeInternal, "disk"), memory.CodeInternal},
 		{errors.Join(memory.NewError(memory.CodeUnavailable, "no provider"), memory.NewError(memory.CodeOverLimit, "over")), memory.CodeOverLimit},
 	} {
 		if got := memory.ErrorCode(tc.err); got != tc.want {

@@ -2,13 +2,12 @@ package memory
 
 import (
 	"fmt"
-	"regexp"
-)
+	)
 
 // Thread ids. ValidThreadID is the one rule for which strings name a thread, applied by every
 // entry point that takes one: Append and AppendLive, memctl's arguments, serve's inspection
 // API. The proxy creates threads from the paths of URLs and takes a narrower set of them
-// (ValidURLThreadID); each of those passes ValidThreadID too.
+// (serve.ValidURLThreadID); each of those passes ValidThreadID too.
 
 // MaxThreadIDBytes is the longest thread id, in bytes.
 const MaxThreadIDBytes = 1024
@@ -26,17 +25,4 @@ func ValidThreadID(id string) error {
 		return fmt.Errorf("thread id %q %s", id, msg)
 	}
 	return nil
-}
-
-// urlThreadID is what a thread id the proxy takes from a URL may be: a letter or digit, then
-// letters, digits, '.', '_', ':' or '-', 128 characters at most.
-var urlThreadID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-
-// ValidURLThreadID checks a thread id taken from a URL (memctl serve's /t/THREAD/v1 and
-// X-Memctl-Thread, /mcp?thread=): ValidThreadID's rule, narrowed to urlThreadID.
-func ValidURLThreadID(id string) error {
-	if !urlThreadID.MatchString(id) {
-		return fmt.Errorf("thread id %q is not valid: want 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", id)
-	}
-	return ValidThreadID(id)
 }

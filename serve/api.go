@@ -194,7 +194,7 @@ func (s *Server) apiCompact(w http.ResponseWriter, r *http.Request) {
 	free()
 	if len(body) > 0 {
 		if !isJSON(r) {
-			writeCode(w, memory.CodeUnsupported, "unsupported_media_type",
+			writeCode(w, CodeUnsupported, "unsupported_media_type",
 				"the request body must be JSON, sent with Content-Type: application/json", "")
 			return
 		}

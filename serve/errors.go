@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
@@ -35,13 +36,30 @@ func writeError(w http.ResponseWriter, status int, typ, code, msg, param string)
 
 // writeErrorEvent ends a stream with an error event in OpenAI's shape (data: {"error": {...}}),
 // which OpenAI's clients raise as an error; no data: [DONE] follows it. The stream's status is
-// already sent; the type is memory.CodeUpstream's in codeStatus.
+// already sent; the type is CodeUpstream's in codeStatus.
 func writeErrorEvent(w http.ResponseWriter, code, msg string) {
-	b, _ := json.Marshal(map[string]apiError{"error": {Message: msg, Type: codeStatus[memory.CodeUpstream].typ, Code: &code}})
+	b, _ := json.Marshal(map[string]apiError{"error": {Message: msg, Type: codeStatus[CodeUpstream].typ, Code: &code}})
 	w.Write([]byte("data: "))
 	w.Write(b)
 	w.Write([]byte("\n\n"))
 }
+
+// The codes of what serve refuses before the domain sees a request; no error of memory or
+// compact has them. Codes lists them with the domain's.
+const (
+	CodeUnauthenticated memory.Code = "unauthenticated" // the request's credentials are missing or wrong
+	CodeForbidden       memory.Code = "forbidden"       // the request comes from where it may not (another site, a foreign host)
+	CodeNoRoute         memory.Code = "no_route"        // no handler for the method and path
+	CodeUnsupported     memory.Code = "unsupported"     // the request's media type is not one the server reads
+	CodeTooLarge        memory.Code = "too_large"       // the request is over a size bound
+	CodeTimeout         memory.Code = "timeout"         // the request did not arrive in time
+	CodeLoop            memory.Code = "loop"            // the request came back to the server that sent it
+	CodeUpstream        memory.Code = "upstream"        // the upstream model could not be reached or answered badly
+)
+
+// Codes is every code serve answers with: the domain's (memory.Codes), then its own.
+var Codes = append(slices.Clone(memory.Codes), CodeUnauthenticated, CodeForbidden, CodeNoRoute, CodeUnsupported,
+	CodeTooLarge, CodeTimeout, CodeLoop, CodeUpstream)
 
 // codeStatus is the one table of memory's error codes and the HTTP status and OpenAI error type
 // each is answered with.
@@ -56,14 +74,14 @@ var codeStatus = map[memory.Code]struct {
 	memory.CodeUnavailable: {http.StatusServiceUnavailable, "server_error"},
 	memory.CodeInternal:    {http.StatusInternalServerError, "server_error"},
 
-	memory.CodeUnauthenticated: {http.StatusUnauthorized, "invalid_request_error"},
-	memory.CodeForbidden:       {http.StatusForbidden, "permission_error"},
-	memory.CodeNoRoute:         {http.StatusNotFound, "invalid_request_error"},
-	memory.CodeUnsupported:     {http.StatusUnsupportedMediaType, "invalid_request_error"},
-	memory.CodeTooLarge:        {http.StatusRequestEntityTooLarge, "invalid_request_error"},
-	memory.CodeTimeout:         {http.StatusRequestTimeout, "invalid_request_error"},
-	memory.CodeLoop:            {http.StatusLoopDetected, "invalid_request_error"},
-	memory.CodeUpstream:        {http.StatusBadGateway, "upstream_error"},
+	CodeUnauthenticated: {http.StatusUnauthorized, "invalid_request_error"},
+	CodeForbidden:       {http.StatusForbidden, "permission_error"},
+	CodeNoRoute:         {http.StatusNotFound, "invalid_request_error"},
+	CodeUnsupported:     {http.StatusUnsupportedMediaType, "invalid_request_error"},
+	CodeTooLarge:        {http.StatusRequestEntityTooLarge, "invalid_request_error"},
+	CodeTimeout:         {http.StatusRequestTimeout, "invalid_request_error"},
+	CodeLoop:            {http.StatusLoopDetected, "invalid_request_error"},
+	CodeUpstream:        {http.StatusBadGateway, "upstream_error"},
 }
 
 // writeCode writes an error of code in OpenAI's shape, with the status and type of codeStatus;

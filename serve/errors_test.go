@@ -17,7 +17,7 @@ import (
 // answers a domain error with its code's status and the detail that names it.
 func TestCodeStatusEveryCode(t *testing.T) {
 	t.Parallel()
-	for _, c := range memory.Codes {
+	for _, c := range Codes {
 		if _, ok := codeStatus[c]; !ok {
 			t.Errorf("code %q has no HTTP status", c)
 		}
@@ -58,25 +58,25 @@ func TestWriteCodeEveryCode(t *testing.T) {
 		status int
 		typ    string
 	}{
-		memory.CodeInvalid:         {400, "invalid_request_error"},
-		memory.CodeNotFound:        {404, "not_found_error"},
-		memory.CodeConflict:        {409, "invalid_request_error"},
-		memory.CodeOverLimit:       {400, "invalid_request_error"},
-		memory.CodeUnavailable:     {503, "server_error"},
-		memory.CodeInternal:        {500, "server_error"},
-		memory.CodeUnauthenticated: {401, "invalid_request_error"},
-		memory.CodeForbidden:       {403, "permission_error"},
-		memory.CodeNoRoute:         {404, "invalid_request_error"},
-		memory.CodeUnsupported:     {415, "invalid_request_error"},
-		memory.CodeTooLarge:        {413, "invalid_request_error"},
-		memory.CodeTimeout:         {408, "invalid_request_error"},
-		memory.CodeLoop:            {508, "invalid_request_error"},
-		memory.CodeUpstream:        {502, "upstream_error"},
+		memory.CodeInvalid:        {400, "invalid_request_error"},
+		memory.CodeNotFound:       {404, "not_found_error"},
+		memory.CodeConflict:       {409, "invalid_request_error"},
+		memory.CodeOverLimit:      {400, "invalid_request_error"},
+		memory.CodeUnavailable:    {503, "server_error"},
+		memory.CodeInternal:       {500, "server_error"},
+		CodeUnauthenticated: {401, "invalid_request_error"},
+		CodeForbidden:       {403, "permission_error"},
+		CodeNoRoute:         {404, "invalid_request_error"},
+		CodeUnsupported:     {415, "invalid_request_error"},
+		CodeTooLarge:        {413, "invalid_request_error"},
+		CodeTimeout:         {408, "invalid_request_error"},
+		CodeLoop:            {508, "invalid_request_error"},
+		CodeUpstream:        {502, "upstream_error"},
 	}
-	if len(want) != len(memory.Codes) {
-		t.Errorf("%d codes expected here, memory.Codes has %d", len(want), len(memory.Codes))
+	if len(want) != len(Codes) {
+		t.Errorf("%d codes expected here, Codes has %d", len(want), len(Codes))
 	}
-	for _, c := range memory.Codes {
+	for _, c := range Codes {
 		w, ok := want[c]
 		if !ok {
 			t.Errorf("code %q: no expected status in this test", c)

@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/memcascade/memcascade/memory"
 )
 
 // ViaHeader lists the memctl servers a request went through: every request a server sends
@@ -50,7 +48,7 @@ func (s *Server) refuseLoop(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.Logger.Warn("request refused: it came from this server (a loop)", "method", r.Method, "path", r.URL.Path)
-	writeCode(w, memory.CodeLoop, "loop_detected",
+	writeCode(w, CodeLoop, "loop_detected",
 		"this request was sent by this memctl serve itself: its --upstream points back at it (directly or through another proxy); refused, since it would wait on itself. Point --upstream at the model's server", "")
 	return true
 }
@@ -65,20 +63,20 @@ func (s *Server) refuseCrossSite(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		writeCode(w, memory.CodeForbidden, "cross_site_request",
+		writeCode(w, CodeForbidden, "cross_site_request",
 			fmt.Sprintf("refused: the browser says this request comes from another site or origin (Sec-Fetch-Site: %s)", site), "")
 		return true
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		u, err := url.Parse(origin)
 		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
-			writeCode(w, memory.CodeForbidden, "cross_site_request",
+			writeCode(w, CodeForbidden, "cross_site_request",
 				fmt.Sprintf("refused: the request comes from the origin %q, not from this server (%s)", origin, r.Host), "")
 			return true
 		}
 	}
 	if !isJSON(r) {
-		writeCode(w, memory.CodeUnsupported, "unsupported_media_type",
+		writeCode(w, CodeUnsupported, "unsupported_media_type",
 			"a request that changes state must be sent with Content-Type: application/json (its body may be empty)", "")
 		return true
 	}

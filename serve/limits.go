@@ -87,7 +87,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	defer s.conns.readingBody(r.Context(), false)
 	defer rc.SetReadDeadline(time.Time{}) // a deadline left would end a long reply: the server reads ahead to see a client leave
 	if r.ContentLength > limit {
-		writeCode(w, memory.CodeTooLarge, "request_too_large",
+		writeCode(w, CodeTooLarge, "request_too_large",
 			fmt.Sprintf("the request body is over %d bytes", limit), "")
 		return nil, nil, false
 	}
@@ -99,13 +99,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeCode(w, memory.CodeTooLarge, "request_too_large",
+		writeCode(w, CodeTooLarge, "request_too_large",
 			fmt.Sprintf("the request body is over %d bytes", tooBig.Limit), "")
 	case errors.Is(err, errBusy):
 		busy(w)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
-		writeCode(w, memory.CodeTimeout, "request_timeout",
+		writeCode(w, CodeTimeout, "request_timeout",
 			fmt.Sprintf("the request body did not arrive within %s", s.ReadBodyTimeout), "")
 	default:
 		writeCode(w, memory.CodeInvalid, "unreadable_body", "cannot read the request body: "+err.Error(), "")

@@ -6,7 +6,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memcascade/memcascade/mcpserver"
-	"github.com/memcascade/memcascade/memory"
 )
 
 // mcpHandler serves the memory tools of package mcpserver over MCP's streamable HTTP at /mcp,
@@ -16,7 +15,7 @@ import (
 func (s *Server) mcpHandler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		thread := r.URL.Query().Get("thread")
-		if thread != "" && memory.ValidURLThreadID(thread) != nil {
+		if thread != "" && ValidURLThreadID(thread) != nil {
 			return nil // 400
 		}
 		return mcpserver.New(mcpserver.Options{Compactor: s.Compactor, Thread: thread})

@@ -120,12 +120,12 @@ func (s *Server) apiPin(w http.ResponseWriter, r *http.Request) {
 // another site: one not marked application/json, or whose Origin is another site's.
 func sameSite(w http.ResponseWriter, r *http.Request) bool {
 	if !isJSON(r) {
-		writeCode(w, memory.CodeUnsupported, "unsupported_media_type",
+		writeCode(w, CodeUnsupported, "unsupported_media_type",
 			"send this request with Content-Type: application/json", "")
 		return false
 	}
 	if err := http.NewCrossOriginProtection().Check(r); err != nil {
-		writeCode(w, memory.CodeForbidden, "cross_origin", "cross-site request refused: "+err.Error(), "")
+		writeCode(w, CodeForbidden, "cross_origin", "cross-site request refused: "+err.Error(), "")
 		return false
 	}
 	return true

@@ -36,12 +36,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := memory.ValidURLThreadID(thread); err != nil {
+	if err := ValidURLThreadID(thread); err != nil {
 		writeCode(w, memory.CodeInvalid, "invalid_thread_id", err.Error(), "")
 		return
 	}
 	if !isJSON(r) {
-		writeCode(w, memory.CodeUnsupported, "unsupported_media_type",
+		writeCode(w, CodeUnsupported, "unsupported_media_type",
 			"the request body must be JSON, sent with Content-Type: application/json", "")
 		return
 	}

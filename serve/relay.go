@@ -83,7 +83,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, re
 	ctx, stream := r.Context(), req.stream
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Upstream+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		writeCode(w, memory.CodeUpstream, "upstream_unreachable", "upstream: "+err.Error(), "")
+		writeCode(w, CodeUpstream, "upstream_unreachable", "upstream: "+err.Error(), "")
 		return false, false
 	}
 	up.Header.Set("Content-Type", "application/json")
@@ -99,7 +99,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, thread string, re
 	resp, err := s.Client.Do(up)
 	if err != nil {
 		if ctx.Err() == nil {
-			writeCode(w, memory.CodeUpstream, "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
+			writeCode(w, CodeUpstream, "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
 		}
 		return false, false
 	}
@@ -178,12 +178,12 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string
 		if err != nil {
 			msg = "reading the upstream's reply: " + err.Error()
 		}
-		writeCode(w, memory.CodeUpstream, "bad_upstream_reply", msg, "")
+		writeCode(w, CodeUpstream, "bad_upstream_reply", msg, "")
 		return false
 	}
 	reply, err := replyMessage(b)
 	if err != nil {
-		writeCode(w, memory.CodeUpstream, "bad_upstream_reply", err.Error(), "")
+		writeCode(w, CodeUpstream, "bad_upstream_reply", err.Error(), "")
 		return false
 	}
 	calibrate(promptTokens(b))
@@ -191,7 +191,7 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, thread string
 		return false // the client left: it never sees this reply, so it is not stored
 	}
 	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, []chat.Message{reply}); err != nil {
-		writeCode(w, memory.CodeUpstream, "reply_not_stored", "the model's reply could not be stored: "+err.Error(), "")
+		writeCode(w, CodeUpstream, "reply_not_stored", "the model's reply could not be stored: "+err.Error(), "")
 		return false
 	}
 	s.compactLater(thread)

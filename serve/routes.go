@@ -29,7 +29,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	}
 	up, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.Upstream+"/models", nil)
 	if err != nil {
-		writeCode(w, memory.CodeUpstream, "upstream_unreachable", "upstream: "+err.Error(), "")
+		writeCode(w, CodeUpstream, "upstream_unreachable", "upstream: "+err.Error(), "")
 		return
 	}
 	up.Header.Set("Accept", "application/json")
@@ -39,7 +39,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.Client.Do(up)
 	if err != nil {
 		if r.Context().Err() == nil {
-			writeCode(w, memory.CodeUpstream, "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
+			writeCode(w, CodeUpstream, "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
 		}
 		return
 	}
@@ -52,7 +52,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 // notFound answers a route the server does not have, in OpenAI's error shape, naming the base
 // URL an agent should use.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	writeCode(w, memory.CodeNoRoute, "unknown_route",
+	writeCode(w, CodeNoRoute, "unknown_route",
 		fmt.Sprintf("no route %s %s: set the client's base URL to http://%s/t/THREAD/v1 (THREAD names the conversation; or use /v1 with the header %s: THREAD), which serves POST /chat/completions and GET /models",
 			r.Method, r.URL.Path, r.Host, ThreadHeader), "")
 }

@@ -249,7 +249,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if s.LoopbackOnly && !loopbackHost(r.Host) {
-			writeCode(rec, memory.CodeForbidden, "host_not_allowed",
+			writeCode(rec, CodeForbidden, "host_not_allowed",
 				fmt.Sprintf("the Host %q is not a loopback name or address: this server answers loopback requests only", r.Host), "")
 			return
 		}
@@ -257,7 +257,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 				rec.Header().Set("WWW-Authenticate", `Bearer realm="memctl"`)
-				writeCode(rec, memory.CodeUnauthenticated, "invalid_api_key",
+				writeCode(rec, CodeUnauthenticated, "invalid_api_key",
 					"missing or wrong token: send the header Authorization: Bearer <token> (the value of the variable named by --token-env)", "")
 				return
 			}

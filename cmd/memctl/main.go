@@ -89,15 +89,6 @@ var exitCodes = map[memory.Code]int{
 	memory.CodeOverLimit:   exitFail,
 	memory.CodeUnavailable: exitFail,
 	memory.CodeInternal:    exitFail,
-	// serve's refusals: memctl's own commands meet none of them.
-	memory.CodeUnauthenticated: exitFail,
-	memory.CodeForbidden:       exitFail,
-	memory.CodeNoRoute:         exitUsage,
-	memory.CodeUnsupported:     exitUsage,
-	memory.CodeTooLarge:        exitUsage,
-	memory.CodeTimeout:         exitFail,
-	memory.CodeLoop:            exitFail,
-	memory.CodeUpstream:        exitFail,
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -1,10 +1,11 @@
-package memory_test
+package serve_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve"
 )
 
 // TestThreadIDRule: the one table of thread ids, for the rule every entry point applies
@@ -37,7 +38,7 @@ func TestThreadIDRule(t *testing.T) {
 		if err := memory.ValidThreadID(tc.id); (err == nil) != tc.any {
 			t.Errorf("ValidThreadID(%q) = %v, want accepted %v", name, err, tc.any)
 		}
-		if err := memory.ValidURLThreadID(tc.id); (err == nil) != tc.url {
+		if err := serve.ValidURLThreadID(tc.id); (err == nil) != tc.url {
 			t.Errorf("ValidURLThreadID(%q) = %v, want accepted %v", name, err, tc.url)
 		}
 	}
