@@ -85,14 +85,14 @@ func isErr(target error) func(error) bool {
 	return func(err error) bool { return errors.Is(err, target) }
 }
 
-// Coder is an error of another package that says its own code (compact.SettingError says
+// coder is an error of another package that says its own code (compact.SettingError says
 // invalid).
-type Coder interface{ Code() Code }
+type coder interface{ Code() Code }
 
-// says matches an error that says it has code c (Coder).
+// says matches an error that says it has code c (coder).
 func says(c Code) func(error) bool {
 	return func(err error) bool {
-		var k Coder
+		var k coder
 		return errors.As(err, &k) && k.Code() == c
 	}
 }

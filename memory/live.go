@@ -9,6 +9,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/grow"
 	"github.com/memcascade/memcascade/tokencount"
 )
 
@@ -197,23 +198,11 @@ func (a Active) Extend(entries []Entry) Active {
 	if len(a.Entries) == 0 {
 		a.Tokens += tokencount.ReplyPriming
 	}
-	a.Entries = AppendGrowing(a.Entries, entries...)
+	a.Entries = grow.Append(a.Entries, entries...)
 	for _, e := range entries {
 		a.Tokens += e.Tokens
 	}
 	a.Thread.Messages = int(entries[len(entries)-1].Seq)
 	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
 	return a
-}
-
-// AppendGrowing appends to s as append does, but grows a full s by an eighth rather than
-// doubling it: a slice a host keeps per thread and extends each turn holds little unused room
-// (doubled, half of what many threads kept was room), for a copy every few turns.
-func AppendGrowing[T any](s []T, add ...T) []T {
-	if cap(s)-len(s) < len(add) {
-		grown := make([]T, len(s), len(s)+len(add)+len(s)/8+4)
-		copy(grown, s)
-		s = grown
-	}
-	return append(s, add...)
 }

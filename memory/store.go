@@ -45,12 +45,6 @@ var (
 	ErrCompactionNotFound = errors.New("compaction not found")
 	// ErrNoMessages: an append or import held no message.
 	ErrNoMessages = errors.New("no messages")
-	// ErrNewerSchema: the database was written by a newer version.
-	ErrNewerSchema = db.ErrNewerSchema
-	// ErrOlderSchema: a read-only open found a database written by an older version.
-	ErrOlderSchema = db.ErrOlderSchema
-	// ErrNoDatabase: an open that may not create found no database at the path.
-	ErrNoDatabase = db.ErrNoDatabase
 )
 
 // ForeignError is the error of an open that found a file that is not a memcascade database
@@ -96,11 +90,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // OpenOptions set what opening a store may do to its file.
 type OpenOptions struct {
-	// NoCreate refuses a missing or empty file (ErrNoDatabase) instead of creating it. An
+	// NoCreate refuses a missing or empty file (db.ErrNoDatabase) instead of creating it. An
 	// existing database is still migrated.
 	NoCreate bool
 	// ReadOnly is for a caller that only reads: it implies NoCreate, and the file is never
-	// migrated (a database written by an older version is ErrOlderSchema: open it once without
+	// migrated (a database written by an older version is db.ErrOlderSchema: open it once without
 	// ReadOnly to upgrade it) nor marked with the application id.
 	ReadOnly bool
 	// Logger, when set, becomes the Store's Logger before the open recovers interrupted

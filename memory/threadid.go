@@ -2,7 +2,7 @@ package memory
 
 import (
 	"fmt"
-	)
+)
 
 // Thread ids. ValidThreadID is the one rule for which strings name a thread, applied by every
 // entry point that takes one: Append and AppendLive, memctl's arguments, serve's inspection

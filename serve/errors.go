@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -107,7 +108,7 @@ var errorDetails = []struct {
 	{is(memory.ErrPinRefused), "pin_refused"},
 	{as[*memory.InputError], "invalid_message"},
 	{as[*compact.SettingError], "invalid_settings"},
-	{is(memory.ErrNewerSchema), "newer_schema"},
+	{is(db.ErrNewerSchema), "newer_schema"},
 }
 
 func is(target error) func(error) bool { return func(err error) bool { return errors.Is(err, target) } }

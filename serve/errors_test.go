@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -30,7 +31,7 @@ func TestCodeStatusEveryCode(t *testing.T) {
 		{fmt.Errorf("x: %w", memory.ErrThreadNotFound), http.StatusNotFound, "thread_not_found"},
 		{memory.ErrPinRefused, http.StatusConflict, "pin_refused"},
 		{&memory.InputError{Msg: "bad"}, http.StatusBadRequest, "invalid_message"},
-		{memory.ErrNewerSchema, http.StatusInternalServerError, "newer_schema"},
+		{db.ErrNewerSchema, http.StatusInternalServerError, "newer_schema"},
 		{fmt.Errorf("disk full"), http.StatusInternalServerError, "internal_error"},
 		// errors no detail names still take their code's status
 		{fmt.Errorf("append: %w", memory.ErrStale), http.StatusConflict, "conflict"},
@@ -58,20 +59,20 @@ func TestWriteCodeEveryCode(t *testing.T) {
 		status int
 		typ    string
 	}{
-		memory.CodeInvalid:        {400, "invalid_request_error"},
-		memory.CodeNotFound:       {404, "not_found_error"},
-		memory.CodeConflict:       {409, "invalid_request_error"},
-		memory.CodeOverLimit:      {400, "invalid_request_error"},
-		memory.CodeUnavailable:    {503, "server_error"},
-		memory.CodeInternal:       {500, "server_error"},
-		CodeUnauthenticated: {401, "invalid_request_error"},
-		CodeForbidden:       {403, "permission_error"},
-		CodeNoRoute:         {404, "invalid_request_error"},
-		CodeUnsupported:     {415, "invalid_request_error"},
-		CodeTooLarge:        {413, "invalid_request_error"},
-		CodeTimeout:         {408, "invalid_request_error"},
-		CodeLoop:            {508, "invalid_request_error"},
-		CodeUpstream:        {502, "upstream_error"},
+		memory.CodeInvalid:     {400, "invalid_request_error"},
+		memory.CodeNotFound:    {404, "not_found_error"},
+		memory.CodeConflict:    {409, "invalid_request_error"},
+		memory.CodeOverLimit:   {400, "invalid_request_error"},
+		memory.CodeUnavailable: {503, "server_error"},
+		memory.CodeInternal:    {500, "server_error"},
+		CodeUnauthenticated:    {401, "invalid_request_error"},
+		CodeForbidden:          {403, "permission_error"},
+		CodeNoRoute:            {404, "invalid_request_error"},
+		CodeUnsupported:        {415, "invalid_request_error"},
+		CodeTooLarge:           {413, "invalid_request_error"},
+		CodeTimeout:            {408, "invalid_request_error"},
+		CodeLoop:               {508, "invalid_request_error"},
+		CodeUpstream:           {502, "upstream_error"},
 	}
 	if len(want) != len(Codes) {
 		t.Errorf("%d codes expected here, Codes has %d", len(want), len(Codes))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/internal/grow"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -144,7 +145,7 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 		s.keepLive(st, nil)
 		return
 	}
-	next := &liveState{ver: ap.After, hist: memory.AppendGrowing(lv.hist, msgs...), active: lv.active.Extend(ap.Entries), enc: memory.AppendGrowing(lv.enc, ap.Raw...),
+	next := &liveState{ver: ap.After, hist: grow.Append(lv.hist, msgs...), active: lv.active.Extend(ap.Entries), enc: grow.Append(lv.enc, ap.Raw...),
 		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, ts: lv.ts}
 	if ap.After.Settings != lv.ver.Settings || !lv.ver.Found {
 		ts, err := compact.ParseThreadSettings(st.thread, []byte(ap.After.Settings))

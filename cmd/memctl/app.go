@@ -13,6 +13,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -99,7 +100,7 @@ func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
 		}
 	}
 	s, err := memory.OpenWith(ctx, loc.path, memory.OpenOptions{NoCreate: mode != forCreating, ReadOnly: mode == forReading, Logger: a.logger})
-	if errors.Is(err, memory.ErrOlderSchema) {
+	if errors.Is(err, db.ErrOlderSchema) {
 		return nil, fmt.Errorf("%w (import, compact, revert and delete do)", err)
 	}
 	if err != nil {

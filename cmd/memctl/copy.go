@@ -47,7 +47,7 @@ With --json: {"source", "destination", "threads", "messages", "compactions", "at
 				return usagef("copy: empty SRC or DST")
 			}
 			src, err := memory.OpenWith(ctx, srcName, memory.OpenOptions{ReadOnly: true, NoCreate: true, Logger: a.logger})
-			if errors.Is(err, memory.ErrOlderSchema) {
+			if errors.Is(err, db.ErrOlderSchema) {
 				return fmt.Errorf("copy: source %w (import, compact, revert and delete do)", err)
 			}
 			if err != nil {
