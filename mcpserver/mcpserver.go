@@ -6,17 +6,14 @@
 package mcpserver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memcascade/memcascade/compact"
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -126,23 +123,9 @@ type SearchInput struct {
 	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many hits (default 10, at most 100)"`
 }
 
-// SearchHit is one hit of memory_search.
-type SearchHit struct {
-	Thread          string `json:"thread"`
-	Seq             int64  `json:"seq"`
-	Role            string `json:"role"`
-	Snippet         string `json:"snippet"`
-	InActiveContext bool   `json:"in_active_context"`
-	// CompactionID is set when the hit is a compaction's summary (Seq is then the last
-	// message it covers).
-	CompactionID int64 `json:"compaction_id,omitempty"`
-
-	marks [][2]int // the matched text in Snippet (memory.SearchHit.Marks)
-}
-
 // SearchOutput is memory_search's answer.
 type SearchOutput struct {
-	Hits []SearchHit `json:"hits"`
+	Hits []memory.SearchHit `json:"hits"`
 }
 
 func (h *handler) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
@@ -153,63 +136,15 @@ func (h *handler) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchI
 			return nil, SearchOutput{}, err
 		}
 	}
-	if len(db.SearchTerms(in.Query)) == 0 {
-		return nil, SearchOutput{}, fmt.Errorf("query %q: no word to search for (a word has a letter or a digit)", in.Query)
+	opt := memory.SearchOptions{Thread: thread, Limit: in.Limit}
+	if !h.opt.Raw {
+		opt.Redact = h.opt.Compactor.Redact
 	}
-	hits, err := Search(ctx, h.store, in.Query, thread, in.Limit)
+	hits, err := h.store.Search(ctx, in.Query, opt)
 	if err != nil {
 		return nil, SearchOutput{}, err
 	}
-	if !h.opt.Raw {
-		if err := RedactHits(ctx, h.store, in.Query, hits, h.opt.Compactor.Redact); err != nil {
-			return nil, SearchOutput{}, err
-		}
-	}
 	return nil, SearchOutput{Hits: hits}, nil
-}
-
-// Search is memory_search (and the recall of memctl serve): the hits of query in thread (""
-// for every thread, then grouped by thread), newest first, each saying whether its thread's
-// active context holds it as it is (a masked or cut tool result is not held). limit is
-// clipped to 1..100 (0: 10). The snippets are as stored: redact them before they leave the
-// machine (RedactHits). A query of more than MaxQueryWords distinct words is ErrQueryTooLong;
-// a word given again is searched once.
-func Search(ctx context.Context, s *memory.Store, query, thread string, limit int) ([]SearchHit, error) {
-	if limit <= 0 {
-		limit = 10
-	}
-	limit = min(limit, 100)
-	query, err := boundQuery(query)
-	if err != nil {
-		return nil, err
-	}
-	found, err := s.Search(ctx, query, memory.SearchOptions{Thread: thread, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	active := map[string]memory.Active{}
-	hits := make([]SearchHit, 0, len(found))
-	for _, f := range found {
-		a, ok := active[f.Thread]
-		if !ok {
-			if a, err = s.Active(ctx, f.Thread); err != nil {
-				return nil, err
-			}
-			active[f.Thread] = a
-		}
-		in := slices.ContainsFunc(a.Entries, func(e memory.Entry) bool {
-			if f.CompactionID != 0 {
-				return e.CompactionID == f.CompactionID
-			}
-			return e.CompactionID == 0 && e.Seq == f.Seq && !e.Shortened()
-		})
-		hits = append(hits, SearchHit{Thread: f.Thread, Seq: f.Seq, Role: f.Role, Snippet: f.Snippet, InActiveContext: in, CompactionID: f.CompactionID,
-			marks: f.Marks})
-	}
-	slices.SortStableFunc(hits, func(a, b SearchHit) int {
-		return cmp.Or(cmp.Compare(a.Thread, b.Thread), cmp.Compare(b.Seq, a.Seq))
-	})
-	return hits, nil
 }
 
 // ReadInput are memory_read's arguments.

@@ -123,10 +123,19 @@ func TestTools(t *testing.T) {
 	if e := call(t, cs, "memory_search", map[string]any{"query": "LQ940Q", "thread": "t"}, &found); e != "" {
 		t.Fatal(e)
 	}
-	var archived *mcpserver.SearchHit
+	// One ranking (memory.Store.Search): the tool's hits are the store's, in its order, the
+	// messages before the summaries.
+	direct, err := s.Search(ctx, "LQ940Q", memory.SearchOptions{Thread: "t"})
+	if err != nil || len(direct) != len(found.Hits) {
+		t.Fatalf("store search: %d hits (%v), the tool %d", len(direct), err, len(found.Hits))
+	}
+	var archived *memory.SearchHit
 	for i, h := range found.Hits {
-		if i > 0 && h.Seq > found.Hits[i-1].Seq {
-			t.Fatalf("hits not newest first: %v", found.Hits)
+		if d := direct[i]; d.Thread != h.Thread || d.Seq != h.Seq || d.CompactionID != h.CompactionID || d.InActiveContext != h.InActiveContext {
+			t.Fatalf("hit %d: the tool's %+v, the store's %+v", i, h, d)
+		}
+		if i > 0 && h.CompactionID == 0 && found.Hits[i-1].CompactionID != 0 {
+			t.Fatalf("a message after a summary: %v", found.Hits)
 		}
 		if h.CompactionID == 0 && !h.InActiveContext && archived == nil {
 			h := h
@@ -140,7 +149,10 @@ func TestTools(t *testing.T) {
 	if e := call(t, cs, "memory_read", map[string]any{"thread": "t", "from_seq": archived.Seq - 1, "to_seq": archived.Seq}, &read); e != "" {
 		t.Fatal(e)
 	}
-	if len(read.Messages) != 2 || !strings.Contains(read.Messages[1].Content, "LQ940Q") || read.Truncated {
+	holds := func(m mcpserver.ReadMessage) bool {
+		return strings.Contains(m.Content, "LQ940Q") || slices.ContainsFunc(m.ToolCalls, func(c mcpserver.ReadCall) bool { return strings.Contains(c.Arguments, "LQ940Q") })
+	}
+	if len(read.Messages) != 2 || !holds(read.Messages[1]) || read.Truncated {
 		t.Fatalf("read %d..%d: %+v", archived.Seq-1, archived.Seq, read)
 	}
 	var pinned mcpserver.PinOutput
@@ -157,7 +169,7 @@ func TestTools(t *testing.T) {
 	if e := call(t, cs, "memory_search", map[string]any{"query": "LQ940Q", "thread": "t"}, &found); e != "" {
 		t.Fatal(e)
 	}
-	if !slices.ContainsFunc(found.Hits, func(h mcpserver.SearchHit) bool { return h.Seq == archived.Seq && h.InActiveContext }) {
+	if !slices.ContainsFunc(found.Hits, func(h memory.SearchHit) bool { return h.Seq == archived.Seq && h.InActiveContext }) {
 		t.Fatalf("after the requested compaction the pinned message %d is not in the active context: %+v", archived.Seq, found.Hits)
 	}
 	var list mcpserver.CompactionsOutput

@@ -19,14 +19,11 @@ package memory
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -523,105 +520,4 @@ func (s *Store) DeleteThread(ctx context.Context, thread string) error {
 		}
 		return nil
 	})
-}
-
-// SearchHit is a message or summary that matched a search.
-type SearchHit struct {
-	Thread string `json:"thread"`
-	// Seq is the message's place; for a summary, the last message it covers.
-	Seq  int64  `json:"seq"`
-	Role string `json:"role"`
-	// Archived: the message is no longer in the active context (a summary covers it), or the
-	// summary was superseded or reverted.
-	Archived bool   `json:"archived"`
-	Snippet  string `json:"snippet"`
-	// CompactionID is set when the hit is a summary.
-	CompactionID int64 `json:"compaction_id,omitempty"`
-	// Marks are the byte ranges [start, end) in Snippet of the matched text, the brackets
-	// around each excluded: a brace in the stored text is never taken for a mark.
-	Marks [][2]int `json:"-"`
-}
-
-// SearchOptions narrow a search.
-type SearchOptions struct {
-	Thread string // only this thread ("" = all)
-	Limit  int    // at most this many hits (0 = 20)
-}
-
-// Search finds stored messages and summaries, archived ones included, that contain every word
-// of query. Any text is a valid query: words are matched as quoted phrases, never as FTS5
-// syntax; a word ending in * matches the words that start with it (OBUT* finds OBUT9V).
-// Message hits come first, best match first, then summary hits.
-func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]SearchHit, error) {
-	if opt.Limit <= 0 {
-		opt.Limit = 20
-	}
-	match := s.h.Match(query)
-	if match == "" {
-		return []SearchHit{}, nil
-	}
-	out := []SearchHit{}
-	open, close := snippetMarks()
-	err := s.h.ReadTx(ctx, func(q db.Querier) error {
-		msgs, err := q.SearchMessages(ctx, db.SearchMessagesParams{MarkOpen: open, MarkClose: close, Query: match, ThreadID: opt.Thread, MaxRows: int64(opt.Limit)})
-		if err != nil {
-			return err
-		}
-		for _, m := range msgs {
-			snip, marks := markSnippet(m.Snippet, open, close)
-			out = append(out, SearchHit{Thread: m.ThreadID, Seq: m.Seq, Role: m.Role, Archived: m.Archived != 0, Snippet: snip, Marks: marks})
-		}
-		if len(out) >= opt.Limit {
-			return nil
-		}
-		sums, err := q.SearchSummaries(ctx, db.SearchSummariesParams{MarkOpen: open, MarkClose: close, Query: match, ThreadID: opt.Thread, MaxRows: int64(opt.Limit - len(out))})
-		if err != nil {
-			return err
-		}
-		for _, m := range sums {
-			snip, marks := markSnippet(m.Snippet, open, close)
-			out = append(out, SearchHit{Thread: m.ThreadID, Seq: m.ToSeq.Int64, Role: m.SummaryRole.String,
-				Archived: m.Superseded != 0, Snippet: snip, Marks: marks, CompactionID: m.ID})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("search %q: %w", query, err)
-	}
-	return out, nil
-}
-
-// snippetMarks returns the marks the search asks SQLite to put around matched text: random, so
-// that no stored text can contain them.
-func snippetMarks() (open, close string) {
-	var b [12]byte
-	rand.Read(b[:])
-	n := hex.EncodeToString(b[:])
-	return "\x1f" + n + "(", "\x1f" + n + ")"
-}
-
-// markSnippet replaces the marks open and close in a snippet by brackets and returns where the
-// marked text is.
-func markSnippet(s, open, close string) (string, [][2]int) {
-	var b strings.Builder
-	var marks [][2]int
-	for {
-		i := strings.Index(s, open)
-		if i < 0 {
-			break
-		}
-		j := strings.Index(s[i+len(open):], close)
-		if j < 0 {
-			break
-		}
-		b.WriteString(s[:i])
-		b.WriteByte('[')
-		start := b.Len()
-		b.WriteString(s[i+len(open) : i+len(open)+j])
-		marks = append(marks, [2]int{start, b.Len()})
-		b.WriteByte(']')
-		s = s[i+len(open)+j+len(close):]
-	}
-	b.WriteString(s)
-	return b.String(), marks
 }

@@ -36,7 +36,8 @@ func intParam(w http.ResponseWriter, name, v string, def, min int64) (int64, boo
 	return n, true
 }
 
-// GET /api/search?q=QUERY[&thread=T][&limit=N]: memory_search's hits, newest first.
+// GET /api/search?q=QUERY[&thread=T][&limit=N]: the hits of memory.Store.Search (memctl
+// search's and memory_search's), redacted as for a provider.
 func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Get("q") == "" {
@@ -47,7 +48,7 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	hits, err := mcpserver.Search(r.Context(), s.Store, q.Get("q"), q.Get("thread"), int(limit))
+	hits, err := s.Store.Search(r.Context(), q.Get("q"), memory.SearchOptions{Thread: q.Get("thread"), Limit: int(limit), Redact: s.Compactor.Redact})
 	if err != nil {
 		Error(w, err)
 		return

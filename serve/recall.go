@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/memcascade/memcascade/chat"
-	"github.com/memcascade/memcascade/mcpserver"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
 )
@@ -208,25 +207,24 @@ func (s *Server) runRecall(ctx context.Context, thread string, reply chat.Messag
 // recallHit is one hit of a recall's result: the message's text given whole (up to
 // recallText bytes) when the active context does not hold it.
 type recallHit struct {
-	mcpserver.SearchHit
+	memory.SearchHit
 	Text string `json:"text,omitempty"`
 }
 
 // recallResult is the tool result of one search, redacted as for a provider.
 func (s *Server) recallResult(ctx context.Context, thread, query string) string {
-	hits, err := mcpserver.Search(ctx, s.Store, query, thread, recallHits)
-	if err != nil {
-		return fmt.Sprintf(`{"error": %q}`, err.Error())
-	}
 	redact := s.Compactor.Redact
 	if redact == nil {
 		redact = func(s string) string { return s }
+	}
+	hits, err := s.Store.Search(ctx, query, memory.SearchOptions{Thread: thread, Limit: recallHits, Redact: redact})
+	if err != nil {
+		return fmt.Sprintf(`{"error": %q}`, err.Error())
 	}
 	out := struct {
 		Hits []recallHit `json:"hits"`
 	}{Hits: []recallHit{}}
 	for _, h := range hits {
-		h.Snippet = redact(h.Snippet)
 		rh := recallHit{SearchHit: h}
 		if !h.InActiveContext && h.CompactionID == 0 {
 			if es, err := s.Store.Messages(ctx, thread, h.Seq, h.Seq); err == nil && len(es) == 1 {

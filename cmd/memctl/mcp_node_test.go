@@ -83,7 +83,7 @@ func TestMCPNodeClient(t *testing.T) {
 		Read                  []mcpserver.ReadMessage
 		Pin                   mcpserver.PinOutput
 		Compact               mcpserver.CompactOutput
-		After                 []mcpserver.SearchHit
+		After                 []memory.SearchHit
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("the script's output: %v\n%s", err, out)
@@ -98,7 +98,7 @@ func TestMCPNodeClient(t *testing.T) {
 	if !res.Pin.Pinned || res.Pin.FromSeq != res.Seq-1 || res.Compact.Reason != string(memory.ReasonRequested) || res.Compact.Status != string(memory.StatusApplied) {
 		t.Fatalf("pin %+v, compact %+v", res.Pin, res.Compact)
 	}
-	if !slices.ContainsFunc(res.After, func(h mcpserver.SearchHit) bool { return h.Seq == res.Seq && h.InActiveContext }) {
+	if !slices.ContainsFunc(res.After, func(h memory.SearchHit) bool { return h.Seq == res.Seq && h.InActiveContext }) {
 		t.Fatalf("after the requested compaction, message %d (%s) is not in the active context: %+v", res.Seq, res.ID, res.After)
 	}
 	a, err := s.Active(ctx, "t")

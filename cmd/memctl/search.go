@@ -21,10 +21,14 @@ match; a word ending in * matches the words that start with it (OBUT* finds OBUT
 other text is a valid query too: it is never read as search syntax.
 
 Columns: THREAD the thread; SEQ the message's place in it ("summary N" for the summary of
-compaction N); ROLE the message's role; STATE active (in the active context) or archived
-(covered by a summary, left out by a view, or a superseded summary); SNIPPET the text around
-the match, the matched words in [brackets] on a terminal (plain text in a pipe; the JSON
-snippet always has them).`,
+compaction N); ROLE the message's role; STATE active (the active context holds it as it
+is: pinned messages too) or archived (covered by a summary, left out, masked or cut by a view,
+or a superseded summary); SNIPPET the text around the match, the matched words in [brackets] on
+a terminal (plain text in a pipe; the JSON snippet always has them).
+
+The hits are ranked as memory_search (MCP) and serve's /api/search rank them: the messages
+first, best match first, then the summaries; a superseded summary is left out when the newer
+summary that folded it in matched too.`,
 		Example: `  memctl search "reservation ZFA04Y"
   memctl search 'OBUT*'
   memctl search gpt-4o --thread support-42 --limit 5 --json`,
@@ -48,7 +52,7 @@ snippet always has them).`,
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "search only this thread")
 	cmd.RegisterFlagCompletionFunc("thread", a.completeThreadFlag)
-	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many results")
+	cmd.Flags().IntVar(&limit, "limit", memory.DefaultSearchLimit, fmt.Sprintf("at most this many results (at most %d)", memory.MaxSearchLimit))
 	return cmd
 }
 
@@ -74,9 +78,9 @@ func (a *app) search(ctx context.Context, query string, opt memory.SearchOptions
 			if h.CompactionID != 0 {
 				where = fmt.Sprintf("summary %d", h.CompactionID)
 			}
-			state := "active"
-			if h.Archived {
-				state = "archived"
+			state := "archived"
+			if h.InActiveContext {
+				state = "active"
 			}
 			snippet := h.Snippet
 			if !marks {
