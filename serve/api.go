@@ -187,7 +187,7 @@ func (s *Server) apiCompact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req CompactRequest
-	body, free, ok := s.readBody(w, r, 1<<10)
+	body, free, ok := s.readBody(w, r, openAI, 1<<10)
 	if !ok {
 		return
 	}

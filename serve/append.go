@@ -8,17 +8,18 @@ import (
 	"strings"
 
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve/dialect"
 )
 
 // startOver starts the request's thread over with the request's messages (see ResetHeader),
 // in one transaction: a request whose messages are not valid changes nothing. It names the
-// archive in the ArchivedHeader of w, and returns a *badRequest naming an invalid message.
-func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threadState, req chatRequest) error {
+// archive in the ArchivedHeader of w, and returns a *dialect.BadRequest naming an invalid message.
+func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threadState, req dialect.Turn) error {
 	archive := fmt.Sprintf("%s.reset-%d", st.thread, s.Store.Now().UnixMilli())
 	s.keepLive(st, nil)
-	res, archived, err := s.Store.StartOver(ctx, st.thread, archive, req.messages, memory.AppendOptions{Model: req.model})
+	res, archived, err := s.Store.StartOver(ctx, st.thread, archive, req.Messages, memory.AppendOptions{Model: req.Model})
 	if err != nil {
-		return messageError(err, req, len(req.messages), 0)
+		return messageError(err, req, len(req.Messages), 0)
 	}
 	s.warnNew(st.thread, res)
 	if archived {
@@ -31,8 +32,8 @@ func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threa
 // appendNew appends the request's messages that the thread does not hold yet (see
 // Reconcile), reconciled with the history the server keeps: the append is made only if the
 // thread is still what was kept, else it is read again and the request reconciled anew. It
-// returns a *Conflict, or a *badRequest naming an invalid message.
-func (s *Server) appendNew(ctx context.Context, st *threadState, req chatRequest) error {
+// returns a *Conflict, or a *dialect.BadRequest naming an invalid message.
+func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Turn) error {
 	for attempt := 0; ; attempt++ {
 		// The kept state is trusted first: the append checks it. A request that appends
 		// nothing, or that conflicts, is checked against the thread as it is.
@@ -48,12 +49,12 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req chatRequest
 		fresh, fast := lv.resent(req)
 		var conflict *Conflict
 		if !fast {
-			fresh, conflict = Reconcile(stored, req.messages)
+			fresh, conflict = Reconcile(stored, req.Messages)
 		}
 		if (conflict != nil || len(fresh) == 0) && attempt == 0 && kept {
 			continue // check the version first
 		}
-		known := fast || len(req.messages) == len(stored)+len(fresh) && samePrefix(req.messages, stored)
+		known := fast || len(req.Messages) == len(stored)+len(fresh) && samePrefix(req.Messages, stored)
 		if conflict != nil {
 			return conflict
 		}
@@ -70,7 +71,7 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req chatRequest
 			prompt = leadingSystem(fresh)
 		}
 		expect := lv.ver
-		res, err := s.appendLive(ctx, st, fresh, memory.AppendOptions{Model: req.model}, &expect)
+		res, err := s.appendLive(ctx, st, fresh, memory.AppendOptions{Model: req.Model}, &expect)
 		if errors.Is(err, memory.ErrStale) && attempt < 5 {
 			continue // another process changed the thread: reconcile with what it is now
 		}
@@ -93,15 +94,15 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req chatRequest
 // latest request with the history's own messages in their place (one copy of each message is
 // kept, not two): the next request that resends them with the same bytes is compared with the
 // history from where they end (see liveState.resent).
-func (s *Server) knownSent(st *threadState, lv *liveState, req chatRequest) {
+func (s *Server) knownSent(st *threadState, lv *liveState, req dialect.Turn) {
 	if lv.recall {
 		return // the history holds messages the agent never saw: not one for one
 	}
 	// The history's own slice, capped at its length: an append to the history writes past it.
-	msgs := lv.hist[:len(req.messages):len(req.messages)]
-	sent := &sentMessages{hashes: req.sent.hashes, msgs: msgs, toolsHash: req.sent.toolsHash, tools: req.sent.tools}
+	msgs := lv.hist[:len(req.Messages):len(req.Messages)]
+	sent := &dialect.Sent{Hashes: req.Sent.Hashes, Msgs: msgs, ToolsHash: req.Sent.ToolsHash, Tools: req.Sent.Tools}
 	s.mu.Lock()
-	latest := st.sent == req.sent
+	latest := st.sent == req.Sent
 	s.mu.Unlock()
 	if !latest {
 		return // a later request of the thread came meanwhile: it is the latest
@@ -120,17 +121,17 @@ func (s *Server) warnNew(thread string, res memory.AppendResult) {
 
 // messageError names the request's message at fault of an *InputError of an append of the
 // request's last n messages, the first prompt of which are its leading messages: a
-// *badRequest; other errors are returned as they are.
-func messageError(err error, req chatRequest, n, prompt int) error {
+// *dialect.BadRequest; other errors are returned as they are.
+func messageError(err error, req dialect.Turn, n, prompt int) error {
 	var ie *memory.InputError
 	if !errors.As(err, &ie) {
 		return err
 	}
-	i := len(req.messages) - n + ie.Index
+	i := len(req.Messages) - n + ie.Index
 	if ie.Index < prompt {
 		i = ie.Index
 	}
-	return &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: %s", i, strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
+	return &dialect.BadRequest{Param: fmt.Sprintf("messages[%d]", i), Msg: fmt.Sprintf("messages[%d]: %s", i, strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
 }
 
 // pinPrompt pins the n messages after seq after, a changed system prompt, so that the active

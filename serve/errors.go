@@ -9,41 +9,9 @@ import (
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve/chatcompletions"
+	"github.com/memcascade/memcascade/serve/dialect"
 )
-
-// apiError is OpenAI's error shape: {"error": {"message", "type", "param", "code"}}.
-type apiError struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-// writeError writes an error in OpenAI's shape. param and code may be "" (written as null).
-// Only writeCode calls it: every error answer takes its status and type from codeStatus.
-func writeError(w http.ResponseWriter, status int, typ, code, msg, param string) {
-	e := apiError{Message: msg, Type: typ}
-	if param != "" {
-		e.Param = &param
-	}
-	if code != "" {
-		e.Code = &code
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]apiError{"error": e})
-}
-
-// writeErrorEvent ends a stream with an error event in OpenAI's shape (data: {"error": {...}}),
-// which OpenAI's clients raise as an error; no data: [DONE] follows it. The stream's status is
-// already sent; the type is CodeUpstream's in codeStatus.
-func writeErrorEvent(w http.ResponseWriter, code, msg string) {
-	b, _ := json.Marshal(map[string]apiError{"error": {Message: msg, Type: codeStatus[CodeUpstream].typ, Code: &code}})
-	w.Write([]byte("data: "))
-	w.Write(b)
-	w.Write([]byte("\n\n"))
-}
 
 // The codes of what serve refuses before the domain sees a request; no error of memory or
 // compact has them. Codes lists them with the domain's.
@@ -62,37 +30,43 @@ const (
 var Codes = append(slices.Clone(memory.Codes), CodeUnauthenticated, CodeForbidden, CodeNoRoute, CodeUnsupported,
 	CodeTooLarge, CodeTimeout, CodeLoop, CodeUpstream)
 
-// codeStatus is the one table of memory's error codes and the HTTP status and OpenAI error type
-// each is answered with.
-var codeStatus = map[memory.Code]struct {
-	status int
-	typ    string
-}{
-	memory.CodeInvalid:     {http.StatusBadRequest, "invalid_request_error"},
-	memory.CodeNotFound:    {http.StatusNotFound, "not_found_error"},
-	memory.CodeConflict:    {http.StatusConflict, "invalid_request_error"},
-	memory.CodeOverLimit:   {http.StatusBadRequest, "invalid_request_error"},
-	memory.CodeUnavailable: {http.StatusServiceUnavailable, "server_error"},
-	memory.CodeInternal:    {http.StatusInternalServerError, "server_error"},
+// codeStatus is the one table of the error codes and the HTTP status each is answered with,
+// in every dialect.
+var codeStatus = map[memory.Code]int{
+	memory.CodeInvalid:     http.StatusBadRequest,
+	memory.CodeNotFound:    http.StatusNotFound,
+	memory.CodeConflict:    http.StatusConflict,
+	memory.CodeOverLimit:   http.StatusBadRequest,
+	memory.CodeUnavailable: http.StatusServiceUnavailable,
+	memory.CodeInternal:    http.StatusInternalServerError,
 
-	CodeUnauthenticated: {http.StatusUnauthorized, "invalid_request_error"},
-	CodeForbidden:       {http.StatusForbidden, "permission_error"},
-	CodeNoRoute:         {http.StatusNotFound, "invalid_request_error"},
-	CodeUnsupported:     {http.StatusUnsupportedMediaType, "invalid_request_error"},
-	CodeTooLarge:        {http.StatusRequestEntityTooLarge, "invalid_request_error"},
-	CodeTimeout:         {http.StatusRequestTimeout, "invalid_request_error"},
-	CodeLoop:            {http.StatusLoopDetected, "invalid_request_error"},
-	CodeUpstream:        {http.StatusBadGateway, "upstream_error"},
+	CodeUnauthenticated: http.StatusUnauthorized,
+	CodeForbidden:       http.StatusForbidden,
+	CodeNoRoute:         http.StatusNotFound,
+	CodeUnsupported:     http.StatusUnsupportedMediaType,
+	CodeTooLarge:        http.StatusRequestEntityTooLarge,
+	CodeTimeout:         http.StatusRequestTimeout,
+	CodeLoop:            http.StatusLoopDetected,
+	CodeUpstream:        http.StatusBadGateway,
 }
 
-// writeCode writes an error of code in OpenAI's shape, with the status and type of codeStatus;
-// detail is OpenAI's code field ("" for null).
+// openAI is the dialect of serve's own routes (the inspection API, the guards before a route
+// is known): their errors are in OpenAI's shape.
+var openAI dialect.Dialect = chatcompletions.Dialect{}
+
+// writeCode writes an error of code in OpenAI's shape with its status of codeStatus; detail is
+// OpenAI's code field ("" for null).
 func writeCode(w http.ResponseWriter, code memory.Code, detail, msg, param string) {
-	cs, ok := codeStatus[code]
+	writeCodeIn(w, openAI, code, detail, msg, param)
+}
+
+// writeCodeIn writes an error of code in d's shape, with its status of codeStatus.
+func writeCodeIn(w http.ResponseWriter, d dialect.Dialect, code memory.Code, detail, msg, param string) {
+	status, ok := codeStatus[code]
 	if !ok {
-		cs = codeStatus[memory.CodeInternal]
+		code, status = memory.CodeInternal, http.StatusInternalServerError
 	}
-	writeError(w, cs.status, cs.typ, detail, msg, param)
+	d.WriteError(w, status, code, detail, msg, param)
 }
 
 // errorDetails names, in OpenAI's code field, the domain's errors serve tells apart; the status
@@ -118,10 +92,13 @@ func as[T error](err error) bool {
 	return errors.As(err, &t)
 }
 
-// Error writes err in OpenAI's shape with the status and type of its memory.Code (an error of
-// no code of the domain is internal: 500). OpenAI's code field names it as errorDetails does,
-// else by its code ("internal_error" for internal).
-func Error(w http.ResponseWriter, err error) {
+// Error writes err in OpenAI's shape with the status of its memory.Code (an error of no code
+// of the domain is internal: 500). OpenAI's code field names it as errorDetails does, else by
+// its code ("internal_error" for internal).
+func Error(w http.ResponseWriter, err error) { errorIn(w, openAI, err) }
+
+// errorIn writes err as Error does, in d's shape.
+func errorIn(w http.ResponseWriter, d dialect.Dialect, err error) {
 	code := memory.ErrorCode(err)
 	detail := string(code)
 	if code == memory.CodeInternal {
@@ -133,7 +110,7 @@ func Error(w http.ResponseWriter, err error) {
 			break
 		}
 	}
-	writeCode(w, code, detail, err.Error(), "")
+	writeCodeIn(w, d, code, detail, err.Error(), "")
 }
 
 // writeJSON writes v as indented JSON, as memctl --json prints it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve/dialect"
 )
 
 // overLimit is an active context that stays over the limit after an emergency compaction.
@@ -27,7 +28,7 @@ func (e *overLimit) Error() string {
 //
 // cap, when above 0, caps the limit (a compact-and-retry). It also returns the size of the
 // prompt it makes, messages and tools, counted here.
-func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap int, h http.Header) (*liveState, int, error) {
+func (s *Server) fit(ctx context.Context, st *threadState, req dialect.Turn, cap int, h http.Header) (*liveState, int, error) {
 	thread := st.thread
 	lv, set, over, tools, err := s.measure(ctx, st, req, cap, false)
 	if err != nil {
@@ -75,7 +76,7 @@ func (s *Server) fit(ctx context.Context, st *threadState, req chatRequest, cap 
 // the settings of this turn: the thread's, with the override of Server.limits (which the
 // thread's background compaction uses too), merged and checked by the compactor's one rule
 // (compact.Resolve); settings that do not resolve are the turn's error, naming the key.
-func (s *Server) measure(ctx context.Context, st *threadState, req chatRequest, cap int, check bool) (*liveState, compact.Settings, compact.ThreadSettings, int, error) {
+func (s *Server) measure(ctx context.Context, st *threadState, req dialect.Turn, cap int, check bool) (*liveState, compact.Settings, compact.ThreadSettings, int, error) {
 	lv, err := s.live(ctx, st, check)
 	if err != nil {
 		return nil, compact.Settings{}, compact.ThreadSettings{}, 0, err
@@ -84,7 +85,7 @@ func (s *Server) measure(ctx context.Context, st *threadState, req chatRequest, 
 		return nil, compact.Settings{}, compact.ThreadSettings{}, 0, fmt.Errorf("thread %q: %w", st.thread, memory.ErrThreadNotFound)
 	}
 	a := lv.active
-	over, served := s.limits(ctx, lv.ts, req.model, cap)
+	over, served := s.limits(ctx, lv.ts, req.Model, cap)
 	if cap == 0 {
 		s.recordWindow(ctx, st.thread, lv.ts, served)
 	}
@@ -99,5 +100,5 @@ func (s *Server) measure(ctx context.Context, st *threadState, req chatRequest, 
 	if err != nil {
 		return nil, set, over, 0, err
 	}
-	return lv, set, over, counter.CountTools(req.tools), nil
+	return lv, set, over, counter.CountTools(req.Tools), nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve/dialect"
 )
 
 // budget bounds the bytes held at once over all requests: request bodies and the upstream's
@@ -77,17 +78,17 @@ func (s *Server) readAll(r io.Reader, size int64) ([]byte, func(), error) {
 }
 
 // readBody reads a request's body, at most limit bytes, within ReadBodyTimeout and the
-// budget of bytes in flight. It writes the error itself (413 over the limit, 408 too slow,
+// budget of bytes in flight. It writes the error itself, in d's shape (413 over the limit, 408 too slow,
 // 503 with Retry-After over the budget, 400 unreadable) and then returns ok false. free
 // gives the body's bytes back to the budget.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, free func(), ok bool) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, d dialect.Dialect, limit int64) (body []byte, free func(), ok bool) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(s.ReadBodyTimeout))
 	s.conns.readingBody(r.Context(), true)
 	defer s.conns.readingBody(r.Context(), false)
 	defer rc.SetReadDeadline(time.Time{}) // a deadline left would end a long reply: the server reads ahead to see a client leave
 	if r.ContentLength > limit {
-		writeCode(w, CodeTooLarge, "request_too_large",
+		writeCodeIn(w, d, CodeTooLarge, "request_too_large",
 			fmt.Sprintf("the request body is over %d bytes", limit), "")
 		return nil, nil, false
 	}
@@ -99,23 +100,23 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeCode(w, CodeTooLarge, "request_too_large",
+		writeCodeIn(w, d, CodeTooLarge, "request_too_large",
 			fmt.Sprintf("the request body is over %d bytes", tooBig.Limit), "")
 	case errors.Is(err, errBusy):
-		busy(w)
+		busy(w, d)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
-		writeCode(w, CodeTimeout, "request_timeout",
+		writeCodeIn(w, d, CodeTimeout, "request_timeout",
 			fmt.Sprintf("the request body did not arrive within %s", s.ReadBodyTimeout), "")
 	default:
-		writeCode(w, memory.CodeInvalid, "unreadable_body", "cannot read the request body: "+err.Error(), "")
+		writeCodeIn(w, d, memory.CodeInvalid, "unreadable_body", "cannot read the request body: "+err.Error(), "")
 	}
 	return nil, nil, false
 }
 
 // busy answers 503 with Retry-After: the bytes in flight are at the server's budget.
-func busy(w http.ResponseWriter) {
+func busy(w http.ResponseWriter, d dialect.Dialect) {
 	w.Header().Set("Retry-After", "1")
-	writeCode(w, memory.CodeUnavailable, "server_busy",
+	writeCodeIn(w, d, memory.CodeUnavailable, "server_busy",
 		"the server holds its limit of bytes in flight (MaxInFlightBytes): retry after a second", "")
 }

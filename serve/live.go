@@ -11,6 +11,7 @@ import (
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/grow"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve/dialect"
 )
 
 // liveState is what the proxy keeps of a thread between its turns: the history to reconcile
@@ -39,7 +40,7 @@ type liveState struct {
 	// one (sameMessage): a request whose first messages are those of knownSent byte for
 	// byte is compared with hist from there on only (see resent).
 	known     int
-	knownSent *sentMessages
+	knownSent *dialect.Sent
 }
 
 // resent returns the new messages of a request that resends the thread's whole history
@@ -48,12 +49,12 @@ type liveState struct {
 // it (the reply, and what the thread holds since) are compared. fast is false when that does
 // not show the history a prefix of the request: Reconcile decides. When it is true, the
 // answer is Reconcile's (its first case: the whole history, then new messages).
-func (lv *liveState) resent(req chatRequest) (fresh []chat.Message, fast bool) {
-	h, r := lv.hist, req.messages
-	if lv.recall || req.prev == nil || req.prev != lv.knownSent || len(r) < len(h) || leadingSystem(h) == len(h) {
+func (lv *liveState) resent(req dialect.Turn) (fresh []chat.Message, fast bool) {
+	h, r := lv.hist, req.Messages
+	if lv.recall || req.Prev == nil || req.Prev != lv.knownSent || len(r) < len(h) || leadingSystem(h) == len(h) {
 		return nil, false
 	}
-	for i := min(req.same, lv.known); i < len(h); i++ {
+	for i := min(req.Same, lv.known); i < len(h); i++ {
 		if !sameMessage(r[i], h[i]) {
 			return nil, false
 		}

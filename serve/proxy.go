@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve/dialect"
 )
 
 // ResetHeader, set to "1" on a chat completions request, starts its thread over: the thread's
@@ -19,53 +20,69 @@ const (
 	ArchivedHeader = "X-Memctl-Archived-As"
 )
 
-// chatCompletions is the proxy: POST /t/{thread}/v1/chat/completions.
+// proxy is the proxy of dialect d: POST /t/{thread}/v1/ROUTE for each of d's routes.
 //
-// Its steps, a file each: the request is read and checked (request.go), its new messages
-// appended to the thread (append.go), recall rounds run when Recall is set (recall.go), the
-// active context fitted to the window, compacted first when it would not fit (fit.go), the
-// upstream called with it (relay.go), and its reply stored and passed on as JSON (relay.go) or
-// as server-sent events (stream.go).
-func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+// Its steps, a file each: the request is read (limits.go) and parsed by its dialect (serve/
+// dialect and the dialect's folder), its new messages appended to the thread (append.go),
+// recall rounds run when Recall is set (recall.go, Chat Completions only), the active context
+// fitted to the window, compacted first when it would not fit (fit.go), the upstream called
+// with it in the dialect's shape (relay.go), and its reply stored and passed on as JSON
+// (relay.go) or as server-sent events (stream.go).
+func (s *Server) proxy(d dialect.Dialect) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.turn(w, r, d) }
+}
+
+// turn is one request of the proxy in dialect d.
+func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect) {
 	ctx := r.Context()
 	thread := r.PathValue("thread")
-	if r.URL.Path == "/v1/chat/completions" {
+	if thread == "" {
 		if thread = r.Header.Get(ThreadHeader); thread == "" {
-			writeCode(w, memory.CodeInvalid, "missing_thread",
+			thread = d.Thread(r)
+		}
+		if thread == "" {
+			writeCodeIn(w, d, memory.CodeInvalid, "missing_thread",
 				"name the thread: in the header "+ThreadHeader+", or in the base URL /t/THREAD/v1", "")
 			return
 		}
 	}
 	if err := ValidURLThreadID(thread); err != nil {
-		writeCode(w, memory.CodeInvalid, "invalid_thread_id", err.Error(), "")
+		writeCodeIn(w, d, memory.CodeInvalid, "invalid_thread_id", err.Error(), "")
 		return
 	}
 	if !isJSON(r) {
-		writeCode(w, CodeUnsupported, "unsupported_media_type",
+		writeCodeIn(w, d, CodeUnsupported, "unsupported_media_type",
 			"the request body must be JSON, sent with Content-Type: application/json", "")
 		return
 	}
-	body, free, ok := s.readBody(w, r, s.MaxBodyBytes)
+	body, free, ok := s.readBody(w, r, d, s.MaxBodyBytes)
 	if !ok {
 		return
 	}
 	defer free()
-	req, err := parseChatRequest(body, s.lastSent(thread))
+	prev := s.lastSent(thread)
+	if prev != nil && prev.Dialect != d.Name() {
+		prev = nil // the same bytes may mean another message in another dialect
+	}
+	req, err := d.Parse(body, prev)
 	if err != nil {
-		var br *badRequest
-		errors.As(err, &br)
-		writeCode(w, memory.CodeInvalid, "invalid_request", br.msg, br.param)
+		var br *dialect.BadRequest
+		if !errors.As(err, &br) {
+			br = &dialect.BadRequest{Msg: err.Error()}
+		}
+		writeCodeIn(w, d, memory.CodeInvalid, "invalid_request", br.Msg, br.Param)
 		return
 	}
+	req.Sent.Dialect = d.Name()
 	if s.Upstream == "" {
-		writeCode(w, memory.CodeUnavailable, "no_upstream",
-			"no upstream model is configured: start memctl serve with --upstream URL (ending in /v1)", "")
+		writeCodeIn(w, d, memory.CodeUnavailable, "no_upstream",
+			"no upstream model is configured: start memctl serve with --upstream URL", "")
 		return
 	}
 
 	st := s.hold(thread)
 	defer s.drop(st)
-	s.keepSent(st, req.sent)
+	s.keepSent(st, req.Sent)
 	if err := acquire(ctx, st.turn); err != nil {
 		return // the client left while waiting for the thread's previous turn
 	}
@@ -73,24 +90,24 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 	appendNew := s.appendNew
 	if r.Header.Get(ResetHeader) == "1" {
-		appendNew = func(ctx context.Context, st *threadState, req chatRequest) error {
+		appendNew = func(ctx context.Context, st *threadState, req dialect.Turn) error {
 			return s.startOver(ctx, w, st, req)
 		}
 	}
 	if err := appendNew(ctx, st, req); err != nil {
 		var c *Conflict
-		var br *badRequest
+		var br *dialect.BadRequest
 		switch {
 		case errors.As(err, &c):
-			writeCode(w, memory.CodeConflict, "history_conflict", c.Msg, fmt.Sprintf("messages[%d]", c.Index))
+			writeCodeIn(w, d, memory.CodeConflict, "history_conflict", c.Msg, fmt.Sprintf("messages[%d]", c.Index))
 		case errors.As(err, &br):
-			writeCode(w, memory.CodeInvalid, "invalid_message", br.msg, br.param)
+			writeCodeIn(w, d, memory.CodeInvalid, "invalid_message", br.Msg, br.Param)
 		default:
-			Error(w, err)
+			errorIn(w, d, err)
 		}
 		return
 	}
-	if s.Recall && s.recall(w, r, thread, req) {
+	if s.Recall && d == openAI && s.recall(w, r, thread, req) {
 		return
 	}
 	cap, refused := 0, ""
@@ -103,29 +120,29 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 				if refused != "" {
 					msg = refused + "; compacting to fit " + msg
 				}
-				writeCode(w, memory.CodeInvalid, "context_length_exceeded", msg, "messages")
+				writeCodeIn(w, d, memory.CodeInvalid, "context_length_exceeded", msg, "messages")
 				return
 			}
-			Error(w, err)
+			errorIn(w, d, err)
 			return
 		}
-		up, err := s.upstreamBody(req, active)
+		up, err := d.Render(req, active.active.Entries, active.enc)
 		if err != nil {
-			Error(w, err)
+			errorIn(w, d, err)
 			return
 		}
-		_, tooLong := s.relay(w, r, thread, req, up, sent, cap == 0)
+		_, tooLong := s.relay(w, r, d, thread, req, up, sent, cap == 0)
 		if !tooLong {
 			return
 		}
 		// The upstream refused the prompt as too long: once, compact to a smaller budget
 		// (emergency) and retry; the agent sees the answer of the retry.
 		cap = max(int(float64(sent)*retryShrink), 1)
-		refused = fmt.Sprintf("the upstream refused a prompt of %d tokens (counted here) as too long for model %q", sent, req.model)
+		refused = fmt.Sprintf("the upstream refused a prompt of %d tokens (counted here) as too long for model %q", sent, req.Model)
 		if s.Windows != nil {
-			s.Windows.Forget(req.model)
+			s.Windows.Forget(req.Model)
 		}
-		s.Logger.Warn("upstream refused the prompt as too long: compacting and retrying", "thread", thread, "model", req.model,
+		s.Logger.Warn("upstream refused the prompt as too long: compacting and retrying", "thread", thread, "model", req.Model,
 			"tokens", sent, "retry_limit", cap)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/serve/dialect"
 	"github.com/memcascade/memcascade/transcript"
 )
 
@@ -73,41 +74,41 @@ func withoutRecall(history []chat.Message) []chat.Message {
 
 // recallFor returns the request with the recall tool added when recall applies to it: recall
 // is on, the thread's active context holds a summary, and the agent has no tool of that name.
-func (s *Server) recallFor(req chatRequest, a memory.Active) (chatRequest, bool) {
+func (s *Server) recallFor(req dialect.Turn, a memory.Active) (dialect.Turn, bool) {
 	if !s.Recall || a.Summary == 0 {
 		return req, false
 	}
-	for _, t := range req.tools {
+	for _, t := range req.Tools {
 		if t.Function.Name == RecallTool {
 			return req, false
 		}
 	}
 	r := req
-	r.tools = append(append([]chat.Tool(nil), req.tools...), recallToolDef)
-	r.fields = make(map[string]json.RawMessage, len(req.fields))
-	for k, v := range req.fields {
-		r.fields[k] = v
+	r.Tools = append(append([]chat.Tool(nil), req.Tools...), recallToolDef)
+	r.Fields = make(map[string]json.RawMessage, len(req.Fields))
+	for k, v := range req.Fields {
+		r.Fields[k] = v
 	}
 	// The agent's tools as it sent them (fields chat.Tool does not model kept), then ours.
 	var raws []json.RawMessage
-	if raw, ok := req.fields["tools"]; ok {
+	if raw, ok := req.Fields["tools"]; ok {
 		json.Unmarshal(raw, &raws) // parseChatRequest read it as an array already
 	}
 	def, _ := json.Marshal(recallToolDef) // plain values always marshal
-	r.fields["tools"], _ = json.Marshal(append(raws, def))
-	r.fields["stream"] = json.RawMessage("false")
-	delete(r.fields, "stream_options")
+	r.Fields["tools"], _ = json.Marshal(append(raws, def))
+	r.Fields["stream"] = json.RawMessage("false")
+	delete(r.Fields, "stream_options")
 	return r, true
 }
 
 // recall runs the recall rounds of a turn (see above). It answers the agent and returns true,
 // or returns false, having written nothing, when the turn is to be relayed as usual (an
 // upstream error, the rounds spent, the context no longer fitting).
-func (s *Server) recall(w http.ResponseWriter, r *http.Request, thread string, req chatRequest) bool {
+func (s *Server) recall(w http.ResponseWriter, r *http.Request, thread string, req dialect.Turn) bool {
 	ctx := r.Context()
 	for round := 0; round < maxRecallRounds; round++ {
 		counted := req // counted with the tool: it is sent with it
-		counted.tools = append(slices.Clone(req.tools), recallToolDef)
+		counted.Tools = append(slices.Clone(req.Tools), recallToolDef)
 		lv, _, err := s.fit(ctx, s.state(thread), counted, 0, w.Header())
 		if err != nil {
 			return false
@@ -116,7 +117,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, thread string, r
 		if !ok {
 			return false
 		}
-		body, err := s.upstreamBody(rr, lv)
+		body, err := openAI.Render(rr, lv.active.Entries, lv.enc)
 		if err != nil {
 			return false
 		}
@@ -124,10 +125,11 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, thread string, r
 		if !ok {
 			return false
 		}
-		reply, err := replyMessage(b)
+		replies, _, err := openAI.Reply(b)
 		if err != nil {
 			return false
 		}
+		reply := replies[0]
 		if !callsOnlyRecall(reply) {
 			s.answer(w, r, thread, req, b)
 			return true
@@ -243,15 +245,15 @@ func (s *Server) recallResult(ctx context.Context, thread, query string) string 
 
 // answer gives the agent the upstream's final answer b (a chat completion) as the proxy gives
 // any: stored, then passed on; as a stream of one event when the agent asked for a stream.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, thread string, req chatRequest, b []byte) {
-	if !req.stream {
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, thread string, req dialect.Turn, b []byte) {
+	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
-		s.relayJSON(w, r, thread, bytes.NewReader(b), func(int) {})
+		s.relayJSON(w, r, openAI, thread, bytes.NewReader(b), func(dialect.Usage) {})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	s.relayStream(w, r, thread, bytes.NewReader(asStream(b)), func(int) {})
+	s.relayStream(w, r, openAI, thread, bytes.NewReader(asStream(b)), func(dialect.Usage) {})
 }
 
 // asStream turns a chat completion into the server-sent events of the same answer: one chunk

@@ -207,8 +207,12 @@ func (s *Server) Handler() http.Handler {
 
 // routes registers every route of the server.
 func (s *Server) routes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /t/{thread}/v1/chat/completions", s.chatCompletions)
-	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions) // the thread in ThreadHeader
+	for _, d := range dialects {
+		for _, route := range d.Routes() {
+			mux.HandleFunc("POST /t/{thread}/v1"+route, s.proxy(d))
+			mux.HandleFunc("POST /v1"+route, s.proxy(d)) // the thread in ThreadHeader, or the dialect's own
+		}
+	}
 	mux.HandleFunc("GET /t/{thread}/v1/models", s.models)
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("/", s.notFound)

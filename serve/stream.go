@@ -4,24 +4,22 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
-	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/serve/dialect"
 )
 
-// relayStream passes server-sent events to the client as they arrive and assembles the reply
-// from the deltas of choice 0. The stream ends for the client as the upstream ended it only
-// when the reply was stored: the upstream's data: [DONE] is held back until then. A stream
-// that breaks off (no [DONE] nor finish_reason before its end, a read error, a line or a
-// total over the limits, a chunk that cannot be assembled) or whose reply cannot be stored
-// ends with an error event in OpenAI's shape (data: {"error": {...}}) and no [DONE], so
-// that every client raises. An error event of the upstream's own is passed through, and
-// nothing is stored. What the upstream sends after [DONE] is not read.
-func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread string, body io.Reader, calibrate func(int)) bool {
+// relayStream passes server-sent events to the client as they arrive, an event at a time,
+// and assembles the reply with the dialect's Stream. The stream ends for the client as the
+// upstream ended it only when the reply was stored: the event that ends it (Chat Completions'
+// data: [DONE], ...) is held back until then. A stream that breaks off (no end nor finish
+// before its end, a read error, a line or a total over the limits, an event that cannot be
+// assembled) or whose reply cannot be stored ends with the dialect's error event and not its
+// end, so that every client raises. An error event of the upstream's own is passed through,
+// and nothing is stored. What the upstream sends after its end is not read.
+func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, d dialect.Dialect, thread string, body io.Reader, calibrate func(dialect.Usage)) bool {
 	flusher, _ := w.(http.Flusher)
 	flush := func() {
 		if flusher != nil {
@@ -31,71 +29,104 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, thread stri
 	w.WriteHeader(http.StatusOK)
 	fail := func(code, msg string) bool {
 		s.Logger.Warn("stream ended with an error event", "thread", thread, "code", code)
-		writeErrorEvent(w, code, msg)
+		w.Write(d.StreamError(code, msg))
 		flush()
 		return false
 	}
-	var acc streamReply
+	acc := d.Stream()
 	sse := newLineReader(body, s.MaxReplyBytes, s.MaxSSEEventBytes)
-	done := false
-	for !done {
+	var ev sseEvent
+	var end []byte // the held-back last event
+	for end == nil {
 		line, err := sse.next()
 		if len(line) > 0 {
-			data, isData := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
-			data = bytes.TrimSpace(data)
-			if isData && bytes.Equal(data, []byte("[DONE]")) {
-				done = true
+			ev.add(line)
+		}
+		if ev.complete() || err != nil && len(ev.raw) > 0 {
+			act, aerr := acc.Event(ev.name, ev.data)
+			if aerr != nil {
+				return fail("bad_upstream_stream", "the upstream's stream cannot be relayed: "+aerr.Error()+"; nothing was stored")
+			}
+			if act == dialect.End {
+				end = bytes.Clone(ev.raw)
 				break
 			}
-			if isData {
-				if aerr := acc.add(data); aerr != nil {
-					return fail("bad_upstream_stream", "the upstream's stream cannot be relayed: "+aerr.Error()+"; nothing was stored")
-				}
-				if n := promptTokens(data); n > 0 {
-					calibrate(n)
-				}
-			}
-			if _, werr := w.Write(line); werr != nil {
+			if _, werr := w.Write(ev.raw); werr != nil {
 				return false // the client left
 			}
-			if len(bytes.TrimSpace(line)) == 0 {
-				flush() // the end of an event
-			}
+			flush()
+			ev.reset()
 		}
 		if err != nil {
 			if r.Context().Err() != nil {
 				return false // the client left
 			}
-			if acc.failed {
+			if acc.Failed() {
 				flush()
 				return false // the upstream's own error event was passed on
 			}
 			if err != io.EOF {
 				return fail("upstream_stream_broken", "the upstream's stream broke off: "+redactURLError(err)+"; nothing was stored")
 			}
-			if !acc.finished {
-				return fail("upstream_stream_broken", "the upstream's stream ended before its last chunk (it gave no finish_reason); nothing was stored")
+			if !acc.Done() {
+				return fail("upstream_stream_broken", "the upstream's stream ended before its last event (it gave no finish); nothing was stored")
 			}
 			break
 		}
 	}
-	if acc.failed {
+	if acc.Failed() {
 		flush()
 		return false
 	}
 	if r.Context().Err() != nil {
 		return false // the client left: it never sees the end, so nothing is stored
 	}
-	reply := acc.message()
-	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, []chat.Message{reply}); err != nil {
+	if u := acc.Usage(); u.PromptTokens > 0 {
+		calibrate(u)
+	}
+	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, acc.Messages()); err != nil {
 		return fail("reply_not_stored", "the model's reply could not be stored: "+err.Error())
 	}
 	s.compactLater(thread)
-	if done {
-		io.WriteString(w, "data: [DONE]\n\n")
+	if end != nil {
+		w.Write(end)
 	}
 	flush()
 	return true
+}
+
+// sseEvent is the event being read: its lines as sent (raw), its name (the event: line) and
+// its data (the data: lines, joined by newlines).
+type sseEvent struct {
+	raw, data []byte
+	name      string
+	lines     int  // data: lines
+	done      bool // its blank line was read
+}
+
+// add adds a line (with its newline) to the event.
+func (e *sseEvent) add(line []byte) {
+	e.raw = append(e.raw, line...)
+	l := bytes.TrimRight(line, "\r\n")
+	switch {
+	case len(l) == 0:
+		e.done = true
+	case bytes.HasPrefix(l, []byte("data:")):
+		if e.lines > 0 {
+			e.data = append(e.data, '\n')
+		}
+		e.data = append(e.data, bytes.TrimSpace(l[len("data:"):])...)
+		e.lines++
+	case bytes.HasPrefix(l, []byte("event:")):
+		e.name = string(bytes.TrimSpace(l[len("event:"):]))
+	}
+}
+
+// complete reports whether the event's blank line was read.
+func (e *sseEvent) complete() bool { return e.done }
+
+func (e *sseEvent) reset() {
+	e.raw, e.data, e.name, e.lines, e.done = e.raw[:0], e.data[:0], "", 0, false
 }
 
 // lineReader reads the lines of a stream, each at most MaxSSELineBytes, those of one event
@@ -142,118 +173,4 @@ func (l *lineReader) next() ([]byte, error) {
 			return l.line, err
 		}
 	}
-}
-
-// MaxToolCalls bounds the tool calls of one streamed reply: a tool call's index in a chunk is
-// from 0 to MaxToolCalls-1.
-const MaxToolCalls = 128
-
-// streamReply assembles choice 0's message from stream chunks.
-type streamReply struct {
-	role     string
-	content  strings.Builder
-	refusal  strings.Builder
-	text     bool // a content delta was seen
-	refused  bool // a refusal delta was seen
-	calls    []chat.ToolCall
-	finished bool // a finish_reason was seen
-	failed   bool // an error event came instead of a chunk
-}
-
-// add adds a chunk's deltas. It returns an error for a chunk that cannot be assembled (a tool
-// call's index out of range); a chunk that is not JSON is passed on and ignored.
-func (a *streamReply) add(data []byte) error {
-	var chunk struct {
-		Choices []struct {
-			Index int `json:"index"`
-			Delta struct {
-				Role      string  `json:"role"`
-				Content   *string `json:"content"`
-				Refusal   *string `json:"refusal"`
-				ToolCalls []struct {
-					Index    int    `json:"index"`
-					ID       string `json:"id"`
-					Type     string `json:"type"`
-					Function struct {
-						Name      string `json:"name"`
-						Arguments string `json:"arguments"`
-					} `json:"function"`
-				} `json:"tool_calls"`
-			} `json:"delta"`
-			FinishReason *string `json:"finish_reason"`
-		} `json:"choices"`
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(data, &chunk) != nil {
-		return nil
-	}
-	if len(chunk.Error) > 0 && !bytes.Equal(chunk.Error, []byte("null")) {
-		a.failed = true
-	}
-	for _, c := range chunk.Choices {
-		if c.Index != 0 {
-			continue
-		}
-		if c.Delta.Role != "" {
-			a.role = c.Delta.Role
-		}
-		if c.Delta.Content != nil {
-			a.text = true
-			a.content.WriteString(*c.Delta.Content)
-		}
-		if c.Delta.Refusal != nil {
-			a.refused = true
-			a.refusal.WriteString(*c.Delta.Refusal)
-		}
-		for _, tc := range c.Delta.ToolCalls {
-			if tc.Index < 0 || tc.Index >= MaxToolCalls {
-				return fmt.Errorf("a tool call's index is %d: want 0 to %d", tc.Index, MaxToolCalls-1)
-			}
-			for len(a.calls) <= tc.Index {
-				a.calls = append(a.calls, chat.ToolCall{})
-			}
-			call := &a.calls[tc.Index]
-			if tc.ID != "" {
-				call.ID = tc.ID
-			}
-			if tc.Type != "" {
-				call.Type = tc.Type
-			}
-			call.Function.Name += tc.Function.Name
-			call.Function.Arguments += tc.Function.Arguments
-		}
-		if c.FinishReason != nil && *c.FinishReason != "" {
-			a.finished = true
-		}
-	}
-	return nil
-}
-
-// message is the assembled reply: its text, its refusal (content null when the model gave
-// only a refusal) and its tool calls (content null when it gave no text beside them).
-func (a *streamReply) message() chat.Message {
-	role := a.role
-	if role == "" {
-		role = chat.RoleAssistant
-	}
-	m := chat.TextMessage(role, a.content.String())
-	if a.refused {
-		r, _ := json.Marshal(a.refusal.String())
-		m.Extra = map[string]json.RawMessage{"refusal": r}
-		if a.content.Len() == 0 {
-			m.Content = json.RawMessage("null")
-		}
-	}
-	if len(a.calls) > 0 {
-		for i := range a.calls {
-			if a.calls[i].Type == "" {
-				a.calls[i].Type = "function"
-			}
-		}
-		m.ToolCalls = a.calls
-		if a.content.Len() == 0 {
-			m.Content = json.RawMessage("null")
-		}
-	}
-	return m
 }

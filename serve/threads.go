@@ -8,6 +8,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/serve/dialect"
 )
 
 // threadState serializes the work on one thread: turn is held by a request for its whole
@@ -35,7 +36,7 @@ type threadState struct {
 
 	// sent is the thread's latest request's messages (see parseChatRequest), sentSize their
 	// size; under Server.mu.
-	sent     *sentMessages
+	sent     *dialect.Sent
 	sentSize int64
 
 	// over is the settings override of the thread's latest turn (see Server.limits), which its
@@ -103,7 +104,7 @@ func (s *Server) forget(st *threadState) {
 }
 
 // lastSent returns the messages of the thread's latest request, nil when none is kept.
-func (s *Server) lastSent(thread string) *sentMessages {
+func (s *Server) lastSent(thread string) *dialect.Sent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st := s.threads[thread]; st != nil {
@@ -114,8 +115,8 @@ func (s *Server) lastSent(thread string) *sentMessages {
 
 // keepSent keeps a request's messages as the thread's latest (see parseChatRequest). The
 // caller holds the thread.
-func (s *Server) keepSent(st *threadState, sent *sentMessages) {
-	size := histBytes(sent.msgs) + int64(len(sent.hashes))*16 + int64(len(sent.tools))*256
+func (s *Server) keepSent(st *threadState, sent *dialect.Sent) {
+	size := histBytes(sent.Msgs) + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256
 	s.mu.Lock()
 	s.cached += size - st.sentSize
 	st.sent, st.sentSize = sent, size

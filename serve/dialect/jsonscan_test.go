@@ -1,4 +1,4 @@
-package serve
+package dialect
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// scanRequest accepts exactly the bodies encoding/json takes for an object, and finds the same
+// ScanObject accepts exactly the bodies encoding/json takes for an object, and finds the same
 // members and messages.
 func FuzzScanRequest(f *testing.F) {
 	for _, s := range []string{
@@ -23,11 +23,11 @@ func FuzzScanRequest(f *testing.F) {
 		if !utf8.Valid(b) {
 			return
 		}
-		members, msgs, err := scanRequest(b)
+		members, msgs, err := ScanObject(b, "messages")
 		var obj map[string]json.RawMessage
 		want := json.Unmarshal(b, &obj) == nil && obj != nil
 		if (err == nil) != want {
-			t.Fatalf("%q: scanRequest error %v; encoding/json takes it: %v", b, err, want)
+			t.Fatalf("%q: ScanObject error %v; encoding/json takes it: %v", b, err, want)
 		}
 		if err != nil {
 			return
@@ -37,12 +37,12 @@ func FuzzScanRequest(f *testing.F) {
 		}
 		for _, m := range members {
 			var a, c any
-			json.Unmarshal(m.val, &a)
-			json.Unmarshal(obj[m.key], &c)
+			json.Unmarshal(m.Val, &a)
+			json.Unmarshal(obj[m.Key], &c)
 			ab, _ := json.Marshal(a)
 			cb, _ := json.Marshal(c)
 			if !bytes.Equal(ab, cb) {
-				t.Fatalf("%q: member %q is %s, encoding/json reads %s", b, m.key, m.val, obj[m.key])
+				t.Fatalf("%q: member %q is %s, encoding/json reads %s", b, m.Key, m.Val, obj[m.Key])
 			}
 		}
 		var elems []json.RawMessage

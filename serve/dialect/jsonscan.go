@@ -1,19 +1,20 @@
-package serve
+package dialect
 
 import (
 	"encoding/json"
 	"fmt"
 )
 
-// A chat completions request is read in one pass over its body: the scanner below checks that
-// the body is one JSON object and records where each of its members is, and where each
-// element of its "messages" array is, without decoding them. Only the values the proxy reads
-// (model, stream, tools, and the messages it has not seen yet) are decoded after that.
+// A request is read in one pass over its body: the scanner below checks that the body is one
+// JSON object and records where each of its members is, and where each element of its
+// conversation array is (messages, or input), without decoding them. Only the values the
+// proxy reads (the model, stream, tools, and the messages it has not seen yet) are decoded
+// after that.
 
-// member is a member of the request's object: its key, decoded, and its value as sent.
-type member struct {
-	key string
-	val []byte
+// Member is a member of the request's object: its key, decoded, and its value as sent.
+type Member struct {
+	Key string
+	Val []byte
 }
 
 // maxJSONDepth bounds the nesting of a request's values, as encoding/json does.
@@ -27,10 +28,10 @@ type jsonError struct {
 
 func (e *jsonError) Error() string { return fmt.Sprintf("%s at offset %d", e.msg, e.off) }
 
-// scanRequest checks that body is one JSON object and returns its members in order (a key
-// that comes again replaces the earlier value in place, as encoding/json keeps the last) and,
-// when the member "messages" is an array, its elements.
-func scanRequest(body []byte) (members []member, messages [][]byte, err error) {
+// ScanObject checks that body is one JSON object and returns its members in order (a key that
+// comes again replaces the earlier value in place, as encoding/json keeps the last) and, when
+// the member arrayKey is an array, its elements.
+func ScanObject(body []byte, arrayKey string) (members []Member, elems [][]byte, err error) {
 	s := scanner{b: body}
 	s.space()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
@@ -64,27 +65,27 @@ func scanRequest(body []byte) (members []member, messages [][]byte, err error) {
 			s.i++
 			s.space()
 			vstart := s.i
-			var elems [][]byte
-			if key == "messages" && s.peek() == '[' {
-				elems, err = s.array(1, true)
+			var arr [][]byte
+			if key == arrayKey && s.peek() == '[' {
+				arr, err = s.array(1, true)
 			} else {
 				err = s.value(1)
 			}
 			if err != nil {
 				return nil, nil, err
 			}
-			m := member{key: key, val: s.b[vstart:s.i]}
+			m := Member{Key: key, Val: s.b[vstart:s.i]}
 			replaced := false
 			for j := range members {
-				if members[j].key == key {
+				if members[j].Key == key {
 					members[j], replaced = m, true
 				}
 			}
 			if !replaced {
 				members = append(members, m)
 			}
-			if key == "messages" {
-				messages = elems
+			if key == arrayKey {
+				elems = arr
 			}
 			s.space()
 			if s.peek() == ',' {
@@ -102,7 +103,7 @@ func scanRequest(body []byte) (members []member, messages [][]byte, err error) {
 	if s.i != len(s.b) {
 		return nil, nil, s.fail("data after the object")
 	}
-	return members, messages, nil
+	return members, elems, nil
 }
 
 type scanner struct {

@@ -1,0 +1,142 @@
+// Package dialect is the seam between memctl serve's core and the API shapes it speaks: a
+// Dialect reads an agent's request into a Turn (the conversation as chat.Messages, and what
+// passes through untouched), writes the upstream's request from the active context, reads the
+// upstream's reply (JSON or a stream) into messages and usage, and writes errors in its own
+// shape. serve's core (thread state, reconcile, fit and compact, compact-and-retry, storing the
+// reply, limits, recall, the page) sees only Turns and chat.Messages.
+//
+// Each dialect is a folder of its own beside this one (serve/chatcompletions, ...), registered
+// in one line of serve (serve/dialects.go).
+package dialect
+
+import (
+	"encoding/json"
+	"hash/maphash"
+	"net/http"
+
+	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/memory"
+)
+
+// Dialect is one API shape.
+type Dialect interface {
+	// Name names the dialect in logs and errors ("chat_completions").
+	Name() string
+	// Routes are the paths it answers POST on, relative to a base URL's /v1 ("/chat/completions");
+	// serve mounts each under /t/{thread}/v1 and /v1.
+	Routes() []string
+	// Thread returns the thread a request names without a /t/THREAD path: a session header of
+	// the agent's own ("" for none). X-Memctl-Thread is read by serve for every dialect.
+	Thread(r *http.Request) string
+	// Parse reads a request's body. prev, when not nil, is the thread's previous request:
+	// messages sent again with the same bytes may be taken from it rather than decoded again.
+	// A malformed request is a *BadRequest.
+	Parse(body []byte, prev *Sent) (Turn, error)
+	// Upstream is the path of the upstream's route for a turn (appended to the upstream's base
+	// URL), and sets the headers of the upstream request up: its content negotiation and its
+	// auth, from the agent's request r (forwarded) or key (the configured upstream key, "" for
+	// none).
+	Upstream(t Turn, up, r *http.Request, key string) string
+	// Render writes the upstream request's body: the turn as the agent sent it, with the active
+	// context (its entries' messages, in order) as its conversation. enc holds, for each active
+	// message, its stored JSON (the chat completions encoding), which a dialect of that shape
+	// writes as it is.
+	Render(t Turn, active []memory.Entry, enc []json.RawMessage) ([]byte, error)
+	// Reply reads a JSON reply of the upstream: the messages to store and the usage it reports.
+	Reply(body []byte) ([]chat.Message, Usage, error)
+	// Stream returns the assembler of a streamed reply.
+	Stream() Stream
+	// TooLong reports whether an upstream's error answer refuses the prompt as too long for
+	// the model's window.
+	TooLong(status int, body []byte) bool
+	// WriteError writes an error answer in the dialect's shape: status, the domain's code of the
+	// error, detail (the dialect's code field, "" for none), the message and the parameter at
+	// fault ("" for none).
+	WriteError(w http.ResponseWriter, status int, code memory.Code, detail, msg, param string)
+	// StreamError is the event that ends a stream that broke off, in the dialect's shape, as
+	// written to the client (with its trailing blank line).
+	StreamError(detail, msg string) []byte
+}
+
+// Turn is a request read by its dialect.
+type Turn struct {
+	Model  string
+	Stream bool
+	// Messages is the conversation as the agent sent it: its instructions first (a system
+	// prompt given beside the messages is a leading system message here).
+	Messages []chat.Message
+	// Tools are the tool definitions, counted in the prompt's size.
+	Tools []chat.Tool
+	// Fields are the request's members as sent, Order their keys as the request gives them:
+	// a dialect's Render writes them back, its conversation replaced.
+	Fields map[string]json.RawMessage
+	Order  []string
+	// Sent is this request's messages as sent (see Sent); Prev the previous request it was
+	// parsed against, and Same how many of its first messages are Prev's, byte for byte.
+	Sent *Sent
+	Prev *Sent
+	Same int
+}
+
+// BadRequest is a malformed request: its message and the parameter at fault.
+type BadRequest struct{ Param, Msg string }
+
+func (e *BadRequest) Error() string { return e.Msg }
+
+// Sent are the messages of a request as sent (the hash of each one's bytes) and as decoded
+// (Msgs), and its tools likewise; none is changed once made.
+type Sent struct {
+	// Dialect is the Name of the dialect that read them: serve compares a request with the
+	// previous one of its thread only in the same dialect.
+	Dialect   string
+	Hashes    []Hash
+	Msgs      []chat.Message
+	ToolsHash Hash
+	Tools     []chat.Tool // nil: none sent
+}
+
+// Hash identifies a message by its bytes: 128 bits of two seeded hashes (maphash), the seeds
+// random per process, so that no request can be made to collide with another.
+type Hash [2]uint64
+
+var hashSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// HashBytes is the Hash of b.
+func HashBytes(b []byte) Hash {
+	return Hash{maphash.Bytes(hashSeeds[0], b), maphash.Bytes(hashSeeds[1], b)}
+}
+
+// Usage is what the upstream reports of a reply's prompt.
+type Usage struct {
+	// PromptTokens is the prompt's size as the upstream counts it, cached tokens included
+	// (0: not reported).
+	PromptTokens int
+	// CachedTokens are the prompt tokens read from the upstream's prompt cache.
+	CachedTokens int
+}
+
+// Stream assembles a streamed reply, one server-sent event at a time.
+type Stream interface {
+	// Event takes one event: its name (the event: line, "" for none) and its data (the data:
+	// lines joined). It says what to do with the event: pass it on, or hold it back until the
+	// reply is stored, as the event that ends the stream for the client (nothing after it is
+	// read). An error is a stream that cannot be assembled.
+	Event(name string, data []byte) (Action, error)
+	// Done reports whether the stream reached its end (a finish, or the end event).
+	Done() bool
+	// Failed reports whether the upstream sent an error event of its own: it is passed on and
+	// nothing is stored.
+	Failed() bool
+	// Messages are the assembled reply, Usage what the stream reported.
+	Messages() []chat.Message
+	Usage() Usage
+}
+
+// Action is what the relay does with an event (see Stream.Event).
+type Action int
+
+// The actions.
+const (
+	Pass Action = iota // write the event to the client now
+	End                // the last event: write it after the reply is stored, read no more
+)

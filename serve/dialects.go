@@ -1,0 +1,12 @@
+package serve
+
+import (
+	"github.com/memcascade/memcascade/serve/chatcompletions"
+	"github.com/memcascade/memcascade/serve/dialect"
+)
+
+// dialects are the API shapes the proxy speaks, one line each: each dialect's routes are
+// served under /t/{thread}/v1 and /v1 (see dialect.Dialect).
+var dialects = []dialect.Dialect{
+	chatcompletions.Dialect{},
+}
