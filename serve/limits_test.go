@@ -227,3 +227,19 @@ func TestWindowLimit(t *testing.T) {
 		t.Fatalf("WindowLimit(128000, 1.1) = %d, want 116363", got)
 	}
 }
+
+func TestUpstreamBase(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"":                                 "",
+		"https://api.anthropic.com":        "https://api.anthropic.com/v1",
+		"http://127.0.0.1:8080/":           "http://127.0.0.1:8080/v1",
+		"http://127.0.0.1:11434/v1":        "http://127.0.0.1:11434/v1",
+		"https://openrouter.ai/api/v1":     "https://openrouter.ai/api/v1",
+		"https://g.example/v1beta/openai/": "https://g.example/v1beta/openai",
+	} {
+		if got := serve.UpstreamBase(in); got != want {
+			t.Errorf("UpstreamBase(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

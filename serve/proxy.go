@@ -20,6 +20,52 @@ const (
 	ArchivedHeader = "X-Memctl-Archived-As"
 )
 
+// readTurn reads a request of dialect d: its thread (the path's, X-Memctl-Thread, or the
+// dialect's own session header) and its body, parsed by d. It writes the error itself and
+// returns ok false; free gives the body's bytes back.
+func (s *Server) readTurn(w http.ResponseWriter, r *http.Request, d dialect.Dialect) (thread string, t dialect.Turn, free func(), ok bool) {
+	thread = r.PathValue("thread")
+	if thread == "" {
+		if thread = r.Header.Get(ThreadHeader); thread == "" {
+			thread = d.Thread(r)
+		}
+		if thread == "" {
+			writeCodeIn(w, d, memory.CodeInvalid, "missing_thread",
+				"name the thread: in the header "+ThreadHeader+", or in the base URL /t/THREAD/v1", "")
+			return "", t, nil, false
+		}
+	}
+	if err := ValidURLThreadID(thread); err != nil {
+		writeCodeIn(w, d, memory.CodeInvalid, "invalid_thread_id", err.Error(), "")
+		return "", t, nil, false
+	}
+	if !isJSON(r) {
+		writeCodeIn(w, d, CodeUnsupported, "unsupported_media_type",
+			"the request body must be JSON, sent with Content-Type: application/json", "")
+		return "", t, nil, false
+	}
+	body, free, ok := s.readBody(w, r, d, s.MaxBodyBytes)
+	if !ok {
+		return "", t, nil, false
+	}
+	prev := s.lastSent(thread)
+	if prev != nil && prev.Dialect != d.Name() {
+		prev = nil // the same bytes may mean another message in another dialect
+	}
+	t, err := d.Parse(body, prev)
+	if err != nil {
+		free()
+		var br *dialect.BadRequest
+		if !errors.As(err, &br) {
+			br = &dialect.BadRequest{Msg: err.Error()}
+		}
+		writeCodeIn(w, d, memory.CodeInvalid, "invalid_request", br.Msg, br.Param)
+		return "", t, nil, false
+	}
+	t.Sent.Dialect = d.Name()
+	return thread, t, free, true
+}
+
 // proxy is the proxy of dialect d: POST /t/{thread}/v1/ROUTE for each of d's routes.
 //
 // Its steps, a file each: the request is read (limits.go) and parsed by its dialect (serve/
@@ -35,45 +81,11 @@ func (s *Server) proxy(d dialect.Dialect) http.HandlerFunc {
 // turn is one request of the proxy in dialect d.
 func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect) {
 	ctx := r.Context()
-	thread := r.PathValue("thread")
-	if thread == "" {
-		if thread = r.Header.Get(ThreadHeader); thread == "" {
-			thread = d.Thread(r)
-		}
-		if thread == "" {
-			writeCodeIn(w, d, memory.CodeInvalid, "missing_thread",
-				"name the thread: in the header "+ThreadHeader+", or in the base URL /t/THREAD/v1", "")
-			return
-		}
-	}
-	if err := ValidURLThreadID(thread); err != nil {
-		writeCodeIn(w, d, memory.CodeInvalid, "invalid_thread_id", err.Error(), "")
-		return
-	}
-	if !isJSON(r) {
-		writeCodeIn(w, d, CodeUnsupported, "unsupported_media_type",
-			"the request body must be JSON, sent with Content-Type: application/json", "")
-		return
-	}
-	body, free, ok := s.readBody(w, r, d, s.MaxBodyBytes)
+	thread, req, free, ok := s.readTurn(w, r, d)
 	if !ok {
 		return
 	}
 	defer free()
-	prev := s.lastSent(thread)
-	if prev != nil && prev.Dialect != d.Name() {
-		prev = nil // the same bytes may mean another message in another dialect
-	}
-	req, err := d.Parse(body, prev)
-	if err != nil {
-		var br *dialect.BadRequest
-		if !errors.As(err, &br) {
-			br = &dialect.BadRequest{Msg: err.Error()}
-		}
-		writeCodeIn(w, d, memory.CodeInvalid, "invalid_request", br.Msg, br.Param)
-		return
-	}
-	req.Sent.Dialect = d.Name()
 	if s.Upstream == "" {
 		writeCodeIn(w, d, memory.CodeUnavailable, "no_upstream",
 			"no upstream model is configured: start memctl serve with --upstream URL", "")

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -193,8 +194,20 @@ func (s *Server) init() {
 		if s.ReadHeaderTimeout <= 0 {
 			s.ReadHeaderTimeout = ReadHeaderTimeout
 		}
-		s.Upstream = strings.TrimRight(s.Upstream, "/")
+		s.Upstream = UpstreamBase(s.Upstream)
 	})
+}
+
+// UpstreamBase is an upstream's base URL as serve uses it, which each dialect's route follows
+// (/chat/completions, /messages, /responses): a base of a host alone, as Anthropic's SDKs and
+// llama.cpp's server take it (https://api.anthropic.com), gets /v1; a base with a path (.../v1,
+// .../v1beta/openai) is used as it is. "" stays "".
+func UpstreamBase(base string) string {
+	base = strings.TrimRight(base, "/")
+	if u, err := url.Parse(base); err == nil && u.Host != "" && u.Path == "" && u.RawQuery == "" {
+		return base + "/v1"
+	}
+	return base
 }
 
 // Handler returns the server's handler: its routes behind the token check.
@@ -211,6 +224,10 @@ func (s *Server) routes(mux *http.ServeMux) {
 		for _, route := range d.Routes() {
 			mux.HandleFunc("POST /t/{thread}/v1"+route, s.proxy(d))
 			mux.HandleFunc("POST /v1"+route, s.proxy(d)) // the thread in ThreadHeader, or the dialect's own
+		}
+		for _, l := range d.Local() {
+			mux.HandleFunc("POST /t/{thread}/v1"+l.Route, s.local(d, l.Kind))
+			mux.HandleFunc("POST /v1"+l.Route, s.local(d, l.Kind))
 		}
 	}
 	mux.HandleFunc("GET /t/{thread}/v1/models", s.models)

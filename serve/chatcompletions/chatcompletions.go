@@ -96,6 +96,14 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	return t, nil
 }
 
+// Local is none: Chat Completions has no route serve answers itself.
+func (Dialect) Local() []dialect.Local { return nil }
+
+// LocalAnswer is never called: there is no local route.
+func (Dialect) LocalAnswer(dialect.LocalKind, dialect.Turn, int, string) ([]byte, error) {
+	return nil, errors.New("chat completions has no local route")
+}
+
 // Upstream is POST /chat/completions, with the configured key as a bearer token.
 func (Dialect) Upstream(t dialect.Turn, up, _ *http.Request, key string) string {
 	up.Header.Set("Content-Type", "application/json")

@@ -56,7 +56,35 @@ type Dialect interface {
 	// StreamError is the event that ends a stream that broke off, in the dialect's shape, as
 	// written to the client (with its trailing blank line).
 	StreamError(detail, msg string) []byte
+	// Local lists the routes of the dialect that serve answers itself, without a turn of the
+	// upstream (Anthropic's count_tokens, Responses' compact), mounted as Routes are.
+	Local() []Local
+	// LocalAnswer writes the JSON answer of a local route of kind: for CountTokens the prompt's
+	// size, tokens; for Compact the summary the cascade wrote of the turn's conversation.
+	LocalAnswer(kind LocalKind, t Turn, tokens int, summary string) ([]byte, error)
 }
+
+// Local is a route serve answers itself (see Dialect.Local).
+type Local struct {
+	Route string // relative to /v1, as Routes
+	Kind  LocalKind
+}
+
+// LocalKind is what serve does for a local route: the request is parsed by the dialect as a
+// turn (Parse), then
+type LocalKind int
+
+// The kinds of local routes.
+const (
+	// CountTokens counts the prompt the turn would send upstream: the thread's active context
+	// with the turn's new messages, and its tools (the request's own messages when they do not
+	// follow the thread's history). Nothing is stored.
+	CountTokens LocalKind = iota + 1
+	// Compact summarizes the turn's conversation through the compactor's cascade: the messages
+	// are stored in the thread (as a turn's are), the thread is compacted (forced), and the
+	// summary answers.
+	Compact
+)
 
 // Turn is a request read by its dialect.
 type Turn struct {
