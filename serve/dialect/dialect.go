@@ -11,6 +11,7 @@ package dialect
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/maphash"
 	"net/http"
 
@@ -93,6 +94,9 @@ type Turn struct {
 	// Messages is the conversation as the agent sent it: its instructions first (a system
 	// prompt given beside the messages is a leading system message here).
 	Messages []chat.Message
+	// Params name, for each of Messages, where the request gave it, in the request's own terms
+	// ("messages[3]", "input[5]", "system"): errors name a message by it. nil: messages[i].
+	Params []string
 	// Tools are the tool definitions, counted in the prompt's size.
 	Tools []chat.Tool
 	// Fields are the request's members as sent, Order their keys as the request gives them:
@@ -104,6 +108,14 @@ type Turn struct {
 	Sent *Sent
 	Prev *Sent
 	Same int
+}
+
+// Param is where the request gave its message i (see Turn.Params).
+func (t Turn) Param(i int) string {
+	if i >= 0 && i < len(t.Params) {
+		return t.Params[i]
+	}
+	return fmt.Sprintf("messages[%d]", i)
 }
 
 // BadRequest is a malformed request: its message and the parameter at fault.
