@@ -14,8 +14,11 @@ import (
 // startOver starts the request's thread over with the request's messages (see ResetHeader),
 // in one transaction: a request whose messages are not valid changes nothing. It names the
 // archive in the ArchivedHeader of w, and returns a *dialect.BadRequest naming an invalid message.
-func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threadState, req dialect.Turn) error {
-	archive := fmt.Sprintf("%s.reset-%d", st.thread, s.Store.Now().UnixMilli())
+//
+// kind names the archive: "reset" (asked for with ResetHeader) or "segment" (the agent
+// rewrote its history: see Conflict.Rewrite).
+func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threadState, req dialect.Turn, kind string) error {
+	archive := fmt.Sprintf("%s.%s-%d", st.thread, kind, s.Store.Now().UnixMilli())
 	s.keepLive(st, nil)
 	res, archived, err := s.Store.StartOver(ctx, st.thread, archive, req.Messages, memory.AppendOptions{Model: req.Model})
 	if err != nil {
@@ -131,7 +134,7 @@ func messageError(err error, req dialect.Turn, n, prompt int) error {
 	if ie.Index < prompt {
 		i = ie.Index
 	}
-	return &dialect.BadRequest{Param: fmt.Sprintf("messages[%d]", i), Msg: fmt.Sprintf("messages[%d]: %s", i, strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
+	return &dialect.BadRequest{Param: req.Param(i), Msg: fmt.Sprintf("%s: %s", req.Param(i), strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
 }
 
 // pinPrompt pins the n messages after seq after, a changed system prompt, so that the active

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,18 +120,33 @@ func TestKeptThreadSeesOtherProcess(t *testing.T) {
 	}
 	sentIsActive("after a pin by another store")
 
-	// An append by another process: the agent's resent history lacks it, which is a conflict
-	// naming the other message, not a turn appended after a history the proxy no longer has.
+	// An append by another process: the agent's resent history lacks it, so the agent's
+	// conversation is no longer the thread's: a new segment starts with the agent's, and the
+	// thread as it was (the other message with it) is kept under the archive's name.
 	if _, err := other.Append(ctx, "kept", []chat.Message{chat.TextMessage("user", "from elsewhere")}, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	n := len(msgs)
 	code, body := turn(9)
-	if code != http.StatusConflict || errorCode(t, body) != "history_conflict" || !strings.Contains(body, fmt.Sprintf("stored message %d", n+1)) {
-		t.Fatalf("after an append by another store: %d %s, want 409 naming stored message %d", code, body, n+1)
+	if code != http.StatusOK {
+		t.Fatalf("after an append by another store: %d %s, want a new segment", code, body)
 	}
-	if h := e.history("kept"); len(h) != n+1 || h[n] != "user: from elsewhere" {
-		t.Fatalf("history after the conflict: %d messages, last %q", len(h), h[len(h)-1])
+	if h := e.history("kept"); len(h) != len(msgs) || h[len(h)-1] != "assistant: reply 9" || slices.Contains(h, "user: from elsewhere") {
+		t.Fatalf("the new segment: %d messages, last %q, want the agent's %d", len(h), h[len(h)-1], len(msgs))
+	}
+	threads, err := e.store.Threads(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archived := false
+	for _, th := range threads {
+		if strings.HasPrefix(th.ID, "kept.segment-") {
+			h := e.history(th.ID)
+			archived = len(h) == n+1 && h[n] == "user: from elsewhere"
+		}
+	}
+	if !archived {
+		t.Fatalf("no archive of the thread as it was, with the other store's message: %+v", threads)
 	}
 }
 

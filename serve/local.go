@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/memcascade/memcascade/compact"
-	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/dialect"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -41,7 +40,7 @@ func (s *Server) local(d dialect.Dialect, kind dialect.LocalKind) http.HandlerFu
 		if err != nil {
 			var c *Conflict
 			if errors.As(err, &c) {
-				writeCodeIn(w, d, memory.CodeConflict, "history_conflict", c.Msg, fmt.Sprintf("messages[%d]", c.Index))
+				refuseConflict(w, d, t, c)
 				return
 			}
 			errorIn(w, d, err)

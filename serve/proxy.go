@@ -66,6 +66,14 @@ func (s *Server) readTurn(w http.ResponseWriter, r *http.Request, d dialect.Dial
 	return thread, t, free, true
 }
 
+// refuseConflict answers a request that shares nothing with its thread: 409, never retried.
+func refuseConflict(w http.ResponseWriter, d dialect.Dialect, t dialect.Turn, c *Conflict) {
+	w.Header().Set("X-Should-Retry", "false") // the SDKs of OpenAI and Anthropic retry a 409 otherwise
+	writeCodeIn(w, d, memory.CodeConflict, "history_conflict",
+		c.Text(t.Param(c.Index))+"; the request shares neither the thread's start nor its instructions: it is another conversation, not merged into this thread",
+		t.Param(c.Index))
+}
+
 // proxy is the proxy of dialect d: POST /t/{thread}/v1/ROUTE for each of d's routes.
 //
 // Its steps, a file each: the request is read (limits.go) and parsed by its dialect (serve/
@@ -103,15 +111,21 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 	appendNew := s.appendNew
 	if r.Header.Get(ResetHeader) == "1" {
 		appendNew = func(ctx context.Context, st *threadState, req dialect.Turn) error {
-			return s.startOver(ctx, w, st, req)
+			return s.startOver(ctx, w, st, req, "reset")
 		}
 	}
-	if err := appendNew(ctx, st, req); err != nil {
-		var c *Conflict
+	err := appendNew(ctx, st, req)
+	var c *Conflict
+	if errors.As(err, &c) && c.Rewrite {
+		// The agent rewrote its conversation: a new segment of the thread, the old one kept.
+		s.Logger.Info("the agent rewrote the thread's history: a new segment starts", "thread", thread, "at", req.Param(c.Index))
+		err = s.startOver(ctx, w, st, req, "segment")
+	}
+	if err != nil {
 		var br *dialect.BadRequest
 		switch {
 		case errors.As(err, &c):
-			writeCodeIn(w, d, memory.CodeConflict, "history_conflict", c.Msg, fmt.Sprintf("messages[%d]", c.Index))
+			refuseConflict(w, d, req, c)
 		case errors.As(err, &br):
 			writeCodeIn(w, d, memory.CodeInvalid, "invalid_message", br.Msg, br.Param)
 		default:

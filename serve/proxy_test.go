@@ -273,9 +273,12 @@ func TestEmergencyCompactionBeforeTheCall(t *testing.T) {
 	}
 }
 
-// Editing an earlier message is a 409 naming it; the reset header starts the thread over and
-// keeps the old history under the archive's name.
-func TestEditedHistoryConflict(t *testing.T) {
+// An agent that rewrites its conversation (an edited message, a regenerate, its own
+// compaction) starts a new segment of the thread, the old one kept under the archive's name; a
+// request that shares neither the thread's start nor its instructions is another conversation:
+// a 409 naming the request's first message in the request's own numbering, never retried, and
+// nothing is merged. The reset header starts the thread over in any case.
+func TestRewrittenHistory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	first := `{"model":"gpt-4o","messages":[{"role":"system","content":"S"},{"role":"user","content":"hello"}]}`
@@ -283,33 +286,50 @@ func TestEditedHistoryConflict(t *testing.T) {
 		t.Fatalf("first turn: %d %s", code, body)
 	}
 	edited := `{"model":"gpt-4o","messages":[{"role":"system","content":"S"},{"role":"user","content":"HELLO?"},{"role":"assistant","content":"reply 1"},{"role":"user","content":"next"}]}`
-	code, body, _ := e.post("/t/edit/v1/chat/completions", edited)
-	if code != 409 || errorCode(t, body) != "history_conflict" || !strings.Contains(body, "message 1 of the request (user) differs from stored message 2") ||
-		!strings.Contains(body, `"param":"messages[1]"`) {
-		t.Fatalf("edited history: %d %s", code, body)
-	}
-	if n, _ := e.up.stats(); n != 1 {
-		t.Fatalf("the conflicting request reached the upstream (%d requests)", n)
-	}
-	// A changed system prompt is accepted, but not with an edited message after it.
-	code, body, _ = e.post("/t/edit/v1/chat/completions", strings.Replace(edited, `"content":"S"`, `"content":"T"`, 1))
-	if code != 409 || !strings.Contains(body, "message 1 of the request (user) differs from stored message 2") {
-		t.Fatalf("changed system prompt and an edited message: %d %s", code, body)
-	}
-	code, body, hdr := e.post("/t/edit/v1/chat/completions", edited, serve.ResetHeader, "1")
-	if code != 200 {
-		t.Fatalf("reset: %d %s", code, body)
-	}
+	code, body, hdr := e.post("/t/edit/v1/chat/completions", edited)
 	archive := hdr.Get(serve.ArchivedHeader)
-	if !strings.HasPrefix(archive, "edit.reset-") {
-		t.Fatalf("archive header %q", archive)
+	if code != 200 || !strings.HasPrefix(archive, "edit.segment-") {
+		t.Fatalf("edited history: %d %s, archive %q", code, body, archive)
 	}
 	want := []string{"system: S", "user: HELLO?", "assistant: reply 1", "user: next", "assistant: reply 2"}
 	if got := e.history("edit"); !slices.Equal(got, want) {
-		t.Fatalf("after reset:\n%s", strings.Join(got, "\n"))
+		t.Fatalf("the new segment:\n%s", strings.Join(got, "\n"))
 	}
 	if got, want := e.history(archive), []string{"system: S", "user: hello", "assistant: reply 1"}; !slices.Equal(got, want) {
 		t.Fatalf("archive %s:\n%s", archive, strings.Join(got, "\n"))
+	}
+
+	// A regenerate: the same history without the last reply.
+	regen := `{"model":"gpt-4o","messages":[{"role":"system","content":"S"},{"role":"user","content":"HELLO?"},{"role":"assistant","content":"reply 1"},{"role":"user","content":"next"}]}`
+	if code, body, hdr := e.post("/t/edit/v1/chat/completions", regen); code != 200 || !strings.HasPrefix(hdr.Get(serve.ArchivedHeader), "edit.segment-") {
+		t.Fatalf("regenerate: %d %s", code, body)
+	}
+	if got := e.history("edit"); len(got) != 5 || got[4] != "assistant: reply 3" || slices.Contains(got, "assistant: reply 2") {
+		t.Fatalf("after the regenerate the last reply is the new one:\n%s", strings.Join(got, "\n"))
+	}
+
+	// Another conversation: other instructions, another first message.
+	other := `{"model":"gpt-4o","messages":[{"role":"system","content":"T"},{"role":"user","content":"unrelated"},{"role":"assistant","content":"x"},{"role":"user","content":"y"}]}`
+	before, _ := e.up.stats()
+	code, body, hdr = e.post("/t/edit/v1/chat/completions", other)
+	if code != 409 || errorCode(t, body) != "history_conflict" || hdr.Get("X-Should-Retry") != "false" ||
+		!strings.Contains(body, "the request's messages[1] (user) differs from the thread's message seq 2") ||
+		!strings.Contains(body, `"param":"messages[1]"`) {
+		t.Fatalf("another conversation: %d %s %v", code, body, hdr)
+	}
+	if n, _ := e.up.stats(); n != before {
+		t.Fatal("the conflicting request reached the upstream")
+	}
+	if got := e.history("edit"); len(got) != 5 || slices.Contains(got, "user: unrelated") {
+		t.Fatalf("another conversation was merged:\n%s", strings.Join(got, "\n"))
+	}
+
+	code, body, hdr = e.post("/t/edit/v1/chat/completions", other, serve.ResetHeader, "1")
+	if code != 200 || !strings.HasPrefix(hdr.Get(serve.ArchivedHeader), "edit.reset-") {
+		t.Fatalf("reset: %d %s", code, body)
+	}
+	if got := e.history("edit"); len(got) != 5 || got[1] != "user: unrelated" {
+		t.Fatalf("after reset:\n%s", strings.Join(got, "\n"))
 	}
 }
 

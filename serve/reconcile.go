@@ -16,10 +16,31 @@ type Conflict struct {
 	// from (0 when the request ends before the history does).
 	Index int
 	Seq   int64
-	Msg   string
+	// Rewrite: the request is the thread's conversation rewritten by its agent (an edit, a
+	// regenerate, its own compaction): it shares the thread's start or its instructions. The
+	// proxy starts a new segment of the thread with it (see Server.turn). Otherwise the request
+	// shares nothing with the thread and is refused.
+	Rewrite bool
+	// Msg says what differs, naming the request's message as messages[Index]; Text names it
+	// in a dialect's own terms.
+	Msg string
+	why string // Msg without the request's message's name
 }
 
 func (c *Conflict) Error() string { return c.Msg }
+
+// Text is Msg with the request's message named param ("messages[3]", "input[5]").
+func (c *Conflict) Text(param string) string {
+	if c.why == "" {
+		return c.Msg
+	}
+	return strings.ReplaceAll(c.why, "{msg}", param)
+}
+
+// conflict makes a Conflict whose text names the request's message as {msg}.
+func conflict(index int, seq int64, why string) *Conflict {
+	return &Conflict{Index: index, Seq: seq, why: why, Msg: strings.ReplaceAll(why, "{msg}", fmt.Sprintf("messages[%d]", index))}
+}
 
 // Reconcile returns the messages of a request that are not yet in a thread's history, or the
 // first point where the request contradicts it. An agent may send:
@@ -37,11 +58,18 @@ func (c *Conflict) Error() string { return c.Msg }
 // system prompt): it is new, stored before the request's new messages, and the rest of the
 // request is compared with the history without its system/developer messages. A request of
 // one message, or that starts with the results of the calls the history leaves unanswered
-// (parallel tool calls answered together), is a new turn. Otherwise a request is a conflict
-// when it starts like the history (its first message after the system block equals the
-// history's) or is longer than the history, yet the history is not a prefix of it: the first
-// differing message is named. A request that is a proper prefix of the history is a conflict
-// too (it ends before the thread's stored reply: a regenerate).
+// (parallel tool calls answered together), is a new turn.
+//
+// Otherwise the request rewrites the conversation, or is another one:
+//
+//   - a rewrite (Conflict.Rewrite): it starts like the history (its first message after the
+//     system block equals the history's) and then differs (an edited message, a cleared tool
+//     result, the agent's own compaction of what followed), or it ends before the thread's
+//     stored reply (a regenerate), or its system block is one the thread has and what follows
+//     differs from the first message on (the agent's own compaction of everything after its
+//     instructions). The first differing message is named;
+//   - another conversation: it shares neither the thread's start nor its instructions. It is
+//     never merged into the thread: the first differing message is named.
 //
 // Messages are compared by what the model sees (see sameMessage): role, content, name, tool
 // calls and tool_call_id; other fields are not compared.
@@ -92,14 +120,13 @@ func reconcileRest(history, req []chat.Message, pr int, prompt []chat.Message, k
 	if len(r) == 1 || answersOpenCalls(r, h) {
 		return fresh(r) // only the new turn
 	}
-	if len(r) > 0 && len(h) > 0 && (sameMessage(r[0], h[0]) || len(r) > len(h) || resendsReply(r, h)) {
-		i := 0
-		for i < len(r) && i < len(h) && sameMessage(r[i], h[i]) {
-			i++
-		}
-		return nil, conflictAt(history, req, pr+i, at[i])
+	i := 0
+	for i < len(r) && i < len(h) && sameMessage(r[i], h[i]) {
+		i++
 	}
-	return fresh(r)
+	c := conflictAt(history, req, pr+i, at[min(i, len(at)-1)])
+	c.Rewrite = i > 0 || resendsReply(r, h) || pr > 0 && prompt == nil
+	return nil, c
 }
 
 // knownSystem reports whether block, a request's leading system/developer messages, is one
@@ -156,16 +183,16 @@ func conflictAt(history, req []chat.Message, ri, hi int) *Conflict {
 	const hint = "; to start the thread over, send the header " + ResetHeader + ": 1"
 	switch {
 	case ri >= len(req):
-		return &Conflict{Index: ri, Seq: int64(hi + 1), Msg: fmt.Sprintf(
-			"the request's %d messages match the thread's history but end before it: stored message %d (%s) and the %d after it are not in the request%s",
-			len(req), hi+1, history[hi].Role, len(history)-hi-1, hint)}
+		return conflict(ri, int64(hi+1), fmt.Sprintf(
+			"the request's %d messages match the thread's history but end before it: the thread's message seq %d (%s) and the %d after it are not in the request%s",
+			len(req), hi+1, history[hi].Role, len(history)-hi-1, hint))
 	case hi >= len(history):
-		return &Conflict{Index: ri, Msg: fmt.Sprintf(
-			"message %d of the request (%s) is a system/developer message where the thread's history has none%s", ri, req[ri].Role, hint)}
+		return conflict(ri, 0, fmt.Sprintf(
+			"the request's {msg} (%s) is a system/developer message where the thread's history has none%s", req[ri].Role, hint))
 	}
-	return &Conflict{Index: ri, Seq: int64(hi + 1), Msg: fmt.Sprintf(
-		"message %d of the request (%s) differs from stored message %d of the thread (%s): %s%s",
-		ri, req[ri].Role, hi+1, history[hi].Role, difference(req[ri], history[hi]), hint)}
+	return conflict(ri, int64(hi+1), fmt.Sprintf(
+		"the request's {msg} (%s) differs from the thread's message seq %d (%s): %s%s",
+		req[ri].Role, hi+1, history[hi].Role, difference(req[ri], history[hi]), hint))
 }
 
 // difference names what differs between two messages.

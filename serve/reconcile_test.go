@@ -49,39 +49,43 @@ func TestReconcile(t *testing.T) {
 		hist, req []chat.Message
 		fresh     string // the new messages, when no conflict
 		conflict  int    // the request index named, -1: none
+		rewrite   bool   // the conflict is a rewrite of the conversation, not another one
 	}{
-		{"new thread", nil, msgs("system:S", "user:a"), "system:S,user:a", -1},
-		{"whole history and a turn", hist, msgs("system:S", "user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "user:e", -1},
-		{"whole history without the system prompt", hist, msgs("user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "user:e", -1},
-		{"only the new turn", hist, msgs("user:e"), "user:e", -1},
-		{"system prompt and the new turn", hist, msgs("system:S", "user:e"), "user:e", -1},
-		{"the last turn resent", hist, msgs("user:c", "assistant:d", "user:e"), "user:e", -1},
-		{"a retry of the last request", msgs("user:a", "assistant:b", "user:c"), msgs("user:a", "assistant:b", "user:c"), "", -1},
-		{"an edited first message", hist, msgs("system:S", "user:A", "assistant:b", "user:c", "assistant:d", "user:e"), "", 1},
-		{"an edited middle message", hist, msgs("system:S", "user:a", "assistant:B", "user:c", "assistant:d", "user:e"), "", 2},
-		{"a longer list that does not start like the history", hist, msgs("user:x", "assistant:y", "user:z", "assistant:w", "user:v"), "", 0},
-		{"a changed system prompt", hist, msgs("system:T", "user:e"), "system:T,user:e", -1},
-		{"a changed system prompt, whole history", hist, msgs("system:T", "user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "system:T,user:e", -1},
+		{"new thread", nil, msgs("system:S", "user:a"), "system:S,user:a", -1, false},
+		{"whole history and a turn", hist, msgs("system:S", "user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "user:e", -1, false},
+		{"whole history without the system prompt", hist, msgs("user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "user:e", -1, false},
+		{"only the new turn", hist, msgs("user:e"), "user:e", -1, false},
+		{"system prompt and the new turn", hist, msgs("system:S", "user:e"), "user:e", -1, false},
+		{"the last turn resent", hist, msgs("user:c", "assistant:d", "user:e"), "user:e", -1, false},
+		{"a retry of the last request", msgs("user:a", "assistant:b", "user:c"), msgs("user:a", "assistant:b", "user:c"), "", -1, false},
+		{"an edited first message", hist, msgs("system:S", "user:A", "assistant:b", "user:c", "assistant:d", "user:e"), "", 1, true},
+		{"an edited middle message", hist, msgs("system:S", "user:a", "assistant:B", "user:c", "assistant:d", "user:e"), "", 2, true},
+		{"another conversation, as long as the history", hist, msgs("user:x", "assistant:y", "user:z"), "", 0, false},
+		{"another conversation with other instructions", hist, msgs("system:T", "user:x", "assistant:y"), "", 1, false},
+		{"the agent's own compaction after its instructions", hist, msgs("system:S", "user:summary of a to d", "user:e"), "", 1, true},
+		{"a longer list that does not start like the history", hist, msgs("user:x", "assistant:y", "user:z", "assistant:w", "user:v"), "", 0, false},
+		{"a changed system prompt", hist, msgs("system:T", "user:e"), "system:T,user:e", -1, false},
+		{"a changed system prompt, whole history", hist, msgs("system:T", "user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "system:T,user:e", -1, false},
 		{"the changed prompt again, whole history", msgs("system:S", "user:a", "assistant:b", "system:T", "user:c", "assistant:d"),
-			msgs("system:T", "user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "user:e", -1},
+			msgs("system:T", "user:a", "assistant:b", "user:c", "assistant:d", "user:e"), "user:e", -1, false},
 		{"the changed prompt again, only the new turn", msgs("system:S", "user:a", "assistant:b", "system:T", "user:c", "assistant:d"),
-			msgs("system:T", "user:e"), "user:e", -1},
+			msgs("system:T", "user:e"), "user:e", -1, false},
 		{"an edit after a changed prompt", msgs("system:S", "user:a", "assistant:b", "system:T", "user:c", "assistant:d"),
-			msgs("system:T", "user:a", "assistant:B", "user:c", "assistant:d", "user:e"), "", 2},
+			msgs("system:T", "user:a", "assistant:B", "user:c", "assistant:d", "user:e"), "", 2, true},
 		{"a system note mid-conversation, resent", msgs("system:S", "user:a", "system:N", "assistant:b"),
-			msgs("system:S", "user:a", "system:N", "assistant:b", "user:c"), "user:c", -1},
-		{"a repeated first user message, only the new turn", msgs("user:a", "assistant:b"), msgs("user:a"), "user:a", -1},
-		{"parallel tool results, only the new turn", threeCalls, msgs("tool<c1:1", "tool<c2:2", "tool<c3:3"), "tool:1,tool:2,tool:3", -1},
-		{"parallel tool results and a reply", threeCalls, msgs("tool<c1:1", "tool<c2:2", "tool<c3:3", "user:more"), "tool:1,tool:2,tool:3,user:more", -1},
-		{"a regenerate (ends before the stored reply)", hist, msgs("system:S", "user:a", "assistant:b", "user:c"), "", 4},
-		{"a tool call and its result", msgs("user:a", "assistant>c1:f"), msgs("user:a", "assistant>c1:f", "tool<c1:42"), "tool:42", -1},
+			msgs("system:S", "user:a", "system:N", "assistant:b", "user:c"), "user:c", -1, false},
+		{"a repeated first user message, only the new turn", msgs("user:a", "assistant:b"), msgs("user:a"), "user:a", -1, false},
+		{"parallel tool results, only the new turn", threeCalls, msgs("tool<c1:1", "tool<c2:2", "tool<c3:3"), "tool:1,tool:2,tool:3", -1, false},
+		{"parallel tool results and a reply", threeCalls, msgs("tool<c1:1", "tool<c2:2", "tool<c3:3", "user:more"), "tool:1,tool:2,tool:3,user:more", -1, false},
+		{"a regenerate (ends before the stored reply)", hist, msgs("system:S", "user:a", "assistant:b", "user:c"), "", 4, true},
+		{"a tool call and its result", msgs("user:a", "assistant>c1:f"), msgs("user:a", "assistant>c1:f", "tool<c1:42"), "tool:42", -1, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fresh, c := serve.Reconcile(tc.hist, tc.req)
 			if tc.conflict >= 0 {
-				if c == nil || c.Index != tc.conflict {
-					t.Fatalf("conflict %+v, want one at message %d (fresh %q)", c, tc.conflict, texts(fresh))
+				if c == nil || c.Index != tc.conflict || c.Rewrite != tc.rewrite {
+					t.Fatalf("conflict %+v, want one at message %d, rewrite %v (fresh %q)", c, tc.conflict, tc.rewrite, texts(fresh))
 				}
 				return
 			}
