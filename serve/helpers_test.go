@@ -54,6 +54,9 @@ type upstream struct {
 	way     string
 	scale   float64
 	refused int
+	// usageScale, when set, is the share of the prompt its usage reports (a server whose usage
+	// leaves part of the prompt out, as cached tokens can be left out).
+	usageScale float64
 }
 
 func newUpstream(t testing.TB) *upstream {
@@ -147,7 +150,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	if reply != nil {
 		msg = reply(n, req.Messages)
 	}
-	usage := map[string]int{"prompt_tokens": tokens, "completion_tokens": 7, "total_tokens": tokens + 7}
+	reported := tokens
+	if u.usageScale > 0 {
+		reported = int(float64(tokens) * u.usageScale)
+	}
+	usage := map[string]int{"prompt_tokens": reported, "completion_tokens": 7, "total_tokens": reported + 7}
 	finish := "stop"
 	if len(msg.ToolCalls) > 0 {
 		finish = "tool_calls"

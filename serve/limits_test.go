@@ -223,8 +223,20 @@ func TestConnectionBound(t *testing.T) {
 
 func TestWindowLimit(t *testing.T) {
 	t.Parallel()
-	if got := serve.WindowLimit(128000, 1.1); got != 116363 {
-		t.Fatalf("WindowLimit(128000, 1.1) = %d, want 116363", got)
+	for _, tc := range []struct {
+		window int
+		ratio  float64
+		want   int
+	}{
+		{128000, 1.1, 116363},
+		{128000, 1, 128000},
+		// An upstream that reports half the local count: the limit stays at its window.
+		{128000, serve.MinTokenRatio, 128000},
+		{300, 0.9, 300},
+	} {
+		if got := serve.WindowLimit(tc.window, tc.ratio); got != tc.want {
+			t.Errorf("WindowLimit(%d, %v) = %d, want %d", tc.window, tc.ratio, got, tc.want)
+		}
 	}
 }
 

@@ -19,9 +19,11 @@ const (
 
 // WindowLimit is the limit a thread is fitted in when its model's window is window tokens
 // and the upstream counts ratio times what the thread's tokenizer counts: window / ratio,
-// rounded down (compact.Window.Limit).
+// rounded down (compact.Window.Limit), and never more than window: an upstream whose usage
+// counts less than the local count (one that leaves part of the prompt out of it) must not
+// make the limit larger than the window it reports.
 func WindowLimit(window int, ratio float64) int {
-	return int(math.Floor(float64(window) / ratio))
+	return min(window, int(math.Floor(float64(window)/ratio)))
 }
 
 // retryShrink is the share of the refused prompt's size that the emergency compaction of a

@@ -49,6 +49,26 @@ func TestWindowOfTheUpstream(t *testing.T) {
 	}
 }
 
+// TestLimitNotOverTheWindow: an upstream whose usage reports a third of the prompt drives the
+// calibration ratio to its lower clamp; the limit still never passes the window the upstream
+// reports, so no turn is refused and none sent over the window.
+func TestLimitNotOverTheWindow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{auto: true})
+	e.up.set(func(u *upstream) { u.window, u.way, u.usageScale = 2048, "llama.cpp", 0.33 })
+	chatTurns(t, e, "u", 40)
+	requests, maxTokens := e.up.stats()
+	var refused int
+	e.up.set(func(u *upstream) { refused = u.refused })
+	if refused != 0 || maxTokens > 2048 || requests != 40 {
+		t.Fatalf("%d requests, %d refused, the largest %d tokens; want 40, none refused, at most 2048", requests, refused, maxTokens)
+	}
+	code, body, _ := e.get("/api/threads/u")
+	if code != 200 || !strings.Contains(body, `"token_limit": 2048`) {
+		t.Fatalf("the thread's limit: %d %s, want the window, 2048", code, body)
+	}
+}
+
 // TestCompactAndRetry: an upstream that counts 30% more than the local tokenizer refuses what
 // the proxy thinks fits. The first refusal is absorbed: the proxy compacts to a smaller budget
 // and retries, the agent sees the answer; the reply's usage calibrates the budget so that the
