@@ -156,8 +156,8 @@ const (
 	defaultMaxAttempts     = 2
 	defaultMaxWait         = Duration(cascade.DefaultMaxWait)
 	defaultConcurrency     = 1
-	defaultCooldown        = Duration(30 * time.Second)
-	defaultMaxCooldown     = Duration(time.Hour)
+	defaultCooldown        = Duration(cascade.DefaultCooldown)
+	defaultMaxCooldown     = Duration(cascade.DefaultMaxCooldown)
 )
 
 // defaultCompaction is the compaction section's defaults: those of package memory, so a

@@ -41,8 +41,6 @@ import (
 
 // Defaults of a Server.
 const (
-	// DefaultListen is the address memctl serve listens on: loopback only.
-	DefaultListen = "127.0.0.1:8787"
 	// DefaultMaxBodyBytes bounds a request body (images in a conversation are large).
 	DefaultMaxBodyBytes = 32 << 20
 	// DefaultMaxReplyBytes bounds a reply of the upstream model, streamed or not.
@@ -374,7 +372,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func IsLoopback(addr string) (bool, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return false, fmt.Errorf("listen address %q: want HOST:PORT (e.g. %s): %v", addr, DefaultListen, err)
+		return false, fmt.Errorf("listen address %q: want HOST:PORT: %v", addr, err)
 	}
 	return loopbackName(host), nil
 }
