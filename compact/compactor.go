@@ -266,7 +266,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (me
 		j.planned()
 		return *j.rep, nil
 	}
-	if j.d.ineffective && (j.a.Tokens <= j.s.Budget() || !j.reshapes()) {
+	if j.d.Ineffective && (j.a.Tokens <= j.s.Budget() || !j.reshapes()) {
 		return j.ineffective(ctx)
 	}
 	return j.run(ctx)

@@ -27,7 +27,7 @@ type job struct {
 	keep int           // the kept budget: L * target_ratio
 	rep  *memory.Report
 	sh   shaper
-	d    decision
+	d    Decision
 	id   int64
 	// lost are the facts the compaction named dropped in what it applied so far (before anything
 	// was applied: those hybrid's mask left out); the ledger stored with its summary marks them so.
@@ -39,18 +39,6 @@ type job struct {
 	timeout time.Duration // bounds the summarizing (0: none)
 }
 
-// decision is what a compaction will do.
-type decision struct {
-	// post is the view mask or window make (for hybrid, the masked view the summary is planned
-	// on); nil for summarize.
-	post []memory.Entry
-	// plan is the first summary pass's, when summarize is set.
-	plan        Plan
-	summarize   bool
-	ineffective bool
-	why         string
-}
-
 // decide plans the compaction (the plan step): no provider is called, nothing is written.
 func (j *job) decide() error {
 	counter, err := j.c.Store.Counter(j.a.Thread.Encoding)
@@ -58,28 +46,18 @@ func (j *job) decide() error {
 		return err
 	}
 	j.sh = shaper{count: counter, redact: j.c.redact}
-	a, d := j.a, decision{}
 	if j.rep.Reason == memory.ReasonEmergency && j.rep.Strategy == StrategySummarize {
 		j.rep.Strategy = StrategyHybrid // the cheapest path first: masking costs nothing
 	}
-	switch j.rep.Strategy {
-	case StrategySummarize:
-		d.plan, d.summarize = MakePlan(a.Entries, j.s, j.keep), true
-		d.ineffective, d.why = d.plan.Ineffective, d.plan.Why
-	case StrategyWindow:
-		d.post = window(a.Entries, j.keep)
-	default: // mask, hybrid
-		d.post = j.sh.maskOld(a.Entries, j.keep)
+	strat, ok := strategyNamed(j.rep.Strategy)
+	if !ok {
+		return fmt.Errorf("strategy %q is not registered (want %s)", j.rep.Strategy, strategyList())
 	}
-	if j.rep.Strategy == StrategyHybrid && memory.PromptTokens(d.post) > j.keep {
-		// The summary of hybrid covers what is outside the window the mask kept (no share of
-		// the target set aside): it is worth a call only when that is more than placeholders.
-		if p := makePlan(d.post, j.s, j.keep, 0); !p.Ineffective || memory.EntryTokens(d.post) >= memory.EntryTokens(a.Entries) {
-			d.plan, d.summarize, d.ineffective, d.why = p, true, p.Ineffective, p.Why
+	d := strat.Decide(StrategyInput{Entries: j.a.Entries, Settings: j.s, Keep: j.keep, MaskOld: j.sh.maskOld})
+	if d.View != nil {
+		if err := checkView(strat.Name(), j.a.Entries, d.View); err != nil {
+			return err
 		}
-	}
-	if !d.summarize && memory.EntryTokens(d.post) >= memory.EntryTokens(a.Entries) {
-		d.ineffective, d.why = true, fmt.Sprintf("%s saves nothing: no tool result outside the kept window to mask, no unit to leave out", j.rep.Strategy)
 	}
 	j.d = d
 	j.planFigures()
@@ -89,26 +67,26 @@ func (j *job) decide() error {
 // planFigures fills the report's planned figures.
 func (j *job) planFigures() {
 	rep, a := j.rep, j.a
-	if j.d.summarize {
-		p := j.d.plan
+	if j.d.Summarize {
+		p := j.d.Plan
 		rep.SummarizedMessages, rep.KeptMessages = p.MiddleLen(), p.keptLen(len(a.Entries))
 		rep.FromSeq, rep.ToSeq, rep.SummaryBudget = p.FromSeq, p.ToSeq, p.SummaryBudget
 		return
 	}
-	rep.KeptMessages = len(j.d.post) - memory.PinnedLen(j.d.post)
+	rep.KeptMessages = len(j.d.View) - memory.PinnedLen(j.d.View)
 }
 
 // planned makes the report of a dry run.
 func (j *job) planned() {
 	j.rep.Status = memory.StatusPlanned
 	switch {
-	case j.d.ineffective:
-		j.rep.Detail = "ineffective: " + j.d.why
-	case j.d.summarize:
-		j.rep.Detail = j.d.plan.describe(j.d.post, j.a)
+	case j.d.Ineffective:
+		j.rep.Detail = "ineffective: " + j.d.Why
+	case j.d.Summarize:
+		j.rep.Detail = j.d.Plan.describe(j.d.View, j.a)
 	default:
-		j.rep.Detail = describeView(j.a.Entries, j.d.post)
-		j.rep.TokensAfter, j.rep.MessagesAfter = memory.PromptTokens(j.d.post), len(j.d.post)
+		j.rep.Detail = describeView(j.a.Entries, j.d.View)
+		j.rep.TokensAfter, j.rep.MessagesAfter = memory.PromptTokens(j.d.View), len(j.d.View)
 	}
 	j.note()
 }
@@ -119,7 +97,7 @@ func (j *job) note() {
 		return
 	}
 	path := "masked old tool results first (no provider call)"
-	if j.d.summarize {
+	if j.d.Summarize {
 		path += fmt.Sprintf(", then summarized within %s (the providers it leaves no time for are skipped)", j.timeout.Round(time.Second))
 	}
 	if j.rep.Strategy == StrategyWindow {
@@ -143,8 +121,8 @@ const deepNoteWindow = 5
 // messages take is said once per thread and limit: the deep compactions that follow (one of
 // the thread's latest reports with the same limit says it) only say they are deep.
 func (j *job) deepNote(ctx context.Context) {
-	p := j.d.plan
-	if !j.d.summarize || !p.Deep || p.Ineffective || j.rep.Status != memory.StatusApplied {
+	p := j.d.Plan
+	if !j.d.Summarize || !p.Deep || p.Ineffective || j.rep.Status != memory.StatusApplied {
 		return
 	}
 	reps, err := j.c.Store.Reports(ctx, j.a.Thread.ID, deepNoteWindow)
@@ -172,7 +150,7 @@ func (j *job) deepNote(ctx context.Context) {
 // L, says why it stays there.
 func (j *job) ineffective(ctx context.Context) (memory.Report, error) {
 	rep, a := j.rep, j.a
-	rep.Status, rep.Detail = memory.StatusIneffective, j.d.why
+	rep.Status, rep.Detail = memory.StatusIneffective, j.d.Why
 	rep.SummarizedMessages, rep.KeptMessages, rep.FromSeq, rep.ToSeq = 0, len(a.Entries)-memory.PinnedLen(a.Entries), 0, 0
 	var over error
 	if a.Tokens > j.s.Budget() {
@@ -243,14 +221,14 @@ func (j *job) run(ctx context.Context) (memory.Report, error) {
 
 // work does what was decided: commits the view of mask or window, or summarizes.
 func (j *job) work(ctx context.Context) error {
-	if j.d.ineffective { // over L, and nothing to summarize or mask would bring it under
-		return fmt.Errorf("%w: %d tokens, limit %d: %s", ErrOverLimit, j.a.Tokens, j.s.Budget(), j.d.why)
+	if j.d.Ineffective { // over L, and nothing to summarize or mask would bring it under
+		return fmt.Errorf("%w: %d tokens, limit %d: %s", ErrOverLimit, j.a.Tokens, j.s.Budget(), j.d.Why)
 	}
-	if !j.d.summarize {
-		if err := j.applyView(ctx, j.a, j.d.post); err != nil {
+	if !j.d.Summarize {
+		if err := j.applyView(ctx, j.a, j.d.View); err != nil {
 			return err
 		}
-		if t := memory.PromptTokens(j.d.post); t > j.s.Budget() {
+		if t := memory.PromptTokens(j.d.View); t > j.s.Budget() {
 			return fmt.Errorf("%w: %d tokens after %s, limit %d", ErrOverLimit, t, j.rep.Strategy, j.s.Budget())
 		}
 		return nil
@@ -264,16 +242,16 @@ func (j *job) work(ctx context.Context) error {
 		defer cancel()
 	}
 	a := j.a
-	if j.d.post != nil { // hybrid: the summary is planned on the masked view
-		masked, lost, err := j.c.viewFacts(ctx, a.Entries, j.d.post)
+	if j.d.View != nil { // hybrid: the summary is planned on the masked view
+		masked, lost, err := j.c.viewFacts(ctx, a.Entries, j.d.View)
 		if err != nil {
 			return err
 		}
 		j.lost = lost
 		j.carried = slices.DeleteFunc(slices.Clone(masked), func(f facts.Fact) bool { return slices.Contains(j.lost, f) })
-		a = withEntries(a, j.d.post)
+		a = withEntries(a, j.d.View)
 	}
-	return j.passes(ctx, budget, a, j.d.plan)
+	return j.passes(ctx, budget, a, j.d.Plan)
 }
 
 // withEntries returns a showing entries instead of its own.

@@ -3,7 +3,6 @@ package compact
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,8 +33,8 @@ type Settings struct {
 	// MaxResultBytes trims each long message text or tool result in the summarizer's input,
 	// keeping its head and tail around a visible marker.
 	MaxResultBytes int
-	// Strategy is how a compaction shrinks the context: summarize (the default), mask, hybrid
-	// or window (see Strategies).
+	// Strategy is how a compaction shrinks the context: summarize (the default), mask, hybrid,
+	// window, or a strategy the program registered (see Strategy, Register).
 	Strategy string
 	// EmergencyRatio: a context at or above L * EmergencyRatio is compacted with reason
 	// emergency, by the cheapest path that gets under the target (see Compactor.Compact).
@@ -50,9 +49,6 @@ type Settings struct {
 	// Prompt replaces the built-in summarization instructions (see ValidatePrompt); "" keeps them.
 	Prompt string
 }
-
-// Strategies are the values of Settings.Strategy.
-var Strategies = []string{StrategySummarize, StrategyMask, StrategyHybrid, StrategyWindow}
 
 // Values of Settings.OnFailure.
 const (
@@ -159,8 +155,11 @@ func (s Settings) check() error {
 	return nil
 }
 
-// Strategy names in messages.
-var strategyList = strings.Join(Strategies[:len(Strategies)-1], ", ") + " or " + Strategies[len(Strategies)-1]
+// strategyList names the registered strategies in messages.
+func strategyList() string {
+	names := Strategies()
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // Problems lists every rule the settings break, in the order of the fields, taking the values as
 // they are (a zero field is a zero, not "the default": fill them with Validate's defaults first
@@ -196,8 +195,8 @@ func (s Settings) Problems() []*SettingError {
 		add(broken("summary_role", strconv.Quote(s.SummaryRole), "must be system or user"))
 	}
 	atLeast1("max_passes", s.MaxPasses)
-	if !slices.Contains(Strategies, s.Strategy) {
-		add(broken(KeyStrategy, strconv.Quote(s.Strategy), "is not known (want "+strategyList+")"))
+	if _, ok := strategyNamed(s.Strategy); !ok {
+		add(broken(KeyStrategy, strconv.Quote(s.Strategy), "is not known (want "+strategyList()+")"))
 	}
 	ratio("emergency_ratio", s.EmergencyRatio)
 	if s.OnFailure != OnFailureKeep && s.OnFailure != OnFailureFit {
@@ -259,11 +258,3 @@ const DeepSummaryTokens = 128
 // or summary_max_tokens when that is less. The planner finds a deep plan with less room
 // ineffective, and a pin that would leave less is refused: one rule, read by both.
 func (s Settings) MinSummaryTokens() int { return min(DeepSummaryTokens, s.SummaryMaxTokens) }
-
-// Strategy names, the values of Settings.Strategy (Strategies lists them).
-const (
-	StrategySummarize = "summarize" // the middle is replaced by a summary
-	StrategyMask      = "mask"      // old tool results are replaced by placeholders
-	StrategyHybrid    = "hybrid"    // mask, then summarize if still over the target
-	StrategyWindow    = "window"    // the oldest units leave the view
-)

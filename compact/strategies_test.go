@@ -349,7 +349,7 @@ func TestStrategiesBench(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, file := range corpus.Conversations(t) {
-		for _, strategy := range compact.Strategies {
+		for _, strategy := range compact.Strategies() {
 			t.Run(filepath.Base(file)+"/"+strategy, func(t *testing.T) {
 				t.Parallel()
 				s, _ := storetest.Open(t)
