@@ -348,11 +348,10 @@ func helperCompactAndHang() {
 func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := storetest.Open(t)
+	t0 := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	s, _ := storetest.OpenWith(t, memory.Options{Now: func() time.Time { return t0 }})
 	storetest.Import(t, s, "t", corpus.Airline)
 	before, _ := s.Active(ctx, "t")
-	t0 := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
-	s.Now = func() time.Time { return t0 }
 
 	casc := storetest.FailingCascade(s)
 	c := compact.New(s, casc, compact.Settings{TokenLimit: before.Tokens / 2})

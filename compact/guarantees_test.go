@@ -321,8 +321,8 @@ func TestReportsAreTrue(t *testing.T) {
 func TestLiveCompactionKeepsItsLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, path := storetest.Open(t)
-	s.Lease = 600 * time.Millisecond
+	lease := 600 * time.Millisecond
+	s, path := storetest.OpenWith(t, memory.Options{Lease: lease})
 	storetest.LongThread(t, s, "t", 40, 400)
 	release := make(chan struct{})
 	slow := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
@@ -340,7 +340,7 @@ func TestLiveCompactionKeepsItsLease(t *testing.T) {
 	start := time.Now()
 	for {
 		reps, _ := s.Reports(ctx, "t", 1)
-		if len(reps) == 1 && reps[0].LeaseUntil != nil && time.Since(start) > 2*s.Lease && time.Until(*reps[0].LeaseUntil) > 300*time.Millisecond {
+		if len(reps) == 1 && reps[0].LeaseUntil != nil && time.Since(start) > 2*lease && time.Until(*reps[0].LeaseUntil) > 300*time.Millisecond {
 			running = reps[0]
 			break
 		}

@@ -62,7 +62,7 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the
 // config names no file (new threads are then counted by a built-in encoding: encoding, or the
 // one of the model). A relative path is read from the directory of the config file. Give the
-// counter to memory.Store.UseCounter.
+// counter to the store (memory.Options.Counter).
 func (c Config) Counter() (*tokencount.BPECounter, error) {
 	if c.EncodingFile == "" {
 		return nil, nil

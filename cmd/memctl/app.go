@@ -38,7 +38,10 @@ type app struct {
 	logLevel, logFormat string
 	logger              *slog.Logger
 
-	cfg   *config.Config
+	cfg *config.Config
+	// h is the database open opened; store is the store built on it, and the cascades of the
+	// commands that compact or read provider state are built on it too.
+	h     *db.Handle
 	store *memory.Store
 	// cleanup runs when the command ends (temporary files that could not be unlinked early).
 	cleanup []func()
@@ -47,6 +50,9 @@ type app struct {
 func (a *app) close() {
 	if a.store != nil {
 		a.store.Close()
+	}
+	if a.h != nil {
+		a.h.Close()
 	}
 	for _, f := range a.cleanup {
 		f()
@@ -80,7 +86,8 @@ const (
 	forCreating
 )
 
-// open opens the store once, with the config's model and encoding for new threads. A missing
+// open opens the database once and builds the store on it, with the config's model, encoding
+// and vocabulary file for new threads; the app keeps both (a.h, a.store) until close. A missing
 // database is "no database at PATH" (exit 1) unless mode is forCreating.
 func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
 	if a.store != nil {
@@ -99,24 +106,27 @@ func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
 			return nil, fmt.Errorf("create the database directory: %w", err)
 		}
 	}
-	s, err := memory.OpenWith(ctx, loc.path, memory.OpenOptions{NoCreate: mode != forCreating, ReadOnly: mode == forReading, Logger: a.logger})
+	h, err := db.OpenHandle(ctx, loc.path, db.Options{NoCreate: mode != forCreating, ReadOnly: mode == forReading})
 	if errors.Is(err, db.ErrOlderSchema) {
 		return nil, fmt.Errorf("%w (import, compact, revert and delete do)", err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.DefaultModel, s.Encoding = cfg.Model, cfg.Encoding
-	if c, err := cfg.Counter(); err != nil || c != nil {
-		if err == nil {
-			err = s.UseCounter(c)
-		}
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
+	opt := memory.Options{DefaultModel: cfg.Model, Encoding: cfg.Encoding, Logger: a.logger}
+	c, err := cfg.Counter()
+	if c != nil {
+		opt.Counter = c
 	}
-	a.store = s
+	var s *memory.Store
+	if err == nil {
+		s, err = memory.New(ctx, h, opt)
+	}
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	a.h, a.store = h, s
 	return s, nil
 }
 

@@ -31,8 +31,14 @@ import (
 // PostgreSQL URL, which Open takes again.
 func Open(t testing.TB) (*memory.Store, string) {
 	t.Helper()
+	return OpenWith(t, memory.Options{})
+}
+
+// OpenWith is Open with the store's options.
+func OpenWith(t testing.TB, opt memory.Options) (*memory.Store, string) {
+	t.Helper()
 	path := freshDB.Name(t, "memory.db")
-	s, err := memory.Open(context.Background(), path)
+	s, err := memory.OpenWith(context.Background(), path, memory.OpenOptions{Options: opt})
 	if err != nil {
 		t.Fatal(err)
 	}
