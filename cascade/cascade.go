@@ -17,8 +17,8 @@
 //
 // The package knows nothing about compaction: a caller hands Run an llm.Task, which talks to
 // one provider at a time through an llm.Completer. It owns the providers' cooldowns, the
-// attempt log (cascade_attempts, decoded by db.Attempt) and the classes of provider errors. It
-// must not import package memory, compact or config.
+// attempt log it writes (cascade_attempts; the store reads it: memory.Store.Attempts) and the
+// classes of provider errors. It must not import package memory, compact or config.
 package cascade
 
 import (
@@ -52,7 +52,7 @@ const (
 // with less, the provider is skipped (outcome skipped_budget).
 const minTurn = 250 * time.Millisecond
 
-// Outcome is how one attempt ended, as stored in cascade_attempts.outcome (db.Attempt.Outcome).
+// Outcome is how one attempt ended, as stored in cascade_attempts.outcome (memory.Attempt.Outcome).
 type Outcome string
 
 // Attempt outcomes; Outcomes lists them all.

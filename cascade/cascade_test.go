@@ -556,7 +556,7 @@ func TestRunTask(t *testing.T) {
 	if target != (llm.Target{Name: "p", Model: "fake", ContextWindow: 4096, MaxOutputTokens: 512, Concurrency: 1}) {
 		t.Errorf("target = %+v", target)
 	}
-	rows, err := cascade.CompactionAttempts(context.Background(), sqldb, compactionID)
+	rows, err := storeOn(t, sqldb).CompactionAttempts(context.Background(), compactionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -656,7 +656,7 @@ func TestJSONShapes(t *testing.T) {
 		t.Errorf("providers JSON =\n%s\nwant\n%s", b, want)
 	}
 
-	rows, err := cascade.Attempts(context.Background(), sqldb, "a", 10)
+	rows, err := storeOn(t, sqldb).Attempts(context.Background(), "a", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,8 +675,8 @@ func TestJSONShapes(t *testing.T) {
 	if m["compaction_id"] != nil || m["started_at"] != "2026-11-29T12:00:00Z" || m["http_status"] != float64(503) {
 		t.Errorf("attempt JSON = %s", b)
 	}
-	all, _ := cascade.Attempts(context.Background(), sqldb, "", 0)
-	one, _ := cascade.Attempts(context.Background(), sqldb, "", 1)
+	all, _ := storeOn(t, sqldb).Attempts(context.Background(), "", 0)
+	one, _ := storeOn(t, sqldb).Attempts(context.Background(), "", 1)
 	if len(all) != 2 || len(one) != 1 || one[0].Provider != "b" {
 		t.Errorf("Attempts all = %d rows, limit 1 = %+v (want newest first)", len(all), one)
 	}

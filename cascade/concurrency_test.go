@@ -83,7 +83,7 @@ func TestConcurrentRequests(t *testing.T) {
 	if overlapped.Load() {
 		t.Error("Observe was called while another call was running")
 	}
-	usage, err := cascade.CompactionUsage(context.Background(), sqldb, id)
+	usage, err := compactionUsage(t, sqldb, id)
 	if err != nil || usage.Requests != chunks || len(fake.Calls()) != chunks {
 		t.Errorf("usage %+v (%v), provider saw %d; want %d requests logged", usage, err, len(fake.Calls()), chunks)
 	}

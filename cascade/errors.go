@@ -21,7 +21,7 @@ import (
 )
 
 // Class is the class of a provider's failure, as stored in cascade_attempts.error_class
-// (db.Attempt.ErrorClass) and reported by Classify.
+// (memory.Attempt.ErrorClass) and reported by Classify.
 type Class string
 
 // Error classes; Classes lists them all. What the cascade does with each is said beside it;

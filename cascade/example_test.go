@@ -13,6 +13,7 @@ import (
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
 )
 
@@ -55,7 +56,13 @@ func ExampleCascade_Complete() {
 	fmt.Println(res.Provider)
 	fmt.Println(res.Text)
 
-	rows, _ := cascade.Attempts(ctx, sqldb, "", 0)
+	// The attempt log is read through the store on the same database.
+	store, err := memory.New(ctx, sqldb, memory.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rows, _ := store.Attempts(ctx, "", 0)
 	for i := len(rows) - 1; i >= 0; i-- {
 		fmt.Println(rows[i].Provider, rows[i].Outcome, rows[i].HTTPStatus, rows[i].ErrorClass)
 	}

@@ -86,7 +86,7 @@ func TestHangingProviderWithinTotalBudget(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Error("the offline rung answered after the total budget; the budget kept no time for it")
 	}
-	rows, err := cascade.Attempts(context.Background(), sqldb, "first", 0)
+	rows, err := storeOn(t, sqldb).Attempts(context.Background(), "first", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

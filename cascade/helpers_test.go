@@ -21,6 +21,7 @@ import (
 	_ "github.com/memcascade/memcascade/db/postgres"
 	_ "github.com/memcascade/memcascade/db/sqlite"
 	"github.com/memcascade/memcascade/internal/testdb"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // t0 is the injected clock's start.
@@ -112,10 +113,29 @@ func (h *harness) recordedEvents() []cascade.Event {
 	return slices.Clone(h.events)
 }
 
-// attempts returns the attempt log oldest first.
-func attempts(t *testing.T, sqldb *db.Handle) []cascade.Attempt {
+// storeOn is the store over sqldb: a program reads the attempt log the cascade writes through
+// the store built on the same database.
+func storeOn(t *testing.T, sqldb *db.Handle) *memory.Store {
 	t.Helper()
-	rows, err := cascade.Attempts(context.Background(), sqldb, "", 0)
+	s, err := memory.New(context.Background(), sqldb, memory.Options{})
+	if err != nil {
+		t.Fatalf("memory.New: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// compactionUsage is the usage of compaction id's attempts, as its report shows it.
+func compactionUsage(t *testing.T, sqldb *db.Handle, id int64) (memory.Usage, error) {
+	t.Helper()
+	r, err := storeOn(t, sqldb).Report(context.Background(), id)
+	return r.Usage, err
+}
+
+// attempts returns the attempt log oldest first.
+func attempts(t *testing.T, sqldb *db.Handle) []memory.Attempt {
+	t.Helper()
+	rows, err := storeOn(t, sqldb).Attempts(context.Background(), "", 0)
 	if err != nil {
 		t.Fatalf("Attempts: %v", err)
 	}

@@ -30,7 +30,7 @@ func TestUsageNegativeFromServerNotTrusted(t *testing.T) {
 	if _, err := c.Complete(context.Background(), id, req); err != nil {
 		t.Fatal(err)
 	}
-	got, err := cascade.CompactionUsage(context.Background(), sqldb, id)
+	got, err := compactionUsage(t, sqldb, id)
 	if err != nil {
 		t.Fatal(err)
 	}

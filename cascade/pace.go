@@ -3,6 +3,8 @@ package cascade
 import (
 	"context"
 	"time"
+
+	"github.com/memcascade/memcascade/db"
 )
 
 // Pacing of an emergency: how long summarizing takes at the speed the attempt log shows.
@@ -29,14 +31,15 @@ func (c *Cascade) TimeFor(ctx context.Context, tokens int) (d time.Duration, ok 
 		if row, err := c.cooldownRow(ctx, e.Name); err != nil || row.CoolingUntil > c.now().UnixMilli() {
 			continue
 		}
-		rows, err := Attempts(ctx, c.db, e.Name, paceAttempts)
+		// The cascade's own rows, newest first (a host reads the log through memory.Store).
+		rows, err := c.db.Q().ListAttempts(ctx, db.ListAttemptsParams{Provider: e.Name, MaxRows: paceAttempts})
 		if err != nil {
 			return 0, false
 		}
 		var toks, ms int64
 		for _, r := range rows {
 			if Outcome(r.Outcome) == OutcomeOK && r.DurationMs > 0 && r.PromptTokens+r.CompletionTokens > 0 {
-				toks += int64(r.PromptTokens + r.CompletionTokens)
+				toks += r.PromptTokens + r.CompletionTokens
 				ms += r.DurationMs
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // TestCompactionUsage: the usage of a compaction counts the requests the servers received
@@ -33,11 +34,11 @@ func TestCompactionUsage(t *testing.T) {
 	if _, err := h.c.Complete(context.Background(), id, userReq); err != nil {
 		t.Fatal(err)
 	}
-	got, err := cascade.CompactionUsage(context.Background(), sqldb, id)
+	got, err := compactionUsage(t, sqldb, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := cascade.Usage{Requests: int(srv.hits.Load()), PromptTokens: 11, CompletionTokens: 7}
+	want := memory.Usage{Requests: int(srv.hits.Load()), PromptTokens: 11, CompletionTokens: 7}
 	if got != want || want.Requests != 2 {
 		t.Errorf("usage = %+v, want %+v (2 requests: the 503 counts none)", got, want)
 	}
@@ -63,14 +64,14 @@ func TestUsageCountedLocally(t *testing.T) {
 	}
 	// 3 tokens of reply priming, 4 per message, and the words.
 	wantPrompt, wantCompletion := 3+4+2+4+3, 3
-	got, err := cascade.CompactionUsage(context.Background(), sqldb, id)
+	got, err := compactionUsage(t, sqldb, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (cascade.Usage{Requests: 1, PromptTokens: wantPrompt, CompletionTokens: wantCompletion, Estimated: true}); got != want {
+	if want := (memory.Usage{Requests: 1, PromptTokens: wantPrompt, CompletionTokens: wantCompletion, Estimated: true}); got != want {
 		t.Errorf("usage = %+v, want %+v", got, want)
 	}
-	rows, err := cascade.CompactionAttempts(context.Background(), sqldb, id)
+	rows, err := storeOn(t, sqldb).CompactionAttempts(context.Background(), id)
 	if err != nil || len(rows) != 1 || !rows[0].UsageEstimated {
 		t.Fatalf("attempts = %+v, %v: want one, marked usage_estimated", rows, err)
 	}
@@ -83,11 +84,11 @@ func TestUsageCountedLocally(t *testing.T) {
 	if _, err := c2.Complete(context.Background(), id2, req); err == nil {
 		t.Fatal("a hanging server answered")
 	}
-	got, err = cascade.CompactionUsage(context.Background(), sqldb, id2)
+	got, err = compactionUsage(t, sqldb, id2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (cascade.Usage{Requests: 1, PromptTokens: wantPrompt, Estimated: true}); got != want {
+	if want := (memory.Usage{Requests: 1, PromptTokens: wantPrompt, Estimated: true}); got != want {
 		t.Errorf("usage after a timeout = %+v, want %+v", got, want)
 	}
 }

@@ -358,7 +358,7 @@ func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
 	if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); !errors.Is(err, compact.ErrSummarize) {
 		t.Fatalf("got %v, want ErrSummarize", err)
 	}
-	attempts, err := cascade.Attempts(ctx, s.DB(), "", 0)
+	attempts, err := s.Attempts(ctx, "", 0)
 	if err != nil || len(attempts) != 2 {
 		t.Fatalf("attempts %v (%v), want two", attempts, err)
 	}

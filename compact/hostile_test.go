@@ -147,7 +147,7 @@ func TestPropertyHostileConversations(t *testing.T) {
 					b, _ := json.Marshal(full)
 					out.Write(b)
 				}
-				attempts, _ := cascade.Attempts(ctx, s.DB(), "", 0)
+				attempts, _ := s.Attempts(ctx, "", 0)
 				b, _ := json.Marshal(attempts)
 				out.Write(b)
 				active, _ := s.Active(ctx, "t")
