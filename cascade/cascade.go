@@ -32,6 +32,7 @@ import (
 
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/redact"
 )
 
 // Defaults used where a Cascade or Entry field is zero.
@@ -197,8 +198,8 @@ type Cascade struct {
 	// InitialBackoff and MaxBackoff shape the exponential backoff (with jitter) between
 	// attempts. Defaults DefaultInitialBackoff and DefaultMaxBackoff.
 	InitialBackoff, MaxBackoff time.Duration
-	// Redact is applied to every error text stored, reported or returned. Default: the
-	// built-in patterns of package redact.
+	// Redact is applied to every error text stored, reported or returned. Default:
+	// redact.Default, the built-in patterns (a text it cannot redact is withheld).
 	Redact func(string) string
 	// Observe, when set, receives progress events, synchronously and one at a time (a task
 	// that sends requests in parallel has its events delivered in turn, not at once).
@@ -231,7 +232,7 @@ func New(h *db.Handle, entries ...Entry) *Cascade {
 		Sleep:          sleep,
 		InitialBackoff: DefaultInitialBackoff,
 		MaxBackoff:     DefaultMaxBackoff,
-		Redact:         defaultRedact(),
+		Redact:         redact.Default(),
 		db:             h,
 	}
 }
@@ -253,7 +254,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // redactor: the config's, when config.NewCascade built the cascade.
 func (c *Cascade) RedactText(s string) string {
 	if c.Redact == nil {
-		return defaultRedact()(s)
+		return redact.Default()(s)
 	}
 	return c.Redact(s)
 }

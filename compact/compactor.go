@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/memcascade/memcascade/facts"
@@ -49,8 +48,8 @@ type Compactor struct {
 
 	// Redact is applied to every text that leaves the machine (the summarizer's input, each
 	// fact of the ledger) and to the summary and error text before they are stored.
-	// New sets it to the summarizer's redactor (see Redacting), else to the built-in
-	// secret patterns (package redact); nil turns redaction off. It is called from several
+	// New sets it to the summarizer's redactor (see Redacting), else to redact.Default (the
+	// built-in secret patterns; a text it cannot redact is withheld); nil turns redaction off. It is called from several
 	// goroutines at once (a long middle is redacted by one per CPU).
 	Redact func(string) string
 	// OnReport is called with the report of every compaction that reached a decision (not
@@ -114,14 +113,14 @@ type Options struct {
 // summarizer's own redactor when the summarizer has one (a Redacting, such as a
 // *cascade.Cascade, whose redactor config.NewCascade builds from the config's
 // redact_patterns), so that what the compactor sends and what the cascade stores pass one
-// redactor; otherwise with the built-in patterns of package redact. A summarizer with a clock
+// redactor; otherwise with redact.Default, the built-in patterns. A summarizer with a clock
 // of its own (a Clocked, such as a *cascade.Cascade) is set to read the store's, so that the
 // whole system keeps one clock: memory.Store.Now.
 func New(store *memory.Store, summarizer Summarizer, s Settings) *Compactor {
 	if c, ok := summarizer.(Clocked); ok {
 		c.UseClock(func() time.Time { return store.Now() })
 	}
-	red := builtinRedact()
+	red := redact.Default()
 	if r, ok := summarizer.(Redacting); ok {
 		red = r.RedactText
 	}
@@ -139,15 +138,6 @@ type Clocked interface {
 type Redacting interface {
 	RedactText(s string) string
 }
-
-// builtinRedact is the redaction of the built-in patterns, compiled once.
-var builtinRedact = sync.OnceValue(func() func(string) string {
-	r, err := redact.New(nil)
-	if err != nil {
-		panic(err) // no extra pattern: New cannot fail
-	}
-	return func(s string) string { out, _ := r.Redact(s); return out }
-})
 
 // ShouldCompact reports whether an unforced Compact of the thread would do anything: its
 // active context is over L, or it is over L * trigger_ratio and automatic compaction is not
