@@ -33,16 +33,17 @@ func ExampleCascade_Complete() {
 	down := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{}, &openai.APIError{HTTPStatusCode: 503, HTTPStatus: "503 Service Unavailable", Message: "overloaded"}
 	}}
-	c := cascade.New(sqldb,
+	c := cascade.NewWith(sqldb, cascade.Options{
+		Sleep: func(context.Context, time.Duration) error { return nil }, // no waiting in an example
+		Observe: func(ev cascade.Event) {
+			if ev.Kind == cascade.EventRetry || ev.Kind == cascade.EventFail {
+				fmt.Printf("%s: %s %s\n", ev.Provider, ev.Kind, ev.Class)
+			}
+		},
+	},
 		cascade.Entry{Name: "local", Type: "fake", Model: "llama3.2", Provider: down, MaxAttempts: 2},
 		cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{}},
 	)
-	c.Sleep = func(context.Context, time.Duration) error { return nil } // no waiting in an example
-	c.Observe = func(ev cascade.Event) {
-		if ev.Kind == cascade.EventRetry || ev.Kind == cascade.EventFail {
-			fmt.Printf("%s: %s %s\n", ev.Provider, ev.Kind, ev.Class)
-		}
-	}
 
 	// A model reads the rendered transcript in Messages; the offline summarizer reads Transcript.
 	conv := []transcript.Message{{Seq: 1, Role: "user", Text: "Book flight HAT170."}, {Seq: 2, Role: "assistant", Text: "Booked HAT170."}}

@@ -56,8 +56,7 @@ func TestUsageCountedLocally(t *testing.T) {
 		fmt.Fprint(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"one two three"},"finish_reason":"stop"}]}`)
 	})
 	words := func(s string) int { return len(strings.Fields(s)) }
-	c := cascade.New(sqldb, openAIEntry("srv", srv.URL))
-	c.Count = words
+	c := cascade.NewWith(sqldb, cascade.Options{Count: words}, openAIEntry("srv", srv.URL))
 	req := llm.Request{Messages: []llm.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "summarize this text"}}}
 	if _, err := c.Complete(context.Background(), id, req); err != nil {
 		t.Fatal(err)
@@ -79,8 +78,8 @@ func TestUsageCountedLocally(t *testing.T) {
 	// A request cut by the attempt timeout: the server read the prompt; no answer.
 	id2 := insertCompactionFor(t, sqldb, "t2")
 	hang := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-	c2 := cascade.New(sqldb, openAIEntry("hang", hang.URL, func(_ *cascade.OpenAIConfig, e *cascade.Entry) { e.MaxAttempts = 1 }))
-	c2.Count, c2.AttemptTimeout = words, 300*time.Millisecond
+	c2 := cascade.NewWith(sqldb, cascade.Options{Count: words, AttemptTimeout: 300 * time.Millisecond},
+		openAIEntry("hang", hang.URL, func(_ *cascade.OpenAIConfig, e *cascade.Entry) { e.MaxAttempts = 1 }))
 	if _, err := c2.Complete(context.Background(), id2, req); err == nil {
 		t.Fatal("a hanging server answered")
 	}

@@ -108,15 +108,15 @@ func TestPropertyHostileConversations(t *testing.T) {
 				rec := &recorder{}
 				srv := httptest.NewServer(rec)
 				defer srv.Close()
-				casc := storetest.ExtractiveCascade(t, s)
+				var logMu sync.Mutex
+				var logged strings.Builder
+				observe := cascade.Options{Observe: func(e cascade.Event) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", e); logMu.Unlock() }}
+				casc := cascade.NewWith(s.DB(), observe, storetest.ExtractiveEntry(t, s))
 				if prov == "remote" {
-					casc = cascade.New(s.DB(), cascade.Entry{Name: "remote", Type: "openai", Model: "m",
+					casc = cascade.NewWith(s.DB(), observe, cascade.Entry{Name: "remote", Type: "openai", Model: "m",
 						Provider:      cascade.NewOpenAI(cascade.OpenAIConfig{Name: "remote", BaseURL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second, MaxOutputTokens: 800}),
 						ContextWindow: 4096, MaxOutputTokens: 800, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 				}
-				var logMu sync.Mutex
-				var logged strings.Builder
-				casc.Observe = func(e cascade.Event) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", e); logMu.Unlock() }
 				a, _ := s.Active(ctx, "t")
 				for _, limit := range []int{a.Tokens / 2, a.Tokens / 5} {
 					c := compact.New(s, casc, compact.Settings{TokenLimit: limit})

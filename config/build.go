@@ -105,12 +105,12 @@ func (c Config) withOfflineRung() []Provider {
 }
 
 // NewCompactor builds the compactor of the config over store: the config's cascade on the
-// store's database (see NewCascade), the compaction settings, and one redactor, built once
-// from the built-in patterns and redact_patterns, that both the compactor (everything sent to
-// a provider, every summary, fact and error stored) and the cascade (every attempt's error)
-// apply. count is as for NewCascade.
-func (c Config) NewCompactor(store *memory.Store, count func(string) int) (*compact.Compactor, *cascade.Cascade, error) {
-	casc, err := c.NewCascade(store.DB(), count)
+// store's database (see NewCascade; opt as there), the compaction settings, and one redactor,
+// built once from the built-in patterns and redact_patterns, that both the compactor
+// (everything sent to a provider, every summary, fact and error stored) and the cascade (every
+// attempt's error) apply.
+func (c Config) NewCompactor(store *memory.Store, opt cascade.Options) (*compact.Compactor, *cascade.Cascade, error) {
+	casc, err := c.NewCascade(store.DB(), opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -118,11 +118,14 @@ func (c Config) NewCompactor(store *memory.Store, count func(string) int) (*comp
 }
 
 // NewCascade builds the provider cascade of the config on the database h, which holds the
-// cooldowns and the attempt log. A cascade without an extractive provider ends with one named
-// "offline" unless the config says offline: false. count, when not nil, is the token counter the extractive
-// provider sizes its summaries with, and the one that counts the usage of a server that sends
-// none. API keys are read from the environment at request time.
-func (c Config) NewCascade(h *db.Handle, count func(string) int) (*cascade.Cascade, error) {
+// cooldowns and the attempt log. opt are the program's settings of the cascade (its clock,
+// Count, Logger, Observe...); the config's own win over them: AttemptTimeout
+// (compaction.attempt_timeout) and Redact (the built-in patterns plus redact_patterns). A
+// cascade without an extractive provider ends with one named "offline" unless the config says
+// offline: false. opt.Count, when not nil, is the token counter the extractive provider sizes
+// its summaries with, and the one that counts the usage of a server that sends none. API keys
+// are read from the environment at request time.
+func (c Config) NewCascade(h *db.Handle, opt cascade.Options) (*cascade.Cascade, error) {
 	c = c.WithDefaults()
 	red, err := c.Redactor()
 	if err != nil {
@@ -146,7 +149,7 @@ func (c Config) NewCascade(h *db.Handle, count func(string) int) (*cascade.Casca
 		case TypeExtractive:
 			e.BaseURL, e.ContextWindow = "", 0 // no window: the extractive summarizer reads any size
 			e.Offline = true                   // answers at once: the cascade keeps time for it
-			e.Provider = extractive.Summarizer{Count: count}
+			e.Provider = extractive.Summarizer{Count: opt.Count}
 		case TypeOpenAI:
 			e.Provider = cascade.NewOpenAI(cascade.OpenAIConfig{
 				Name: p.Name, BaseURL: p.BaseURL, Model: p.Model, APIKeyEnv: p.APIKeyEnv, Getenv: os.Getenv,
@@ -157,9 +160,7 @@ func (c Config) NewCascade(h *db.Handle, count func(string) int) (*cascade.Casca
 		}
 		entries = append(entries, e)
 	}
-	casc := cascade.New(h, entries...)
-	casc.AttemptTimeout = time.Duration(c.Compaction.AttemptTimeout)
-	casc.Count = count // the usage of a server that sends none is counted with the thread's tokenizer
-	casc.Redact = func(s string) string { out, _ := red.Redact(s); return out }
-	return casc, nil
+	opt.AttemptTimeout = time.Duration(c.Compaction.AttemptTimeout)
+	opt.Redact = func(s string) string { out, _ := red.Redact(s); return out }
+	return cascade.NewWith(h, opt, entries...), nil
 }

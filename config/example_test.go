@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
@@ -54,7 +55,7 @@ cascade:
 		log.Fatal(err)
 	}
 
-	compactor, _, err := cfg.NewCompactor(store, nil) // the cascade and one redactor, from the config
+	compactor, _, err := cfg.NewCompactor(store, cascade.Options{}) // the cascade and one redactor, from the config
 	if err != nil {
 		log.Fatal(err)
 	}

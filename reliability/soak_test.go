@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
@@ -411,7 +412,7 @@ func soakCompactor(s *memory.Store, until time.Time) compactorResult {
 		return fail("%v", err)
 	}
 	cfg := config.Default()
-	casc, err := cfg.NewCascade(s.DB(), counter.CountText)
+	casc, err := cfg.NewCascade(s.DB(), cascade.Options{Count: counter.CountText})
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -272,7 +272,7 @@ func newEnv(t testing.TB, opt envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	casc, err := cfg.NewCascade(store.DB(), counter.CountText)
+	casc, err := cfg.NewCascade(store.DB(), cascade.Options{Count: counter.CountText})
 	if err != nil {
 		t.Fatal(err)
 	}

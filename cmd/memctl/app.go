@@ -161,21 +161,22 @@ func writeMode(dryRun bool) openMode {
 }
 
 // newCompactor builds what a command that compacts needs, once: the config's cascade on the
-// store's database (count sizes the extractive summaries and counts the usage of a server that
-// sends none; nil for the built-in count), with the redactor of the config's patterns, and the
-// compactor over s that summarizes through it and redacts with that same redactor. logger,
-// when not nil, receives the records of both.
-func (a *app) newCompactor(s *memory.Store, count func(string) int, logger *slog.Logger) (*compact.Compactor, *cascade.Cascade, error) {
+// store's database, with opt (its Count sizes the extractive summaries and counts the usage of
+// a server that sends none, nil for the built-in count; its Logger and Observe receive its
+// records and events) and the redactor of the config's patterns, and the compactor over s that
+// summarizes through it and redacts with that same redactor. logger, when not nil, receives
+// the compactor's records.
+func (a *app) newCompactor(s *memory.Store, opt cascade.Options, logger *slog.Logger) (*compact.Compactor, *cascade.Cascade, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, nil, err
 	}
-	c, casc, err := cfg.NewCompactor(s, count) // one redactor, of the config's patterns, for both
+	c, casc, err := cfg.NewCompactor(s, opt) // one redactor, of the config's patterns, for both
 	if err != nil {
 		return nil, nil, err
 	}
 	if logger != nil {
-		casc.Logger, c.Logger = logger, logger
+		c.Logger = logger
 	}
 	return c, casc, nil
 }
@@ -198,14 +199,15 @@ func (a *app) openDatabase(ctx context.Context, mode openMode) (*memory.Store, d
 	return s, loc, err
 }
 
-// openCascade opens the store (see open) and builds the config's cascade on its database, for
-// a command that reads or resets its state (a compaction builds its own: see newCompactor).
+// openCascade opens the database (see open) and builds the config's cascade on it, on the
+// store's clock and with the app's logger, for a command that reads or resets its state (a
+// compaction builds its own: see newCompactor).
 func (a *app) openCascade(ctx context.Context, mode openMode) (*cascade.Cascade, error) {
 	s, cfg, err := a.openWithConfig(ctx, mode)
 	if err != nil {
 		return nil, err
 	}
-	return cfg.NewCascade(s.DB(), nil)
+	return cfg.NewCascade(a.h, cascade.Options{Now: s.Now, Logger: a.logger})
 }
 
 // storeWithConfig checks a thread argument and opens the store for writing.

@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/mcpserver"
 )
 
@@ -47,7 +48,7 @@ cascade. Logs go to stderr; stdout carries the protocol only.`,
 			if err != nil {
 				return err
 			}
-			c, _, err := a.newCompactor(s, nil, a.logger)
+			c, _, err := a.newCompactor(s, cascade.Options{Logger: a.logger}, a.logger)
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/internal/nodetest"
@@ -54,7 +55,7 @@ func TestMCPNodeClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	casc, err := cfg.NewCascade(s.DB(), nil)
+	casc, err := cfg.NewCascade(s.DB(), cascade.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	if err != nil {
 		return nil, err
 	}
-	c, casc, err := a.newCompactor(s, nil, nil)
+	c, casc, err := a.newCompactor(s, cascade.Options{}, nil)
 	if err != nil {
 		return nil, err
 	}

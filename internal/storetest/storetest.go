@@ -71,12 +71,19 @@ func Import(t testing.TB, s *memory.Store, thread, file string) []byte {
 // ExtractiveCascade is the built-in offline cascade on the store's database.
 func ExtractiveCascade(t testing.TB, s *memory.Store) *cascade.Cascade {
 	t.Helper()
+	return cascade.New(s.DB(), ExtractiveEntry(t, s))
+}
+
+// ExtractiveEntry is the rung of ExtractiveCascade: the offline summarizer, counting with the
+// store's o200k_base counter.
+func ExtractiveEntry(t testing.TB, s *memory.Store) cascade.Entry {
+	t.Helper()
 	c, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
-		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+	return cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
+		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
 }
 
 // FailingCascade is a cascade whose every provider fails.
