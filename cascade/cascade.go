@@ -269,20 +269,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// RedactText redacts s with the cascade's Redact (the default redactor when it is nil).
-// compact.New redacts with it, so that the compactor and the cascade share one
-// redactor: the config's, when config.NewCascade built the cascade.
-func (c *Cascade) RedactText(s string) string {
-	if c.opt.Redact == nil {
-		return redact.Default()(s)
-	}
-	return c.opt.Redact(s)
-}
-
-// UseClock sets the cascade's clock (Now) before its first use; compact.New gives it the
-// store's, so that a compaction and its attempts read one clock.
-func (c *Cascade) UseClock(now func() time.Time) { c.opt.Now = now }
-
 func (c *Cascade) now() time.Time {
 	if c.opt.Now != nil {
 		return c.opt.Now()

@@ -20,8 +20,9 @@ const (
 // down) takes to read and write tokens tokens at the speed of its latest successful attempts in
 // the attempt log ((prompt + completion tokens) / duration), with a margin. ok is false when
 // that provider has no successful attempt with usage, or no provider needs the network.
-// compact's emergency compaction takes it as its budget when it exceeds the fixed one, so a
-// slow local model is given the time it needs instead of being cut.
+// A compactor given it as its pace (compact.Config.Pace) takes it as an emergency compaction's
+// budget when it exceeds the fixed one, so a slow local model is given the time it needs
+// instead of being cut.
 func (c *Cascade) TimeFor(ctx context.Context, tokens int) (d time.Duration, ok bool) {
 	for i := range c.Entries {
 		e := &c.Entries[i]

@@ -92,9 +92,8 @@ func TestFactsKeptOrDropped(t *testing.T) {
 					} else {
 						casc = cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
 					}
-					c := compact.New(s, casc, compact.Settings{TokenLimit: limit})
 					var spans []compact.Span
-					c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+					c := compact.NewWith(s, casc, compact.Settings{TokenLimit: limit}, compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }})
 					rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 					if rep.Status != memory.StatusApplied {
 						// Nothing was committed: only an ineffective plan may end so.
@@ -123,9 +122,8 @@ func TestFactsMakeRoomBeforeDropping(t *testing.T) {
 	storetest.Import(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
 	before, _ := s.Active(ctx, "t")
 	casc := cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
-	c := compact.New(s, casc, compact.Settings{TokenLimit: before.Tokens * 7 / 10, SummaryMaxTokens: 200})
 	var spans []compact.Span
-	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+	c := compact.NewWith(s, casc, compact.Settings{TokenLimit: before.Tokens * 7 / 10, SummaryMaxTokens: 200}, compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
@@ -161,9 +159,8 @@ func TestConstraintSurvivesTinyLimit(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), compact.Settings{TokenLimit: 300})
 	var spans []compact.Span
-	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+	c := compact.NewWith(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), compact.Settings{TokenLimit: 300}, compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }})
 	rep, _ := c.Compact(ctx, "t", compact.Options{Force: true})
 	if rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v", rep)

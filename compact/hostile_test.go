@@ -119,10 +119,11 @@ func TestPropertyHostileConversations(t *testing.T) {
 				}
 				a, _ := s.Active(ctx, "t")
 				for _, limit := range []int{a.Tokens / 2, a.Tokens / 5} {
-					c := compact.New(s, casc, compact.Settings{TokenLimit: limit})
-					c.Progress = func(p compact.Progress) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", p); logMu.Unlock() }
 					var spans []compact.Span
-					c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+					c := compact.NewWith(s, casc, compact.Settings{TokenLimit: limit}, compact.Config{
+						Progress:     func(p compact.Progress) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", p); logMu.Unlock() },
+						OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil },
+					})
 					rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 					if err != nil {
 						fmt.Fprintf(&logged, "%v\n", err)

@@ -104,17 +104,27 @@ func (c Config) withOfflineRung() []Provider {
 	return append(slices.Clone(c.Cascade), Provider{Name: name, Type: TypeExtractive}.WithDefaults())
 }
 
-// NewCompactor builds the compactor of the config over store: the config's cascade on the
-// store's database (see NewCascade; opt as there), the compaction settings, and one redactor,
-// built once from the built-in patterns and redact_patterns, that both the compactor
-// (everything sent to a provider, every summary, fact and error stored) and the cascade (every
-// attempt's error) apply.
-func (c Config) NewCompactor(store *memory.Store, opt cascade.Options) (*compact.Compactor, *cascade.Cascade, error) {
-	casc, err := c.NewCascade(store.DB(), opt)
+// NewCompactor builds the compactor of the config over store and the cascade it summarizes
+// through, on h, the database store was built on (memory.New), which holds the cascade's
+// cooldowns and attempt log. The cascade is the config's (see NewCascade), with opt and the
+// store's clock (Store.Now: a compaction and its attempts read one clock). The compactor has
+// the config's compaction settings, comp, and the cascade's pace (Cascade.TimeFor: the time an
+// emergency compaction gives a slow provider). One redactor, built once from the built-in
+// patterns and redact_patterns, is both the compactor's (everything sent to a provider, every
+// summary, fact and error stored) and the cascade's (every attempt's error): it replaces
+// comp.Redact and opt.Redact.
+func (c Config) NewCompactor(h *db.Handle, store *memory.Store, opt cascade.Options, comp compact.Config) (*compact.Compactor, *cascade.Cascade, error) {
+	red, err := c.redact()
 	if err != nil {
 		return nil, nil, err
 	}
-	return compact.New(store, casc, c.Settings()), casc, nil // the compactor redacts with casc's redactor
+	opt.Now = store.Now
+	casc, err := c.newCascade(h, opt, red)
+	if err != nil {
+		return nil, nil, err
+	}
+	comp.Redact, comp.Pace = red, casc.TimeFor
+	return compact.NewWith(store, casc, c.Settings(), comp), casc, nil
 }
 
 // NewCascade builds the provider cascade of the config on the database h, which holds the
@@ -126,11 +136,25 @@ func (c Config) NewCompactor(store *memory.Store, opt cascade.Options) (*compact
 // its summaries with, and the one that counts the usage of a server that sends none. API keys
 // are read from the environment at request time.
 func (c Config) NewCascade(h *db.Handle, opt cascade.Options) (*cascade.Cascade, error) {
-	c = c.WithDefaults()
-	red, err := c.Redactor()
+	red, err := c.redact()
 	if err != nil {
 		return nil, err
 	}
+	return c.newCascade(h, opt, red)
+}
+
+// redact is the redaction of Redactor as a function.
+func (c Config) redact() (func(string) string, error) {
+	r, err := c.WithDefaults().Redactor()
+	if err != nil {
+		return nil, err
+	}
+	return func(s string) string { out, _ := r.Redact(s); return out }, nil
+}
+
+// newCascade is NewCascade with the redaction red.
+func (c Config) newCascade(h *db.Handle, opt cascade.Options, red func(string) string) (*cascade.Cascade, error) {
+	c = c.WithDefaults()
 	entries := make([]cascade.Entry, 0, len(c.Cascade)+1)
 	for _, p := range c.withOfflineRung() {
 		p = p.WithDefaults()
@@ -161,6 +185,6 @@ func (c Config) NewCascade(h *db.Handle, opt cascade.Options) (*cascade.Cascade,
 		entries = append(entries, e)
 	}
 	opt.AttemptTimeout = time.Duration(c.Compaction.AttemptTimeout)
-	opt.Redact = func(s string) string { out, _ := red.Redact(s); return out }
+	opt.Redact = red
 	return cascade.NewWith(h, opt, entries...), nil
 }

@@ -160,25 +160,18 @@ func writeMode(dryRun bool) openMode {
 	return forWriting
 }
 
-// newCompactor builds what a command that compacts needs, once: the config's cascade on the
-// store's database, with opt (its Count sizes the extractive summaries and counts the usage of
-// a server that sends none, nil for the built-in count; its Logger and Observe receive its
-// records and events) and the redactor of the config's patterns, and the compactor over s that
-// summarizes through it and redacts with that same redactor. logger, when not nil, receives
-// the compactor's records.
-func (a *app) newCompactor(s *memory.Store, opt cascade.Options, logger *slog.Logger) (*compact.Compactor, *cascade.Cascade, error) {
+// newCompactor builds what a command that compacts needs, once the store is open (see open):
+// the config's cascade on the database the app opened, with opt (its Count sizes the
+// extractive summaries and counts the usage of a server that sends none, nil for the built-in
+// count; its Logger and Observe receive its records and events), and the compactor over the
+// store that summarizes through it, with comp (its Logger and Progress). Both redact with the
+// redactor of the config's patterns (see config.Config.NewCompactor).
+func (a *app) newCompactor(opt cascade.Options, comp compact.Config) (*compact.Compactor, *cascade.Cascade, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, nil, err
 	}
-	c, casc, err := cfg.NewCompactor(s, opt) // one redactor, of the config's patterns, for both
-	if err != nil {
-		return nil, nil, err
-	}
-	if logger != nil {
-		c.Logger = logger
-	}
-	return c, casc, nil
+	return cfg.NewCompactor(a.h, a.store, opt, comp)
 }
 
 // storeFor checks the thread argument, then opens the store (see open).

@@ -66,11 +66,11 @@ func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) err
 	if err != nil {
 		return err
 	}
-	c, _, err := a.newCompactor(s, cascade.Options{Count: counter.CountText, Logger: a.logger, Observe: a.observer()}, a.logger)
+	c, _, err := a.newCompactor(cascade.Options{Count: counter.CountText, Logger: a.logger, Observe: a.observer()},
+		compact.Config{Logger: a.logger, Progress: a.progress()})
 	if err != nil {
 		return err
 	}
-	a.showProgress(c)
 	rep, err := c.Compact(ctx, t.ID, compact.Options{Force: force, DryRun: dryRun, Override: over})
 	if rep.Status == "" { // no report: the thread could not be read
 		return err
@@ -95,12 +95,13 @@ func (a *app) observer() func(cascade.Event) {
 	}
 }
 
-// showProgress sends the progress of a compaction to stderr when it is a terminal.
-func (a *app) showProgress(c *compact.Compactor) {
-	if isTerminal(a.stderr) {
-		c.Progress = func(p compact.Progress) {
-			fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
-		}
+// progress sends the progress of a compaction to stderr when it is a terminal (nil: it is not).
+func (a *app) progress() func(compact.Progress) {
+	if !isTerminal(a.stderr) {
+		return nil
+	}
+	return func(p compact.Progress) {
+		fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
 	}
 }
 

@@ -55,11 +55,11 @@ func TestMCPNodeClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	casc, err := cfg.NewCascade(s.DB(), cascade.Options{})
+	c, _, err := cfg.NewCompactor(s.DB(), s, cascade.Options{}, compact.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &serve.Server{Store: s, Compactor: compact.New(s, casc, cfg.Settings()), Token: "mcp-token"}
+	srv := &serve.Server{Store: s, Compactor: c, Token: "mcp-token"}
 	web := httptest.NewServer(srv.Handler())
 	defer web.Close()
 

@@ -68,10 +68,10 @@ func Import(t testing.TB, s *memory.Store, thread, file string) []byte {
 	return data
 }
 
-// ExtractiveCascade is the built-in offline cascade on the store's database.
+// ExtractiveCascade is the built-in offline cascade on the store's database and clock.
 func ExtractiveCascade(t testing.TB, s *memory.Store) *cascade.Cascade {
 	t.Helper()
-	return cascade.New(s.DB(), ExtractiveEntry(t, s))
+	return cascade.NewWith(s.DB(), cascade.Options{Now: s.Now}, ExtractiveEntry(t, s))
 }
 
 // ExtractiveEntry is the rung of ExtractiveCascade: the offline summarizer, counting with the
@@ -86,12 +86,12 @@ func ExtractiveEntry(t testing.TB, s *memory.Store) cascade.Entry {
 		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
 }
 
-// FailingCascade is a cascade whose every provider fails.
+// FailingCascade is a cascade on the store's database and clock whose every provider fails.
 func FailingCascade(s *memory.Store) *cascade.Cascade {
 	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		return llm.Response{}, errors.New("connection reset")
 	}}
-	return cascade.New(s.DB(),
+	return cascade.NewWith(s.DB(), cascade.Options{Now: s.Now},
 		cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute},
 		cascade.Entry{Name: "b", Type: "fake", Model: "m2", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 }
