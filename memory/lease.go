@@ -11,9 +11,9 @@ import (
 	"github.com/memcascade/memcascade/db"
 )
 
-// DefaultLease is how long a running compaction's lease lasts; it is renewed every third of
-// that while the compaction works.
-const DefaultLease = 30 * time.Second
+// defaultLease is how long a running compaction's lease lasts unless Options.Lease says
+// otherwise; it is renewed every third of that while the compaction works.
+const defaultLease = 30 * time.Second
 
 // A running compaction holds a lease: its row's lease_until, renewed while it works. At open,
 // a running row whose lease expired is marked failed (interrupted), whatever host or process
@@ -39,7 +39,7 @@ func (s *Store) lease() time.Duration {
 	if s.leaseFor > 0 {
 		return s.leaseFor
 	}
-	return DefaultLease
+	return defaultLease
 }
 
 // Hold renews the lease of compaction id every third of the store's lease (Options.Lease) until stop is called.

@@ -32,7 +32,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
-	"github.com/memcascade/memcascade/db/sqlite" // SQLite files: the default backend, always linked
+	_ "github.com/memcascade/memcascade/db/sqlite" // SQLite files: the default backend, always linked
 	"github.com/memcascade/memcascade/tokencount"
 	"github.com/memcascade/memcascade/tokenizer"
 )
@@ -46,10 +46,6 @@ var (
 	// ErrNoMessages: an append or import held no message.
 	ErrNoMessages = errors.New("no messages")
 )
-
-// ForeignError is the error of an open that found a file that is not a memcascade database
-// (another application's SQLite file, or not SQLite at all); the file was left untouched.
-type ForeignError = sqlite.ForeignError
 
 // Store is a conversation memory in one SQLite file or one PostgreSQL database. It is safe for
 // concurrent use, and several processes may use the same database. Its settings are given when
@@ -96,7 +92,7 @@ type Options struct {
 	// compactions too, so that the leases are judged by it. nil: time.Now.
 	Now func() time.Time
 	// Lease is how long a running compaction's lease lasts; it is renewed every third of that
-	// while the compaction works. 0: DefaultLease.
+	// while the compaction works. 0: 30 seconds.
 	Lease time.Duration
 }
 
@@ -137,8 +133,9 @@ func New(ctx context.Context, h *db.Handle, opt Options) (*Store, error) {
 // Open opens the store at path, creating the file (mode 0600) when missing and migrating an
 // older schema, with the default Options. A compaction left running by a process that no
 // longer exists is marked failed with the error "interrupted". A file that is not a memcascade
-// database is refused (*ForeignError) and left byte-identical. path may be a
-// postgres:// URL when the program links the PostgreSQL backend in (import _
+// database (another application's SQLite file, or not SQLite at all) is refused with the
+// SQLite backend's ForeignError and left byte-identical. path may be a postgres:// URL when
+// the program links the PostgreSQL backend in (import _
 // "github.com/memcascade/memcascade/db/postgres"); without it the open fails naming that
 // import (db.ErrNoPostgres).
 func Open(ctx context.Context, path string) (*Store, error) {
