@@ -315,21 +315,19 @@ func (b *bench) append(corpus []conversation) error {
 	return b.sqliteCLI(sqlScript.Bytes(), tImport, tCount, cImport, cCount, rate)
 }
 
-// rawRow is a message row as the store writes it.
-type rawRow = db.InsertMessageParams
-
-// rawRows computes the rows the store writes for conversation c in thread: what it stores of
-// each message, as README's data model says (the stored JSON is the line as given, compact).
-func rawRows(thread string, c conversation, tokens []int) []rawRow {
+// rawRows computes the message rows the store writes for conversation c in thread: what it
+// stores of each message, as README's data model says (the stored JSON is the line as given,
+// compact).
+func rawRows(thread string, c conversation, tokens []int) []db.InsertMessageParams {
 	now := time.Now().UnixMilli()
-	rows := make([]rawRow, len(c.msgs))
+	rows := make([]db.InsertMessageParams, len(c.msgs))
 	for j, m := range c.msgs {
 		var calls string
 		if len(m.ToolCalls) > 0 {
 			b, _ := json.Marshal(m.ToolCalls)
 			calls = string(b)
 		}
-		rows[j] = rawRow{ThreadID: thread, Seq: int64(j + 1), Role: m.Role,
+		rows[j] = db.InsertMessageParams{ThreadID: thread, Seq: int64(j + 1), Role: m.Role,
 			Content: nullString(db.MakeStorable(m.Text())), Name: nullString(m.Name),
 			ToolCalls: nullString(calls), ToolCallID: nullString(m.ToolCallID),
 			Raw: string(c.lines[j]), Tokens: int64(tokens[j]), CreatedAt: now}
@@ -340,7 +338,7 @@ func rawRows(thread string, c conversation, tokens []int) []rawRow {
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // rawInsert writes rows into thread as an import does, in one transaction.
-func rawInsert(ctx context.Context, raw *sql.DB, rawQ *db.Queries, thread string, rows []rawRow) error {
+func rawInsert(ctx context.Context, raw *sql.DB, rawQ *db.Queries, thread string, rows []db.InsertMessageParams) error {
 	return sqlite.WithTx(ctx, raw, func(tx *sql.Tx) error {
 		q := rawQ.WithTx(tx)
 		now := time.Now().UnixMilli()
@@ -414,7 +412,7 @@ func sameRows(ctx context.Context, store, raw *sql.DB, threads int) error {
 // rows, the index built by one INSERT ... SELECT per thread (concat_ws spelled out: the shell
 // may be older than 3.44). Every string is written as a hexadecimal blob cast to text, so no
 // text of a message is read as SQL.
-func writeSQL(w *bytes.Buffer, thread string, rows []rawRow) {
+func writeSQL(w *bytes.Buffer, thread string, rows []db.InsertMessageParams) {
 	str := func(s string) string { return "CAST(X'" + hex.EncodeToString([]byte(s)) + "' AS TEXT)" }
 	lit := func(s sql.NullString) string {
 		if !s.Valid {

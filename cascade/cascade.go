@@ -17,8 +17,8 @@
 //
 // The package knows nothing about compaction: a caller hands Run an llm.Task, which talks to
 // one provider at a time through an llm.Completer. It owns the providers' cooldowns, the
-// attempt log (cascade_attempts, decoded by db.Attempt) and the classes of provider errors. It
-// must not import package memory, compact or config.
+// attempt log it writes (cascade_attempts; the store reads it: memory.Store.Attempts) and the
+// classes of provider errors. It must not import package memory, compact or config.
 package cascade
 
 import (
@@ -32,6 +32,7 @@ import (
 
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/redact"
 )
 
 // Defaults used where a Cascade or Entry field is zero.
@@ -52,7 +53,7 @@ const (
 // with less, the provider is skipped (outcome skipped_budget).
 const minTurn = 250 * time.Millisecond
 
-// Outcome is how one attempt ended, as stored in cascade_attempts.outcome (db.Attempt.Outcome).
+// Outcome is how one attempt ended, as stored in cascade_attempts.outcome (memory.Attempt.Outcome).
 type Outcome string
 
 // Attempt outcomes; Outcomes lists them all.
@@ -179,10 +180,22 @@ type Event struct {
 	Warning      bool          // window: the server did not say; Window is the fallback
 }
 
-// Cascade tries its entries in order. Create it with New; change the exported fields before
-// the first Run. A Cascade is safe for concurrent use once configured.
+// Cascade tries its entries in order. Create it with New or NewWith; it does not change once
+// built, and is safe for concurrent use.
 type Cascade struct {
+	// Entries are the rungs, in order, as given to New (read them; do not change them).
 	Entries []Entry
+
+	opt    Options
+	db     *db.Handle
+	emitMu sync.Mutex
+	warnMu sync.Mutex
+	warned map[string]bool // entries whose fallback window was already reported
+}
+
+// Options are a cascade's settings beside its entries, given to NewWith. A zero field takes
+// its default.
+type Options struct {
 	// AttemptTimeout bounds one provider's whole turn, retries and waits included; 0: none.
 	AttemptTimeout time.Duration
 	// OfflineReserve is the time kept, before the caller's deadline, for an offline rung
@@ -190,15 +203,16 @@ type Cascade struct {
 	// DefaultOfflineReserve.
 	OfflineReserve time.Duration
 	// Now is the clock of cooldowns and of the attempts' start times. Default time.Now. A
-	// cascade given to compact.New reads the store's clock instead (see UseClock).
+	// cascade that summarizes for a store is given the store's clock (memory.Store.Now), so
+	// that a compaction and its attempts read one clock.
 	Now func() time.Time
 	// Sleep waits between attempts; it returns ctx.Err() when ctx ends first. Default a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// InitialBackoff and MaxBackoff shape the exponential backoff (with jitter) between
 	// attempts. Defaults DefaultInitialBackoff and DefaultMaxBackoff.
 	InitialBackoff, MaxBackoff time.Duration
-	// Redact is applied to every error text stored, reported or returned. Default: the
-	// built-in patterns of package redact.
+	// Redact is applied to every error text stored, reported or returned. Default:
+	// redact.Default, the built-in patterns (a text it cannot redact is withheld).
 	Redact func(string) string
 	// Observe, when set, receives progress events, synchronously and one at a time (a task
 	// that sends requests in parallel has its events delivered in turn, not at once).
@@ -216,24 +230,31 @@ type Cascade struct {
 	// WindowTTL is how long a window read from a server is trusted before it is read again;
 	// zero means DefaultWindowTTL.
 	WindowTTL time.Duration
-
-	db     *db.Handle
-	emitMu sync.Mutex
-	warnMu sync.Mutex
-	warned map[string]bool // entries whose fallback window was already reported
 }
 
-// New returns a cascade of entries that keeps its cooldowns and attempt log in the database h.
-func New(h *db.Handle, entries ...Entry) *Cascade {
-	return &Cascade{
-		Entries:        entries,
-		Now:            time.Now,
-		Sleep:          sleep,
-		InitialBackoff: DefaultInitialBackoff,
-		MaxBackoff:     DefaultMaxBackoff,
-		Redact:         defaultRedact(),
-		db:             h,
+// New returns a cascade of entries that keeps its cooldowns and attempt log in the database h,
+// with the default Options.
+func New(h *db.Handle, entries ...Entry) *Cascade { return NewWith(h, Options{}, entries...) }
+
+// NewWith returns a cascade of entries with the settings opt that keeps its cooldowns and
+// attempt log in the database h (the store's, when it summarizes for one: see memory.New).
+func NewWith(h *db.Handle, opt Options, entries ...Entry) *Cascade {
+	if opt.Now == nil {
+		opt.Now = time.Now
 	}
+	if opt.Sleep == nil {
+		opt.Sleep = sleep
+	}
+	if opt.InitialBackoff <= 0 {
+		opt.InitialBackoff = DefaultInitialBackoff
+	}
+	if opt.MaxBackoff <= 0 {
+		opt.MaxBackoff = DefaultMaxBackoff
+	}
+	if opt.Redact == nil {
+		opt.Redact = redact.Default()
+	}
+	return &Cascade{Entries: entries, opt: opt, db: h}
 }
 
 // sleep waits d or until ctx ends.
@@ -248,46 +269,32 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// RedactText redacts s with the cascade's Redact (the default redactor when it is nil).
-// compact.New redacts with it, so that the compactor and the cascade share one
-// redactor: the config's, when config.NewCascade built the cascade.
-func (c *Cascade) RedactText(s string) string {
-	if c.Redact == nil {
-		return defaultRedact()(s)
-	}
-	return c.Redact(s)
-}
-
-// UseClock sets the cascade's clock (Now) before its first use; compact.New gives it the
-// store's, so that a compaction and its attempts read one clock.
-func (c *Cascade) UseClock(now func() time.Time) { c.Now = now }
-
 func (c *Cascade) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
+	if c.opt.Now != nil {
+		return c.opt.Now()
 	}
 	return time.Now()
 }
 
 func (c *Cascade) sleep(ctx context.Context, d time.Duration) error {
-	if c.Sleep != nil {
-		return c.Sleep(ctx, d)
+	if c.opt.Sleep != nil {
+		return c.opt.Sleep(ctx, d)
 	}
 	return sleep(ctx, d)
 }
 
 func (c *Cascade) emit(ev Event) {
-	if c.Observe != nil {
+	if c.opt.Observe != nil {
 		c.emitMu.Lock()
 		defer c.emitMu.Unlock()
-		c.Observe(ev)
+		c.opt.Observe(ev)
 	}
 }
 
 // newError returns a provider's failure that no request produced (a skip, a cancel before
 // the turn), redacted with the cascade's redactor.
 func (c *Cascade) newError(e *Entry, class Class, err error) *ProviderError {
-	return &ProviderError{Provider: e.Name, Model: e.Model, Class: class, Err: err, redact: c.Redact}
+	return &ProviderError{Provider: e.Name, Model: e.Model, Class: class, Err: err, redact: c.opt.Redact}
 }
 
 // Complete is Run with a task that sends req once (through the retrying Completer) and
@@ -433,7 +440,7 @@ func (c *Cascade) turnContext(ctx context.Context, i int) (turn context.Context,
 	}
 	left, limit := time.Until(deadline), "total timeout"
 	if c.offlineAfter(i) {
-		reserve := c.OfflineReserve
+		reserve := c.opt.OfflineReserve
 		if reserve <= 0 {
 			reserve = DefaultOfflineReserve
 		}
@@ -445,7 +452,7 @@ func (c *Cascade) turnContext(ctx context.Context, i int) (turn context.Context,
 		return nil, fmt.Sprintf("no time left for a request: %s remained of the %s, a turn needs %s",
 			max(left, 0).Round(time.Millisecond), limit, minTurn), true, func() {}
 	}
-	if c.AttemptTimeout > 0 && c.AttemptTimeout <= left {
+	if c.opt.AttemptTimeout > 0 && c.opt.AttemptTimeout <= left {
 		turn, limit, cancel := c.attemptTimeout(ctx)
 		return turn, limit, false, cancel
 	}
@@ -455,11 +462,11 @@ func (c *Cascade) turnContext(ctx context.Context, i int) (turn context.Context,
 
 // attemptTimeout bounds ctx by AttemptTimeout (when set).
 func (c *Cascade) attemptTimeout(ctx context.Context) (context.Context, string, context.CancelFunc) {
-	limit := fmt.Sprintf("attempt timeout of %s", c.AttemptTimeout)
-	if c.AttemptTimeout <= 0 {
+	limit := fmt.Sprintf("attempt timeout of %s", c.opt.AttemptTimeout)
+	if c.opt.AttemptTimeout <= 0 {
 		return ctx, limit, func() {}
 	}
-	turn, cancel := context.WithTimeout(ctx, c.AttemptTimeout)
+	turn, cancel := context.WithTimeout(ctx, c.opt.AttemptTimeout)
 	return turn, limit, cancel
 }
 

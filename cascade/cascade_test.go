@@ -300,8 +300,7 @@ func TestConcurrentFailuresBothCount(t *testing.T) {
 			ready.Wait() // both have sent their request
 			return llm.Response{}, serverError()
 		}}
-		c := cascade.New(sqldb, fakeEntry("local", f))
-		c.Now = func() time.Time { return t0 }
+		c := cascade.NewWith(sqldb, cascade.Options{Now: func() time.Time { return t0 }}, fakeEntry("local", f))
 		_, err = c.Complete(context.Background(), 0, userReq)
 		var pe *cascade.ProviderError
 		if !errors.As(err, &pe) || pe.Class != cascade.ClassServer {
@@ -420,11 +419,9 @@ func TestCancelMidBackoff(t *testing.T) {
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("never")}}
 	e := openAIEntry("a", srv.URL)
 	e.MaxAttempts, e.MaxWait = 3, time.Minute
-	c := cascade.New(sqldb, e, fakeEntry("b", next)) // the real Sleep
-	c.InitialBackoff, c.MaxBackoff = 10*time.Second, 10*time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c.Observe = func(ev cascade.Event) {
+	observe := func(ev cascade.Event) {
 		if ev.Kind == cascade.EventWait {
 			if ev.Wait < 5*time.Second {
 				t.Errorf("wait %v, want about 10s", ev.Wait)
@@ -432,6 +429,8 @@ func TestCancelMidBackoff(t *testing.T) {
 			time.AfterFunc(100*time.Millisecond, cancel)
 		}
 	}
+	c := cascade.NewWith(sqldb, cascade.Options{InitialBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second, Observe: observe},
+		e, fakeEntry("b", next)) // the real Sleep
 	start := time.Now()
 	_, err := c.Complete(ctx, 0, userReq)
 	checkCanceled(t, sqldb, err, time.Since(start), next)
@@ -468,8 +467,7 @@ func TestAttemptTimeoutMovesOn(t *testing.T) {
 	sqldb, _ := openDB(t)
 	slow := &cascade.Fake{Script: []cascade.FakeStep{{Delay: 10 * time.Second, Response: llm.Response{Text: "late"}}}}
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("on time")}}
-	h := newHarness(t, sqldb, fakeEntry("slow", slow), fakeEntry("next", next))
-	h.c.AttemptTimeout = 200 * time.Millisecond
+	h := newHarnessWith(t, sqldb, cascade.Options{AttemptTimeout: 200 * time.Millisecond}, fakeEntry("slow", slow), fakeEntry("next", next))
 	start := time.Now()
 	res, err := h.c.Complete(context.Background(), 0, userReq)
 	if err != nil {
@@ -501,8 +499,7 @@ func TestRetryAfterBeyondBudget(t *testing.T) {
 	e := openAIEntry("a", srv.URL)
 	e.MaxAttempts, e.Cooldown = 3, time.Second
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("b")}}
-	h := newHarness(t, sqldb, e, fakeEntry("b", next))
-	h.c.AttemptTimeout = 2 * time.Second
+	h := newHarnessWith(t, sqldb, cascade.Options{AttemptTimeout: 2 * time.Second}, e, fakeEntry("b", next))
 	res, err := h.c.Complete(context.Background(), 0, userReq)
 	if err != nil || res.Provider != "b" {
 		t.Fatalf("%+v, %v", res, err)
@@ -556,7 +553,7 @@ func TestRunTask(t *testing.T) {
 	if target != (llm.Target{Name: "p", Model: "fake", ContextWindow: 4096, MaxOutputTokens: 512, Concurrency: 1}) {
 		t.Errorf("target = %+v", target)
 	}
-	rows, err := cascade.CompactionAttempts(context.Background(), sqldb, compactionID)
+	rows, err := storeOn(t, sqldb).CompactionAttempts(context.Background(), compactionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -656,7 +653,7 @@ func TestJSONShapes(t *testing.T) {
 		t.Errorf("providers JSON =\n%s\nwant\n%s", b, want)
 	}
 
-	rows, err := cascade.Attempts(context.Background(), sqldb, "a", 10)
+	rows, err := storeOn(t, sqldb).Attempts(context.Background(), "a", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,8 +672,8 @@ func TestJSONShapes(t *testing.T) {
 	if m["compaction_id"] != nil || m["started_at"] != "2026-11-29T12:00:00Z" || m["http_status"] != float64(503) {
 		t.Errorf("attempt JSON = %s", b)
 	}
-	all, _ := cascade.Attempts(context.Background(), sqldb, "", 0)
-	one, _ := cascade.Attempts(context.Background(), sqldb, "", 1)
+	all, _ := storeOn(t, sqldb).Attempts(context.Background(), "", 0)
+	one, _ := storeOn(t, sqldb).Attempts(context.Background(), "", 1)
 	if len(all) != 2 || len(one) != 1 || one[0].Provider != "b" {
 		t.Errorf("Attempts all = %d rows, limit 1 = %+v (want newest first)", len(all), one)
 	}
@@ -689,8 +686,7 @@ func TestEvents(t *testing.T) {
 	e := fakeEntry("a", f)
 	e.MaxAttempts = 2
 	next := &cascade.Fake{Script: []cascade.FakeStep{cascade.FakeReply("b")}}
-	h := newHarness(t, sqldb, e, fakeEntry("b", next))
-	h.c.InitialBackoff, h.c.MaxBackoff = time.Second, time.Second
+	h := newHarnessWith(t, sqldb, cascade.Options{InitialBackoff: time.Second, MaxBackoff: time.Second}, e, fakeEntry("b", next))
 	if _, err := h.c.Complete(context.Background(), 0, userReq); err != nil {
 		t.Fatal(err)
 	}

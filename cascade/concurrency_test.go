@@ -42,15 +42,15 @@ func TestConcurrentRequests(t *testing.T) {
 	}}
 	e := fakeEntry("local", fake)
 	e.Concurrency = 3
-	c := cascade.New(sqldb, e)
 	var observing, overlapped atomic.Bool
-	c.Observe = func(cascade.Event) {
+	observe := func(cascade.Event) {
 		if observing.Swap(true) {
 			overlapped.Store(true)
 		}
 		time.Sleep(time.Millisecond)
 		observing.Store(false)
 	}
+	c := cascade.NewWith(sqldb, cascade.Options{Observe: observe}, e)
 	const chunks = 9
 	_, err := c.Run(context.Background(), id, func(ctx context.Context, target llm.Target, k llm.Completer) (string, error) {
 		sem := make(chan struct{}, target.Concurrency)
@@ -83,7 +83,7 @@ func TestConcurrentRequests(t *testing.T) {
 	if overlapped.Load() {
 		t.Error("Observe was called while another call was running")
 	}
-	usage, err := cascade.CompactionUsage(context.Background(), sqldb, id)
+	usage, err := compactionUsage(t, sqldb, id)
 	if err != nil || usage.Requests != chunks || len(fake.Calls()) != chunks {
 		t.Errorf("usage %+v (%v), provider saw %d; want %d requests logged", usage, err, len(fake.Calls()), chunks)
 	}

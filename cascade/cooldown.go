@@ -201,10 +201,10 @@ func (c *Cascade) logAttempt(ctx context.Context, row db.InsertAttemptParams) {
 
 // logAttrs writes one record to Logger (nil: nothing).
 func (c *Cascade) logAttrs(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
-	if c.Logger == nil {
+	if c.opt.Logger == nil {
 		return
 	}
-	c.Logger.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
+	c.opt.Logger.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
 }
 
 // write runs fn in a write transaction. It outlives the caller's cancellation (bounded by

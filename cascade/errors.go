@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -21,7 +20,7 @@ import (
 )
 
 // Class is the class of a provider's failure, as stored in cascade_attempts.error_class
-// (db.Attempt.ErrorClass) and reported by Classify.
+// (memory.Attempt.ErrorClass) and reported by Classify.
 type Class string
 
 // Error classes; Classes lists them all. What the cascade does with each is said beside it;
@@ -110,13 +109,13 @@ func (e *ProviderError) detail() string {
 }
 
 // cleanText is the one place where error text is redacted: every text the package stores,
-// reports or returns is a ProviderError's detail, which passes here. redact nil means the
-// default redactor. The result is cut to maxErrorText bytes.
-func cleanText(redact func(string) string, s string) string {
-	if redact == nil {
-		redact = defaultRedact()
+// reports or returns is a ProviderError's detail, which passes here. red nil means the
+// default redactor (redact.Default). The result is cut to maxErrorText bytes.
+func cleanText(red func(string) string, s string) string {
+	if red == nil {
+		red = redact.Default()
 	}
-	return truncate(redact(s), maxErrorText)
+	return truncate(red(s), maxErrorText)
 }
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut.
@@ -204,20 +203,6 @@ func (e *Error) Unwrap() []error {
 	}
 	return errs
 }
-
-// defaultRedact is the built-in redactor, built once. redact.New(nil) has no user pattern
-// that could fail to compile; should it fail anyway, every text is withheld rather than
-// risking a secret.
-var defaultRedact = sync.OnceValue(func() func(string) string {
-	r, err := redact.New(nil)
-	if err != nil {
-		return func(string) string { return "[REDACTED: redactor unavailable]" }
-	}
-	return func(s string) string {
-		out, _ := r.Redact(s)
-		return out
-	}
-})
 
 // Classify maps an error to its class, its HTTP status (0 when none) and the Retry-After the
 // server sent (0 when none). It looks at types and codes: *Error (its last cause, the one

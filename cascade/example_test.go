@@ -13,6 +13,7 @@ import (
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/transcript"
 )
 
@@ -32,16 +33,17 @@ func ExampleCascade_Complete() {
 	down := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{}, &openai.APIError{HTTPStatusCode: 503, HTTPStatus: "503 Service Unavailable", Message: "overloaded"}
 	}}
-	c := cascade.New(sqldb,
+	c := cascade.NewWith(sqldb, cascade.Options{
+		Sleep: func(context.Context, time.Duration) error { return nil }, // no waiting in an example
+		Observe: func(ev cascade.Event) {
+			if ev.Kind == cascade.EventRetry || ev.Kind == cascade.EventFail {
+				fmt.Printf("%s: %s %s\n", ev.Provider, ev.Kind, ev.Class)
+			}
+		},
+	},
 		cascade.Entry{Name: "local", Type: "fake", Model: "llama3.2", Provider: down, MaxAttempts: 2},
 		cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{}},
 	)
-	c.Sleep = func(context.Context, time.Duration) error { return nil } // no waiting in an example
-	c.Observe = func(ev cascade.Event) {
-		if ev.Kind == cascade.EventRetry || ev.Kind == cascade.EventFail {
-			fmt.Printf("%s: %s %s\n", ev.Provider, ev.Kind, ev.Class)
-		}
-	}
 
 	// A model reads the rendered transcript in Messages; the offline summarizer reads Transcript.
 	conv := []transcript.Message{{Seq: 1, Role: "user", Text: "Book flight HAT170."}, {Seq: 2, Role: "assistant", Text: "Booked HAT170."}}
@@ -55,7 +57,13 @@ func ExampleCascade_Complete() {
 	fmt.Println(res.Provider)
 	fmt.Println(res.Text)
 
-	rows, _ := cascade.Attempts(ctx, sqldb, "", 0)
+	// The attempt log is read through the store on the same database.
+	store, err := memory.New(ctx, sqldb, memory.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rows, _ := store.Attempts(ctx, "", 0)
 	for i := len(rows) - 1; i >= 0; i-- {
 		fmt.Println(rows[i].Provider, rows[i].Outcome, rows[i].HTTPStatus, rows[i].ErrorClass)
 	}

@@ -16,19 +16,18 @@ import (
 )
 
 // defaultCascade builds, through the config and its defaults, a cascade of an
-// OpenAI-compatible provider "first" at baseURL followed by the offline rung.
-func defaultCascade(t *testing.T, baseURL string) (*cascade.Cascade, *db.Handle) {
+// OpenAI-compatible provider "first" at baseURL followed by the offline rung, with opt.
+func defaultCascade(t *testing.T, sqldb *db.Handle, baseURL string, opt cascade.Options) *cascade.Cascade {
 	t.Helper()
-	sqldb, _ := openDB(t)
 	cfg, err := config.Parse([]byte(fmt.Sprintf("cascade:\n  - name: first\n    model: llama3.2\n    base_url: %s/v1\n  - name: offline\n    type: extractive\n", baseURL)), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cfg.NewCascade(sqldb, nil)
+	c, err := cfg.NewCascade(sqldb, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, sqldb
+	return c
 }
 
 // TestRetryAfterBeyondMaxWaitFallsThrough: with the default settings, a 429 asking for two
@@ -40,8 +39,9 @@ func TestRetryAfterBeyondMaxWaitFallsThrough(t *testing.T) {
 		w.Header().Set("Retry-After", "120")
 		apiError(429, "rate_limit_exceeded", "requests", "Rate limit reached")(w, r)
 	})
-	c, sqldb := defaultCascade(t, srv.URL)
-	h := harnessFor(t, sqldb, c)
+	sqldb, _ := openDB(t)
+	h := harnessFor(t, sqldb, func(opt cascade.Options) *cascade.Cascade { return defaultCascade(t, sqldb, srv.URL, opt) }, cascade.Options{})
+	c := h.c
 	res, err := c.Complete(context.Background(), 0, userReq)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,8 @@ func TestRetryAfterBeyondMaxWaitFallsThrough(t *testing.T) {
 func TestHangingProviderWithinTotalBudget(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-	c, sqldb := defaultCascade(t, srv.URL)
+	sqldb, _ := openDB(t)
+	c := defaultCascade(t, sqldb, srv.URL, cascade.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 	defer cancel()
 	res, err := c.Complete(ctx, 0, userReq)
@@ -86,7 +87,7 @@ func TestHangingProviderWithinTotalBudget(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Error("the offline rung answered after the total budget; the budget kept no time for it")
 	}
-	rows, err := cascade.Attempts(context.Background(), sqldb, "first", 0)
+	rows, err := storeOn(t, sqldb).Attempts(context.Background(), "first", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	_ "github.com/memcascade/memcascade/db/postgres"
 	_ "github.com/memcascade/memcascade/db/sqlite"
 	"github.com/memcascade/memcascade/internal/testdb"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // t0 is the injected clock's start.
@@ -62,29 +63,37 @@ type harness struct {
 
 func newHarness(t *testing.T, sqldb *db.Handle, entries ...cascade.Entry) *harness {
 	t.Helper()
-	return harnessFor(t, sqldb, cascade.New(sqldb, entries...))
+	return newHarnessWith(t, sqldb, cascade.Options{}, entries...)
 }
 
-// harnessFor injects the harness's clock, Sleep and Observe into c.
-func harnessFor(t *testing.T, sqldb *db.Handle, c *cascade.Cascade) *harness {
+// newHarnessWith is newHarness with the cascade's other options opt.
+func newHarnessWith(t *testing.T, sqldb *db.Handle, opt cascade.Options, entries ...cascade.Entry) *harness {
 	t.Helper()
-	h := &harness{t: t, db: sqldb, now: t0, c: c}
-	h.c.Now = func() time.Time {
+	return harnessFor(t, sqldb, func(opt cascade.Options) *cascade.Cascade { return cascade.NewWith(sqldb, opt, entries...) }, opt)
+}
+
+// harnessFor builds a cascade with build, given opt with the harness's clock, Sleep and
+// Observe.
+func harnessFor(t *testing.T, sqldb *db.Handle, build func(cascade.Options) *cascade.Cascade, opt cascade.Options) *harness {
+	t.Helper()
+	h := &harness{t: t, db: sqldb, now: t0}
+	opt.Now = func() time.Time {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.now
 	}
-	h.c.Sleep = func(ctx context.Context, d time.Duration) error {
+	opt.Sleep = func(ctx context.Context, d time.Duration) error {
 		h.mu.Lock()
 		h.waits = append(h.waits, d)
 		h.mu.Unlock()
 		return ctx.Err()
 	}
-	h.c.Observe = func(ev cascade.Event) {
+	opt.Observe = func(ev cascade.Event) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.events = append(h.events, ev)
 	}
+	h.c = build(opt)
 	return h
 }
 
@@ -112,10 +121,29 @@ func (h *harness) recordedEvents() []cascade.Event {
 	return slices.Clone(h.events)
 }
 
-// attempts returns the attempt log oldest first.
-func attempts(t *testing.T, sqldb *db.Handle) []cascade.Attempt {
+// storeOn is the store over sqldb: a program reads the attempt log the cascade writes through
+// the store built on the same database.
+func storeOn(t *testing.T, sqldb *db.Handle) *memory.Store {
 	t.Helper()
-	rows, err := cascade.Attempts(context.Background(), sqldb, "", 0)
+	s, err := memory.New(context.Background(), sqldb, memory.Options{})
+	if err != nil {
+		t.Fatalf("memory.New: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// compactionUsage is the usage of compaction id's attempts, as its report shows it.
+func compactionUsage(t *testing.T, sqldb *db.Handle, id int64) (memory.Usage, error) {
+	t.Helper()
+	r, err := storeOn(t, sqldb).Report(context.Background(), id)
+	return r.Usage, err
+}
+
+// attempts returns the attempt log oldest first.
+func attempts(t *testing.T, sqldb *db.Handle) []memory.Attempt {
+	t.Helper()
+	rows, err := storeOn(t, sqldb).Attempts(context.Background(), "", 0)
 	if err != nil {
 		t.Fatalf("Attempts: %v", err)
 	}

@@ -24,13 +24,12 @@ func TestUsageNegativeFromServerNotTrusted(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"one two three"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-5,"completion_tokens":3,"total_tokens":-2}}`)
 	})
-	c := cascade.New(sqldb, openAIEntry("srv", srv.URL))
-	c.Count = func(s string) int { return len(strings.Fields(s)) }
+	c := cascade.NewWith(sqldb, cascade.Options{Count: func(s string) int { return len(strings.Fields(s)) }}, openAIEntry("srv", srv.URL))
 	req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "summarize this text"}}}
 	if _, err := c.Complete(context.Background(), id, req); err != nil {
 		t.Fatal(err)
 	}
-	got, err := cascade.CompactionUsage(context.Background(), sqldb, id)
+	got, err := compactionUsage(t, sqldb, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -563,10 +563,7 @@ func testKeyNeverLeaks(t *testing.T, key, env string, redactFn func(string) stri
 		openAIEntry("ehang", newServer(t, hang).URL, withKey),
 		openAIEntry("erefused", refused, withKey),
 	}
-	h := newHarness(t, sqldb, entries...)
-	if redactFn != nil {
-		h.c.Redact = redactFn
-	}
+	h := newHarnessWith(t, sqldb, cascade.Options{Redact: redactFn}, entries...) // nil: the default
 	_, err := h.c.Complete(context.Background(), 0, llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}})
 	if err == nil {
 		t.Fatal("Complete succeeded, want every provider to fail")

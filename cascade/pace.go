@@ -3,6 +3,8 @@ package cascade
 import (
 	"context"
 	"time"
+
+	"github.com/memcascade/memcascade/db"
 )
 
 // Pacing of an emergency: how long summarizing takes at the speed the attempt log shows.
@@ -18,8 +20,9 @@ const (
 // down) takes to read and write tokens tokens at the speed of its latest successful attempts in
 // the attempt log ((prompt + completion tokens) / duration), with a margin. ok is false when
 // that provider has no successful attempt with usage, or no provider needs the network.
-// compact's emergency compaction takes it as its budget when it exceeds the fixed one, so a
-// slow local model is given the time it needs instead of being cut.
+// A compactor given it as its pace (compact.Config.Pace) takes it as an emergency compaction's
+// budget when it exceeds the fixed one, so a slow local model is given the time it needs
+// instead of being cut.
 func (c *Cascade) TimeFor(ctx context.Context, tokens int) (d time.Duration, ok bool) {
 	for i := range c.Entries {
 		e := &c.Entries[i]
@@ -29,14 +32,15 @@ func (c *Cascade) TimeFor(ctx context.Context, tokens int) (d time.Duration, ok 
 		if row, err := c.cooldownRow(ctx, e.Name); err != nil || row.CoolingUntil > c.now().UnixMilli() {
 			continue
 		}
-		rows, err := Attempts(ctx, c.db, e.Name, paceAttempts)
+		// The cascade's own rows, newest first (a host reads the log through memory.Store).
+		rows, err := c.db.Q().ListAttempts(ctx, db.ListAttemptsParams{Provider: e.Name, MaxRows: paceAttempts})
 		if err != nil {
 			return 0, false
 		}
 		var toks, ms int64
 		for _, r := range rows {
 			if Outcome(r.Outcome) == OutcomeOK && r.DurationMs > 0 && r.PromptTokens+r.CompletionTokens > 0 {
-				toks += int64(r.PromptTokens + r.CompletionTokens)
+				toks += r.PromptTokens + r.CompletionTokens
 				ms += r.DurationMs
 			}
 		}

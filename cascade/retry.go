@@ -128,7 +128,7 @@ func (k *completer) nextWait(ctx context.Context, n int, pe *ProviderError, bo *
 }
 
 func (c *Cascade) newBackoff() *backoff.ExponentialBackOff {
-	initial, ceiling := c.InitialBackoff, c.MaxBackoff
+	initial, ceiling := c.opt.InitialBackoff, c.opt.MaxBackoff
 	if initial <= 0 {
 		initial = DefaultInitialBackoff
 	}
@@ -181,7 +181,7 @@ func (k *completer) finish(pe *ProviderError) *ProviderError {
 	if pe.Provider == "" {
 		pe.Provider, pe.Model = k.e.Name, k.e.Model
 	}
-	pe.redact = k.c.Redact
+	pe.redact = k.c.opt.Redact
 	if canceled(k.caller) {
 		pe.Class = ClassCanceled
 		if !errors.Is(pe.Err, context.Canceled) {

@@ -15,8 +15,8 @@ const (
 // countText counts the tokens of s with the cascade's Count, else roughly: one token per four
 // bytes, rounded up.
 func (c *Cascade) countText(s string) int {
-	if c.Count != nil {
-		return c.Count(s)
+	if c.opt.Count != nil {
+		return c.opt.Count(s)
 	}
 	return (len(s) + 3) / 4
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/llm"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // TestCompactionUsage: the usage of a compaction counts the requests the servers received
@@ -33,11 +34,11 @@ func TestCompactionUsage(t *testing.T) {
 	if _, err := h.c.Complete(context.Background(), id, userReq); err != nil {
 		t.Fatal(err)
 	}
-	got, err := cascade.CompactionUsage(context.Background(), sqldb, id)
+	got, err := compactionUsage(t, sqldb, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := cascade.Usage{Requests: int(srv.hits.Load()), PromptTokens: 11, CompletionTokens: 7}
+	want := memory.Usage{Requests: int(srv.hits.Load()), PromptTokens: 11, CompletionTokens: 7}
 	if got != want || want.Requests != 2 {
 		t.Errorf("usage = %+v, want %+v (2 requests: the 503 counts none)", got, want)
 	}
@@ -55,22 +56,21 @@ func TestUsageCountedLocally(t *testing.T) {
 		fmt.Fprint(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"one two three"},"finish_reason":"stop"}]}`)
 	})
 	words := func(s string) int { return len(strings.Fields(s)) }
-	c := cascade.New(sqldb, openAIEntry("srv", srv.URL))
-	c.Count = words
+	c := cascade.NewWith(sqldb, cascade.Options{Count: words}, openAIEntry("srv", srv.URL))
 	req := llm.Request{Messages: []llm.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "summarize this text"}}}
 	if _, err := c.Complete(context.Background(), id, req); err != nil {
 		t.Fatal(err)
 	}
 	// 3 tokens of reply priming, 4 per message, and the words.
 	wantPrompt, wantCompletion := 3+4+2+4+3, 3
-	got, err := cascade.CompactionUsage(context.Background(), sqldb, id)
+	got, err := compactionUsage(t, sqldb, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (cascade.Usage{Requests: 1, PromptTokens: wantPrompt, CompletionTokens: wantCompletion, Estimated: true}); got != want {
+	if want := (memory.Usage{Requests: 1, PromptTokens: wantPrompt, CompletionTokens: wantCompletion, Estimated: true}); got != want {
 		t.Errorf("usage = %+v, want %+v", got, want)
 	}
-	rows, err := cascade.CompactionAttempts(context.Background(), sqldb, id)
+	rows, err := storeOn(t, sqldb).CompactionAttempts(context.Background(), id)
 	if err != nil || len(rows) != 1 || !rows[0].UsageEstimated {
 		t.Fatalf("attempts = %+v, %v: want one, marked usage_estimated", rows, err)
 	}
@@ -78,16 +78,16 @@ func TestUsageCountedLocally(t *testing.T) {
 	// A request cut by the attempt timeout: the server read the prompt; no answer.
 	id2 := insertCompactionFor(t, sqldb, "t2")
 	hang := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
-	c2 := cascade.New(sqldb, openAIEntry("hang", hang.URL, func(_ *cascade.OpenAIConfig, e *cascade.Entry) { e.MaxAttempts = 1 }))
-	c2.Count, c2.AttemptTimeout = words, 300*time.Millisecond
+	c2 := cascade.NewWith(sqldb, cascade.Options{Count: words, AttemptTimeout: 300 * time.Millisecond},
+		openAIEntry("hang", hang.URL, func(_ *cascade.OpenAIConfig, e *cascade.Entry) { e.MaxAttempts = 1 }))
 	if _, err := c2.Complete(context.Background(), id2, req); err == nil {
 		t.Fatal("a hanging server answered")
 	}
-	got, err = cascade.CompactionUsage(context.Background(), sqldb, id2)
+	got, err = compactionUsage(t, sqldb, id2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (cascade.Usage{Requests: 1, PromptTokens: wantPrompt, Estimated: true}); got != want {
+	if want := (memory.Usage{Requests: 1, PromptTokens: wantPrompt, Estimated: true}); got != want {
 		t.Errorf("usage after a timeout = %+v, want %+v", got, want)
 	}
 }

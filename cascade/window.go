@@ -54,7 +54,7 @@ func (c *Cascade) window(ctx context.Context, e *Entry, row db.ProviderCooldown)
 	if !e.AutoWindow {
 		return e.ContextWindow
 	}
-	ttl := c.WindowTTL
+	ttl := c.opt.WindowTTL
 	if ttl <= 0 {
 		ttl = DefaultWindowTTL
 	}
@@ -82,7 +82,7 @@ func (c *Cascade) readWindow(ctx context.Context, e *Entry) (int, bool) {
 		if err == nil {
 			err = fmt.Errorf("the server reported a window of %d tokens", tokens)
 		}
-		c.warnOnce(e, fmt.Sprintf("context_window auto: %s; using %d tokens", c.Redact(err.Error()), c.fallbackWindow(e)))
+		c.warnOnce(e, fmt.Sprintf("context_window auto: %s; using %d tokens", c.opt.Redact(err.Error()), c.fallbackWindow(e)))
 		return 0, false
 	}
 	// A cache that cannot be written costs one more probe next time, not the compaction.
@@ -106,8 +106,8 @@ func (c *Cascade) fallbackWindow(e *Entry) int {
 	switch {
 	case e.ContextWindow > 0:
 		return e.ContextWindow
-	case c.DefaultWindow > 0:
-		return c.DefaultWindow
+	case c.opt.DefaultWindow > 0:
+		return c.opt.DefaultWindow
 	}
 	return DefaultAutoWindow
 }

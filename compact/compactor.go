@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/memcascade/memcascade/facts"
@@ -41,18 +40,40 @@ var (
 	ErrFactsLost = errors.New("facts check failed")
 )
 
-// Compactor keeps threads inside their model's context window.
+// Compactor keeps threads inside their model's context window. Build it with New or NewWith;
+// it does not change once built. Its exported fields are there to read.
 type Compactor struct {
 	Store      *memory.Store
 	Summarizer Summarizer
 	Settings   Settings
-
 	// Redact is applied to every text that leaves the machine (the summarizer's input, each
-	// fact of the ledger) and to the summary and error text before they are stored.
-	// New sets it to the summarizer's redactor (see Redacting), else to the built-in
-	// secret patterns (package redact); nil turns redaction off. It is called from several
-	// goroutines at once (a long middle is redacted by one per CPU).
+	// fact of the ledger) and to the summary and error text before they are stored: Config.Redact,
+	// else redact.Default. It is called from several goroutines at once (a long middle is
+	// redacted by one per CPU).
 	Redact func(string) string
+
+	cfg Config
+}
+
+// Config is what a compactor is given besides its store, summarizer and settings (NewWith).
+// Every field is optional.
+type Config struct {
+	// Redact redacts every text that leaves the machine and every text stored (see
+	// Compactor.Redact). nil: redact.Default, the built-in secret patterns. Give the redactor
+	// the summarizer stores its errors with, so that what the compactor sends and what the
+	// cascade stores pass one redactor (config.NewCompactor does).
+	Redact func(string) string
+	// Pace returns the time the summarizer takes to read and write tokens tokens at the speed
+	// its providers were measured at, false when unknown (cascade.Cascade.TimeFor): an
+	// emergency compaction gives its summarizing that time when it exceeds EmergencyTimeout.
+	// nil: EmergencyTimeout.
+	Pace func(ctx context.Context, tokens int) (time.Duration, bool)
+	// Logger, when set, receives a record when a compaction starts and when it ends, with the
+	// keys thread, compaction_id, reason, strategy, outcome, provider, model, tokens_before,
+	// tokens_after, duration_ms and error (redacted). nil: silent.
+	Logger *slog.Logger
+	// Progress receives progress events (nil: none).
+	Progress func(Progress)
 	// OnReport is called with the report of every compaction that reached a decision (not
 	// dry runs). Its error or panic never fails the compaction; it goes to HookError.
 	OnReport func(context.Context, memory.Report) error
@@ -61,12 +82,6 @@ type Compactor struct {
 	OnSummarized func(context.Context, Span) error
 	// HookError receives the errors of OnReport and OnSummarized (nil: dropped).
 	HookError func(error)
-	// Progress receives progress events (nil: none).
-	Progress func(Progress)
-	// Logger, when set, receives a record when a compaction starts and when it ends, with the
-	// keys thread, compaction_id, reason, strategy, outcome, provider, model, tokens_before,
-	// tokens_after, duration_ms and error (redacted). nil: silent.
-	Logger *slog.Logger
 }
 
 // Span is what one pass of a compaction summarized.
@@ -110,44 +125,23 @@ type Options struct {
 	Requested bool
 }
 
-// New returns a Compactor with the given settings. It redacts secrets with the
-// summarizer's own redactor when the summarizer has one (a Redacting, such as a
-// *cascade.Cascade, whose redactor config.NewCascade builds from the config's
-// redact_patterns), so that what the compactor sends and what the cascade stores pass one
-// redactor; otherwise with the built-in patterns of package redact. A summarizer with a clock
-// of its own (a Clocked, such as a *cascade.Cascade) is set to read the store's, so that the
-// whole system keeps one clock: memory.Store.Now.
+// New returns a Compactor with the given settings and the default Config: the built-in
+// redactor, no pace, no logger, progress or hooks.
 func New(store *memory.Store, summarizer Summarizer, s Settings) *Compactor {
-	if c, ok := summarizer.(Clocked); ok {
-		c.UseClock(func() time.Time { return store.Now() })
-	}
-	red := builtinRedact()
-	if r, ok := summarizer.(Redacting); ok {
-		red = r.RedactText
-	}
-	return &Compactor{Store: store, Summarizer: summarizer, Settings: s, Redact: red}
+	return NewWith(store, summarizer, s, Config{})
 }
 
-// Clocked is a summarizer that keeps time (cooldowns, attempt start times); New gives
-// it the store's clock.
-type Clocked interface {
-	UseClock(now func() time.Time)
-}
-
-// Redacting is a summarizer that redacts the text it stores with a redactor of its own;
-// New redacts with the same one.
-type Redacting interface {
-	RedactText(s string) string
-}
-
-// builtinRedact is the redaction of the built-in patterns, compiled once.
-var builtinRedact = sync.OnceValue(func() func(string) string {
-	r, err := redact.New(nil)
-	if err != nil {
-		panic(err) // no extra pattern: New cannot fail
+// NewWith returns a Compactor with the given settings and cfg. The compactor reads the
+// store's clock (memory.Store.Now); a summarizer that keeps time of its own (a
+// *cascade.Cascade: its cooldowns and attempts) is built on the same clock
+// (cascade.Options.Now), so that the whole system keeps one clock.
+func NewWith(store *memory.Store, summarizer Summarizer, s Settings, cfg Config) *Compactor {
+	red := cfg.Redact
+	if red == nil {
+		red = redact.Default()
 	}
-	return func(s string) string { out, _ := r.Redact(s); return out }
-})
+	return &Compactor{Store: store, Summarizer: summarizer, Settings: s, Redact: red, cfg: cfg}
+}
 
 // ShouldCompact reports whether an unforced Compact of the thread would do anything: its
 // active context is over L, or it is over L * trigger_ratio and automatic compaction is not
@@ -300,23 +294,16 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*j
 }
 
 // EmergencyTimeout bounds the summarizing of an emergency compaction, unless the summarizer's
-// measured speed asks for more (see Paced): the cascade skips the providers it leaves no time
-// for (outcome skipped_budget) and the offline rung still answers.
+// measured speed asks for more (see Config.Pace): the cascade skips the providers it leaves no
+// time for (outcome skipped_budget) and the offline rung still answers.
 const EmergencyTimeout = 20 * time.Second
-
-// Paced is a summarizer that knows how long summarizing takes at the speed its providers were
-// measured at (a *cascade.Cascade, from its attempt log).
-type Paced interface {
-	// TimeFor returns the time to read and write tokens tokens, false when unknown.
-	TimeFor(ctx context.Context, tokens int) (time.Duration, bool)
-}
 
 // emergencyBudget is the time an emergency compaction of a context of tokens tokens gives its
 // summarizing: EmergencyTimeout, or more when the summarizer's measured speed needs more (a
 // slow local model is not cut at a fixed 20 s; total_timeout still bounds it).
 func (c *Compactor) emergencyBudget(ctx context.Context, tokens int) time.Duration {
-	if p, ok := c.Summarizer.(Paced); ok {
-		if d, ok := p.TimeFor(ctx, tokens); ok && d > EmergencyTimeout {
+	if c.cfg.Pace != nil {
+		if d, ok := c.cfg.Pace(ctx, tokens); ok && d > EmergencyTimeout {
 			return d
 		}
 	}
@@ -369,20 +356,20 @@ func (c *Compactor) logEnd(ctx context.Context, rep memory.Report) {
 
 // log writes one record to Logger (nil: nothing).
 func (c *Compactor) log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
-	if c.Logger != nil {
-		c.Logger.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
+	if c.cfg.Logger != nil {
+		c.cfg.Logger.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
 	}
 }
 
 func (c *Compactor) report(ctx context.Context, rep memory.Report) {
-	if c.OnReport != nil {
-		c.hook(func() error { return c.OnReport(ctx, rep) })
+	if c.cfg.OnReport != nil {
+		c.hook(func() error { return c.cfg.OnReport(ctx, rep) })
 	}
 }
 
 // summarized calls OnSummarized with the messages a pass replaced, read whole.
 func (c *Compactor) summarized(ctx context.Context, a memory.Active, plan Plan, id int64, sum summary) {
-	if c.OnSummarized == nil {
+	if c.cfg.OnSummarized == nil {
 		return
 	}
 	c.hook(func() error {
@@ -407,7 +394,7 @@ func (c *Compactor) summarized(ctx context.Context, a memory.Active, plan Plan, 
 			msgs = append(msgs, full...)
 			middle = middle[n:]
 		}
-		return c.OnSummarized(ctx, Span{Thread: a.Thread.ID, CompactionID: id, Messages: msgs, Summary: sum.text, Facts: sum.facts})
+		return c.cfg.OnSummarized(ctx, Span{Thread: a.Thread.ID, CompactionID: id, Messages: msgs, Summary: sum.text, Facts: sum.facts})
 	})
 }
 
@@ -421,14 +408,14 @@ func (c *Compactor) hook(f func() error) {
 		}()
 		return f()
 	}()
-	if err != nil && c.HookError != nil {
-		c.HookError(err)
+	if err != nil && c.cfg.HookError != nil {
+		c.cfg.HookError(err)
 	}
 }
 
 func (c *Compactor) progress(p Progress) {
-	if c.Progress != nil {
-		c.Progress(p)
+	if c.cfg.Progress != nil {
+		c.cfg.Progress(p)
 	}
 }
 

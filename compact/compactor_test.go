@@ -249,16 +249,17 @@ func TestCompactHooks(t *testing.T) {
 	s, _ := storetest.Open(t)
 	storetest.Import(t, s, "t", "../testdata/conversations/sweagent_marshmallow1867_function_calling.jsonl")
 	a, _ := s.Active(ctx, "t")
-	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: a.Tokens})
 	var hookErrs []error
 	var reports []memory.Report
 	var spans []compact.Span
-	c.OnReport = func(_ context.Context, r memory.Report) error {
-		reports = append(reports, r)
-		return errors.New("metrics down")
-	}
-	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); panic("memory store down") }
-	c.HookError = func(err error) { hookErrs = append(hookErrs, err) }
+	c := compact.NewWith(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: a.Tokens}, compact.Config{
+		OnReport: func(_ context.Context, r memory.Report) error {
+			reports = append(reports, r)
+			return errors.New("metrics down")
+		},
+		OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); panic("memory store down") },
+		HookError:    func(err error) { hookErrs = append(hookErrs, err) },
+	})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("a failing hook failed the compaction: %+v, %v", rep, err)
@@ -341,40 +342,4 @@ func helperCompactAndHang() {
 	c := compact.New(s, casc, compact.Settings{TokenLimit: 8000})
 	c.Compact(ctx, "t", compact.Options{Force: true})
 	os.Exit(0)
-}
-
-// TestCompactorGivesTheCascadeTheStoreClock: a cascade given to compact.New stamps its
-// attempts and cooldowns with the store's clock, so that a test (or a host) sets one clock.
-func TestCompactorGivesTheCascadeTheStoreClock(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, _ := storetest.Open(t)
-	storetest.Import(t, s, "t", corpus.Airline)
-	before, _ := s.Active(ctx, "t")
-	t0 := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
-	s.Now = func() time.Time { return t0 }
-
-	casc := storetest.FailingCascade(s)
-	c := compact.New(s, casc, compact.Settings{TokenLimit: before.Tokens / 2})
-	if _, err := c.Compact(ctx, "t", compact.Options{Force: true}); !errors.Is(err, compact.ErrSummarize) {
-		t.Fatalf("got %v, want ErrSummarize", err)
-	}
-	attempts, err := cascade.Attempts(ctx, s.DB(), "", 0)
-	if err != nil || len(attempts) != 2 {
-		t.Fatalf("attempts %v (%v), want two", attempts, err)
-	}
-	for _, a := range attempts {
-		if !a.StartedAt.Equal(t0) {
-			t.Errorf("attempt of %s started at %v, want the store's clock %v", a.Provider, a.StartedAt, t0)
-		}
-	}
-	st, err := casc.Status(ctx)
-	if err != nil || len(st) != 2 {
-		t.Fatalf("status %+v (%v), want two providers", st, err)
-	}
-	for _, p := range st {
-		if p.CoolingUntil == nil || !p.CoolingUntil.Equal(t0.Add(time.Second)) {
-			t.Errorf("%s cooling until %v, want the store's clock + 1s", p.Name, p.CoolingUntil)
-		}
-	}
 }

@@ -85,9 +85,8 @@ func TestEvasionsNeverLeave(t *testing.T) {
 			}
 			casc := cascade.New(s.DB(), entry)
 			a, _ := s.Active(ctx, "t")
-			c := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 1500})
 			var spans []compact.Span
-			c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+			c := compact.NewWith(s, casc, compact.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 1500}, compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }})
 			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 			if err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("compact: %+v, %v", rep, err)

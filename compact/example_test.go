@@ -11,25 +11,34 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 )
 
-// An agent loop: append each turn, and compact when ShouldCompact says so. The cascade here is
-// the built-in offline summarizer; an agent would configure its OpenAI-compatible providers
-// first (see package config).
+// An agent loop: append each turn, and compact when ShouldCompact says so. The program opens
+// the database and builds on it the store and the cascade, which keeps its cooldowns and
+// attempt log there and reads the store's clock. The cascade here is the built-in offline
+// summarizer; an agent would configure its OpenAI-compatible providers first (see package
+// config, whose NewCompactor does this wiring).
 func Example_agentLoop() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "memcascade")
 	defer os.RemoveAll(dir)
 
-	store, err := memory.Open(ctx, filepath.Join(dir, "agent.db"))
+	h, err := db.OpenHandle(ctx, filepath.Join(dir, "agent.db"), db.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer h.Close()
+	store, err := memory.New(ctx, h, memory.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	summarizer := cascade.New(store.DB(), cascade.Entry{Name: "offline", Type: "extractive", Provider: extractive.Summarizer{}})
-	compactor := compact.New(store, summarizer, compact.Settings{TokenLimit: 2000})
+	summarizer := cascade.NewWith(h, cascade.Options{Now: store.Now},
+		cascade.Entry{Name: "offline", Type: "extractive", Provider: extractive.Summarizer{}})
+	compactor := compact.NewWith(store, summarizer, compact.Settings{TokenLimit: 2000}, compact.Config{Pace: summarizer.TimeFor})
 
 	store.Append(ctx, "t", []chat.Message{chat.TextMessage(chat.RoleSystem, "You are a travel agent.")}, memory.AppendOptions{})
 	for turn := range 30 {

@@ -30,9 +30,8 @@ func TestExtractiveKeepsEveryFact(t *testing.T) {
 			s, _ := storetest.Open(t)
 			storetest.Import(t, s, "t", file)
 			before, _ := s.Active(ctx, "t")
-			c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: before.Tokens * 6 / 10})
 			var span compact.Span
-			c.OnSummarized = func(_ context.Context, sp compact.Span) error { span = sp; return nil }
+			c := compact.NewWith(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: before.Tokens * 6 / 10}, compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { span = sp; return nil }})
 			rep, err := c.Compact(ctx, "t", compact.Options{})
 			if err != nil || rep.Status != memory.StatusApplied {
 				t.Fatalf("compact: %+v, %v", rep, err)

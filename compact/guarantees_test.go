@@ -92,9 +92,8 @@ func TestFactsKeptOrDropped(t *testing.T) {
 					} else {
 						casc = cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
 					}
-					c := compact.New(s, casc, compact.Settings{TokenLimit: limit})
 					var spans []compact.Span
-					c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+					c := compact.NewWith(s, casc, compact.Settings{TokenLimit: limit}, compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }})
 					rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 					if rep.Status != memory.StatusApplied {
 						// Nothing was committed: only an ineffective plan may end so.
@@ -123,9 +122,8 @@ func TestFactsMakeRoomBeforeDropping(t *testing.T) {
 	storetest.Import(t, s, "t", "../testdata/conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
 	before, _ := s.Active(ctx, "t")
 	casc := cascade.New(s.DB(), fakeEntry("filler", filler(), 0))
-	c := compact.New(s, casc, compact.Settings{TokenLimit: before.Tokens * 7 / 10, SummaryMaxTokens: 200})
 	var spans []compact.Span
-	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+	c := compact.NewWith(s, casc, compact.Settings{TokenLimit: before.Tokens * 7 / 10, SummaryMaxTokens: 200}, compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
@@ -161,9 +159,8 @@ func TestConstraintSurvivesTinyLimit(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c := compact.New(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), compact.Settings{TokenLimit: 300})
 	var spans []compact.Span
-	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+	c := compact.NewWith(s, cascade.New(s.DB(), fakeEntry("filler", filler(), 0)), compact.Settings{TokenLimit: 300}, compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }})
 	rep, _ := c.Compact(ctx, "t", compact.Options{Force: true})
 	if rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v", rep)
@@ -321,8 +318,8 @@ func TestReportsAreTrue(t *testing.T) {
 func TestLiveCompactionKeepsItsLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, path := storetest.Open(t)
-	s.Lease = 600 * time.Millisecond
+	lease := 600 * time.Millisecond
+	s, path := storetest.OpenWith(t, memory.Options{Lease: lease})
 	storetest.LongThread(t, s, "t", 40, 400)
 	release := make(chan struct{})
 	slow := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
@@ -340,7 +337,7 @@ func TestLiveCompactionKeepsItsLease(t *testing.T) {
 	start := time.Now()
 	for {
 		reps, _ := s.Reports(ctx, "t", 1)
-		if len(reps) == 1 && reps[0].LeaseUntil != nil && time.Since(start) > 2*s.Lease && time.Until(*reps[0].LeaseUntil) > 300*time.Millisecond {
+		if len(reps) == 1 && reps[0].LeaseUntil != nil && time.Since(start) > 2*lease && time.Until(*reps[0].LeaseUntil) > 300*time.Millisecond {
 			running = reps[0]
 			break
 		}

@@ -108,21 +108,22 @@ func TestPropertyHostileConversations(t *testing.T) {
 				rec := &recorder{}
 				srv := httptest.NewServer(rec)
 				defer srv.Close()
-				casc := storetest.ExtractiveCascade(t, s)
+				var logMu sync.Mutex
+				var logged strings.Builder
+				observe := cascade.Options{Observe: func(e cascade.Event) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", e); logMu.Unlock() }}
+				casc := cascade.NewWith(s.DB(), observe, storetest.ExtractiveEntry(t, s))
 				if prov == "remote" {
-					casc = cascade.New(s.DB(), cascade.Entry{Name: "remote", Type: "openai", Model: "m",
+					casc = cascade.NewWith(s.DB(), observe, cascade.Entry{Name: "remote", Type: "openai", Model: "m",
 						Provider:      cascade.NewOpenAI(cascade.OpenAIConfig{Name: "remote", BaseURL: srv.URL + "/v1", Model: "m", Timeout: 5 * time.Second, MaxOutputTokens: 800}),
 						ContextWindow: 4096, MaxOutputTokens: 800, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 				}
-				var logMu sync.Mutex
-				var logged strings.Builder
-				casc.Observe = func(e cascade.Event) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", e); logMu.Unlock() }
 				a, _ := s.Active(ctx, "t")
 				for _, limit := range []int{a.Tokens / 2, a.Tokens / 5} {
-					c := compact.New(s, casc, compact.Settings{TokenLimit: limit})
-					c.Progress = func(p compact.Progress) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", p); logMu.Unlock() }
 					var spans []compact.Span
-					c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+					c := compact.NewWith(s, casc, compact.Settings{TokenLimit: limit}, compact.Config{
+						Progress:     func(p compact.Progress) { logMu.Lock(); fmt.Fprintf(&logged, "%+v\n", p); logMu.Unlock() },
+						OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil },
+					})
 					rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 					if err != nil {
 						fmt.Fprintf(&logged, "%v\n", err)
@@ -147,7 +148,7 @@ func TestPropertyHostileConversations(t *testing.T) {
 					b, _ := json.Marshal(full)
 					out.Write(b)
 				}
-				attempts, _ := cascade.Attempts(ctx, s.DB(), "", 0)
+				attempts, _ := s.Attempts(ctx, "", 0)
 				b, _ := json.Marshal(attempts)
 				out.Write(b)
 				active, _ := s.Active(ctx, "t")

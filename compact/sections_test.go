@@ -67,9 +67,8 @@ func summarySectionsLife(t *testing.T, prov string) {
 	if prov == "offline" {
 		casc = storetest.ExtractiveCascade(t, s)
 	}
-	c := compact.New(s, casc, compact.Settings{TokenLimit: 1200})
 	var spans []compact.Span
-	c.OnSummarized = func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }
+	c := compact.NewWith(s, casc, compact.Settings{TokenLimit: 1200}, compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { spans = append(spans, sp); return nil }})
 	for round := range 4 {
 		if round > 0 {
 			if _, err := s.Append(ctx, "t", sectionTurns(10*round, 10), memory.AppendOptions{}); err != nil {

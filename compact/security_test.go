@@ -128,7 +128,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 		b, _ := json.Marshal(full)
 		stored.Write(b)
 	}
-	attempts, err := cascade.Attempts(ctx, s.DB(), "", 0)
+	attempts, err := s.Attempts(ctx, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

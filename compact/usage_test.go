@@ -53,12 +53,11 @@ func TestReportUsage(t *testing.T) {
 			MaxAttempts: 2, Cooldown: time.Second, MaxCooldown: time.Minute,
 			Provider: cascade.NewOpenAI(cascade.OpenAIConfig{Name: name, BaseURL: url + "/v1", Model: "small", Timeout: 10 * time.Second})}
 	}
-	casc := cascade.New(s.DB(), entry("hosted", limited.URL, 128000), entry("local", local.URL, 2048))
 	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	casc.Count = counter.CountText
+	casc := cascade.NewWith(s.DB(), cascade.Options{Count: counter.CountText}, entry("hosted", limited.URL, 128000), entry("local", local.URL, 2048))
 	c := compact.New(s, casc, compact.Settings{TokenLimit: 16000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {

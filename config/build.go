@@ -62,7 +62,7 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the
 // config names no file (new threads are then counted by a built-in encoding: encoding, or the
 // one of the model). A relative path is read from the directory of the config file. Give the
-// counter to memory.Store.UseCounter.
+// counter to the store (memory.Options.Counter).
 func (c Config) Counter() (*tokencount.BPECounter, error) {
 	if c.EncodingFile == "" {
 		return nil, nil
@@ -104,30 +104,57 @@ func (c Config) withOfflineRung() []Provider {
 	return append(slices.Clone(c.Cascade), Provider{Name: name, Type: TypeExtractive}.WithDefaults())
 }
 
-// NewCompactor builds the compactor of the config over store: the config's cascade on the
-// store's database (see NewCascade), the compaction settings, and one redactor, built once
-// from the built-in patterns and redact_patterns, that both the compactor (everything sent to
-// a provider, every summary, fact and error stored) and the cascade (every attempt's error)
-// apply. count is as for NewCascade.
-func (c Config) NewCompactor(store *memory.Store, count func(string) int) (*compact.Compactor, *cascade.Cascade, error) {
-	casc, err := c.NewCascade(store.DB(), count)
+// NewCompactor builds the compactor of the config over store and the cascade it summarizes
+// through, on h, the database store was built on (memory.New), which holds the cascade's
+// cooldowns and attempt log. The cascade is the config's (see NewCascade), with opt and the
+// store's clock (Store.Now: a compaction and its attempts read one clock). The compactor has
+// the config's compaction settings, comp, and the cascade's pace (Cascade.TimeFor: the time an
+// emergency compaction gives a slow provider). One redactor, built once from the built-in
+// patterns and redact_patterns, is both the compactor's (everything sent to a provider, every
+// summary, fact and error stored) and the cascade's (every attempt's error): it replaces
+// comp.Redact and opt.Redact.
+func (c Config) NewCompactor(h *db.Handle, store *memory.Store, opt cascade.Options, comp compact.Config) (*compact.Compactor, *cascade.Cascade, error) {
+	red, err := c.redact()
 	if err != nil {
 		return nil, nil, err
 	}
-	return compact.New(store, casc, c.Settings()), casc, nil // the compactor redacts with casc's redactor
+	opt.Now = store.Now
+	casc, err := c.newCascade(h, opt, red)
+	if err != nil {
+		return nil, nil, err
+	}
+	comp.Redact, comp.Pace = red, casc.TimeFor
+	return compact.NewWith(store, casc, c.Settings(), comp), casc, nil
 }
 
 // NewCascade builds the provider cascade of the config on the database h, which holds the
-// cooldowns and the attempt log. A cascade without an extractive provider ends with one named
-// "offline" unless the config says offline: false. count, when not nil, is the token counter the extractive
-// provider sizes its summaries with, and the one that counts the usage of a server that sends
-// none. API keys are read from the environment at request time.
-func (c Config) NewCascade(h *db.Handle, count func(string) int) (*cascade.Cascade, error) {
-	c = c.WithDefaults()
-	red, err := c.Redactor()
+// cooldowns and the attempt log. opt are the program's settings of the cascade (its clock,
+// Count, Logger, Observe...); the config's own win over them: AttemptTimeout
+// (compaction.attempt_timeout) and Redact (the built-in patterns plus redact_patterns). A
+// cascade without an extractive provider ends with one named "offline" unless the config says
+// offline: false. opt.Count, when not nil, is the token counter the extractive provider sizes
+// its summaries with, and the one that counts the usage of a server that sends none. API keys
+// are read from the environment at request time.
+func (c Config) NewCascade(h *db.Handle, opt cascade.Options) (*cascade.Cascade, error) {
+	red, err := c.redact()
 	if err != nil {
 		return nil, err
 	}
+	return c.newCascade(h, opt, red)
+}
+
+// redact is the redaction of Redactor as a function.
+func (c Config) redact() (func(string) string, error) {
+	r, err := c.WithDefaults().Redactor()
+	if err != nil {
+		return nil, err
+	}
+	return func(s string) string { out, _ := r.Redact(s); return out }, nil
+}
+
+// newCascade is NewCascade with the redaction red.
+func (c Config) newCascade(h *db.Handle, opt cascade.Options, red func(string) string) (*cascade.Cascade, error) {
+	c = c.WithDefaults()
 	entries := make([]cascade.Entry, 0, len(c.Cascade)+1)
 	for _, p := range c.withOfflineRung() {
 		p = p.WithDefaults()
@@ -146,7 +173,7 @@ func (c Config) NewCascade(h *db.Handle, count func(string) int) (*cascade.Casca
 		case TypeExtractive:
 			e.BaseURL, e.ContextWindow = "", 0 // no window: the extractive summarizer reads any size
 			e.Offline = true                   // answers at once: the cascade keeps time for it
-			e.Provider = extractive.Summarizer{Count: count}
+			e.Provider = extractive.Summarizer{Count: opt.Count}
 		case TypeOpenAI:
 			e.Provider = cascade.NewOpenAI(cascade.OpenAIConfig{
 				Name: p.Name, BaseURL: p.BaseURL, Model: p.Model, APIKeyEnv: p.APIKeyEnv, Getenv: os.Getenv,
@@ -157,9 +184,7 @@ func (c Config) NewCascade(h *db.Handle, count func(string) int) (*cascade.Casca
 		}
 		entries = append(entries, e)
 	}
-	casc := cascade.New(h, entries...)
-	casc.AttemptTimeout = time.Duration(c.Compaction.AttemptTimeout)
-	casc.Count = count // the usage of a server that sends none is counted with the thread's tokenizer
-	casc.Redact = func(s string) string { out, _ := red.Redact(s); return out }
-	return casc, nil
+	opt.AttemptTimeout = time.Duration(c.Compaction.AttemptTimeout)
+	opt.Redact = red
+	return cascade.NewWith(h, opt, entries...), nil
 }

@@ -12,15 +12,17 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
-// The README's quick start: the compactor and its cascade built from a config, with one
-// redactor. The config's own pattern (an internal badge number) is redacted in what the
-// provider receives, as the built-in ones are.
+// The README's quick start: the program opens the database and builds on it the store and, from
+// a config, the compactor and its cascade, with one redactor. The config's own pattern (an
+// internal badge number) is redacted in what the provider receives, as the built-in ones are.
 func ExampleConfig_NewCompactor() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "memcascade")
@@ -39,7 +41,12 @@ cascade:
 	if err != nil {
 		log.Fatal(err)
 	}
-	store, err := memory.Open(ctx, filepath.Join(dir, "agent.db"))
+	h, err := db.OpenHandle(ctx, filepath.Join(dir, "agent.db"), db.Options{}) // threads, cooldowns, attempt log
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer h.Close()
+	store, err := memory.New(ctx, h, memory.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -54,7 +61,8 @@ cascade:
 		log.Fatal(err)
 	}
 
-	compactor, _, err := cfg.NewCompactor(store, nil) // the cascade and one redactor, from the config
+	// The cascade on h and the store's clock, and one redactor, from the config.
+	compactor, _, err := cfg.NewCompactor(h, store, cascade.Options{}, compact.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

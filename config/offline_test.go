@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/db"
 )
@@ -32,7 +33,7 @@ func TestOfflineRungIsLast(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", tc.yaml, err)
 		}
-		casc, err := c.NewCascade(h, nil)
+		casc, err := c.NewCascade(h, cascade.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

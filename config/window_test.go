@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/db"
 )
@@ -43,7 +44,7 @@ func TestContextWindowAuto(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sqldb.Close()
-	casc, err := c.NewCascade(sqldb, nil)
+	casc, err := c.NewCascade(sqldb, cascade.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

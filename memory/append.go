@@ -25,7 +25,7 @@ const indexBatchBytes = 4 << 20
 
 // AppendOptions set how a thread is created by its first append.
 type AppendOptions struct {
-	// Model is the model whose tokenizer counts a new thread (default Store.DefaultModel). It is
+	// Model is the model whose tokenizer counts a new thread (default Options.DefaultModel). It is
 	// ignored for an existing thread.
 	Model string
 }
@@ -234,7 +234,7 @@ func (s *Store) indexBatchBytes() int {
 
 func (s *Store) createThread(ctx context.Context, q db.Querier, id, model string, now int64) (db.Thread, string, error) {
 	if model == "" {
-		model = s.DefaultModel
+		model = s.defaultModel
 	}
 	if msg := badIdentifier(model); msg != "" {
 		return db.Thread{}, "", fmt.Errorf("model %q %s", model, msg)

@@ -43,7 +43,7 @@ type NewCompaction struct {
 	Base, LastSeq int64
 }
 
-// Insert records the row of a compaction, with a lease until Store.Now + Store.Lease, and
+// Insert records the row of a compaction, with a lease until Store.Now + Options.Lease, and
 // returns its id.
 func (c Compactions) Insert(ctx context.Context, n NewCompaction) (int64, error) {
 	s, r := c.s, n.Report

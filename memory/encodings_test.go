@@ -23,10 +23,7 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, path := storetest.Open(t)
-	if err := s.UseCounter(fc); err != nil {
-		t.Fatal(err)
-	}
+	s, path := storetest.OpenWith(t, memory.Options{Counter: fc})
 	msg := chat.TextMessage("user", "hello world")
 	res, err := s.Append(ctx, "llama", []chat.Message{msg}, memory.AppendOptions{Model: "llama3"})
 	if err != nil || res.Warning != "" {
@@ -42,16 +39,11 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 	s.Close()
 
 	reopen := func(c tokencount.Counter) *memory.Store {
-		s, err := memory.Open(ctx, path)
+		s, err := memory.OpenWith(ctx, path, memory.OpenOptions{Options: memory.Options{Counter: c}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		if c != nil {
-			if err := s.UseCounter(c); err != nil {
-				t.Fatal(err)
-			}
-		}
 		return s
 	}
 	same, err := tokencount.NewFileCounter(vocab, "")
@@ -92,15 +84,12 @@ func (w wordCounter) CountMessages(ms []chat.Message) int {
 }
 func (wordCounter) CountTools([]chat.Tool) int { return 0 }
 
-// TestHostTokenCounter checks that a host's tokencount.Counter counts the threads created after
-// UseCounter, and that a foreign counter cannot take a built-in encoding's name.
+// TestHostTokenCounter checks that a host's tokencount.Counter (Options.Counter) counts the
+// threads the store creates, and that a foreign counter cannot take a built-in encoding's name.
 func TestHostTokenCounter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := storetest.Open(t)
-	if err := s.UseCounter(wordCounter{}); err != nil {
-		t.Fatal(err)
-	}
+	s, path := storetest.OpenWith(t, memory.Options{Counter: wordCounter{}})
 	msgs := []chat.Message{chat.TextMessage("user", "one two three"), chat.TextMessage("assistant", "four five")}
 	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -113,7 +102,8 @@ func TestHostTokenCounter(t *testing.T) {
 	if want := 5 + 4 + tokencount.ReplyPriming; th.Encoding != "words-v1" || th.ActiveTokens != want {
 		t.Errorf("thread %q with %d active tokens, want words-v1 with %d", th.Encoding, th.ActiveTokens, want)
 	}
-	if err := s.UseCounter(impostor{}); err == nil {
+	if s, err := memory.OpenWith(ctx, path, memory.OpenOptions{Options: memory.Options{Counter: impostor{}}}); err == nil {
+		s.Close()
 		t.Error("a host counter named o200k_base was accepted")
 	}
 }

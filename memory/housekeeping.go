@@ -75,7 +75,7 @@ func (s *Store) Prune(ctx context.Context, opt PruneOptions) (PruneResult, error
 	if opt.OlderThan < 0 {
 		return PruneResult{}, fmt.Errorf("prune: negative age %s", opt.OlderThan)
 	}
-	now := s.Now()
+	now := s.clock()
 	before := now.Add(-opt.OlderThan)
 	// 1 ms past the cutoff when it is now: what was written in this millisecond is older.
 	cutoff := before.UnixMilli()

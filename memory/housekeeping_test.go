@@ -126,7 +126,7 @@ func TestRecoveredCompactionIsLogged(t *testing.T) {
 	id := runningRow(t, s, "host-x 9a8b-boot pid:[4026531836]", 1, time.Now().Add(-time.Second))
 	s.Close()
 	var buf bytes.Buffer
-	s, err = OpenWith(ctx, path, OpenOptions{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	s, err = OpenWith(ctx, path, OpenOptions{Options: Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestRecoveredCompactionIsLogged(t *testing.T) {
 		t.Fatalf("log %q lacks %q", buf.String(), want)
 	}
 	buf.Reset()
-	s2, err := OpenWith(ctx, path, OpenOptions{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	s2, err := OpenWith(ctx, path, OpenOptions{Options: Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/memcascade/memcascade/db"
 )
 
-// DefaultLease is how long a running compaction's lease lasts; it is renewed every third of
-// that while the compaction works.
-const DefaultLease = 30 * time.Second
+// defaultLease is how long a running compaction's lease lasts unless Options.Lease says
+// otherwise; it is renewed every third of that while the compaction works.
+const defaultLease = 30 * time.Second
 
 // A running compaction holds a lease: its row's lease_until, renewed while it works. At open,
 // a running row whose lease expired is marked failed (interrupted), whatever host or process
@@ -36,13 +36,13 @@ var owner = sync.OnceValue(func() string {
 })
 
 func (s *Store) lease() time.Duration {
-	if s.Lease > 0 {
-		return s.Lease
+	if s.leaseFor > 0 {
+		return s.leaseFor
 	}
-	return DefaultLease
+	return defaultLease
 }
 
-// Hold renews the lease of compaction id every third of Store.Lease until stop is called.
+// Hold renews the lease of compaction id every third of the store's lease (Options.Lease) until stop is called.
 func (c Compactions) Hold(ctx context.Context, id int64) (stop func()) {
 	s := c.s
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -56,7 +56,7 @@ func (c Compactions) Hold(ctx context.Context, id int64) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				until := s.Now().Add(s.lease()).UnixMilli()
+				until := s.clock().Add(s.lease()).UnixMilli()
 				// A failed renewal is retried at the next tick; if the lease runs out meanwhile
 				// the row may be marked interrupted, and the commit then fails cleanly.
 				_ = s.h.WithTx(ctx, func(q db.Querier) error {
@@ -109,12 +109,12 @@ func (s *Store) failInterrupted(ctx context.Context) error {
 		}
 		return nil
 	})
-	if err != nil || s.Logger == nil {
+	if err != nil || s.logger == nil {
 		return err
 	}
 	for _, id := range marked {
 		c := byID[id]
-		s.Logger.LogAttrs(ctx, slog.LevelWarn, "interrupted compaction marked failed", slog.String("thread", c.ThreadID),
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "interrupted compaction marked failed", slog.String("thread", c.ThreadID),
 			slog.Int64("compaction_id", id), slog.String("outcome", string(StatusFailed)),
 			slog.String("owner_host", c.OwnerHost), slog.Int64("owner_pid", c.OwnerPid))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,7 +95,14 @@ func TestRecoveryLeaseExpiresLater(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := testdb.Name(t, "m.db")
-	s, err := Open(ctx, path)
+	var later atomic.Bool // the store's clock runs 2 minutes ahead once set
+	clock := func() time.Time {
+		if later.Load() {
+			return time.Now().Add(2 * time.Minute)
+		}
+		return time.Now()
+	}
+	s, err := OpenWith(ctx, path, OpenOptions{Options: Options{Now: clock}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +113,7 @@ func TestRecoveryLeaseExpiresLater(t *testing.T) {
 	if r, _ := s.Report(ctx, id); r.Status != StatusRunning {
 		t.Fatalf("with a valid lease: %s", r.Status)
 	}
-	s.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
+	later.Store(true)
 	if err := s.failInterrupted(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +123,7 @@ func TestRecoveryLeaseExpiresLater(t *testing.T) {
 	s.Close()
 }
 
-// TestOpenWithNowJudgesLeasesByIt: the clock given in OpenOptions is set before the open's
+// TestOpenWithNowJudgesLeasesByIt: the clock given in the Options is set before the open's
 // cleanup, which marks a running compaction interrupted only when its lease ran out by it.
 func TestOpenWithNowJudgesLeasesByIt(t *testing.T) {
 	t.Parallel()
@@ -135,7 +143,7 @@ func TestOpenWithNowJudgesLeasesByIt(t *testing.T) {
 		{func() time.Time { return time.Now().Add(-time.Hour) }, StatusRunning},
 		{func() time.Time { return time.Now().Add(2 * time.Minute) }, StatusFailed},
 	} {
-		s, err := OpenWith(ctx, path, OpenOptions{Now: tc.now})
+		s, err := OpenWith(ctx, path, OpenOptions{Options: Options{Now: tc.now}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,7 +97,7 @@ func TestNulAndBadUTF8(t *testing.T) {
 	if full.Summary == nil || strings.ContainsRune(*full.Summary, 0) || !strings.Contains(*full.Summary, "asked \uFFFD questions \uFFFD about") {
 		t.Errorf("summary %v, want U+FFFD for the NUL and the bad byte", full.Summary)
 	}
-	atts, err := cascade.Attempts(ctx, s.DB(), "bad", 0)
+	atts, err := s.Attempts(ctx, "bad", 0)
 	if err != nil || len(atts) != 1 || !strings.Contains(atts[0].Error, "upstream said") {
 		t.Errorf("attempts of the failing provider: %+v, %v", atts, err)
 	}

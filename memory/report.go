@@ -70,6 +70,9 @@ type Report struct {
 	// FromSeq and ToSeq are the messages the summary covers (or would cover: dry run).
 	FromSeq int64 `json:"from_seq"`
 	ToSeq   int64 `json:"to_seq"`
+	// LastSeq is the newest message of the thread the compaction saw (a thread's chart marks
+	// the compaction there); set by Store.Reports and Store.Report, not in the JSON.
+	LastSeq int64 `json:"-"`
 	// TokensAppended and MessagesAppended are the messages appended while the compaction ran:
 	// they are in the active context beside what it made of the messages it saw (TokensAfter,
 	// MessagesAfter), so the context it left holds TokensAfter + TokensAppended tokens. A
@@ -99,23 +102,9 @@ type Report struct {
 	// Usage is what the compaction's provider requests cost, summed over its attempts.
 	Usage Usage `json:"usage"`
 	// Summary and Attempts are filled by compact.Compactor.Compact and Store.Report, not by Store.Reports.
-	Summary  *string   `json:"summary,omitzero"`
-	Attempts []Attempt `json:"attempts,omitzero"`
+	Summary  *string       `json:"summary,omitzero"`
+	Attempts []AttemptView `json:"attempts,omitzero"`
 }
-
-// Usage is what a compaction's provider requests cost.
-type Usage = db.Usage
-
-// usageOf sums the usage of compaction id's attempts.
-func usageOf(ctx context.Context, q db.Querier, id int64) (Usage, error) {
-	u, err := q.CompactionUsage(ctx, sql.NullInt64{Int64: id, Valid: true})
-	return db.UsageOf(u), err
-}
-
-// Attempt is one provider attempt made for a compaction, as the compaction's report shows it:
-// a view of a few fields of the attempt log's row (db.Attempt, which cascade.Attempt shows
-// whole).
-type Attempt = db.AttemptView
 
 func reportFromRow(c db.Compaction, current int64) Report {
 	id := c.ID
@@ -126,7 +115,7 @@ func reportFromRow(c db.Compaction, current int64) Report {
 		SummarizedMessages: int(c.SummarizedMessages), KeptMessages: int(c.KeptMessages),
 		Passes: int(c.Passes), Chunks: int(c.Chunks), Provider: c.Provider, Model: c.Model,
 		SummaryTokens: int(c.SummaryTokens), DurationMs: c.DurationMs, Error: c.Error,
-		CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), FromSeq: c.FromSeq.Int64, ToSeq: c.ToSeq.Int64,
+		CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), FromSeq: c.FromSeq.Int64, ToSeq: c.ToSeq.Int64, LastSeq: c.LastSeq,
 		FactsTotal: int(c.FactsTotal), FactsKept: int(c.FactsKept), FactsDropped: []string{},
 		Requests: int(c.Requests), Strategy: c.Strategy, Detail: c.Detail,
 	}
@@ -233,10 +222,10 @@ func (s *Store) report(ctx context.Context, q db.Querier, id int64) (Report, err
 	if err != nil {
 		return Report{}, err
 	}
-	all := db.Attempts(rows)
-	r.Attempts = make([]Attempt, len(all))
+	all := attemptsOf(rows)
+	r.Attempts = make([]AttemptView, len(all))
 	for i, a := range all {
-		r.Attempts[i] = a.View()
+		r.Attempts[i] = a.view()
 	}
 	return r, nil
 }

@@ -29,7 +29,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
-	"github.com/memcascade/memcascade/db/sqlite" // SQLite files: the default backend, always linked
+	_ "github.com/memcascade/memcascade/db/sqlite" // SQLite files: the default backend, always linked
 	"github.com/memcascade/memcascade/tokencount"
 	"github.com/memcascade/memcascade/tokenizer"
 )
@@ -44,49 +44,104 @@ var (
 	ErrNoMessages = errors.New("no messages")
 )
 
-// ForeignError is the error of an open that found a file that is not a memcascade database
-// (another application's SQLite file, or not SQLite at all); the file was left untouched.
-type ForeignError = sqlite.ForeignError
-
 // Store is a conversation memory in one SQLite file or one PostgreSQL database. It is safe for
-// concurrent use, and several processes may use the same database.
+// concurrent use, and several processes may use the same database. Its settings are given when
+// it is built (Options) and do not change after.
 type Store struct {
-	// Now is the clock of the whole system: the store's rows, leases and reports, and the
-	// attempts and cooldowns of a cascade given to compact.New (see compact.Clocked). It
-	// defaults to time.Now; set it with OpenOptions.Now so that the open's cleanup reads it too.
-	Now func() time.Time
-	// Lease is how long a running compaction's lease lasts (0: DefaultLease); see lease.go.
-	Lease time.Duration
-	// DefaultModel is the model of a thread created without one (default "gpt-4o").
-	DefaultModel string
-	// Encoding, when set, is the tokenizer of new threads whatever their model: a built-in
-	// encoding (see Encodings) or the Encoding of a counter given to UseCounter.
-	Encoding string
-	// Logger, when set, receives a warning for each interrupted compaction the store marks
-	// failed (keys thread, compaction_id, owner_host, owner_pid). nil: silent.
-	Logger *slog.Logger
+	clock        func() time.Time
+	leaseFor     time.Duration // 0: defaultLease; see lease.go
+	defaultModel string
+	// encoding, when set, is the tokenizer of new threads whatever their model.
+	encoding string
+	logger   *slog.Logger
 
-	h        *db.Handle
-	mu       sync.Mutex
-	counters map[string]tokencount.Counter
+	h *db.Handle
+	// ownsHandle: Open or OpenWith opened h, so Close closes it.
+	ownsHandle bool
+	mu         sync.Mutex
+	counters   map[string]tokencount.Counter
 	// indexBatch overrides indexBatchBytes (0: the constant); set by tests (export_test.go).
 	indexBatch int
 	// batch is the group commit of AppendLive (batch.go).
 	batch batcher
 }
 
+// Options are a store's settings, given to New (or, within OpenOptions, to OpenWith). The zero
+// value is a store with the defaults.
+type Options struct {
+	// DefaultModel is the model of a thread created without one ("": "gpt-4o").
+	DefaultModel string
+	// Encoding, when set, is the tokenizer of new threads whatever their model: a built-in
+	// encoding (see tokencount.Encodings).
+	Encoding string
+	// Counter, when set, counts every thread whose encoding is Counter.Encoding() and is the
+	// tokenizer of new threads (it wins over Encoding). It is how a host brings its own
+	// tokenizer, and how a vocabulary file (tokencount.NewFileCounter) is used. A counter with a
+	// Load() error method (BPECounter) is loaded by the first Store.Counter call that returns
+	// it, which returns its error. A counter of another type may not take a built-in
+	// encoding's name: New refuses it.
+	Counter tokencount.Counter
+	// Logger, when set, receives a warning for each interrupted compaction the store marks
+	// failed, New's recovery included (keys thread, compaction_id, owner_host, owner_pid).
+	// nil: silent.
+	Logger *slog.Logger
+	// Now is the clock of the whole system (Store.Now), read by New's recovery of interrupted
+	// compactions too, so that the leases are judged by it. nil: time.Now.
+	Now func() time.Time
+	// Lease is how long a running compaction's lease lasts; it is renewed every third of that
+	// while the compaction works. 0: 30 seconds.
+	Lease time.Duration
+}
+
+// New returns the store over the open database h, with the settings opt: the program that opened h (db.OpenHandle)
+// builds on it the store and, when it compacts, the provider cascade, which keeps its
+// cooldowns and attempt log in the same database; it closes h once it is done with both
+// (Store.Close leaves h open). A compaction left running by a process that no longer exists is
+// marked failed with the error "interrupted".
+func New(ctx context.Context, h *db.Handle, opt Options) (*Store, error) {
+	s := &Store{
+		clock:        time.Now,
+		leaseFor:     opt.Lease,
+		defaultModel: "gpt-4o",
+		encoding:     opt.Encoding,
+		logger:       opt.Logger,
+		h:            h,
+		counters:     map[string]tokencount.Counter{},
+	}
+	if opt.Now != nil {
+		s.clock = opt.Now
+	}
+	if opt.DefaultModel != "" {
+		s.defaultModel = opt.DefaultModel
+	}
+	if c := opt.Counter; c != nil {
+		if _, builtin := c.(*tokencount.BPECounter); !builtin && tokenizer.Known(c.Encoding()) {
+			return nil, fmt.Errorf("counter: the encoding name %q is a built-in encoding's: name your tokenizer otherwise", c.Encoding())
+		}
+		s.counters[c.Encoding()] = c
+		s.encoding = c.Encoding()
+	}
+	if err := s.failInterrupted(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // Open opens the store at path, creating the file (mode 0600) when missing and migrating an
-// older schema. A compaction left running by a process that no longer exists is marked failed
-// with the error "interrupted". A file that is not a memcascade database is refused
-// (*ForeignError) and left byte-identical. path may be a postgres:// URL when the program links
-// the PostgreSQL backend in (import _ "github.com/memcascade/memcascade/db/postgres"); without it
-// the open fails naming that import (db.ErrNoPostgres).
+// older schema, with the default Options. A compaction left running by a process that no
+// longer exists is marked failed with the error "interrupted". A file that is not a memcascade
+// database (another application's SQLite file, or not SQLite at all) is refused with the
+// SQLite backend's ForeignError and left byte-identical. path may be a postgres:// URL when
+// the program links the PostgreSQL backend in (import _
+// "github.com/memcascade/memcascade/db/postgres"); without it the open fails naming that
+// import (db.ErrNoPostgres).
 func Open(ctx context.Context, path string) (*Store, error) {
 	return OpenWith(ctx, path, OpenOptions{})
 }
 
-// OpenOptions set what opening a store may do to its file.
+// OpenOptions set what opening a store may do to its file, and the store's Options.
 type OpenOptions struct {
+	Options
 	// NoCreate refuses a missing or empty file (db.ErrNoDatabase) instead of creating it. An
 	// existing database is still migrated.
 	NoCreate bool
@@ -94,35 +149,22 @@ type OpenOptions struct {
 	// migrated (a database written by an older version is db.ErrOlderSchema: open it once without
 	// ReadOnly to upgrade it) nor marked with the application id.
 	ReadOnly bool
-	// Logger, when set, becomes the Store's Logger before the open recovers interrupted
-	// compactions, so that they are logged. nil: silent.
-	Logger *slog.Logger
-	// Now, when set, becomes the Store's clock (Store.Now) before the open recovers
-	// interrupted compactions, so that the leases are judged by it. nil: time.Now.
-	Now func() time.Time
 }
 
-// OpenWith opens the store at path as opt says (see Open).
+// OpenWith opens the store at path as opt says (see Open): it opens the database and builds
+// the store over it (New); the store's Close closes both.
 func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error) {
 	// The queries are prepared once: appends run InsertMessage once per message.
 	h, err := db.OpenHandle(ctx, path, db.Options{NoCreate: opt.NoCreate, ReadOnly: opt.ReadOnly})
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{
-		Now:          time.Now,
-		DefaultModel: "gpt-4o",
-		h:            h,
-		counters:     map[string]tokencount.Counter{},
-		Logger:       opt.Logger,
-	}
-	if opt.Now != nil {
-		s.Now = opt.Now
-	}
-	if err := s.failInterrupted(ctx); err != nil {
-		s.Close()
+	s, err := New(ctx, h, opt.Options)
+	if err != nil {
+		h.Close()
 		return nil, err
 	}
+	s.ownsHandle = true
 	return s, nil
 }
 
@@ -137,24 +179,34 @@ func readTx[T any](ctx context.Context, s *Store, f func(q db.Querier) (T, error
 	return v, err
 }
 
-// Close closes the database.
+// Close ends the store: an append that comes after is refused. It closes the database when
+// Open or OpenWith opened it; a store built by New leaves its handle to the caller.
 func (s *Store) Close() error {
 	s.stopBatches()
+	if !s.ownsHandle {
+		return nil
+	}
 	return s.h.Close()
 }
 
-// DB returns the database handle, for the cascade's cooldowns and attempt log.
+// DB returns the database handle, for tests and benchmarks that read or write rows the store
+// does not show. A program that builds a cascade on the store's database opens the handle
+// itself and gives it to both (see New).
 func (s *Store) DB() *db.Handle { return s.h }
+
+// Now is the clock of the whole system (Options.Now): the store's rows, leases and reports,
+// and the attempts and cooldowns of a cascade built with it as its clock.
+func (s *Store) Now() time.Time { return s.clock() }
 
 // MakeStorable returns s as the store can keep it (db.MakeStorable, for packages that reach the
 // database only through memory, as compact does): each NUL character and each byte that is not
 // UTF-8 replaced by U+FFFD.
 func MakeStorable(s string) string { return db.MakeStorable(s) }
 
-func (s *Store) now() int64 { return s.Now().UnixMilli() }
+func (s *Store) now() int64 { return s.clock().UnixMilli() }
 
 // Counter returns the token counter for an encoding, shared by every thread that uses it: the
-// counter given to UseCounter for that name, or the built-in one of a built-in encoding. Any
+// counter of Options.Counter for that name, or the built-in one of a built-in encoding. Any
 // other name is an error; in particular a thread counted with a vocabulary file ("file:...")
 // is counted only by a counter made from the same file and pattern, never by another.
 func (s *Store) Counter(encoding string) (tokencount.Counter, error) {
@@ -177,32 +229,16 @@ func (s *Store) Counter(encoding string) (tokencount.Counter, error) {
 	return c, nil
 }
 
-// UseCounter makes c the counter of every thread whose encoding is c.Encoding(), and the
-// tokenizer of new threads (it sets Encoding). It is how a host brings its own tokenizer, and
-// how a vocabulary file (NewFileCounter) is used. Call it before the store is used. A counter
-// with a Load() error method (BPECounter) is loaded by the first Counter call that returns it,
-// which returns its error. A counter of another type may not take a built-in encoding's name.
-func (s *Store) UseCounter(c tokencount.Counter) error {
-	if _, builtin := c.(*tokencount.BPECounter); !builtin && tokenizer.Known(c.Encoding()) {
-		return fmt.Errorf("use counter: the encoding name %q is a built-in encoding's: name your tokenizer otherwise", c.Encoding())
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.counters[c.Encoding()] = c
-	s.Encoding = c.Encoding()
-	return nil
-}
-
-// newThreadEncoding picks the encoding of a new thread: that of a counter given to UseCounter
-// when Encoding names one, else ResolveEncoding's.
+// newThreadEncoding picks the encoding of a new thread: that of Options.Counter when there is
+// one, else ResolveEncoding's.
 func (s *Store) newThreadEncoding(model string) (string, bool, error) {
 	s.mu.Lock()
-	_, custom := s.counters[s.Encoding]
+	_, custom := s.counters[s.encoding]
 	s.mu.Unlock()
-	if custom && s.Encoding != "" {
-		return s.Encoding, true, nil
+	if custom && s.encoding != "" {
+		return s.encoding, true, nil
 	}
-	return tokencount.ResolveEncoding(model, s.Encoding)
+	return tokencount.ResolveEncoding(model, s.encoding)
 }
 
 // Thread describes a thread and its active context.

@@ -11,8 +11,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/internal/testdb"
@@ -250,6 +252,46 @@ func TestSearch(t *testing.T) {
 	hits, err = s.Search(ctx, "nosuchwordanywhere", memory.SearchOptions{})
 	if err != nil || len(hits) != 0 {
 		t.Fatalf("search for an absent word: %v, %v", hits, err)
+	}
+}
+
+// TestNewOverAnOpenHandle: New builds a store over a database its caller opened, with the
+// options given (here the model of new threads and the clock), and its Close leaves the handle
+// to that caller; OpenWith's store closes the database it opened.
+func TestNewOverAnOpenHandle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, path := storetest.Open(t)
+	h, err := db.OpenHandle(ctx, path, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := memory.New(ctx, h, memory.Options{DefaultModel: "gpt-4", Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "t", []chat.Message{chat.TextMessage("user", "hi")}, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := s.Thread(ctx, "t")
+	if err != nil || th.Model != "gpt-4" || !th.CreatedAt.Equal(t0) || !s.Now().Equal(t0) {
+		t.Fatalf("thread %+v (%v): want model gpt-4 created at %v", th, err, t0)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Q().ListThreads(ctx, ""); err != nil {
+		t.Fatalf("the handle after the store's Close: %v", err)
+	}
+	other, err := memory.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	if _, err := other.DB().Q().ListThreads(ctx, ""); err == nil {
+		t.Fatal("Open's store left its database open after Close")
 	}
 }
 

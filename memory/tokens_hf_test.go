@@ -27,10 +27,7 @@ func TestHFFileCounterThreads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, path := storetest.Open(t)
-	if err := s.UseCounter(fc); err != nil {
-		t.Fatal(err)
-	}
+	s, path := storetest.OpenWith(t, memory.Options{Counter: fc})
 	// Special-token text counts as text: <|im_start|> is not one token.
 	msg := chat.TextMessage("user", "<|im_start|>user\n<think>hello</think> world<|im_end|>")
 	if _, err := s.Append(ctx, "qwen", []chat.Message{msg}, memory.AppendOptions{Model: "qwen3"}); err != nil {
@@ -49,14 +46,11 @@ func TestHFFileCounterThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, c := range map[string]tokencount.Counter{"the same file": nil, "Llama 3's file": other} {
-		s, err := memory.Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if c == nil {
 			c, _ = tokencount.NewFileCounter(qwen, "")
 		}
-		if err := s.UseCounter(c); err != nil {
+		s, err := memory.OpenWith(ctx, path, memory.OpenOptions{Options: memory.Options{Counter: c}})
+		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = s.Append(ctx, "qwen", []chat.Message{msg}, memory.AppendOptions{})

@@ -34,7 +34,7 @@ func TestBadUTF8InLookups(t *testing.T) {
 		}
 	}
 	// Provider names from a config file or a command line: looked up, never stored as such.
-	if atts, err := cascade.Attempts(ctx, s.DB(), "p\xff", 0); err != nil || len(atts) != 0 {
+	if atts, err := s.Attempts(ctx, "p\xff", 0); err != nil || len(atts) != 0 {
 		t.Errorf("attempts of a provider named with a bad byte: %v, %v", atts, err)
 	}
 	if found, err := cascade.New(s.DB()).ResetCooldown(ctx, "p\x00"); found || err == nil || !strings.Contains(err.Error(), "unknown provider") {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
@@ -411,13 +412,11 @@ func soakCompactor(s *memory.Store, until time.Time) compactorResult {
 		return fail("%v", err)
 	}
 	cfg := config.Default()
-	casc, err := cfg.NewCascade(s.DB(), counter.CountText)
+	cfg.Compaction.TokenLimit, cfg.Compaction.SummaryMaxTokens = config.Window(soakLimit), 400
+	c, _, err := cfg.NewCompactor(s.DB(), s, cascade.Options{Count: counter.CountText}, compact.Config{})
 	if err != nil {
 		return fail("%v", err)
 	}
-	settings := cfg.Settings()
-	settings.TokenLimit, settings.SummaryMaxTokens = soakLimit, 400
-	c := compact.New(s, casc, settings)
 	for time.Now().Before(until) {
 		rep, err := c.Compact(ctx, soakThread, compact.Options{Force: true})
 		res.Compactions++

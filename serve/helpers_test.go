@@ -279,13 +279,13 @@ func newEnv(t testing.TB, opt envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	casc, err := cfg.NewCascade(store.DB(), counter.CountText)
+	c, casc, err := cfg.NewCompactor(store.DB(), store, cascade.Options{Count: counter.CountText}, compact.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	up := newUpstream(t)
 	srv := &serve.Server{
-		Store: store, Compactor: compact.New(store, casc, cfg.Settings()), Cascade: casc,
+		Store: store, Compactor: c, Cascade: casc,
 		Upstream: up.URL(), Token: opt.token, LoopbackOnly: opt.token == "", MaxBodyBytes: opt.maxBody,
 	}
 	e := &env{t: t, store: store, srv: srv, up: up, logs: &lockedBuffer{}, dbName: dbName}

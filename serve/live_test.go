@@ -209,14 +209,11 @@ func TestUncountableThreadAnswered(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
-	other, err := memory.Open(ctx, e.dbName)
+	other, err := memory.OpenWith(ctx, e.dbName, memory.OpenOptions{Options: memory.Options{Counter: wordCounter{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if err := other.UseCounter(wordCounter{}); err != nil {
-		t.Fatal(err)
-	}
 	hi := []chat.Message{chat.TextMessage("user", "hello there")}
 	if _, err := other.Append(ctx, "words", hi, memory.AppendOptions{}); err != nil {
 		t.Fatal(err)

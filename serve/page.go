@@ -12,8 +12,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/memcascade/memcascade/cascade"
-	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/english"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -106,7 +104,7 @@ type compactionView struct {
 	Summary  string
 	Before   []entryView // what the summary replaced
 	Folded   bool        // the replaced range began with an earlier summary (not shown again)
-	Attempts []cascade.Attempt
+	Attempts []memory.Attempt
 	// FactsInContext: ledger facts that are in the active context after the compaction.
 	FactsInContext int
 }
@@ -129,11 +127,6 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 		Error(w, err)
 		return
 	}
-	rows, err := s.Store.DB().Q().ListCompactions(ctx, db.ListCompactionsParams{ThreadID: id, MaxRows: 10000})
-	if err != nil {
-		Error(w, err)
-		return
-	}
 	reps, err := s.Store.Reports(ctx, id, 10000)
 	if err != nil {
 		Error(w, err)
@@ -147,7 +140,7 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 	view := s.view(t)
 	data := map[string]any{
 		"Thread":  view,
-		"Chart":   makeChart(hist, rows, view.TokenLimit),
+		"Chart":   makeChart(hist, reps, view.TokenLimit),
 		"Reports": reps,
 	}
 	var selected int64
@@ -199,7 +192,7 @@ func (s *Server) compactionView(ctx context.Context, thread string, id int64, hi
 			cv.Before = append(cv.Before, entryOf(e))
 		}
 	}
-	if cv.Attempts, err = cascade.CompactionAttempts(ctx, s.Store.DB(), id); err != nil {
+	if cv.Attempts, err = s.Store.CompactionAttempts(ctx, id); err != nil {
 		return nil, err
 	}
 	cv.FactsInContext = max(rep.FactsTotal-len(rep.FactsDropped), 0)
@@ -242,15 +235,15 @@ type tick struct {
 // applied compaction (superseded ones included) sets it to its tokens_after at the message it
 // ran after. Compactions that changed nothing (failed, ineffective, reverted, running) are
 // marked without a drop.
-func makeChart(hist []memory.Entry, rows []db.Compaction, limit int) chart {
+func makeChart(hist []memory.Entry, reps []memory.Report, limit int) chart {
 	c := chart{Width: 760, Height: 240, Left: 64, Right: 740, Top: 16, Bottom: 208, Limit: limit}
 	if len(hist) == 0 {
 		c.Empty = true
 		return c
 	}
-	bySeq := map[int64][]db.Compaction{}
-	for i := len(rows) - 1; i >= 0; i-- { // rows are newest first
-		bySeq[rows[i].LastSeq] = append(bySeq[rows[i].LastSeq], rows[i])
+	bySeq := map[int64][]memory.Report{}
+	for i := len(reps) - 1; i >= 0; i-- { // reports are newest first
+		bySeq[reps[i].LastSeq] = append(bySeq[reps[i].LastSeq], reps[i])
 	}
 	type pt struct {
 		seq    int64
@@ -258,7 +251,7 @@ func makeChart(hist []memory.Entry, rows []db.Compaction, limit int) chart {
 	}
 	var pts []pt
 	type pending struct {
-		row         db.Compaction
+		rep         memory.Report
 		before, aft int
 	}
 	var marks []pending
@@ -269,13 +262,15 @@ func makeChart(hist []memory.Entry, rows []db.Compaction, limit int) chart {
 		y += e.Tokens
 		pts = append(pts, pt{e.Seq, y + tokencount.ReplyPriming})
 		maxY = max(maxY, y+tokencount.ReplyPriming)
-		for _, row := range bySeq[e.Seq] {
+		for _, rep := range bySeq[e.Seq] {
 			before := y + tokencount.ReplyPriming
-			if memory.Status(row.Status) == memory.StatusApplied {
-				y = int(row.TokensAfter) - tokencount.ReplyPriming
-				pts = append(pts, pt{e.Seq, int(row.TokensAfter)})
+			if rep.Status == memory.StatusApplied {
+				// The context it left: its own part and the messages appended while it ran.
+				after := rep.TokensAfter + rep.TokensAppended
+				y = after - tokencount.ReplyPriming
+				pts = append(pts, pt{e.Seq, after})
 			}
-			marks = append(marks, pending{row, before, y + tokencount.ReplyPriming})
+			marks = append(marks, pending{rep, before, y + tokencount.ReplyPriming})
 		}
 	}
 	c.MaxSeq = hist[len(hist)-1].Seq
@@ -296,10 +291,10 @@ func makeChart(hist []memory.Entry, rows []db.Compaction, limit int) chart {
 	c.Points = b.String()
 	c.LimitY = yy(limit)
 	for i, m := range marks {
-		applied := memory.Status(m.row.Status) == memory.StatusApplied
+		applied := m.rep.Status == memory.StatusApplied
 		c.Marks = append(c.Marks, mark{
-			ID: m.row.ID, X: x(m.row.LastSeq), Y1: c.Top, Y2: c.Bottom, LabelY: c.Top + 10 + float64(i%3)*11,
-			Status: m.row.Status, Reason: m.row.Reason, Before: m.before, After: m.aft, AfterSeq: m.row.LastSeq,
+			ID: *m.rep.ID, X: x(m.rep.LastSeq), Y1: c.Top, Y2: c.Bottom, LabelY: c.Top + 10 + float64(i%3)*11,
+			Status: string(m.rep.Status), Reason: string(m.rep.Reason), Before: m.before, After: m.aft, AfterSeq: m.rep.LastSeq,
 			Applied: applied,
 		})
 		c.CompactionCount++

@@ -125,8 +125,8 @@ func unknownEncoding(name string) error {
 
 // Counter counts the tokens of what a thread sends to its model. A memory.Store keeps one per
 // encoding (Store.Counter) and records in each thread the Encoding of the counter that counted
-// it; a host brings its own tokenizer by implementing this interface and handing it to
-// Store.UseCounter. A Counter must be safe for concurrent use, and must count the same
+// it; a host brings its own tokenizer by implementing this interface and handing it to the
+// store it builds (memory.Options.Counter). A Counter must be safe for concurrent use, and must count the same
 // input the same way for as long as threads recorded under its Encoding exist: stored counts
 // are never recomputed.
 type Counter interface {

@@ -38,7 +38,10 @@ type app struct {
 	logLevel, logFormat string
 	logger              *slog.Logger
 
-	cfg   *config.Config
+	cfg *config.Config
+	// h is the database open opened; store is the store built on it, and the cascades of the
+	// commands that compact or read provider state are built on it too.
+	h     *db.Handle
 	store *memory.Store
 	// cleanup runs when the command ends (temporary files that could not be unlinked early).
 	cleanup []func()
@@ -47,6 +50,9 @@ type app struct {
 func (a *app) close() {
 	if a.store != nil {
 		a.store.Close()
+	}
+	if a.h != nil {
+		a.h.Close()
 	}
 	for _, f := range a.cleanup {
 		f()
@@ -80,7 +86,8 @@ const (
 	forCreating
 )
 
-// open opens the store once, with the config's model and encoding for new threads. A missing
+// open opens the database once and builds the store on it, with the config's model, encoding
+// and vocabulary file for new threads; the app keeps both (a.h, a.store) until close. A missing
 // database is "no database at PATH" (exit 1) unless mode is forCreating.
 func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
 	if a.store != nil {
@@ -99,24 +106,27 @@ func (a *app) open(ctx context.Context, mode openMode) (*memory.Store, error) {
 			return nil, fmt.Errorf("create the database directory: %w", err)
 		}
 	}
-	s, err := memory.OpenWith(ctx, loc.path, memory.OpenOptions{NoCreate: mode != forCreating, ReadOnly: mode == forReading, Logger: a.logger})
+	h, err := db.OpenHandle(ctx, loc.path, db.Options{NoCreate: mode != forCreating, ReadOnly: mode == forReading})
 	if errors.Is(err, db.ErrOlderSchema) {
 		return nil, fmt.Errorf("%w (import, compact, revert and delete do)", err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.DefaultModel, s.Encoding = cfg.Model, cfg.Encoding
-	if c, err := cfg.Counter(); err != nil || c != nil {
-		if err == nil {
-			err = s.UseCounter(c)
-		}
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
+	opt := memory.Options{DefaultModel: cfg.Model, Encoding: cfg.Encoding, Logger: a.logger}
+	c, err := cfg.Counter()
+	if c != nil {
+		opt.Counter = c
 	}
-	a.store = s
+	var s *memory.Store
+	if err == nil {
+		s, err = memory.New(ctx, h, opt)
+	}
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	a.h, a.store = h, s
 	return s, nil
 }
 
@@ -150,24 +160,18 @@ func writeMode(dryRun bool) openMode {
 	return forWriting
 }
 
-// newCompactor builds what a command that compacts needs, once: the config's cascade on the
-// store's database (count sizes the extractive summaries and counts the usage of a server that
-// sends none; nil for the built-in count), with the redactor of the config's patterns, and the
-// compactor over s that summarizes through it and redacts with that same redactor. logger,
-// when not nil, receives the records of both.
-func (a *app) newCompactor(s *memory.Store, count func(string) int, logger *slog.Logger) (*compact.Compactor, *cascade.Cascade, error) {
+// newCompactor builds what a command that compacts needs, once the store is open (see open):
+// the config's cascade on the database the app opened, with opt (its Count sizes the
+// extractive summaries and counts the usage of a server that sends none, nil for the built-in
+// count; its Logger and Observe receive its records and events), and the compactor over the
+// store that summarizes through it, with comp (its Logger and Progress). Both redact with the
+// redactor of the config's patterns (see config.Config.NewCompactor).
+func (a *app) newCompactor(opt cascade.Options, comp compact.Config) (*compact.Compactor, *cascade.Cascade, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, nil, err
 	}
-	c, casc, err := cfg.NewCompactor(s, count) // one redactor, of the config's patterns, for both
-	if err != nil {
-		return nil, nil, err
-	}
-	if logger != nil {
-		casc.Logger, c.Logger = logger, logger
-	}
-	return c, casc, nil
+	return cfg.NewCompactor(a.h, a.store, opt, comp)
 }
 
 // storeFor checks the thread argument, then opens the store (see open).
@@ -188,14 +192,15 @@ func (a *app) openDatabase(ctx context.Context, mode openMode) (*memory.Store, d
 	return s, loc, err
 }
 
-// openCascade opens the store (see open) and builds the config's cascade on its database, for
-// a command that reads or resets its state (a compaction builds its own: see newCompactor).
+// openCascade opens the database (see open) and builds the config's cascade on it, on the
+// store's clock and with the app's logger, for a command that reads or resets its state (a
+// compaction builds its own: see newCompactor).
 func (a *app) openCascade(ctx context.Context, mode openMode) (*cascade.Cascade, error) {
 	s, cfg, err := a.openWithConfig(ctx, mode)
 	if err != nil {
 		return nil, err
 	}
-	return cfg.NewCascade(s.DB(), nil)
+	return cfg.NewCascade(a.h, cascade.Options{Now: s.Now, Logger: a.logger})
 }
 
 // storeWithConfig checks a thread argument and opens the store for writing.

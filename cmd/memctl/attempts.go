@@ -7,8 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memcascade/memcascade/cascade"
-	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/memory"
 )
 
 func (a *app) attemptsCommand() *cobra.Command {
@@ -42,14 +41,14 @@ STARTED when it began (UTC unless --local-time); ERROR the error, keys and secre
 			if err != nil {
 				return err
 			}
-			var at []cascade.Attempt
+			var at []memory.Attempt
 			if compaction > 0 {
 				if !cmd.Flags().Changed("limit") {
 					limit = math.MaxInt32 // one compaction's attempts: all of them, as report ID lists them
 				}
-				at, err = compactionAttempts(ctx, s.DB(), compaction, provider, limit)
+				at, err = compactionAttempts(ctx, s, compaction, provider, limit)
 			} else {
-				at, err = cascade.Attempts(ctx, s.DB(), provider, limit)
+				at, err = s.Attempts(ctx, provider, limit)
 			}
 			if err != nil {
 				return err
@@ -74,12 +73,12 @@ STARTED when it began (UTC unless --local-time); ERROR the error, keys and secre
 
 // compactionAttempts lists one compaction's attempts, oldest first, of provider ("" for
 // every one), at most limit.
-func compactionAttempts(ctx context.Context, sqldb *db.Handle, id int64, provider string, limit int) ([]cascade.Attempt, error) {
-	all, err := cascade.CompactionAttempts(ctx, sqldb, id)
+func compactionAttempts(ctx context.Context, s *memory.Store, id int64, provider string, limit int) ([]memory.Attempt, error) {
+	all, err := s.CompactionAttempts(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	at := make([]cascade.Attempt, 0, len(all))
+	at := make([]memory.Attempt, 0, len(all))
 	for _, x := range all {
 		if (provider == "" || x.Provider == provider) && len(at) < limit {
 			at = append(at, x)

@@ -66,11 +66,11 @@ func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) err
 	if err != nil {
 		return err
 	}
-	c, casc, err := a.newCompactor(s, counter.CountText, a.logger)
+	c, _, err := a.newCompactor(cascade.Options{Count: counter.CountText, Logger: a.logger, Observe: a.observer()},
+		compact.Config{Logger: a.logger, Progress: a.progress()})
 	if err != nil {
 		return err
 	}
-	a.showProgress(c, casc)
 	rep, err := c.Compact(ctx, t.ID, compact.Options{Force: force, DryRun: dryRun, Override: over})
 	if rep.Status == "" { // no report: the thread could not be read
 		return err
@@ -81,11 +81,11 @@ func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) err
 	return err
 }
 
-// showProgress sends the progress of a compaction to stderr when it is a terminal; a warning
-// (a window the server did not report) is printed wherever stderr goes.
-func (a *app) showProgress(c *compact.Compactor, casc *cascade.Cascade) {
+// observer sends the events of a compaction's cascade to stderr when it is a terminal; a
+// warning (a window the server did not report) is printed wherever stderr goes.
+func (a *app) observer() func(cascade.Event) {
 	terminal := isTerminal(a.stderr)
-	casc.Observe = func(e cascade.Event) {
+	return func(e cascade.Event) {
 		if !terminal && !e.Warning {
 			return
 		}
@@ -93,10 +93,15 @@ func (a *app) showProgress(c *compact.Compactor, casc *cascade.Cascade) {
 			fmt.Fprintf(a.errOut, "memctl: %s\n", text)
 		}
 	}
-	if terminal {
-		c.Progress = func(p compact.Progress) {
-			fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
-		}
+}
+
+// progress sends the progress of a compaction to stderr when it is a terminal (nil: it is not).
+func (a *app) progress() func(compact.Progress) {
+	if !isTerminal(a.stderr) {
+		return nil
+	}
+	return func(p compact.Progress) {
+		fmt.Fprintf(a.errOut, "memctl: pass %d: %s: summarizing chunk %d of %d\n", p.Pass, p.Provider, p.Chunk, p.Chunks)
 	}
 }
 

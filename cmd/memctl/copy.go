@@ -46,7 +46,7 @@ With --json: {"source", "destination", "threads", "messages", "compactions", "at
 			if srcName == "" || dstName == "" {
 				return usagef("copy: empty SRC or DST")
 			}
-			src, err := memory.OpenWith(ctx, srcName, memory.OpenOptions{ReadOnly: true, NoCreate: true, Logger: a.logger})
+			src, err := memory.OpenWith(ctx, srcName, memory.OpenOptions{Options: memory.Options{Logger: a.logger}, ReadOnly: true, NoCreate: true})
 			if errors.Is(err, db.ErrOlderSchema) {
 				return fmt.Errorf("copy: source %w (import, compact, revert and delete do)", err)
 			}
@@ -61,7 +61,7 @@ With --json: {"source", "destination", "threads", "messages", "compactions", "at
 					created = true
 				}
 			}
-			dst, err := memory.OpenWith(ctx, dstName, memory.OpenOptions{Logger: a.logger})
+			dst, err := memory.OpenWith(ctx, dstName, memory.OpenOptions{Options: memory.Options{Logger: a.logger}})
 			if err != nil {
 				return fmt.Errorf("copy: destination: %w", err)
 			}

@@ -6,6 +6,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/mcpserver"
 )
 
@@ -43,11 +45,10 @@ cascade. Logs go to stderr; stdout carries the protocol only.`,
 			if err := positiveFlag("read-tokens", readTokens); err != nil {
 				return err
 			}
-			s, err := a.open(cmd.Context(), forWriting)
-			if err != nil {
+			if _, err := a.open(cmd.Context(), forWriting); err != nil {
 				return err
 			}
-			c, _, err := a.newCompactor(s, nil, a.logger)
+			c, _, err := a.newCompactor(cascade.Options{Logger: a.logger}, compact.Config{Logger: a.logger})
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/internal/nodetest"
@@ -54,11 +55,11 @@ func TestMCPNodeClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	casc, err := cfg.NewCascade(s.DB(), nil)
+	c, _, err := cfg.NewCompactor(s.DB(), s, cascade.Options{}, compact.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &serve.Server{Store: s, Compactor: compact.New(s, casc, cfg.Settings()), Token: "mcp-token"}
+	srv := &serve.Server{Store: s, Compactor: c, Token: "mcp-token"}
 	web := httptest.NewServer(srv.Handler())
 	defer web.Close()
 

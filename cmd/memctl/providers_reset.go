@@ -32,7 +32,6 @@ tries it at once. --all clears every provider with stored state. An unknown NAME
 			if err != nil {
 				return err
 			}
-			casc.Logger = a.logger
 			if all {
 				n, err := casc.ResetCooldowns(ctx)
 				if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/serve"
 )
@@ -109,7 +110,7 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	if err != nil {
 		return nil, err
 	}
-	c, casc, err := a.newCompactor(s, nil, nil)
+	c, casc, err := a.newCompactor(cascade.Options{}, compact.Config{})
 	if err != nil {
 		return nil, err
 	}

@@ -31,8 +31,14 @@ import (
 // PostgreSQL URL, which Open takes again.
 func Open(t testing.TB) (*memory.Store, string) {
 	t.Helper()
+	return OpenWith(t, memory.Options{})
+}
+
+// OpenWith is Open with the store's options.
+func OpenWith(t testing.TB, opt memory.Options) (*memory.Store, string) {
+	t.Helper()
 	path := freshDB.Name(t, "memory.db")
-	s, err := memory.Open(context.Background(), path)
+	s, err := memory.OpenWith(context.Background(), path, memory.OpenOptions{Options: opt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,23 +68,30 @@ func Import(t testing.TB, s *memory.Store, thread, file string) []byte {
 	return data
 }
 
-// ExtractiveCascade is the built-in offline cascade on the store's database.
+// ExtractiveCascade is the built-in offline cascade on the store's database and clock.
 func ExtractiveCascade(t testing.TB, s *memory.Store) *cascade.Cascade {
+	t.Helper()
+	return cascade.NewWith(s.DB(), cascade.Options{Now: s.Now}, ExtractiveEntry(t, s))
+}
+
+// ExtractiveEntry is the rung of ExtractiveCascade: the offline summarizer, counting with the
+// store's o200k_base counter.
+func ExtractiveEntry(t testing.TB, s *memory.Store) cascade.Entry {
 	t.Helper()
 	c, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
-		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
+	return cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
+		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}
 }
 
-// FailingCascade is a cascade whose every provider fails.
+// FailingCascade is a cascade on the store's database and clock whose every provider fails.
 func FailingCascade(s *memory.Store) *cascade.Cascade {
 	fake := &cascade.Fake{Func: func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		return llm.Response{}, errors.New("connection reset")
 	}}
-	return cascade.New(s.DB(),
+	return cascade.NewWith(s.DB(), cascade.Options{Now: s.Now},
 		cascade.Entry{Name: "a", Type: "fake", Model: "m1", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute},
 		cascade.Entry{Name: "b", Type: "fake", Model: "m2", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 }
