@@ -79,7 +79,7 @@ func (s *Server) countTurn(ctx context.Context, st *threadState, t dialect.Turn)
 		}
 		return counter.CountMessages(t.Messages) + counter.CountTools(t.Tools), nil
 	}
-	enc, _, err := tokencount.ResolveEncoding(t.Model, s.Store.Encoding)
+	enc, _, err := tokencount.ResolveEncoding(t.Model, "")
 	if err != nil {
 		return 0, err
 	}
