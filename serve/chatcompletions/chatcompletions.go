@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
@@ -37,13 +36,18 @@ func (Dialect) Thread(*http.Request) string { return "" }
 // with the same bytes, are taken as they were decoded then, not decoded again.
 func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	var t dialect.Turn
-	if !utf8.Valid(body) {
-		return t, &dialect.BadRequest{Msg: "the request body is not valid UTF-8"}
+	var prevScan *dialect.Scanned
+	if prev != nil {
+		prevScan = prev.Scan
 	}
-	members, raws, err := dialect.ScanObject(body, "messages")
+	sc, shared, err := dialect.ScanObjectAfter(body, "messages", prevScan)
 	if err != nil {
+		if errors.Is(err, dialect.ErrNotUTF8) {
+			return t, &dialect.BadRequest{Msg: "the request body is not valid UTF-8"}
+		}
 		return t, &dialect.BadRequest{Msg: "the request body is not a JSON object: want {\"model\": ..., \"messages\": [...]}: " + err.Error()}
 	}
+	members, raws := sc.Members, sc.Elems
 	t.Fields = make(map[string]json.RawMessage, len(members))
 	t.Order = make([]string, len(members))
 	for i, m := range members {
@@ -59,7 +63,13 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	t.Messages = make([]chat.Message, len(raws))
 	t.Prev = prev
 	hashes := make([]dialect.Hash, len(raws))
-	for i, raw := range raws {
+	// The messages the scan took from the previous request are its own, byte for byte.
+	shared = min(shared, len(prev.HashesOrNil()), len(prev.MsgsOrNil()))
+	copy(hashes, prev.HashesOrNil()[:shared])
+	copy(t.Messages, prev.MsgsOrNil()[:shared])
+	t.Same = shared
+	for i := shared; i < len(raws); i++ {
+		raw := raws[i]
 		hashes[i] = dialect.HashBytes(raw)
 		if prev != nil && i < len(prev.Hashes) && hashes[i] == prev.Hashes[i] {
 			t.Messages[i] = prev.Msgs[i]
@@ -75,7 +85,7 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 			return t, &dialect.BadRequest{Param: fmt.Sprintf("messages[%d]", i), Msg: fmt.Sprintf("messages[%d]: %v", i, err)}
 		}
 	}
-	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages}
+	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc}
 	if raw, ok := t.Fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &t.Stream) != nil {
 			return t, &dialect.BadRequest{Param: "stream", Msg: "stream: want true or false"}

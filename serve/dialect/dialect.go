@@ -133,6 +133,25 @@ type Sent struct {
 	Msgs      []chat.Message
 	ToolsHash Hash
 	Tools     []chat.Tool // nil: none sent
+	// Scan is the request's body as scanned (ScanObjectAfter), for a dialect that scans the
+	// next request from where it stops sharing this one's bytes; nil: none kept.
+	Scan *Scanned
+}
+
+// HashesOrNil is s.Hashes, nil for a nil s.
+func (s *Sent) HashesOrNil() []Hash {
+	if s == nil {
+		return nil
+	}
+	return s.Hashes
+}
+
+// MsgsOrNil is s.Msgs, nil for a nil s.
+func (s *Sent) MsgsOrNil() []chat.Message {
+	if s == nil {
+		return nil
+	}
+	return s.Msgs
 }
 
 // Hash identifies a message by its bytes: 128 bits of two seeded hashes (maphash), the seeds

@@ -1,8 +1,12 @@
 package dialect
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"unicode/utf8"
 )
 
 // A request is read in one pass over its body: the scanner below checks that the body is one
@@ -32,78 +36,254 @@ func (e *jsonError) Error() string { return fmt.Sprintf("%s at offset %d", e.msg
 // comes again replaces the earlier value in place, as encoding/json keeps the last) and, when
 // the member arrayKey is an array, its elements.
 func ScanObject(body []byte, arrayKey string) (members []Member, elems [][]byte, err error) {
+	sc, _, err := ScanObjectAfter(body, arrayKey, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc.Members, sc.Elems, nil
+}
+
+// Scanned is a body scanned by ScanObjectAfter, kept so that the next request of the same
+// conversation (an agent resends its whole history each turn) is scanned only from where it
+// stops sharing this one's bytes.
+type Scanned struct {
+	Body    []byte
+	Members []Member
+	Elems   [][]byte
+
+	key     string
+	all     []span // the members, as offsets, parallel to Members
+	spans   []span // the members before the array member
+	arrayAt int    // the offset of the array member's value ('['); -1: none
+	starts  []int  // the offset of each element, and just after it
+	ends    []int
+	dup     bool // a key came twice: no later scan resumes from this one
+}
+
+type span struct {
+	key        string
+	start, end int
+}
+
+// ScanObjectAfter is ScanObject, skipping what body shares with prev, a scan of the same
+// arrayKey (nil: none): when body starts with the same bytes as prev.Body up to the end of
+// element k of its array, the members before the array and its first k+1 elements are prev's
+// (the bytes are the same, so is their meaning) and only the rest is read, the check that body
+// is valid UTF-8 and JSON included. shared is the number of elements taken from prev.
+func ScanObjectAfter(body []byte, arrayKey string, prev *Scanned) (sc *Scanned, shared int, err error) {
+	sc = &Scanned{Body: body, key: arrayKey, arrayAt: -1}
 	s := scanner{b: body}
+	if k := resumable(body, arrayKey, prev); k >= 0 {
+		if !utf8.Valid(body[prev.ends[k]:]) {
+			return nil, 0, errNotUTF8
+		}
+		sc.spans, sc.all = prev.spans, slices.Clone(prev.spans)
+		for _, sp := range prev.spans {
+			sc.Members = append(sc.Members, Member{Key: sp.key, Val: body[sp.start:sp.end]})
+		}
+		sc.arrayAt = prev.arrayAt
+		sc.starts, sc.ends = append([]int(nil), prev.starts[:k+1]...), append([]int(nil), prev.ends[:k+1]...)
+		sc.Elems = make([][]byte, k+1, k+1+(len(body)-prev.ends[k])/256+4)
+		for e := range k + 1 {
+			sc.Elems[e] = body[sc.starts[e]:sc.ends[e]]
+		}
+		s.i = prev.ends[k]
+		if err := s.arrayRest(1, sc); err != nil {
+			return nil, 0, err
+		}
+		sc.addMember(arrayKey, sc.arrayAt, s.i)
+		if err := s.membersAfter(arrayKey, sc); err != nil {
+			return nil, 0, err
+		}
+		return sc, k + 1, nil
+	}
+	if !utf8.Valid(body) {
+		return nil, 0, errNotUTF8
+	}
 	s.space()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		return nil, nil, s.fail("want a JSON object")
+		return nil, 0, s.fail("want a JSON object")
 	}
 	s.i++
 	s.space()
 	if s.peek() == '}' {
 		s.i++
-	} else {
-		for {
-			s.space()
-			start := s.i
-			if s.peek() != '"' {
-				return nil, nil, s.fail("want a member name")
-			}
-			escaped, err := s.str()
-			if err != nil {
-				return nil, nil, err
-			}
-			key := string(s.b[start+1 : s.i-1])
-			if escaped {
-				if json.Unmarshal(s.b[start:s.i], &key) != nil {
-					return nil, nil, s.fail("bad member name")
-				}
-			}
-			s.space()
-			if s.peek() != ':' {
-				return nil, nil, s.fail("want ':'")
-			}
-			s.i++
-			s.space()
-			vstart := s.i
-			var arr [][]byte
-			if key == arrayKey && s.peek() == '[' {
-				arr, err = s.array(1, true)
-			} else {
-				err = s.value(1)
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			m := Member{Key: key, Val: s.b[vstart:s.i]}
-			replaced := false
-			for j := range members {
-				if members[j].Key == key {
-					members[j], replaced = m, true
-				}
-			}
-			if !replaced {
-				members = append(members, m)
-			}
-			if key == arrayKey {
-				elems = arr
-			}
-			s.space()
-			if s.peek() == ',' {
-				s.i++
-				continue
-			}
-			if s.peek() == '}' {
-				s.i++
-				break
-			}
-			return nil, nil, s.fail("want ',' or '}'")
+		s.space()
+		if s.i != len(s.b) {
+			return nil, 0, s.fail("data after the object")
+		}
+		return sc, 0, nil
+	}
+	return sc, 0, s.membersFrom(arrayKey, sc)
+}
+
+// errNotUTF8 is a body that is not valid UTF-8.
+var errNotUTF8 = errors.New("not valid UTF-8")
+
+// ErrNotUTF8 is the error of a scan of a body that is not valid UTF-8.
+var ErrNotUTF8 = errNotUTF8
+
+// resumable returns the last element of prev's array that body holds with the same bytes up to
+// its end, or -1 when a scan of body cannot start from prev.
+func resumable(body []byte, arrayKey string, prev *Scanned) int {
+	if prev == nil || prev.key != arrayKey || prev.dup || prev.arrayAt < 0 || len(prev.ends) == 0 {
+		return -1
+	}
+	n := commonPrefix(body, prev.Body)
+	// The last element that ends within the shared bytes; the byte after it (',' or ']') is
+	// read again.
+	k, _ := slices.BinarySearch(prev.ends, n+1)
+	return k - 1
+}
+
+// commonPrefix is the length of the longest common prefix of a and b, compared a block at a
+// time (bytes.Equal runs at memory speed).
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	const block = 64 << 10
+	i := 0
+	for i+block <= n && bytes.Equal(a[i:i+block], b[i:i+block]) {
+		i += block
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// addMember records member key with its value at body[start:end] (a key that comes again
+// replaces the earlier one in place).
+func (sc *Scanned) addMember(key string, start, end int) {
+	m := Member{Key: key, Val: sc.Body[start:end]}
+	for j := range sc.Members {
+		if sc.Members[j].Key == key {
+			sc.Members[j], sc.all[j], sc.dup = m, span{key, start, end}, true
+			return
 		}
 	}
+	sc.Members = append(sc.Members, m)
+	sc.all = append(sc.all, span{key, start, end})
+}
+
+// membersFrom reads the object's members from s.i (at a member name) to its end.
+func (s *scanner) membersFrom(arrayKey string, sc *Scanned) error {
+	for {
+		s.space()
+		start := s.i
+		if s.peek() != '"' {
+			return s.fail("want a member name")
+		}
+		escaped, err := s.str()
+		if err != nil {
+			return err
+		}
+		key := string(s.b[start+1 : s.i-1])
+		if escaped {
+			if json.Unmarshal(s.b[start:s.i], &key) != nil {
+				return s.fail("bad member name")
+			}
+		}
+		s.space()
+		if s.peek() != ':' {
+			return s.fail("want ':'")
+		}
+		s.i++
+		s.space()
+		vstart := s.i
+		if key == arrayKey {
+			if sc.arrayAt >= 0 {
+				sc.dup = true // the array member again: the last one counts, and no scan resumes
+			}
+			sc.Elems, sc.starts, sc.ends, sc.arrayAt = nil, nil, nil, -1
+		}
+		if key == arrayKey && s.peek() == '[' {
+			sc.arrayAt = vstart
+			sc.spans = slices.Clone(sc.all)
+			s.i++ // [
+			if err := s.arrayRest(1, sc); err != nil {
+				return err
+			}
+		} else if err := s.value(1); err != nil {
+			return err
+		}
+		sc.addMember(key, vstart, s.i)
+		if key == arrayKey {
+			return s.membersAfter(arrayKey, sc)
+		}
+		s.space()
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return s.end()
+		default:
+			return s.fail("want ',' or '}'")
+		}
+	}
+}
+
+// membersAfter reads what follows the array member's value: more members, or the object's end.
+func (s *scanner) membersAfter(arrayKey string, sc *Scanned) error {
+	s.space()
+	switch s.peek() {
+	case ',':
+		s.i++
+		return s.membersFrom(arrayKey, sc)
+	case '}':
+		s.i++
+		return s.end()
+	}
+	return s.fail("want ',' or '}'")
+}
+
+// end checks that nothing but white space follows the object.
+func (s *scanner) end() error {
 	s.space()
 	if s.i != len(s.b) {
-		return nil, nil, s.fail("data after the object")
+		return s.fail("data after the object")
 	}
-	return members, elems, nil
+	return nil
+}
+
+// arrayRest reads the kept array's elements from s.i, which is just after its '[' or just
+// after one of its elements, to its ']', recording each element.
+func (s *scanner) arrayRest(depth int, sc *Scanned) error {
+	s.space()
+	if len(sc.ends) == 0 && s.peek() == ']' {
+		s.i++
+		return nil
+	}
+	if len(sc.ends) > 0 {
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return s.fail("want ',' or ']'")
+		}
+	}
+	for {
+		s.space()
+		start := s.i
+		if err := s.value(depth); err != nil {
+			return err
+		}
+		sc.Elems = append(sc.Elems, s.b[start:s.i])
+		sc.starts, sc.ends = append(sc.starts, start), append(sc.ends, s.i)
+		s.space()
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return s.fail("want ',' or ']'")
+		}
+	}
 }
 
 type scanner struct {

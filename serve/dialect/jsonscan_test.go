@@ -3,6 +3,9 @@ package dialect
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -63,4 +66,71 @@ func FuzzScanRequest(f *testing.F) {
 			t.Fatalf("%q: messages found in a member that is not an array", b)
 		}
 	})
+}
+
+// TestScanObjectAfter: a scan that resumes from the previous request's gives what a whole scan
+// gives, for requests that share a prefix with it (the next turn, an edit, a truncation, bytes
+// changed anywhere, invalid JSON or UTF-8 after the shared part), and resumes only when they do.
+func TestScanObjectAfter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	msg := func(i int) string {
+		return fmt.Sprintf(`{"role":"user","content":"message %d %s"}`, i, strings.Repeat("x", rng.IntN(40)))
+	}
+	body := func(n int, tail string) []byte {
+		var parts []string
+		for i := range n {
+			parts = append(parts, msg(i))
+		}
+		return []byte(`{"model":"m","messages":[` + strings.Join(parts, ",") + `]` + tail + `}`)
+	}
+	resumed := 0
+	for round := range 2000 {
+		prevBody := body(1+rng.IntN(30), []string{"", `,"stream":true`, `,"tools":[{"a":1}]`}[rng.IntN(3)])
+		prev, _, err := ScanObjectAfter(prevBody, "messages", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := append([]byte(nil), prevBody...)
+		switch rng.IntN(6) {
+		case 0: // the next turn: two more messages
+			next = append(next[:bytes.LastIndexByte(next, ']')], []byte(","+msg(98)+","+msg(99)+`]}`)...)
+		case 1: // a byte changed anywhere
+			i := rng.IntN(len(next))
+			next[i] = "abc{}[],:\" 1\xff"[rng.IntN(13)]
+		case 2: // cut anywhere
+			next = next[:rng.IntN(len(next))]
+		case 3: // bytes inserted anywhere
+			i := rng.IntN(len(next))
+			next = append(next[:i:i], append([]byte(`,{"role":"user","content":"in"}`), next[i:]...)...)
+		case 4: // another member after the array
+			next = append(next[:len(next)-1], []byte(`,"temperature":0.5}`)...)
+		}
+		sc, shared, err := ScanObjectAfter(next, "messages", prev)
+		members, elems, werr := ScanObject(next, "messages")
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("round %d: %q: resumed scan error %v, whole scan %v", round, next, err, werr)
+		}
+		if err != nil {
+			continue
+		}
+		if shared > 0 {
+			resumed++
+		}
+		if len(sc.Members) != len(members) || len(sc.Elems) != len(elems) {
+			t.Fatalf("round %d: %q: %d members %d elements, whole scan %d %d", round, next, len(sc.Members), len(sc.Elems), len(members), len(elems))
+		}
+		for i, m := range members {
+			if sc.Members[i].Key != m.Key || !bytes.Equal(sc.Members[i].Val, m.Val) {
+				t.Fatalf("round %d: member %d: %q=%q, whole scan %q=%q", round, i, sc.Members[i].Key, sc.Members[i].Val, m.Key, m.Val)
+			}
+		}
+		for i, e := range elems {
+			if !bytes.Equal(sc.Elems[i], e) {
+				t.Fatalf("round %d: element %d: %q, whole scan %q", round, i, sc.Elems[i], e)
+			}
+		}
+	}
+	if resumed < 500 {
+		t.Fatalf("only %d of 2000 scans resumed", resumed)
+	}
 }
