@@ -224,3 +224,13 @@ func TestPageEscapes(t *testing.T) {
 		t.Fatalf("a missing thread's page: %d", code)
 	}
 }
+
+// TestPageNamesSummarizers: the page says which cascade writes the summaries.
+func TestPageNamesSummarizers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	code, body, _ := e.get("/")
+	if code != 200 || !strings.Contains(body, `id="summarizers"`) || !strings.Contains(body, "offline") {
+		t.Fatalf("the page: %d, want the summarizers named:\n%s", code, body)
+	}
+}

@@ -60,7 +60,7 @@ func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
 		Error(w, err)
 		return
 	}
-	s.render(w, "index.html", map[string]any{"Threads": views, "Upstream": s.Upstream})
+	s.render(w, "index.html", map[string]any{"Threads": views, "Upstream": s.Upstream, "Summarizers": s.summarizers()})
 }
 
 // entryView is a message shown on the page.
@@ -313,4 +313,16 @@ func makeChart(hist []memory.Entry, reps []memory.Report, limit int) chart {
 		c.XTicks = append(c.XTicks, tick{x(seq), strconv.FormatInt(seq, 10)})
 	}
 	return c
+}
+
+// summarizers names the providers of the compactor's cascade, in order ("" without one).
+func (s *Server) summarizers() string {
+	if s.Cascade == nil {
+		return ""
+	}
+	var names []string
+	for _, e := range s.Cascade.Entries {
+		names = append(names, e.Name)
+	}
+	return strings.Join(names, ", ")
 }

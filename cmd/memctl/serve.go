@@ -22,10 +22,17 @@ func (a *app) serveCommand() *cobra.Command {
 	var listen, upstream, upstreamKeyEnv, tokenEnv string
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the OpenAI-compatible proxy, the inspection API and the page",
-		Long: `Serve an OpenAI-compatible chat completions endpoint that stores every turn and sends the
-upstream model each thread's compacted active context. An agent sets its base URL to
-http://ADDR/t/THREAD/v1. Also served: the inspection API (/api/...) and a page (/).
+		Short: "Serve the compacting proxy, the inspection API and the page",
+		Long: `Serve a proxy in front of the agent's model that stores every turn and sends the upstream
+model each thread's compacted active context. An agent sets its base URL to
+http://ADDR/t/THREAD/v1 (or http://ADDR with Anthropic's SDKs and Claude Code). It speaks
+OpenAI Chat Completions (POST /v1/chat/completions), and each API shape registered in
+serve/dialects.go (see docs/serve.md). Also served: the inspection API (/api/...), a page (/)
+and the MCP tools (/mcp).
+
+Summaries are written by the config's cascade: with no cascade in the config, the built-in
+offline summarizer alone (no model is called to summarize); put the upstream's model (or a
+smaller one) first in the config's cascade to summarize with it.
 
 --listen defaults to 127.0.0.1:8787 (loopback). A non-loopback address needs --token-env:
 then every request must carry Authorization: Bearer <the variable's value>. The upstream's
@@ -133,8 +140,14 @@ func (a *app) serve(ctx context.Context, srv *serve.Server, sc config.Serve) err
 	if upstreamText == "" {
 		upstreamText = "none (--upstream): the proxy answers 503"
 	}
+	var summarizers []string
+	if srv.Cascade != nil {
+		for _, e := range srv.Cascade.Entries {
+			summarizers = append(summarizers, e.Name)
+		}
+	}
 	logger.Info("serving", "addr", ln.Addr().String(), "base_url", fmt.Sprintf("http://%s/t/THREAD/v1", ln.Addr()),
-		"upstream", upstreamText, "token", srv.Token != "")
+		"upstream", upstreamText, "token", srv.Token != "", "summarizers", strings.Join(summarizers, ", "))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
