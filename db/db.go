@@ -1,6 +1,6 @@
 // Package db holds what the two database backends share: Handle, an open database of either
 // backend, whose Querier (sqlc's interface, compiled from the SQLite queries in
-// db/sqlite/queries into the *.gen.go files) and transactions are all the store and the cascade
+// db/queries into the *.gen.go files) and transactions are all the store and the cascade
 // use; the rows and parameters of those queries; the transaction runner both backends use; and
 // the decoding of rows shared by several packages (Attempt).
 //

@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	_ "embed"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,9 +14,6 @@ import (
 
 	"github.com/memcascade/memcascade/db"
 )
-
-//go:embed schema.sql
-var schemaSQL string
 
 // TestMigrateOlderDatabase: a database written at version 1 is brought to version 2 at open;
 // one written by a newer version is refused.
@@ -95,7 +92,11 @@ func TestSchemaMatchesMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer migrated.Close()
-	declared, err := open(ctx, filepath.Join(t.TempDir(), "declared.db"), []string{schemaSQL})
+	schemaSQL, err := os.ReadFile("../schema.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, err := open(ctx, filepath.Join(t.TempDir(), "declared.db"), []string{string(schemaSQL)})
 	if err != nil {
 		t.Fatal(err)
 	}
