@@ -33,7 +33,6 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
-	"github.com/memcascade/memcascade/db/sqlite" // SQLite files: the default backend, always linked
 	"github.com/memcascade/memcascade/tokencount"
 	"github.com/memcascade/memcascade/tokenizer"
 )
@@ -53,10 +52,6 @@ var (
 	// ErrNoDatabase: an open that may not create found no database at the path.
 	ErrNoDatabase = db.ErrNoDatabase
 )
-
-// ForeignError is the error of an open that found a file that is not a memcascade database
-// (another application's SQLite file, or not SQLite at all); the file was left untouched.
-type ForeignError = sqlite.ForeignError
 
 // Store is a conversation memory in one SQLite file or one PostgreSQL database. It is safe for
 // concurrent use, and several processes may use the same database.
@@ -88,7 +83,7 @@ type Store struct {
 // Open opens the store at path, creating the file (mode 0600) when missing and migrating an
 // older schema. A compaction left running by a process that no longer exists is marked failed
 // with the error "interrupted". A file that is not a memcascade database is refused
-// (*ForeignError) and left byte-identical. path may be a postgres:// URL when the program links
+// (*db.ForeignError) and left byte-identical. path may be a postgres:// URL when the program links
 // the PostgreSQL backend in (import _ "github.com/memcascade/memcascade/db/postgres"); without it
 // the open fails naming that import (db.ErrNoPostgres).
 func Open(ctx context.Context, path string) (*Store, error) {
