@@ -32,7 +32,6 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
-	"github.com/memcascade/memcascade/db/sqlite"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -240,7 +239,7 @@ func (b *bench) append(corpus []conversation) error {
 		return err
 	}
 	defer s.Close()
-	raw, err := sqlite.Open(ctx, filepath.Join(b.dir, "raw.db"))
+	raw, err := db.OpenSQLite(ctx, filepath.Join(b.dir, "raw.db"))
 	if err != nil {
 		return err
 	}
@@ -292,7 +291,7 @@ func (b *bench) append(corpus []conversation) error {
 		}
 	}
 	stop()
-	imported, err := sqlite.Open(ctx, filepath.Join(b.dir, "append.db"))
+	imported, err := db.OpenSQLite(ctx, filepath.Join(b.dir, "append.db"))
 	if err != nil {
 		return err
 	}
@@ -339,7 +338,7 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 
 // rawInsert writes rows into thread as an import does, in one transaction.
 func rawInsert(ctx context.Context, raw *sql.DB, rawQ *db.Queries, thread string, rows []db.InsertMessageParams) error {
-	return sqlite.WithTx(ctx, raw, func(tx *sql.Tx) error {
+	return db.SQLiteTx(ctx, raw, func(tx *sql.Tx) error {
 		q := rawQ.WithTx(tx)
 		now := time.Now().UnixMilli()
 		if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: now, UpdatedAt: now}); err != nil {

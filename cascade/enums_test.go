@@ -16,7 +16,7 @@ func TestOutcomesMatchSchema(t *testing.T) {
 	for _, o := range cascade.Outcomes {
 		got = append(got, string(o))
 	}
-	for _, path := range []string{"../db/sqlite/schema.sql", "../db/postgres/schema.sql"} {
+	for _, path := range []string{"../db/schema.sql", "../db/postgres/schema.sql"} {
 		if want := testdb.SchemaCheck(t, path, "outcome"); !slices.Equal(got, want) {
 			t.Errorf("Outcomes = %v, %s allows %v", got, path, want)
 		}

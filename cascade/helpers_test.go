@@ -19,7 +19,6 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/db"
 	_ "github.com/memcascade/memcascade/db/postgres"
-	_ "github.com/memcascade/memcascade/db/sqlite"
 	"github.com/memcascade/memcascade/internal/testdb"
 	"github.com/memcascade/memcascade/memory"
 )

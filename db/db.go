@@ -1,13 +1,19 @@
-// Package db holds what the two database backends share: Handle, an open database of either
-// backend, whose Querier (sqlc's interface, compiled from the SQLite queries in
-// db/sqlite/queries into the *.gen.go files) and transactions are all the store and the cascade
-// use; the rows and parameters of those queries; the transaction runner both backends use; and
-// the decoding of rows shared by several packages (Attempt).
+// Package db holds what the store and the cascade use of a database: Handle, an open database
+// of either backend, whose Querier (sqlc's interface, compiled from the SQLite queries in
+// queries/*.sql into the *.gen.go files) and transactions are all they use; the rows and
+// parameters of those queries; the transaction runner both backends use; and the decoding of
+// rows shared by several packages (Attempt).
 //
-// The backends are its subpackages, siblings with the same files: db/sqlite (a file, the default)
-// and db/postgres (a server). Each registers itself with Register when a program links it in;
-// with them it is the only code that contains SQL. It must not import any other package of this
-// module: memory and cascade build on it.
+// It is also the SQLite backend, a database in one file and the default, always linked: its
+// schema (schema.sql, which the migrations in migrations/ build), and the sqlite_*.go files: the
+// open with its pragmas, the identification of a file that is not memcascade's, the migrations,
+// and the operations a Handle asks of it (backup, vacuum, check, the search query). Its init
+// registers file paths (Files) with Register.
+//
+// The PostgreSQL backend is the subpackage db/postgres, with files of the same names where they
+// have the same job (open.go for sqlite_open.go, and so on); it registers its URL schemes with
+// Register when a program links it in. With it, this package is the only code that contains
+// SQL. It must not import any other package of this module: memory and cascade build on it.
 package db
 
 import (
@@ -35,10 +41,6 @@ var (
 
 	// ErrUnsupported is returned for an operation the database's backend does not have.
 	ErrUnsupported = errors.New("not supported by this database")
-
-	// ErrNoSQLite is the error of opening a file in a program that does not link the SQLite
-	// backend (package memory links it; a program using package db alone imports db/sqlite).
-	ErrNoSQLite = errors.New(`this program has no SQLite support: link it in with import _ "github.com/memcascade/memcascade/db/sqlite"`)
 
 	// ErrNoPostgres is the error of opening a postgres:// URL in a program that does not link
 	// the PostgreSQL backend: a library program links it with a blank import of package db/postgres;

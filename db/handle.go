@@ -14,10 +14,11 @@ import (
 	"unicode/utf8"
 )
 
-// Handle is an open memcascade database of either backend: an SQLite file (package db/sqlite)
-// or a PostgreSQL database (package db/postgres), each registered with Register. The store
-// and the cascade reach every query through Querier and every transaction through the Handle,
-// so what differs between the backends stays in db/sqlite and db/postgres.
+// Handle is an open memcascade database of either backend: an SQLite file (this package's
+// sqlite_*.go) or a PostgreSQL database (package db/postgres), each registered with Register.
+// The store and the cascade reach every query through Querier and every transaction through
+// the Handle, so what differs between the backends stays in their own files: sqlite_*.go here,
+// and db/postgres.
 type Handle struct {
 	// DB is the database/sql pool, for what no query of Querier does (tests, tools).
 	DB *sql.DB
@@ -296,8 +297,8 @@ const Files = ""
 var openers = map[string]Opener{}
 
 // Register makes OpenHandle open the names of scheme with open: a URL scheme (as "postgres"),
-// or Files for file paths. Each backend registers itself when a program links it in:
-// db/sqlite registers Files (package memory links it), db/postgres postgres and postgresql
+// or Files for file paths. Each backend registers itself when a program links it in: this
+// package registers Files for SQLite (always linked), db/postgres postgres and postgresql
 // (memctl links it unless built with -tags nopostgres; a library program imports it itself);
 // without it, a postgres:// URL is ErrNoPostgres.
 func Register(scheme string, open Opener) { openers[scheme] = open }
@@ -344,15 +345,13 @@ func queryKeyHasAt(query string) bool {
 }
 
 // OpenHandle opens the database name names: a URL of a registered scheme (postgres://...),
-// or the path of an SQLite file (registered as Files by db/sqlite).
+// or the path of an SQLite file (Files, registered by this package's init).
 func OpenHandle(ctx context.Context, name string, opt Options) (*Handle, error) {
 	scheme := URLScheme(name)
 	open, ok := openers[scheme]
 	switch {
 	case ok:
 		return open(ctx, name, opt)
-	case scheme == "":
-		return nil, fmt.Errorf("open database %s: %w", name, ErrNoSQLite)
 	case scheme == "postgres" || scheme == "postgresql":
 		return nil, fmt.Errorf("open database %s: %w", Display(name), ErrNoPostgres)
 	}

@@ -24,19 +24,15 @@ func TestOpenPostgresUnlinked(t *testing.T) {
 	}
 }
 
-// TestOpenFileUnlinked: a file path opened in a program that does not link db/sqlite is
-// ErrNoSQLite, naming the import (this test binary links it through memory: the registration
-// is taken away for the test).
-func TestOpenFileUnlinked(t *testing.T) {
-	open, ok := openers[Files]
-	delete(openers, Files)
-	t.Cleanup(func() {
-		if ok {
-			openers[Files] = open
-		}
-	})
-	_, err := OpenHandle(context.Background(), filepath.Join(t.TempDir(), "m.db"), Options{})
-	if !errors.Is(err, ErrNoSQLite) || !strings.Contains(err.Error(), `import _ "github.com/memcascade/memcascade/db/sqlite"`) {
-		t.Errorf("OpenHandle of a file without db/sqlite: %v", err)
+// TestOpenFileSQLite: a file path is always opened by the SQLite backend, which is this
+// package's own: no import links it in.
+func TestOpenFileSQLite(t *testing.T) {
+	h, err := OpenHandle(context.Background(), filepath.Join(t.TempDir(), "m.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if h.Backend != "sqlite" {
+		t.Errorf("OpenHandle of a file path: backend %q, want sqlite", h.Backend)
 	}
 }

@@ -22,7 +22,7 @@ func TestStatusesAndReasonsMatchSchema(t *testing.T) {
 	}
 	slices.Sort(statuses)
 	slices.Sort(reasons)
-	for _, path := range []string{"../db/sqlite/schema.sql", "../db/postgres/schema.sql"} {
+	for _, path := range []string{"../db/schema.sql", "../db/postgres/schema.sql"} {
 		if want := sorted(testdb.SchemaCheck(t, path, "status")); !slices.Equal(statuses, want) {
 			t.Errorf("stored Statuses = %v, %s allows %v", statuses, path, want)
 		}

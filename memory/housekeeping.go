@@ -6,15 +6,11 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/db"
-	"github.com/memcascade/memcascade/db/sqlite"
 )
-
-// ErrBackupExists: Backup's destination exists; a backup never overwrites a file.
-var ErrBackupExists = sqlite.ErrBackupExists
 
 // Backup writes a consistent copy of the store to path (mode 0600) while other writers keep
 // writing: every transaction committed before it started is in the copy. An existing path is
-// refused with ErrBackupExists.
+// refused with db.ErrBackupExists.
 func (s *Store) Backup(ctx context.Context, path string) error {
 	return s.h.Backup(ctx, path)
 }

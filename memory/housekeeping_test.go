@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/testdb"
 )
 
@@ -105,8 +106,8 @@ func TestBackupWhileWriting(t *testing.T) {
 	}
 	cp.Close()
 	old, _ := os.ReadFile(dest)
-	if err := reader.Backup(ctx, dest); !errors.Is(err, ErrBackupExists) {
-		t.Fatalf("backup over an existing file: %v, want ErrBackupExists", err)
+	if err := reader.Backup(ctx, dest); !errors.Is(err, db.ErrBackupExists) {
+		t.Fatalf("backup over an existing file: %v, want db.ErrBackupExists", err)
 	}
 	if now, _ := os.ReadFile(dest); !bytes.Equal(now, old) {
 		t.Fatal("a refused backup changed the existing file")

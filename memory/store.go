@@ -29,7 +29,6 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
-	_ "github.com/memcascade/memcascade/db/sqlite" // SQLite files: the default backend, always linked
 	"github.com/memcascade/memcascade/tokencount"
 	"github.com/memcascade/memcascade/tokenizer"
 )
@@ -128,13 +127,11 @@ func New(ctx context.Context, h *db.Handle, opt Options) (*Store, error) {
 }
 
 // Open opens the store at path, creating the file (mode 0600) when missing and migrating an
-// older schema, with the default Options. A compaction left running by a process that no
-// longer exists is marked failed with the error "interrupted". A file that is not a memcascade
-// database (another application's SQLite file, or not SQLite at all) is refused with the
-// SQLite backend's ForeignError and left byte-identical. path may be a postgres:// URL when
-// the program links the PostgreSQL backend in (import _
-// "github.com/memcascade/memcascade/db/postgres"); without it the open fails naming that
-// import (db.ErrNoPostgres).
+// older schema, with the default Options. A compaction left running by a process that no longer
+// exists is marked failed with the error "interrupted". A file that is not a memcascade database
+// is refused (*db.ForeignError) and left byte-identical. path may be a postgres:// URL when the
+// program links the PostgreSQL backend in (import _ "github.com/memcascade/memcascade/db/postgres");
+// without it the open fails naming that import (db.ErrNoPostgres).
 func Open(ctx context.Context, path string) (*Store, error) {
 	return OpenWith(ctx, path, OpenOptions{})
 }

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memcascade/memcascade/db/sqlite"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -155,16 +155,16 @@ func copyDB(t testing.TB, src, dst string) {
 }
 
 // checkDatabase opens db and checks that SQLite finds it intact: integrity_check, foreign
-// keys, and both full-text indexes against their content (sqlite.Check).
+// keys, and both full-text indexes against their content (db.CheckSQLite).
 func checkDatabase(t testing.TB, path string) {
 	t.Helper()
 	ctx := context.Background()
-	sqldb, err := sqlite.Open(ctx, path)
+	sqldb, err := db.OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sqldb.Close()
-	if err := sqlite.Check(ctx, sqldb); err != nil {
+	if err := db.CheckSQLite(ctx, sqldb); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 }

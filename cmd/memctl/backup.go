@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/db"
 )
 
 func (a *app) backupCommand() *cobra.Command {
@@ -41,7 +41,7 @@ server with its own tools (pg_dump).`,
 				return err
 			}
 			if err := s.Backup(ctx, dest); err != nil {
-				if errors.Is(err, memory.ErrBackupExists) {
+				if errors.Is(err, db.ErrBackupExists) {
 					return usagef("backup: %s already exists; a backup never overwrites a file", dest)
 				}
 				return err

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memcascade/memcascade/db/sqlite"
+	"github.com/memcascade/memcascade/db"
 )
 
 // reportIDs lists the ids and statuses `memctl reports --json` prints.
@@ -189,7 +189,7 @@ func TestCheckAndVacuum(t *testing.T) {
 	}
 	// Break it: a message of no thread, written with foreign keys off.
 	ctx := context.Background()
-	sqldb, err := sqlite.Open(ctx, m.db)
+	sqldb, err := db.OpenSQLite(ctx, m.db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/memcascade/memcascade/db/sqlite"
+	"github.com/memcascade/memcascade/db"
 )
 
 // Build stamps, set by a release build:
@@ -67,12 +67,12 @@ the revision and commit time of a build in a checkout ("+dirty" when it had loca
 			v, c, d, dirty := buildStamp()
 			if a.json {
 				return a.printJSON(map[string]any{"version": v, "commit": c, "date": d, "modified": dirty,
-					"schema": sqlite.Version, "go": runtime.Version()})
+					"schema": db.SQLiteVersion, "go": runtime.Version()})
 			}
 			if dirty {
 				c += "+dirty"
 			}
-			fmt.Fprintf(a.out, "memctl %s (commit %s, built %s, schema %d, %s)\n", v, c, d, sqlite.Version, runtime.Version())
+			fmt.Fprintf(a.out, "memctl %s (commit %s, built %s, schema %d, %s)\n", v, c, d, db.SQLiteVersion, runtime.Version())
 			return nil
 		},
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/memcascade/memcascade/db"
 	_ "github.com/memcascade/memcascade/db/postgres" // postgres:// URLs
-	_ "github.com/memcascade/memcascade/db/sqlite"   // file paths
 	"github.com/memcascade/memcascade/internal/testdb"
 )
 

@@ -71,7 +71,7 @@ type PrunableCompactionsRow struct {
 	Attempts  int64
 }
 
-// Housekeeping: what prune may delete (the PostgreSQL versions of db/sqlite/queries/housekeeping.sql).
+// Housekeeping: what prune may delete (the PostgreSQL versions of db/queries/housekeeping.sql).
 // Compaction reports prune may delete: failed, ineffective or reverted, settled before
 // sqlc.arg(before), with their attempt counts. Never an applied or running one, never one an
 // applied or running compaction was planned on (base_id), and never the newest applied or

@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS pins (
 var Version = len(Migrations)
 
 // migrateLock is the key of the transaction-scoped advisory lock that serializes migrations of
-// one database: the four ASCII bytes "MCas", as sqlite.ApplicationID.
+// one database: the four ASCII bytes "MCas", as db.ApplicationID.
 const migrateLock = 0x4D436173
 
 // migrate brings the schema up to date. A database already up to date is only read. Otherwise

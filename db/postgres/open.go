@@ -1,8 +1,11 @@
 // Package postgres holds the PostgreSQL schema (schema.sql), its queries (queries/*.sql, compiled to
 // Go by sqlc into the *.gen.go files, with the same names, parameters and results as package
 // db's where PostgreSQL allows) and the functions that open a database and run transactions.
-// It is the PostgreSQL side of package db, whose transaction runner it shares; it imports no
-// other package of this module. The driver is pgx through database/sql.
+// It is the PostgreSQL backend of package db, whose transaction runner it shares; package db
+// holds the SQLite backend itself (its schema.sql, queries/, migrations/ and sqlite_*.go), and
+// a file here has the name of the SQLite file with the same job without the prefix (open.go,
+// sqlite_open.go). It imports no other package of this module. The driver is pgx through
+// database/sql.
 //
 // A program links it in for its side effect, as a database/sql driver:
 //

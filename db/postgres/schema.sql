@@ -1,5 +1,5 @@
 -- memcascade schema for PostgreSQL, version 1: the tables, columns, constraints and indexes of
--- the SQLite schema (db/sqlite/schema.sql, version 4), written for PostgreSQL. Open (open.go, migrate.go)
+-- the SQLite schema (db/schema.sql, version 4), written for PostgreSQL. Open (open.go, migrate.go)
 -- applies it in one transaction and records the version in the one-row table schema_version,
 -- which Open creates. Times are integer Unix milliseconds (BIGINT). Keep this file ASCII-only.
 --

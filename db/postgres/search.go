@@ -7,7 +7,7 @@ import (
 )
 
 // TSQuery turns user text into a query for to_tsquery('simple', ...) that requires every word,
-// as sqlite.FTSQuery does for SQLite's FTS5: each word becomes a quoted operand (inner
+// as package db's ftsQuery does for SQLite's FTS5: each word becomes a quoted operand (inner
 // backslashes and quotes escaped), so no user text is read as tsquery syntax; a word ending in
 // * becomes a prefix operand (:*). A word the parser splits (a-b, a'b) must match as a phrase.
 // Words without a letter or digit match nothing the parser indexes and are dropped; "" means

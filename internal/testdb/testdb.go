@@ -1,7 +1,7 @@
 // Package testdb gives tests a fresh database on each backend: one factory, so that the store,
 // compactor and cascade suites run whole on SQLite and on PostgreSQL. It is for tests only.
 //
-// The package under test must link the backends in: db/sqlite (package memory links it) and
+// The package under test must link the PostgreSQL backend in (SQLite is package db's own):
 // db/postgres (import _ "github.com/memcascade/memcascade/db/postgres": it registers postgres:// URLs); this package links only pgx's database/sql driver, for Schema. A package's
 // TestMain calls Main: the tests run once on SQLite and, when the environment variable
 // MEMCASCADE_TEST_POSTGRES holds a PostgreSQL URL, once more on PostgreSQL, in a child process

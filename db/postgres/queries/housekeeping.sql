@@ -1,4 +1,4 @@
--- Housekeeping: what prune may delete (the PostgreSQL versions of db/sqlite/queries/housekeeping.sql).
+-- Housekeeping: what prune may delete (the PostgreSQL versions of db/queries/housekeeping.sql).
 
 -- name: PrunableCompactions :many
 -- Compaction reports prune may delete: failed, ineffective or reverted, settled before

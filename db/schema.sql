@@ -1,6 +1,6 @@
 -- memcascade schema, version 6: what the migrations in migrations/ build, written whole for
--- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). Open (open.go) applies the
--- migrations; PRAGMA user_version records the version.
+-- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). The open
+-- (sqlite_open.go) applies the migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
 
 -- A conversation. The id is chosen by the caller.

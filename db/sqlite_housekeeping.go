@@ -1,4 +1,4 @@
-package sqlite
+package db
 
 import (
 	"context"
@@ -8,20 +8,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/memcascade/memcascade/db"
 )
 
-// ErrBackupExists is returned by Backup when its destination already exists: a backup never
+// ErrBackupExists is returned by Handle.Backup when its destination already exists: a backup never
 // overwrites a file.
 var ErrBackupExists = errors.New("backup destination already exists")
 
-// Backup writes a consistent copy of the database to path with VACUUM INTO: one read
+// backupSQLite writes a consistent copy of the SQLite database to path with VACUUM INTO: one read
 // transaction's snapshot, taken while other connections and processes keep writing. The file
 // is created first, mode 0600 and exclusively, so an existing path is refused
 // (ErrBackupExists) and the copy is never readable by others; on failure it is removed. path
 // reaches SQLite as a bound parameter, never as SQL text.
-func Backup(ctx context.Context, sqldb *sql.DB, path string) error {
+func backupSQLite(ctx context.Context, sqldb *sql.DB, path string) error {
 	if path == "" {
 		return errors.New("backup: empty path")
 	}
@@ -49,11 +47,11 @@ func Backup(ctx context.Context, sqldb *sql.DB, path string) error {
 	return nil
 }
 
-// Vacuum rebuilds the database file, returning the space of deleted rows to the file system,
+// vacuumSQLite rebuilds the database file, returning the space of deleted rows to the file system,
 // and truncates the write-ahead log. It waits for other writers (the busy timeout), and
 // retries while the database stays busy, until ctx ends.
-func Vacuum(ctx context.Context, sqldb *sql.DB) error {
-	err := db.Retry(ctx, IsBusy, func() error {
+func vacuumSQLite(ctx context.Context, sqldb *sql.DB) error {
+	err := Retry(ctx, sqliteBusy, func() error {
 		_, err := sqldb.ExecContext(ctx, "VACUUM")
 		return err
 	})
@@ -67,9 +65,9 @@ func Vacuum(ctx context.Context, sqldb *sql.DB) error {
 	return nil
 }
 
-// Check verifies a database: SQLite's integrity_check, the foreign keys, and both full-text
+// CheckSQLite verifies an SQLite database: SQLite's integrity_check, the foreign keys, and both full-text
 // indexes against the text they index. nil means intact.
-func Check(ctx context.Context, sqldb *sql.DB) error {
+func CheckSQLite(ctx context.Context, sqldb *sql.DB) error {
 	rows, err := sqldb.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {
 		return fmt.Errorf("integrity_check: %w", err)

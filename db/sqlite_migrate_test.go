@@ -1,4 +1,4 @@
-package sqlite
+package db
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/memcascade/memcascade/db"
 )
 
 //go:embed schema.sql
@@ -23,17 +21,17 @@ var schemaSQL string
 func TestMigrateOlderDatabase(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
-	v1, err := open(ctx, path, Migrations)
+	v1, err := openWithMigrations(ctx, path, sqliteMigrations)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.New(v1).ListThreads(ctx, ""); err != nil {
+	if _, err := New(v1).ListThreads(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	v1.Close()
 
-	v2 := append(Migrations[:len(Migrations):len(Migrations)], "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;")
-	sqldb, err := open(ctx, path, v2)
+	v2 := append(sqliteMigrations[:len(sqliteMigrations):len(sqliteMigrations)], "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT;")
+	sqldb, err := openWithMigrations(ctx, path, v2)
 	if err != nil {
 		t.Fatalf("migrate to version %d: %v", len(v2), err)
 	}
@@ -47,10 +45,10 @@ func TestMigrateOlderDatabase(t *testing.T) {
 	sqldb.Close()
 
 	// Opened again by the older build: refused, and the file is left as it was.
-	if _, err := open(ctx, path, Migrations); !errors.Is(err, db.ErrNewerSchema) {
+	if _, err := openWithMigrations(ctx, path, sqliteMigrations); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("got %v, want ErrNewerSchema", err)
 	}
-	again, err := open(ctx, path, v2)
+	again, err := openWithMigrations(ctx, path, v2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,18 +63,18 @@ func TestMigrateOlderDatabase(t *testing.T) {
 func TestMigrationIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
-	v1, err := open(ctx, path, Migrations)
+	v1, err := openWithMigrations(ctx, path, sqliteMigrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v1.Close()
-	bad := append(Migrations[:len(Migrations):len(Migrations)], "CREATE TABLE half (id INTEGER PRIMARY KEY); SELECT nonsense FROM nowhere;")
-	if _, err := open(ctx, path, bad); err == nil {
+	bad := append(sqliteMigrations[:len(sqliteMigrations):len(sqliteMigrations)], "CREATE TABLE half (id INTEGER PRIMARY KEY); SELECT nonsense FROM nowhere;")
+	if _, err := openWithMigrations(ctx, path, bad); err == nil {
 		t.Fatal("a failing migration was applied")
 	}
-	sqldb, err := open(ctx, path, Migrations)
+	sqldb, err := openWithMigrations(ctx, path, sqliteMigrations)
 	if err != nil {
-		t.Fatalf("the database is no longer at version %d: %v", len(Migrations), err)
+		t.Fatalf("the database is no longer at version %d: %v", len(sqliteMigrations), err)
 	}
 	defer sqldb.Close()
 	var n int
@@ -90,12 +88,12 @@ func TestMigrationIsAtomic(t *testing.T) {
 // indexes and triggers that schema.sql (what sqlc reads) declares.
 func TestSchemaMatchesMigrations(t *testing.T) {
 	ctx := context.Background()
-	migrated, err := open(ctx, filepath.Join(t.TempDir(), "migrated.db"), Migrations)
+	migrated, err := openWithMigrations(ctx, filepath.Join(t.TempDir(), "migrated.db"), sqliteMigrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer migrated.Close()
-	declared, err := open(ctx, filepath.Join(t.TempDir(), "declared.db"), []string{schemaSQL})
+	declared, err := openWithMigrations(ctx, filepath.Join(t.TempDir(), "declared.db"), []string{schemaSQL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,11 +161,11 @@ func stripComments(s string) string {
 
 // TestMigrateV1KeepsRows: a version-1 database with a thread, an applied compaction and its
 // attempts keeps every row through the rebuild of version 2, the attempts still linked to
-// their compaction and the summary still searchable, and passes Check.
+// their compaction and the summary still searchable, and passes CheckSQLite.
 func TestMigrateV1KeepsRows(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v1.db")
-	v1, err := open(ctx, path, Migrations[:1])
+	v1, err := openWithMigrations(ctx, path, sqliteMigrations[:1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +181,7 @@ func TestMigrateV1KeepsRows(t *testing.T) {
 	}
 	v1.Close()
 
-	sqldb, err := open(ctx, path, Migrations)
+	sqldb, err := openWithMigrations(ctx, path, sqliteMigrations)
 	if err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
@@ -208,7 +206,7 @@ func TestMigrateV1KeepsRows(t *testing.T) {
 	if err := sqldb.QueryRowContext(ctx, `SELECT count(*) FROM cascade_attempts`).Scan(&attempts); err != nil || attempts != 0 {
 		t.Fatalf("attempts of a deleted compaction: %d (%v), want 0 (the foreign key cascades)", attempts, err)
 	}
-	if err := Check(ctx, sqldb); err != nil {
+	if err := CheckSQLite(ctx, sqldb); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-package sqlite
+package db
 
 import (
 	"context"
@@ -7,21 +7,19 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-
-	"github.com/memcascade/memcascade/db"
 )
 
 //go:embed migrations/*.sql
-var migrationFiles embed.FS
+var sqliteMigrationFiles embed.FS
 
-// Migrations upgrade a database one version at a time: Migrations[i] takes a database from
-// version i to version i+1 (PRAGMA user_version). They are the files migrations/NNNN.sql in
-// order; a new database runs them all. schema.sql is the schema they build, written whole for
-// sqlc (TestSchemaMatchesMigrations checks that the two agree).
-var Migrations = loadMigrations()
+// sqliteMigrations upgrade an SQLite database one version at a time: sqliteMigrations[i]
+// takes a database from version i to version i+1 (PRAGMA user_version). They are the files
+// migrations/NNNN.sql in order; a new database runs them all. schema.sql is the schema they
+// build, written whole for sqlc (TestSchemaMatchesMigrations checks that the two agree).
+var sqliteMigrations = loadSQLiteMigrations()
 
-func loadMigrations() []string {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+func loadSQLiteMigrations() []string {
+	names, err := fs.Glob(sqliteMigrationFiles, "migrations/*.sql")
 	if err != nil {
 		panic(err)
 	}
@@ -31,7 +29,7 @@ func loadMigrations() []string {
 		if want := fmt.Sprintf("migrations/%04d.sql", i+1); name != want {
 			panic(fmt.Sprintf("sqlite: migration %s out of sequence, want %s", name, want))
 		}
-		b, err := migrationFiles.ReadFile(name)
+		b, err := sqliteMigrationFiles.ReadFile(name)
 		if err != nil {
 			panic(err)
 		}
@@ -40,15 +38,15 @@ func loadMigrations() []string {
 	return out
 }
 
-// Version is the schema version this build writes.
-var Version = len(Migrations)
+// SQLiteVersion is the schema version of the SQLite databases this build writes.
+var SQLiteVersion = len(sqliteMigrations)
 
-// migrate brings the schema up to date. A database already up to date is only read: taking
+// migrateSQLite brings the schema up to date. A database already up to date is only read: taking
 // the write lock at every open would make every reader wait for any long write (an import)
 // in another process.
-func migrate(ctx context.Context, sqldb *sql.DB, migrations []string) error {
+func migrateSQLite(ctx context.Context, sqldb *sql.DB, migrations []string) error {
 	var current int
-	err := ReadTx(ctx, sqldb, func(tx *sql.Tx) error {
+	err := sqliteReadTx(ctx, sqldb, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current)
 	})
 	if err != nil {
@@ -58,13 +56,13 @@ func migrate(ctx context.Context, sqldb *sql.DB, migrations []string) error {
 		return nil
 	}
 	// Read again under the write lock: another process may have migrated meanwhile.
-	return WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+	return SQLiteTx(ctx, sqldb, func(tx *sql.Tx) error {
 		var version int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 			return err
 		}
 		if version > len(migrations) {
-			return fmt.Errorf("%w (schema version %d, this build knows %d)", db.ErrNewerSchema, version, len(migrations))
+			return fmt.Errorf("%w (schema version %d, this build knows %d)", ErrNewerSchema, version, len(migrations))
 		}
 		for v := version; v < len(migrations); v++ {
 			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {

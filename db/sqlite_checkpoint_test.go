@@ -1,4 +1,4 @@
-package sqlite
+package db
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/memcascade/memcascade/db"
 )
 
 // TestCheckpointAfterCommits: the commits' pages reach the database file by the handle's
@@ -19,7 +17,7 @@ import (
 func TestCheckpointAfterCommits(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "c.db")
-	h, err := OpenHandle(ctx, path, db.Options{})
+	h, err := openSQLite(ctx, path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,15 +31,15 @@ func TestCheckpointAfterCommits(t *testing.T) {
 	before := size()
 	text := strings.Repeat("a checkpointed word ", 1000) // 20 KB a message
 	for tx := range 10 {
-		err := h.WithTx(ctx, func(q db.Querier) error {
+		err := h.WithTx(ctx, func(q Querier) error {
 			if tx == 0 {
-				if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: "t", Model: "m", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
+				if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "m", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
 					return err
 				}
 			}
 			for i := range 10 {
 				seq := int64(tx*10 + i + 1)
-				if err := q.InsertMessage(ctx, db.InsertMessageParams{ThreadID: "t", Seq: seq, Role: "user",
+				if err := q.InsertMessage(ctx, InsertMessageParams{ThreadID: "t", Seq: seq, Role: "user",
 					Content: sql.NullString{String: text, Valid: true}, Raw: fmt.Sprintf(`{"role":"user","content":%q}`, text), Tokens: 1, CreatedAt: seq}); err != nil {
 					return err
 				}

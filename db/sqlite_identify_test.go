@@ -1,4 +1,4 @@
-package sqlite
+package db
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/memcascade/memcascade/db"
 )
 
 // foreignDB writes an SQLite database of another application at path, with stmts run on a plain
@@ -91,7 +89,7 @@ func headerID(t *testing.T, path string) uint32 {
 // header, where file(1) and identify read it.
 func TestNewDatabaseHasApplicationID(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.db")
-	sqldb, err := Open(context.Background(), path)
+	sqldb, err := OpenSQLite(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +146,8 @@ func TestForeignFilesRefusedUntouched(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "other.db")
 			tc.make(t, path)
 			before := fingerprint(t, path)
-			for _, opt := range []db.Options{{}, {NoCreate: true}, {ReadOnly: true}} {
-				_, err := OpenWith(ctx, path, opt)
+			for _, opt := range []Options{{}, {NoCreate: true}, {ReadOnly: true}} {
+				_, err := OpenSQLiteWith(ctx, path, opt)
 				var fe *ForeignError
 				if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), path) {
 					t.Fatalf("%+v: got %v, want a ForeignError saying %q", opt, err, tc.says)
@@ -167,7 +165,7 @@ func TestForeignFilesRefusedUntouched(t *testing.T) {
 func TestOlderDatabaseWithoutID(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
-	sqldb, err := Open(ctx, path)
+	sqldb, err := OpenSQLite(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,18 +176,18 @@ func TestOlderDatabaseWithoutID(t *testing.T) {
 	if id := headerID(t, path); id != 0 {
 		t.Fatalf("setup: application_id 0x%08X", id)
 	}
-	ro, err := OpenWith(ctx, path, db.Options{ReadOnly: true})
+	ro, err := OpenSQLiteWith(ctx, path, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("read-only open of an older memcascade database: %v", err)
 	}
-	if _, err := db.New(ro).ListThreads(ctx, ""); err != nil {
+	if _, err := New(ro).ListThreads(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	ro.Close()
 	if id := headerID(t, path); id != 0 {
 		t.Fatal("a read-only open wrote the application id")
 	}
-	rw, err := OpenWith(ctx, path, db.Options{NoCreate: true})
+	rw, err := OpenSQLiteWith(ctx, path, Options{NoCreate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,8 +203,8 @@ func TestNoCreate(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.db")
-	for _, opt := range []db.Options{{NoCreate: true}, {ReadOnly: true}} {
-		if _, err := OpenWith(ctx, path, opt); !errors.Is(err, db.ErrNoDatabase) || err.Error() != "no database at "+path {
+	for _, opt := range []Options{{NoCreate: true}, {ReadOnly: true}} {
+		if _, err := OpenSQLiteWith(ctx, path, opt); !errors.Is(err, ErrNoDatabase) || err.Error() != "no database at "+path {
 			t.Fatalf("%+v: got %v, want \"no database at %s\"", opt, err, path)
 		}
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -214,7 +212,7 @@ func TestNoCreate(t *testing.T) {
 		}
 	}
 	os.WriteFile(path, nil, 0o600)
-	if _, err := OpenWith(ctx, path, db.Options{ReadOnly: true}); !errors.Is(err, db.ErrNoDatabase) {
+	if _, err := OpenSQLiteWith(ctx, path, Options{ReadOnly: true}); !errors.Is(err, ErrNoDatabase) {
 		t.Fatalf("empty file: got %v, want ErrNoDatabase", err)
 	}
 	if st, _ := os.Stat(path); st.Size() != 0 {
@@ -230,24 +228,24 @@ func TestNoCreate(t *testing.T) {
 func TestReadOnlyRefusesOlderSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
-	v1, err := open(ctx, path, Migrations)
+	v1, err := openWithMigrations(ctx, path, sqliteMigrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v1.Close()
-	v2 := append(Migrations[:len(Migrations):len(Migrations)], "CREATE TABLE notes (id INTEGER PRIMARY KEY) STRICT;")
-	_, err = open(ctx, path, v2, db.Options{ReadOnly: true})
-	if !errors.Is(err, db.ErrOlderSchema) || !strings.Contains(err.Error(), "a command that writes upgrades it") {
+	v2 := append(sqliteMigrations[:len(sqliteMigrations):len(sqliteMigrations)], "CREATE TABLE notes (id INTEGER PRIMARY KEY) STRICT;")
+	_, err = openWithMigrations(ctx, path, v2, Options{ReadOnly: true})
+	if !errors.Is(err, ErrOlderSchema) || !strings.Contains(err.Error(), "a command that writes upgrades it") {
 		t.Fatalf("got %v, want ErrOlderSchema", err)
 	}
-	sqldb, err := open(ctx, path, Migrations, db.Options{ReadOnly: true})
+	sqldb, err := openWithMigrations(ctx, path, sqliteMigrations, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sqldb.Close()
 	var version int
 	sqldb.QueryRow("PRAGMA user_version").Scan(&version)
-	if version != len(Migrations) {
-		t.Fatalf("user_version %d after a refused read-only open, want %d", version, len(Migrations))
+	if version != len(sqliteMigrations) {
+		t.Fatalf("user_version %d after a refused read-only open, want %d", version, len(sqliteMigrations))
 	}
 }

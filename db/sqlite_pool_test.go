@@ -1,4 +1,4 @@
-package sqlite
+package db
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/memcascade/memcascade/db"
 )
 
 // TestPoolKeepsConnections: the connections a burst of concurrent readers opens are kept for
@@ -15,7 +13,7 @@ import (
 // and the queries prepared again).
 func TestPoolKeepsConnections(t *testing.T) {
 	ctx := context.Background()
-	h, err := OpenHandle(ctx, filepath.Join(t.TempDir(), "p.db"), db.Options{})
+	h, err := openSQLite(ctx, filepath.Join(t.TempDir(), "p.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +23,7 @@ func TestPoolKeepsConnections(t *testing.T) {
 		var wg sync.WaitGroup
 		for range readers {
 			wg.Go(func() {
-				err := h.ReadTx(ctx, func(q db.Querier) error {
+				err := h.ReadTx(ctx, func(q Querier) error {
 					_, err := q.ListThreads(ctx, "")
 					time.Sleep(2 * time.Millisecond) // the readers overlap
 					return err

@@ -1,4 +1,4 @@
-package sqlite
+package db
 
 import (
 	"bytes"
@@ -10,18 +10,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/memcascade/memcascade/db"
 )
 
 // benchRows are the messages of the recorded conversations, copied n times with the text of
 // each copy made distinct: the rows an import writes.
-func benchRows(tb testing.TB, copies int) []db.InsertMessageParams {
-	files, err := filepath.Glob("../../testdata/conversations/*.jsonl")
+func benchRows(tb testing.TB, copies int) []InsertMessageParams {
+	files, err := filepath.Glob("../testdata/conversations/*.jsonl")
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("no recorded conversations: %v", err)
 	}
-	var out []db.InsertMessageParams
+	var out []InsertMessageParams
 	for k := range copies {
 		for _, f := range files {
 			data, err := os.ReadFile(f)
@@ -39,7 +37,7 @@ func benchRows(tb testing.TB, copies int) []db.InsertMessageParams {
 				}
 				text, _ := m.Content.(string)
 				text = fmt.Sprintf("[copy %d] %s", k, text)
-				p := db.InsertMessageParams{Role: m.Role, Content: sql.NullString{String: text, Valid: true}, Raw: string(line), Tokens: int64(len(text) / 4)}
+				p := InsertMessageParams{Role: m.Role, Content: sql.NullString{String: text, Valid: true}, Raw: string(line), Tokens: int64(len(text) / 4)}
 				if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
 					p.ToolCalls = sql.NullString{String: string(m.ToolCalls), Valid: true}
 				}
@@ -64,7 +62,7 @@ func BenchmarkIndexMessages(b *testing.B) {
 	}
 	for _, way := range []string{"trigger", "per-row", "batched", "rebuild"} {
 		b.Run(way, func(b *testing.B) {
-			sqldb, err := Open(ctx, filepath.Join(b.TempDir(), "fts.db"))
+			sqldb, err := OpenSQLite(ctx, filepath.Join(b.TempDir(), "fts.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -77,7 +75,7 @@ END`)
 					b.Fatal(err)
 				}
 			}
-			q, err := db.Prepare(ctx, sqldb)
+			q, err := Prepare(ctx, sqldb)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -91,9 +89,9 @@ END`)
 			b.ResetTimer()
 			for i := range b.N {
 				thread := fmt.Sprintf("t%d", i)
-				err := WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+				err := SQLiteTx(ctx, sqldb, func(tx *sql.Tx) error {
 					q := q.WithTx(tx)
-					if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
+					if _, err := q.InsertThread(ctx, InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
 						return err
 					}
 					var id int64
@@ -115,7 +113,7 @@ END`)
 							}
 						case "batched":
 							if pending += len(r.Raw); pending >= 4<<20 {
-								if err := q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: thread, FromSeq: int64(from), ToSeq: r.Seq}); err != nil {
+								if err := q.IndexMessages(ctx, IndexMessagesParams{ThreadID: thread, FromSeq: int64(from), ToSeq: r.Seq}); err != nil {
 									return err
 								}
 								pending, from = 0, j+2
@@ -124,7 +122,7 @@ END`)
 					}
 					switch way {
 					case "batched":
-						return q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: thread, FromSeq: int64(from), ToSeq: int64(len(rows))})
+						return q.IndexMessages(ctx, IndexMessagesParams{ThreadID: thread, FromSeq: int64(from), ToSeq: int64(len(rows))})
 					case "rebuild":
 						_, err := tx.ExecContext(ctx, "INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
 						return err

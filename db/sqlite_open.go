@@ -1,13 +1,4 @@
-// Package sqlite is the SQLite backend of package db: a database in one file. It holds the
-// schema (schema.sql, built by the migrations in migrations/; its queries, queries/*.sql, are
-// compiled by sqlc into package db, whose Querier and types they define), the open with its
-// pragmas and the identification of a file that is not memcascade's, the migrations, and the
-// operations a db.Handle asks of it (Ops: the search query, backup, vacuum, check, size).
-//
-// It registers file paths with db.OpenHandle when a program links it in; package memory does,
-// so every program that keeps a memory has it. It is the SQLite side of db/postgres: the two
-// have the same files where they have the same job.
-package sqlite
+package db
 
 import (
 	"context"
@@ -18,23 +9,23 @@ import (
 	"os"
 	"time"
 
-	"github.com/memcascade/memcascade/db"
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-//go:generate go tool sqlc generate -f ../../sqlc.yaml
+//go:generate go tool sqlc generate -f ../sqlc.yaml
 
-func init() { db.Register(db.Files, OpenHandle) }
+// SQLite is the backend of file paths, always linked.
+func init() { Register(Files, openSQLite) }
 
-// OpenHandle opens the SQLite database at path for package db (db.OpenHandle calls it for every
-// name that is not a URL): OpenWith, and the Handle over it.
-func OpenHandle(ctx context.Context, path string, opt db.Options) (*db.Handle, error) {
-	sqldb, err := openPool(ctx, path, Migrations, opt, true)
+// openSQLite opens the SQLite database at path (OpenHandle calls it for every name that is
+// not a URL): OpenSQLiteWith, and the Handle over it.
+func openSQLite(ctx context.Context, path string, opt Options) (*Handle, error) {
+	sqldb, err := openSQLitePool(ctx, path, sqliteMigrations, opt, true)
 	if err != nil {
 		return nil, err
 	}
-	h, err := db.NewHandle(ctx, sqldb, "sqlite", path, Ops)
+	h, err := NewHandle(ctx, sqldb, "sqlite", path, sqliteOps)
 	if err != nil {
 		sqldb.Close()
 		return nil, err
@@ -42,25 +33,25 @@ func OpenHandle(ctx context.Context, path string, opt db.Options) (*db.Handle, e
 	return h, nil
 }
 
-// Ops are the operations of an SQLite database (see db.Ops).
-var Ops = db.Ops{
-	Prepare:   func(ctx context.Context, sqldb *sql.DB) (db.Querier, error) { return db.Prepare(ctx, sqldb) },
-	Bind:      func(q db.Querier, tx *sql.Tx) db.Querier { return q.(*db.Queries).WithTx(tx) },
+// sqliteOps are the operations of an SQLite database (see Ops).
+var sqliteOps = Ops{
+	Prepare:   func(ctx context.Context, sqldb *sql.DB) (Querier, error) { return Prepare(ctx, sqldb) },
+	Bind:      func(q Querier, tx *sql.Tx) Querier { return q.(*Queries).WithTx(tx) },
 	Write:     nil, // BEGIN IMMEDIATE: the driver's _txlock
 	Locked:    nil,
 	Read:      &sql.TxOptions{ReadOnly: true},
 	OneWriter: true,
-	Retryable: IsBusy,
-	Match:     FTSQuery,
-	Close:     func(q db.Querier) error { return q.(*db.Queries).Close() },
+	Retryable: sqliteBusy,
+	Match:     ftsQuery,
+	Close:     func(q Querier) error { return q.(*Queries).Close() },
 	// PASSIVE: it copies what no reader still needs and never waits for a writer or a reader.
 	Checkpoint: func(ctx context.Context, sqldb *sql.DB) error {
 		_, err := sqldb.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
 		return err
 	},
-	Backup: Backup,
-	Vacuum: Vacuum,
-	Check:  Check,
+	Backup: backupSQLite,
+	Vacuum: vacuumSQLite,
+	Check:  CheckSQLite,
 	Size: func(_ context.Context, _ *sql.DB, path string) (int64, error) {
 		var n int64
 		for _, p := range []string{path, path + "-wal"} {
@@ -72,12 +63,12 @@ var Ops = db.Ops{
 	},
 }
 
-// ApplicationID is the PRAGMA application_id of every database this package creates: the four
+// ApplicationID is the PRAGMA application_id of every SQLite database this package creates: the four
 // ASCII bytes "MCas" read as a big-endian 32-bit integer. SQLite keeps it at offset 68 of the
 // file header, where tools such as file(1) read it.
 const ApplicationID = 0x4D436173
 
-// ForeignError is returned by Open for a file that is not a memcascade database: another
+// ForeignError is returned by an SQLite open for a file that is not a memcascade database: another
 // application's SQLite file, or not SQLite at all. The file is left as it was: it is read, never
 // written, and no -wal or -shm file is left beside it.
 type ForeignError struct {
@@ -89,38 +80,39 @@ func (e *ForeignError) Error() string {
 	return fmt.Sprintf("%s is %s, not a memcascade database: refusing to use it (the file is left untouched)", e.Path, e.What)
 }
 
-// Open opens (creating it with mode 0600 when missing) the SQLite database at path and brings
+// OpenSQLite opens (creating it with mode 0600 when missing) the SQLite database at path and brings
 // its schema up to date. Every pooled connection uses WAL, a busy timeout, foreign keys and
 // immediate write transactions. A file that is not a memcascade database is refused with a
 // *ForeignError and left byte-identical: a memcascade database carries ApplicationID, and one
 // written before the id existed is recognised by its tables (and gets the id here).
-func Open(ctx context.Context, path string) (*sql.DB, error) {
-	return open(ctx, path, Migrations, db.Options{})
+func OpenSQLite(ctx context.Context, path string) (*sql.DB, error) {
+	return openWithMigrations(ctx, path, sqliteMigrations, Options{})
 }
 
-// OpenWith is Open with options: see db.Options.
-func OpenWith(ctx context.Context, path string, opt db.Options) (*sql.DB, error) {
-	return open(ctx, path, Migrations, opt)
+// OpenSQLiteWith is OpenSQLite with options: see Options.
+func OpenSQLiteWith(ctx context.Context, path string, opt Options) (*sql.DB, error) {
+	return openWithMigrations(ctx, path, sqliteMigrations, opt)
 }
 
-func open(ctx context.Context, path string, migrations []string, opt ...db.Options) (*sql.DB, error) {
-	var o db.Options
+// openWithMigrations is OpenSQLiteWith for a build whose migrations are migrations (tests).
+func openWithMigrations(ctx context.Context, path string, migrations []string, opt ...Options) (*sql.DB, error) {
+	var o Options
 	if len(opt) > 0 {
 		o = opt[0]
 	}
-	return openPool(ctx, path, migrations, o, false)
+	return openSQLitePool(ctx, path, migrations, o, false)
 }
 
-// poolIdle and poolIdleTime bound the idle connections a Handle's pool keeps (see openPool).
+// poolIdle and poolIdleTime bound the idle connections a Handle's pool keeps (see openSQLitePool).
 const (
 	poolIdle     = 64
 	poolIdleTime = 5 * time.Minute
 )
 
-// openPool opens the pool. handled: the pool is a Handle's, whose checkpointer moves the
+// openSQLitePool opens the pool. handled: the pool is a Handle's, whose checkpointer moves the
 // write-ahead log into the database (Ops.Checkpoint), so its commits do not; a pool alone
-// (Open, OpenWith) checkpoints in its commits, as SQLite does by default.
-func openPool(ctx context.Context, path string, migrations []string, o db.Options, handled bool) (*sql.DB, error) {
+// (OpenSQLite, OpenSQLiteWith) checkpoints in its commits, as SQLite does by default.
+func openSQLitePool(ctx context.Context, path string, migrations []string, o Options, handled bool) (*sql.DB, error) {
 	if o.ReadOnly {
 		o.NoCreate = true
 	}
@@ -134,7 +126,7 @@ func openPool(ctx context.Context, path string, migrations []string, o db.Option
 	switch state {
 	case fileMissing, fileEmpty:
 		if o.NoCreate {
-			return nil, fmt.Errorf("%w at %s", db.ErrNoDatabase, path)
+			return nil, fmt.Errorf("%w at %s", ErrNoDatabase, path)
 		}
 		if err := createFile(path); err != nil {
 			return nil, err
@@ -176,9 +168,9 @@ func openPool(ctx context.Context, path string, migrations []string, o db.Option
 		return nil, fmt.Errorf("open database %s: journal mode is %q, want wal", path, mode)
 	}
 	if o.ReadOnly {
-		err = checkVersion(ctx, sqldb, len(migrations))
+		err = checkSQLiteVersion(ctx, sqldb, len(migrations))
 	} else {
-		err = migrate(ctx, sqldb, migrations)
+		err = migrateSQLite(ctx, sqldb, migrations)
 		if err == nil {
 			err = markOwn(ctx, sqldb)
 		}
@@ -190,17 +182,17 @@ func openPool(ctx context.Context, path string, migrations []string, o db.Option
 	return sqldb, nil
 }
 
-// checkVersion refuses a database whose schema is not the one this build reads.
-func checkVersion(ctx context.Context, sqldb *sql.DB, want int) error {
+// checkSQLiteVersion refuses a database whose schema is not the one this build reads.
+func checkSQLiteVersion(ctx context.Context, sqldb *sql.DB, want int) error {
 	var version int
 	if err := sqldb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return err
 	}
 	switch {
 	case version > want:
-		return fmt.Errorf("%w (schema version %d, this build knows %d)", db.ErrNewerSchema, version, want)
+		return fmt.Errorf("%w (schema version %d, this build knows %d)", ErrNewerSchema, version, want)
 	case version < want:
-		return fmt.Errorf("%w (schema version %d, this build reads %d): a command that writes upgrades it", db.ErrOlderSchema, version, want)
+		return fmt.Errorf("%w (schema version %d, this build reads %d): a command that writes upgrades it", ErrOlderSchema, version, want)
 	}
 	return nil
 }
@@ -214,7 +206,7 @@ func markOwn(ctx context.Context, sqldb *sql.DB) error {
 	if id == ApplicationID {
 		return nil
 	}
-	return WithTx(ctx, sqldb, func(tx *sql.Tx) error {
+	return SQLiteTx(ctx, sqldb, func(tx *sql.Tx) error {
 		// PRAGMA takes no parameters; the value is a constant.
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID))
 		return err
@@ -234,21 +226,21 @@ func createFile(path string) error {
 	return f.Close()
 }
 
-// WithTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it. When SQLite reports
+// SQLiteTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it. When SQLite reports
 // the database busy or locked (two writing processes can still meet despite WAL and the busy
 // timeout), the whole transaction is retried with a jittered, growing pause until ctx ends. fn
 // must therefore be safe to run more than once: it may only write through tx.
-func WithTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
-	return db.RunTx(ctx, sqldb, nil, IsBusy, fn)
+func SQLiteTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
+	return RunTx(ctx, sqldb, nil, sqliteBusy, fn)
 }
 
-// ReadTx runs fn in a read-only transaction: one consistent snapshot, no write lock.
-func ReadTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
-	return db.RunTx(ctx, sqldb, &sql.TxOptions{ReadOnly: true}, IsBusy, fn)
+// sqliteReadTx runs fn in a read-only transaction: one consistent snapshot, no write lock.
+func sqliteReadTx(ctx context.Context, sqldb *sql.DB, fn func(tx *sql.Tx) error) error {
+	return RunTx(ctx, sqldb, &sql.TxOptions{ReadOnly: true}, sqliteBusy, fn)
 }
 
-// IsBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED (any extended code).
-func IsBusy(err error) bool {
+// sqliteBusy reports whether err is SQLite's SQLITE_BUSY or SQLITE_LOCKED (any extended code).
+func sqliteBusy(err error) bool {
 	var se *msqlite.Error
 	if !errors.As(err, &se) {
 		return false
