@@ -32,12 +32,13 @@ const (
 )
 
 // LimitFrom returns a thread's limit and where it comes from: the thread's own, else the
-// window recorded by memctl serve when token_limit is auto, else the config's (cfg).
+// window recorded by memctl serve when token_limit is auto (unless it is out of range: the
+// thread's next turn drops it), else the config's (cfg).
 func LimitFrom(t memory.Thread, cfg memory.Settings, auto bool) (int, string) {
 	switch {
 	case t.Settings.TokenLimit != nil:
 		return *t.Settings.TokenLimit, LimitFromThread
-	case auto && t.Settings.Window != nil:
+	case auto && t.Settings.Window != nil && windowProblem(t.Settings.Window) == "":
 		return t.Settings.Window.Limit, LimitFromUpstream
 	}
 	// The thread sets no token_limit: the config's, or the default.

@@ -54,6 +54,8 @@ type upstream struct {
 	way     string
 	scale   float64
 	refused int
+	// models, when set, is the answer to GET /v1/models.
+	models string
 }
 
 func newUpstream(t testing.TB) *upstream {
@@ -72,8 +74,12 @@ func (u *upstream) URL() string { return u.srv.URL + "/v1" }
 
 func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
-	window, way := u.window, u.way
+	window, way, models := u.window, u.way, u.models
 	u.mu.Unlock()
+	if models != "" && r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		io.WriteString(w, models)
+		return
+	}
 	if window > 0 {
 		switch {
 		case way == "llama.cpp" && r.URL.Path == "/props":
