@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -14,6 +16,9 @@ import (
 // in one transaction: a request whose messages are not valid changes nothing. It names the
 // archive in the ArchivedHeader of w, and returns a *badRequest naming an invalid message.
 func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threadState, req chatRequest) error {
+	if id := pendingCall(nil, req.messages); id != "" {
+		return unanswered(req, id)
+	}
 	archive := fmt.Sprintf("%s.reset-%d", st.thread, s.Store.Now().UnixMilli())
 	s.keepLive(st, nil)
 	res, archived, err := s.Store.StartOver(ctx, st.thread, archive, req.messages, memory.AppendOptions{Model: req.model})
@@ -56,6 +61,9 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req chatRequest
 		known := fast || len(req.messages) == len(stored)+len(fresh) && samePrefix(req.messages, stored)
 		if conflict != nil {
 			return conflict
+		}
+		if id := pendingCall(lv.hist, fresh); id != "" {
+			return unanswered(req, id)
 		}
 		if len(fresh) == 0 {
 			if known {
@@ -145,4 +153,49 @@ func (s *Server) pinPrompt(ctx context.Context, thread string, after int64, n in
 			s.Logger.Info("the system prompt changed: the new one is stored and pinned", "thread", thread, "seq", after+int64(i))
 		}
 	}
+}
+
+// pendingCall returns the id of a tool call that the history then the request's new messages
+// (fresh) leave unanswered at their end ("" when none): a call of the last assistant message
+// with calls that only tool results follow, without a result of its own. The model cannot be
+// asked to go on from there: its reply would move on past the call, which the store refuses
+// (memory's callTracker), as OpenAI's and Anthropic's APIs refuse such a request.
+func pendingCall(hist, fresh []chat.Message) string {
+	var answered []string
+	for i := len(hist) + len(fresh) - 1; i >= 0; i-- {
+		var m *chat.Message
+		if i < len(hist) {
+			m = &hist[i]
+		} else {
+			m = &fresh[i-len(hist)]
+		}
+		switch {
+		case m.Role == chat.RoleTool:
+			answered = append(answered, m.ToolCallID)
+			continue
+		case m.Role == chat.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				if !slices.Contains(answered, c.ID) {
+					return c.ID
+				}
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
+// unanswered is the *badRequest of a request that leaves call id unanswered (pendingCall),
+// naming the request's message that makes the call (its last message when the call is the
+// thread's).
+func unanswered(req chatRequest, id string) *badRequest {
+	i := len(req.messages) - 1
+	for j := i; j >= 0; j-- {
+		if slices.ContainsFunc(req.messages[j].ToolCalls, func(c chat.ToolCall) bool { return c.ID == id }) {
+			i = j
+			break
+		}
+	}
+	return &badRequest{fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d]: tool call %q has no result: every call of an assistant message must be answered "+
+		"(a tool message with its tool_call_id, any content) before the model is asked to go on, as OpenAI's and Anthropic's APIs require", i, id)}
 }
