@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,6 +31,46 @@ const (
 	// more); a smaller window costs requests, a larger one would be cut silently by the server.
 	OllamaDefaultNumCtx = 2048
 )
+
+// MaxWindow bounds the window a server may report for a model: 2^28 tokens (268,435,456),
+// some 25 times the largest window any model announces (10 million tokens in 2025). A larger
+// value, like one of 0 or less, is the server's mistake, not a window: it is skipped as if the
+// server had not said (the probe says why), for that model alone. memctl serve divides a
+// window by a calibration ratio of at least 0.5, so its limit stays within
+// memory.MaxTokenLimit (2^30), the largest settings resolve.
+const MaxWindow = 1 << 28
+
+// checkWindow reports why n tokens is not a window a server may report (nil when it is).
+func checkWindow(n int) error {
+	if n <= 0 || n > MaxWindow {
+		return windowRange(strconv.Itoa(n))
+	}
+	return nil
+}
+
+func windowRange(v string) error {
+	return fmt.Errorf("%s is out of range (a window is 1 to %d tokens)", v, MaxWindow)
+}
+
+// windowField reads a window a server reported in a JSON field (raw, nil when absent): 0 when
+// the field is absent or null, else a whole number checked as checkWindow checks it (4096.0
+// is 4096; 3000.5, "4096" and 1e15 are errors naming the value).
+func windowField(raw json.RawMessage) (int, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) && raw[0] != '"':
+		return 0, windowRange(string(raw))
+	case err != nil || f != math.Trunc(f):
+		return 0, fmt.Errorf("%.64s is not a whole number of tokens", raw)
+	case f <= 0 || f > MaxWindow:
+		return 0, windowRange(string(raw))
+	}
+	return int(f), nil
+}
 
 // windowProbeTimeout bounds the reading of a window from a server, all its requests included.
 const windowProbeTimeout = 5 * time.Second
@@ -58,7 +99,7 @@ func (c *Cascade) window(ctx context.Context, e *Entry, row db.ProviderCooldown)
 	if ttl <= 0 {
 		ttl = DefaultWindowTTL
 	}
-	if row.ContextWindow > 0 && c.now().Sub(time.UnixMilli(row.ContextWindowAt)) < ttl {
+	if row.ContextWindow > 0 && row.ContextWindow <= MaxWindow && c.now().Sub(time.UnixMilli(row.ContextWindowAt)) < ttl {
 		return int(row.ContextWindow)
 	}
 	if w, ok := c.readWindow(ctx, e); ok {
@@ -78,10 +119,12 @@ func (c *Cascade) readWindow(ctx context.Context, e *Entry) (int, bool) {
 		tokens, source, err = r.ReadWindow(pctx)
 		cancel()
 	}
-	if err != nil || tokens <= 0 {
-		if err == nil {
-			err = fmt.Errorf("the server reported a window of %d tokens", tokens)
+	if err == nil {
+		if werr := checkWindow(tokens); werr != nil {
+			err = fmt.Errorf("the server reported a window of %d tokens: %w", tokens, werr)
 		}
+	}
+	if err != nil {
 		c.warnOnce(e, fmt.Sprintf("context_window auto: %s; using %d tokens", c.opt.Redact(err.Error()), c.fallbackWindow(e)))
 		return 0, false
 	}
@@ -162,27 +205,49 @@ func (p *OpenAI) ReadWindow(ctx context.Context) (int, string, error) {
 }
 
 // modelsWindow reads max_model_len from GET {base}/models: the model's entry, or the only
-// entry when none has the model's id.
+// entry when none has the model's id. Each entry is decoded alone: an entry that is not a
+// model, or whose max_model_len is not a window (checkWindow), hides no other one, and the
+// latter is an error only for its own model.
 func (p *OpenAI) modelsWindow(ctx context.Context, base, _ string) (int, string, error) {
 	const what = "GET /v1/models"
 	var body struct {
-		Data []struct {
-			ID          string `json:"id"`
-			Root        string `json:"root"`
-			MaxModelLen int    `json:"max_model_len"`
-		} `json:"data"`
+		Data []json.RawMessage `json:"data"`
 	}
 	if err := p.probe(ctx, http.MethodGet, base+"/models", p.probeKey(), nil, &body); err != nil {
 		return 0, "", fmt.Errorf("%s: %w", what, err)
 	}
-	for _, m := range body.Data {
-		if m.ID == p.cfg.Model && m.MaxModelLen > 0 {
-			return m.MaxModelLen, fmt.Sprintf("max_model_len %d of %s", m.MaxModelLen, what), nil
+	type model struct {
+		ID          string          `json:"id"`
+		MaxModelLen json.RawMessage `json:"max_model_len"`
+	}
+	var only *model
+	for _, raw := range body.Data {
+		var m model
+		if json.Unmarshal(raw, &m) != nil {
+			continue
+		}
+		if len(body.Data) == 1 {
+			only = &m
+		}
+		if m.ID != p.cfg.Model {
+			continue
+		}
+		n, err := windowField(m.MaxModelLen)
+		if err != nil {
+			return 0, "", fmt.Errorf("%s: max_model_len of model %q: %w", what, m.ID, err)
+		}
+		if n > 0 {
+			return n, fmt.Sprintf("max_model_len %d of %s", n, what), nil
 		}
 	}
-	if len(body.Data) == 1 && body.Data[0].MaxModelLen > 0 {
-		n := body.Data[0].MaxModelLen
-		return n, fmt.Sprintf("max_model_len %d of %s (its only model, %q)", n, what, body.Data[0].ID), nil
+	if only != nil && only.ID != p.cfg.Model {
+		n, err := windowField(only.MaxModelLen)
+		if err != nil {
+			return 0, "", fmt.Errorf("%s: max_model_len of its only model, %q: %w", what, only.ID, err)
+		}
+		if n > 0 {
+			return n, fmt.Sprintf("max_model_len %d of %s (its only model, %q)", n, what, only.ID), nil
+		}
 	}
 	return 0, "", fmt.Errorf("%s: no max_model_len for model %q", what, p.cfg.Model)
 }
@@ -195,22 +260,31 @@ func (p *OpenAI) probeKey() string {
 	return p.cfg.Getenv(p.cfg.APIKeyEnv)
 }
 
-// litellmWindow reads max_input_tokens of the model from LiteLLM's GET {root}/model/info.
+// litellmWindow reads max_input_tokens of the model from LiteLLM's GET {root}/model/info,
+// each entry decoded alone (as modelsWindow does).
 func (p *OpenAI) litellmWindow(ctx context.Context, _, root string) (int, string, error) {
 	const what = "GET /model/info"
 	var body struct {
-		Data []struct {
-			ModelName string `json:"model_name"`
-			ModelInfo struct {
-				MaxInputTokens int `json:"max_input_tokens"`
-			} `json:"model_info"`
-		} `json:"data"`
+		Data []json.RawMessage `json:"data"`
 	}
 	if err := p.probe(ctx, http.MethodGet, root+"/model/info", p.probeKey(), nil, &body); err != nil {
 		return 0, "", fmt.Errorf("%s: %w", what, err)
 	}
-	for _, m := range body.Data {
-		if n := m.ModelInfo.MaxInputTokens; m.ModelName == p.cfg.Model && n > 0 {
+	for _, raw := range body.Data {
+		var m struct {
+			ModelName string `json:"model_name"`
+			ModelInfo struct {
+				MaxInputTokens json.RawMessage `json:"max_input_tokens"`
+			} `json:"model_info"`
+		}
+		if json.Unmarshal(raw, &m) != nil || m.ModelName != p.cfg.Model {
+			continue
+		}
+		n, err := windowField(m.ModelInfo.MaxInputTokens)
+		if err != nil {
+			return 0, "", fmt.Errorf("%s: max_input_tokens of model %q: %w", what, m.ModelName, err)
+		}
+		if n > 0 {
 			return n, fmt.Sprintf("max_input_tokens %d of %s", n, what), nil
 		}
 	}
@@ -222,18 +296,24 @@ func (p *OpenAI) propsWindow(ctx context.Context, _, root string) (int, string, 
 	const what = "GET /props"
 	var body struct {
 		Default struct {
-			NCtx int `json:"n_ctx"`
+			NCtx json.RawMessage `json:"n_ctx"`
 		} `json:"default_generation_settings"`
-		NCtx int `json:"n_ctx"`
+		NCtx json.RawMessage `json:"n_ctx"`
 	}
 	if err := p.probe(ctx, http.MethodGet, root+"/props", "", nil, &body); err != nil {
 		return 0, "", fmt.Errorf("%s: %w", what, err)
 	}
-	switch {
-	case body.Default.NCtx > 0:
-		return body.Default.NCtx, fmt.Sprintf("default_generation_settings.n_ctx %d of %s", body.Default.NCtx, what), nil
-	case body.NCtx > 0:
-		return body.NCtx, fmt.Sprintf("n_ctx %d of %s", body.NCtx, what), nil
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"default_generation_settings.n_ctx", body.Default.NCtx}, {"n_ctx", body.NCtx}} {
+		n, err := windowField(f.raw)
+		if err != nil {
+			return 0, "", fmt.Errorf("%s: %s: %w", what, f.name, err)
+		}
+		if n > 0 {
+			return n, fmt.Sprintf("%s %d of %s", f.name, n, what), nil
+		}
 	}
 	return 0, "", fmt.Errorf("%s: no n_ctx", what)
 }
@@ -250,6 +330,9 @@ func (p *OpenAI) ollamaWindow(ctx context.Context, _, root string) (int, string,
 		return 0, "", fmt.Errorf("%s: %w", what, err)
 	}
 	if n := numCtx(body.Parameters); n > 0 {
+		if err := checkWindow(n); err != nil {
+			return 0, "", fmt.Errorf("%s: num_ctx: %w", what, err)
+		}
 		return n, fmt.Sprintf("num_ctx %d among the parameters of %s", n, what), nil
 	}
 	n, key := contextLength(body.ModelInfo)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/llm"
 )
 
@@ -293,4 +294,146 @@ func (h *harness) eventsOf(kind cascade.EventKind) []cascade.Event {
 		}
 	}
 	return out
+}
+
+// TestReadWindowOneEntryAtATime: an entry of GET /v1/models (or of LiteLLM's model info) that is
+// not a model, or whose window is not a whole number of tokens, hides no other entry: the
+// model's own window is read. Before, one such entry failed the decoding of the whole answer,
+// and every model got the default window.
+func TestReadWindowOneEntryAtATime(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, key, answer string
+	}{
+		{"models", "GET /v1/models", `{"object":"list","data":[{"id":"x","max_model_len":3000.5},{"id":"y","max_model_len":"4096"},
+			7,{"id":{"not":"a string"}},{"id":"test-model","object":"model","max_model_len":300}]}`},
+		{"litellm", "GET /model/info", `{"data":[{"model_name":"x","model_info":{"max_input_tokens":3000.5}},
+			{"model_name":"y","model_info":{"max_input_tokens":"4096"}},null,{"model_name":"test-model","model_info":{"max_input_tokens":300}}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newWindowServer(t, map[string]string{tc.key: tc.answer})
+			p := cascade.NewOpenAI(cascade.OpenAIConfig{Name: "p", BaseURL: srv.URL + "/v1", Model: "test-model"})
+			if got, source, err := p.ReadWindow(context.Background()); err != nil || got != 300 {
+				t.Fatalf("ReadWindow = %d, %q, %v; want 300", got, source, err)
+			}
+		})
+	}
+}
+
+// TestReadWindowOutOfRange: a window of 0 or less, over cascade.MaxWindow, or not a whole number
+// is not believed, whichever server says it: ReadWindow's error names the field, the model and
+// the value. A whole number written as a float is a window.
+func TestReadWindowOutOfRange(t *testing.T) {
+	t.Parallel()
+	models := func(v string) map[string]string {
+		return map[string]string{"GET /v1/models": `{"data":[{"id":"other","max_model_len":1000},{"id":"test-model","max_model_len":` + v + `}]}`}
+	}
+	for _, tc := range []struct {
+		name    string
+		answers map[string]string
+		want    int
+		says    []string
+	}{
+		{"10^15", models("1000000000000000"), 0, []string{`max_model_len of model "test-model"`, "1000000000000000 is out of range"}},
+		{"1e400", models("1e400"), 0, []string{"1e400 is out of range"}},
+		{"zero", models("0"), 0, []string{"0 is out of range"}},
+		{"negative", models("-4096"), 0, []string{"-4096 is out of range"}},
+		{"fraction", models("3000.5"), 0, []string{`max_model_len of model "test-model"`, "3000.5 is not a whole number"}},
+		{"string", models(`"4096"`), 0, []string{`"4096" is not a whole number`}},
+		{"just over", models(fmt.Sprint(cascade.MaxWindow + 1)), 0, []string{fmt.Sprint(cascade.MaxWindow+1) + " is out of range"}},
+		{"at the bound", models(fmt.Sprint(cascade.MaxWindow)), cascade.MaxWindow, nil},
+		{"float form", models("4096.0"), 4096, nil},
+		{"only model", map[string]string{"GET /v1/models": `{"data":[{"id":"elsewhere","max_model_len":1e15}]}`}, 0,
+			[]string{`its only model, "elsewhere"`, "1e15 is out of range"}},
+		{"props", map[string]string{"GET /props": `{"default_generation_settings":{"n_ctx":1000000000000000}}`}, 0,
+			[]string{"GET /props: default_generation_settings.n_ctx: 1000000000000000 is out of range"}},
+		{"ollama", map[string]string{"POST /api/show": ollamaShowJSON("num_ctx 1000000000000000", 4096)}, 0,
+			[]string{"POST /api/show: num_ctx: 1000000000000000 is out of range"}},
+		{"litellm", map[string]string{"GET /model/info": `{"data":[{"model_name":"test-model","model_info":{"max_input_tokens":-1}}]}`}, 0,
+			[]string{`max_input_tokens of model "test-model": -1 is out of range`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newWindowServer(t, tc.answers)
+			p := cascade.NewOpenAI(cascade.OpenAIConfig{Name: "p", BaseURL: srv.URL + "/v1", Model: "test-model"})
+			got, source, err := p.ReadWindow(context.Background())
+			if tc.want > 0 {
+				if err != nil || got != tc.want {
+					t.Fatalf("ReadWindow = %d, %q, %v; want %d", got, source, err, tc.want)
+				}
+				return
+			}
+			if err == nil || got != 0 {
+				t.Fatalf("ReadWindow = %d, %q, %v; want an error", got, source, err)
+			}
+			for _, want := range tc.says {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestWindowsOutOfRangeWarnsOnce: memctl serve's reader of the upstream's windows assumes the
+// default for a model whose window is out of range, with one warning naming the model and the
+// value however often it asks again; another model of the same answer keeps its window.
+func TestWindowsOutOfRangeWarnsOnce(t *testing.T) {
+	t.Parallel()
+	srv := newWindowServer(t, map[string]string{"GET /v1/models": `{"data":[{"id":"huge","max_model_len":1000000000000000},{"id":"fine","max_model_len":8192}]}`})
+	now := time.Unix(1_700_000_000, 0)
+	var warnings []string
+	w := &cascade.Windows{BaseURL: srv.URL + "/v1", Now: func() time.Time { return now },
+		Warn: func(model, msg string) { warnings = append(warnings, model+": "+msg) }}
+	for range 3 {
+		if got := w.Window(context.Background(), "huge"); got.Tokens != cascade.DefaultAutoWindow || !got.Assumed {
+			t.Fatalf("huge: %+v, want the default assumed", got)
+		}
+		if got := w.Window(context.Background(), "fine"); got.Tokens != 8192 || got.Assumed {
+			t.Fatalf("fine: %+v, want 8192 read", got)
+		}
+		now = now.Add(2 * time.Minute) // past the time an assumed window is kept: asked again
+	}
+	if probes := srv.probes.Load(); probes < 3 {
+		t.Fatalf("%d probes: the assumed window was not asked again", probes)
+	}
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "huge: ") || !strings.Contains(warnings[0], "1000000000000000") {
+		t.Fatalf("warnings %q, want one naming huge and 1000000000000000", warnings)
+	}
+}
+
+// TestAutoWindowOutOfRange: an entry whose server reports a window out of range runs with its
+// fallback window, with one warning, and nothing is cached; a window out of range cached by an
+// earlier version is not used, and the server is asked again.
+func TestAutoWindowOutOfRange(t *testing.T) {
+	t.Parallel()
+	sqldb, _ := openDB(t)
+	srv := newWindowServer(t, map[string]string{"GET /v1/models": `{"data":[{"id":"test-model","max_model_len":1000000000000000}]}`})
+	h := newHarness(t, sqldb, autoEntry("local", srv.URL))
+	var seen []int
+	for range 2 {
+		if _, err := h.c.Run(context.Background(), 0, windowTask(&seen)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != 2 || seen[0] != cascade.DefaultAutoWindow || seen[1] != cascade.DefaultAutoWindow {
+		t.Fatalf("windows %v, want %d twice", seen, cascade.DefaultAutoWindow)
+	}
+	if ev := h.eventsOf(cascade.EventWindow); len(ev) != 1 || !ev[0].Warning || !strings.Contains(ev[0].Err, "1000000000000000 is out of range") {
+		t.Errorf("window events %+v, want one warning naming the value", ev)
+	}
+	if got := cachedWindow(t, h, "local"); got != 0 {
+		t.Errorf("cached window %d, want none", got)
+	}
+
+	srv.set("GET /v1/models", vllmModels)
+	if err := h.db.Q().SetContextWindow(context.Background(), db.SetContextWindowParams{Provider: "local",
+		ContextWindow: 1_000_000_000_000_000, ContextWindowAt: h.clock().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.Run(context.Background(), 0, windowTask(&seen)); err != nil {
+		t.Fatal(err)
+	}
+	if seen[2] != 32768 || cachedWindow(t, h, "local") != 32768 {
+		t.Errorf("with 10^15 cached: window %d, cached %d; want 32768 read again", seen[2], cachedWindow(t, h, "local"))
+	}
 }

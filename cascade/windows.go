@@ -66,10 +66,12 @@ func (w *Windows) Window(ctx context.Context, model string) ModelWindow {
 	n, source, err := p.ReadWindow(pctx)
 	cancel()
 	win := ModelWindow{Tokens: n, Source: source, At: now}
-	if err != nil || n <= 0 {
-		if err == nil {
-			err = fmt.Errorf("the server reported a window of %d tokens", n)
+	if err == nil {
+		if werr := checkWindow(n); werr != nil {
+			err = fmt.Errorf("the server reported a window of %d tokens: %w", n, werr)
 		}
+	}
+	if err != nil {
 		def := w.Default
 		if def <= 0 {
 			def = DefaultAutoWindow

@@ -70,7 +70,8 @@ func New(opt Options) *mcp.Server {
 		h.search)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolRead, Description: "Read the original messages from_seq..to_seq of a conversation, as they were " +
 		"before any compaction: role, text, tool calls and results. The answer is bounded in tokens: when truncated is true, read " +
-		"again from next_seq. Secrets are redacted."},
+		"again from next_seq. A message larger than the bound comes alone and cut: its cut gives its whole size and next_offset; " +
+		"read the rest with from_seq its seq and offset next_offset. Secrets are redacted."},
 		h.read)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolCompactions, Description: "List the compactions of a conversation, newest first: the messages " +
 		"each one summarized (from_seq..to_seq), its status and reason, and the facts (ids, amounts, paths) the summary kept and " +
@@ -152,6 +153,8 @@ type ReadInput struct {
 	Thread  string `json:"thread,omitempty" jsonschema:"the conversation (thread id); may be left out when the server serves one thread"`
 	FromSeq int64  `json:"from_seq" jsonschema:"the first message to read (seq, from 1)"`
 	ToSeq   int64  `json:"to_seq" jsonschema:"the last message to read (seq)"`
+	// Offset reads message FromSeq from that byte of its text on (its cut's next_offset).
+	Offset int64 `json:"offset,omitempty" jsonschema:"to read on in a message cut for size: the next_offset of its cut (bytes of its text, then of its tool-call arguments); the answer is that part of message from_seq"`
 }
 
 // ReadMessage is one message of memory_read.
@@ -162,7 +165,24 @@ type ReadMessage struct {
 	Name       string     `json:"name,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	ToolCalls  []ReadCall `json:"tool_calls,omitempty"`
-	Tokens     int        `json:"tokens"`
+	// Tokens is the message's count as stored; for a cut message, that of the part shown.
+	Tokens int `json:"tokens"`
+	// Cut is set when the message is over the bound alone: Content and the tool calls'
+	// Arguments are one part of its text.
+	Cut *ReadCut `json:"cut,omitempty"`
+}
+
+// ReadCut says what part of a message memory_read shows, and how to read the rest. The
+// message's text, as offsets count it, is its content then each tool call's arguments, as
+// shown (redacted unless the server is raw).
+type ReadCut struct {
+	Tokens int   `json:"tokens"` // the whole message, as stored
+	Bytes  int64 `json:"bytes"`  // the whole text
+	Offset int64 `json:"offset"` // where the part shown starts in it
+	// NextOffset is where the rest starts: read on with from_seq the message's seq and offset
+	// this (0: the part shown ends the message).
+	NextOffset int64  `json:"next_offset,omitempty"`
+	Note       string `json:"note"`
 }
 
 // ReadCall is a tool call of a message of memory_read.
@@ -179,43 +199,6 @@ type ReadOutput struct {
 	// Truncated: the token bound stopped the answer before ToSeq; read on from NextSeq.
 	Truncated bool  `json:"truncated"`
 	NextSeq   int64 `json:"next_seq,omitempty"`
-}
-
-func (h *handler) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
-	thread, err := h.thread(in.Thread)
-	if err != nil {
-		return nil, ReadOutput{}, err
-	}
-	if in.FromSeq < 1 || in.ToSeq < in.FromSeq {
-		return nil, ReadOutput{}, fmt.Errorf("from_seq %d, to_seq %d: want 1 <= from_seq <= to_seq", in.FromSeq, in.ToSeq)
-	}
-	// Read no more than the bound can take: a message takes at least 4 tokens.
-	to := min(in.ToSeq, in.FromSeq+int64(h.opt.ReadTokens/4))
-	es, err := h.store.Messages(ctx, thread, in.FromSeq, to)
-	if err != nil {
-		return nil, ReadOutput{}, err
-	}
-	out := ReadOutput{Thread: thread, Messages: []ReadMessage{}}
-	used := 0
-	for i, e := range es {
-		if i > 0 && used+e.Tokens > h.opt.ReadTokens {
-			out.Truncated, out.NextSeq = true, e.Seq
-			break
-		}
-		used += e.Tokens
-		m := ReadMessage{Seq: e.Seq, Role: e.Message.Role, Content: h.redact(e.Message.Text()), Name: h.redact(e.Message.Name),
-			ToolCallID: h.redact(e.Message.ToolCallID), Tokens: e.Tokens}
-		for _, c := range e.Message.ToolCalls {
-			m.ToolCalls = append(m.ToolCalls, ReadCall{ID: h.redact(c.ID), Name: h.redact(c.Function.Name), Arguments: h.redact(c.Function.Arguments)})
-		}
-		out.Messages = append(out.Messages, m)
-	}
-	if last := es[len(es)-1].Seq; !out.Truncated && last < in.ToSeq && last == to {
-		if t, err := h.store.Thread(ctx, thread); err == nil && int64(t.Messages) > last {
-			out.Truncated, out.NextSeq = true, last+1
-		}
-	}
-	return nil, out, nil
 }
 
 // ThreadInput are the arguments of a tool that takes only a thread.

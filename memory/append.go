@@ -131,9 +131,12 @@ func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt
 		if ap.counter, err = s.Counter(t.Encoding); err != nil {
 			return err
 		}
-		if err := json.Unmarshal([]byte(t.OpenCalls), &ap.calls.open); err != nil {
+		var stillOpen []string
+		if err := json.Unmarshal([]byte(t.OpenCalls), &stillOpen); err != nil {
 			return fmt.Errorf("thread %q: stored open calls: %w", thread, err)
 		}
+		ap.calls.load(stillOpen)
+		ap.stored = t.LastSeq
 		res.FirstSeq = t.LastSeq + 1
 		if err := produce(ap.add); err != nil {
 			return err
@@ -168,7 +171,41 @@ type appender struct {
 	pending int   // bytes written since the last index
 	batch   int   // bytes written before indexing them
 	index   int   // the index of the next message in the input
+	stored  int64 // the thread's last seq before the append
 	kept    func(raw string, tokens int)
+}
+
+// inFlight returns the calls the thread's stored messages leave in flight, and the seq of the
+// message that made them: the calls of its last assistant message with calls when only tool
+// results follow it; none when another message follows it. It reads the stored messages back
+// from the end, a few at a time (see callTracker.keepInherited).
+func (ap *appender) inFlight() ([]string, int64, error) {
+	const chunk = 8
+	for to := ap.stored; to >= 1; to -= chunk {
+		rows, err := ap.q.ListMessageColumnsBetween(ap.ctx, db.ListMessageColumnsBetweenParams{ThreadID: ap.thread, FromSeq: max(to-chunk+1, 1), ToSeq: to})
+		if err != nil {
+			return nil, 0, err
+		}
+		es, err := lightEntries(ap.thread, rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		for i := len(es) - 1; i >= 0; i-- {
+			m := es[i].Message
+			switch {
+			case m.Role == chat.RoleTool:
+				continue
+			case m.Role == chat.RoleAssistant && len(m.ToolCalls) > 0:
+				ids := make([]string, len(m.ToolCalls))
+				for j, c := range m.ToolCalls {
+					ids[j] = c.ID
+				}
+				return ids, es[i].Seq, nil
+			}
+			return nil, 0, nil
+		}
+	}
+	return nil, 0, nil
 }
 
 // flushIndex indexes the messages written since the last time.
@@ -185,7 +222,14 @@ func (ap *appender) flushIndex() error {
 // the import read it, compact (see decodeLine), or nil for a message made otherwise.
 func (ap *appender) add(m chat.Message, raw []byte, line int) error {
 	defer func() { ap.index++ }()
-	if field, msg := ap.calls.check(m); msg != "" {
+	if m.Role != chat.RoleTool && ap.calls.inherited() {
+		ids, seq, err := ap.inFlight()
+		if err != nil {
+			return err
+		}
+		ap.calls.keepInherited(ids, seq)
+	}
+	if field, msg := ap.calls.check(m, ap.index); msg != "" {
 		return &InputError{Line: line, Index: ap.index, Field: field, Msg: msg}
 	}
 	row, err := storedForm(m, raw, ap.counter)

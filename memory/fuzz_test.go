@@ -342,7 +342,8 @@ func fzFields(m any) fzMsg {
 }
 
 // fzSpecViolation checks accepted messages against the import rules (memory/validate.go): a known
-// role, a tool message answers an unanswered call, no call id repeated while unanswered.
+// role, a tool message answers an unanswered call, no call id repeated while unanswered, no
+// message but a tool result while a call is unanswered.
 func fzSpecViolation(msgs, before []any) string {
 	open := map[string]bool{}
 	for i, m := range append(append([]any{}, before...), msgs...) {
@@ -357,6 +358,8 @@ func fzSpecViolation(msgs, before []any) string {
 				return fmt.Sprintf("message %d: tool result %q answers no unanswered call", i, f.toolCallID)
 			}
 			delete(open, f.toolCallID)
+		} else if len(open) > 0 {
+			return fmt.Sprintf("message %d: a %s message while a call is unanswered", i, f.role)
 		}
 		for _, id := range f.calls {
 			if open[id] {

@@ -106,7 +106,7 @@ func TestImportRejectsBadInput(t *testing.T) {
 		{"unknown role", `{"role":"robot","content":"a"}`, 1, 0, "role", `unknown role "robot"`},
 		{"missing role", `{"content":"a"}`, 1, 0, "role", "missing"},
 		{"orphan tool result", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"tool\",\"tool_call_id\":\"c9\",\"content\":\"r\"}", 2, 1, "tool_call_id", "answers no unanswered tool call"},
-		{"id repeated while unanswered", call + "\n" + call, 2, 1, "tool_calls[0].id", "repeated while a call with that id is unanswered"},
+		{"call left unanswered", call + "\n" + call, 2, 1, "", `tool call "c1" of the message before it has no result`},
 		{"id repeated in one message", `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c1","type":"function","function":{"name":"g","arguments":"{}"}}]}`, 1, 0, "tool_calls[1].id", "repeated"},
 		{"invalid UTF-8", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\",\"content\":\"\xff\xfe\"}", 2, 1, "", "invalid UTF-8"},
 		{"value holds no messages", `{"model":"gpt-4o"}`, 1, 0, "role", "missing"},

@@ -70,14 +70,54 @@ func checkRole(m chat.Message) (field, msg string) {
 
 // callTracker follows the tool calls of a thread that have not been answered yet, in order.
 // A tool result answers the unanswered call with its id; an id may be reused once its call was
-// answered (recorded agents do), but not while it is still open.
+// answered (recorded agents do), but not while it is still open. A call must be answered before
+// the conversation moves on: a message other than a tool result that comes while a call is
+// open is refused, as OpenAI's Chat Completions and Anthropic's Messages APIs refuse such a
+// history. Calls left open at the end of an append are in flight (their results come next).
 type callTracker struct {
 	open []string
+	// from says, for each open call, which message made it: its index in the batch plus 1, or
+	// for a call the thread had open before the batch, its seq negated (0 until keepInherited
+	// finds it).
+	from []int64
+	// resolved: the calls open before the batch were sorted (keepInherited).
+	resolved bool
 }
 
-// check validates m against the open calls and, when it is valid, applies it. It returns the
-// field at fault and the problem.
-func (t *callTracker) check(m chat.Message) (field, msg string) {
+// load sets the calls the thread left open before the batch (its stored open_calls).
+func (t *callTracker) load(open []string) {
+	t.open, t.from, t.resolved = open, make([]int64, len(open)), len(open) == 0
+}
+
+// inherited reports whether calls the thread left open before the batch are still open and
+// not yet sorted by keepInherited.
+func (t *callTracker) inherited() bool {
+	return !t.resolved && slices.Contains(t.from, 0)
+}
+
+// keepInherited sorts the calls open before the batch, given the calls the thread's stored
+// messages leave in flight (those of its last assistant message with calls when only tool
+// results follow it, which made them at seq): these stay open; the others, which an earlier
+// version let a thread leave behind as it moved on, are dropped, so that such a thread is not
+// refused every message after them.
+func (t *callTracker) keepInherited(inFlight []string, seq int64) {
+	t.resolved = true
+	for i := 0; i < len(t.open); i++ {
+		if t.from[i] > 0 {
+			continue // made in the batch
+		}
+		if !slices.Contains(inFlight, t.open[i]) {
+			t.open, t.from = slices.Delete(t.open, i, i+1), slices.Delete(t.from, i, i+1)
+			i--
+			continue
+		}
+		t.from[i] = -seq
+	}
+}
+
+// check validates m, the message of index i of the batch, against the open calls and, when it
+// is valid, applies it. It returns the field at fault and the problem.
+func (t *callTracker) check(m chat.Message, i int) (field, msg string) {
 	if field, msg := checkRole(m); msg != "" {
 		return field, msg
 	}
@@ -105,15 +145,34 @@ func (t *callTracker) check(m chat.Message) (field, msg string) {
 		if m.ToolCallID == "" {
 			return "tool_call_id", "missing on a tool message"
 		}
-		i := slices.Index(t.open, m.ToolCallID)
-		if i < 0 {
+		k := slices.Index(t.open, m.ToolCallID)
+		if k < 0 {
 			return "tool_call_id", fmt.Sprintf("%q answers no unanswered tool call", m.ToolCallID)
 		}
-		t.open = slices.Delete(t.open, i, i+1)
+		t.open, t.from = slices.Delete(t.open, k, k+1), slices.Delete(t.from, k, k+1)
 		return "", ""
 	}
 	if m.ToolCallID != "" {
 		return "tool_call_id", fmt.Sprintf("only a tool message answers a call (role is %s)", m.Role)
+	}
+	if len(t.open) > 0 {
+		// The message that made the call, said relative to this one: a caller that appends
+		// the end of a longer list (memctl serve) numbers its messages otherwise.
+		var where string
+		switch from := t.from[0]; {
+		case from < 0:
+			where = fmt.Sprintf("the thread's message %d", -from)
+		case int64(i)+1-from == 1:
+			where = "the message before it"
+		default:
+			where = fmt.Sprintf("the message %d before it", int64(i)+1-from)
+		}
+		more := ""
+		if len(t.open) > 1 {
+			more = fmt.Sprintf(" (and %d more)", len(t.open)-1)
+		}
+		return "", fmt.Sprintf("tool call %q of %s has no result%s: a call must be answered (a tool message with its tool_call_id, any content) before the next %s message, as OpenAI's and Anthropic's APIs require",
+			t.open[0], where, more, m.Role)
 	}
 	for j, c := range m.ToolCalls {
 		f := fmt.Sprintf("tool_calls[%d]", j)
@@ -125,7 +184,7 @@ func (t *callTracker) check(m chat.Message) (field, msg string) {
 		case slices.Contains(t.open, c.ID):
 			return f + ".id", fmt.Sprintf("%q is repeated while a call with that id is unanswered", c.ID)
 		}
-		t.open = append(t.open, c.ID)
+		t.open, t.from = append(t.open, c.ID), append(t.from, int64(i)+1)
 	}
 	return "", ""
 }

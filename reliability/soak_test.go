@@ -317,9 +317,9 @@ func runHelper(mode string) int {
 }
 
 // soakWriter appends small batches to the shared thread and to its own thread until the end.
-// Each message carries a marker (writer, thread, counter). Some batches end with a tool call
-// whose result comes first in the writer's next batch to that thread, so calls wait for their
-// results while the other writer and the compactor work.
+// Each message carries a marker (writer, thread, counter). Some batches to its own thread end
+// with a tool call whose result comes first in the writer's next batch to it, so calls wait for
+// their results while the other writer and the compactor work.
 func soakWriter(s *memory.Store, id string, until time.Time) writerResult {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(id))))
@@ -369,7 +369,10 @@ func soakWriter(s *memory.Store, id string, until time.Time) writerResult {
 						Function: chat.FunctionCall{Name: "lookup", Arguments: fmt.Sprintf(`{"n":%d}`, calls)}})
 				}
 				batch = append(batch, m)
-				if rng.IntN(2) == 0 { // the results come with the next batch
+				// The results come with the next batch, on the writer's own thread only: on the
+				// shared one the other writer's next batch would move on past the calls, which
+				// the store refuses (a call is answered before the conversation moves on).
+				if thread != soakThread && rng.IntN(2) == 0 {
 					pending = ids
 					break build
 				}

@@ -35,13 +35,14 @@ const (
 )
 
 // LimitFrom returns a thread's limit and where it comes from: the thread's own, else the
-// window recorded by memctl serve when token_limit is auto, else the config's (cfg).
+// window recorded by memctl serve when token_limit is auto (unless it is out of range: the
+// thread's next turn drops it), else the config's (cfg).
 func LimitFrom(t memory.Thread, cfg compact.Settings, auto bool) (int, string) {
 	ts, _ := compact.ParseThreadSettings(t.ID, t.Settings) // unreadable settings: the config's
 	switch {
 	case ts.TokenLimit != nil:
 		return *ts.TokenLimit, LimitFromThread
-	case auto && ts.Window != nil:
+	case auto && ts.Window != nil && windowProblem(ts.Window) == "":
 		return ts.Window.Limit, LimitFromUpstream
 	}
 	// The thread sets no token_limit: the config's, or the default.

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/dialect"
 )
@@ -18,6 +20,9 @@ import (
 // kind names the archive: "reset" (asked for with ResetHeader) or "segment" (the agent
 // rewrote its history: see Conflict.Rewrite).
 func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threadState, req dialect.Turn, kind string) error {
+	if id := pendingCall(nil, req.Messages); id != "" {
+		return unanswered(req, id)
+	}
 	archive := fmt.Sprintf("%s.%s-%d", st.thread, kind, s.Store.Now().UnixMilli())
 	s.keepLive(st, nil)
 	res, archived, err := s.Store.StartOver(ctx, st.thread, archive, req.Messages, memory.AppendOptions{Model: req.Model})
@@ -60,6 +65,9 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 		known := fast || len(req.Messages) == len(stored)+len(fresh) && samePrefix(req.Messages, stored)
 		if conflict != nil {
 			return conflict
+		}
+		if id := pendingCall(lv.hist, fresh); id != "" {
+			return unanswered(req, id)
 		}
 		if len(fresh) == 0 {
 			if known {
@@ -149,4 +157,49 @@ func (s *Server) pinPrompt(ctx context.Context, thread string, after int64, n in
 			s.Logger.Info("the system prompt changed: the new one is stored and pinned", "thread", thread, "seq", after+int64(i))
 		}
 	}
+}
+
+// pendingCall returns the id of a tool call that the history then the request's new messages
+// (fresh) leave unanswered at their end ("" when none): a call of the last assistant message
+// with calls that only tool results follow, without a result of its own. The model cannot be
+// asked to go on from there: its reply would move on past the call, which the store refuses
+// (memory's callTracker), as OpenAI's and Anthropic's APIs refuse such a request.
+func pendingCall(hist, fresh []chat.Message) string {
+	var answered []string
+	for i := len(hist) + len(fresh) - 1; i >= 0; i-- {
+		var m *chat.Message
+		if i < len(hist) {
+			m = &hist[i]
+		} else {
+			m = &fresh[i-len(hist)]
+		}
+		switch {
+		case m.Role == chat.RoleTool:
+			answered = append(answered, m.ToolCallID)
+			continue
+		case m.Role == chat.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				if !slices.Contains(answered, c.ID) {
+					return c.ID
+				}
+			}
+		}
+		return ""
+	}
+	return ""
+}
+
+// unanswered is the *dialect.BadRequest of a request that leaves call id unanswered
+// (pendingCall), naming the request's message that makes the call (its last message when the
+// call is the thread's).
+func unanswered(req dialect.Turn, id string) *dialect.BadRequest {
+	i := len(req.Messages) - 1
+	for j := i; j >= 0; j-- {
+		if slices.ContainsFunc(req.Messages[j].ToolCalls, func(c chat.ToolCall) bool { return c.ID == id }) {
+			i = j
+			break
+		}
+	}
+	return &dialect.BadRequest{Param: req.Param(i), Msg: fmt.Sprintf("%s: tool call %q has no result: every call of an assistant message must be answered "+
+		"(a tool message with its tool_call_id, any content) before the model is asked to go on, as OpenAI's and Anthropic's APIs require", req.Param(i), id)}
 }

@@ -57,6 +57,8 @@ type upstream struct {
 	// usageScale, when set, is the share of the prompt its usage reports (a server whose usage
 	// leaves part of the prompt out, as cached tokens can be left out).
 	usageScale float64
+	// models, when set, is the answer to GET /v1/models.
+	models string
 }
 
 func newUpstream(t testing.TB) *upstream {
@@ -75,8 +77,12 @@ func (u *upstream) URL() string { return u.srv.URL + "/v1" }
 
 func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
-	window, way := u.window, u.way
+	window, way, models := u.window, u.way, u.models
 	u.mu.Unlock()
+	if models != "" && r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		io.WriteString(w, models)
+		return
+	}
 	if window > 0 {
 		switch {
 		case way == "llama.cpp" && r.URL.Path == "/props":

@@ -77,22 +77,59 @@ func (s *Server) readAll(r io.Reader, size int64) ([]byte, func(), error) {
 	return buf.Bytes(), free, err
 }
 
-// readBody reads a request's body, at most limit bytes, within ReadBodyTimeout and the
-// budget of bytes in flight. It writes the error itself, in d's shape (413 over the limit, 408 too slow,
-// 503 with Retry-After over the budget, 400 unreadable) and then returns ok false. free
-// gives the body's bytes back to the budget.
+// stallReader reads a request body within its deadlines: before each read it sets the
+// connection's read deadline to the earlier of the body's deadline (end) and stall from now,
+// so a client that sends nothing for stall is cut as one too slow overall is. stalled says
+// which of the two a deadline error met.
+type stallReader struct {
+	r       io.Reader
+	rc      *http.ResponseController
+	end     time.Time
+	stall   time.Duration
+	stalled bool
+	n       int64 // bytes read
+}
+
+func (sr *stallReader) Read(p []byte) (int, error) {
+	d := time.Now().Add(sr.stall)
+	sr.stalled = d.Before(sr.end)
+	if !sr.stalled {
+		d = sr.end
+	}
+	sr.rc.SetReadDeadline(d)
+	n, err := sr.r.Read(p)
+	sr.n += int64(n)
+	return n, err
+}
+
+// readBody reads a request's body, at most limit bytes, within ReadBodyTimeout of its start,
+// with no pause of ReadBodyStall, and within the budget of bytes in flight. It writes the error
+// itself, in d's shape (413 over the limit, 408 too slow or stalled, with the connection closed and one log
+// line naming the client's address, 503 with Retry-After over the budget, 400 unreadable) and
+// then returns ok false. free gives the body's bytes back to the budget.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, d dialect.Dialect, limit int64) (body []byte, free func(), ok bool) {
 	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(s.ReadBodyTimeout))
+	start := time.Now()
+	sr := &stallReader{r: r.Body, rc: rc, end: start.Add(s.ReadBodyTimeout), stall: s.ReadBodyStall}
 	s.conns.readingBody(r.Context(), true)
 	defer s.conns.readingBody(r.Context(), false)
-	defer rc.SetReadDeadline(time.Time{}) // a deadline left would end a long reply: the server reads ahead to see a client leave
+	cut := false
+	defer func() {
+		if cut {
+			// A deadline past: what the server reads of the body after the answer (to reuse
+			// the connection) fails at once, and the connection is closed, not held by a
+			// client that sends no more.
+			rc.SetReadDeadline(time.Unix(1, 0))
+			return
+		}
+		rc.SetReadDeadline(time.Time{}) // a deadline left would end a long reply: the server reads ahead to see a client leave
+	}()
 	if r.ContentLength > limit {
 		writeCodeIn(w, d, CodeTooLarge, "request_too_large",
 			fmt.Sprintf("the request body is over %d bytes", limit), "")
 		return nil, nil, false
 	}
-	body, free, err := s.readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	body, free, err := s.readAll(http.MaxBytesReader(w, io.NopCloser(sr), limit), r.ContentLength)
 	if err == nil {
 		return body, free, true
 	}
@@ -105,9 +142,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, d dialect.Dial
 	case errors.Is(err, errBusy):
 		busy(w, d)
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		cut = true
+		msg, why := fmt.Sprintf("the request body did not arrive within %s", s.ReadBodyTimeout), "too_slow"
+		if sr.stalled {
+			msg, why = fmt.Sprintf("the request body stalled: no byte of it for %s", s.ReadBodyStall), "stalled"
+		}
+		s.Logger.Warn("request body cut: answered 408, connection closed", "remote", r.RemoteAddr, "cut", why,
+			"received_bytes", sr.n, "ms", time.Since(start).Milliseconds())
 		w.Header().Set("Connection", "close")
-		writeCodeIn(w, d, CodeTimeout, "request_timeout",
-			fmt.Sprintf("the request body did not arrive within %s", s.ReadBodyTimeout), "")
+		writeCodeIn(w, d, CodeTimeout, "request_timeout", fmt.Sprintf("%s (%d bytes received)", msg, sr.n), "")
 	default:
 		writeCodeIn(w, d, memory.CodeInvalid, "unreadable_body", "cannot read the request body: "+err.Error(), "")
 	}

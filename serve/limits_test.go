@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -94,6 +95,60 @@ func TestSlowBodyDropped(t *testing.T) {
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("answered after %v", d)
+	}
+	if _, err := conn.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("the connection is still open after the answer (%v): the client may trickle on", err)
+	}
+	if logs := e.logs.String(); strings.Count(logs, "request body cut") != 1 || !strings.Contains(logs, "remote="+conn.LocalAddr().String()) ||
+		!strings.Contains(logs, "cut=too_slow") {
+		t.Fatalf("the cut is not logged once with the client's address:\n%s", logs)
+	}
+}
+
+// A client that stops after the first byte of its body, or sends none of it, is answered 408
+// once ReadBodyStall passes without a byte, long before ReadBodyTimeout, its connection
+// closed, and each cut logged once with the client's address. Before, it held its connection
+// until ReadBodyTimeout (30 s by default): here 800 ms, against a stall of 50 ms.
+func TestStalledBodyCut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{server: func(s *serve.Server) {
+		s.ReadBodyTimeout, s.ReadBodyStall = 800*time.Millisecond, 50*time.Millisecond
+	}})
+	var addrs []string
+	for _, sent := range []string{"{", ""} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		addrs = append(addrs, conn.LocalAddr().String())
+		start := time.Now()
+		io.WriteString(conn, "POST /t/stall/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"+sent)
+		conn.SetReadDeadline(time.Now().Add(time.Second)) // a network deadline on the test's side
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%q sent: no answer after %v: %v", sent, time.Since(start), err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		d := time.Since(start)
+		if resp.StatusCode != 408 || errorCode(t, string(b)) != "request_timeout" || !strings.Contains(string(b), "stalled: no byte of it for 50ms") || !resp.Close {
+			t.Fatalf("%q sent: %d (close %v) %s, want 408 request_timeout, stalled, and the connection closed", sent, resp.StatusCode, resp.Close, b)
+		}
+		if d >= 600*time.Millisecond {
+			t.Fatalf("%q sent: answered after %v, want soon after the stall of 50ms (the body's time is 800ms)", sent, d)
+		}
+		if _, err := conn.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+			t.Fatalf("%q sent: the connection is still open after the answer (%v)", sent, err)
+		}
+	}
+	logs := e.logs.String()
+	if n := strings.Count(logs, "request body cut"); n != 2 || strings.Count(logs, "cut=stalled") != 2 {
+		t.Fatalf("%d cuts logged, want 2, stalled:\n%s", n, logs)
+	}
+	for _, a := range addrs {
+		if !strings.Contains(logs, "remote="+a) {
+			t.Fatalf("no cut logged for %s:\n%s", a, logs)
+		}
 	}
 }
 
@@ -254,4 +309,10 @@ func TestUpstreamBase(t *testing.T) {
 			t.Errorf("UpstreamBase(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// isTimeout reports a network timeout (a deadline of the test's side passed).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

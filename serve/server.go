@@ -54,8 +54,10 @@ const (
 	// DefaultCacheBytes and DefaultCacheIdle bound the threads' state kept between turns.
 	DefaultCacheBytes = 64 << 20
 	DefaultCacheIdle  = 10 * time.Minute
-	// DefaultReadBodyTimeout bounds the time a client takes to send a request body.
-	DefaultReadBodyTimeout = 30 * time.Second
+	// DefaultReadBodyTimeout bounds the time a client takes to send a request body, from
+	// its headers; DefaultReadBodyStall the time it may send no byte of it.
+	DefaultReadBodyTimeout = 10 * time.Second
+	DefaultReadBodyStall   = 5 * time.Second
 	// UpstreamIdleConns is how many idle connections to the upstream the default client keeps.
 	UpstreamIdleConns = 128
 	// ReadHeaderTimeout and IdleTimeout are those of the http.Server.
@@ -93,9 +95,12 @@ type Server struct {
 	// once over all requests; past it a request is answered 503 with Retry-After (0:
 	// DefaultMaxInFlightBytes).
 	MaxInFlightBytes int64
-	// ReadBodyTimeout bounds the time a client takes to send a request body; a slower one
-	// is answered 408 and its connection closed (0: DefaultReadBodyTimeout).
+	// ReadBodyTimeout bounds the time a client takes to send a request body, and
+	// ReadBodyStall the time it may send none of it: a slower one, or one that stalls, is
+	// answered 408, its connection closed and the cut logged (0: DefaultReadBodyTimeout,
+	// DefaultReadBodyStall).
 	ReadBodyTimeout time.Duration
+	ReadBodyStall   time.Duration
 	// ReadHeaderTimeout bounds the time a client takes to send a request's headers; a slower
 	// one has its connection closed (0: the package's ReadHeaderTimeout).
 	ReadHeaderTimeout time.Duration
@@ -184,6 +189,9 @@ func (s *Server) init() {
 		s.inflight.max = s.MaxInFlightBytes
 		if s.ReadBodyTimeout <= 0 {
 			s.ReadBodyTimeout = DefaultReadBodyTimeout
+		}
+		if s.ReadBodyStall <= 0 {
+			s.ReadBodyStall = DefaultReadBodyStall
 		}
 		if s.MaxConns == 0 {
 			s.MaxConns = defaultMaxConns()

@@ -3,9 +3,11 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"sync"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 )
 
@@ -80,15 +82,61 @@ func (c *calibration) seed(model string, r float64) {
 }
 
 // recordWindow stores on the thread the window it is fitted in when it changed (ts is what the
-// thread has stored). A failure costs the display only: it is logged.
+// thread has stored). With no window this turn (w nil), a recorded window the current rules
+// refuse (windowRefused) is dropped: a record is kept only while it could be used. A failure
+// costs the display only: it is logged.
 func (s *Server) recordWindow(ctx context.Context, thread string, ts compact.ThreadSettings, w *compact.Window) {
-	if w == nil || ts.Window != nil && *ts.Window == *w {
+	if w == nil {
+		why := s.windowRefused(ts)
+		if why == "" {
+			return
+		}
+		s.Logger.Warn("the thread's recorded window is refused: dropped", "thread", thread, "why", why)
+	} else if ts.Window != nil && *ts.Window == *w {
 		return
 	}
 	ts.Window = w
 	if err := compact.SaveThreadSettings(ctx, s.Store, thread, ts); err != nil {
 		s.Logger.Warn("the thread's window was not recorded", "thread", thread, "error", err.Error())
 	}
+}
+
+// windowProblem says why a recorded window is out of the ranges the proxy gives one ("" when it
+// is within them, or there is none): a window of 1 to cascade.MaxWindow tokens, a ratio
+// within MinTokenRatio and MaxTokenRatio, a limit of 1 to compact.MaxTokenLimit. A record an
+// earlier version made, or a row edited by hand, may be out of them.
+func windowProblem(w *compact.Window) string {
+	switch {
+	case w == nil:
+		return ""
+	case w.Tokens <= 0 || w.Tokens > cascade.MaxWindow:
+		return fmt.Sprintf("window %d tokens is out of range (1 to %d)", w.Tokens, cascade.MaxWindow)
+	case !(w.Ratio >= MinTokenRatio && w.Ratio <= MaxTokenRatio):
+		return fmt.Sprintf("ratio %g is out of range (%g to %g)", w.Ratio, MinTokenRatio, MaxTokenRatio)
+	case w.Limit <= 0 || w.Limit > compact.MaxTokenLimit:
+		return fmt.Sprintf("limit %d tokens is out of range (1 to %d)", w.Limit, compact.MaxTokenLimit)
+	}
+	return ""
+}
+
+// windowRefused says why the thread's recorded window is refused by the current rules ("" when
+// it is not, or there is none): out of range (windowProblem), or a limit that does not resolve
+// with the thread's settings (memory.LimitOverride, as a pin is checked in it) while the
+// thread's settings alone do.
+func (s *Server) windowRefused(ts compact.ThreadSettings) string {
+	if ts.Window == nil {
+		return ""
+	}
+	if why := windowProblem(ts.Window); why != "" {
+		return why
+	}
+	over := compact.LimitOverride(s.Compactor.Settings, ts, ts.Window.Limit)
+	if _, err := compact.Resolve(s.Compactor.Settings, ts, over); err != nil {
+		if _, alone := compact.Resolve(s.Compactor.Settings, ts, compact.ThreadSettings{}); alone == nil {
+			return fmt.Sprintf("limit %d tokens: %v", ts.Window.Limit, err)
+		}
+	}
+	return ""
 }
 
 // promptTokens reads usage.prompt_tokens of a chat completion, or of a stream chunk (0 when
@@ -121,7 +169,7 @@ func (s *Server) limits(ctx context.Context, ts compact.ThreadSettings, model st
 	}
 	if s.Windows != nil && ts.TokenLimit == nil {
 		w := s.Windows.Window(ctx, model)
-		if rw := ts.Window; rw != nil && rw.Model == model && rw.Ratio > 0 {
+		if rw := ts.Window; rw != nil && rw.Model == model && windowProblem(rw) == "" {
 			s.calib.seed(model, rw.Ratio)
 		}
 		ratio := s.calib.Ratio(model)

@@ -2,11 +2,17 @@ package serve_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/sashabaranov/go-openai"
+
+	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/serve"
 )
 
 // chatTurns runs n turns of an agent that resends its whole history (starting with msgs), each
@@ -97,5 +103,105 @@ func TestCompactAndRetry(t *testing.T) {
 	}
 	if got := len(e.history("r")); got != 200+len(start) {
 		t.Fatalf("%d messages stored, want %d", got, 200+len(start))
+	}
+}
+
+// TestWindowOutOfRange: an upstream that reports a window of 10^15 tokens for the model does
+// not wedge the thread. Before, every turn was a 400 invalid_settings (the limit, over the
+// largest supported, did not resolve); now the window is not believed, the default is assumed
+// (and recorded), and the turns are answered.
+func TestWindowOutOfRange(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{auto: true})
+	e.up.set(func(u *upstream) {
+		u.models = `{"object":"list","data":[{"id":"m","object":"model","max_model_len":1000000000000000}]}`
+	})
+	chatTurns(t, e, "w", 3)
+	ts, err := compact.ThreadSettingsOf(context.Background(), e.store, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := ts.Window; w == nil || w.Tokens != cascade.DefaultAutoWindow || !strings.Contains(w.Source, "1000000000000000 is out of range") {
+		t.Fatalf("recorded window %+v, want the default, saying why", w)
+	}
+}
+
+// TestWindowOneBadEntry: an entry of the upstream's GET /v1/models whose max_model_len is not a
+// whole number (3000.5, "4096") hides no other model's window. Before, the answer failed to
+// decode as a whole: a model that reports 300 was assumed to have 4,096, was sent a prompt of
+// 495 tokens and refused it (the proxy compacted and retried). Now the proxy compacts first
+// and the upstream never gets more than 300.
+func TestWindowOneBadEntry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{auto: true})
+	e.up.set(func(u *upstream) {
+		u.window = 300 // enforced, and reported by GET /v1/models only
+		u.models = `{"object":"list","data":[{"id":"x","object":"model","max_model_len":3000.5},
+			{"id":"y","object":"model","max_model_len":"4096"},{"id":"m","object":"model","max_model_len":300}]}`
+	})
+	var msgs []openai.ChatCompletionMessage
+	for i := range 12 {
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: "user", Content: fmt.Sprintf("note %d: %s", i, strings.Repeat("kappa lambda mu ", 8))})
+	}
+	c := e.client("b", "k")
+	if _, err := c.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Model: "m", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	requests, maxTokens := e.up.stats()
+	var refused int
+	e.up.set(func(u *upstream) { refused = u.refused })
+	if refused != 0 || requests != 1 || maxTokens > 300 {
+		t.Fatalf("%d requests answered, %d refused, the largest %d tokens; want one, none refused, at most 300", requests, refused, maxTokens)
+	}
+	ts, err := compact.ThreadSettingsOf(context.Background(), e.store, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.Window == nil || ts.Window.Tokens != 300 {
+		t.Fatalf("recorded window %+v, want 300", ts.Window)
+	}
+}
+
+// TestWindowRecordRefused: a window recorded on a thread that the current rules refuse (here
+// 10^15 tokens, as an earlier version recorded it) is not shown as the thread's limit, and is
+// dropped at the thread's next turn, not kept. Before, the thread showed a limit of 10^15 from
+// the upstream and kept the record.
+func TestWindowRecordRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, envOptions{auto: true})
+	e.up.set(func(u *upstream) { u.window, u.way = 3000, "vllm" })
+	hist := chatTurns(t, e, "p", 1)
+	limit := 5000
+	bad := &compact.Window{Model: "m", Tokens: 1_000_000_000_000_000, Source: "max_model_len 1000000000000000 of GET /v1/models",
+		Ratio: 1, Limit: 1_000_000_000_000_000}
+	if err := compact.SaveThreadSettings(ctx, e.store, "p", compact.ThreadSettings{Window: bad}); err != nil {
+		t.Fatal(err)
+	}
+	status, body, _ := e.get("/api/threads/p")
+	var v struct {
+		TokenLimit     int    `json:"token_limit"`
+		TokenLimitFrom string `json:"token_limit_from"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); status != http.StatusOK || err != nil {
+		t.Fatalf("%d %s", status, body)
+	}
+	if v.TokenLimitFrom != serve.LimitFromConfig || v.TokenLimit == bad.Limit {
+		t.Fatalf("thread shown with limit %d from %s, want the config's", v.TokenLimit, v.TokenLimitFrom)
+	}
+	// The thread's own limit: this turn reads no window, and drops the record.
+	if err := compact.SaveThreadSettings(ctx, e.store, "p", compact.ThreadSettings{TokenLimit: &limit, Window: bad}); err != nil {
+		t.Fatal(err)
+	}
+	chatTurns(t, e, "p", 1, hist...)
+	ts, err := compact.ThreadSettingsOf(ctx, e.store, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.Window != nil || ts.TokenLimit == nil || *ts.TokenLimit != limit {
+		t.Fatalf("settings after a turn: window %+v, limit %v; want the window dropped, the limit kept", ts.Window, ts.TokenLimit)
+	}
+	if n := strings.Count(e.logs.String(), "recorded window is refused"); n != 1 {
+		t.Fatalf("%d log lines about the refused record, want 1:\n%s", n, e.logs)
 	}
 }

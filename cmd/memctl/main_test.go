@@ -112,7 +112,9 @@ func TestImportBadInputExits2(t *testing.T) {
 		{"malformed JSONL line", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\n", "line 2"},
 		{"unknown role", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"wizard\",\"content\":\"a\"}", "line 2: message 1: role"},
 		{"orphan tool result", `{"role":"tool","tool_call_id":"zz","content":"r"}`, "line 1: message 0: tool_call_id"},
-		{"id repeated while unanswered", call + "\n" + call, "line 2: message 1: tool_calls[0].id"},
+		{"call left unanswered", call + "\n" + call, `line 2: message 1: tool call "c1" of the message before it has no result`},
+		{"two calls, one result", `{"role":"assistant","content":null,"tool_calls":[{"id":"A","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"B","type":"function","function":{"name":"g","arguments":"{}"}}]}` +
+			"\n" + `{"role":"tool","tool_call_id":"A","content":"a"}` + "\n" + `{"role":"user","content":"next"}`, `line 3: message 2: tool call "B" of the message 2 before it has no result`},
 		{"invalid UTF-8", "{\"role\":\"user\",\"content\":\"\xc3\x28\"}", "line 1"},
 		{"no messages in the value", `{"foo": [1, 2]}`, "line 1"},
 		{"array element", `[{"role":"user","content":"a"},{"role":"nobody"}]`, "message 1: role"},

@@ -24,10 +24,11 @@ compaction. An MCP client (an agent, a desktop assistant) starts it as a command
 
 Tools: memory_search(query, thread?, limit?) full-text search, archived messages and
 summaries included, newest first, each hit with its seq, role, snippet and whether it is in
-the active context; memory_read(thread, from_seq, to_seq) the original messages of a range,
-at most --read-tokens tokens; memory_compactions(thread) what each compaction covered and the
-facts it kept and dropped; memory_pin(thread, seq) and memory_unpin(thread, seq);
-memory_compact(thread, reason?) a compaction recorded with reason requested.
+the active context; memory_read(thread, from_seq, to_seq, offset?) the original messages of
+a range, at most --read-tokens tokens (a larger message comes alone, cut, and offset reads
+on); memory_compactions(thread) what each compaction covered and the facts it kept and
+dropped; memory_pin(thread, seq) and memory_unpin(thread, seq); memory_compact(thread,
+reason?) a compaction recorded with reason requested.
 
 With --thread every tool serves that thread only (its thread argument may be left out).
 Text is redacted as it is for a summarizing provider unless --raw. Pins are checked against
