@@ -573,3 +573,32 @@ func TestParseRefuses(t *testing.T) {
 	}
 
 }
+
+// TestRenderRuns: messages of one role in a row are one message when the active context made
+// them so (an assistant message between them left out); the agent's own consecutive messages
+// are written as it sent them.
+func TestRenderRuns(t *testing.T) {
+	turn := parse(t, []byte(`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"},{"role":"user","content":[{"type":"text","text":"d"}]}]}`), nil)
+	all, enc := stored(t, turn.Messages...)
+	for _, c := range []struct {
+		keep []int
+		want string
+	}{
+		{[]int{0, 2, 3}, `[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"c"},{"type":"text","text":"d"}]}]`},
+		{[]int{0, 1, 2, 3}, `[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"},{"role":"user","content":[{"type":"text","text":"d"}]}]`},
+		{[]int{1, 2, 3}, `[{"role":"user","content":[{"type":"text","text":"(earlier messages were summarized above)"}]},{"role":"assistant","content":"b"},{"role":"user","content":"c"},{"role":"user","content":[{"type":"text","text":"d"}]}]`},
+	} {
+		var active []memory.Entry
+		var encs []json.RawMessage
+		for _, i := range c.keep {
+			active, encs = append(active, all[i]), append(encs, enc[i])
+		}
+		got, err := d.Render(turn, active, encs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"model":"m","messages":` + c.want + `}`; string(got) != want {
+			t.Errorf("messages %v:\n got %s\nwant %s", c.keep, got, want)
+		}
+	}
+}

@@ -255,11 +255,12 @@ func apiRole(role string) string {
 }
 
 // whole reports whether a run of messages is the request's messages whole, each as Parse
-// read it: every part of each, in order.
+// read it (every part of each, in order), and one after the other in the request: the agent
+// sent them so.
 func whole(run []*item, pieces map[int][]int) bool {
 	for k := 0; k < len(run); {
 		it := run[k]
-		if !it.fresh || it.src < 0 {
+		if !it.fresh || it.src < 0 || k > 0 && it.src != run[k-1].src+1 {
 			return false
 		}
 		want := pieces[it.src]
