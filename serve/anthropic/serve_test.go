@@ -257,7 +257,7 @@ type env struct {
 	logs  *bytes.Buffer
 }
 
-func newEnv(t testing.TB, limit int) *env {
+func newEnv(t testing.TB, limit int, opts ...func(*serve.Server)) *env {
 	t.Helper()
 	ctx := context.Background()
 	store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "memctl.db"))
@@ -280,6 +280,9 @@ func newEnv(t testing.TB, limit int) *env {
 	e.srv = &serve.Server{Store: store, Compactor: compact.New(store, casc, cfg.Settings()), Cascade: casc,
 		Upstream: serve.UpstreamBase(f.srv.URL), LoopbackOnly: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range opts {
+		o(e.srv)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -341,11 +344,14 @@ func (a *agent) user(blocks ...map[string]any) {
 }
 
 // post sends the agent's conversation to path and returns the answer.
-func (a *agent) post(path string, body []byte) (*http.Response, []byte) {
+func (a *agent) post(path string, body []byte, header ...string) (*http.Response, []byte) {
 	a.e.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, a.e.url+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Api-Key", "client-key")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	req.Header.Set("Anthropic-Version", "2023-06-01")
 	req.Header.Set("Anthropic-Beta", "interleaved-thinking-2025-05-14")
 	if a.session != "" {
@@ -709,4 +715,34 @@ func TestServeThirtyTurns(t *testing.T) {
 	}
 	t.Logf("%d compactions applied; the largest request %d tokens (limit %d)", applied, maxTokens, limit)
 
+}
+
+// TestServeAuth: the upstream's auth is the configured key, else the agent's x-api-key, else
+// its Authorization; never serve's own bearer token.
+func TestServeAuth(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, key, token  string
+		header            []string
+		wantKey, wantAuth string
+	}{
+		{"the agent's key", "", "", nil, "client-key", ""},
+		{"the configured key", "conf-key", "", nil, "conf-key", ""},
+		{"the agent's bearer token", "", "", []string{"X-Api-Key", "", "Authorization", "Bearer sk-ant-oat-1"}, "", "Bearer sk-ant-oat-1"},
+		{"not serve's token", "", "serve-token", []string{"X-Api-Key", "", "Authorization", "Bearer serve-token"}, "", ""},
+		{"the agent's key beside serve's token", "", "serve-token", []string{"Authorization", "Bearer serve-token"}, "client-key", ""},
+	} {
+		e := newEnv(t, 100000, func(s *serve.Server) { s.UpstreamKey, s.Token = c.key, c.token })
+		a := &agent{e: e, session: "auth"}
+		a.user(text("hi"))
+		if resp, b := a.post("/v1/messages", a.body("m"), c.header...); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", c.name, resp.StatusCode, b)
+		}
+		e.fake.mu.Lock()
+		h := e.fake.requests[0].header
+		e.fake.mu.Unlock()
+		if h.Get("X-Api-Key") != c.wantKey || h.Get("Authorization") != c.wantAuth {
+			t.Errorf("%s: the upstream got x-api-key %q, authorization %q", c.name, h.Get("X-Api-Key"), h.Get("Authorization"))
+		}
+	}
 }
