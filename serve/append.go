@@ -131,7 +131,8 @@ func messageError(err error, req dialect.Turn, n, prompt int) error {
 	if ie.Index < prompt {
 		i = ie.Index
 	}
-	return &dialect.BadRequest{Param: fmt.Sprintf("messages[%d]", i), Msg: fmt.Sprintf("messages[%d]: %s", i, strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
+	p := req.Param(i)
+	return &dialect.BadRequest{Param: p, Msg: p + ": " + strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index))}
 }
 
 // pinPrompt pins the n messages after seq after, a changed system prompt, so that the active

@@ -41,7 +41,7 @@ func (s *Server) local(d dialect.Dialect, kind dialect.LocalKind) http.HandlerFu
 		if err != nil {
 			var c *Conflict
 			if errors.As(err, &c) {
-				writeCodeIn(w, d, memory.CodeConflict, "history_conflict", c.Msg, fmt.Sprintf("messages[%d]", c.Index))
+				writeCodeIn(w, d, memory.CodeConflict, "history_conflict", c.Msg, t.Param(c.Index))
 				return
 			}
 			errorIn(w, d, err)

@@ -111,7 +111,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 		var br *dialect.BadRequest
 		switch {
 		case errors.As(err, &c):
-			writeCodeIn(w, d, memory.CodeConflict, "history_conflict", c.Msg, fmt.Sprintf("messages[%d]", c.Index))
+			writeCodeIn(w, d, memory.CodeConflict, "history_conflict", c.Msg, req.Param(c.Index))
 		case errors.As(err, &br):
 			writeCodeIn(w, d, memory.CodeInvalid, "invalid_message", br.Msg, br.Param)
 		default:
