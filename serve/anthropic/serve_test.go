@@ -577,20 +577,22 @@ func TestServeMessages(t *testing.T) {
 }
 
 // TestServeErrorsInAnthropicShape: serve's own refusals are Anthropic errors, which the SDKs
-// raise without retrying: a request naming no thread, a malformed one, an edited history.
+// raise without retrying: a request naming no thread, a malformed one, a tool result that
+// answers no call, an edited history; param names the request's own place of the message.
 func TestServeErrorsInAnthropicShape(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 100000)
 	a := &agent{e: e}
 	a.user(text("hi"))
 	for _, c := range []struct {
-		session, body, typ, code string
-		status                   int
+		session, body, typ, code, param string
+		status                          int
 	}{
-		{"", string(a.body("m")), "invalid_request_error", "missing_thread", 400},
-		{"s1", `{"model":"m","messages":[{"role":"system","content":"x"}]}`, "invalid_request_error", "invalid_request", 400},
-		{"s1", string(a.body("m")), "", "", 200},
-		{"s1", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"edited"},{"role":"user","content":"x"}]}`, "invalid_request_error", "history_conflict", 409},
+		{"", string(a.body("m")), "invalid_request_error", "missing_thread", "", 400},
+		{"s1", `{"model":"m","messages":[{"role":"system","content":"x"}]}`, "invalid_request_error", "invalid_request", "messages[0].role", 400},
+		{"s2", `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"},{"role":"user","content":[{"type":"text","text":"z"},{"type":"tool_result","tool_use_id":"nope","content":"r"}]}]}`, "invalid_request_error", "invalid_message", "messages[2].content[1]", 400},
+		{"s1", string(a.body("m")), "", "", "", 200},
+		{"s1", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"edited"},{"role":"user","content":"x"}]}`, "invalid_request_error", "history_conflict", "messages[0]", 409},
 	} {
 		a.session = c.session
 		resp, b := a.post("/v1/messages", []byte(c.body))
@@ -603,10 +605,10 @@ func TestServeErrorsInAnthropicShape(t *testing.T) {
 		var eb struct {
 			Type  string `json:"type"`
 			Error struct {
-				Type, Message, Code string
+				Type, Message, Code, Param string
 			} `json:"error"`
 		}
-		if json.Unmarshal(b, &eb) != nil || eb.Type != "error" || eb.Error.Type != c.typ || eb.Error.Code != c.code || eb.Error.Message == "" ||
+		if json.Unmarshal(b, &eb) != nil || eb.Type != "error" || eb.Error.Type != c.typ || eb.Error.Code != c.code || eb.Error.Param != c.param || eb.Error.Message == "" ||
 			resp.Header.Get("X-Should-Retry") != "false" {
 			t.Errorf("%s: %d %s %v", c.body, resp.StatusCode, b, resp.Header)
 		}
