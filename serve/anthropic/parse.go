@@ -79,11 +79,29 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	return t, nil
 }
 
-// hashOf is the hash of what the model sees of m: its JSON without its original.
+// hashOf is the hash of what the model sees of m: its role, content (as Parse writes it, one
+// spelling of each content), tool_call_id and tool calls, not its original.
 func hashOf(m chat.Message) dialect.Hash {
-	m.Extra = nil
-	b, _ := json.Marshal(m) // a message built here always marshals
+	n := len(m.Role) + len(m.Content) + len(m.ToolCallID) + 8
+	for _, c := range m.ToolCalls {
+		n += len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments) + 3
+	}
+	b := make([]byte, 0, n)
+	b = append(append(b, m.Role...), 0)
+	b = append(append(b, m.Content...), 0)
+	b = append(append(b, m.ToolCallID...), 0)
+	for _, c := range m.ToolCalls {
+		b = append(append(b, c.ID...), 0)
+		b = append(append(b, c.Function.Name...), 0)
+		b = append(append(b, c.Function.Arguments...), 0)
+	}
 	return dialect.HashBytes(b)
+}
+
+// textMessage is a message of role with the string content s, written as json.Marshal (and
+// the store) writes it.
+func textMessage(role, s string) chat.Message {
+	return chat.Message{Role: role, Content: jsontext.AppendString(nil, s)}
 }
 
 // parseTools reads tool definitions as chat tools, to be counted: name, description and
@@ -116,7 +134,7 @@ func parseSystem(t *dialect.Turn, raw []byte) error {
 		if s == "" {
 			return nil
 		}
-		m := chat.TextMessage(chat.RoleSystem, s)
+		m := textMessage(chat.RoleSystem, s)
 		m.Extra = map[string]json.RawMessage{Key: bytes.Clone(raw)}
 		t.Messages, t.Params = append(t.Messages, m), append(t.Params, "system")
 	case raw[0] == '[':
@@ -129,7 +147,7 @@ func parseSystem(t *dialect.Turn, raw []byte) error {
 			if b[0] != '{' || json.Unmarshal(b, &bl) != nil || bl.Type != "text" {
 				return &dialect.BadRequest{Param: param, Msg: param + ": want a text block, {\"type\": \"text\", \"text\": ...}"}
 			}
-			m := chat.TextMessage(chat.RoleSystem, bl.Text)
+			m := textMessage(chat.RoleSystem, bl.Text)
 			m.Extra = map[string]json.RawMessage{Key: bytes.Clone(b)}
 			t.Messages, t.Params = append(t.Messages, m), append(t.Params, param)
 		}
@@ -157,6 +175,41 @@ type block struct {
 	Title string `json:"title"`
 }
 
+// readBlock reads a content block known to be valid JSON: false when it is not an object
+// with a type.
+func readBlock(raw []byte, b *block) bool {
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	str := func(v []byte) string { s, _ := jsontext.StringValue(v); return s }
+	ok := true
+	fields(raw, func(k string, v []byte) {
+		switch k {
+		case "type":
+			b.Type = str(v)
+		case "text":
+			b.Text = str(v)
+		case "id":
+			b.ID = str(v)
+		case "name":
+			b.Name = str(v)
+		case "input":
+			b.Input = v
+		case "tool_use_id":
+			b.ToolUseID = str(v)
+		case "content":
+			b.Content = v
+		case "title":
+			b.Title = str(v)
+		case "source":
+			if v[0] == '{' && json.Unmarshal(v, &b.Source) != nil {
+				ok = false
+			}
+		}
+	})
+	return ok && b.Type != ""
+}
+
 // parseMessage reads messages[i] (raw): the chat messages it gives and where each came from.
 func parseMessage(i int, raw []byte) ([]chat.Message, []string, error) {
 	param := fmt.Sprintf("messages[%d]", i)
@@ -164,20 +217,16 @@ func parseMessage(i int, raw []byte) ([]chat.Message, []string, error) {
 	if raw[0] != '{' {
 		return nil, nil, bad(param, "want a message object, {\"role\": ..., \"content\": ...}")
 	}
-	members, elems, err := dialect.ScanObject(raw, "content")
-	if err != nil {
-		return nil, nil, bad(param, err.Error())
-	}
 	var role string
 	var content []byte
-	for _, m := range members {
-		switch m.Key {
+	fields(raw, func(k string, v []byte) {
+		switch k {
 		case "role":
-			json.Unmarshal(m.Val, &role)
+			role, _ = jsontext.StringValue(v)
 		case "content":
-			content = m.Val
+			content = v
 		}
-	}
+	})
 	if role != chat.RoleUser && role != chat.RoleAssistant {
 		return nil, nil, bad(param+".role", "want \"user\" or \"assistant\"")
 	}
@@ -186,13 +235,14 @@ func parseMessage(i int, raw []byte) ([]chat.Message, []string, error) {
 	}
 	if content[0] == '"' {
 		s, _ := jsontext.StringValue(content)
-		m := chat.TextMessage(role, s)
+		m := textMessage(role, s)
 		m.Extra = map[string]json.RawMessage{Key: bytes.Clone(raw)}
 		return []chat.Message{m}, []string{param}, nil
 	}
+	elems := splitArray(content)
 	blocks := make([]block, len(elems))
 	for k, b := range elems {
-		if b[0] != '{' || json.Unmarshal(b, &blocks[k]) != nil || blocks[k].Type == "" {
+		if !readBlock(b, &blocks[k]) {
 			p := fmt.Sprintf("%s.content[%d]", param, k)
 			return nil, nil, bad(p, "want a content block, an object with a type")
 		}
@@ -219,7 +269,7 @@ func parseMessage(i int, raw []byte) ([]chat.Message, []string, error) {
 		if b.ToolUseID == "" {
 			return nil, nil, bad(p+".tool_use_id", "missing on a tool_result block")
 		}
-		m := chat.TextMessage(chat.RoleTool, resultText(b.Content))
+		m := textMessage(chat.RoleTool, resultText(b.Content))
 		m.ToolCallID = b.ToolUseID
 		m.Extra = map[string]json.RawMessage{Key: bytes.Clone(elems[k])}
 		msgs, params = append(msgs, m), append(params, p)
@@ -258,7 +308,7 @@ func assistantMessage(blocks []block) (chat.Message, error) {
 	}
 	switch {
 	case texts != nil:
-		m.Content, _ = json.Marshal(strings.Join(texts, "\n"))
+		m.Content = jsontext.AppendString(nil, strings.Join(texts, "\n"))
 	case m.ToolCalls != nil:
 		m.Content = json.RawMessage("null")
 	default:
@@ -281,8 +331,7 @@ func userContent(blocks []block, raws [][]byte) json.RawMessage {
 		texts = append(texts, b.Text)
 	}
 	if textOnly {
-		c, _ := json.Marshal(strings.Join(texts, "\n"))
-		return c
+		return jsontext.AppendString(nil, strings.Join(texts, "\n"))
 	}
 	parts := make([]any, 0, len(blocks))
 	for k, b := range blocks {
@@ -359,7 +408,7 @@ func resultText(content json.RawMessage) string {
 	texts := make([]string, 0, len(raws))
 	for _, raw := range raws {
 		var b block
-		json.Unmarshal(raw, &b)
+		readBlock(raw, &b)
 		switch b.Type {
 		case "text":
 			texts = append(texts, b.Text)
@@ -451,13 +500,92 @@ func splitArray(b []byte) [][]byte {
 	return nil
 }
 
-// members returns the members of a JSON object known to be valid (nil for anything else).
+// members returns the members of a JSON object known to be valid.
 func members(b []byte) []dialect.Member {
-	ms, _, err := dialect.ScanObject(b, "")
-	if err != nil {
-		return nil
-	}
+	var ms []dialect.Member
+	fields(b, func(k string, v []byte) { ms = append(ms, dialect.Member{Key: k, Val: v}) })
 	return ms
+}
+
+// fields calls f with each member of a JSON object known to be valid (checked when the
+// request was read, or written here): its key, decoded, and its value as it is. It reads
+// nothing of anything else.
+func fields(b []byte, f func(key string, val []byte)) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '{' {
+		return
+	}
+	i := 1
+	space := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+			i++
+		}
+	}
+	for {
+		space()
+		if i >= len(b) || b[i] != '"' {
+			return
+		}
+		end := skipValue(b, i)
+		key, ok := jsontext.StringValue(b[i:end])
+		if !ok {
+			return
+		}
+		i = end
+		space()
+		if i >= len(b) || b[i] != ':' {
+			return
+		}
+		i++
+		space()
+		end = skipValue(b, i)
+		if end <= i {
+			return
+		}
+		f(key, b[i:end])
+		i = end
+		space()
+		if i >= len(b) || b[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+// skipValue returns the end of the valid JSON value at b[i:].
+func skipValue(b []byte, i int) int {
+	depth, inString, escaped := 0, false, false
+	for j := i; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			if c == '\\' {
+				escaped = true
+			} else if c == '"' {
+				inString = false
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return j // the end of the object or array that holds a number, true, ...
+			}
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return j
+		}
+	}
+	return len(b)
 }
 
 // member returns the value of key in a JSON object known to be valid (nil when absent).

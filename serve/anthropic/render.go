@@ -68,6 +68,8 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 			it.kind = summary
 		case e.Mark() != nil:
 			it.kind = shown
+		case e.Message.Extra != nil:
+			it.wire = e.Message.Extra[Key] // a message read whole
 		default:
 			it.wire = member(it.enc, Key)
 		}
@@ -110,7 +112,7 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 }
 
 // sameItem reports whether it is the request's message m: the same role, tool call ids and
-// text.
+// content (the same bytes, as Parse writes a content; else the same text).
 func sameItem(it *item, m chat.Message) bool {
 	if it.kind != plain || m.Extra[Key] == nil {
 		return false
@@ -119,7 +121,15 @@ func sameItem(it *item, m chat.Message) bool {
 	return a.Role == m.Role && a.ToolCallID == m.ToolCallID &&
 		slices.EqualFunc(a.ToolCalls, m.ToolCalls, func(x, y chat.ToolCall) bool {
 			return x.ID == y.ID && x.Function.Name == y.Function.Name
-		}) && it.e.Text() == m.Text()
+		}) && (a.Content != nil && bytes.Equal(a.Content, m.Content) || it.e.Text() == textOf(m))
+}
+
+// textOf is m.Text(), a string content decoded without encoding/json.
+func textOf(m chat.Message) string {
+	if s, ok := jsontext.StringValue(m.Content); ok {
+		return s
+	}
+	return m.Text()
 }
 
 // fresh makes it the request's message at.

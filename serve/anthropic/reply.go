@@ -51,7 +51,7 @@ func (Dialect) Reply(b []byte) ([]chat.Message, dialect.Usage, error) {
 func replyMessage(raws [][]byte) (chat.Message, error) {
 	blocks := make([]block, len(raws))
 	for k, raw := range raws {
-		if err := json.Unmarshal(raw, &blocks[k]); err != nil || blocks[k].Type == "" {
+		if !readBlock(raw, &blocks[k]) {
 			return chat.Message{}, fmt.Errorf("content[%d]: want a content block, an object with a type", k)
 		}
 	}
