@@ -90,7 +90,7 @@ func withoutOriginal(m chat.Message) chat.Message {
 // TestParseGolden: the golden request (Claude Code's shape: system blocks with cache_control,
 // tools, thinking with signatures, parallel tool_use answered by tool_result blocks beside a
 // text block, an image, members the proxy does not read) as chat messages: the system blocks
-// leading system messages, each tool result a tool message before the rest of its user
+// leading system messages (not the billing header's), each tool result a tool message before the rest of its user
 // message, the assistant's text as content and tool_use as tool calls; where each came from;
 // the tools; and each message's original, the request's bytes.
 func TestParseGolden(t *testing.T) {
@@ -226,7 +226,7 @@ func TestRenderStoredOriginals(t *testing.T) {
 			t.Errorf("the body lacks %s", sig)
 		}
 	}
-	if len(req.System) != 3 || string(req.System[0]) != `{"type":"text","text":"x-anthropic-billing-header: cc_version=2.0.0; cc_entrypoint=cli"}` {
+	if len(req.System) != 2 || string(req.System[0]) != `{"type":"text","text":"You are Claude Code, Anthropic's official CLI for Claude."}` {
 		t.Errorf("system: %s", req.System)
 	}
 	if len(req.Messages) != 7 {
@@ -238,7 +238,7 @@ func TestRenderStoredOriginals(t *testing.T) {
 }
 
 // TestRenderCompacted: a compacted active context. The summary joins the system prompt as a
-// text block, so does a later system message; a conversation that starts with an assistant
+// text block, so does a later system message (after the request's billing header block); a conversation that starts with an assistant
 // message gets a user message first; a masked tool result is written from its placeholder, not
 // its original; tool results and the user's text in a row are one user message, results
 // first; a message serve wrote (no original) is converted.
@@ -246,13 +246,14 @@ func TestRenderCompacted(t *testing.T) {
 	body := fixture(t, "request.json")
 	turn := parse(t, body, nil)
 	all, enc := stored(t, turn.Messages...)
-	// all: 3 system, user, assistant (2 calls), tool A, tool B, user text, assistant, user.
-	masked := all[5].WithText("[tool result masked]", 5, &memory.Mark{})
+	// all: 2 system (the billing header is not stored), user, assistant (2 calls), tool A,
+	// tool B, user text, assistant, user.
+	masked := all[4].WithText("[tool result masked]", 5, &memory.Mark{})
 	maskedEnc, _ := json.Marshal(masked.Message)
 	later, laterEnc := stored(t, chat.TextMessage(chat.RoleSystem, "Answer in French."), chat.TextMessage(chat.RoleUser, "serve's own"))
-	active := []memory.Entry{all[0], all[1], all[2], memory.SummaryEntry(7, chat.RoleUser, "Summary: the user asked for a listing.", 10, 4, 4),
-		all[4], masked, all[6], later[0], all[7], later[1], all[8], all[9]}
-	encs := []json.RawMessage{enc[0], enc[1], enc[2], nil, enc[4], maskedEnc, enc[6], laterEnc[0], enc[7], laterEnc[1], enc[8], enc[9]}
+	active := []memory.Entry{all[0], all[1], memory.SummaryEntry(7, chat.RoleUser, "Summary: the user asked for a listing.", 10, 3, 3),
+		all[3], masked, all[5], later[0], all[6], later[1], all[7], all[8]}
+	encs := []json.RawMessage{enc[0], enc[1], nil, enc[3], maskedEnc, enc[5], laterEnc[0], enc[6], laterEnc[1], enc[7], enc[8]}
 	got, err := d.Render(turn, active, encs)
 	if err != nil {
 		t.Fatal(err)

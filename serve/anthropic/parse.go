@@ -147,6 +147,9 @@ func parseSystem(t *dialect.Turn, raw []byte) error {
 			if b[0] != '{' || json.Unmarshal(b, &bl) != nil || bl.Type != "text" {
 				return &dialect.BadRequest{Param: param, Msg: param + ": want a text block, {\"type\": \"text\", \"text\": ...}"}
 			}
+			if billing(bl.Text) {
+				continue
+			}
 			m := textMessage(chat.RoleSystem, bl.Text)
 			m.Extra = map[string]json.RawMessage{Key: bytes.Clone(b)}
 			t.Messages, t.Params = append(t.Messages, m), append(t.Params, param)
@@ -156,6 +159,11 @@ func parseSystem(t *dialect.Turn, raw []byte) error {
 	}
 	return nil
 }
+
+// billing reports the text of the block Claude Code puts first in its system prompt for
+// Anthropic's billing ("x-anthropic-billing-header: cc_version=...; cc_entrypoint=cli"): it is
+// not the conversation's, and is neither stored nor compared; Render writes the request's.
+func billing(text string) bool { return strings.HasPrefix(text, "x-anthropic-billing-header:") }
 
 // block is what is read of a content block.
 type block struct {

@@ -177,6 +177,14 @@ func renderSystem(t dialect.Turn, lead []item, extra []*item, sysFresh bool) []b
 		return unescapeHTML(lead[0].wire) // a string, as the agent gave it
 	}
 	var blocks [][]byte
+	if sys := t.Fields["system"]; len(sys) > 0 && sys[0] == '[' {
+		for _, b := range splitArray(sys) {
+			var bl block
+			if readBlock(b, &bl) && billing(bl.Text) {
+				blocks = append(blocks, b) // the request's, not stored
+			}
+		}
+	}
 	add := func(it *item) {
 		switch w := it.wire; {
 		case it.kind == plain && len(w) > 0 && w[0] == '{':

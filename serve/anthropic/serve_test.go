@@ -318,9 +318,11 @@ var (
 	agentTools  = json.RawMessage(`[{"name":"Bash","description":"Run a shell command.","input_schema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]},"cache_control":{"type":"ephemeral"}}]`)
 )
 
-// body is the request of the agent's conversation.
+// body is the request of the agent's conversation; its system prompt starts with a billing
+// header block that changes each turn.
 func (a *agent) body(model string) []byte {
-	b, _ := json.Marshal(map[string]any{"model": model, "max_tokens": 4096, "system": agentSystem, "tools": agentTools,
+	system := append(json.RawMessage(fmt.Sprintf(`[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.0.%d; cc_entrypoint=cli"},`, len(a.msgs))), agentSystem[1:]...)
+	b, _ := json.Marshal(map[string]any{"model": model, "max_tokens": 4096, "system": system, "tools": agentTools,
 		"messages": a.msgs, "thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}, "stream": a.stream,
 		"metadata": map[string]string{"user_id": "u1"}})
 	return b
@@ -490,7 +492,9 @@ func toolReply(n int, last lastUser) []map[string]any {
 }
 
 // TestServeMessages: Claude Code's kind of session through memctl serve, as JSON and as a
-// stream: a tool-use round (thinking, a call, its result beside a text), then a plain turn.
+// stream: a tool-use round (thinking, a call, its result beside a text), then a plain turn,
+// the billing header of the system prompt changing each turn (not stored: the system prompt
+// stays the thread's one).
 // The upstream gets each request as the agent sent it, byte for byte (system, messages and
 // the rest, cache_control where the agent put it), at /v1/messages?beta=true under an
 // upstream base of a host alone, with the agent's key and anthropic-* headers; the thread is
@@ -705,14 +709,15 @@ func TestServeThirtyTurns(t *testing.T) {
 	if got := len(e.history("thirty")); got != stored {
 		t.Fatalf("%d messages stored, want %d", got, stored)
 	}
-	// The last request: the summary follows the agent's system prompt.
+	// The last request: the summary follows the agent's system prompt, its billing header first.
 	e.fake.mu.Lock()
 	last := e.fake.requests[len(e.fake.requests)-1].body
 	e.fake.mu.Unlock()
 	var req struct {
 		System []struct{ Text string } `json:"system"`
 	}
-	if json.Unmarshal(last, &req); len(req.System) != 3 || !strings.HasPrefix(req.System[2].Text, "Summary of the earlier conversation") {
+	if json.Unmarshal(last, &req); len(req.System) != 4 || req.System[0].Text != "x-anthropic-billing-header: cc_version=2.0.79; cc_entrypoint=cli" ||
+		!strings.HasPrefix(req.System[3].Text, "Summary of the earlier conversation") {
 		t.Errorf("the last request's system: %+v", req.System)
 	}
 	t.Logf("%d compactions applied; the largest request %d tokens (limit %d)", applied, maxTokens, limit)
