@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"github.com/memcascade/memcascade/serve/anthropic"
 	"github.com/memcascade/memcascade/serve/chatcompletions"
 	"github.com/memcascade/memcascade/serve/dialect"
 )
@@ -9,4 +10,5 @@ import (
 // served under /t/{thread}/v1 and /v1 (see dialect.Dialect).
 var dialects = []dialect.Dialect{
 	chatcompletions.Dialect{},
+	anthropic.Dialect{},
 }

@@ -288,6 +288,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					"missing or wrong token: send the header Authorization: Bearer <token> (the value of the variable named by --token-env)", "")
 				return
 			}
+			r.Header.Del("Authorization") // serve's own: no dialect forwards it upstream
 		}
 		if s.refuseCrossSite(rec, r) {
 			return
