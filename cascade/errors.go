@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -377,6 +379,37 @@ func isContextLengthText(msg string) bool {
 		}
 	}
 	return false
+}
+
+// refusalWindows are the forms in which a server's refusal names the window it refused over,
+// with the prompt's size by its own count (groups "n" and "w"):
+//
+//	Anthropic:  "prompt is too long: 210000 tokens > 200000 maximum"
+//	llama.cpp:  "the request exceeds the available context size (9000 tokens, 8192 available)"
+//	vLLM:       "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens ..."
+var refusalWindows = []*regexp.Regexp{
+	regexp.MustCompile(`(?P<n>\d+) tokens > (?P<w>\d+) maximum`),
+	regexp.MustCompile(`\((?P<n>\d+) tokens, (?P<w>\d+) available\)`),
+	regexp.MustCompile(`maximum context length is (?P<w>\d+) tokens\. However, you requested (?P<n>\d+) tokens`),
+}
+
+// RefusalWindow reads, from the body of a server's refusal of a prompt as too long, the
+// window it names and the prompt's size by the server's count; ok is false when it names no
+// window (or one out of range).
+func RefusalWindow(body []byte) (prompt, window int, ok bool) {
+	for _, re := range refusalWindows {
+		m := re.FindSubmatch(body)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(string(m[re.SubexpIndex("n")]))
+		w, _ := strconv.Atoi(string(m[re.SubexpIndex("w")]))
+		if checkWindow(w) != nil || n <= 0 {
+			return 0, 0, false
+		}
+		return n, w, true
+	}
+	return 0, 0, false
 }
 
 // isNetworkError reports transport failures: refused or reset connections, DNS, a closed

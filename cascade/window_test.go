@@ -437,3 +437,23 @@ func TestAutoWindowOutOfRange(t *testing.T) {
 		t.Errorf("with 10^15 cached: window %d, cached %d; want 32768 read again", seen[2], cachedWindow(t, h, "local"))
 	}
 }
+
+func TestRefusalWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		body string
+		n, w int
+		ok   bool
+	}{
+		{`{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`, 210000, 200000, true},
+		{`{"error":{"code":400,"message":"the request exceeds the available context size (9000 tokens, 8192 available), try increasing it"}}`, 9000, 8192, true},
+		{`{"error":{"message":"This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (8000 in the messages, 1000 in the completion)."}}`, 9000, 8192, true},
+		{`{"error":{"message":"prompt is too long"}}`, 0, 0, false},
+		{`{"error":{"message":"prompt is too long: 5 tokens > 1000000000000 maximum"}}`, 0, 0, false},
+	} {
+		n, w, ok := cascade.RefusalWindow([]byte(tc.body))
+		if n != tc.n || w != tc.w || ok != tc.ok {
+			t.Errorf("RefusalWindow(%s) = %d, %d, %v; want %d, %d, %v", tc.body, n, w, ok, tc.n, tc.w, tc.ok)
+		}
+	}
+}

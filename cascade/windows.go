@@ -105,6 +105,20 @@ func (w *Windows) Cached() map[string]ModelWindow {
 	return out
 }
 
+// Learn caches window as model's, read from source (a refusal that named it): an upstream that
+// reports no window teaches it by refusing a prompt over it. A window out of range is ignored.
+func (w *Windows) Learn(model string, window int, source string) {
+	if checkWindow(window) != nil {
+		return
+	}
+	w.mu.Lock()
+	if w.cache == nil {
+		w.cache, w.warned = map[string]ModelWindow{}, map[string]bool{}
+	}
+	w.cache[model] = ModelWindow{Tokens: window, Source: source, At: w.now()}
+	w.mu.Unlock()
+}
+
 // Forget drops model's cached window: the next Window asks the server again.
 func (w *Windows) Forget(model string) {
 	w.mu.Lock()

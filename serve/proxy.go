@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/dialect"
 )
@@ -157,15 +158,26 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 			errorIn(w, d, err)
 			return
 		}
-		_, tooLong := s.relay(w, r, d, thread, req, up, sent, cap == 0)
-		if !tooLong {
+		_, refusal := s.relay(w, r, d, thread, req, up, sent, cap == 0)
+		if refusal == nil {
 			return
 		}
 		// The upstream refused the prompt as too long: once, compact to a smaller budget
-		// (emergency) and retry; the agent sees the answer of the retry.
+		// (emergency) and retry; the agent sees the answer of the retry. A refusal that names
+		// the window (Anthropic's "N tokens > W maximum") teaches it, and the upstream's count
+		// of the prompt calibrates the local one; otherwise the retry fits 2/3 of what was sent.
 		cap = max(int(float64(sent)*retryShrink), 1)
 		refused = fmt.Sprintf("the upstream refused a prompt of %d tokens (counted here) as too long for model %q", sent, req.Model)
-		if s.Windows != nil {
+		if n, window, ok := cascade.RefusalWindow(refusal); ok {
+			ratio, _ := s.calib.record(req.Model, n, sent)
+			if s.Windows != nil {
+				s.Windows.Learn(req.Model, window, fmt.Sprintf("the upstream's refusal: %d tokens > %d maximum", n, window))
+			}
+			if ratio > 0 {
+				cap = min(max(WindowLimit(window, ratio), 1), sent-1)
+			}
+			refused += fmt.Sprintf(" (its window, %d tokens by its count)", window)
+		} else if s.Windows != nil {
 			s.Windows.Forget(req.Model)
 		}
 		s.Logger.Warn("upstream refused the prompt as too long: compacting and retrying", "thread", thread, "model", req.Model,

@@ -22,13 +22,13 @@ import (
 //
 // sent is the prompt's size counted here: the prompt tokens of the reply's usage calibrate
 // the model's ratio against it. With retry set, an answer that the prompt is too long (the
-// dialect's TooLong) is not passed on: tooLong reports it.
-func (s *Server) relay(w http.ResponseWriter, r *http.Request, d dialect.Dialect, thread string, req dialect.Turn, body []byte, sent int, retry bool) (ok, tooLong bool) {
+// dialect's TooLong) is not passed on: refused is its body (the head read), nil otherwise.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, d dialect.Dialect, thread string, req dialect.Turn, body []byte, sent int, retry bool) (ok bool, refused []byte) {
 	ctx, stream := r.Context(), req.Stream
 	up, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Upstream, bytes.NewReader(body))
 	if err != nil {
 		writeCodeIn(w, d, CodeUpstream, "upstream_unreachable", "upstream: "+err.Error(), "")
-		return false, false
+		return false, nil
 	}
 	up.URL = up.URL.JoinPath(d.Upstream(req, up, r, s.UpstreamKey))
 	s.markUpstream(up, r)
@@ -37,20 +37,20 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, d dialect.Dialect
 		if ctx.Err() == nil {
 			writeCodeIn(w, d, CodeUpstream, "upstream_unreachable", "cannot reach the upstream model: "+redactURLError(err), "")
 		}
-		return false, false
+		return false, nil
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorHead))
 		if retry && d.TooLong(resp.StatusCode, b) {
-			return false, true
+			return false, b
 		}
 		// The upstream's error, as it gave it: status and body.
 		copyHeaders(w.Header(), resp.Header)
 		w.WriteHeader(resp.StatusCode)
 		w.Write(b)
 		io.Copy(w, io.LimitReader(resp.Body, s.MaxReplyBytes-int64(len(b))))
-		return false, false
+		return false, nil
 	}
 	copyHeaders(w.Header(), resp.Header)
 	calibrate := func(u dialect.Usage) {
@@ -60,9 +60,9 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, d dialect.Dialect
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if stream && mt == "text/event-stream" {
-		return s.relayStream(w, r, d, thread, resp.Body, calibrate), false
+		return s.relayStream(w, r, d, thread, resp.Body, calibrate), nil
 	}
-	return s.relayJSON(w, r, d, thread, resp.Body, calibrate), false
+	return s.relayJSON(w, r, d, thread, resp.Body, calibrate), nil
 }
 
 // storeReply appends the proxy's messages of a turn (the model's reply, a recall's call and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -27,6 +28,9 @@ const (
 func WindowLimit(window int, ratio float64) int {
 	return min(window, int(math.Floor(float64(window)/ratio)))
 }
+
+// assumedPrefix starts the source of a window the cascade assumed (cascade.Windows).
+const assumedPrefix = "assumed ("
 
 // retryShrink is the share of the refused prompt's size that the emergency compaction of a
 // compact-and-retry fits the context in.
@@ -169,13 +173,26 @@ func (s *Server) limits(ctx context.Context, ts compact.ThreadSettings, model st
 	}
 	if s.Windows != nil && ts.TokenLimit == nil {
 		w := s.Windows.Window(ctx, model)
-		if rw := ts.Window; rw != nil && rw.Model == model && windowProblem(rw) == "" {
+		rw := ts.Window
+		if rw != nil && rw.Model == model && windowProblem(rw) == "" {
 			s.calib.seed(model, rw.Ratio)
+			if w.Assumed && !strings.HasPrefix(rw.Source, assumedPrefix) {
+				// The window the thread learned (a refusal that named it) outlives a restart.
+				s.Windows.Learn(model, rw.Tokens, rw.Source)
+				w = cascade.ModelWindow{Tokens: rw.Tokens, Source: rw.Source}
+			}
 		}
 		ratio := s.calib.Ratio(model)
-		limit = WindowLimit(w.Tokens, ratio)
-		over.TokenLimit = &limit
-		served = &compact.Window{Model: model, Tokens: w.Tokens, Source: w.Source, Ratio: math.Round(ratio*100) / 100, Limit: limit}
+		if w.Assumed {
+			// A window assumed for an upstream that does not say never shrinks a thread: the
+			// settings' limit applies until the upstream reports its window or refuses a prompt
+			// naming it (see cascade.RefusalWindow), or refuses one as too long at all.
+			served = &compact.Window{Model: model, Tokens: w.Tokens, Source: w.Source, Ratio: math.Round(ratio*100) / 100, Limit: limit}
+		} else {
+			limit = WindowLimit(w.Tokens, ratio)
+			over.TokenLimit = &limit
+			served = &compact.Window{Model: model, Tokens: w.Tokens, Source: w.Source, Ratio: math.Round(ratio*100) / 100, Limit: limit}
+		}
 	}
 	if cap > 0 && cap < limit {
 		limit = cap

@@ -205,3 +205,25 @@ func TestWindowRecordRefused(t *testing.T) {
 		t.Fatalf("%d log lines about the refused record, want 1:\n%s", n, e.logs)
 	}
 }
+
+// TestWindowLearnedFromRefusal: an upstream that reports no window (Anthropic's API, a
+// llama.cpp without /props) is not taken to have the 4,096 tokens assumed for it: the thread
+// is sent whole until the upstream refuses a prompt naming its window ("9000 tokens, 8192
+// available"); that refusal teaches the window and the upstream's count of the prompt, the
+// turn is compacted and retried, and no later turn is refused.
+func TestWindowLearnedFromRefusal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{auto: true})
+	e.up.set(func(u *upstream) { u.window, u.way, u.scale = 6000, "", 1.2 })
+	chatTurns(t, e, "learn", 60)
+	requests, maxTokens := e.up.stats()
+	var refused int
+	e.up.set(func(u *upstream) { refused = u.refused })
+	if refused != 1 || maxTokens > 6000 || requests != 60 {
+		t.Fatalf("%d requests, %d refused, the largest %d tokens; want 60, the first over the window refused alone, at most 6000", requests, refused, maxTokens)
+	}
+	ts, err := compact.ThreadSettingsOf(context.Background(), e.store, "learn")
+	if err != nil || ts.Window == nil || ts.Window.Tokens != 6000 || !strings.Contains(ts.Window.Source, "refusal") {
+		t.Fatalf("the recorded window: %+v %v, want 6000 learned from the refusal", ts.Window, err)
+	}
+}
