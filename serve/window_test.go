@@ -163,7 +163,7 @@ func TestWindowOneBadEntry(t *testing.T) {
 }
 
 // TestWindowRecordRefused: a window recorded on a thread that the current rules refuse (here
-// 10^15 tokens, as an earlier version recorded it) is not shown as the thread's limit, and is
+// 2^28+1 tokens; an earlier version recorded 10^15) is not shown as the thread's limit, and is
 // dropped at the thread's next turn, not kept. Before, the thread showed a limit of 10^15 from
 // the upstream and kept the record.
 func TestWindowRecordRefused(t *testing.T) {
@@ -173,8 +173,9 @@ func TestWindowRecordRefused(t *testing.T) {
 	e.up.set(func(u *upstream) { u.window, u.way = 3000, "vllm" })
 	hist := chatTurns(t, e, "p", 1)
 	limit := 5000
-	bad := &compact.Window{Model: "m", Tokens: 1_000_000_000_000_000, Source: "max_model_len 1000000000000000 of GET /v1/models",
-		Ratio: 1, Limit: 1_000_000_000_000_000}
+	huge := cascade.MaxWindow + 1 // the largest out of range that a 32-bit int holds is as refused as 10^15
+	bad := &compact.Window{Model: "m", Tokens: huge, Source: fmt.Sprintf("max_model_len %d of GET /v1/models", huge),
+		Ratio: 1, Limit: huge}
 	if err := compact.SaveThreadSettings(ctx, e.store, "p", compact.ThreadSettings{Window: bad}); err != nil {
 		t.Fatal(err)
 	}
