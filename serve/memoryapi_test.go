@@ -47,14 +47,16 @@ func TestMemoryRoutes(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &found) != nil || len(found.Hits) == 0 {
 		t.Fatalf("search: %d %s", code, body)
 	}
-	archived := int64(0)
+	// The backends rank differently (FTS5's bm25 against PostgreSQL's ts_rank), so the test looks
+	// for the tool result that carries the reservation, not for the first hit.
+	archived := false
 	for _, h := range found.Hits {
-		if archived == 0 && h.CompactionID == 0 && !h.InActiveContext && h.Role == "tool" {
-			archived = h.Seq
+		if h.Seq == 16 {
+			archived = h.CompactionID == 0 && !h.InActiveContext && h.Archived && h.Role == "tool"
 		}
 	}
-	if archived != 16 {
-		t.Fatalf("the archived tool result of LQ940Q: seq %d, want 16 (%s)", archived, body)
+	if !archived {
+		t.Fatalf("the tool result of LQ940Q (seq 16) is not an archived hit (%s)", body)
 	}
 	code, body, _ = e.get("/api/threads/t/messages?from=15&to=16")
 	var msgs []struct {
