@@ -558,7 +558,8 @@ func TestParseRefuses(t *testing.T) {
 	for body, param := range map[string]string{
 		`{"messages":[{"role":"user","content":"x"}]}`:                                                "model",
 		`{"model":"m","messages":[]}`:                                                                 "messages",
-		`{"model":"m","messages":[{"role":"system","content":"x"}]}`:                                  "messages[0].role",
+		`{"model":"m","messages":[{"role":"tool","content":"x"}]}`:                                    "messages[0].role",
+		`{"model":"m","messages":[{"role":"system","content":[{"type":"image"}]}]}`:                   "messages[0].content[0]",
 		`{"model":"m","messages":[{"role":"user","content":"x"},{"role":"user","content":3}]}`:        "messages[1].content",
 		`{"model":"m","messages":[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]}`: "messages[0].content[0].tool_use_id",
 		`{"model":"m","system":[{"type":"image"}],"messages":[{"role":"user","content":"x"}]}`:        "system[0]",
@@ -600,6 +601,51 @@ func TestRenderRuns(t *testing.T) {
 		}
 		if want := `{"model":"m","messages":` + c.want + `}`; string(got) != want {
 			t.Errorf("messages %v:\n got %s\nwant %s", c.keep, got, want)
+		}
+	}
+}
+
+// TestSystemAmongMessages: Claude Code sends its environment's description as a message of role
+// system among the messages: it is read as system messages, one per block, and written to the
+// upstream among the system prompt's blocks, so that the messages alternate user and assistant.
+func TestSystemAmongMessages(t *testing.T) {
+	body := []byte(`{"model":"m","system":"Be brief.","messages":[{"role":"user","content":"hi"},{"role":"system","content":[{"type":"text","text":"# Environment\ncwd: /src"},{"type":"text","text":"Today is day 3."}]},{"role":"user","content":"go on"}]}`)
+	turn := parse(t, body, nil)
+	var roles []string
+	for _, m := range turn.Messages {
+		roles = append(roles, m.Role)
+	}
+	if want := []string{"system", "user", "system", "system", "user"}; !reflect.DeepEqual(roles, want) {
+		t.Fatalf("roles %v, want %v", roles, want)
+	}
+	if p := turn.Param(3); p != "messages[1].content[1]" {
+		t.Errorf("the second block is %q", p)
+	}
+	active, enc := stored(t, turn.Messages...)
+	got, err := d.Render(turn, active, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		System   []struct{ Type, Text string }
+		Messages []struct {
+			Role    string
+			Content json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(got, &out); err != nil {
+		t.Fatalf("%v: %s", err, got)
+	}
+	var texts []string
+	for _, b := range out.System {
+		texts = append(texts, b.Text)
+	}
+	if want := []string{"Be brief.", "# Environment\ncwd: /src", "Today is day 3."}; !reflect.DeepEqual(texts, want) {
+		t.Errorf("system blocks %q, want %q (%s)", texts, want, got)
+	}
+	for _, m := range out.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			t.Errorf("a message of role %q went upstream: %s", m.Role, got)
 		}
 	}
 }

@@ -235,8 +235,11 @@ func parseMessage(i int, raw []byte) ([]chat.Message, []string, error) {
 			content = v
 		}
 	})
+	if role == chat.RoleSystem {
+		return systemMessage(param, content)
+	}
 	if role != chat.RoleUser && role != chat.RoleAssistant {
-		return nil, nil, bad(param+".role", "want \"user\" or \"assistant\"")
+		return nil, nil, bad(param+".role", "want \"user\", \"assistant\" or \"system\"")
 	}
 	if len(content) == 0 || content[0] != '"' && content[0] != '[' {
 		return nil, nil, bad(param+".content", "want a string or an array of content blocks")
@@ -292,6 +295,38 @@ func parseMessage(i int, raw []byte) ([]chat.Message, []string, error) {
 	}
 	m.Extra = map[string]json.RawMessage{Key: bytes.Clone(orig)}
 	return append(msgs, m), append(params, param), nil
+}
+
+// systemMessage reads a message of role system among the messages, as Claude Code sends its
+// environment's description: one system message per text block (a string is one block), each
+// with its block as its original, so that Render writes it among the system prompt's blocks.
+func systemMessage(param string, content []byte) ([]chat.Message, []string, error) {
+	bad := &dialect.BadRequest{Param: param + ".content", Msg: param + ".content: want a string or an array of text blocks"}
+	if len(content) == 0 {
+		return nil, nil, bad
+	}
+	if content[0] == '"' {
+		s, _ := jsontext.StringValue(content)
+		m := textMessage(chat.RoleSystem, s)
+		m.Extra = map[string]json.RawMessage{Key: textBlock(s)}
+		return []chat.Message{m}, []string{param}, nil
+	}
+	if content[0] != '[' {
+		return nil, nil, bad
+	}
+	var msgs []chat.Message
+	var params []string
+	for k, b := range splitArray(content) {
+		var bl block
+		p := fmt.Sprintf("%s.content[%d]", param, k)
+		if !readBlock(b, &bl) || bl.Type != "text" {
+			return nil, nil, &dialect.BadRequest{Param: p, Msg: p + ": want a text block, {\"type\": \"text\", \"text\": ...}"}
+		}
+		m := textMessage(chat.RoleSystem, bl.Text)
+		m.Extra = map[string]json.RawMessage{Key: bytes.Clone(b)}
+		msgs, params = append(msgs, m), append(params, p)
+	}
+	return msgs, params, nil
 }
 
 // assistantMessage reads an assistant message's blocks (of a request, or of a reply): its

@@ -594,7 +594,7 @@ func TestServeErrorsInAnthropicShape(t *testing.T) {
 		status                          int
 	}{
 		{"", string(a.body("m")), "invalid_request_error", "missing_thread", "", 400},
-		{"s1", `{"model":"m","messages":[{"role":"system","content":"x"}]}`, "invalid_request_error", "invalid_request", "messages[0].role", 400},
+		{"s1", `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, "invalid_request_error", "invalid_request", "messages[0].role", 400},
 		{"s2", `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"},{"role":"user","content":[{"type":"text","text":"z"},{"type":"tool_result","tool_use_id":"nope","content":"r"}]}]}`, "invalid_request_error", "invalid_message", "messages[2].content[1]", 400},
 		{"s1", string(a.body("m")), "", "", "", 200},
 		{"s1", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"edited"},{"role":"user","content":"x"}]}`, "invalid_request_error", "history_conflict", "messages[0]", 409},
