@@ -64,9 +64,11 @@ func (b *bench) serveRows([]conversation) error {
 	if err != nil {
 		return err
 	}
-	if err := b.serveLatency(p, up, latTurns, latRounds); err != nil {
-		p.stop()
-		return err
+	for _, sh := range []*shape{&chatShape, &messagesShape} {
+		if err := b.serveLatency(p, up, sh, latTurns, latRounds); err != nil {
+			p.stop()
+			return err
+		}
 	}
 	if err := b.serveAgents(p, up, agents, agentTurns); err != nil {
 		p.stop()
@@ -104,7 +106,13 @@ func startUpstream() (*fakeUpstream, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o","object":"model","max_model_len":1000000}]}`)
+		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o","object":"model","max_model_len":1000000},{"id":"claude-bench","object":"model","max_model_len":1000000}]}`)
+	})
+	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n := u.n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_%d","type":"message","role":"assistant","model":"claude-bench","content":[{"type":"text","text":"reply %d: the tests pass now."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":8}}`, n, n)
 	})
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -182,8 +190,59 @@ func vmRSS(pid int) int64 {
 	return 0
 }
 
-// chatClient posts chat completions and returns the reply, timing the exchange.
-type chatClient struct{ http *http.Client }
+// shape is an API shape the latency rows are measured in: its route under /v1, the body of a
+// conversation and the reply read from an answer.
+type shape struct {
+	name  string
+	route string
+	body  func(msgs []chat.Message) []byte
+	reply func(out []byte) (chat.Message, bool)
+}
+
+var chatShape = shape{name: "Chat Completions", route: "/chat/completions", body: chatBody,
+	reply: func(out []byte) (chat.Message, bool) {
+		var r struct {
+			Choices []struct {
+				Message chat.Message `json:"message"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal(out, &r) != nil || len(r.Choices) == 0 {
+			return chat.Message{}, false
+		}
+		return r.Choices[0].Message, true
+	}}
+
+// messagesShape is Anthropic's Messages API: the leading system message as the system member,
+// each other message's text as its content.
+var messagesShape = shape{name: "Anthropic Messages", route: "/messages",
+	body: func(msgs []chat.Message) []byte {
+		type msg struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		var conv []msg
+		for _, m := range msgs[1:] {
+			conv = append(conv, msg{m.Role, m.Text()})
+		}
+		b, _ := json.Marshal(map[string]any{"model": "claude-bench", "max_tokens": 1024, "system": msgs[0].Text(), "messages": conv})
+		return b
+	},
+	reply: func(out []byte) (chat.Message, bool) {
+		var r struct {
+			Content []struct{ Type, Text string }
+		}
+		if json.Unmarshal(out, &r) != nil || len(r.Content) != 1 || r.Content[0].Type != "text" {
+			return chat.Message{}, false
+		}
+		return chat.TextMessage(chat.RoleAssistant, r.Content[0].Text), true
+	}}
+
+// chatClient posts requests of a shape (Chat Completions unless set) and returns the reply,
+// timing the exchange.
+type chatClient struct {
+	http  *http.Client
+	shape *shape
+}
 
 func (c chatClient) post(url string, body []byte) (time.Duration, chat.Message, error) {
 	start := time.Now()
@@ -200,15 +259,15 @@ func (c chatClient) post(url string, body []byte) (time.Duration, chat.Message, 
 	if resp.StatusCode != http.StatusOK {
 		return 0, chat.Message{}, fmt.Errorf("%s: %d %s", url, resp.StatusCode, out)
 	}
-	var r struct {
-		Choices []struct {
-			Message chat.Message `json:"message"`
-		} `json:"choices"`
+	sh := c.shape
+	if sh == nil {
+		sh = &chatShape
 	}
-	if err := json.Unmarshal(out, &r); err != nil || len(r.Choices) == 0 {
-		return 0, chat.Message{}, fmt.Errorf("%s: not a chat completion: %s", url, out)
+	m, ok := sh.reply(out)
+	if !ok {
+		return 0, chat.Message{}, fmt.Errorf("%s: not a reply of %s: %s", url, sh.name, out)
 	}
-	return d, r.Choices[0].Message, nil
+	return d, m, nil
 }
 
 func chatBody(msgs []chat.Message) []byte {
@@ -273,10 +332,10 @@ func (r latencyRound) added() (p50, p99 time.Duration) {
 // serveLatency measures rounds rounds of turns turns, each on a thread of its own, and gives
 // the median round (by the p99 added) with the range of the rounds: a p99 of 300 turns is the
 // third slowest, which one stall of the machine moves.
-func (b *bench) serveLatency(p *serveProc, up *fakeUpstream, turns, rounds int) error {
+func (b *bench) serveLatency(p *serveProc, up *fakeUpstream, sh *shape, turns, rounds int) error {
 	var rs []latencyRound
 	for i := range rounds {
-		r, err := b.latencyRound(p, up, fmt.Sprintf("latency-%d", i), turns)
+		r, err := b.latencyRound(p, up, sh, fmt.Sprintf("latency-%s-%d", strings.Fields(sh.name)[0], i), turns)
 		if err != nil {
 			return err
 		}
@@ -294,10 +353,10 @@ func (b *bench) serveLatency(p *serveProc, up *fakeUpstream, turns, rounds int) 
 		return cmp.Compare(px, py)
 	})
 	m := rs[len(rs)/2]
-	b.add(fmt.Sprintf("serve: one thread, 200 messages resent whole + 1, %d turns (%d messages at the end): through the proxy (the median round of %d by p99 added)", turns, m.messages, rounds),
+	b.add(fmt.Sprintf("serve, %s: one thread, 200 messages resent whole + 1, %d turns (%d messages at the end): through the proxy (the median round of %d by p99 added)", sh.name, turns, m.messages, rounds),
 		fmt.Sprintf("p50 %s, p99 %s (server CPU %s a turn)", ms2(m.proxied[0]), ms2(m.proxied[1]), ms2(m.cpu)), "", nil)
-	b.add("serve: the same requests straight to the upstream", fmt.Sprintf("p50 %s, p99 %s", ms2(m.straight[0]), ms2(m.straight[1])), "", nil)
-	b.add(fmt.Sprintf("serve: latency the proxy adds, median of %d rounds (every turn stored once)", rounds),
+	b.add(fmt.Sprintf("serve, %s: the same requests straight to the upstream", sh.name), fmt.Sprintf("p50 %s, p99 %s", ms2(m.straight[0]), ms2(m.straight[1])), "", nil)
+	b.add(fmt.Sprintf("serve, %s: latency the proxy adds, median of %d rounds (every turn stored once)", sh.name, rounds),
 		fmt.Sprintf("p50 %s (%s to %s), p99 %s (%s to %s)", ms2(med50), ms2(slices.Min(a50)), ms2(slices.Max(a50)), ms2(med99), ms2(slices.Min(a99)), ms2(slices.Max(a99))),
 		"p50 <= 2 ms, p99 <= 10 ms", ptr(med50 <= 2*time.Millisecond && med99 <= 10*time.Millisecond))
 	return nil
@@ -306,12 +365,12 @@ func (b *bench) serveLatency(p *serveProc, up *fakeUpstream, turns, rounds int) 
 // latencyRound: a thread of 200 messages, then turns turns each resending it whole plus a new
 // user message, each turn sent through the proxy and straight to the upstream in turn (which
 // first alternates), every turn checked stored once.
-func (b *bench) latencyRound(p *serveProc, up *fakeUpstream, thread string, turns int) (latencyRound, error) {
-	c := chatClient{http: &http.Client{}}
-	proxy := p.url + "/t/" + thread + "/v1/chat/completions"
-	direct := up.url + "/chat/completions"
+func (b *bench) latencyRound(p *serveProc, up *fakeUpstream, sh *shape, thread string, turns int) (latencyRound, error) {
+	c := chatClient{http: &http.Client{}, shape: sh}
+	proxy := p.url + "/t/" + thread + "/v1" + sh.route
+	direct := up.url + sh.route
 	msgs := agentHistory(thread, 199)
-	_, reply, err := c.post(proxy, chatBody(msgs))
+	_, reply, err := c.post(proxy, sh.body(msgs))
 	if err != nil {
 		return latencyRound{}, err
 	}
@@ -320,7 +379,7 @@ func (b *bench) latencyRound(p *serveProc, up *fakeUpstream, thread string, turn
 	cpu0 := procCPU(p.cmd.Process.Pid)
 	for t := range turns {
 		msgs = append(msgs, chat.TextMessage(chat.RoleUser, fmt.Sprintf("[%s] turn %d: and now? %s", thread, t, strings.Repeat("more ", 10))))
-		body := chatBody(msgs)
+		body := sh.body(msgs)
 		var dp, dd time.Duration
 		if t%2 == 0 {
 			if dd, _, err = c.post(direct, body); err == nil {
