@@ -389,3 +389,48 @@ func factMsgs(es []memory.Entry) []facts.Message {
 	}
 	return out
 }
+
+// maskAll is a program's own strategy: the mask strategy's view under a name of its own.
+type maskAll struct{}
+
+func (maskAll) Name() string { return "test-mask-all" }
+
+func (maskAll) Decide(in compact.StrategyInput) compact.Decision {
+	return compact.Decision{View: in.MaskOld(in.Entries, in.Keep)}
+}
+
+func init() { compact.Register(maskAll{}) }
+
+// TestOwnStrategy: a strategy a program registers is named in the settings like a built-in
+// one; its compaction is applied, stored with its name, listed with the thread's reports and
+// reverted, on either backend (the schema takes any registered name).
+func TestOwnStrategy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := storetest.Open(t)
+	storetest.Import(t, s, "t", corpus.Conversations(t)[0])
+	before, _ := s.Active(ctx, "t")
+	viewBefore := activeJSON(t, s, "t")
+	c := compact.New(s, noProvider{t}, compact.Settings{TokenLimit: before.Tokens / 2, Strategy: "test-mask-all"})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
+	if err != nil && !errors.Is(err, compact.ErrOverLimit) {
+		t.Fatalf("compact: %v", err)
+	}
+	if rep.Status != memory.StatusApplied || rep.Strategy != "test-mask-all" || rep.ID == nil {
+		t.Fatalf("report %+v; want applied by test-mask-all", rep)
+	}
+	after, _ := s.Active(ctx, "t")
+	if after.Tokens >= before.Tokens {
+		t.Fatalf("%d tokens before, %d after: no saving", before.Tokens, after.Tokens)
+	}
+	reports, err := s.Reports(ctx, "t", 10)
+	if err != nil || len(reports) != 1 || reports[0].Strategy != "test-mask-all" {
+		t.Fatalf("stored reports %+v (%v)", reports, err)
+	}
+	if _, err := s.Revert(ctx, *rep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(activeJSON(t, s, "t"), viewBefore) {
+		t.Fatal("revert did not restore the previous view")
+	}
+}

@@ -42,7 +42,7 @@ CREATE TABLE compactions (
     thread_id           TEXT    NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
     status              TEXT    NOT NULL CHECK (status IN ('running', 'applied', 'ineffective', 'failed', 'reverted')),
     reason              TEXT    NOT NULL CHECK (reason IN ('threshold', 'emergency', 'forced', 'requested')),
-    strategy            TEXT    NOT NULL DEFAULT 'summarize' CHECK (strategy IN ('summarize', 'mask', 'hybrid', 'window')),
+    strategy            TEXT    NOT NULL DEFAULT 'summarize' CHECK (strategy <> ''), -- a registered strategy's name
     base_id             INTEGER,           -- the applied compaction this one was planned on (NULL: none)
     last_seq            INTEGER NOT NULL,  -- the thread's newest seq when planned
     from_seq            INTEGER,           -- applied: the first seq the summary covers

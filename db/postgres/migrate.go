@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS pins (
     created_at  BIGINT  NOT NULL,
     PRIMARY KEY (thread_id, seq)
 )`,
+	// Version 4: a compaction's strategy is any registered strategy's name (as SQLite's 0007).
+	`ALTER TABLE compactions DROP CONSTRAINT IF EXISTS compactions_strategy_check;
+ALTER TABLE compactions ADD CONSTRAINT compactions_strategy_check CHECK (strategy <> '')`,
 }
 
 // Version is the schema version this build writes.

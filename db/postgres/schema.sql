@@ -56,7 +56,7 @@ CREATE TABLE compactions (
     thread_id           TEXT    NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
     status              TEXT    NOT NULL CHECK (status IN ('running', 'applied', 'ineffective', 'failed', 'reverted')),
     reason              TEXT    NOT NULL CHECK (reason IN ('threshold', 'emergency', 'forced', 'requested')),
-    strategy            TEXT    NOT NULL DEFAULT 'summarize' CHECK (strategy IN ('summarize', 'mask', 'hybrid', 'window')),
+    strategy            TEXT    NOT NULL DEFAULT 'summarize' CHECK (strategy <> ''), -- a registered strategy's name
     base_id             BIGINT,            -- the applied compaction this one was planned on (NULL: none)
     last_seq            BIGINT  NOT NULL,  -- the thread's newest seq when planned
     from_seq            BIGINT,            -- applied: the first seq the summary covers
