@@ -24,6 +24,9 @@ func New(db DBTX) *Queries {
 func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	q := Queries{db: db}
 	var err error
+	if q.addReplyUsageStmt, err = db.PrepareContext(ctx, addReplyUsage); err != nil {
+		return nil, fmt.Errorf("error preparing query AddReplyUsage: %w", err)
+	}
 	if q.applyCompactionStmt, err = db.PrepareContext(ctx, applyCompaction); err != nil {
 		return nil, fmt.Errorf("error preparing query ApplyCompaction: %w", err)
 	}
@@ -209,6 +212,11 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 
 func (q *Queries) Close() error {
 	var err error
+	if q.addReplyUsageStmt != nil {
+		if cerr := q.addReplyUsageStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing addReplyUsageStmt: %w", cerr)
+		}
+	}
 	if q.applyCompactionStmt != nil {
 		if cerr := q.applyCompactionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing applyCompactionStmt: %w", cerr)
@@ -548,6 +556,7 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 type Queries struct {
 	db                            DBTX
 	tx                            *sql.Tx
+	addReplyUsageStmt             *sql.Stmt
 	applyCompactionStmt           *sql.Stmt
 	applyViewStmt                 *sql.Stmt
 	compactionLedgerStmt          *sql.Stmt
@@ -614,6 +623,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
 		db:                            tx,
 		tx:                            tx,
+		addReplyUsageStmt:             q.addReplyUsageStmt,
 		applyCompactionStmt:           q.applyCompactionStmt,
 		applyViewStmt:                 q.applyViewStmt,
 		compactionLedgerStmt:          q.compactionLedgerStmt,

@@ -116,13 +116,16 @@ type SummariesFt struct {
 }
 
 type Thread struct {
-	ID        string
-	Model     string
-	Encoding  string
-	Metadata  string
-	LastSeq   int64
-	OpenCalls string
-	CreatedAt int64
-	UpdatedAt int64
-	Settings  string
+	ID           string
+	Model        string
+	Encoding     string
+	Metadata     string
+	LastSeq      int64
+	OpenCalls    string
+	CreatedAt    int64
+	UpdatedAt    int64
+	Settings     string
+	Replies      int64
+	PromptTokens int64
+	CachedTokens int64
 }

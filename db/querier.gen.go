@@ -10,6 +10,8 @@ import (
 )
 
 type Querier interface {
+	// Counts a stored reply's prompt as the upstream reported it.
+	AddReplyUsage(ctx context.Context, arg AddReplyUsageParams) error
 	ApplyCompaction(ctx context.Context, arg ApplyCompactionParams) (int64, error)
 	// Commits a view that no new summary made (mask, window, or a view fitted after summarizing
 	// failed): the summary columns are left as they are.

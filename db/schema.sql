@@ -13,7 +13,13 @@ CREATE TABLE threads (
     open_calls  TEXT    NOT NULL DEFAULT '[]', -- ids of tool calls not answered yet (JSON array)
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL,
-    settings    TEXT    NOT NULL DEFAULT '{}'  -- compaction settings of this thread (JSON object)
+    settings    TEXT    NOT NULL DEFAULT '{}', -- compaction settings of this thread (JSON object)
+    -- What the upstream reported of the prompts of the replies memctl serve stored (see
+    -- migrations/0008.sql): replies counted, their prompt tokens, and of those the tokens read
+    -- from its prompt cache.
+    replies       INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_tokens INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 -- The append-only log. Compaction never updates or deletes a row; only deleting the whole

@@ -9,6 +9,24 @@ import (
 	"context"
 )
 
+const addReplyUsage = `-- name: AddReplyUsage :exec
+UPDATE threads SET replies = replies + 1, prompt_tokens = prompt_tokens + ?1,
+    cached_tokens = cached_tokens + ?2
+WHERE id = ?3
+`
+
+type AddReplyUsageParams struct {
+	PromptTokens int64
+	CachedTokens int64
+	ID           string
+}
+
+// Counts a stored reply's prompt as the upstream reported it.
+func (q *Queries) AddReplyUsage(ctx context.Context, arg AddReplyUsageParams) error {
+	_, err := q.exec(ctx, q.addReplyUsageStmt, addReplyUsage, arg.PromptTokens, arg.CachedTokens, arg.ID)
+	return err
+}
+
 const deletePins = `-- name: DeletePins :execrows
 DELETE FROM pins WHERE thread_id = ?1 AND from_seq <= ?2 AND to_seq >= ?2
 `
@@ -40,7 +58,7 @@ func (q *Queries) DeleteThread(ctx context.Context, id string) (int64, error) {
 }
 
 const getThread = `-- name: GetThread :one
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings FROM threads WHERE id = ?
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens FROM threads WHERE id = ?
 `
 
 func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
@@ -56,6 +74,9 @@ func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Settings,
+		&i.Replies,
+		&i.PromptTokens,
+		&i.CachedTokens,
 	)
 	return i, err
 }
@@ -152,6 +173,7 @@ func (q *Queries) ListPins(ctx context.Context, threadID string) ([]Pin, error) 
 
 const listThreads = `-- name: ListThreads :many
 SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
+       t.replies, t.prompt_tokens, t.cached_tokens,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions,
        -- A thread with pins and a compaction is measured by reading its active context.
        CAST((SELECT count(*) FROM pins p WHERE p.thread_id = t.id) AS INTEGER) AS pins,
@@ -181,6 +203,9 @@ type ListThreadsRow struct {
 	CreatedAt      int64
 	UpdatedAt      int64
 	Settings       string
+	Replies        int64
+	PromptTokens   int64
+	CachedTokens   int64
 	Compactions    int64
 	Pins           int64
 	Compacted      int64
@@ -209,6 +234,9 @@ func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRo
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Settings,
+			&i.Replies,
+			&i.PromptTokens,
+			&i.CachedTokens,
 			&i.Compactions,
 			&i.Pins,
 			&i.Compacted,
@@ -230,7 +258,7 @@ func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRo
 }
 
 const lockThread = `-- name: LockThread :one
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings FROM threads WHERE id = ?
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens FROM threads WHERE id = ?
 `
 
 // The thread row an append changes, read first in the append's transaction. SQLite's write
@@ -248,6 +276,9 @@ func (q *Queries) LockThread(ctx context.Context, id string) (Thread, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Settings,
+		&i.Replies,
+		&i.PromptTokens,
+		&i.CachedTokens,
 	)
 	return i, err
 }

@@ -28,6 +28,20 @@ type AppendOptions struct {
 	// Model is the model whose tokenizer counts a new thread (default Options.DefaultModel). It is
 	// ignored for an existing thread.
 	Model string
+	// Reply, when set, is what the upstream reported of the prompt the appended reply answers:
+	// it is added to the thread's counts (Thread.Upstream) in the append's transaction.
+	Reply *ReplyUsage
+}
+
+// ReplyUsage is what an upstream model reported of the prompts of replies: of one reply (an
+// append's), or summed over a thread's (Thread.Upstream, with Replies counting them).
+type ReplyUsage struct {
+	Replies      int `json:"replies"`
+	PromptTokens int `json:"prompt_tokens"` // cached tokens included
+	CachedTokens int `json:"cached_tokens"` // read from the upstream's prompt cache
+	// CachedShare is CachedTokens / PromptTokens, rounded to three places (0 for none), as a
+	// thread shows it; an append's is ignored.
+	CachedShare float64 `json:"cached_share"`
 }
 
 // AppendResult says what an append did.
@@ -151,6 +165,12 @@ func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt
 		res.Appended, res.LastSeq = int(ap.seq-t.LastSeq), ap.seq
 		if err := ap.flushIndex(); err != nil {
 			return err
+		}
+		if u := opt.Reply; u != nil {
+			err := q.AddReplyUsage(ctx, db.AddReplyUsageParams{PromptTokens: int64(u.PromptTokens), CachedTokens: int64(u.CachedTokens), ID: thread})
+			if err != nil {
+				return err
+			}
 		}
 		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: ap.seq, OpenCalls: string(open), UpdatedAt: now, ID: thread})
 	}()

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -252,6 +253,9 @@ type Thread struct {
 	// Settings are the compaction settings stored on the thread, a JSON object ({} for none;
 	// compact.ParseThreadSettings reads them); set by Thread and Threads.
 	Settings json.RawMessage `json:"settings"`
+	// Upstream is what the upstream model reported of the prompts of the replies memctl serve
+	// stored in the thread (zero for a thread no reply with usage was stored in).
+	Upstream ReplyUsage `json:"upstream"`
 }
 
 // Threads lists every thread, most recently updated first. It reads stored counts only: no
@@ -297,6 +301,10 @@ func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
 			t.ActiveTokens += tokencount.ReplyPriming
 		}
 		t.Settings = settingsJSON(r.Settings)
+		t.Upstream = ReplyUsage{Replies: int(r.Replies), PromptTokens: int(r.PromptTokens), CachedTokens: int(r.CachedTokens)}
+		if r.PromptTokens > 0 {
+			t.Upstream.CachedShare = math.Round(float64(r.CachedTokens)/float64(r.PromptTokens)*1000) / 1000
+		}
 		if r.Pins > 0 && r.Compactions > 0 {
 			// A pin a summary covers is in the active context: the stored counts do not say.
 			a, err := s.ActiveLight(ctx, r.ID)

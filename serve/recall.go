@@ -199,7 +199,7 @@ func (s *Server) runRecall(ctx context.Context, thread string, reply chat.Messag
 		msgs = append(msgs, res)
 	}
 	msgs[0] = call
-	if _, err := s.storeReply(context.WithoutCancel(ctx), thread, msgs); err != nil {
+	if _, err := s.storeReply(context.WithoutCancel(ctx), thread, msgs, dialect.Usage{}); err != nil {
 		return err
 	}
 	s.Logger.Info("recall", "thread", thread, "searches", len(call.ToolCalls))

@@ -66,9 +66,14 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, d dialect.Dialect
 }
 
 // storeReply appends the proxy's messages of a turn (the model's reply, a recall's call and
-// results) to the thread the caller holds the turn of, whatever it holds by now.
-func (s *Server) storeReply(ctx context.Context, thread string, msgs []chat.Message) (memory.AppendResult, error) {
-	return s.appendLive(ctx, s.state(thread), msgs, memory.AppendOptions{}, nil)
+// results) to the thread the caller holds the turn of, whatever it holds by now, with what
+// the upstream reported of the prompt (the zero Usage: nothing reported).
+func (s *Server) storeReply(ctx context.Context, thread string, msgs []chat.Message, u dialect.Usage) (memory.AppendResult, error) {
+	var opt memory.AppendOptions
+	if u.PromptTokens > 0 {
+		opt.Reply = &memory.ReplyUsage{PromptTokens: u.PromptTokens, CachedTokens: min(u.CachedTokens, u.PromptTokens)}
+	}
+	return s.appendLive(ctx, s.state(thread), msgs, opt, nil)
 }
 
 // maxErrorHead is how much of an upstream's error answer is read to classify it; the rest is
@@ -126,7 +131,7 @@ func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, d dialect.Dia
 	if r.Context().Err() != nil {
 		return false // the client left: it never sees this reply, so it is not stored
 	}
-	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, reply); err != nil {
+	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, reply, usage); err != nil {
 		writeCodeIn(w, d, CodeUpstream, "reply_not_stored", "the model's reply could not be stored: "+err.Error(), "")
 		return false
 	}

@@ -84,7 +84,7 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, d dialect.D
 	if u := acc.Usage(); u.PromptTokens > 0 {
 		calibrate(u)
 	}
-	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, acc.Messages()); err != nil {
+	if _, err := s.storeReply(context.WithoutCancel(r.Context()), thread, acc.Messages(), acc.Usage()); err != nil {
 		return fail("reply_not_stored", "the model's reply could not be stored: "+err.Error())
 	}
 	s.compactLater(thread)

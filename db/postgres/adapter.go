@@ -233,6 +233,10 @@ func (a adapter) SetThreadTail(ctx context.Context, arg db.SetThreadTailParams) 
 	return a.q.SetThreadTail(ctx, SetThreadTailParams(arg))
 }
 
+func (a adapter) AddReplyUsage(ctx context.Context, arg db.AddReplyUsageParams) error {
+	return a.q.AddReplyUsage(ctx, AddReplyUsageParams(arg))
+}
+
 func (a adapter) UpsertCooldown(ctx context.Context, arg db.UpsertCooldownParams) error {
 	return a.q.UpsertCooldown(ctx, UpsertCooldownParams(arg))
 }

@@ -209,22 +209,25 @@ func (q *Queries) CopyCooldown(ctx context.Context, arg CopyCooldownParams) erro
 const copyThread = `-- name: CopyThread :exec
 INSERT INTO threads (
     id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at,
-    settings
+    settings, replies, prompt_tokens, cached_tokens
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
 )
 `
 
 type CopyThreadParams struct {
-	ID        string
-	Model     string
-	Encoding  string
-	Metadata  string
-	LastSeq   int64
-	OpenCalls string
-	CreatedAt int64
-	UpdatedAt int64
-	Settings  string
+	ID           string
+	Model        string
+	Encoding     string
+	Metadata     string
+	LastSeq      int64
+	OpenCalls    string
+	CreatedAt    int64
+	UpdatedAt    int64
+	Settings     string
+	Replies      int64
+	PromptTokens int64
+	CachedTokens int64
 }
 
 // A thread with every column as the source database has it (its messages follow).
@@ -239,6 +242,9 @@ func (q *Queries) CopyThread(ctx context.Context, arg CopyThreadParams) error {
 		arg.CreatedAt,
 		arg.UpdatedAt,
 		arg.Settings,
+		arg.Replies,
+		arg.PromptTokens,
+		arg.CachedTokens,
 	)
 	return err
 }
@@ -393,7 +399,7 @@ func (q *Queries) ListAllPins(ctx context.Context) ([]Pin, error) {
 
 const listAllThreads = `-- name: ListAllThreads :many
 
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings FROM threads ORDER BY id
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens FROM threads ORDER BY id
 `
 
 // Copying a whole database into another (memctl copy, memory.Copy): every row with every
@@ -417,6 +423,9 @@ func (q *Queries) ListAllThreads(ctx context.Context) ([]Thread, error) {
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Settings,
+			&i.Replies,
+			&i.PromptTokens,
+			&i.CachedTokens,
 		); err != nil {
 			return nil, err
 		}

@@ -36,6 +36,11 @@ CREATE TABLE IF NOT EXISTS pins (
 	// Version 4: a compaction's strategy is any registered strategy's name (as SQLite's 0007).
 	`ALTER TABLE compactions DROP CONSTRAINT IF EXISTS compactions_strategy_check;
 ALTER TABLE compactions ADD CONSTRAINT compactions_strategy_check CHECK (strategy <> '')`,
+	// Version 5: the upstream's prompt and cached tokens of the replies stored (as SQLite's
+	// 0008).
+	`ALTER TABLE threads ADD COLUMN IF NOT EXISTS replies BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS prompt_tokens BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS cached_tokens BIGINT NOT NULL DEFAULT 0`,
 }
 
 // Version is the schema version this build writes.

@@ -19,7 +19,13 @@ CREATE TABLE threads (
     open_calls  TEXT    NOT NULL DEFAULT '[]', -- ids of tool calls not answered yet (JSON array)
     created_at  BIGINT  NOT NULL,
     updated_at  BIGINT  NOT NULL,
-    settings    TEXT    NOT NULL DEFAULT '{}'  -- compaction settings of this thread (JSON object)
+    settings    TEXT    NOT NULL DEFAULT '{}', -- compaction settings of this thread (JSON object)
+    -- What the upstream reported of the prompts of the replies memctl serve stored (see
+    -- migration 5): replies counted, their prompt tokens, and of those the tokens read
+    -- from its prompt cache.
+    replies       BIGINT  NOT NULL DEFAULT 0,
+    prompt_tokens BIGINT  NOT NULL DEFAULT 0,
+    cached_tokens BIGINT  NOT NULL DEFAULT 0
 );
 
 -- The append-only log. Compaction never updates or deletes a row; only deleting the whole

@@ -26,9 +26,9 @@ SELECT id FROM cascade_attempts ORDER BY id;
 -- A thread with every column as the source database has it (its messages follow).
 INSERT INTO threads (
     id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at,
-    settings
+    settings, replies, prompt_tokens, cached_tokens
 ) VALUES (
-    ?, ?, ?, ?, ?, ?, ?, ?, ?
+    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 );
 
 -- name: CopyCompaction :exec

@@ -15,11 +15,18 @@ ON CONFLICT (id) DO NOTHING;
 -- name: SetThreadTail :exec
 UPDATE threads SET last_seq = ?, open_calls = ?, updated_at = ? WHERE id = ?;
 
+-- name: AddReplyUsage :exec
+-- Counts a stored reply's prompt as the upstream reported it.
+UPDATE threads SET replies = replies + 1, prompt_tokens = prompt_tokens + sqlc.arg(prompt_tokens),
+    cached_tokens = cached_tokens + sqlc.arg(cached_tokens)
+WHERE id = sqlc.arg(id);
+
 -- name: ListThreads :many
 -- Every thread (or only the one named) with the size of its active context, from stored
 -- counts: the messages outside the range of its current (newest applied) compaction, plus
 -- that compaction's summary.
 SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
+       t.replies, t.prompt_tokens, t.cached_tokens,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS INTEGER) AS compactions,
        -- A thread with pins and a compaction is measured by reading its active context.
        CAST((SELECT count(*) FROM pins p WHERE p.thread_id = t.id) AS INTEGER) AS pins,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -752,5 +753,36 @@ func TestServeAuth(t *testing.T) {
 		if h.Get("X-Api-Key") != c.wantKey || h.Get("Authorization") != c.wantAuth {
 			t.Errorf("%s: the upstream got x-api-key %q, authorization %q", c.name, h.Get("X-Api-Key"), h.Get("Authorization"))
 		}
+	}
+}
+
+// TestServeCacheAccounting: what the upstream reports of each reply's prompt (its input tokens,
+// of them those read from its cache) is added to the thread's counts, streamed or not, and the
+// thread shows the cached share.
+func TestServeCacheAccounting(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000)
+	a := &agent{e: e, session: "cache"}
+	for i := range 4 {
+		a.stream = i%2 == 1
+		a.user(text(fmt.Sprintf("turn %d: run the tests", i)))
+		a.send()
+	}
+	e.fake.mu.Lock()
+	prompt, cached := 0, 0
+	for _, r := range e.fake.requests {
+		prompt += r.tokens
+		cached += r.tokens / 2
+	}
+	n := len(e.fake.requests)
+	e.fake.mu.Unlock()
+	th, err := e.store.Thread(context.Background(), "cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := memory.ReplyUsage{Replies: n, PromptTokens: prompt, CachedTokens: cached,
+		CachedShare: math.Round(float64(cached)/float64(prompt)*1000) / 1000}
+	if n != 4 || th.Upstream != want {
+		t.Fatalf("%d requests; the thread counts %+v, want %+v", n, th.Upstream, want)
 	}
 }

@@ -26,9 +26,9 @@ SELECT id FROM cascade_attempts ORDER BY id;
 -- A thread with every column as the source database has it (its messages follow).
 INSERT INTO threads (
     id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at,
-    settings
+    settings, replies, prompt_tokens, cached_tokens
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
 );
 
 -- name: CopyCompaction :exec
