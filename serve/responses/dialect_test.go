@@ -367,3 +367,37 @@ func errorsAs(err error, bad **dialect.BadRequest) bool {
 	*bad = b
 	return ok
 }
+
+// TestCompactionAnswerSentBack: the answer of /responses/compact sent back as the agent's
+// input parses as two developer messages of the summary, and only the message item goes
+// upstream.
+func TestCompactionAnswerSentBack(t *testing.T) {
+	b, err := d.LocalAnswer(dialect.Compact, dialect.Turn{}, 0, "Summary: it built.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Object string            `json:"object"`
+		Output []json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(b, &c); c.Object != "response.compaction" || len(c.Output) != 2 {
+		t.Fatalf("%s", b)
+	}
+	in, _ := json.Marshal(map[string]any{"model": "m", "input": append(c.Output, json.RawMessage(`{"type":"message","role":"user","content":"go on"}`))})
+	turn := parse(t, in, nil)
+	if len(turn.Messages) != 3 || turn.Messages[0].Text() != "Summary: it built." || turn.Messages[1].Text() != "Summary: it built." || turn.Messages[1].Role != chat.RoleDeveloper {
+		t.Fatalf("%+v", turn.Messages)
+	}
+	active, enc := stored(t, turn.Messages...)
+	got, _ := d.Render(turn, active, enc)
+	var up struct {
+		Input []map[string]any `json:"input"`
+	}
+	json.Unmarshal(got, &up)
+	if len(up.Input) != 2 || up.Input[0]["role"] != "developer" || up.Input[1]["role"] != "user" {
+		t.Errorf("upstream input %s", got)
+	}
+	if _, err := d.LocalAnswer(dialect.CountTokens, dialect.Turn{}, 5, ""); err == nil {
+		t.Error("CountTokens answered")
+	}
+}

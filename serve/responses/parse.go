@@ -165,6 +165,9 @@ type item struct {
 	Args    *string         `json:"arguments"`
 	Input   *string         `json:"input"`
 	Output  json.RawMessage `json:"output"`
+	// Of a compaction item serve wrote (see LocalAnswer).
+	CreatedBy string          `json:"created_by"`
+	Summary   json.RawMessage `json:"summary"`
 }
 
 // side is where an item goes: its own message, the assistant's run, or a tool message.
@@ -241,6 +244,13 @@ func (g *run) message() (chat.Message, error) {
 		}
 		m = textMessage(chat.RoleTool, outputText(it.Output))
 		m.ToolCallID = it.CallID
+	case it.Type == "compaction" && it.CreatedBy == CreatedBy:
+		// serve's own compaction item sent back: the summary, which the developer message
+		// beside it carries to the model; written as nothing.
+		s, _ := jsontext.StringValue(it.Summary)
+		m = textMessage(chat.RoleDeveloper, s)
+		m.Extra = map[string]json.RawMessage{Key: []byte("[]")}
+		return m, nil
 	default:
 		// An item of another type (a compaction, an item reference, a built-in tool's call):
 		// kept as sent, shown to the store as its JSON.

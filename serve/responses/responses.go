@@ -61,6 +61,9 @@ func (Dialect) Local() []dialect.Local {
 	return []dialect.Local{{Route: "/responses/compact", Kind: dialect.Compact}}
 }
 
+// CreatedBy is the created_by of the compaction items serve writes.
+const CreatedBy = "memctl"
+
 // compaction is the answer of /responses/compact.
 type compaction struct {
 	ID        string            `json:"id"`
@@ -77,7 +80,8 @@ var now = time.Now
 // "output": [a developer message holding the summary, a compaction item]}: the compaction
 // item's encrypted_content is the summary itself (serve encrypts nothing), and its summary
 // member holds it readably too. An agent that sends the output back as its history sends the
-// summary as a developer message, which the model reads.
+// summary as a developer message, which the model reads; the compaction item is read as a
+// developer message of the summary that is written upstream as nothing (see Parse).
 func (Dialect) LocalAnswer(kind dialect.LocalKind, _ dialect.Turn, _ int, summary string) ([]byte, error) {
 	if kind != dialect.Compact {
 		return nil, errors.New("the Responses API has no local route of that kind")
@@ -87,7 +91,7 @@ func (Dialect) LocalAnswer(kind dialect.LocalKind, _ dialect.Turn, _ int, summar
 	msg, _ := json.Marshal(map[string]any{"type": "message", "role": "developer",
 		"content": []map[string]string{{"type": "input_text", "text": summary}}})
 	item, _ := json.Marshal(map[string]string{"type": "compaction", "id": "cmp_" + id,
-		"encrypted_content": summary, "summary": summary, "created_by": "memctl"})
+		"encrypted_content": summary, "summary": summary, "created_by": CreatedBy})
 	return json.Marshal(compaction{ID: "resp_" + id, Object: "response.compaction", CreatedAt: at.Unix(),
 		Output: []json.RawMessage{msg, item}, Usage: map[string]int{"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}})
 }

@@ -473,3 +473,33 @@ func TestServeConflict(t *testing.T) {
 		t.Errorf("%d requests went upstream", n-before)
 	}
 }
+
+// TestServePreviousResponseID: an agent that chains turns by previous_response_id sends only
+// its new input: serve stores it after the thread's history and sends the upstream the whole
+// active context, without previous_response_id (the upstream need not have stored anything).
+func TestServePreviousResponseID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, fakeupstream.Options{Reply: codexReply})
+	a := newAgent(e, "chain")
+	a.input = append(a.input, userItem("Question one"))
+	a.send()
+	body := []byte(`{"model":"gpt-5.5","previous_response_id":"resp_fake0","input":"Question two","store":true}`)
+	resp, b := a.post("/v1/responses", body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	reqs := e.fake.ModelRequests()
+	var up struct {
+		Input []map[string]any `json:"input"`
+		Store bool             `json:"store"`
+	}
+	last := reqs[len(reqs)-1].Body
+	json.Unmarshal(last, &up)
+	if bytes.Contains(last, []byte("previous_response_id")) || !up.Store || len(up.Input) != 5 ||
+		up.Input[0]["role"] != "developer" || up.Input[2]["type"] != "reasoning" || up.Input[4]["content"] != "Question two" {
+		t.Fatalf("the upstream got %s", last)
+	}
+	if h := e.history("chain"); len(h) != 5 || h[3] != "user: Question two" {
+		t.Fatalf("stored:\n%s", strings.Join(h, "\n"))
+	}
+}
