@@ -401,3 +401,21 @@ func TestCompactionAnswerSentBack(t *testing.T) {
 		t.Error("CountTokens answered")
 	}
 }
+
+// TestRenderMaskedCustomCall: a custom tool's call and its output, the output masked by the
+// view, are written as a custom_tool_call and a custom_tool_call_output of the masked text.
+func TestRenderMaskedCustomCall(t *testing.T) {
+	body := []byte(`{"model":"m","input":[{"type":"message","role":"user","content":"patch it"},{"type":"custom_tool_call","call_id":"c9","name":"apply_patch","input":"*** Begin Patch"},{"type":"custom_tool_call_output","call_id":"c9","output":"Done! a very long output"},{"type":"message","role":"user","content":"next"}]}`)
+	turn := parse(t, body, nil)
+	if len(turn.Messages) != 4 || turn.Messages[1].ToolCalls[0].Function.Arguments != "*** Begin Patch" || turn.Messages[2].ToolCallID != "c9" {
+		t.Fatalf("%+v", turn.Messages)
+	}
+	active, enc := stored(t, turn.Messages...)
+	active[2] = active[2].WithText("[output masked]", 3, &memory.Mark{Orig: "Done! a very long output"})
+	other := parse(t, []byte(`{"model":"m","input":"zzz"}`), nil)
+	got, _ := d.Render(other, active, enc)
+	want := `{"model":"m","input":[{"type":"message","role":"user","content":"patch it"},{"type":"custom_tool_call","call_id":"c9","name":"apply_patch","input":"*** Begin Patch"},{"call_id":"c9","output":"[output masked]","type":"custom_tool_call_output"},{"type":"message","role":"user","content":"next"}]}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

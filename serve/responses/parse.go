@@ -105,6 +105,10 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	return t, nil
 }
 
+// customCall is the type of the tool call of a custom_tool_call item (its input the call's
+// arguments, as text).
+const customCall = "custom"
+
 // textMessage is a message of role with the string content s.
 func textMessage(role, s string) chat.Message {
 	return chat.Message{Role: role, Content: jsontext.AppendString(nil, s)}
@@ -289,7 +293,11 @@ func assistantMessage(items []item) chat.Message {
 			} else if it.Input != nil {
 				args = *it.Input
 			}
-			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: it.CallID, Type: "function",
+			typ := "function"
+			if it.Type == "custom_tool_call" {
+				typ = customCall
+			}
+			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: it.CallID, Type: typ,
 				Function: chat.FunctionCall{Name: it.Name, Arguments: args}})
 		}
 	}

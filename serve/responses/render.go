@@ -23,13 +23,18 @@ import (
 // request's when the active context holds them.
 func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessage) ([]byte, error) {
 	wires := make([][]byte, len(active))
+	origs := make([][]byte, len(active)) // the stored originals, of changed messages too
 	for i, e := range active {
 		switch {
-		case e.CompactionID != 0 || e.Mark() != nil:
+		case e.CompactionID != 0:
+			continue
 		case e.Message.Extra != nil:
-			wires[i] = e.Message.Extra[Key]
+			origs[i] = e.Message.Extra[Key]
 		case i < len(enc):
-			wires[i] = member(enc[i], Key)
+			origs[i] = member(enc[i], Key)
+		}
+		if e.Mark() == nil {
+			wires[i] = origs[i]
 		}
 	}
 	// The request's own items where the active context's start and end are the request's.
@@ -51,7 +56,7 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 		case len(w) > 0 && w[0] == '[':
 			items = append(items, splitArray(w)...)
 		default:
-			items = append(items, convert(e)...)
+			items = append(items, convert(e, origs[i])...)
 		}
 	}
 	input := wrap(items)
@@ -124,9 +129,10 @@ func messageItem(role, partType, s string) []byte {
 
 // convert writes a message with no original (or one the view changed) as items, from its text
 // and tool calls.
-func convert(e memory.Entry) [][]byte {
+func convert(e memory.Entry, orig []byte) [][]byte {
 	m := e.Message
 	text := e.Text()
+	custom := bytes.Contains(orig, []byte(`"type":"custom_tool_call`))
 	switch m.Role {
 	case chat.RoleAssistant:
 		var items [][]byte
@@ -135,11 +141,18 @@ func convert(e memory.Entry) [][]byte {
 		}
 		for _, c := range m.ToolCalls {
 			b, _ := json.Marshal(map[string]string{"type": "function_call", "call_id": c.ID, "name": c.Function.Name, "arguments": c.Function.Arguments})
+			if c.Type == customCall {
+				b, _ = json.Marshal(map[string]string{"type": "custom_tool_call", "call_id": c.ID, "name": c.Function.Name, "input": c.Function.Arguments})
+			}
 			items = append(items, b)
 		}
 		return items
 	case chat.RoleTool:
-		b, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": m.ToolCallID, "output": text})
+		typ := "function_call_output"
+		if custom {
+			typ = "custom_tool_call_output"
+		}
+		b, _ := json.Marshal(map[string]string{"type": typ, "call_id": m.ToolCallID, "output": text})
 		return [][]byte{b}
 	case chat.RoleSystem, chat.RoleDeveloper:
 		return [][]byte{messageItem(m.Role, "input_text", text)}
