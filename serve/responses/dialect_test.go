@@ -23,7 +23,7 @@ import (
 var d responses.Dialect
 
 // capture reads a request Codex CLI 0.171 sent, compact (the capture is indented).
-func capture(t *testing.T, name string) []byte {
+func capture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile("../testdata/agents/captures/codex/" + name)
 	if err != nil {
@@ -350,9 +350,10 @@ func TestParseRefuses(t *testing.T) {
 		`{"model":"m","input":5}`:   "input",
 		`{"model":"m","input":[]}`:  "input",
 		`{"model":"m","input":[3]}`: "input[0]",
-		`{"model":"m","input":[{"role":"user","content":"a"},{"type":"message","role":"robot","content":"x"}]}`: "input[1].role",
-		`{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`:                                  "input[0].call_id",
-		`{"model":"m","instructions":3,"input":"x"}`:                                                            "instructions",
+		`{"model":"m","input":[{"role":"user","content":"a"},{"type":"message","role":"robot","content":"x"}]}`:                           "input[1].role",
+		`{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`:                                                            "input[0].call_id",
+		`{"model":"m","input":[{"role":"user","content":"a"},{"type":"reasoning"},{"type":"function_call","call_id":"c","arguments":7}]}`: "input[2]",
+		`{"model":"m","instructions":3,"input":"x"}`:                                                                                      "instructions",
 	} {
 		_, err := d.Parse([]byte(body), nil)
 		var bad *dialect.BadRequest

@@ -159,10 +159,18 @@ func parseTools(raw []byte) ([]chat.Tool, error) {
 	return tools, nil
 }
 
+// itemHead is what group reads of an item.
+type itemHead struct {
+	Type string `json:"type"`
+	Role string `json:"role"`
+}
+
+// head is an item's itemHead.
+type head = itemHead
+
 // item is what is read of an input or output item.
 type item struct {
-	Type    string          `json:"type"`
-	Role    string          `json:"role"`
+	head
 	Content json.RawMessage `json:"content"`
 	CallID  string          `json:"call_id"`
 	Name    string          `json:"name"`
@@ -188,6 +196,8 @@ func (it *item) assistant() bool {
 // run is the items that make one chat message, and where the first was given.
 type run struct {
 	param string
+	name  string // the array's name
+	first int    // the first item's index in it
 	raws  [][]byte
 	items []item
 }
@@ -205,8 +215,8 @@ func group(raws [][]byte, name string) ([]run, error) {
 	var runs []run
 	for k, raw := range raws {
 		param := fmt.Sprintf("%s[%d]", name, k)
-		var it item
-		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &it) != nil {
+		var it item // its type and role only: the rest is read by message
+		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, (*itemHead)(&it.head)) != nil {
 			return nil, &dialect.BadRequest{Param: param, Msg: param + ": want an input item, an object with a type (or a role)"}
 		}
 		if it.Type == "" && it.Role == "" {
@@ -217,13 +227,19 @@ func group(raws [][]byte, name string) ([]run, error) {
 			g.raws, g.items = append(g.raws, raw), append(g.items, it)
 			continue
 		}
-		runs = append(runs, run{param: param, raws: [][]byte{raw}, items: []item{it}})
+		runs = append(runs, run{param: param, name: name, first: k, raws: [][]byte{raw}, items: []item{it}})
 	}
 	return runs, nil
 }
 
 // message is the chat message of a run, its items as sent its original.
 func (g *run) message() (chat.Message, error) {
+	for k := range g.items {
+		if err := json.Unmarshal(g.raws[k], &g.items[k]); err != nil {
+			p := fmt.Sprintf("%s[%d]", g.name, g.first+k)
+			return chat.Message{}, &dialect.BadRequest{Param: p, Msg: fmt.Sprintf("%s: %v", p, err)}
+		}
+	}
 	it := g.items[0]
 	bad := func(p, msg string) error { return &dialect.BadRequest{Param: p, Msg: p + ": " + msg} }
 	var m chat.Message
