@@ -3,9 +3,9 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/jsontext"
@@ -18,13 +18,18 @@ import (
 // byte, is taken from it rather than decoded again (Codex sends its whole history each turn).
 func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	var t dialect.Turn
-	if !utf8.Valid(body) {
-		return t, &dialect.BadRequest{Msg: "the request body is not valid UTF-8"}
+	var prevScan *dialect.Scanned
+	if prev != nil {
+		prevScan = prev.Scan
 	}
-	members, raws, err := dialect.ScanObject(body, "input")
+	sc, _, err := dialect.ScanObjectAfter(body, "input", prevScan)
 	if err != nil {
+		if errors.Is(err, dialect.ErrNotUTF8) {
+			return t, &dialect.BadRequest{Msg: "the request body is not valid UTF-8"}
+		}
 		return t, &dialect.BadRequest{Msg: "the request body is not a JSON object: want {\"model\": ..., \"input\": ...}: " + err.Error()}
 	}
+	members, raws := sc.Members, sc.Elems
 	t.Fields = make(map[string]json.RawMessage, len(members))
 	t.Order = make([]string, len(members))
 	for i, m := range members {
@@ -87,7 +92,7 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 		return t, &dialect.BadRequest{Param: "input", Msg: "input: want at least one input item"}
 	}
 	t.Prev = prev
-	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages}
+	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc}
 	if raw, ok := t.Fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &t.Stream) != nil {
 			return t, &dialect.BadRequest{Param: "stream", Msg: "stream: want true or false"}
