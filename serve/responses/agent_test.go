@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,13 +44,32 @@ func lastInputText(body []byte) (string, bool) {
 }
 
 // TestAgentCodexThroughServe: Codex CLI 0.171, headless, 20 turns (a tool call every fifth)
-// through memctl serve in front of the fake Responses API, at a limit its conversation
-// outgrows: every turn succeeds with the reply the fake gave, serve compacts the thread, and
-// no request the upstream gets is over its window.
+// through memctl serve in front of the fake Responses API: every turn succeeds with a reply the
+// fake gave and no request the upstream gets is over its window. At a limit its conversation
+// outgrows, serve compacts the thread; when Codex compacts its conversation itself
+// (model_auto_compact_token_limit), each compaction rewrites the conversation and starts a new
+// segment of the thread, never a 409.
 func TestAgentCodexThroughServe(t *testing.T) {
 	if os.Getenv(agentTestsEnv) == "" {
 		t.Skipf("the real agents run only when %s is set", agentTestsEnv)
 	}
+	t.Run("serve compacts", func(t *testing.T) {
+		applied, segments := runCodex(t, "")
+		if applied == 0 || segments != 0 {
+			t.Fatalf("%d compactions applied, %d segments", applied, segments)
+		}
+	})
+	t.Run("codex compacts", func(t *testing.T) {
+		_, segments := runCodex(t, "model_auto_compact_token_limit = 9000\n")
+		if segments == 0 {
+			t.Fatal("Codex did not compact its conversation")
+		}
+	})
+}
+
+// runCodex runs Codex's 20 turns, extra added to its config, and returns the compactions
+// serve applied and the segments of the thread.
+func runCodex(t *testing.T, extra string) (applied, segments int) {
 	_, dir := nodetest.Require(t, filepath.Join("..", "testdata", "agents"), "@openai/codex")
 	codex := filepath.Join(dir, "node_modules", ".bin", "codex")
 	const window = 16000
@@ -65,11 +86,33 @@ func TestAgentCodexThroughServe(t *testing.T) {
 		return fakeupstream.Reply{Thinking: "A question.", Text: fmt.Sprintf("Fake reply %d. %s", n, pad)}
 	}
 	e := newEnv(t, 11000, fakeupstream.Options{Window: window, Reply: reply})
+	// A recorder in front of serve: what Codex sends, logged when a turn fails.
+	var seen []string
+	target := e.url
+	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequest(r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), 502)
+			return
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		seen = append(seen, fmt.Sprintf("%s %s -> %d\n%s\n<- %.600s", r.Method, r.URL.Path, resp.StatusCode, body, out))
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		w.Write(out)
+	}))
+	defer rec.Close()
 	home := t.TempDir()
 	config := fmt.Sprintf(`model_provider = "memctl"
 model = "gpt-5.5"
 check_for_update_on_startup = false
-
+%s
 [model_providers.memctl]
 name = "memctl serve"
 base_url = "%s/v1"
@@ -84,7 +127,7 @@ plugins = false
 remote_plugin = false
 apps = false
 in_app_updates = false
-`, e.url)
+`, extra, rec.URL)
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -107,19 +150,28 @@ in_app_updates = false
 		out, err := cmd.Output()
 		cancel()
 		if err != nil {
+			for _, x := range seen[max(0, len(seen)-4):] {
+				t.Logf("%s", x)
+			}
 			t.Fatalf("turn %d: %v\nstdout:\n%s\nstderr:\n%s", turn, err, out, stderr.Bytes())
 		}
+		// A tool's turn ends with the fake's answer to the tool's output, unless Codex compacted
+		// its conversation after the call (its summary is then the last user message).
 		got := strings.TrimSpace(string(out))
-		want := "Fake reply"
-		if turn%5 == 0 {
-			want = "The tool printed hello-from-tool."
-		}
-		if !strings.HasPrefix(got, want) {
-			t.Fatalf("turn %d: output %.200q, want %q...\nstderr:\n%s", turn, got, want, stderr.Bytes())
+		if !strings.HasPrefix(got, "Fake reply") && (turn%5 != 0 || got != "The tool printed hello-from-tool.") {
+			t.Fatalf("turn %d: output %.200q\nstderr:\n%s", turn, got, stderr.Bytes())
 		}
 	}
-	var refused, largest, answered int
+	var refused, largest, answered, toolOutputs, compactions int
+	for _, r := range seen {
+		if strings.HasPrefix(r, "POST /v1/responses/compact") {
+			compactions++
+		}
+	}
 	for _, r := range e.fake.ModelRequests() {
+		if bytes.Contains(r.Body, []byte(`"function_call_output"`)) && bytes.Contains(r.Body, []byte("hello-from-tool")) {
+			toolOutputs++
+		}
 		if r.Status != http.StatusOK {
 			refused++
 			continue
@@ -127,14 +179,13 @@ in_app_updates = false
 		answered++
 		largest = max(largest, fakeupstream.Tokens(r.Body))
 	}
-	if largest > window {
-		t.Fatalf("the largest request answered %d tokens (window %d)", largest, window)
+	if largest > window || toolOutputs == 0 {
+		t.Fatalf("the largest request answered %d tokens (window %d); %d requests with the tool's output", largest, window, toolOutputs)
 	}
 	threads, err := e.store.Threads(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	applied := 0
 	for _, th := range threads {
 		reps, _ := e.store.Reports(context.Background(), th.ID, 0)
 		for _, r := range reps {
@@ -143,10 +194,29 @@ in_app_updates = false
 			}
 		}
 	}
-	// One thread, named by Codex's session header (a UUID), not by serve.
-	if len(threads) != 1 || len(threads[0].ID) != 36 || applied == 0 {
-		t.Fatalf("%d threads (%+v), %d compactions applied", len(threads), threads, applied)
+	// One thread, named by Codex's session header (a UUID), not by serve; the segments its
+	// own compactions started (its conversation rewritten) archived beside it.
+	main := ""
+	for _, th := range threads {
+		if len(th.ID) == 36 {
+			if main != "" {
+				t.Fatalf("two threads: %s and %s", main, th.ID)
+			}
+			main = th.ID
+		}
 	}
-	t.Logf("%d requests answered, %d refused and retried; the largest %d tokens (window %d); thread %s, %d compactions applied",
-		answered, refused, largest, window, threads[0].ID, applied)
+	for _, th := range threads {
+		if th.ID != main {
+			if !strings.HasPrefix(th.ID, main+".segment-") {
+				t.Fatalf("thread %s beside %s", th.ID, main)
+			}
+			segments++
+		}
+	}
+	if main == "" {
+		t.Fatalf("threads %+v", threads)
+	}
+	t.Logf("%d requests answered, %d refused and retried; the largest %d tokens (window %d); thread %s, %d segments (Codex compacted), %d /responses/compact calls; %d compactions applied",
+		answered, refused, largest, window, main, segments, compactions, applied)
+	return applied, segments
 }
