@@ -65,7 +65,11 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 		item, _ := json.Marshal(map[string]string{"type": "message", "role": "user", "content": s})
 		m := textMessage(chat.RoleUser, s)
 		m.Extra = map[string]json.RawMessage{Key: wrap([][]byte{item})}
-		add(m, "input", dialect.HashBytes(input))
+		h, i := dialect.HashBytes(input), len(t.Messages)
+		if prev != nil && t.Same == i && i < len(prev.Hashes) && h == prev.Hashes[i] {
+			t.Same++
+		}
+		add(m, "input", h)
 	case len(input) > 0 && input[0] == '[':
 		groups, err := group(raws, "input")
 		if err != nil {
