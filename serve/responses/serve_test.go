@@ -503,3 +503,33 @@ func TestServePreviousResponseID(t *testing.T) {
 		t.Fatalf("stored:\n%s", strings.Join(h, "\n"))
 	}
 }
+
+// TestServeStreamBreaksOff: a stream the upstream ends before response.completed reaches the
+// agent ending with an error event in the Responses API's shape; no reply is stored.
+func TestServeStreamBreaksOff(t *testing.T) {
+	t.Parallel()
+	broken := "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\n" +
+		"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[]}}\n\n" +
+		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"item_id\":\"msg_1\",\"content_index\":0,\"delta\":\"Hal\"}\n\n"
+	e := newEnv(t, 100000, fakeupstream.Options{Reply: fakeupstream.Replies(fakeupstream.Reply{Raw: &fakeupstream.Raw{Status: 200, ContentType: "text/event-stream", Body: broken}})})
+	a := newAgent(e, "broken")
+	a.stream = true
+	a.input = append(a.input, userItem("hello"))
+	resp, b := a.post("/v1/responses", a.body())
+	evs := events(t, b)
+	if resp.StatusCode != 200 || len(evs) == 0 || evs[len(evs)-1][0] != "error" {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	var ev struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(evs[len(evs)-1][1]), &ev); err != nil || ev.Type != "error" || ev.Message == "" {
+		t.Fatalf("the error event %s", evs[len(evs)-1][1])
+	}
+	for _, m := range e.history("broken") {
+		if strings.HasPrefix(m, "assistant") {
+			t.Errorf("a reply stored: %s", m)
+		}
+	}
+}
