@@ -328,8 +328,12 @@ func TestUpstream(t *testing.T) {
 	turn := parse(t, []byte(`{"model":"m","input":"hi","stream":true}`), nil)
 	r := httptest.NewRequest("POST", "/v1/responses", nil)
 	r.Header.Set("Authorization", "Bearer agent")
+	r.Header.Set("Session-Id", "s1")
+	r.Header.Set("X-Codex-Turn-Metadata", "{}")
+	r.Header.Set("X-Memctl-Thread", "t")
 	up := httptest.NewRequest("POST", "http://up/v1", nil)
-	if p := d.Upstream(turn, up, r, "conf"); p != "/responses" || up.Header.Get("Authorization") != "Bearer conf" || up.Header.Get("Accept") != "text/event-stream" {
+	if p := d.Upstream(turn, up, r, "conf"); p != "/responses" || up.Header.Get("Authorization") != "Bearer conf" || up.Header.Get("Accept") != "text/event-stream" ||
+		up.Header.Get("Session-Id") != "s1" || up.Header.Get("X-Codex-Turn-Metadata") != "{}" || up.Header.Get("X-Memctl-Thread") != "" {
 		t.Errorf("path %s headers %v", p, up.Header)
 	}
 	up = httptest.NewRequest("POST", "http://up/v1", nil)

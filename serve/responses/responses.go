@@ -97,7 +97,9 @@ func (Dialect) LocalAnswer(kind dialect.LocalKind, _ dialect.Turn, _ int, summar
 }
 
 // Upstream is POST /responses with the agent's query string and auth: the configured key as
-// a bearer token, else the agent's Authorization as it sent it. OpenAI-* headers pass on.
+// a bearer token, else the agent's Authorization as it sent it. The agent's OpenAI-*, X-Codex-*
+// and ChatGPT-Account-Id headers, and Codex's Session-Id, Thread-Id and Originator, pass on (an
+// upstream routes its prompt cache by them).
 func (Dialect) Upstream(t dialect.Turn, up, r *http.Request, key string) string {
 	h := up.Header
 	h.Set("Content-Type", "application/json")
@@ -107,7 +109,7 @@ func (Dialect) Upstream(t dialect.Turn, up, r *http.Request, key string) string 
 		h.Set("Accept", "application/json")
 	}
 	for k, vs := range r.Header {
-		if strings.HasPrefix(k, "Openai-") {
+		if strings.HasPrefix(k, "Openai-") || strings.HasPrefix(k, "X-Codex-") || passed[k] {
 			h[k] = append([]string(nil), vs...)
 		}
 	}
@@ -125,6 +127,9 @@ func (Dialect) Upstream(t dialect.Turn, up, r *http.Request, key string) string 
 	}
 	return "/responses"
 }
+
+// passed are the agent's headers Upstream passes on besides the OpenAI-* and X-Codex-* ones.
+var passed = map[string]bool{"Chatgpt-Account-Id": true, "Session-Id": true, "Thread-Id": true, "Originator": true}
 
 // TooLong reports a refusal of the prompt as over the model's window: code
 // context_length_exceeded, or a message saying so.
