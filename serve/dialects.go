@@ -4,6 +4,7 @@ import (
 	"github.com/memcascade/memcascade/serve/anthropic"
 	"github.com/memcascade/memcascade/serve/chatcompletions"
 	"github.com/memcascade/memcascade/serve/dialect"
+	"github.com/memcascade/memcascade/serve/responses"
 )
 
 // dialects are the API shapes the proxy speaks, one line each: each dialect's routes are
@@ -11,4 +12,5 @@ import (
 var dialects = []dialect.Dialect{
 	chatcompletions.Dialect{},
 	anthropic.Dialect{},
+	responses.Dialect{},
 }

@@ -67,7 +67,9 @@ func conflict(index int, seq int64, why string) *Conflict {
 //     result, the agent's own compaction of what followed), or it ends before the thread's
 //     stored reply (a regenerate), or its system block is one the thread has and what follows
 //     differs from the first message on (the agent's own compaction of everything after its
-//     instructions). The first differing message is named;
+//     instructions), or its system block is the start of the history's (the agent's
+//     instructions, its other system messages moved later). The first differing message is
+//     named;
 //   - another conversation: it shares neither the thread's start nor its instructions. It is
 //     never merged into the thread: the first differing message is named.
 //
@@ -125,8 +127,17 @@ func reconcileRest(history, req []chat.Message, pr int, prompt []chat.Message, k
 		i++
 	}
 	c := conflictAt(history, req, pr+i, at[min(i, len(at)-1)])
-	c.Rewrite = i > 0 || resendsReply(r, h) || pr > 0 && prompt == nil
+	c.Rewrite = i > 0 || resendsReply(r, h) || pr > 0 && (prompt == nil || startsInstructions(history, req[:pr]))
 	return nil, c
+}
+
+// startsInstructions reports whether block, a request's leading system/developer messages,
+// is the start of the history's leading block: the agent's instructions, without the system
+// messages it put after them (Codex CLI, after compacting its conversation itself, sends its
+// instructions first and its other developer messages later).
+func startsInstructions(history, block []chat.Message) bool {
+	n := leadingSystem(history)
+	return len(block) > 0 && len(block) <= n && slices.EqualFunc(history[:len(block)], block, sameMessage)
 }
 
 // knownSystem reports whether block, a request's leading system/developer messages, is one
