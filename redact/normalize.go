@@ -4,6 +4,7 @@ import (
 	"html"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -367,4 +368,56 @@ var confusables = map[rune]rune{
 	// Latin look-alikes and punctuation
 	'ı': 'i', 'ȷ': 'j', 'ɑ': 'a', '‐': '-', '‑': '-', '‒': '-', '–': '-', '⁄': '/',
 	'∕': '/', '꞉': ':', '∶': ':', 'ː': ':', '˸': ':',
+}
+
+// maxUnquote bounds the levels of string escapes undone one inside another (JSON in the
+// arguments of a tool call, JSON in that JSON).
+const maxUnquote = 2
+
+// unquoted undoes one level of string escapes: \" and \' become quotes, \\ a backslash,
+// \n, \r and \t the control they name, \/ a slash. normalize keeps them, so that the quoting
+// of a value is read as written; a text quoted once more (a command line or a config file in
+// a JSON string: a tool call's arguments) is read through this copy too, where its values
+// have the quotes and line breaks the rules expect (<add key=\"Password\" value=\"...\"/>,
+// curl -u \"user:pass\"). It reports false, and does no work, when text has no escaped quote
+// or backslash.
+func unquoted(text string) (normalized, bool) {
+	i := strings.IndexByte(text, '\\')
+	if i < 0 || !strings.Contains(text[i:], `\"`) && !strings.Contains(text[i:], `\\`) && !strings.Contains(text[i:], `\'`) {
+		return normalized{}, false
+	}
+	var n normalized
+	buf := make([]byte, 0, len(text))
+	run := 0
+	for ; i < len(text)-1; i++ {
+		if text[i] != '\\' {
+			continue
+		}
+		c := text[i+1]
+		switch c {
+		case '"', '\'', '\\', '/':
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		default:
+			continue
+		}
+		if i > run {
+			n.segs = append(n.segs, seg{n: len(buf), nl: i - run, o: run, ol: i - run, verbatim: true})
+			buf = append(buf, text[run:i]...)
+		}
+		n.segs = append(n.segs, seg{n: len(buf), nl: 1, o: i, ol: 2})
+		buf = append(buf, c)
+		i++
+		run = i + 1
+	}
+	if run < len(text) {
+		n.segs = append(n.segs, seg{n: len(buf), nl: len(text) - run, o: run, ol: len(text) - run, verbatim: true})
+		buf = append(buf, text[run:]...)
+	}
+	n.text = string(buf)
+	return n, n.text != text
 }

@@ -108,7 +108,19 @@ type secret struct {
 }
 
 // secrets returns the spans of the secrets of text, ascending and disjoint.
-func (r *Redactor) secrets(text string) []secret { return r.secretsAt(text, 0) }
+func (r *Redactor) secrets(text string) []secret { return r.unquotedSecrets(text, 0) }
+
+// unquotedSecrets is secretsAt of text, and of text with up to maxUnquote levels of string
+// escapes undone (unquoted) after level levels already were, mapped back to text.
+func (r *Redactor) unquotedSecrets(text string, level int) []secret {
+	ss := r.secretsAt(text, 0)
+	if level < maxUnquote {
+		if u, ok := unquoted(text); ok {
+			ss = merge(ss, u.back(r.unquotedSecrets(u.text, level+1)))
+		}
+	}
+	return ss
+}
 
 // maxEncodedDepth bounds the encodings read one inside another (base64 of hex of a key).
 const maxEncodedDepth = 2
