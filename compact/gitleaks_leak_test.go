@@ -119,7 +119,9 @@ func TestGitleaksSecretsNeverLeave(t *testing.T) {
 			sent := strings.Join(rec.bodies, "\n")
 			leaked, kept := 0, 0
 			for _, ex := range exs {
-				in := func(s string) bool { return strings.Contains(s, ex.Secret) || strings.Contains(s, jsonEscaped(ex.Secret)) }
+				in := func(s string) bool {
+					return strings.Contains(s, ex.Secret) || strings.Contains(s, jsonEscaped(ex.Secret))
+				}
 				if in(sent) {
 					leaked++
 					t.Errorf("gitleaks %s: a request carried %q (of %q)", ex.Rule, ex.Secret, ex.Text)
