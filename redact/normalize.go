@@ -62,7 +62,8 @@ func (n *normalized) back(ss []secret) []secret {
 //   - invisible characters, dropped: zero-width spaces and joiners, the word joiner, the soft
 //     hyphen, the byte order mark, bidirectional controls, variation selectors, tag
 //     characters, the Mongolian vowel separator;
-//   - full-width forms (ｐａｓｓｗｏｒｄ, ：) and the ideographic space, folded to ASCII;
+//   - full-width forms (ｐａｓｓｗｏｒｄ, ：), and the Unicode spaces (no-break, narrow no-break,
+//     ideographic, en to hair, medium mathematical, Ogham), folded to ASCII;
 //   - Cyrillic and Greek letters that look like Latin ones (раssword with a Cyrillic р),
 //     folded to the Latin letter.
 //
@@ -335,8 +336,8 @@ func fold(r rune) (rune, bool) {
 	switch {
 	case r >= 0xFF01 && r <= 0xFF5E:
 		return r - 0xFF01 + '!', true
-	case r == 0x3000:
-		return ' ', true
+	case r == 0x3000, r == 0x00A0, r == 0x1680, r >= 0x2000 && r <= 0x200A, r == 0x202F, r == 0x205F:
+		return ' ', true // the ideographic, no-break, Ogham, typographic and math spaces
 	case r >= 0x1D400 && r <= 0x1D6A3: // mathematical bold, italic, script, ... letters
 		if off := (r - 0x1D400) % 52; off < 26 {
 			return 'A' + off, true
