@@ -54,19 +54,32 @@ func readGitleaksCorpus(t *testing.T) []gitleaksExample {
 func TestGitleaksSecretsNeverLeave(t *testing.T) {
 	t.Parallel()
 	exs := readGitleaksCorpus(t)
+	var msgs []chat.Message
+	for i, ex := range exs {
+		args, _ := json.Marshal(map[string]string{"input": ex.Text})
+		call := chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{
+			{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: chat.FunctionCall{Name: "configure", Arguments: string(args)}}}}
+		res := chat.TextMessage("tool", "saved:\n"+ex.Text)
+		res.ToolCallID = fmt.Sprintf("call_%d", i)
+		msgs = append(msgs, chat.TextMessage("user", "Use this: "+ex.Text), call, res)
+	}
+	secrets := make([][2]string, len(exs))
+	for i, ex := range exs {
+		secrets[i] = [2]string{ex.Rule, ex.Secret}
+	}
+	neverLeave(t, msgs, secrets)
+}
+
+// neverLeave compacts a thread of msgs (after a system message, before six recent questions)
+// with a remote and with the offline summarizer, and fails for each secret (a name and its
+// value) a request carried or a summary, report or fact stored.
+func neverLeave(t *testing.T, conv []chat.Message, secrets [][2]string) {
+	t.Helper()
 	for _, provider := range []string{"remote", "offline"} {
 		t.Run(provider, func(t *testing.T) {
 			ctx := context.Background()
 			s, _ := storetest.Open(t)
-			msgs := []chat.Message{chat.TextMessage("system", "You are a deployment assistant.")}
-			for i, ex := range exs {
-				args, _ := json.Marshal(map[string]string{"input": ex.Text})
-				call := chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{
-					{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: chat.FunctionCall{Name: "configure", Arguments: string(args)}}}}
-				res := chat.TextMessage("tool", "saved:\n"+ex.Text)
-				res.ToolCallID = fmt.Sprintf("call_%d", i)
-				msgs = append(msgs, chat.TextMessage("user", "Use this: "+ex.Text), call, res)
-			}
+			msgs := append([]chat.Message{chat.TextMessage("system", "You are a deployment assistant.")}, conv...)
 			for i := range 6 {
 				msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("recent question %d %s", i, strings.Repeat("word ", 40))))
 			}
@@ -113,25 +126,51 @@ func TestGitleaksSecretsNeverLeave(t *testing.T) {
 				stored.Write(b)
 				stored.WriteString(sp.Summary)
 			}
-			if rep.FromSeq > 2 || rep.ToSeq < int64(3*len(exs)+1) {
-				t.Fatalf("compacted %d..%d, want every message with a secret (2..%d)", rep.FromSeq, rep.ToSeq, 3*len(exs)+1)
+			if rep.FromSeq > 2 || rep.ToSeq < int64(len(conv)+1) {
+				t.Fatalf("compacted %d..%d, want every message with a secret (2..%d)", rep.FromSeq, rep.ToSeq, len(conv)+1)
 			}
 			sent := strings.Join(rec.bodies, "\n")
 			leaked, kept := 0, 0
-			for _, ex := range exs {
+			for _, sec := range secrets {
 				in := func(s string) bool {
-					return strings.Contains(s, ex.Secret) || strings.Contains(s, jsonEscaped(ex.Secret))
+					return strings.Contains(s, sec[1]) || strings.Contains(s, jsonEscaped(sec[1]))
 				}
 				if in(sent) {
 					leaked++
-					t.Errorf("gitleaks %s: a request carried %q (of %q)", ex.Rule, ex.Secret, ex.Text)
+					t.Errorf("%s: a request carried %q", sec[0], sec[1])
 				}
 				if in(stored.String()) {
 					kept++
-					t.Errorf("gitleaks %s: %q was stored in a summary, report or fact", ex.Rule, ex.Secret)
+					t.Errorf("%s: %q was stored in a summary, report or fact", sec[0], sec[1])
 				}
 			}
-			t.Logf("%d of %d gitleaks secrets reached the provider, %d were stored", leaked, len(exs), kept)
+			t.Logf("%d of %d secrets reached the provider, %d were stored", leaked, len(secrets), kept)
 		})
 	}
+}
+
+// TestEveryFieldNeverLeaves: a secret in each text field of a message (its name, a content
+// part, a tool call's id, name and arguments, a tool result's tool_call_id), and the secrets
+// only the conversation shows, reach neither a provider nor a summary, report or fact.
+func TestEveryFieldNeverLeaves(t *testing.T) {
+	t.Parallel()
+	const token = "ghp_R4nD0mT0k3nV4lu3F0rT3st1ngAbCdEf12xy"
+	parts, _ := json.Marshal([]map[string]string{{"type": "text", "text": "deploy notes"}, {"type": "text", "text": "db password=Lk9#Wq2Zr7Tb"}})
+	call := chat.Message{Role: "assistant", Content: json.RawMessage("null"), ToolCalls: []chat.ToolCall{{ID: "call_glpat-Xy7Zq2Wv9Ut4Sr8Pq1No", Type: "function",
+		Function: chat.FunctionCall{Name: "deploy_sk-ant-api03-Zk4Pq8Wm2Xr6Tn1Yb5Vc9Hd3Jf7Lg0Ks4Ma8Qe2Ru6", Arguments: `{"env":"prod","api_key":"Zx4Vb8Nm2Qw6Er1Ty5Ui"}`}}}}
+	res := chat.TextMessage("tool", "deploy done")
+	res.ToolCallID = "call_glpat-Xy7Zq2Wv9Ut4Sr8Pq1No"
+	named := chat.TextMessage("user", "deploy the release")
+	named.Name = "xoxb-2931847561-8273645102-Qk7Lm2Vb9Tz4Rk8Wc1Yd5Fh3"
+	msgs := []chat.Message{
+		chat.TextMessage("assistant", "Please type your password."),
+		chat.TextMessage("user", "Qm4!Tz8Wr2Lp"),
+		chat.TextMessage("user", "here is the token "+token[:17]),
+		chat.TextMessage("user", token[17:]+" deploy"),
+		{Role: "user", Content: parts},
+		call, res, named,
+	}
+	neverLeave(t, msgs, [][2]string{{"reply", "Qm4!Tz8Wr2Lp"}, {"split token, first half", token[4:17]}, {"split token, second half", token[17:]},
+		{"content part", "Lk9#Wq2Zr7Tb"}, {"arguments", "Zx4Vb8Nm2Qw6Er1Ty5Ui"}, {"tool call id and tool_call_id", "Xy7Zq2Wv9Ut4Sr8Pq1No"},
+		{"tool name", "Zk4Pq8Wm2Xr6Tn1Yb5Vc9Hd3Jf7Lg0Ks4Ma8Qe2Ru6"}, {"message name", "Qk7Lm2Vb9Tz4Rk8Wc1Yd5Fh3"}})
 }
