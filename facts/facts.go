@@ -33,6 +33,7 @@ const (
 	KindError      Kind = "error"      // an error line: ValueError: ..., Error: ..., exit status 2
 	KindToolCall   Kind = "tool_call"  // name(key=value, ...) of an assistant tool call
 	KindID         Kind = "id"         // ZFA04Y, mia_li_3668, HAT136, a UUID, a git SHA, #1867
+	KindDigest     Kind = "digest"     // sha256:9f86d0..., sha512-..., h1:..., an md5 or sha256 hex string
 	KindAmount     Kind = "amount"     // $1,286, 1,286 USD, EUR 30, "price": 1859
 	KindPercent    Kind = "percent"    // 15%, 2.5 percent
 	KindDate       Kind = "date"       // 2024-05-15, May 15, 2024, 15/05/2024
@@ -45,7 +46,7 @@ const (
 
 // Kinds lists every kind, most important tier first.
 func Kinds() []Kind {
-	return []Kind{KindConstraint, KindError, KindToolCall, KindID, KindAmount, KindPercent,
+	return []Kind{KindConstraint, KindError, KindToolCall, KindID, KindDigest, KindAmount, KindPercent,
 		KindDate, KindPath, KindURL, KindEmail, KindTime, KindQuantity}
 }
 
@@ -91,7 +92,7 @@ func baseWeight(k Kind) int {
 		return weightConstraint
 	case KindError:
 		return weightError
-	case KindToolCall, KindID:
+	case KindToolCall, KindID, KindDigest:
 		return weightKey
 	case KindTime, KindQuantity:
 		return weightDetail
@@ -118,22 +119,24 @@ func kindRank(k Kind) int {
 		return 2
 	case KindID:
 		return 3
-	case KindAmount:
+	case KindDigest:
 		return 4
-	case KindPercent:
+	case KindAmount:
 		return 5
-	case KindDate:
+	case KindPercent:
 		return 6
-	case KindPath:
+	case KindDate:
 		return 7
-	case KindURL:
+	case KindPath:
 		return 8
-	case KindEmail:
+	case KindURL:
 		return 9
-	case KindTime:
+	case KindEmail:
 		return 10
-	case KindQuantity:
+	case KindTime:
 		return 11
+	case KindQuantity:
+		return 12
 	}
 	return len(kindRanks)
 }

@@ -14,6 +14,7 @@ var kindLabels = map[Kind]string{
 	KindError:      "Errors",
 	KindToolCall:   "Tool calls",
 	KindID:         "IDs",
+	KindDigest:     "Digests and hashes",
 	KindAmount:     "Amounts",
 	KindPercent:    "Percentages",
 	KindDate:       "Dates",
