@@ -371,9 +371,30 @@ var confusables = map[rune]rune{
 	'∕': '/', '꞉': ':', '∶': ':', 'ː': ':', '˸': ':',
 }
 
-// maxUnquote bounds the levels of string escapes undone one inside another (JSON in the
-// arguments of a tool call, JSON in that JSON).
-const maxUnquote = 2
+// unquotedText is a text with one level of string escapes undone (unquoted): esc holds, in
+// ascending order, the places of text where an escape of two bytes became one.
+type unquotedText struct {
+	text string
+	esc  []int
+}
+
+// back maps spans of the unquoted text to spans of the original.
+func (u *unquotedText) back(ss []secret) []secret {
+	before := func(i int) int { // escapes before place i of text
+		k, _ := slices.BinarySearch(u.esc, i)
+		return k
+	}
+	for i, s := range ss {
+		e := s.e - 1
+		k := before(e)
+		end := e + k + 1
+		if k < len(u.esc) && u.esc[k] == e {
+			end++ // the last byte was an escape of two
+		}
+		ss[i].s, ss[i].e = s.s+before(s.s), end
+	}
+	return ss
+}
 
 // unquoted undoes one level of string escapes: \" and \' become quotes, \\ a backslash,
 // \n, \r and \t the control they name, \/ a slash. normalize keeps them, so that the quoting
@@ -382,18 +403,15 @@ const maxUnquote = 2
 // have the quotes and line breaks the rules expect (<add key=\"Password\" value=\"...\"/>,
 // curl -u \"user:pass\"). It reports false, and does no work, when text has no escaped quote
 // or backslash.
-func unquoted(text string) (normalized, bool) {
+func unquoted(text string) (unquotedText, bool) {
 	i := strings.IndexByte(text, '\\')
 	if i < 0 || !strings.Contains(text[i:], `\"`) && !strings.Contains(text[i:], `\\`) && !strings.Contains(text[i:], `\'`) {
-		return normalized{}, false
+		return unquotedText{}, false
 	}
-	var n normalized
+	var u unquotedText
 	buf := make([]byte, 0, len(text))
 	run := 0
-	for ; i < len(text)-1; i++ {
-		if text[i] != '\\' {
-			continue
-		}
+	for i < len(text)-1 {
 		c := text[i+1]
 		switch c {
 		case '"', '\'', '\\', '/':
@@ -404,21 +422,22 @@ func unquoted(text string) (normalized, bool) {
 		case 't':
 			c = '\t'
 		default:
-			continue
+			c = 0
 		}
-		if i > run {
-			n.segs = append(n.segs, seg{n: len(buf), nl: i - run, o: run, ol: i - run, verbatim: true})
+		if c != 0 {
 			buf = append(buf, text[run:i]...)
+			u.esc = append(u.esc, len(buf))
+			buf = append(buf, c)
+			run = i + 2
+			i++
 		}
-		n.segs = append(n.segs, seg{n: len(buf), nl: 1, o: i, ol: 2})
-		buf = append(buf, c)
-		i++
-		run = i + 1
+		j := strings.IndexByte(text[i+1:], '\\')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
 	}
-	if run < len(text) {
-		n.segs = append(n.segs, seg{n: len(buf), nl: len(text) - run, o: run, ol: len(text) - run, verbatim: true})
-		buf = append(buf, text[run:]...)
-	}
-	n.text = string(buf)
-	return n, n.text != text
+	buf = append(buf, text[run:]...)
+	u.text = string(buf)
+	return u, len(u.esc) > 0
 }
