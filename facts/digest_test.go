@@ -31,3 +31,26 @@ func TestDigestFacts(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionFacts: a version the user names or a tool call is given is a fact of kind
+// version; an IP address, a date and a version only a tool printed are not.
+func TestVersionFacts(t *testing.T) {
+	for _, v := range []string{"2.31.0", "v1.26.8", "1.4.0-rc.2", "v0.0.0-20240515143000-a94a8fe5ccb1", "1.0.0+build.5"} {
+		fs := Extract([]Message{{Role: "user", Content: "Pin the release to " + v + ", please."}})
+		if !slices.ContainsFunc(fs, func(f Fact) bool { return f.Kind == KindVersion && f.Text == v }) {
+			t.Errorf("%q: no version fact in %+v", v, fs)
+		}
+		fs = Extract([]Message{{Role: "assistant", ToolCalls: []ToolCall{{Name: "install", Arguments: `{"version":"` + v + `"}`, ID: "c1"}}}})
+		if !slices.ContainsFunc(fs, func(f Fact) bool { return f.Kind == KindVersion && f.Text == v }) {
+			t.Errorf("%q in arguments: no version fact in %+v", v, fs)
+		}
+	}
+	for _, m := range []Message{{Role: "user", Content: "ping 10.0.0.1 then 192.168.1.20"}, {Role: "user", Content: "on 15.05.2024"},
+		{Role: "tool", Content: "Successfully installed requests-2.31.0 urllib3 2.2.1"}} {
+		for _, f := range Extract([]Message{m}) {
+			if f.Kind == KindVersion {
+				t.Errorf("%q: version fact %q", m.Content, f.Text)
+			}
+		}
+	}
+}

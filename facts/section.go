@@ -15,6 +15,7 @@ var kindLabels = map[Kind]string{
 	KindToolCall:   "Tool calls",
 	KindID:         "IDs",
 	KindDigest:     "Digests and hashes",
+	KindVersion:    "Versions",
 	KindAmount:     "Amounts",
 	KindPercent:    "Percentages",
 	KindDate:       "Dates",

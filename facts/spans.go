@@ -99,6 +99,9 @@ func (x *extractor) spans(s string, cx ctx) {
 	}
 	digests(s, m, add)
 	x.dates(s, m, cx, add)
+	if cx.acted {
+		versions(s, m, add) // after dates: 15.05.2024 is a date
+	}
 	numbers(s, m, cx, add)
 	x.quantities(s, m, cx)
 	x.ids(s, m, cx)
@@ -619,3 +622,27 @@ func hexRun(w string, n int) bool {
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// versionRE finds a version of three numbers or more (semver: 2.31.0, v1.26.8, 1.4.0-rc.2,
+// 1.0.0+build.5, Go's v0.0.0-20240515143000-a94a8fe5ccb1).
+var versionRE = regexp.MustCompile(`\bv?\d{1,5}\.\d{1,5}\.\d{1,6}(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?(?:\+[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?`)
+
+// versions finds versions (versionRE), in user text and tool arguments only (an install log
+// or an assistant's aside names many a version nobody acts on); not a run of four numbers or more (an IP address, a
+// date written 15.05.2024 is not three), nor one glued to a word, a path or a host.
+func versions(s string, m *masker, add spanAdder) {
+	w := m.str()
+	if strings.IndexByte(w, '.') < 0 {
+		return
+	}
+	for _, loc := range versionRE.FindAllStringIndex(w, -1) {
+		st, e := loc[0], loc[1]
+		if st > 0 && (isWordByte(w[st-1]) || strings.IndexByte("./\\@$%&+~#:-", w[st-1]) >= 0) {
+			continue
+		}
+		if e < len(w) && (isWordByte(w[e]) || w[e] == '/' || w[e] == '.' && e+1 < len(w) && isWordByte(w[e+1])) {
+			continue
+		}
+		add(KindVersion, st, e, "")
+	}
+}
