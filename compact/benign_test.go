@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/extractive"
+	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/redact"
@@ -84,7 +86,9 @@ func TestBenignSurviveOfflineSummary(t *testing.T) {
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "offline", Type: "extractive", Provider: extractive.Summarizer{}, Offline: true,
 		MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 	a, _ := s.Active(ctx, "t")
-	c := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens * 2, TargetRatio: 0.05, SummaryMaxTokens: 4000})
+	var ledger []facts.Fact
+	c := compact.NewWith(s, casc, compact.Settings{TokenLimit: a.Tokens * 2, TargetRatio: 0.05, SummaryMaxTokens: 4000},
+		compact.Config{OnSummarized: func(_ context.Context, sp compact.Span) error { ledger = append(ledger, sp.Facts...); return nil }})
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
@@ -97,6 +101,15 @@ func TestBenignSurviveOfflineSummary(t *testing.T) {
 		if !strings.Contains(*rep.Summary, v) {
 			lost++
 			t.Errorf("the offline summary lost %q", v)
+		}
+	}
+	// The digests, hashes, UUIDs and versions are facts of their kind (a short commit id with
+	// no word before it is not).
+	for _, v := range slices.Concat(benignValues[:8], benignValues[9:16]) {
+		if !slices.ContainsFunc(ledger, func(f facts.Fact) bool {
+			return f.Text == v && (f.Kind == facts.KindDigest || f.Kind == facts.KindVersion || f.Kind == facts.KindID)
+		}) {
+			t.Errorf("%q is not a digest, version or id fact of the ledger", v)
 		}
 	}
 	t.Logf("%d of %d benign values redacted, %d lost by the offline summary", redacted, len(benignValues), lost)
