@@ -25,6 +25,8 @@ var evasions = [][2]string{
 	{"p&#97;ssword=Vq3#Lm8Zt2Wx", "Vq3#Lm8Zt2Wx"},                                                                 // an HTML entity in the label
 	{"раssword: Hd7!Kp2Qz9Ry", "Hd7!Kp2Qz9Ry"},                                                                    // a Cyrillic р in the label
 	{"ｐａｓｓｗｏｒｄ＝Nf4$Tb8Wq1Zs", "Nf4$Tb8Wq1Zs"},                                                                     // full-width label and sign
+	{"api\u00a0key: sk-Wm4Xp8", "sk-Wm4Xp8"},                                                                      // a no-break space inside the key name
+	{"ACCESS\u202fTOKEN = Zr5Kx2Wm9Lp4", "Zr5Kx2Wm9Lp4"},                                                          // a narrow no-break space
 	{"https://app.example.com/login?next=%2Fhome&password%3DJr5%25Yc2Mv7Xk", "Jr5"},                               // percent-encoded
 	{"CONFIG_B64=T1BFTkFJX0FQSV9LRVk9c2stcHJvai1NdjNMcThadDJXeDdSazRQYjlOYzFZZDZGaDBKZzVTZThVYTJJYjdPYzM=", "T1BFTkFJX0FQSV9LRVk9c2stcHJvai1NdjNMcThadDJXeDdSazRQYjlOYzFZZDZGaDBKZzVTZThVYTJJYjdPYzM"}, // base64 of a key of a known shape
 	{"blob 6768705f5a71384c6d33566237547832526b365763395964344668314a6e35506738536533556130 end", "6768705f5a71384c6d33566237547832526b365763395964344668314a6e35506738536533556130"},                  // hex of a GitHub token

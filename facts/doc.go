@@ -37,6 +37,13 @@
 //     letters and digits with a capital: all capitals and digits from 5 characters (ZFA04Y,
 //     4OG6T3, HAT136), or mixed case from 8 with two capitals and two digits. Technical
 //     names (SHA256, UTF16, ISO8601, ...) are not ids.
+//   - digest: a digest with its algorithm (sha256:9f86..., sha256=..., npm's sha512-...,
+//     go.sum's h1:..., md5:...), a run of 32, 64 or 128 hex digits in one case with a digit
+//     (an md5, sha256 or sha512 hex string), 0x and 40 hex digits (an address). Taken before
+//     dates and amounts, so no digit of it is read again; a 40-hex string is an id.
+//   - version: three numbers or more, semver's pre-release and build included (2.31.0,
+//     v1.26.8, 1.4.0-rc.2, v0.0.0-20240515143000-a94a8fe5ccb1), not four (an IP address);
+//     in user text and tool arguments only (an install log lists many).
 //   - amount: $1,286, €30, EUR 30, 1,286 USD, 12 dollars, $1.2M; not $1 (a shell argument).
 //   - percent: 15%, 2.5 percent (in tool output not [ 50%] or 100%| progress).
 //   - date: 2024-05-15 (a date-time gives its date), May 15, 2024, May 15, 15 May 2024,
@@ -62,7 +69,7 @@
 // are matched individually, so the id JG7FMM is a fact besides
 // get_reservation_details(reservation_id=JG7FMM) and the error that names it.
 //
-// Weights: constraint 90 > error 70 > id and tool_call 50 > amount, percent, date, path,
+// Weights: constraint 90 > error 70 > id, digest, version and tool_call 50 > amount, percent, date, path,
 // url, email 30 > time and quantity 10. A tool call with nothing to check but its name
 // (all arguments long, or none) weighs 30. Bonuses: +3 when the user or the assistant said
 // it or passed it to a tool (rather than a tool printing it), and +1 for each further

@@ -13,12 +13,13 @@ type ctx struct {
 	constraints bool // user messages only
 	prose       bool // times and percentages are read only where they are not data dumps
 	allErrors   bool // tool output: unanchored error phrases too (exit status, HTTP 404, ...)
+	acted       bool // versions are read only where the agent acts on them: user text, tool arguments
 }
 
 var (
-	ctxUser      = ctx{ref: true, constraints: true, prose: true}
+	ctxUser      = ctx{ref: true, constraints: true, prose: true, acted: true}
 	ctxAssistant = ctx{ref: true, prose: true}
-	ctxArgs      = ctx{ref: true, prose: true}
+	ctxArgs      = ctx{ref: true, prose: true, acted: true}
 	ctxTool      = ctx{allErrors: true}
 )
 

@@ -33,6 +33,8 @@ const (
 	KindError      Kind = "error"      // an error line: ValueError: ..., Error: ..., exit status 2
 	KindToolCall   Kind = "tool_call"  // name(key=value, ...) of an assistant tool call
 	KindID         Kind = "id"         // ZFA04Y, mia_li_3668, HAT136, a UUID, a git SHA, #1867
+	KindDigest     Kind = "digest"     // sha256:9f86d0..., sha512-..., h1:..., an md5 or sha256 hex string
+	KindVersion    Kind = "version"    // v1.26.8, 2.31.0, 1.4.0-rc.2, v0.0.0-20240515143000-a94a8fe5ccb1
 	KindAmount     Kind = "amount"     // $1,286, 1,286 USD, EUR 30, "price": 1859
 	KindPercent    Kind = "percent"    // 15%, 2.5 percent
 	KindDate       Kind = "date"       // 2024-05-15, May 15, 2024, 15/05/2024
@@ -45,7 +47,7 @@ const (
 
 // Kinds lists every kind, most important tier first.
 func Kinds() []Kind {
-	return []Kind{KindConstraint, KindError, KindToolCall, KindID, KindAmount, KindPercent,
+	return []Kind{KindConstraint, KindError, KindToolCall, KindID, KindDigest, KindVersion, KindAmount, KindPercent,
 		KindDate, KindPath, KindURL, KindEmail, KindTime, KindQuantity}
 }
 
@@ -91,7 +93,7 @@ func baseWeight(k Kind) int {
 		return weightConstraint
 	case KindError:
 		return weightError
-	case KindToolCall, KindID:
+	case KindToolCall, KindID, KindDigest, KindVersion:
 		return weightKey
 	case KindTime, KindQuantity:
 		return weightDetail
@@ -118,22 +120,26 @@ func kindRank(k Kind) int {
 		return 2
 	case KindID:
 		return 3
-	case KindAmount:
+	case KindDigest:
 		return 4
-	case KindPercent:
+	case KindVersion:
 		return 5
-	case KindDate:
+	case KindAmount:
 		return 6
-	case KindPath:
+	case KindPercent:
 		return 7
-	case KindURL:
+	case KindDate:
 		return 8
-	case KindEmail:
+	case KindPath:
 		return 9
-	case KindTime:
+	case KindURL:
 		return 10
-	case KindQuantity:
+	case KindEmail:
 		return 11
+	case KindTime:
+		return 12
+	case KindQuantity:
+		return 13
 	}
 	return len(kindRanks)
 }

@@ -257,7 +257,7 @@ func TestExtractDeterministic(t *testing.T) {
 // The ledger counts on each recorded conversation, by kind; see TestLedgerCounts.
 var wantCounts = map[string]map[Kind]int{
 	"sweagent_marshmallow1867_function_calling.jsonl": {
-		KindConstraint: 15, KindToolCall: 11, KindPath: 5, KindURL: 8, KindEmail: 1,
+		KindConstraint: 15, KindToolCall: 11, KindPath: 5, KindURL: 8, KindEmail: 1, KindDigest: 1,
 	},
 	"tau_bench_airline_gpt4o_task13_trial2_success.jsonl": {
 		KindConstraint: 2, KindError: 1, KindID: 12, KindToolCall: 6, KindDate: 6, KindAmount: 10, KindTime: 9,

@@ -14,6 +14,8 @@ var kindLabels = map[Kind]string{
 	KindError:      "Errors",
 	KindToolCall:   "Tool calls",
 	KindID:         "IDs",
+	KindDigest:     "Digests and hashes",
+	KindVersion:    "Versions",
 	KindAmount:     "Amounts",
 	KindPercent:    "Percentages",
 	KindDate:       "Dates",

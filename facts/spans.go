@@ -97,7 +97,11 @@ func (x *extractor) spans(s string, cx ctx) {
 	if !digits {
 		return
 	}
+	digests(s, m, add)
 	x.dates(s, m, cx, add)
+	if cx.acted {
+		versions(s, m, add) // after dates: 15.05.2024 is a date
+	}
 	numbers(s, m, cx, add)
 	x.quantities(s, m, cx)
 	x.ids(s, m, cx)
@@ -579,4 +583,66 @@ func dateKey(t string) string {
 		return fmt.Sprintf("--%02d-%02d", mo, d)
 	}
 	return fmt.Sprintf("%04d-%02d-%02d", y, mo, d)
+}
+
+// digestRE finds a digest with its algorithm's label (sha256:..., sha512-... as npm writes it,
+// h1:... of go.sum, md5:...), an address of 40 hex digits after 0x, or a bare run of 32, 64 or
+// 128 hex digits in one case (an md5, sha256 or sha512 hex string; a 40-digit one is a commit
+// id, taken by ids).
+var digestRE = regexp.MustCompile(`\b(?:sha(?:1|224|256|384|512)|SHA(?:1|224|256|384|512)|md5|MD5|blake2[bs]|h1)[:=-][A-Za-z0-9+/_-]{16,}={0,2}|\b(?:0x[0-9a-fA-F]{40}|[0-9a-f]{128}|[0-9A-F]{128}|[0-9a-f]{64}|[0-9A-F]{64}|[0-9a-f]{32}|[0-9A-F]{32})\b`)
+
+// digests finds the digests and hashes an agent acts on (digestRE): kept as facts, not as secrets.
+func digests(s string, m *masker, add spanAdder) {
+	w := m.str()
+	if !hexRun(w, 32) && !containsAny(w, "sha", "SHA", "md5", "MD5", "h1:", "blake2") {
+		return
+	}
+	for _, loc := range digestRE.FindAllStringIndex(w, -1) {
+		t := s[loc[0]:loc[1]]
+		if !hasDigit(t) || loc[0] > 0 && (isWordByte(w[loc[0]-1]) || strings.IndexByte("-./\\@$%&+~#", w[loc[0]-1]) >= 0) {
+			continue
+		}
+		add(KindDigest, loc[0], loc[1], "")
+	}
+}
+
+// hexRun reports a run of at least n hex digits in w.
+func hexRun(w string, n int) bool {
+	run := 0
+	for i := 0; i < len(w); i++ {
+		if isHex(w[i]) {
+			if run++; run >= n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// versionRE finds a version of three numbers or more (semver: 2.31.0, v1.26.8, 1.4.0-rc.2,
+// 1.0.0+build.5, Go's v0.0.0-20240515143000-a94a8fe5ccb1).
+var versionRE = regexp.MustCompile(`\bv?\d{1,5}\.\d{1,5}\.\d{1,6}(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?(?:\+[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?`)
+
+// versions finds versions (versionRE), in user text and tool arguments only (an install log
+// or an assistant's aside names many a version nobody acts on); not a run of four numbers or more (an IP address, a
+// date written 15.05.2024 is not three), nor one glued to a word, a path or a host.
+func versions(s string, m *masker, add spanAdder) {
+	w := m.str()
+	if strings.IndexByte(w, '.') < 0 {
+		return
+	}
+	for _, loc := range versionRE.FindAllStringIndex(w, -1) {
+		st, e := loc[0], loc[1]
+		if st > 0 && (isWordByte(w[st-1]) || strings.IndexByte("./\\@$%&+~#:-", w[st-1]) >= 0) {
+			continue
+		}
+		if e < len(w) && (isWordByte(w[e]) || w[e] == '/' || w[e] == '.' && e+1 < len(w) && isWordByte(w[e+1])) {
+			continue
+		}
+		add(KindVersion, st, e, "")
+	}
 }

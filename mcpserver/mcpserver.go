@@ -26,7 +26,9 @@ type Options struct {
 	// left out, and naming another one is an error. Empty: every tool takes a thread.
 	Thread string
 	// Raw returns message text as stored. By default memory_read and memory_search redact
-	// it as it would be redacted for a provider (Compactor.Redact).
+	// it as it is redacted for a summarizing provider: each message read with its neighbours
+	// (Compactor.ReadProviderView), so that a password typed alone after a request for it or
+	// a token cut in two is redacted as a compaction redacts it.
 	Raw bool
 	// ReadTokens bounds the messages one memory_read returns (0: DefaultReadTokens).
 	ReadTokens int
@@ -139,7 +141,7 @@ func (h *handler) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchI
 	}
 	opt := memory.SearchOptions{Thread: thread, Limit: in.Limit}
 	if !h.opt.Raw {
-		opt.Redact = h.opt.Compactor.Redact
+		opt.Redact, opt.RedactMessages = h.opt.Compactor.Redact, h.opt.Compactor.ProviderView
 	}
 	hits, err := h.store.Search(ctx, in.Query, opt)
 	if err != nil {

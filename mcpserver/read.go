@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/transcript"
 )
 
 // readChunk is how many messages memory_read reads from the store at a time: it stops at its
@@ -53,12 +54,28 @@ func (h *handler) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput
 		} else if err != nil {
 			return nil, ReadOutput{}, err
 		}
-		for _, e := range es {
+		for i, e := range es {
+			if strings.ContainsRune(e.Text(), utf8.RuneError) {
+				// An entry read light holds the text stored for search, in which NUL and
+				// bytes that are not UTF-8 are U+FFFD: such a message is read again whole,
+				// to show its text as it was given.
+				full, err := h.store.Messages(ctx, thread, e.Seq, e.Seq)
+				if err != nil {
+					return nil, ReadOutput{}, err
+				}
+				es[i] = full[0]
+			}
+		}
+		views, err := h.views(ctx, thread, es)
+		if err != nil {
+			return nil, ReadOutput{}, err
+		}
+		for i, e := range es {
 			left := bound - used
 			bytes := textBytes(e)
 			over := e.Tokens > left || bytes > wholeBytesPerToken*int64(left)
 			if len(out.Messages) == 0 && (over || in.Offset > 0) {
-				m, err := h.cut(ctx, thread, e, in.Offset, left)
+				m, err := h.cut(ctx, thread, e, views[i], in.Offset, left)
 				if err != nil {
 					return nil, ReadOutput{}, err
 				}
@@ -75,10 +92,7 @@ func (h *handler) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput
 				out.Truncated, out.NextSeq = true, e.Seq
 				break
 			}
-			m, err := h.whole(ctx, thread, e)
-			if err != nil {
-				return nil, ReadOutput{}, err
-			}
+			m := whole(e, views[i])
 			used += e.Tokens
 			out.Messages = append(out.Messages, m)
 			last = e.Seq
@@ -111,32 +125,38 @@ func textBytes(e memory.Entry) int64 {
 	return n
 }
 
-// whole returns a message as memory_read shows it. An entry read light holds the text stored for
-// search, in which NUL and bytes that are not UTF-8 are U+FFFD: such a message is read again
-// whole, to show its text as it was given.
-func (h *handler) whole(ctx context.Context, thread string, e memory.Entry) (ReadMessage, error) {
-	if strings.ContainsRune(e.Text(), utf8.RuneError) {
-		es, err := h.store.Messages(ctx, thread, e.Seq, e.Seq)
-		if err != nil {
-			return ReadMessage{}, err
+// views returns es (consecutive messages) as memory_read shows them: as a provider reads them
+// (compact.Compactor.ReadProviderView), or as stored when the server is raw.
+func (h *handler) views(ctx context.Context, thread string, es []memory.Entry) ([]transcript.Message, error) {
+	if !h.opt.Raw && h.opt.Compactor.Redact != nil {
+		return h.opt.Compactor.ReadProviderView(ctx, thread, es)
+	}
+	out := make([]transcript.Message, len(es))
+	for i, e := range es {
+		out[i] = transcript.Message{Seq: e.Seq, Role: e.Message.Role, Name: e.Message.Name, ToolCallID: e.Message.ToolCallID, Text: e.Text()}
+		for _, c := range e.Message.ToolCalls {
+			out[i].ToolCalls = append(out[i].ToolCalls, transcript.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
-		e = es[0]
 	}
-	m := ReadMessage{Seq: e.Seq, Role: e.Message.Role, Content: h.redact(e.Text()), Name: h.redact(e.Message.Name),
-		ToolCallID: h.redact(e.Message.ToolCallID), Tokens: e.Tokens}
-	for _, c := range e.Message.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, ReadCall{ID: h.redact(c.ID), Name: h.redact(c.Function.Name), Arguments: h.redact(c.Function.Arguments)})
+	return out, nil
+}
+
+// whole returns a message as memory_read shows it, its fields those of v (views).
+func whole(e memory.Entry, v transcript.Message) ReadMessage {
+	m := ReadMessage{Seq: e.Seq, Role: e.Message.Role, Content: v.Text, Name: v.Name, ToolCallID: v.ToolCallID, Tokens: e.Tokens}
+	for _, c := range v.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, ReadCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	return m, nil
+	return m
 }
 
 // cut returns the part of a message that starts at byte offset of its text (its content, then
 // each tool call's arguments, as shown: redacted whole first, so that the part holds no piece of
 // a secret) and takes at most budget tokens, with its cut saying where the rest starts.
-func (h *handler) cut(ctx context.Context, thread string, e memory.Entry, offset int64, budget int) (ReadMessage, error) {
-	segs := []string{h.redact(e.Text())}
-	for _, c := range e.Message.ToolCalls {
-		segs = append(segs, h.redact(c.Function.Arguments))
+func (h *handler) cut(ctx context.Context, thread string, e memory.Entry, v transcript.Message, offset int64, budget int) (ReadMessage, error) {
+	segs := []string{v.Text}
+	for _, c := range v.ToolCalls {
+		segs = append(segs, c.Arguments)
 	}
 	total := int64(0)
 	for _, s := range segs {
@@ -150,10 +170,9 @@ func (h *handler) cut(ctx context.Context, thread string, e memory.Entry, offset
 		return ReadMessage{}, err
 	}
 	parts, start, next, tokens := cutSegments(segs, offset, max(budget, 1), counter.CountText)
-	m := ReadMessage{Seq: e.Seq, Role: e.Message.Role, Content: parts[0], Name: h.redact(e.Message.Name),
-		ToolCallID: h.redact(e.Message.ToolCallID), Tokens: tokens}
-	for i, c := range e.Message.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, ReadCall{ID: h.redact(c.ID), Name: h.redact(c.Function.Name), Arguments: parts[i+1]})
+	m := ReadMessage{Seq: e.Seq, Role: e.Message.Role, Content: parts[0], Name: v.Name, ToolCallID: v.ToolCallID, Tokens: tokens}
+	for i, c := range v.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, ReadCall{ID: c.ID, Name: c.Name, Arguments: parts[i+1]})
 	}
 	shown := int64(0)
 	for _, p := range parts {

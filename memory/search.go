@@ -15,6 +15,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/transcript"
 )
 
 // Search is in one place: every reader (memctl search, MCP's memory_search, serve's
@@ -68,6 +69,13 @@ type SearchOptions struct {
 	// snippet), so a hit whose whole text holds a secret gets its snippet from the redacted
 	// whole text instead, its matches marked in it.
 	Redact func(string) string
+	// RedactMessages, when set with Redact, redacts a message hit as a provider reads it
+	// (compact.Compactor.ProviderView): it is given the hit's message with the message before
+	// and after it, so that a secret only the conversation shows (a password typed alone after
+	// a request for it, a token cut in two) is redacted too; it returns them in their order.
+	// The hit's snippet is then taken from the message's redacted text whenever that differs
+	// from the stored one.
+	RedactMessages func(es []Entry) []transcript.Message
 }
 
 // Search finds stored messages and summaries, archived ones included, that contain every word
@@ -125,7 +133,7 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 			return err
 		}
 		if opt.Redact != nil {
-			return s.redactHits(ctx, q, out, terms, opt.Redact)
+			return s.redactHits(ctx, q, out, terms, opt.Redact, opt.RedactMessages)
 		}
 		return nil
 	})
@@ -249,13 +257,34 @@ func activeRule(ctx context.Context, q db.Querier, thread string) (func(SearchHi
 }
 
 // redactHits redacts the snippets of hits (see SearchOptions.Redact).
-func (s *Store) redactHits(ctx context.Context, q db.Querier, hits []SearchHit, terms []db.SearchTerm, redact func(string) string) error {
+func (s *Store) redactHits(ctx context.Context, q db.Querier, hits []SearchHit, terms []db.SearchTerm, redact func(string) string,
+	inContext func([]Entry) []transcript.Message) error {
 	for i := range hits {
 		h := &hits[i]
 		if h.CompactionID != 0 {
 			// A summary is stored redacted: only the marks can have cut a secret it kept.
 			if plain := unmark(h.Snippet, h.Marks); redact(plain) != plain {
 				h.Snippet, h.Marks = snippetOf(redact(plain), terms)
+			} else {
+				h.Snippet = redact(h.Snippet)
+			}
+			continue
+		}
+		if inContext != nil {
+			es, err := s.messagesBetween(ctx, q, h.Thread, max(h.Seq-1, 1), h.Seq+1, false)
+			if err != nil {
+				return err
+			}
+			i := slices.IndexFunc(es, func(e Entry) bool { return e.Seq == h.Seq })
+			if i < 0 {
+				return fmt.Errorf("thread %q: message %d: not read", h.Thread, h.Seq)
+			}
+			view := inContext(es)[i]
+			text := searchableText(view)
+			raw := string(es[i].Message.Content) // text in parts Text does not join
+			secret := redact(raw) != raw
+			if text != searchableText(transcriptOf(es[i].Message)) || secret {
+				h.Snippet, h.Marks = snippetOf(text, terms)
 			} else {
 				h.Snippet = redact(h.Snippet)
 			}
@@ -295,6 +324,26 @@ func redactedText(m chat.Message, redact func(string) string) (string, bool) {
 	}
 	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "" })
 	return strings.Join(parts, " "), changed
+}
+
+// searchableText is the text of a message as a search hit shows it: its text, name and tool
+// calls, joined by spaces.
+func searchableText(m transcript.Message) string {
+	parts := []string{m.Text, m.Name}
+	for _, c := range m.ToolCalls {
+		parts = append(parts, c.ID, c.Name, c.Arguments)
+	}
+	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "" })
+	return strings.Join(parts, " ")
+}
+
+// transcriptOf is a message's fields as searchableText reads them, unredacted.
+func transcriptOf(m chat.Message) transcript.Message {
+	t := transcript.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, Text: m.Text()}
+	for _, c := range m.ToolCalls {
+		t.ToolCalls = append(t.ToolCalls, transcript.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return t
 }
 
 // unmark removes the brackets around the marks of a snippet.

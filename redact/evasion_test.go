@@ -36,6 +36,13 @@ var evasionCases = []evasionCase{
 	{"full-width label", "ｐａｓｓｗｏｒｄ＝Nf4$Tb8Wq1Zs", "Nf4$Tb8Wq1Zs", nil},
 	{"full-width key", "ｓｋ-ant-api03-Zk4Pq8Wm2Xr6Tn1Yb5Vc9Hd3Jf7Lg0Ks4Ma8Qe2Ru6", "sk-ant-api03-Zk4Pq8Wm2Xr6Tn1Yb5Vc9Hd3Jf7Lg0Ks4Ma8Qe2Ru6", nil},
 	{"percent-encoded query pair", "https://app.example.com/login?next=%2Fhome&password%3DJr5%25Yc2Mv7Xk", "Jr5%Yc2Mv7Xk", []string{"https://app.example.com/login?next=%2Fhome&password%3D"}},
+	{"non-breaking space inside a key name", "api\u00a0key: sk-Wm4Xp8", "sk-Wm4Xp8", []string{"api\u00a0key: "}},
+	{"non-breaking space between the words of a label", "access\u00a0token: \"Hd7!Kp2Qz9Ry\"", "Hd7!Kp2Qz9Ry", []string{"access\u00a0token: \""}},
+	{"narrow no-break space inside a key name", "API\u202fKEY=Tq3Wv8Nb", "Tq3Wv8Nb", nil},
+	{"thin space after the label", "api_key:\u2009Qx7Lm2Vb9Tz4Rk8Wc1Yd5", "Qx7Lm2Vb9Tz4Rk8Wc1Yd5", []string{"api_key:"}},
+	{"en space and medium space in a label", "access\u2002token\u205f= Zr5Kx2Wm9Lp4", "Zr5Kx2Wm9Lp4", nil},
+	{"ogham space mark before the value", "password:\u1680Vb7!Qm3Tz8", "Vb7!Qm3Tz8", nil},
+	{"non-breaking and zero-width space inside a key name", "api\u00a0\u200bkey = Np6Yq2Rz8Wc", "Np6Yq2Rz8Wc", nil},
 	{"percent-encoded aws secret", "aws_secret_access_key=wJa1rXUtnFEMI%2FK7MDENG%2FbPxRfiCYzQ8Kd93hQa", "wJa1rXUtnFEMI/K7MDENG/bPxRfiCYzQ8Kd93hQa", []string{"aws_secret_access_key="}},
 }
 

@@ -4,6 +4,7 @@ import (
 	"html"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -61,7 +62,8 @@ func (n *normalized) back(ss []secret) []secret {
 //   - invisible characters, dropped: zero-width spaces and joiners, the word joiner, the soft
 //     hyphen, the byte order mark, bidirectional controls, variation selectors, tag
 //     characters, the Mongolian vowel separator;
-//   - full-width forms (ｐａｓｓｗｏｒｄ, ：) and the ideographic space, folded to ASCII;
+//   - full-width forms (ｐａｓｓｗｏｒｄ, ：), and the Unicode spaces (no-break, narrow no-break,
+//     ideographic, en to hair, medium mathematical, Ogham), folded to ASCII;
 //   - Cyrillic and Greek letters that look like Latin ones (раssword with a Cyrillic р),
 //     folded to the Latin letter.
 //
@@ -334,8 +336,8 @@ func fold(r rune) (rune, bool) {
 	switch {
 	case r >= 0xFF01 && r <= 0xFF5E:
 		return r - 0xFF01 + '!', true
-	case r == 0x3000:
-		return ' ', true
+	case r == 0x3000, r == 0x00A0, r == 0x1680, r >= 0x2000 && r <= 0x200A, r == 0x202F, r == 0x205F:
+		return ' ', true // the ideographic, no-break, Ogham, typographic and math spaces
 	case r >= 0x1D400 && r <= 0x1D6A3: // mathematical bold, italic, script, ... letters
 		if off := (r - 0x1D400) % 52; off < 26 {
 			return 'A' + off, true
@@ -367,4 +369,75 @@ var confusables = map[rune]rune{
 	// Latin look-alikes and punctuation
 	'ı': 'i', 'ȷ': 'j', 'ɑ': 'a', '‐': '-', '‑': '-', '‒': '-', '–': '-', '⁄': '/',
 	'∕': '/', '꞉': ':', '∶': ':', 'ː': ':', '˸': ':',
+}
+
+// unquotedText is a text with one level of string escapes undone (unquoted): esc holds, in
+// ascending order, the places of text where an escape of two bytes became one.
+type unquotedText struct {
+	text string
+	esc  []int
+}
+
+// back maps spans of the unquoted text to spans of the original.
+func (u *unquotedText) back(ss []secret) []secret {
+	before := func(i int) int { // escapes before place i of text
+		k, _ := slices.BinarySearch(u.esc, i)
+		return k
+	}
+	for i, s := range ss {
+		e := s.e - 1
+		k := before(e)
+		end := e + k + 1
+		if k < len(u.esc) && u.esc[k] == e {
+			end++ // the last byte was an escape of two
+		}
+		ss[i].s, ss[i].e = s.s+before(s.s), end
+	}
+	return ss
+}
+
+// unquoted undoes one level of string escapes: \" and \' become quotes, \\ a backslash,
+// \n, \r and \t the control they name, \/ a slash. normalize keeps them, so that the quoting
+// of a value is read as written; a text quoted once more (a command line or a config file in
+// a JSON string: a tool call's arguments) is read through this copy too, where its values
+// have the quotes and line breaks the rules expect (<add key=\"Password\" value=\"...\"/>,
+// curl -u \"user:pass\"). It reports false, and does no work, when text has no escaped quote
+// or backslash.
+func unquoted(text string) (unquotedText, bool) {
+	i := strings.IndexByte(text, '\\')
+	if i < 0 || !strings.Contains(text[i:], `\"`) && !strings.Contains(text[i:], `\\`) && !strings.Contains(text[i:], `\'`) {
+		return unquotedText{}, false
+	}
+	var u unquotedText
+	buf := make([]byte, 0, len(text))
+	run := 0
+	for i < len(text)-1 {
+		c := text[i+1]
+		switch c {
+		case '"', '\'', '\\', '/':
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		default:
+			c = 0
+		}
+		if c != 0 {
+			buf = append(buf, text[run:i]...)
+			u.esc = append(u.esc, len(buf))
+			buf = append(buf, c)
+			run = i + 2
+			i++
+		}
+		j := strings.IndexByte(text[i+1:], '\\')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	buf = append(buf, text[run:]...)
+	u.text = string(buf)
+	return u, len(u.esc) > 0
 }

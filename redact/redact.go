@@ -108,17 +108,51 @@ type secret struct {
 }
 
 // secrets returns the spans of the secrets of text, ascending and disjoint.
-func (r *Redactor) secrets(text string) []secret { return r.secretsAt(text, 0) }
+func (r *Redactor) secrets(text string) []secret {
+	ss, windows := r.secretsCand(text, 0)
+	if len(windows) == 0 {
+		return ss
+	}
+	// A text quoted once more (a command line or a config file in a JSON string: a tool
+	// call's arguments; JSON in that JSON) is read again with its string escapes undone, up
+	// to maxUnquote levels, by the rules and with its evasions undone (not its encodings),
+	// when an anchor or keyword of a rule has an escaped quote or backslash near it.
+	var levels []unquotedText
+	for cur := text; len(levels) < maxUnquote; {
+		u, ok := unquoted(cur)
+		if !ok {
+			break
+		}
+		levels = append(levels, u)
+		found := r.secretsAt(u.text, maxEncodedDepth)
+		for k := len(levels) - 1; k >= 0; k-- {
+			found = levels[k].back(found)
+		}
+		ss = merge(ss, found)
+		cur = u.text
+	}
+	return ss
+}
+
+// maxUnquote bounds the levels of string escapes undone one inside another (unquoted).
+const maxUnquote = 2
 
 // maxEncodedDepth bounds the encodings read one inside another (base64 of hex of a key).
 const maxEncodedDepth = 2
 
 // secretsAt is secrets of a text decoded from depth levels of base64 or hex.
 func (r *Redactor) secretsAt(text string, depth int) []secret {
+	ss, _ := r.secretsCand(text, depth)
+	return ss
+}
+
+// secretsCand is secretsAt, and the windows of text to read unquoted (plainCand; all of text
+// when its normalised copy has one).
+func (r *Redactor) secretsCand(text string, depth int) ([]secret, [][2]int) {
 	if text == "" {
-		return nil
+		return nil, nil
 	}
-	ss, evade := r.plain(text)
+	ss, evade, cand := r.plainCand(text)
 	if depth < maxEncodedDepth {
 		ss = merge(ss, r.encoded(text, depth))
 	}
@@ -132,7 +166,11 @@ func (r *Redactor) secretsAt(text string, depth int) []secret {
 		}
 		levels = append(levels, n)
 		var found []secret
-		found, evade = r.plain(n.text)
+		var c [][2]int
+		found, evade, c = r.plainCand(n.text)
+		if len(c) > 0 {
+			cand = append(cand, [2]int{0, len(text)}) // a window of the normalised text: read all of text
+		}
 		if depth < maxEncodedDepth {
 			found = merge(found, r.encoded(n.text, depth))
 		}
@@ -142,16 +180,30 @@ func (r *Redactor) secretsAt(text string, depth int) []secret {
 		ss = merge(ss, found)
 		cur = n.text
 	}
-	return ss
+	return ss, cand
 }
 
 // plain returns the spans of the secrets the patterns find in text as it is, and whether
 // text holds an evasion that normalize undoes (evasive, found with the scan).
 func (r *Redactor) plain(text string) ([]secret, bool) {
+	ss, evade, _ := r.plainCand(text)
+	return ss, evade
+}
+
+// plainCand is plain, and the windows of text around the anchors and keywords of the rules
+// that run only where one occurs with an escaped quote or backslash near them (escapedNear):
+// elsewhere, a copy of text with its string escapes undone (unquoted) holds no more than text.
+func (r *Redactor) plainCand(text string) ([]secret, bool, [][2]int) {
 	var t tracker
 	buf := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(buf)
 	passes := r.passes(text, buf)
+	var cand [][2]int
+	for _, ps := range passes {
+		if ps.p.scanAll == nil && len(cand) == 0 {
+			cand = escapedNear(text, ps.starts, ps.all, cand)
+		}
+	}
 	evade := evasiveAt(text, r.found(buf).ev)
 	markers := markerSpans(text)
 	for i, ps := range passes {
@@ -177,7 +229,7 @@ func (r *Redactor) plain(text string) ([]secret, bool) {
 			markers = shiftMarkers(markers, edits)
 		}
 	}
-	return t.secrets(), evade
+	return t.secrets(), evade, cand
 }
 
 // pass is a pattern to run on a text: at its candidate starts, or (all) unanchored over the
@@ -543,4 +595,38 @@ func overlaps(spans [][]int, s, e int) bool {
 
 func isWordByte(b byte) bool {
 	return b >= '0' && b <= '9' || b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b == '_'
+}
+
+// escapeWindow is how far from an anchor or keyword an escaped quote or backslash makes the
+// text worth reading unquoted: the window of an anchored match (defaultWindow).
+const escapeWindow = defaultWindow
+
+// escapedNear appends to windows the window of escapeWindow bytes either side of each start
+// (ascending; of the whole text when all is set) that holds an escaped quote or backslash
+// (\", \', \\).
+func escapedNear(text string, starts []int, all bool, windows [][2]int) [][2]int {
+	has := func(lo, hi int) bool {
+		for i := lo; i < hi-1; i++ {
+			if text[i] == '\\' && (text[i+1] == '"' || text[i+1] == '\'' || text[i+1] == '\\') {
+				return true
+			}
+		}
+		return false
+	}
+	if all {
+		if has(0, len(text)) {
+			windows = append(windows, [2]int{0, len(text)})
+		}
+		return windows
+	}
+	for _, st := range starts {
+		lo, hi := max(st-escapeWindow, 0), min(st+escapeWindow, len(text))
+		if n := len(windows); n > 0 && windows[n-1][1] >= hi && windows[n-1][0] <= lo {
+			continue // inside the last window taken
+		}
+		if has(lo, hi) {
+			return append(windows, [2]int{lo, hi}) // one is enough: the whole text is read
+		}
+	}
+	return windows
 }

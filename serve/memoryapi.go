@@ -1,13 +1,16 @@
 package serve
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/mcpserver"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/transcript"
 )
 
 // The memory routes: what the MCP tools do (package mcpserver), over the inspection API.
@@ -48,7 +51,8 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	hits, err := s.Store.Search(r.Context(), q.Get("q"), memory.SearchOptions{Thread: q.Get("thread"), Limit: int(limit), Redact: s.Compactor.Redact})
+	hits, err := s.Store.Search(r.Context(), q.Get("q"), memory.SearchOptions{Thread: q.Get("thread"), Limit: int(limit),
+		Redact: s.Compactor.Redact, RedactMessages: s.Compactor.ProviderView})
 	if err != nil {
 		Error(w, err)
 		return
@@ -57,7 +61,8 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 }
 
 // GET /api/threads/{id}/messages?from=&to=: the original messages of a range (default: all),
-// as appended, archived ones included (memctl export --all of a range).
+// as appended, archived ones included (memctl export --all of a range), redacted as a
+// summarizing provider reads them (redactedMessage).
 func (s *Server) apiMessages(w http.ResponseWriter, r *http.Request) {
 	id, ok := threadParam(w, r)
 	if !ok {
@@ -77,6 +82,11 @@ func (s *Server) apiMessages(w http.ResponseWriter, r *http.Request) {
 		Error(w, err)
 		return
 	}
+	views, err := s.Compactor.ReadProviderView(r.Context(), id, es)
+	if err != nil {
+		Error(w, err)
+		return
+	}
 	type message struct {
 		Seq     int64        `json:"seq"`
 		Tokens  int          `json:"tokens"`
@@ -84,7 +94,7 @@ func (s *Server) apiMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]message, len(es))
 	for i, e := range es {
-		out[i] = message{Seq: e.Seq, Tokens: e.Tokens, Message: e.Message}
+		out[i] = message{Seq: e.Seq, Tokens: e.Tokens, Message: redactedMessage(e.Message, views[i], s.Compactor.Redact)}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -130,4 +140,81 @@ func sameSite(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// redactedMessage is m with the fields of v, its view as a provider reads it
+// (compact.Compactor.ProviderView): its content, when v's text differs from m's, becomes that
+// text (a string: a secret cut over two content parts is redacted in their joined text); its
+// name, tool_call_id and tool calls are v's; every string of the fields it holds besides
+// (Extra) is redacted with redact.
+func redactedMessage(m chat.Message, v transcript.Message, redact func(string) string) chat.Message {
+	out := m
+	if v.Text != m.Text() {
+		out.Content, _ = json.Marshal(v.Text) // a string always marshals
+	} else if len(m.Content) > 0 && m.Content[0] == '[' {
+		out.Content = redactJSON(m.Content, redact) // parts that are not text (an image's URL)
+	}
+	out.Name, out.ToolCallID = v.Name, v.ToolCallID
+	out.ToolCalls = slices.Clone(m.ToolCalls)
+	for i := range out.ToolCalls {
+		if i < len(v.ToolCalls) {
+			out.ToolCalls[i].ID, out.ToolCalls[i].Function.Name, out.ToolCalls[i].Function.Arguments = v.ToolCalls[i].ID, v.ToolCalls[i].Name, v.ToolCalls[i].Arguments
+		}
+		out.ToolCalls[i].Extra = redactExtra(out.ToolCalls[i].Extra, redact)
+		out.ToolCalls[i].Function.Extra = redactExtra(out.ToolCalls[i].Function.Extra, redact)
+	}
+	out.Extra = redactExtra(m.Extra, redact)
+	return out
+}
+
+// redactExtra returns the fields with every string in their values redacted.
+func redactExtra(fields map[string]json.RawMessage, redact func(string) string) map[string]json.RawMessage {
+	if len(fields) == 0 {
+		return fields
+	}
+	out := make(map[string]json.RawMessage, len(fields))
+	for k, v := range fields {
+		out[k] = redactJSON(v, redact)
+	}
+	return out
+}
+
+// redactJSON returns the JSON value b with every string in it (keys too) redacted; b as it is
+// when it holds no secret, or null when it is not JSON.
+func redactJSON(b json.RawMessage, redact func(string) string) json.RawMessage {
+	if redact == nil {
+		return b
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return json.RawMessage("null")
+	}
+	changed := false
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			if r := redact(x); r != x {
+				changed = true
+				return r
+			}
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[walk(k).(string)] = walk(e)
+			}
+			return out
+		}
+		return v
+	}
+	v = walk(v)
+	if !changed {
+		return b
+	}
+	out, _ := json.Marshal(v) // decoded JSON always marshals
+	return out
 }

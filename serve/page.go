@@ -15,6 +15,7 @@ import (
 	"github.com/memcascade/memcascade/internal/english"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
+	"github.com/memcascade/memcascade/transcript"
 )
 
 //go:embed templates/*.html static/*
@@ -77,12 +78,43 @@ type entryView struct {
 
 const maxShownBytes = 4000
 
-func entryOf(e memory.Entry) entryView {
-	v := entryView{Seq: e.Seq, Role: e.Message.Role, Tokens: e.Tokens, ToolCall: e.Message.ToolCallID, Summary: e.CompactionID}
-	v.Text, v.Cut = shorten(e.Text())
-	for _, tc := range e.Message.ToolCalls {
-		args, _ := shorten(tc.Function.Arguments)
-		v.ToolCalls = append(v.ToolCalls, fmt.Sprintf("%s(%s) [%s]", tc.Function.Name, args, tc.ID))
+// pageViews are the messages of a thread's history as the page shows them: as a summarizing
+// provider reads them (compact.Compactor.ProviderView over the whole history, so that what
+// only the conversation shows is redacted), by seq, with the text each was read from.
+type pageViews struct {
+	by     map[int64]transcript.Message
+	text   map[int64]string
+	redact func(string) string
+}
+
+func (s *Server) pageViews(hist []memory.Entry) pageViews {
+	pv := pageViews{by: map[int64]transcript.Message{}, text: map[int64]string{}, redact: s.Compactor.Redact}
+	if pv.redact == nil {
+		pv.redact = func(s string) string { return s }
+	}
+	for i, v := range s.Compactor.ProviderView(hist) {
+		pv.by[hist[i].Seq], pv.text[hist[i].Seq] = v, hist[i].Text()
+	}
+	return pv
+}
+
+// entryOf is e as the page shows it: its view (pageViews) when e is the message as the history
+// holds it; a summary (stored redacted) or a message the active context shows masked or cut,
+// redacted field by field.
+func (pv pageViews) entryOf(e memory.Entry) entryView {
+	t, ok := pv.by[e.Seq]
+	if !ok || e.CompactionID != 0 || pv.text[e.Seq] != e.Text() {
+		red := pv.redact
+		t = transcript.Message{Text: red(e.Text()), ToolCallID: red(e.Message.ToolCallID)}
+		for _, tc := range e.Message.ToolCalls {
+			t.ToolCalls = append(t.ToolCalls, transcript.ToolCall{ID: red(tc.ID), Name: red(tc.Function.Name), Arguments: red(tc.Function.Arguments)})
+		}
+	}
+	v := entryView{Seq: e.Seq, Role: e.Message.Role, Tokens: e.Tokens, ToolCall: t.ToolCallID, Summary: e.CompactionID}
+	v.Text, v.Cut = shorten(t.Text)
+	for _, tc := range t.ToolCalls {
+		args, _ := shorten(tc.Arguments)
+		v.ToolCalls = append(v.ToolCalls, fmt.Sprintf("%s(%s) [%s]", tc.Name, args, tc.ID))
 	}
 	return v
 }
@@ -138,6 +170,7 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view := s.view(t)
+	pv := s.pageViews(hist)
 	data := map[string]any{
 		"Thread":  view,
 		"Chart":   makeChart(hist, reps, view.TokenLimit),
@@ -159,7 +192,7 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if selected > 0 {
-		cv, err := s.compactionView(ctx, id, selected, hist)
+		cv, err := s.compactionView(ctx, id, selected, hist, pv)
 		if err != nil {
 			Error(w, err)
 			return
@@ -168,14 +201,14 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 	}
 	entries := make([]entryView, len(active.Entries))
 	for i, e := range active.Entries {
-		entries[i] = entryOf(e)
+		entries[i] = pv.entryOf(e)
 	}
 	data["Active"] = entries
 	data["ActiveTokens"] = active.Tokens
 	s.render(w, "thread.html", data)
 }
 
-func (s *Server) compactionView(ctx context.Context, thread string, id int64, hist []memory.Entry) (*compactionView, error) {
+func (s *Server) compactionView(ctx context.Context, thread string, id int64, hist []memory.Entry, pv pageViews) (*compactionView, error) {
 	rep, err := s.Store.Report(ctx, id)
 	if err != nil {
 		return nil, err
@@ -189,7 +222,7 @@ func (s *Server) compactionView(ctx context.Context, thread string, id int64, hi
 	}
 	for _, e := range hist {
 		if rep.FromSeq > 0 && e.Seq >= rep.FromSeq && e.Seq <= rep.ToSeq {
-			cv.Before = append(cv.Before, entryOf(e))
+			cv.Before = append(cv.Before, pv.entryOf(e))
 		}
 	}
 	if cv.Attempts, err = s.Store.CompactionAttempts(ctx, id); err != nil {

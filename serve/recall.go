@@ -219,7 +219,8 @@ func (s *Server) recallResult(ctx context.Context, thread, query string) string 
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
-	hits, err := s.Store.Search(ctx, query, memory.SearchOptions{Thread: thread, Limit: recallHits, Redact: redact})
+	hits, err := s.Store.Search(ctx, query, memory.SearchOptions{Thread: thread, Limit: recallHits, Redact: redact,
+		RedactMessages: s.Compactor.ProviderView})
 	if err != nil {
 		return fmt.Sprintf(`{"error": %q}`, err.Error())
 	}
@@ -229,12 +230,14 @@ func (s *Server) recallResult(ctx context.Context, thread, query string) string 
 	for _, h := range hits {
 		rh := recallHit{SearchHit: h}
 		if !h.InActiveContext && h.CompactionID == 0 {
-			if es, err := s.Store.Messages(ctx, thread, h.Seq, h.Seq); err == nil && len(es) == 1 {
-				text := es[0].Message.Text()
-				for _, c := range es[0].Message.ToolCalls {
-					text += fmt.Sprintf("\n%s(%s)", c.Function.Name, c.Function.Arguments)
+			if es, err := s.Store.MessagesLight(ctx, thread, h.Seq, h.Seq); err == nil && len(es) == 1 {
+				if vs, err := s.Compactor.ReadProviderView(ctx, thread, es); err == nil {
+					text := vs[0].Text
+					for _, c := range vs[0].ToolCalls {
+						text += fmt.Sprintf("\n%s(%s)", c.Name, c.Arguments)
+					}
+					rh.Text = redact(transcript.Trim(text, recallText))
 				}
-				rh.Text = redact(transcript.Trim(text, recallText))
 			}
 		}
 		out.Hits = append(out.Hits, rh)
