@@ -66,6 +66,13 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 		if conflict != nil {
 			return conflict
 		}
+		if pr := leadingSystem(req.Messages); conflict == nil && pr > 0 && len(stored) > 0 && leadingSystem(fresh) == 0 &&
+			!slices.EqualFunc(req.Messages[:pr], currentInstructions(lv.active), sameMessage) {
+			// Instructions the thread had before, sent again in place of the current ones (an
+			// agent back on an earlier prompt): new instructions, stored again.
+			fresh = append(slices.Clip(req.Messages[:pr]), fresh...)
+			known = false
+		}
 		if id := pendingCall(lv.hist, fresh); id != "" {
 			return unanswered(req, id)
 		}
@@ -94,6 +101,7 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 			if prompt > 0 {
 				s.pinPrompt(ctx, st.thread, res.LastSeq-int64(len(fresh)), prompt)
 				s.keepLive(st, nil) // the pins changed the active context
+				s.unpinSummarized(ctx, st.thread)
 			}
 		}
 		return messageError(err, req, len(fresh), prompt)
@@ -146,15 +154,51 @@ func messageError(err error, req dialect.Turn, n, prompt int) error {
 }
 
 // pinPrompt pins the n messages after seq after, a changed system prompt, so that the active
-// context keeps the newest instructions whatever a compaction does (the earlier ones stay in
-// the history, and as the thread's leading messages). A pin refused (no room within the limit)
-// is logged: the messages are stored all the same.
+// context starts with the newest instructions whatever a compaction does: the pin of a
+// system/developer message makes it the thread's current instructions, and the earlier ones
+// (the thread's leading messages, the prompts pinned before) are superseded, the history that
+// a compaction summarizes (see memory.Store.Pin). A pin refused (no room within the limit) is
+// logged: the messages are stored all the same.
 func (s *Server) pinPrompt(ctx context.Context, thread string, after int64, n int) {
 	for i := 1; i <= n; i++ {
 		if _, err := s.Compactor.Pin(ctx, thread, after+int64(i)); err != nil {
 			s.Logger.Warn("the changed system prompt is stored but not pinned", "thread", thread, "seq", after+int64(i), "error", err.Error())
 		} else {
 			s.Logger.Info("the system prompt changed: the new one is stored and pinned", "thread", thread, "seq", after+int64(i))
+		}
+	}
+}
+
+// currentInstructions returns the system/developer messages an active context starts with
+// that no later instructions superseded: the thread's current system prompt.
+func currentInstructions(a memory.Active) []chat.Message {
+	var out []chat.Message
+	for _, e := range a.Entries {
+		if e.CompactionID != 0 || e.Superseded || !isSystem(e.Message) {
+			break
+		}
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+// unpinSummarized unpins the superseded system prompts of a thread that its active context no
+// longer shows: a summary holds them (see memory.Store.Pin), and the history. Their pins
+// only marked them as instructions the agent replaced.
+func (s *Server) unpinSummarized(ctx context.Context, thread string) {
+	pins, err := s.Store.Pins(ctx, thread)
+	if err != nil || len(pins) < 2 {
+		return
+	}
+	a, err := s.Store.ActiveLight(ctx, thread)
+	if err != nil {
+		return
+	}
+	for _, p := range pins {
+		if !slices.ContainsFunc(a.Entries, func(e memory.Entry) bool { return e.CompactionID == 0 && e.Seq == p.Seq }) {
+			if err := s.Store.Unpin(ctx, thread, p.Seq); err != nil {
+				s.Logger.Warn("a summarized system prompt stays pinned", "thread", thread, "seq", p.Seq, "error", err.Error())
+			}
 		}
 	}
 }
