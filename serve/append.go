@@ -27,7 +27,7 @@ func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threa
 	s.keepLive(st, nil)
 	res, archived, err := s.Store.StartOver(ctx, st.thread, archive, req.Messages, memory.AppendOptions{Model: req.Model})
 	if err != nil {
-		return messageError(err, req, len(req.Messages), 0)
+		return messageError(err, req, len(req.Messages), 0, 0)
 	}
 	s.warnNew(st.thread, res)
 	if archived {
@@ -84,9 +84,17 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 		}
 		// New system/developer messages first, in a thread that has a history: the agent
 		// changed its instructions (see Reconcile).
-		prompt := 0
+		prompt, results := 0, 0
 		if len(stored) > 0 {
 			prompt = leadingSystem(fresh)
+		}
+		if prompt > 0 {
+			// The results of the calls the thread leaves open come first: a call is answered
+			// before the conversation moves on, the new instructions after it.
+			for prompt+results < len(fresh) && fresh[prompt+results].Role == chat.RoleTool {
+				results++
+			}
+			fresh = slices.Concat(fresh[prompt:prompt+results], fresh[:prompt], fresh[prompt+results:])
 		}
 		expect := lv.ver
 		res, err := s.appendLive(ctx, st, fresh, memory.AppendOptions{Model: req.Model}, &expect)
@@ -99,12 +107,12 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 		if err == nil {
 			s.warnNew(st.thread, res)
 			if prompt > 0 {
-				s.pinPrompt(ctx, st.thread, res.LastSeq-int64(len(fresh)), prompt)
+				s.pinPrompt(ctx, st.thread, res.LastSeq-int64(len(fresh)-results), prompt)
 				s.keepLive(st, nil) // the pins changed the active context
 				s.unpinSummarized(ctx, st.thread)
 			}
 		}
-		return messageError(err, req, len(fresh), prompt)
+		return messageError(err, req, len(fresh), prompt, results)
 	}
 }
 
@@ -139,16 +147,19 @@ func (s *Server) warnNew(thread string, res memory.AppendResult) {
 }
 
 // messageError names the request's message at fault of an *InputError of an append of the
-// request's last n messages, the first prompt of which are its leading messages: a
-// *dialect.BadRequest; other errors are returned as they are.
-func messageError(err error, req dialect.Turn, n, prompt int) error {
+// request's last n messages, its prompt leading messages among them after the first results
+// of those (see appendNew): a *dialect.BadRequest; other errors are returned as they are.
+func messageError(err error, req dialect.Turn, n, prompt, results int) error {
 	var ie *memory.InputError
 	if !errors.As(err, &ie) {
 		return err
 	}
-	i := len(req.Messages) - n + ie.Index
-	if ie.Index < prompt {
-		i = ie.Index
+	i := len(req.Messages) - (n - prompt) + ie.Index // one of the request's new messages
+	switch {
+	case ie.Index >= results && ie.Index < results+prompt:
+		i = ie.Index - results // its leading messages
+	case ie.Index >= results+prompt:
+		i -= prompt
 	}
 	return &dialect.BadRequest{Param: req.Param(i), Msg: fmt.Sprintf("%s: %s", req.Param(i), strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,5 +193,93 @@ func TestChangingPromptLife(t *testing.T) {
 	}
 	if bound := compactionBound(f.appended, limit); f.compactions > bound || f.ineffective > 0 || f.failed > 0 || f.applied == 0 {
 		t.Errorf("%d compactions (%d ineffective, %d failed), want some, within %d and none ineffective: %v", f.compactions, f.ineffective, f.failed, bound, f)
+	}
+}
+
+// TestChangedPromptWithToolResult: a prompt that changes in the turn that answers the model's
+// tool call (Claude Code changes its prompt between its first and second turn) is stored
+// after the result, the call answered first, and leads what the model gets; the next turn
+// with it stores only its new message.
+func TestChangedPromptWithToolResult(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	e.up.set(func(u *upstream) {
+		u.reply = func(n int, msgs []chat.Message) chat.Message {
+			if n == 1 {
+				m := chat.TextMessage("assistant", "")
+				m.ToolCalls = []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "ls", Arguments: "{}"}}}
+				return m
+			}
+			return chat.TextMessage("assistant", fmt.Sprintf("reply %d", n))
+		}
+	})
+	path := "/t/calls/v1/chat/completions"
+	msgs := []chat.Message{chat.TextMessage("system", "Prompt A."), chat.TextMessage("user", "list the files")}
+	code, body, _ := e.post(path, turnBody(t, msgs))
+	if code != http.StatusOK {
+		t.Fatalf("turn 1: %d %s", code, body)
+	}
+	res := chat.TextMessage("tool", "a.go b.go")
+	res.ToolCallID = "c1"
+	msgs = append(msgs, replyOf(t, body), res)
+	msgs[0] = chat.TextMessage("system", "Prompt B.")
+	for turn := 2; turn <= 3; turn++ {
+		code, body, _ = e.post(path, turnBody(t, msgs))
+		if code != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", turn, code, body)
+		}
+		var got []string
+		e.up.set(func(u *upstream) {
+			for _, m := range u.lastMsgs {
+				got = append(got, m.Role+": "+m.Text())
+			}
+		})
+		if got[0] != "system: Prompt B." || slices.Contains(got, "system: Prompt A.") || slices.Index(got[1:], "system: Prompt B.") >= 0 {
+			t.Fatalf("turn %d: the upstream got %q, want Prompt B first and alone", turn, got)
+		}
+		msgs = append(msgs, replyOf(t, body), chat.TextMessage("user", "thanks"))
+	}
+	want := []string{"system: Prompt A.", "user: list the files", "assistant:  [call c1 ls {}]", "tool: a.go b.go", "system: Prompt B.", "assistant: reply 2", "user: thanks", "assistant: reply 3"}
+	if got := e.history("calls"); !slices.Equal(got, want) {
+		t.Fatalf("history %q, want %q", got, want)
+	}
+	pins, err := e.store.Pins(ctx, "calls")
+	if err != nil || len(pins) != 1 || pins[0].Seq != 5 {
+		t.Fatalf("pins %+v, %v; want the new prompt (seq 5)", pins, err)
+	}
+}
+
+// TestPromptBackToEarlier: an agent back on a prompt it sent before (A, then B, then A again)
+// has A lead what the model gets, not B: the prompt sent last is the current one, whatever
+// the history holds.
+func TestPromptBackToEarlier(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	path := "/t/back/v1/chat/completions"
+	var conv []chat.Message
+	for turn, prompt := range []string{"Prompt A.", "Prompt B.", "Prompt A.", "Prompt A."} {
+		conv = append(conv, chat.TextMessage("user", fmt.Sprintf("question %d", turn)))
+		code, body, _ := e.post(path, turnBody(t, append([]chat.Message{chat.TextMessage("system", prompt)}, conv...)))
+		if code != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", turn, code, body)
+		}
+		conv = append(conv, replyOf(t, body))
+		var sys []string
+		e.up.set(func(u *upstream) {
+			for _, m := range u.lastMsgs {
+				if m.Role == "system" {
+					sys = append(sys, m.Text())
+				}
+			}
+		})
+		if len(sys) != 1 || sys[0] != prompt {
+			t.Fatalf("turn %d: the upstream's system messages %q, want %q alone", turn, sys, prompt)
+		}
+	}
+	want := []string{"system: Prompt A.", "user: question 0", "assistant: reply 1", "system: Prompt B.", "user: question 1", "assistant: reply 2",
+		"system: Prompt A.", "user: question 2", "assistant: reply 3", "user: question 3", "assistant: reply 4"}
+	if got := e.history("back"); !slices.Equal(got, want) {
+		t.Fatalf("history %q, want %q", got, want)
 	}
 }
