@@ -19,7 +19,9 @@ import (
 // (an assistant message with the tool results that answer its calls), so that a call never
 // leaves its result. A pinned message a summary covers is shown after the leading system
 // messages, before the summary; the others stay where they are. Pins are rows of their own:
-// they survive compaction, revert and Copy.
+// they survive compaction, revert and Copy. A pinned system/developer message is the thread's
+// current instructions: it leads the active context, and the ones it superseded (the leading
+// system/developer messages, those pinned before) are ordinary messages (see instructions).
 
 // Errors of pins.
 var (
