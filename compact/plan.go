@@ -94,7 +94,9 @@ func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 // no default.
 //
 //   - The leading system/developer messages are pinned, and so are the pinned messages
-//     (memory.Store.Pin) that follow them (the compactor reads every pinned message there). A
+//     (memory.Store.Pin) that follow them (the compactor reads every pinned message there);
+//     instructions a later pinned system message superseded (memory.Entry.Superseded) are
+//     not, and belong to the middle. A
 //     summary entry (CompactionID != 0) is never pinned, whatever its role: it belongs to the
 //     middle, so the new summary folds it in.
 //   - The rest is cut only between units (see memory.Cuts): no cut separates a call from its

@@ -19,7 +19,9 @@ import (
 // (an assistant message with the tool results that answer its calls), so that a call never
 // leaves its result. A pinned message a summary covers is shown after the leading system
 // messages, before the summary; the others stay where they are. Pins are rows of their own:
-// they survive compaction, revert and Copy.
+// they survive compaction, revert and Copy. A pinned system/developer message is the thread's
+// current instructions: it leads the active context, and the ones it superseded (the leading
+// system/developer messages, those pinned before) are ordinary messages (see instructions).
 
 // Errors of pins.
 var (
@@ -83,11 +85,9 @@ func (s *Store) Pin(ctx context.Context, thread string, seq int64, limit PinBudg
 		if err != nil {
 			return err
 		}
-		ranges := []SeqRange{{from, to}}
-		for _, x := range pins {
-			ranges = append(ranges, SeqRange{x.FromSeq, x.ToSeq})
-		}
-		if err := fits(hist, ranges, last, budget, room); err != nil {
+		units := []db.Pin{{Seq: seq, FromSeq: from, ToSeq: to}}
+		units = append(units, pins...)
+		if err := fits(hist, units, last, budget, room); err != nil {
 			return fmt.Errorf("%w: message %d of thread %q (with its unit, messages %d..%d): %v", ErrPinRefused, seq, thread, from, to, err)
 		}
 		now := s.now()
@@ -182,16 +182,25 @@ func unitOf(hist []Entry, seq int64) (from, to int64, last int) {
 	return hist[start].Seq, hist[end-1].Seq, last
 }
 
-// fits returns why the pinned messages (the leading system messages and the pin ranges) would
-// not fit budget with the newest unit (hist[last:]) and room for a summary; nil when
-// they fit. The room is what a deep plan gives its summary at least (DeepSummaryTokens, or
-// summary_max_tokens when that is less): pins that take the context there leave a compaction
-// only a deep plan, and one with less room is ineffective, the thread over its limit for good.
-func fits(hist []Entry, ranges []SeqRange, last, budget, room int) error {
+// fits returns why the pinned messages (the leading system messages and the units of pins)
+// would not fit budget with the newest unit (hist[last:]) and room for a summary; nil when
+// they fit. Instructions a later pin superseded (see instructions) are not counted: they are
+// summarized like the middle. The room is what a deep plan gives its summary at least
+// (DeepSummaryTokens, or summary_max_tokens when that is less): pins that take the context
+// there leave a compaction only a deep plan, and one with less room is ineffective, the thread
+// over its limit for good.
+func fits(hist []Entry, pins []db.Pin, last, budget, room int) error {
+	seqs := make([]int64, len(pins))
+	for i, p := range pins {
+		seqs[i] = p.Seq
+	}
+	live, superseded := instructions(seqs, func(seq int64) bool { return seq <= int64(len(hist)) && isInstruction(hist[seq-1].Message) })
 	pinned, newest := 0, 0
 	lead := PinnedLen(hist)
 	for i, e := range hist {
-		in := i < lead || slices.ContainsFunc(ranges, func(r SeqRange) bool { return e.Seq >= r[0] && e.Seq <= r[1] })
+		in := i < lead && (live == nil || live[e.Seq]) || slices.ContainsFunc(pins, func(p db.Pin) bool {
+			return !superseded[p.Seq] && e.Seq >= p.FromSeq && e.Seq <= p.ToSeq
+		})
 		switch {
 		case in:
 			pinned += e.Tokens
@@ -207,29 +216,91 @@ func fits(hist []Entry, ranges []SeqRange, last, budget, room int) error {
 		pinned, newest, room, need, budget)
 }
 
+// instructions sorts the pinned messages that are system/developer messages (isInstruction
+// says, of a pin's seq): the newest block of them (consecutive seqs) is the thread's current
+// instructions (live); the earlier ones, and the thread's leading system/developer messages,
+// are instructions it superseded. A pinned system/developer message is how an agent that
+// changes its system prompt says so (memctl serve pins each changed prompt): what the agent
+// sent last is what its model must get, and what it sent before is history. Both maps are nil
+// when no pinned message is a system/developer message.
+func instructions(seqs []int64, isInstruction func(seq int64) bool) (live, superseded map[int64]bool) {
+	var instr []int64
+	for _, seq := range seqs {
+		if isInstruction(seq) {
+			instr = append(instr, seq)
+		}
+	}
+	if len(instr) == 0 {
+		return nil, nil
+	}
+	slices.Sort(instr)
+	instr = slices.Compact(instr)
+	live, superseded = map[int64]bool{}, map[int64]bool{}
+	k := len(instr) - 1
+	live[instr[k]] = true
+	for k > 0 && instr[k-1] == instr[k]-1 {
+		k--
+		live[instr[k]] = true
+	}
+	for _, seq := range instr[:k] {
+		superseded[seq] = true
+	}
+	return live, superseded
+}
+
 // withPins puts the pinned messages of a thread into entries, an active context read light
 // or whole: each pin's unit read again (so that a view never shows it masked or cut) in its
 // place when the context has it, else after the leading system messages. Read light, for the
 // compactor, every pinned message is moved there (hoistPinned), so that a plan never
 // summarizes it.
-func (s *Store) withPins(ctx context.Context, q db.Querier, thread string, entries []Entry, light bool) ([]Entry, error) {
+//
+// The newest pinned system/developer messages, the thread's current instructions (see
+// instructions), come first, with their unit; the instructions they superseded (the leading
+// system/developer messages, earlier pinned ones) are no longer pinned: marked Superseded
+// where the context shows them. One that a summary covers while it was pinned, which that
+// summary therefore left out (planned is the thread's last seq when it was planned, 0: no
+// summary), is shown before the summary, for the next compaction to summarize.
+func (s *Store) withPins(ctx context.Context, q db.Querier, thread string, entries []Entry, planned int64, light bool) ([]Entry, error) {
 	pins, err := q.ListPins(ctx, thread)
 	if err != nil || len(pins) == 0 {
 		return entries, err
 	}
+	read := map[int64]Entry{} // the messages of the pins' units, read again
 	for _, r := range mergePins(pins) {
-		in := func(e Entry) bool { return e.CompactionID == 0 && e.Seq >= r[0] && e.Seq <= r[1] }
 		fresh, err := s.messagesBetween(ctx, q, thread, r[0], r[1], light)
 		if err != nil {
 			return nil, err
 		}
-		for i := range fresh {
-			fresh[i].Pinned = true
+		for _, e := range fresh {
+			read[e.Seq] = e
+		}
+	}
+	seqs := make([]int64, len(pins))
+	for i, p := range pins {
+		seqs[i] = p.Seq
+	}
+	live, superseded := instructions(seqs, func(seq int64) bool { e, ok := read[seq]; return ok && isInstruction(e.Message) })
+	if live != nil {
+		entries = supersede(entries, pins, live, superseded, planned, read)
+		pins = slices.DeleteFunc(slices.Clone(pins), func(p db.Pin) bool { return superseded[p.Seq] })
+	}
+	for _, r := range mergePins(pins) {
+		in := func(e Entry) bool { return e.CompactionID == 0 && e.Seq >= r[0] && e.Seq <= r[1] }
+		fresh := make([]Entry, 0, r[1]-r[0]+1)
+		instr := false
+		for seq := r[0]; seq <= r[1]; seq++ {
+			e := read[seq]
+			e.Pinned, e.Superseded = true, false
+			fresh = append(fresh, e)
+			instr = instr || live[seq]
 		}
 		at := slices.IndexFunc(entries, in)
 		entries = slices.DeleteFunc(entries, in)
 		if at < 0 || at > len(entries) {
 			at = PinnedLen(entries)
+		}
+		if instr {
+			at = 0 // the current instructions lead
 		}
 		entries = slices.Insert(entries, at, fresh...)
 	}
@@ -237,6 +308,68 @@ func (s *Store) withPins(ctx context.Context, q db.Querier, thread string, entri
 		entries = hoistPinned(entries)
 	}
 	return entries, nil
+}
+
+// supersede marks in entries the instructions that live superseded: the leading
+// system/developer messages and the pinned ones of superseded. A superseded pin's unit that
+// the context does not show, covered by a summary planned (at last seq planned) before the
+// instructions that superseded it were appended, is shown before the summary: that summary
+// left it out, as it was pinned then.
+func supersede(entries []Entry, pins []db.Pin, live, superseded map[int64]bool, planned int64, read map[int64]Entry) []Entry {
+	entries = slices.Clone(entries)
+	for i := 0; i < len(entries) && entries[i].CompactionID == 0 && isInstruction(entries[i].Message); i++ {
+		if !live[entries[i].Seq] {
+			entries[i].Superseded = true
+		}
+	}
+	var instr []int64 // the pinned instructions' seqs, ascending
+	for seq := range live {
+		instr = append(instr, seq)
+	}
+	for seq := range superseded {
+		instr = append(instr, seq)
+	}
+	slices.Sort(instr)
+	// next returns the first seq of the instructions that superseded those of seq.
+	next := func(seq int64) int64 {
+		i, _ := slices.BinarySearch(instr, seq)
+		for i+1 < len(instr) && instr[i+1] == instr[i]+1 {
+			i++
+		}
+		if i+1 < len(instr) {
+			return instr[i+1]
+		}
+		return instr[len(instr)-1]
+	}
+	sum := slices.IndexFunc(entries, func(e Entry) bool { return e.CompactionID != 0 })
+	var held []Entry
+	for _, p := range pins {
+		if !superseded[p.Seq] {
+			continue
+		}
+		at := slices.IndexFunc(entries, func(e Entry) bool { return e.CompactionID == 0 && e.Seq == p.Seq })
+		if at >= 0 {
+			entries[at].Superseded = true
+			continue
+		}
+		if sum < 0 || planned >= next(p.Seq) || p.Seq < entries[sum].CoversFrom || p.Seq > entries[sum].CoversTo {
+			continue // summarized, or left out by the view
+		}
+		for seq := p.FromSeq; seq <= p.ToSeq; seq++ {
+			if slices.ContainsFunc(entries, func(e Entry) bool { return e.CompactionID == 0 && e.Seq == seq }) ||
+				slices.ContainsFunc(held, func(e Entry) bool { return e.Seq == seq }) {
+				continue
+			}
+			e := read[seq]
+			e.Pinned, e.Superseded = false, isInstruction(e.Message)
+			held = append(held, e)
+		}
+	}
+	if len(held) > 0 {
+		slices.SortFunc(held, func(a, b Entry) int { return int(a.Seq - b.Seq) })
+		entries = slices.Insert(entries, sum, held...)
+	}
+	return entries
 }
 
 // mergePins returns the seq ranges the pins hold, ascending, overlapping ones merged.

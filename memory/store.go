@@ -338,6 +338,11 @@ type Entry struct {
 	// active context verbatim. One a summary covers is shown after the leading system
 	// messages, before the summary.
 	Pinned bool
+	// Superseded is set on instructions a later pinned system/developer message replaced (see
+	// Store.Pin): the thread's leading system/developer messages, or a system/developer
+	// message pinned before. It is an ordinary message of the active context, which a
+	// compaction summarizes with the middle; a host leaves it out of what its model gets.
+	Superseded bool
 
 	// text is the message's text when the entry was read light (see Store.ActiveLight): its
 	// Message then holds role, name, tool calls and tool_call_id, not content or Extra.
@@ -369,6 +374,10 @@ type Active struct {
 	// Current is the thread's current compaction, from whose row the view is derived (0: none).
 	// A compaction planned on this context commits only while this is still current.
 	Current int64
+
+	// summaryPlanned is the thread's last seq when the compaction that wrote Summary was
+	// planned: superseded instructions pinned then were not summarized (see withPins).
+	summaryPlanned int64
 }
 
 // Messages returns the messages of the active context.
@@ -425,7 +434,7 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 			return Active{}, err
 		}
 		a.Entries = append(a.Entries, SummaryEntry(cur.ID, cur.SummaryRole.String, cur.Summary.String, int(cur.SummaryTokens), cur.FromSeq.Int64, cur.ToSeq.Int64))
-		a.Summary, a.FromSeq, a.ToSeq = cur.ID, cur.FromSeq.Int64, cur.ToSeq.Int64
+		a.Summary, a.FromSeq, a.ToSeq, a.summaryPlanned = cur.ID, cur.FromSeq.Int64, cur.ToSeq.Int64, cur.LastSeq
 		after = cur.ToSeq.Int64
 	}
 	if cur.View == "" {
@@ -439,7 +448,7 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 			a.Entries = append(a.Entries, tail...)
 		}
 	}
-	if a.Entries, err = s.withPins(ctx, q, thread, a.Entries, light); err != nil {
+	if a.Entries, err = s.withPins(ctx, q, thread, a.Entries, a.summaryPlanned, light); err != nil {
 		return Active{}, err
 	}
 	a.Tokens = PromptTokens(a.Entries)

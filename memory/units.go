@@ -41,10 +41,16 @@ func PinnedLen(entries []Entry) int {
 	return n
 }
 
-// isPinnable reports whether e stays whatever a compaction does: a system/developer message,
-// or a pinned one (the compactor reads pinned messages right after those, see hoistPinned).
+// isPinnable reports whether e stays whatever a compaction does: a system/developer message
+// that no later instructions superseded, or a pinned one (the compactor reads pinned messages
+// right after those, see hoistPinned).
 func isPinnable(e Entry) bool {
-	return e.Pinned || e.CompactionID == 0 && (e.Message.Role == chat.RoleSystem || e.Message.Role == chat.RoleDeveloper)
+	return e.Pinned || e.CompactionID == 0 && !e.Superseded && isInstruction(e.Message)
+}
+
+// isInstruction reports a system/developer message.
+func isInstruction(m chat.Message) bool {
+	return m.Role == chat.RoleSystem || m.Role == chat.RoleDeveloper
 }
 
 // Cuts returns the indexes i in (pinned, len) where a unit starts, so where the kept part of a

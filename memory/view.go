@@ -180,7 +180,7 @@ func (s *Store) withSummary(ctx context.Context, q db.Querier, a Active, cur db.
 		at = len(a.Entries)
 	}
 	a.Entries = slices.Insert(a.Entries, at, e)
-	a.Summary, a.FromSeq, a.ToSeq = id, cur.FromSeq.Int64, cur.ToSeq.Int64
+	a.Summary, a.FromSeq, a.ToSeq, a.summaryPlanned = id, cur.FromSeq.Int64, cur.ToSeq.Int64, sum.LastSeq
 	return a, nil
 }
 

@@ -27,7 +27,7 @@ func (s *Server) startOver(ctx context.Context, w http.ResponseWriter, st *threa
 	s.keepLive(st, nil)
 	res, archived, err := s.Store.StartOver(ctx, st.thread, archive, req.Messages, memory.AppendOptions{Model: req.Model})
 	if err != nil {
-		return messageError(err, req, len(req.Messages), 0)
+		return messageError(err, req, len(req.Messages), 0, 0)
 	}
 	s.warnNew(st.thread, res)
 	if archived {
@@ -66,6 +66,13 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 		if conflict != nil {
 			return conflict
 		}
+		if pr := leadingSystem(req.Messages); conflict == nil && pr > 0 && len(stored) > 0 && leadingSystem(fresh) == 0 &&
+			!slices.EqualFunc(req.Messages[:pr], currentInstructions(lv.active), sameMessage) {
+			// Instructions the thread had before, sent again in place of the current ones (an
+			// agent back on an earlier prompt): new instructions, stored again.
+			fresh = append(slices.Clip(req.Messages[:pr]), fresh...)
+			known = false
+		}
 		if id := pendingCall(lv.hist, fresh); id != "" {
 			return unanswered(req, id)
 		}
@@ -77,9 +84,17 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 		}
 		// New system/developer messages first, in a thread that has a history: the agent
 		// changed its instructions (see Reconcile).
-		prompt := 0
+		prompt, results := 0, 0
 		if len(stored) > 0 {
 			prompt = leadingSystem(fresh)
+		}
+		if prompt > 0 {
+			// The results of the calls the thread leaves open come first: a call is answered
+			// before the conversation moves on, the new instructions after it.
+			for prompt+results < len(fresh) && fresh[prompt+results].Role == chat.RoleTool {
+				results++
+			}
+			fresh = slices.Concat(fresh[prompt:prompt+results], fresh[:prompt], fresh[prompt+results:])
 		}
 		expect := lv.ver
 		res, err := s.appendLive(ctx, st, fresh, memory.AppendOptions{Model: req.Model}, &expect)
@@ -92,11 +107,12 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 		if err == nil {
 			s.warnNew(st.thread, res)
 			if prompt > 0 {
-				s.pinPrompt(ctx, st.thread, res.LastSeq-int64(len(fresh)), prompt)
+				s.pinPrompt(ctx, st.thread, res.LastSeq-int64(len(fresh)-results), prompt)
 				s.keepLive(st, nil) // the pins changed the active context
+				s.unpinSummarized(ctx, st.thread)
 			}
 		}
-		return messageError(err, req, len(fresh), prompt)
+		return messageError(err, req, len(fresh), prompt, results)
 	}
 }
 
@@ -131,30 +147,69 @@ func (s *Server) warnNew(thread string, res memory.AppendResult) {
 }
 
 // messageError names the request's message at fault of an *InputError of an append of the
-// request's last n messages, the first prompt of which are its leading messages: a
-// *dialect.BadRequest; other errors are returned as they are.
-func messageError(err error, req dialect.Turn, n, prompt int) error {
+// request's last n messages, its prompt leading messages among them after the first results
+// of those (see appendNew): a *dialect.BadRequest; other errors are returned as they are.
+func messageError(err error, req dialect.Turn, n, prompt, results int) error {
 	var ie *memory.InputError
 	if !errors.As(err, &ie) {
 		return err
 	}
-	i := len(req.Messages) - n + ie.Index
-	if ie.Index < prompt {
-		i = ie.Index
+	i := len(req.Messages) - (n - prompt) + ie.Index // one of the request's new messages
+	switch {
+	case ie.Index >= results && ie.Index < results+prompt:
+		i = ie.Index - results // its leading messages
+	case ie.Index >= results+prompt:
+		i -= prompt
 	}
 	return &dialect.BadRequest{Param: req.Param(i), Msg: fmt.Sprintf("%s: %s", req.Param(i), strings.TrimPrefix(ie.Error(), fmt.Sprintf("message %d: ", ie.Index)))}
 }
 
 // pinPrompt pins the n messages after seq after, a changed system prompt, so that the active
-// context keeps the newest instructions whatever a compaction does (the earlier ones stay in
-// the history, and as the thread's leading messages). A pin refused (no room within the limit)
-// is logged: the messages are stored all the same.
+// context starts with the newest instructions whatever a compaction does: the pin of a
+// system/developer message makes it the thread's current instructions, and the earlier ones
+// (the thread's leading messages, the prompts pinned before) are superseded, the history that
+// a compaction summarizes (see memory.Store.Pin). A pin refused (no room within the limit) is
+// logged: the messages are stored all the same.
 func (s *Server) pinPrompt(ctx context.Context, thread string, after int64, n int) {
 	for i := 1; i <= n; i++ {
 		if _, err := s.Compactor.Pin(ctx, thread, after+int64(i)); err != nil {
 			s.Logger.Warn("the changed system prompt is stored but not pinned", "thread", thread, "seq", after+int64(i), "error", err.Error())
 		} else {
 			s.Logger.Info("the system prompt changed: the new one is stored and pinned", "thread", thread, "seq", after+int64(i))
+		}
+	}
+}
+
+// currentInstructions returns the system/developer messages an active context starts with
+// that no later instructions superseded: the thread's current system prompt.
+func currentInstructions(a memory.Active) []chat.Message {
+	var out []chat.Message
+	for _, e := range a.Entries {
+		if e.CompactionID != 0 || e.Superseded || !isSystem(e.Message) {
+			break
+		}
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+// unpinSummarized unpins the superseded system prompts of a thread that its active context no
+// longer shows: a summary holds them (see memory.Store.Pin), and the history. Their pins
+// only marked them as instructions the agent replaced.
+func (s *Server) unpinSummarized(ctx context.Context, thread string) {
+	pins, err := s.Store.Pins(ctx, thread)
+	if err != nil || len(pins) < 2 {
+		return
+	}
+	a, err := s.Store.ActiveLight(ctx, thread)
+	if err != nil {
+		return
+	}
+	for _, p := range pins {
+		if !slices.ContainsFunc(a.Entries, func(e memory.Entry) bool { return e.CompactionID == 0 && e.Seq == p.Seq }) {
+			if err := s.Store.Unpin(ctx, thread, p.Seq); err != nil {
+				s.Logger.Warn("a summarized system prompt stays pinned", "thread", thread, "seq", p.Seq, "error", err.Error())
+			}
 		}
 	}
 }

@@ -2,9 +2,11 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/memory"
@@ -153,7 +155,9 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 			errorIn(w, d, err)
 			return
 		}
-		up, err := d.Render(req, active.active.Entries, active.enc)
+		entries, enc, left := modelView(active.active.Entries, active.enc)
+		sent -= left
+		up, err := d.Render(req, entries, enc)
 		if err != nil {
 			errorIn(w, d, err)
 			return
@@ -183,4 +187,26 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 		s.Logger.Warn("upstream refused the prompt as too long: compacting and retrying", "thread", thread, "model", req.Model,
 			"tokens", sent, "retry_limit", cap)
 	}
+}
+
+// modelView returns the entries of an active context that its model gets, with their
+// encodings, and the tokens of those it does not: instructions the agent superseded
+// (memory.Entry.Superseded) are the thread's history, summarized like the middle, never what
+// the model is told to do now.
+func modelView(entries []memory.Entry, enc []json.RawMessage) ([]memory.Entry, []json.RawMessage, int) {
+	if !slices.ContainsFunc(entries, func(e memory.Entry) bool { return e.Superseded }) {
+		return entries, enc, 0
+	}
+	es, ec, left := make([]memory.Entry, 0, len(entries)), make([]json.RawMessage, 0, len(enc)), 0
+	for i, e := range entries {
+		if e.Superseded {
+			left += e.Tokens
+			continue
+		}
+		es = append(es, e)
+		if i < len(enc) {
+			ec = append(ec, enc[i])
+		}
+	}
+	return es, ec, left
 }

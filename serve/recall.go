@@ -117,7 +117,8 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, thread string, r
 		if !ok {
 			return false
 		}
-		body, err := openAI.Render(rr, lv.active.Entries, lv.enc)
+		entries, enc, _ := modelView(lv.active.Entries, lv.enc)
+		body, err := openAI.Render(rr, entries, enc)
 		if err != nil {
 			return false
 		}

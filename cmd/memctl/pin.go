@@ -18,7 +18,12 @@ covers is shown after the system messages, before the summary. A pin that would 
 within the limit (token_limit - reserve_tokens, the thread's or the config's) for the newest
 messages and a summary is refused (exit 1), saying so; so is a message whose tool call has
 no result yet. Pinning a message again changes nothing. Pins survive compaction, revert and
-copy; memctl show marks them.`,
+copy; memctl show marks them.
+
+A pinned system or developer message is the thread's current instructions (memctl serve pins
+each system prompt an agent changes): it leads the active context, and the instructions before
+it (the thread's leading system messages, system messages pinned earlier) are no longer kept:
+the next compaction summarizes them with the middle.`,
 		Example: `  memctl pin support-42 17
   memctl unpin support-42 17`,
 		Args: args(cobra.ExactArgs(2)),
