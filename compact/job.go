@@ -45,7 +45,7 @@ func (j *job) decide() error {
 	if err != nil {
 		return err
 	}
-	j.sh = shaper{count: counter, redact: j.c.redact}
+	j.sh = shaper{count: counter, redact: j.c.redact, knobs: maskKnobs{mask: j.s.Mask, turns: j.s.KeepTurns}}
 	if j.rep.Reason == memory.ReasonEmergency && j.rep.Strategy == StrategySummarize {
 		j.rep.Strategy = StrategyHybrid // the cheapest path first: masking costs nothing
 	}
