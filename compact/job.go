@@ -373,6 +373,9 @@ func describeView(pre, post []memory.Entry) string {
 	if len(ch.Cut) > 0 {
 		parts = append(parts, fmt.Sprintf("cut the tool results seq %s", seqList(ch.Cut)))
 	}
+	if len(ch.Cleared) > 0 {
+		parts = append(parts, fmt.Sprintf("cleared the tool inputs or reasoning of seq %s", seqList(ch.Cleared)))
+	}
 	if len(parts) == 0 {
 		parts = append(parts, "no change")
 	}

@@ -19,7 +19,7 @@ type maskKnobs struct {
 
 // knobbed reports whether a knob changes what maskOld does.
 func (k maskKnobs) knobbed() bool {
-	return k.mask.KeepToolResults > 0 || len(k.mask.ExcludeTools) > 0 || k.turns > 0
+	return !k.mask.IsZero() || k.turns > 0
 }
 
 // maskKnobbed is maskOld with the knobs: the results before start are masked, start being the
@@ -45,6 +45,34 @@ func (sh shaper) maskKnobbed(entries []memory.Entry, keepBudget int) []memory.En
 		if out[i].Mark() != entries[i].Mark() && excluded(entries[:i], entries[i].Message, sh.knobs.mask.ExcludeTools) {
 			out[i] = entries[i] // exclude_tools: never masked
 		}
+	}
+	return sh.clear(out, pinned, start)
+}
+
+// clear returns entries with the assistant messages of entries[from:to] cleared as
+// clear_tool_inputs and clear_thinking say (see memory.Cleared): a message with tool calls
+// loses their arguments, any loses its reasoning. One already changed by a view stays as it is.
+func (sh shaper) clear(entries []memory.Entry, from, to int) []memory.Entry {
+	k := sh.knobs.mask
+	if !k.ClearToolInputs && !k.ClearThinking {
+		return entries
+	}
+	out := slices.Clone(entries)
+	for i := from; i < to; i++ {
+		e := out[i]
+		if e.Message.Role != chat.RoleAssistant || e.CompactionID != 0 || e.Pinned || e.Mark() != nil {
+			continue
+		}
+		c := memory.Cleared{Seq: e.Seq, Inputs: k.ClearToolInputs && len(e.Message.ToolCalls) > 0, Thinking: k.ClearThinking, OrigTokens: e.Tokens}
+		if !c.Inputs && !c.Thinking {
+			continue
+		}
+		m := c.Apply(e.Message)
+		m.Content = chat.TextMessage("", e.Text()).Content
+		if c.Tokens = sh.count.CountMessage(m); c.Tokens > e.Tokens {
+			continue // arguments shorter than the placeholder: nothing to save
+		}
+		out[i] = e.WithCleared(c)
 	}
 	return out
 }
