@@ -126,3 +126,46 @@ func TestMaskKeepToolResults(t *testing.T) {
 		}
 	}
 }
+
+// TestMaskKnobsPerThread: the mask knobs stored on a thread apply to its compactions, over the
+// compactor's settings, and another thread keeps the compactor's.
+func TestMaskKnobsPerThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, _ := storetest.Open(t)
+	for _, id := range []string{"knobbed", "plain"} {
+		if _, err := st.Append(ctx, id, toolThread(12), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	two := 2
+	if err := compact.SaveThreadSettings(ctx, st, "knobbed", compact.ThreadSettings{Mask: &compact.ThreadMask{KeepToolResults: &two}}); err != nil {
+		t.Fatal(err)
+	}
+	c := compact.New(st, storetest.ExtractiveCascade(t, st), compact.Settings{TokenLimit: 16000, Strategy: compact.StrategyMask})
+	verbatim := map[string]int{}
+	for _, id := range []string{"knobbed", "plain"} {
+		rep, err := c.Compact(ctx, id, compact.Options{Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := st.Active(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results(a) {
+			if strings.HasSuffix(r, ":verbatim") {
+				verbatim[id]++
+			}
+		}
+		t.Logf("%s: %s, %d verbatim", id, rep.Status, verbatim[id])
+	}
+	if verbatim["knobbed"] != 2 || verbatim["plain"] != 12 {
+		t.Fatalf("verbatim results %v, want knobbed 2 (its keep_tool_results), plain 12", verbatim)
+	}
+	neg := -1
+	if err := compact.SaveThreadSettings(ctx, st, "plain", compact.ThreadSettings{KeepTurns: &neg}); err == nil ||
+		err.Error() != `thread "plain": keep_turns -1 must not be negative (0: off)` {
+		t.Fatalf("a negative keep_turns: %v", err)
+	}
+}

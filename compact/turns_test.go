@@ -46,6 +46,9 @@ func knobLife(t *testing.T, msgs []chat.Message, s compact.Settings, after func(
 			after(i, st, rep)
 		}
 	}
+	if lost := lifeLosses(t, st, "t", originalFacts(t, st, "t")); len(lost) > 0 {
+		t.Fatalf("%d facts of the original messages lost, no report names them: %v", len(lost), lost)
+	}
 }
 
 // wholeTurns returns how many of the newest n user turns of the thread are whole in its active
@@ -146,5 +149,26 @@ func TestCompactEveryTurnsOverALife(t *testing.T) {
 				t.Fatalf("%d compactions: the life is too short to tell", len(at))
 			}
 		})
+	}
+}
+
+// TestKnobsLifeKeepsFacts: a 200-message life on the hybrid strategy with every knob set loses
+// no fact that no report names, and its masked and cleared views are applied.
+func TestKnobsLifeKeepsFacts(t *testing.T) {
+	t.Parallel()
+	s := compact.Settings{TokenLimit: 4096, Strategy: compact.StrategyHybrid, KeepTurns: 2, CompactEveryTurns: 5,
+		Mask: compact.MaskSettings{KeepToolResults: 3, ExcludeTools: []string{"update_reservation_flights"}, ClearToolInputs: true, ClearThinking: true}}
+	applied, cleared := 0, 0
+	knobLife(t, lifeOf200(), s, func(i int, st *memory.Store, rep memory.Report) {
+		if rep.Status == memory.StatusApplied {
+			applied++
+		}
+		if rep.View != nil {
+			cleared += len(rep.View.Cleared)
+		}
+	})
+	t.Logf("%d compactions applied, %d cleared messages in their views", applied, cleared)
+	if applied < 3 || cleared == 0 {
+		t.Fatalf("%d compactions applied, %d messages cleared: the life tells nothing", applied, cleared)
 	}
 }
