@@ -212,6 +212,9 @@ func (c *Compactor) notNeeded(ctx context.Context, t memory.Thread, tokens int, 
 		return "", nil
 	}
 	if trigger := int(float64(s.Budget()) * s.TriggerRatio); tokens <= trigger {
+		if due, err := c.turnsDue(ctx, t, s); due || err != nil {
+			return "", err // compact_every_turns
+		}
 		return fmt.Sprintf("%d tokens, under the trigger %d (%.2f of %d)", tokens, trigger, s.TriggerRatio, s.Budget()), nil
 	}
 	return c.waiting(ctx, t, s)

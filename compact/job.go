@@ -45,7 +45,7 @@ func (j *job) decide() error {
 	if err != nil {
 		return err
 	}
-	j.sh = shaper{count: counter, redact: j.c.redact}
+	j.sh = shaper{count: counter, redact: j.c.redact, knobs: maskKnobs{mask: j.s.Mask, turns: j.s.KeepTurns}}
 	if j.rep.Reason == memory.ReasonEmergency && j.rep.Strategy == StrategySummarize {
 		j.rep.Strategy = StrategyHybrid // the cheapest path first: masking costs nothing
 	}
@@ -372,6 +372,9 @@ func describeView(pre, post []memory.Entry) string {
 	}
 	if len(ch.Cut) > 0 {
 		parts = append(parts, fmt.Sprintf("cut the tool results seq %s", seqList(ch.Cut)))
+	}
+	if len(ch.Cleared) > 0 {
+		parts = append(parts, fmt.Sprintf("cleared the tool inputs or reasoning of seq %s", seqList(ch.Cleared)))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "no change")

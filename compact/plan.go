@@ -145,6 +145,7 @@ func makePlan(entries []memory.Entry, s Settings, keepBudget, share int) Plan {
 		share = min(s.SummaryMaxTokens, max(keepBudget-p.PinnedTokens-tokencount.ReplyPriming, 0)/2)
 	}
 	p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens-share)
+	p.Kept, p.KeptTokens = keepTurns(entries, cuts, p.Kept, p.KeptTokens, s, p.Pinned, turnsBudget(s, keepBudget, p.PinnedTokens))
 	if u := lastUser(entries); u >= p.Pinned && u < p.Kept {
 		p.Hold, p.HeldAt, p.HeldTokens = true, u, entries[u].Tokens
 		p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens-share-p.HeldTokens)

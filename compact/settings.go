@@ -48,6 +48,14 @@ type Settings struct {
 	OnFailure string
 	// Prompt replaces the built-in summarization instructions (see ValidatePrompt); "" keeps them.
 	Prompt string
+	// KeepTurns keeps at least the newest KeepTurns user turns whole in the kept part, while
+	// they fit the kept budget (0: none; see turns.go).
+	KeepTurns int
+	// CompactEveryTurns makes a compaction due every CompactEveryTurns user turns since the
+	// latest one, even under the trigger (0: never; see turns.go).
+	CompactEveryTurns int
+	// Mask tunes what the mask and hybrid strategies mask (see MaskSettings).
+	Mask MaskSettings
 }
 
 // Values of Settings.OnFailure.
@@ -207,7 +215,7 @@ func (s Settings) Problems() []*SettingError {
 			ps = append(ps, &SettingError{Key: "prompt", Msg: fmt.Sprintf("prompt: %v", err)})
 		}
 	}
-	return ps
+	return append(ps, s.knobProblems()...)
 }
 
 // Budget is L, the tokens every budget is a share of: TokenLimit - ReserveTokens. s are

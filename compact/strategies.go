@@ -23,6 +23,7 @@ import (
 type shaper struct {
 	count  tokencount.Counter
 	redact func(string) string
+	knobs  maskKnobs // the mask and turn knobs of maskOld (see maskknobs.go)
 }
 
 // maxDigestBytes bounds the digest of a masked result.
@@ -127,6 +128,9 @@ func keptStart(entries []memory.Entry, keepBudget int) (pinned, start int) {
 
 // maskOld masks the tool results outside the kept window (see keptStart).
 func (sh shaper) maskOld(entries []memory.Entry, keepBudget int) []memory.Entry {
+	if sh.knobs.knobbed() {
+		return sh.maskKnobbed(entries, keepBudget)
+	}
 	pinned, start := keptStart(entries, keepBudget)
 	return sh.mask(entries, pinned, start)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -25,6 +26,10 @@ type ThreadSettings struct {
 	// Model is the model the thread runs against (it does not change the tokenizer that
 	// counts the thread, fixed when the thread was created).
 	Model string `json:"model,omitempty"`
+	// KeepTurns, CompactEveryTurns and Mask are the turn and masking knobs (see knobs.go).
+	KeepTurns         *int        `json:"keep_turns,omitempty"`
+	CompactEveryTurns *int        `json:"compact_every_turns,omitempty"`
+	Mask              *ThreadMask `json:"mask,omitempty"`
 	// Window is the window a host learned of the thread's model (memctl serve under
 	// token_limit auto). It is not a setting (Apply, Over, Unset and the keys ignore it): it is
 	// recorded so that the limit and its origin can be shown, the calibration kept across
@@ -55,7 +60,7 @@ const (
 )
 
 // ThreadSettingKeys are the keys of ThreadSettings, in the order they are shown.
-var ThreadSettingKeys = []string{KeyTokenLimit, KeyTargetRatio, KeyTriggerRatio, KeyReserveTokens, KeyStrategy, KeyModel}
+var ThreadSettingKeys = append([]string{KeyTokenLimit, KeyTargetRatio, KeyTriggerRatio, KeyReserveTokens, KeyStrategy, KeyModel}, knobKeys...)
 
 // maxModelBytes bounds the model name.
 const maxModelBytes = 256
@@ -67,7 +72,12 @@ func Effective(s Settings, thread, over ThreadSettings) Settings {
 }
 
 // IsZero reports whether no setting is set.
-func (t ThreadSettings) IsZero() bool { return t == ThreadSettings{} }
+func (t ThreadSettings) IsZero() bool {
+	if t.Mask != nil && *t.Mask == (ThreadMask{}) {
+		t.Mask = nil
+	}
+	return t == ThreadSettings{}
+}
 
 // Apply returns s with the settings t sets in place of its own.
 func (t ThreadSettings) Apply(s Settings) Settings {
@@ -86,7 +96,7 @@ func (t ThreadSettings) Apply(s Settings) Settings {
 	if t.Strategy != "" {
 		s.Strategy = t.Strategy
 	}
-	return s
+	return t.applyKnobs(s)
 }
 
 // Over returns t with the settings o sets in place of its own (o wins).
@@ -109,7 +119,7 @@ func (t ThreadSettings) Over(o ThreadSettings) ThreadSettings {
 	if o.Model != "" {
 		t.Model = o.Model
 	}
-	return t
+	return t.overKnobs(o)
 }
 
 // Unset clears the setting named by key; an unknown key is a *SettingError.
@@ -128,7 +138,11 @@ func (t *ThreadSettings) Unset(key string) error {
 	case KeyModel:
 		t.Model = ""
 	default:
-		return settingErr(key, "unknown setting %q (want token_limit, target_ratio, trigger_ratio, reserve_tokens, strategy or model)", key)
+		if t.unsetKnob(key) {
+			return nil
+		}
+		return settingErr(key, "unknown setting %q (want %s or %s)", key,
+			strings.Join(ThreadSettingKeys[:len(ThreadSettingKeys)-1], ", "), ThreadSettingKeys[len(ThreadSettingKeys)-1])
 	}
 	return nil
 }

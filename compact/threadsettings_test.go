@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -145,7 +146,7 @@ func TestSettingsForMergesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := compact.Settings{TokenLimit: 9000, ReserveTokens: 1000, TriggerRatio: 0.6}.WithDefaults()
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("SettingsFor = %+v\nwant %+v", got, want)
 	}
 	if got.Budget() != 8000 {

@@ -22,18 +22,22 @@ func (c Config) Settings() compact.Settings { return c.WithDefaults().Compaction
 // settings maps the compaction section onto memory's settings, values as they are.
 func (cp Compaction) settings() compact.Settings {
 	return compact.Settings{
-		TokenLimit:       cp.Limit(),
-		ReserveTokens:    cp.ReserveTokens,
-		TargetRatio:      cp.TargetRatio,
-		TriggerRatio:     cp.TriggerRatio,
-		SummaryMaxTokens: cp.SummaryMaxTokens,
-		SummaryRole:      cp.SummaryRole,
-		MaxPasses:        cp.MaxPasses,
-		TotalTimeout:     time.Duration(cp.TotalTimeout),
-		Strategy:         cp.Strategy,
-		EmergencyRatio:   cp.EmergencyRatio,
-		OnFailure:        cp.OnFailure,
-		Prompt:           cp.Prompt,
+		TokenLimit:        cp.Limit(),
+		ReserveTokens:     cp.ReserveTokens,
+		TargetRatio:       cp.TargetRatio,
+		TriggerRatio:      cp.TriggerRatio,
+		SummaryMaxTokens:  cp.SummaryMaxTokens,
+		SummaryRole:       cp.SummaryRole,
+		MaxPasses:         cp.MaxPasses,
+		TotalTimeout:      time.Duration(cp.TotalTimeout),
+		Strategy:          cp.Strategy,
+		EmergencyRatio:    cp.EmergencyRatio,
+		OnFailure:         cp.OnFailure,
+		Prompt:            cp.Prompt,
+		KeepTurns:         cp.KeepTurns,
+		CompactEveryTurns: cp.CompactEveryTurns,
+		Mask: compact.MaskSettings{KeepToolResults: cp.Mask.KeepToolResults, ExcludeTools: slices.Clone(cp.Mask.ExcludeTools),
+			ClearToolInputs: cp.Mask.ClearToolInputs, ClearThinking: cp.Mask.ClearThinking},
 	}
 }
 
@@ -57,6 +61,12 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 	cp.MaxPasses, cp.TotalTimeout = s.MaxPasses, Duration(s.TotalTimeout)
 	cp.Strategy, cp.EmergencyRatio, cp.OnFailure = s.Strategy, s.EmergencyRatio, s.OnFailure
 	cp.Prompt = s.Prompt
+	cp.KeepTurns, cp.CompactEveryTurns = s.KeepTurns, s.CompactEveryTurns
+	cp.Mask = Mask{KeepToolResults: s.Mask.KeepToolResults, ExcludeTools: slices.Clone(s.Mask.ExcludeTools),
+		ClearToolInputs: s.Mask.ClearToolInputs, ClearThinking: s.Mask.ClearThinking}
+	if len(cp.Mask.ExcludeTools) == 0 {
+		cp.Mask.ExcludeTools = nil // rendered [], parsed back as none
+	}
 }
 
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the

@@ -95,6 +95,22 @@ type Compaction struct {
 	PromptFile string `yaml:"prompt_file" json:"prompt_file"`
 	// Prompt is the text of PromptFile, read when the config is loaded.
 	Prompt string `yaml:"-" json:"-"`
+	// KeepTurns keeps the newest KeepTurns user turns whole while they fit (see
+	// compact.Settings.KeepTurns); 0: off.
+	KeepTurns int `yaml:"keep_turns" json:"keep_turns"`
+	// CompactEveryTurns makes a compaction due every CompactEveryTurns user turns (see
+	// compact.Settings.CompactEveryTurns); 0: off.
+	CompactEveryTurns int `yaml:"compact_every_turns" json:"compact_every_turns"`
+	// Mask tunes the mask and hybrid strategies (see compact.MaskSettings).
+	Mask Mask `yaml:"mask" json:"mask"`
+}
+
+// Mask is the compaction.mask section (see compact.MaskSettings).
+type Mask struct {
+	KeepToolResults int      `yaml:"keep_tool_results" json:"keep_tool_results"`
+	ExcludeTools    []string `yaml:"exclude_tools" json:"exclude_tools"`
+	ClearToolInputs bool     `yaml:"clear_tool_inputs" json:"clear_tool_inputs"`
+	ClearThinking   bool     `yaml:"clear_thinking" json:"clear_thinking"`
 }
 
 // Serve configures memctl serve, the OpenAI-compatible proxy.

@@ -108,19 +108,22 @@ func fullConfig(source string) config.Config {
 		Model:    "gpt-4.1-mini",
 		Encoding: "o200k_base",
 		Compaction: config.Compaction{
-			TokenLimit:       200000,
-			ReserveTokens:    16000,
-			TargetRatio:      0.4,
-			TriggerRatio:     0.9,
-			SummaryMaxTokens: 4096,
-			SummaryRole:      "user",
-			MaxPasses:        5,
-			AttemptTimeout:   dur("2m"),
-			TotalTimeout:     dur("90m"),
-			Strategy:         "hybrid",
-			EmergencyRatio:   0.97,
-			OnFailure:        "fit",
-			PromptFile:       promptFile(),
+			TokenLimit:        200000,
+			ReserveTokens:     16000,
+			TargetRatio:       0.4,
+			TriggerRatio:      0.9,
+			SummaryMaxTokens:  4096,
+			SummaryRole:       "user",
+			MaxPasses:         5,
+			AttemptTimeout:    dur("2m"),
+			TotalTimeout:      dur("90m"),
+			Strategy:          "hybrid",
+			EmergencyRatio:    0.97,
+			OnFailure:         "fit",
+			PromptFile:        promptFile(),
+			KeepTurns:         3,
+			CompactEveryTurns: 10,
+			Mask:              config.Mask{KeepToolResults: 4, ExcludeTools: []string{"read_file", "grep"}, ClearToolInputs: true, ClearThinking: true},
 		},
 		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
 		Cascade: []config.Provider{
@@ -169,7 +172,7 @@ func TestParseFull(t *testing.T) {
 	}
 	gv, dv := reflect.ValueOf(got.Compaction), reflect.ValueOf(def.Compaction)
 	for i := range gv.NumField() {
-		if gv.Field(i).Interface() == dv.Field(i).Interface() {
+		if reflect.DeepEqual(gv.Field(i).Interface(), dv.Field(i).Interface()) {
 			t.Errorf("full.yaml leaves compaction.%s at its default", gv.Type().Field(i).Tag.Get("yaml"))
 		}
 	}

@@ -29,6 +29,13 @@
 //	  max_passes: 3
 //	  attempt_timeout: 5m         # one provider's whole turn, retries and waits included
 //	  total_timeout: 15m          # the whole compaction
+//	  keep_turns: 0               # keep the newest N user turns whole while they fit (0: off)
+//	  compact_every_turns: 0      # a compaction every N user turns, even under the trigger (0: off)
+//	  mask:                       # the mask and hybrid strategies' knobs
+//	    keep_tool_results: 0      # the newest N tool results stay (0: the kept window decides)
+//	    exclude_tools: []         # tools whose results are never masked
+//	    clear_tool_inputs: false  # old tool calls' arguments become a placeholder in the view
+//	    clear_thinking: false     # old reasoning leaves the view
 //	redact_patterns: []           # extra regular expressions (Go RE2 syntax)
 //	cascade:
 //	  - name: local               # required, unique; the key of its cooldown state

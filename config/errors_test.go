@@ -58,6 +58,16 @@ var badConfigs = []struct {
 	{"key at the wrong level", "model: x\ntoken_limit: 5\n", 2, "token_limit", "unknown key; token_limit belongs under compaction"},
 	{"provider key at top", "timeout: 5s\n", 1, "timeout", "unknown key; timeout belongs to a cascade provider"},
 	{"merge key", "compaction:\n  <<: {max_passes: 2}\n", 2, "compaction.<<", "merge keys (<<) are not supported"},
+
+	// The turn and masking knobs.
+	{"negative keep_turns", "compaction:\n  keep_turns: -1\n", 2, "compaction.keep_turns", "-1 must not be negative (0: off)"},
+	{"negative compact_every_turns", "compaction:\n\n  compact_every_turns: -3\n", 3, "compaction.compact_every_turns", "-3 must not be negative (0: off)"},
+	{"negative keep_tool_results", "compaction:\n  mask:\n    keep_tool_results: -2\n", 3, "compaction.mask.keep_tool_results", "-2 must not be negative (0: off)"},
+	{"tool name not a string", "compaction:\n  mask:\n    exclude_tools:\n      - read_file\n      - {name: grep}\n", 5, "compaction.mask.exclude_tools[1]", "expected a tool's name (a string), found a mapping"},
+	{"empty tool name", "compaction:\n  mask:\n    exclude_tools: [read_file, \"\"]\n", 3, "compaction.mask.exclude_tools[1]", `"" is empty: want a tool's name`},
+	{"exclude_tools not a list", "compaction:\n  mask:\n    exclude_tools: read_file\n", 3, "compaction.mask.exclude_tools", `expected a list of tool names, found "read_file"`},
+	{"mask not a mapping", "compaction:\n  mask: true\n", 2, "compaction.mask", `expected a mapping of mask settings (keep_tool_results, exclude_tools, clear_tool_inputs, clear_thinking), found "true"`},
+	{"unknown mask key", "compaction:\n  mask:\n    keep_tool_result: 2\n", 3, "compaction.mask.keep_tool_result", "unknown key; did you mean keep_tool_results?"},
 	{"duplicate key", "compaction:\n  max_passes: 2\n  token_limit: 9\n  max_passes: 3\n", 4, "compaction.max_passes", "duplicate key (first set at line 2)"},
 	{"duplicate top key", "model: a\ncascade:\n  - name: x\n    model: m\nmodel: b\n", 5, "model", "duplicate key (first set at line 1)"},
 

@@ -296,7 +296,7 @@ func (w *walker) top(n *yaml.Node, cfg *Config) {
 				w.errorf(line, key, "expected a mapping of compaction settings, found %s", describe(n))
 				return
 			}
-			w.mapping(n, key, compactionFields(&cfg.Compaction))
+			w.mapping(n, key, w.compactionSection(&cfg.Compaction))
 		}},
 		{key: "redact_patterns", sub: func(n *yaml.Node, key string, line int) {
 			if n.Kind != yaml.SequenceNode {
@@ -372,6 +372,8 @@ func compactionFields(c *Compaction) []field {
 		{key: "emergency_ratio", ptr: &c.EmergencyRatio},
 		{key: "on_failure", ptr: &c.OnFailure},
 		{key: "prompt_file", ptr: &c.PromptFile},
+		{key: "keep_turns", ptr: &c.KeepTurns},
+		{key: "compact_every_turns", ptr: &c.CompactEveryTurns},
 	}
 }
 
@@ -600,6 +602,10 @@ var keyHome = func() map[string]string {
 	}
 	for _, f := range compactionFields(new(Compaction)) {
 		m[f.key] = "compaction"
+	}
+	m["mask"] = "compaction"
+	for _, f := range maskFields(new(Mask)) {
+		m[f.key] = "compaction.mask"
 	}
 	for _, f := range serveFields(new(Serve)) {
 		m[f.key] = "serve"

@@ -33,6 +33,9 @@ type view struct {
 	// Held are the seqs within the summary's range shown as they are, before the summary: the
 	// newest user message when the summary covers it (see compact.Plan.Hold).
 	Held []int64 `json:"held,omitempty"`
+	// Cleared are the assistant messages shown without their tool calls' arguments or their
+	// reasoning (see Cleared).
+	Cleared []Cleared `json:"cleared,omitempty"`
 }
 
 // SeqRange is a range of seqs, both ends included.
@@ -61,8 +64,9 @@ type Cut struct {
 
 // Mark is what a view did to an entry: masked (Masked set) or cut (Cut set).
 type Mark struct {
-	Masked *Masked
-	Cut    *Cut
+	Masked  *Masked
+	Cut     *Cut
+	Cleared *Cleared
 	// Orig is the result's text as appended: the ledger takes from it the facts the shown text
 	// keeps, which the shown text alone may not show as facts.
 	Orig string
@@ -122,6 +126,8 @@ func (v view) applyMarks(es []Entry) {
 		} else if k := slices.IndexFunc(v.Cut, func(c Cut) bool { return c.Seq == e.Seq }); k >= 0 {
 			c := v.Cut[k]
 			es[i] = e.WithText(c.Text(e.Text()), c.Tokens, &Mark{Cut: &c, Orig: e.Text()})
+		} else if k := slices.IndexFunc(v.Cleared, func(c Cleared) bool { return c.Seq == e.Seq }); k >= 0 && e.CompactionID == 0 {
+			es[i] = e.WithCleared(v.Cleared[k])
 		}
 	}
 }
@@ -208,7 +214,7 @@ func keptRanges(out []SeqRange, viewSeq, last int64) []SeqRange {
 // of id alone (or no change at all), with from and to the range of its summary.
 func viewOf(entries []Entry, viewSeq, id int64) (text string, from, to int64) {
 	v, from, to := viewFor(entries, viewSeq)
-	if v.Summary == id && len(v.Masked) == 0 && len(v.Cut) == 0 && len(v.Omitted) == 0 && len(v.Held) == 0 {
+	if v.Summary == id && len(v.Masked) == 0 && len(v.Cut) == 0 && len(v.Omitted) == 0 && len(v.Held) == 0 && len(v.Cleared) == 0 {
 		return "", from, to
 	}
 	b, _ := json.Marshal(v) // plain values always marshal
@@ -234,6 +240,8 @@ func viewFor(entries []Entry, viewSeq int64) (v view, from, to int64) {
 			v.Masked = append(v.Masked, *e.mark.Masked)
 		case e.mark != nil && e.mark.Cut != nil:
 			v.Cut = append(v.Cut, *e.mark.Cut)
+		case e.mark != nil && e.mark.Cleared != nil:
+			v.Cleared = append(v.Cleared, *e.mark.Cleared)
 		}
 		if e.Seq != 0 {
 			present[e.Seq] = true
@@ -264,6 +272,8 @@ type ViewChanges struct {
 	Masked  []int64    `json:"masked,omitempty"`
 	Omitted []SeqRange `json:"omitted,omitempty"`
 	Cut     []int64    `json:"cut,omitempty"`
+	// Cleared are the assistant messages shown without their tool inputs or reasoning.
+	Cleared []int64 `json:"cleared,omitempty"`
 }
 
 // changes returns the view's changes as a report shows them.
@@ -276,6 +286,9 @@ func (v view) changes() ViewChanges {
 		c.Cut = append(c.Cut, x.Seq)
 	}
 	c.Omitted = v.Omitted
+	for _, x := range v.Cleared {
+		c.Cleared = append(c.Cleared, x.Seq)
+	}
 	return c
 }
 
@@ -286,7 +299,7 @@ func viewChanges(text string) *ViewChanges {
 		return nil
 	}
 	c := v.changes()
-	if len(c.Masked)+len(c.Omitted)+len(c.Cut) == 0 {
+	if len(c.Masked)+len(c.Omitted)+len(c.Cut)+len(c.Cleared) == 0 {
 		return nil
 	}
 	return &c

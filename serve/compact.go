@@ -20,7 +20,7 @@ func (s *Server) compactLater(thread string) {
 		s.mu.Unlock()
 		// Settings that do not resolve are not checked here: the compaction reports them.
 		set, err := compact.Resolve(s.Compactor.Settings, lv.ts, over)
-		if err == nil && set.UnderTrigger(lv.active.Tokens) {
+		if err == nil && set.UnderTrigger(lv.active.Tokens) && set.CompactEveryTurns == 0 {
 			return
 		}
 	}

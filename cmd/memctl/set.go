@@ -15,12 +15,14 @@ func (a *app) setCommand() *cobra.Command {
 		ValidArgsFunction: a.completeThreads,
 		Short:             "Store compaction settings on a thread",
 		Long: `Store compaction settings on THREAD; the settings not named keep their stored value, and
---unset KEY (token_limit, target_ratio, trigger_ratio, reserve_tokens, strategy, model) clears
-one. Every compaction of the thread uses them: a flag of compact wins over them, and they win
+--unset KEY (token_limit, target_ratio, trigger_ratio, reserve_tokens, strategy, model,
+keep_turns, compact_every_turns, mask.keep_tool_results, mask.exclude_tools,
+mask.clear_tool_inputs, mask.clear_thinking) clears one. Every compaction of the thread uses them: a flag of compact wins over them, and they win
 over the config file, which wins over the built-in defaults. Without a flag, prints the
 thread's settings.`,
 		Example: `  memctl set support-42 --limit 8000 --reserve 1000
-  memctl set support-42 --unset token_limit --json`,
+  memctl set support-42 --unset token_limit --json
+  memctl set support-42 --keep-turns 3 --mask-keep-tool-results 5 --mask-exclude-tools read_file,grep`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.setThread(cmd, args[0], unset)
@@ -31,7 +33,8 @@ thread's settings.`,
 	f.Int("reserve", 0, "reserve_tokens: held back for tool definitions and the reply")
 	f.String("strategy", "", "strategy: how the thread is compacted (summarize)")
 	f.String("model", "", "model: the model the thread runs against")
-	f.StringArrayVar(&unset, "unset", nil, "clear a setting (token_limit, target_ratio, trigger_ratio, reserve_tokens, strategy, model); repeatable")
+	addKnobFlags(f)
+	f.StringArrayVar(&unset, "unset", nil, "clear a setting (token_limit, target_ratio, trigger_ratio, reserve_tokens, strategy, model, keep_turns, compact_every_turns, mask.keep_tool_results, mask.exclude_tools, mask.clear_tool_inputs, mask.clear_thinking); repeatable")
 	return cmd
 }
 
@@ -106,6 +109,9 @@ func (a *app) printSettings(thread string, stored compact.ThreadSettings, eff co
 			"effective": map[string]any{
 				compact.KeyTokenLimit: eff.TokenLimit, compact.KeyTargetRatio: eff.TargetRatio, compact.KeyTriggerRatio: eff.TriggerRatio,
 				compact.KeyReserveTokens: eff.ReserveTokens, compact.KeyStrategy: eff.Strategy,
+				compact.KeyKeepTurns: eff.KeepTurns, compact.KeyCompactEveryTurns: eff.CompactEveryTurns,
+				"mask": map[string]any{"keep_tool_results": eff.Mask.KeepToolResults, "exclude_tools": nonNilStrings(eff.Mask.ExcludeTools),
+					"clear_tool_inputs": eff.Mask.ClearToolInputs, "clear_thinking": eff.Mask.ClearThinking},
 			},
 		})
 	}
@@ -123,9 +129,20 @@ func (a *app) printSettings(thread string, stored compact.ThreadSettings, eff co
 	tw.row("  "+compact.KeyTriggerRatio, ratio(eff.TriggerRatio), from(stored.TriggerRatio != nil))
 	tw.row("  "+compact.KeyReserveTokens, fmt.Sprint(eff.ReserveTokens), from(stored.ReserveTokens != nil))
 	tw.row("  "+compact.KeyStrategy, eff.Strategy, from(stored.Strategy != ""))
+	for _, key := range compact.KnobKeys() {
+		tw.row("  "+key, termLine(eff.KnobValue(key)), from(stored.KnobSet(key)))
+	}
 	if stored.Model != "" {
 		tw.row("  "+compact.KeyModel, stored.Model, "thread")
 	}
 	tw.flush()
 	return nil
+}
+
+// nonNilStrings is s, [] for none.
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

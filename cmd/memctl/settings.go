@@ -86,6 +86,9 @@ func settingsFromFlags(cmd *cobra.Command) (compact.ThreadSettings, error) {
 			*s.dst = v
 		}
 	}
+	if err := knobsFromFlags(cmd, &ts); err != nil {
+		return ts, err
+	}
 	if err := ts.Validate(); err != nil {
 		return ts, settingsError(cmd, cmd.Name(), err)
 	}

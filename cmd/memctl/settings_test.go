@@ -94,7 +94,7 @@ func TestSetMergesAndShows(t *testing.T) {
 		}
 	}
 	out := m.must("set", "t1")
-	for _, s := range []string{"token_limit     9000       thread", "trigger_ratio   0.9        thread", "strategy        summarize  config", "llama3.2"} {
+	for _, s := range []string{"token_limit             9000       thread", "trigger_ratio           0.9        thread", "strategy                summarize  config", "llama3.2"} {
 		if !strings.Contains(out, s) {
 			t.Fatalf("set without flags does not show %q:\n%s", s, out)
 		}

@@ -66,7 +66,7 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 		switch {
 		case e.CompactionID != 0:
 			it.kind = summary
-		case e.Mark() != nil:
+		case e.Mark() != nil && e.Mark().Cleared == nil: // a cleared message is written whole, cleared
 			it.kind = shown
 		case e.Message.Extra != nil:
 			it.wire = e.Message.Extra[Key] // a message read whole
