@@ -48,6 +48,8 @@ type Settings struct {
 	OnFailure string
 	// Prompt replaces the built-in summarization instructions (see ValidatePrompt); "" keeps them.
 	Prompt string
+	// MaxFailures failed compactions of a thread in a row hold it (see Compactor.Held).
+	MaxFailures int
 }
 
 // Values of Settings.OnFailure.
@@ -69,6 +71,7 @@ const (
 	DefaultStrategy         = StrategySummarize
 	DefaultEmergencyRatio   = 0.95
 	DefaultOnFailure        = OnFailureKeep
+	DefaultMaxFailures      = 3
 )
 
 // WithDefaults fills the zero fields with the Default* constants: the one place the defaults
@@ -85,6 +88,7 @@ func (s Settings) WithDefaults() Settings {
 	s.Strategy = cmp.Or(s.Strategy, DefaultStrategy)
 	s.EmergencyRatio = cmp.Or(s.EmergencyRatio, DefaultEmergencyRatio)
 	s.OnFailure = cmp.Or(s.OnFailure, DefaultOnFailure)
+	s.MaxFailures = cmp.Or(s.MaxFailures, DefaultMaxFailures)
 	return s
 }
 
@@ -202,6 +206,7 @@ func (s Settings) Problems() []*SettingError {
 	if s.OnFailure != OnFailureKeep && s.OnFailure != OnFailureFit {
 		add(broken("on_failure", strconv.Quote(s.OnFailure), "must be "+OnFailureKeep+" or "+OnFailureFit))
 	}
+	atLeast1(KeyMaxFailures, s.MaxFailures)
 	if s.Prompt != "" {
 		if err := ValidatePrompt(s.Prompt); err != nil {
 			ps = append(ps, &SettingError{Key: "prompt", Msg: fmt.Sprintf("prompt: %v", err)})
