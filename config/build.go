@@ -34,6 +34,7 @@ func (cp Compaction) settings() compact.Settings {
 		EmergencyRatio:   cp.EmergencyRatio,
 		OnFailure:        cp.OnFailure,
 		Prompt:           cp.Prompt,
+		MaxFailures:      cp.MaxFailures,
 	}
 }
 
@@ -57,6 +58,7 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 	cp.MaxPasses, cp.TotalTimeout = s.MaxPasses, Duration(s.TotalTimeout)
 	cp.Strategy, cp.EmergencyRatio, cp.OnFailure = s.Strategy, s.EmergencyRatio, s.OnFailure
 	cp.Prompt = s.Prompt
+	cp.MaxFailures = s.MaxFailures
 }
 
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the
@@ -124,6 +126,7 @@ func (c Config) NewCompactor(h *db.Handle, store *memory.Store, opt cascade.Opti
 		return nil, nil, err
 	}
 	comp.Redact, comp.Pace = red, casc.TimeFor
+	c.setHooks(&comp, red)
 	return compact.NewWith(store, casc, c.Settings(), comp), casc, nil
 }
 
