@@ -80,8 +80,16 @@ type Config struct {
 	// OnSummarized is called after a summary was applied, with the messages it replaced, for
 	// hosts that keep long-term memory elsewhere. Its error or panic goes to HookError.
 	OnSummarized func(context.Context, Span) error
-	// HookError receives the errors of OnReport and OnSummarized (nil: dropped).
+	// HookError receives the errors of OnReport, OnSummarized, BeforeCompaction and
+	// AfterCompaction (nil: dropped).
 	HookError func(error)
+	// BeforeCompaction is asked before a compaction runs (not a dry run, not an ineffective
+	// one): it may skip it, add instructions to its prompt or give its summary (see hooks.go).
+	// Its error or panic is logged and the compaction proceeds.
+	BeforeCompaction func(context.Context, HookEvent) (HookDecision, error)
+	// AfterCompaction is told the report of every compaction that reached a decision, skipped
+	// and held ones included. Its panic is logged.
+	AfterCompaction func(context.Context, memory.Report)
 }
 
 // Span is what one pass of a compaction summarized.
@@ -123,6 +131,9 @@ type Options struct {
 	// context as it is (not of the limit): what is older is summarized however small the
 	// context.
 	Requested bool
+	// Instructions go into this compaction's summarizer prompt, redacted, after the fenced
+	// transcript (at most MaxInstructionBytes).
+	Instructions string
 }
 
 // New returns a Compactor with the given settings and the default Config: the built-in
@@ -162,6 +173,9 @@ func (c *Compactor) ShouldCompact(ctx context.Context, thread string) (bool, err
 		return false, fmt.Errorf("thread %q: %w", thread, err)
 	}
 	why, err := c.notNeeded(ctx, t, t.ActiveTokens, s)
+	if why == "" && err == nil { // a held thread is not due (see Held)
+		why, err = Held(ctx, c.Store, t, s)
+	}
 	return why == "", err
 }
 
@@ -256,6 +270,11 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (me
 			return *j.rep, err
 		}
 	}
+	if !opt.Force && !opt.DryRun {
+		if rep, held, err := j.hold(ctx); held {
+			return rep, err
+		}
+	}
 	if err := j.decide(); err != nil {
 		return *j.rep, fmt.Errorf("compact %q: %w", thread, err)
 	}
@@ -266,11 +285,18 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (me
 	if j.d.Ineffective && (j.a.Tokens <= j.s.Budget() || !j.reshapes()) {
 		return j.ineffective(ctx)
 	}
+	if j.before(ctx, opt) {
+		c.afterHook(ctx, *j.rep)
+		return *j.rep, nil
+	}
 	return j.run(ctx)
 }
 
 // prepare reads what a compaction of thread starts from: its settings and its active context.
 func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*job, error) {
+	if err := checkInstructions(opt.Instructions); err != nil {
+		return nil, err
+	}
 	s, err := c.SettingsFor(ctx, thread, opt.Override)
 	if err != nil {
 		return nil, err
@@ -368,6 +394,7 @@ func (c *Compactor) report(ctx context.Context, rep memory.Report) {
 	if c.cfg.OnReport != nil {
 		c.hook(func() error { return c.cfg.OnReport(ctx, rep) })
 	}
+	c.afterHook(ctx, rep)
 }
 
 // summarized calls OnSummarized with the messages a pass replaced, read whole.

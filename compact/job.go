@@ -37,6 +37,9 @@ type job struct {
 	// amount as a bare number, which the summary's own ledger would not know for an amount).
 	carried []facts.Fact
 	timeout time.Duration // bounds the summarizing (0: none)
+	// instructions go into every request's prompt (the call's and the hook's); replacement is
+	// the hook's summary of the first pass (see hooks.go).
+	instructions, replacement string
 }
 
 // decide plans the compaction (the plan step): no provider is called, nothing is written.

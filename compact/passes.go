@@ -15,7 +15,7 @@ import (
 func (j *job) passes(ctx, budget context.Context, a memory.Active, plan Plan) error {
 	rep, keep := j.rep, j.keep
 	for pass := 1; ; pass++ {
-		sum, err := j.c.summarize(budget, j.id, pass, a, plan, j.s, j.carried)
+		sum, err := j.c.summarize(budget, j.id, pass, a, plan, j.s, j.carried, j.hookInput(pass))
 		if err != nil {
 			return err
 		}

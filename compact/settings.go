@@ -56,6 +56,8 @@ type Settings struct {
 	CompactEveryTurns int
 	// Mask tunes what the mask and hybrid strategies mask (see MaskSettings).
 	Mask MaskSettings
+	// MaxFailures failed compactions of a thread in a row hold it (see Compactor.Held).
+	MaxFailures int
 }
 
 // Values of Settings.OnFailure.
@@ -77,6 +79,7 @@ const (
 	DefaultStrategy         = StrategySummarize
 	DefaultEmergencyRatio   = 0.95
 	DefaultOnFailure        = OnFailureKeep
+	DefaultMaxFailures      = 3
 )
 
 // WithDefaults fills the zero fields with the Default* constants: the one place the defaults
@@ -93,6 +96,7 @@ func (s Settings) WithDefaults() Settings {
 	s.Strategy = cmp.Or(s.Strategy, DefaultStrategy)
 	s.EmergencyRatio = cmp.Or(s.EmergencyRatio, DefaultEmergencyRatio)
 	s.OnFailure = cmp.Or(s.OnFailure, DefaultOnFailure)
+	s.MaxFailures = cmp.Or(s.MaxFailures, DefaultMaxFailures)
 	return s
 }
 
@@ -210,6 +214,7 @@ func (s Settings) Problems() []*SettingError {
 	if s.OnFailure != OnFailureKeep && s.OnFailure != OnFailureFit {
 		add(broken("on_failure", strconv.Quote(s.OnFailure), "must be "+OnFailureKeep+" or "+OnFailureFit))
 	}
+	atLeast1(KeyMaxFailures, s.MaxFailures)
 	if s.Prompt != "" {
 		if err := ValidatePrompt(s.Prompt); err != nil {
 			ps = append(ps, &SettingError{Key: "prompt", Msg: fmt.Sprintf("prompt: %v", err)})

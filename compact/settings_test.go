@@ -1,6 +1,7 @@
 package compact_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/memcascade/memcascade/compact"
@@ -11,16 +12,19 @@ import (
 func TestSettingsProblemsListsEveryRule(t *testing.T) {
 	t.Parallel()
 	s := compact.Settings{TokenLimit: 1000, ReserveTokens: 1000, TargetRatio: 0.9, TriggerRatio: 0.8,
-		SummaryMaxTokens: 1, SummaryRole: "assistant", MaxPasses: 1, Strategy: "shrink", EmergencyRatio: 2, OnFailure: "keep"}
+		SummaryMaxTokens: 1, SummaryRole: "assistant", MaxPasses: 1, Strategy: "shrink", EmergencyRatio: 2, OnFailure: "keep", MaxFailures: 1}
 	ps := s.Problems()
+	// The registered strategies: the built-in ones and this binary's own (TestOwnStrategy's).
+	names := compact.Strategies()
+	known := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 	want := []compact.SettingError{
 		{Key: "token_limit", Value: "1000", Rule: "must be above", Other: "reserve_tokens", OtherValue: "1000", OtherRule: "must be below",
 			Msg: "token_limit 1000 must be above reserve_tokens 1000"},
 		{Key: "target_ratio", Value: "0.9", Rule: "must be below", Other: "trigger_ratio", OtherValue: "0.8", OtherRule: "must be above",
 			Msg: "target_ratio 0.9 must be below trigger_ratio 0.8"},
 		{Key: "summary_role", Value: `"assistant"`, Rule: "must be system or user", Msg: `summary_role "assistant" must be system or user`},
-		{Key: "strategy", Value: `"shrink"`, Rule: "is not known (want summarize, mask, hybrid or window)",
-			Msg: `strategy "shrink" is not known (want summarize, mask, hybrid or window)`},
+		{Key: "strategy", Value: `"shrink"`, Rule: "is not known (want " + known + ")",
+			Msg: `strategy "shrink" is not known (want ` + known + ")"},
 		{Key: "emergency_ratio", Value: "2", Rule: "is outside (0, 1]", Msg: "emergency_ratio 2 is outside (0, 1]"},
 	}
 	if len(ps) != len(want) {
@@ -36,7 +40,7 @@ func TestSettingsProblemsListsEveryRule(t *testing.T) {
 	}
 	// A rule between two settings waits for each to be valid alone.
 	if ps := (compact.Settings{TokenLimit: 0, ReserveTokens: 5, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 1,
-		SummaryRole: "system", MaxPasses: 1, Strategy: "mask", EmergencyRatio: 1, OnFailure: "fit"}).Problems(); len(ps) != 1 || ps[0].Key != "token_limit" || ps[0].Other != "" {
+		SummaryRole: "system", MaxPasses: 1, Strategy: "mask", EmergencyRatio: 1, OnFailure: "fit", MaxFailures: 1}).Problems(); len(ps) != 1 || ps[0].Key != "token_limit" || ps[0].Other != "" {
 		t.Errorf("limit 0 with reserve 5: %v, want only token_limit at least 1", ps)
 	}
 }

@@ -66,8 +66,8 @@ type block struct {
 // summarize asks the summarizer for a summary of plan's middle and completes it with the
 // facts it dropped. The ledger is that of the middle, with carried added (facts an earlier
 // step of the compaction put in the middle in a form the ledger would not recognise).
-func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.Active, plan Plan, s Settings, carried []facts.Fact) (summary, error) {
-	in, err := c.newInput(a, plan, s, pass)
+func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.Active, plan Plan, s Settings, carried []facts.Fact, h hookInput) (summary, error) {
+	in, err := c.newInput(a, plan, s, pass, h.instructions)
 	if err != nil {
 		return summary{}, err
 	}
@@ -96,7 +96,13 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 		ch.outside = ch.checker.Kept(outsideText(plan.result(a.Entries)))
 		ledgerc <- ch
 	}()
-	res, err := c.Summarizer.Run(ctx, id, in.task)
+	res, hooked := llm.Result{}, false
+	if h.summary != "" {
+		res, hooked = in.hookSummary(ctx, h.summary)
+	}
+	if !hooked {
+		res, err = c.Summarizer.Run(ctx, id, in.task)
+	}
 	lo := <-ledgerc
 	if err != nil {
 		return summary{chunks: int(in.chunks.Load())}, fmt.Errorf("%w: %w", ErrSummarize, err)
@@ -104,7 +110,12 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 	if lo.err != nil {
 		return summary{chunks: int(in.chunks.Load())}, lo.err
 	}
-	sum := in.compose(res, lo.ledger, lo.checker, lo.outside, plan, s)
+	var sum summary
+	if hooked {
+		sum = in.composeAsIs(res, lo.ledger, lo.checker, lo.outside, s)
+	} else {
+		sum = in.compose(res, lo.ledger, lo.checker, lo.outside, plan, s)
+	}
 	sum.named = lo.named
 	return sum, nil
 }
@@ -127,7 +138,8 @@ type input struct {
 	// bodyBudget is the hard limit of the summary's body, asked the size asked for.
 	bodyBudget, asked int
 	prompt            Prompt
-	systemTokens      int // of the full instructions; compactTokens of the compact ones
+	instructions      string // the call's and the hook's, redacted: instructionsBlock
+	systemTokens      int    // of the full instructions; compactTokens of the compact ones
 	compactTokens     int
 	chunks            atomic.Int64 // the requests of the provider whose turn ran last
 	progressMu        sync.Mutex
@@ -135,7 +147,7 @@ type input struct {
 }
 
 // newInput renders the middle of plan for the summarizer.
-func (c *Compactor) newInput(a memory.Active, plan Plan, s Settings, pass int) (*input, error) {
+func (c *Compactor) newInput(a memory.Active, plan Plan, s Settings, pass int, instructions string) (*input, error) {
 	counter, err := c.Store.Counter(a.Thread.Encoding)
 	if err != nil {
 		return nil, err
@@ -171,8 +183,10 @@ func (c *Compactor) newInput(a memory.Active, plan Plan, s Settings, pass int) (
 			return nil, fmt.Errorf("prompt: %w", err)
 		}
 	}
-	in.systemTokens = counter.CountText(in.prompt.System) + counter.CountText(in.prompt.After) + requestFraming
-	in.compactTokens = counter.CountText(compactPrompt) + requestFraming
+	in.instructions = instructionsBlock(c.redact(instructions))
+	extra := counter.CountText(in.instructions)
+	in.systemTokens = counter.CountText(in.prompt.System) + counter.CountText(in.prompt.After) + extra + requestFraming
+	in.compactTokens = counter.CountText(compactPrompt) + extra + requestFraming
 	if s.Prompt != "" {
 		in.compactTokens = in.systemTokens // one's own prompt is sent whole, whatever the window
 	}
@@ -366,6 +380,9 @@ func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r s
 	msgs := renderRequest(r.system, text, running, previous, k+1, n, in.asked)
 	if in.prompt.After != "" {
 		msgs[len(msgs)-1].Content += "\n\n" + in.prompt.After
+	}
+	if in.instructions != "" {
+		msgs[len(msgs)-1].Content += "\n\n" + in.instructions
 	}
 	req := llm.Request{Messages: msgs, Transcript: tms, Running: running, Previous: previous,
 		MaxTokens: r.out, TargetTokens: in.asked, Headings: in.prompt.Headings}

@@ -38,6 +38,7 @@ func (cp Compaction) settings() compact.Settings {
 		CompactEveryTurns: cp.CompactEveryTurns,
 		Mask: compact.MaskSettings{KeepToolResults: cp.Mask.KeepToolResults, ExcludeTools: slices.Clone(cp.Mask.ExcludeTools),
 			ClearToolInputs: cp.Mask.ClearToolInputs, ClearThinking: cp.Mask.ClearThinking},
+		MaxFailures: cp.MaxFailures,
 	}
 }
 
@@ -67,6 +68,7 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 	if len(cp.Mask.ExcludeTools) == 0 {
 		cp.Mask.ExcludeTools = nil // rendered [], parsed back as none
 	}
+	cp.MaxFailures = s.MaxFailures
 }
 
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the
@@ -134,6 +136,7 @@ func (c Config) NewCompactor(h *db.Handle, store *memory.Store, opt cascade.Opti
 		return nil, nil, err
 	}
 	comp.Redact, comp.Pace = red, casc.TimeFor
+	c.setHooks(&comp, red)
 	return compact.NewWith(store, casc, c.Settings(), comp), casc, nil
 }
 

@@ -59,6 +59,8 @@ type Config struct {
 	// without an extractive provider gets one, named "offline", as its last rung (see
 	// [Config.NewCascade]), so compaction still works when every server is down.
 	Offline *bool `yaml:"offline" json:"offline,omitempty"`
+	// Hooks are commands run before and after each compaction (see Hooks).
+	Hooks Hooks `yaml:"hooks" json:"hooks"`
 
 	Source string `yaml:"-" json:"source"` // the file it came from, or "built-in default"
 }
@@ -95,6 +97,8 @@ type Compaction struct {
 	PromptFile string `yaml:"prompt_file" json:"prompt_file"`
 	// Prompt is the text of PromptFile, read when the config is loaded.
 	Prompt string `yaml:"-" json:"-"`
+	// MaxFailures failed compactions of a thread in a row hold it (see compact.Held).
+	MaxFailures int `yaml:"max_failures" json:"max_failures"`
 	// KeepTurns keeps the newest KeepTurns user turns whole while they fit (see
 	// compact.Settings.KeepTurns); 0: off.
 	KeepTurns int `yaml:"keep_turns" json:"keep_turns"`
@@ -236,6 +240,7 @@ func (c Config) WithDefaults() Config {
 	if c.Serve.Listen == "" {
 		c.Serve.Listen = DefaultListen
 	}
+	c.Hooks = c.Hooks.withDefaults()
 	if c.RedactPatterns == nil {
 		c.RedactPatterns = []string{}
 	} else {

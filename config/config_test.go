@@ -43,6 +43,7 @@ func TestDefault(t *testing.T) {
 			Strategy:         "summarize",
 			EmergencyRatio:   0.95,
 			OnFailure:        "keep",
+			MaxFailures:      3,
 		},
 		RedactPatterns: []string{},
 		Cascade: []config.Provider{{
@@ -124,6 +125,7 @@ func fullConfig(source string) config.Config {
 			KeepTurns:         3,
 			CompactEveryTurns: 10,
 			Mask:              config.Mask{KeepToolResults: 4, ExcludeTools: []string{"read_file", "grep"}, ClearToolInputs: true, ClearThinking: true},
+			MaxFailures:       5,
 		},
 		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
 		Cascade: []config.Provider{
@@ -143,7 +145,11 @@ func fullConfig(source string) config.Config {
 				Timeout: dur("5s"), MaxAttempts: 1, MaxWait: dur("1s"), Concurrency: 1, Cooldown: dur("1s"), MaxCooldown: dur("1s"),
 			},
 		},
-		Serve:  config.Serve{Listen: config.DefaultListen},
+		Serve: config.Serve{Listen: config.DefaultListen},
+		Hooks: config.Hooks{
+			BeforeCompaction: &config.Hook{Command: []string{"/usr/local/bin/before-hook", "--json"}, Timeout: dur("3s")},
+			AfterCompaction:  &config.Hook{Command: []string{"./notify.sh"}, Timeout: dur("1s")},
+		},
 		Source: source,
 	}
 }

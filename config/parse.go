@@ -337,6 +337,7 @@ func (w *walker) top(n *yaml.Node, cfg *Config) {
 			cfg.Cascade = ps
 		}},
 		{key: "offline", ptr: &cfg.Offline},
+		{key: "hooks", sub: w.decodeHooks(&cfg.Hooks)},
 		{key: "serve", sub: func(n *yaml.Node, key string, line int) {
 			if n.Kind != yaml.MappingNode {
 				w.errorf(line, key, "expected a mapping of serve settings, found %s", describe(n))
@@ -374,6 +375,7 @@ func compactionFields(c *Compaction) []field {
 		{key: "prompt_file", ptr: &c.PromptFile},
 		{key: "keep_turns", ptr: &c.KeepTurns},
 		{key: "compact_every_turns", ptr: &c.CompactEveryTurns},
+		{key: "max_failures", ptr: &c.MaxFailures},
 	}
 }
 
@@ -610,7 +612,7 @@ var keyHome = func() map[string]string {
 	for _, f := range serveFields(new(Serve)) {
 		m[f.key] = "serve"
 	}
-	for _, k := range []string{"model", "encoding", "encoding_file", "encoding_pattern", "compaction", "redact_patterns", "cascade", "serve"} {
+	for _, k := range []string{"model", "encoding", "encoding_file", "encoding_pattern", "compaction", "redact_patterns", "cascade", "serve", "hooks"} {
 		m[k] = "the top level"
 	}
 	return m

@@ -17,6 +17,7 @@ type renderConfig struct {
 	Cascade         []renderProvider `yaml:"cascade"`
 	Serve           Serve            `yaml:"serve"`
 	Offline         *bool            `yaml:"offline,omitempty"`
+	Hooks           *Hooks           `yaml:"hooks,omitempty"`
 }
 
 // renderProvider is a Provider whose extractive-only-unused keys can be left out.
@@ -56,6 +57,10 @@ func (c Config) YAML() []byte {
 		Serve: Serve{Listen: fix(c.Serve.Listen), Upstream: fix(c.Serve.Upstream),
 			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv), Recall: c.Serve.Recall},
 		Offline: c.Offline,
+	}
+	if c.Hooks.BeforeCompaction != nil || c.Hooks.AfterCompaction != nil {
+		h := c.Hooks
+		r.Hooks = &h
 	}
 	r.Compaction.SummaryRole = fix(r.Compaction.SummaryRole)
 	for i, p := range c.RedactPatterns {

@@ -180,6 +180,7 @@ func (ck *checker) validate(c Config) {
 	ck.validateServe(c.Serve)
 	ck.validateRedactPatterns(c.RedactPatterns)
 	ck.validateCascade(c.Cascade)
+	ck.validateHooks(c.Hooks)
 }
 
 func (ck *checker) validateEncoding(c Config) {

@@ -304,6 +304,8 @@ func (h *handler) unpin(ctx context.Context, _ *mcp.CallToolRequest, in PinInput
 type CompactInput struct {
 	Thread string `json:"thread,omitempty" jsonschema:"the conversation (thread id); may be left out when the server serves one thread"`
 	Reason string `json:"reason,omitempty" jsonschema:"why now, in a few words (for example: booking done, next task)"`
+	// Instructions go into the summary's prompt (compact.Options.Instructions).
+	Instructions string `json:"instructions,omitempty" jsonschema:"what the summary must keep or stress (for example: keep the refund amounts); at most 8 KiB"`
 }
 
 // CompactOutput is memory_compact's answer.
@@ -324,7 +326,7 @@ func (h *handler) compact(ctx context.Context, _ *mcp.CallToolRequest, in Compac
 	if err != nil {
 		return nil, CompactOutput{}, err
 	}
-	r, err := h.opt.Compactor.Compact(ctx, thread, compact.Options{Requested: true})
+	r, err := h.opt.Compactor.Compact(ctx, thread, compact.Options{Requested: true, Instructions: in.Instructions})
 	if err != nil {
 		return nil, CompactOutput{}, err
 	}

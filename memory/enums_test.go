@@ -8,12 +8,12 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-// TestStatusesAndReasonsMatchSchema: memory.Statuses (less not_needed and planned, which are
-// never stored) and memory.Reasons, the one lists of them, are what both schemas allow.
+// TestStatusesAndReasonsMatchSchema: memory.Statuses (less those never stored: not_needed,
+// planned, skipped, held) and memory.Reasons, the one lists of them, are what both schemas allow.
 func TestStatusesAndReasonsMatchSchema(t *testing.T) {
 	var statuses, reasons []string
 	for _, s := range memory.Statuses {
-		if s != memory.StatusNotNeeded && s != memory.StatusPlanned {
+		if s.Stored() {
 			statuses = append(statuses, string(s))
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/memcascade/memcascade/tokencount"
 )
 
-// Status is what became of a compaction, as stored in compactions.status (not_needed and
-// planned are never stored).
+// Status is what became of a compaction, as stored in compactions.status (not_needed,
+// planned, skipped and held are never stored).
 type Status string
 
 // Compaction statuses; Statuses lists them all.
@@ -25,10 +25,19 @@ const (
 	StatusFailed      Status = "failed"      // no provider could summarize, or the commit lost a race
 	StatusRunning     Status = "running"     // in progress (or interrupted, until the next Open)
 	StatusReverted    Status = "reverted"    // was applied, then reverted
+	StatusSkipped     Status = "skipped"     // a before_compaction hook said skip; not recorded
+	StatusHeld        Status = "held"        // the breaker holds the thread after failures in a row; not recorded
 )
 
 // Statuses is every compaction status, the one list of them.
-var Statuses = []Status{StatusApplied, StatusNotNeeded, StatusPlanned, StatusIneffective, StatusFailed, StatusRunning, StatusReverted}
+var Statuses = []Status{StatusApplied, StatusNotNeeded, StatusPlanned, StatusIneffective, StatusFailed, StatusRunning, StatusReverted,
+	StatusSkipped, StatusHeld}
+
+// Stored reports whether reports of status s are ever stored (not_needed, planned, skipped and
+// held never are).
+func (s Status) Stored() bool {
+	return s != StatusNotNeeded && s != StatusPlanned && s != StatusSkipped && s != StatusHeld
+}
 
 // Reason is why a compaction ran, as stored in compactions.reason.
 type Reason string

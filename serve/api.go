@@ -22,6 +22,9 @@ type ThreadView struct {
 	TokenLimit     int    `json:"token_limit"`
 	TokenLimitFrom string `json:"token_limit_from"`
 	Strategy       string `json:"strategy"`
+	// Held: the breaker holds the thread after failed compactions in a row (compact.Held);
+	// memctl threads sets it.
+	Held bool `json:"held,omitempty"`
 	// Window is the window serve learned for the thread (its settings' window), for the page;
 	// the JSON has it in settings.
 	Window *compact.Window `json:"-"`

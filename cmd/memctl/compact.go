@@ -12,6 +12,7 @@ import (
 
 func (a *app) compactCommand() *cobra.Command {
 	var force, dryRun bool
+	var instructions string
 	cmd := &cobra.Command{
 		Use:               "compact THREAD",
 		ValidArgsFunction: a.completeThreads,
@@ -19,24 +20,30 @@ func (a *app) compactCommand() *cobra.Command {
 		Long: `Compact THREAD: keep its system prompt and its most recent messages up to limit x ratio,
 and replace the middle with a summary written by the configured cascade of providers. The
 originals are never lost; if no provider can summarize, nothing changes (exit 1). Without
---force a thread under limit x trigger is left alone (not_needed). --dry-run prints the plan.`,
+--force a thread under limit x trigger is left alone (not_needed). --dry-run prints the plan.
+--instructions adds what the summary should keep or stress to this compaction's prompt (redacted,
+after the transcript). After compaction.max_failures failed compactions in a row the thread is
+held (status held, exit 1, no provider asked) until its context doubles, its limit, reserve or
+ratios change, or --force.`,
 		Example: `  memctl compact support-42
   memctl compact support-42 --limit 8000 --force --json
-  memctl compact support-42 --dry-run`,
+  memctl compact support-42 --dry-run
+  memctl compact support-42 --force --instructions "keep the refund amounts and the ticket ids"`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.compact(cmd, args[0], force, dryRun)
+			return a.compact(cmd, args[0], compact.Options{Force: force, DryRun: dryRun, Instructions: instructions})
 		},
 	}
 	f := cmd.Flags()
 	addSettingFlags(f, "token_limit: the model's context window (default: the thread's, else the config's)")
 	f.BoolVar(&force, "force", false, "compact even under the trigger")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan; call no provider, write nothing")
+	f.StringVar(&instructions, "instructions", "", "instructions for this compaction's summary, added to its prompt (redacted)")
 	return cmd
 }
 
 // compact compacts thread with the settings the flags of cmd override, and prints the report.
-func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) error {
+func (a *app) compact(cmd *cobra.Command, thread string, opt compact.Options) error {
 	ctx := cmd.Context()
 	cfg, err := a.config()
 	if err != nil {
@@ -50,7 +57,7 @@ func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) err
 	if err != nil {
 		return err
 	}
-	s, t, err := a.openThread(ctx, writeMode(dryRun), thread)
+	s, t, err := a.openThread(ctx, writeMode(opt.DryRun), thread)
 	if err != nil {
 		return err
 	}
@@ -71,7 +78,8 @@ func (a *app) compact(cmd *cobra.Command, thread string, force, dryRun bool) err
 	if err != nil {
 		return err
 	}
-	rep, err := c.Compact(ctx, t.ID, compact.Options{Force: force, DryRun: dryRun, Override: over})
+	opt.Override = over
+	rep, err := c.Compact(ctx, t.ID, opt)
 	if rep.Status == "" { // no report: the thread could not be read
 		return err
 	}

@@ -23,7 +23,9 @@ token_limit and strategy (the thread's settings, else the config's; with token_l
 limit marked "auto" is the window memctl serve read from its upstream for the thread's model,
 over the calibration ratio: --json has its source in settings.window and token_limit_from);
 COMPACTIONS how many
-compactions were applied; UPDATED when it last changed (UTC unless --local-time).`,
+compactions were applied, marked "(held)" when the breaker holds the thread after
+compaction.max_failures failed compactions in a row (--json: held true; memctl compact --force
+releases it); UPDATED when it last changed (UTC unless --local-time).`,
 		Example: `  memctl threads --json | jq '.[] | select(.active_tokens > 100000) | .id'`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,11 +49,19 @@ compactions were applied; UPDATED when it last changed (UTC unless --local-time)
 				eff := compact.Effective(cfg.Settings(), tset, compact.ThreadSettings{})
 				limit, from := serve.LimitFrom(t, cfg.Settings(), auto)
 				views[i] = serve.ThreadView{Thread: t, TokenLimit: limit, TokenLimitFrom: from, Strategy: eff.Strategy}
+				if from == serve.LimitFromUpstream { // compacted in the window memctl serve read
+					eff = compact.Effective(cfg.Settings(), tset, compact.LimitOverride(cfg.Settings(), tset, limit))
+				}
+				why, err := compact.Held(ctx, s, t, eff)
+				if err != nil {
+					return err
+				}
+				views[i].Held = why != ""
 			}
 			return a.printTable(views, "THREAD\tMODEL\tMESSAGES\tACTIVE\tTOKENS\tLIMIT\tSTRATEGY\tCOMPACTIONS\tUPDATED ("+a.zone()+")", func(tw *table) {
 				for _, t := range views {
 					tw.row(t.ID, t.Model, fmt.Sprint(t.Messages), fmt.Sprint(t.ActiveMessages), fmt.Sprint(t.ActiveTokens),
-						limitText(t.TokenLimit, t.TokenLimitFrom), t.Strategy, fmt.Sprint(t.Compactions), a.timeText(t.UpdatedAt))
+						limitText(t.TokenLimit, t.TokenLimitFrom), t.Strategy, compactionsText(t), a.timeText(t.UpdatedAt))
 				}
 			})
 		},
@@ -65,4 +75,13 @@ func limitText(limit int, from string) string {
 		return fmt.Sprint(limit, " auto")
 	}
 	return fmt.Sprint(limit)
+}
+
+// compactionsText is a thread's compactions in the table of threads: "N", or "N (held)" when
+// the breaker holds it.
+func compactionsText(t serve.ThreadView) string {
+	if t.Held {
+		return fmt.Sprint(t.Compactions, " (held)")
+	}
+	return fmt.Sprint(t.Compactions)
 }
