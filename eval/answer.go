@@ -137,7 +137,36 @@ func lookupRecall(msgs []chat.Message, q Question) string {
 			}
 		}
 	}
-	return ""
+	// Else the line that holds the most cue words, at least two of them or one that is a
+	// value itself (it has a digit or an underscore): the first value of the kind after the
+	// last of them.
+	cues := map[string]bool{}
+	for _, w := range append(words(q.After), words(q.Begins)...) {
+		if len(w) > 2 || strings.ContainsAny(w, "0123456789_") {
+			cues[strings.ToLower(w)] = true
+		}
+	}
+	best, bestScore := "", 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, line := range strings.Split(messageText(msgs[i]), "\n") {
+			score, strong, last := 0, false, -1
+			for _, sp := range wordSpans(line) {
+				w := strings.ToLower(line[sp[0]:sp[1]])
+				if cues[w] {
+					score++
+					strong = strong || strings.ContainsAny(w, "0123456789_")
+					last = sp[1]
+				}
+			}
+			if score <= bestScore || (score < 2 && !strong) {
+				continue
+			}
+			if v := valueAfter(line, msgs[i].Role, last, q.Want); v != "" {
+				best, bestScore = v, score
+			}
+		}
+	}
+	return best
 }
 
 // outcomeOf is what the tool result says of a call, as the facts ledger reads it.

@@ -231,7 +231,7 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 		if err != nil {
 			return cr, err
 		}
-		last := i == len(opt.Messages)-1
+		last, asked := i == len(opt.Messages)-1, false
 		if due {
 			rep, err := comp.Compact(ctx, Thread, compact.Options{})
 			cr.Requests += rep.Requests
@@ -239,6 +239,7 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 			switch rep.Status {
 			case memory.StatusApplied:
 				cr.Compactions++
+				asked = true
 				if err := checkpoint(ctx, opt, s, counter, &cr, i+1, cr.Compactions, probesAt); err != nil {
 					return cr, err
 				}
@@ -249,7 +250,7 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 				return cr, ctx.Err()
 			}
 		}
-		if last {
+		if last && !asked { // a compaction after the last message was the end's checkpoint
 			if err := checkpoint(ctx, opt, s, counter, &cr, i+1, 0, probesAt); err != nil {
 				return cr, err
 			}

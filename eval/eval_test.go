@@ -3,12 +3,19 @@ package eval_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/eval"
+	"github.com/memcascade/memcascade/memory"
 )
 
 const airline = "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"
@@ -35,18 +42,198 @@ func configs(limit int, strategies ...string) []eval.Config {
 	return out
 }
 
-func TestAirlineTable(t *testing.T) {
+// share is the share of the probes of c that keep selects answered right, and their number.
+func share(c eval.ConfigResult, keep func(eval.ProbeResult) bool) (float64, int) {
+	n, ok := 0, 0
+	for _, p := range c.Probes {
+		if keep(p) {
+			n++
+			if p.Correct {
+				ok++
+			}
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return float64(ok) / float64(n), n
+}
+
+// TestWindowForgetsEarly: at the end of the airline thread, the recall probes of its first
+// half are answered more often from a summary than from the window, which has left them out.
+func TestWindowForgetsEarly(t *testing.T) {
 	msgs := load(t, airline)
-	res, err := eval.Run(context.Background(), eval.Options{Messages: msgs, Configs: configs(4000, "summarize", "mask", "window")})
+	res, err := eval.Run(context.Background(), eval.Options{Messages: msgs, Configs: configs(4000, "summarize", "window"), MaxProbes: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	eval.Table(&b, res)
-	t.Log("\n" + b.String())
+	early := func(p eval.ProbeResult) bool {
+		return p.Checkpoint == len(msgs) && p.Seq <= len(msgs)/2 && (p.Kind == eval.KindRecall || p.Kind == eval.KindConstraint)
+	}
+	sum, n := share(res.Configs[0], early)
+	win, m := share(res.Configs[1], early)
+	t.Logf("early recall at the end: summarize %.3f of %d, window %.3f of %d", sum, n, win, m)
+	if n == 0 || n != m {
+		t.Fatalf("early probes: %d under summarize, %d under window: the same probes must be asked", n, m)
+	}
+	if !(win < sum) {
+		t.Errorf("window %.3f is not below summarize %.3f on the early probes", win, sum)
+	}
+}
+
+// TestContextWithinLimit: every probe sent holds at most the limit, question included, and
+// the probes are the same for each configuration at the end.
+func TestContextWithinLimit(t *testing.T) {
+	msgs := load(t, airline)
+	res, err := eval.Run(context.Background(), eval.Options{Messages: msgs, Configs: configs(4000, "summarize", "mask", "window"), MaxProbes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range res.Configs {
-		for _, p := range c.Probes {
-			t.Logf("%s cp%d %s seq%d %q want %q got %q [%s] base %q", c.Name, p.Checkpoint, p.Kind, p.Seq, p.Text, p.Expected, p.Answer, p.Where, p.BaselineAns)
+		if c.Asked == 0 || c.Checkpoints < 2 {
+			t.Fatalf("%s: %d probes at %d checkpoints", c.Name, c.Asked, c.Checkpoints)
 		}
+		for _, p := range c.Probes {
+			if (!p.OverLimit && p.Tokens > 4000) || p.BaselineTok > 4000 {
+				t.Errorf("%s: probe %q sent %d tokens (baseline %d), over 4000", c.Name, p.Text, p.Tokens, p.BaselineTok)
+			}
+			if p.OverLimit && p.Answer != "" {
+				t.Errorf("%s: probe %q over the limit was answered", c.Name, p.Text)
+			}
+		}
+	}
+}
+
+// TestProbesNeverWithoutAnswer: every probe's expected answer is in the history before its
+// checkpoint, and the question does not hold it.
+func TestProbesNeverWithoutAnswer(t *testing.T) {
+	msgs := load(t, airline)
+	kinds := map[string]int{}
+	for _, n := range []int{20, len(msgs)} {
+		for _, p := range eval.Probes(msgs, n, 0) {
+			kinds[p.Kind]++
+			var hist strings.Builder
+			for _, m := range msgs[:n] {
+				hist.WriteString(m.Text() + "\n")
+				for _, c := range m.ToolCalls {
+					hist.WriteString(c.Function.Arguments + "\n")
+				}
+			}
+			if !strings.Contains(strings.ToLower(hist.String()), strings.ToLower(p.Expected)) {
+				t.Errorf("probe %q: %q is not in the first %d messages", p.Text, p.Expected, n)
+			}
+			if p.Seq > n {
+				t.Errorf("probe %q at %d asks of message %d", p.Text, n, p.Seq)
+			}
+			if p.Kind == eval.KindRecall && strings.Contains(p.Text, p.Expected) {
+				t.Errorf("probe %q holds its answer %q", p.Text, p.Expected)
+			}
+		}
+	}
+	for _, k := range eval.ProbeKinds {
+		if kinds[k] == 0 {
+			t.Errorf("no %s probe", k)
+		}
+	}
+}
+
+// TestRemoteAnswerer: against a fake OpenAI-compatible server each request holds exactly the
+// compacted active context and the question.
+func TestRemoteAnswerer(t *testing.T) {
+	msgs := load(t, airline)
+	var mu sync.Mutex
+	var got [][]json.RawMessage
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer k" {
+			http.Error(w, "bad request "+r.URL.Path, 400)
+			return
+		}
+		var body struct {
+			Model    string            `json:"model"`
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Model != "m" {
+			http.Error(w, "bad body", 400)
+			return
+		}
+		mu.Lock()
+		got = append(got, body.Messages)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"omar_davis_3817"}}]}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	res, err := eval.Run(context.Background(), eval.Options{Messages: msgs, Configs: configs(4000, "summarize"), MaxProbes: 2, Dir: dir,
+		Answerer: eval.Remote{BaseURL: srv.URL + "/v1", Model: "m", APIKey: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Configs[0]
+	sent := 0
+	for _, p := range c.Probes {
+		if !p.OverLimit {
+			sent++
+		}
+		sent++ // the baseline
+	}
+	if len(got) != sent || sent == 0 {
+		t.Fatalf("%d requests, want %d", len(got), sent)
+	}
+	// The last probes are asked at the end: their compacted context is the thread's active
+	// context as the scratch store holds it.
+	s, err := memory.Open(context.Background(), filepath.Join(dir, "config1.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, err := s.Active(context.Background(), eval.Thread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Summary == 0 {
+		t.Fatal("no summary in the active context: nothing was compacted")
+	}
+	last := c.Probes[len(c.Probes)-1]
+	want, _ := json.Marshal(eval.RequestMessages(a.Messages(), last.Question))
+	have, _ := json.Marshal(got[len(got)-2]) // the compacted request, then its baseline
+	if !bytes.Equal(compactJSON(t, want), compactJSON(t, have)) {
+		t.Errorf("the request is not the active context and the question:\n got %.300s\nwant %.300s", have, want)
+	}
+	if n := len(got[len(got)-2]); n != len(a.Entries)+1 {
+		t.Errorf("the request holds %d messages, the active context %d", n, len(a.Entries))
+	}
+	for _, p := range c.Probes {
+		if p.Answer != "omar_davis_3817" {
+			t.Errorf("probe %q: answer %q, not the model's", p.Text, p.Answer)
+		}
+	}
+}
+
+func compactJSON(t *testing.T, b []byte) []byte {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(v)
+	return out
+}
+
+// TestCancel: a cancelled run returns what was measured, marked interrupted.
+func TestCancel(t *testing.T) {
+	msgs := load(t, airline)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	res, err := eval.Run(ctx, eval.Options{Messages: msgs, Configs: configs(4000, "summarize", "window"), MaxProbes: 2,
+		Progress: func(string) {
+			if n++; n == 2 {
+				cancel()
+			}
+		}})
+	if err == nil || !res.Interrupted {
+		t.Fatalf("err %v, interrupted %v", err, res.Interrupted)
+	}
+	if len(res.Configs) != 1 || res.Configs[0].Asked == 0 {
+		t.Fatalf("want the probes of the first configuration so far, got %+v", res.Configs)
 	}
 }

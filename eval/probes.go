@@ -140,7 +140,7 @@ func Probes(msgs []chat.Message, n, max int) []Probe {
 			if after == "" {
 				continue
 			}
-			begins := beginning(text, 8)
+			begins := beginning(text[:i], 8) // never the value itself
 			q := fmt.Sprintf("What is the %s the %s gave in the message that begins '%s', right after '%s'?", f.Kind, m.Role, begins, after)
 			add(&recall, Probe{Question: Question{Kind: KindRecall, Text: q, Want: f.Kind, Role: m.Role, Begins: begins, After: after},
 				Expected: f.Text, Seq: f.Seq + 1})
@@ -149,9 +149,8 @@ func Probes(msgs []chat.Message, n, max int) []Probe {
 			if !ok {
 				continue
 			}
-			key, _, _ := strings.Cut(strings.TrimSuffix(args, ")"), ", ")
-			key = strings.TrimSpace(strings.TrimSuffix(key, "…")) // a long value: its beginning
-			if !strings.Contains(key, "=") || strings.HasSuffix(key, "=") {
+			key := distinctKey(ledger, name, strings.TrimSuffix(args, ")"))
+			if key == "" {
 				continue
 			}
 			expected := f.Outcome
@@ -205,6 +204,28 @@ func shortResult(msgs []chat.Message, f facts.Fact) string {
 					return plainResult(r.Text())
 				}
 			}
+		}
+	}
+	return ""
+}
+
+// distinctKey is the first key=value of args that no other call of name in the ledger has
+// ("" when there is none); a long value cut is its beginning.
+func distinctKey(ledger []facts.Fact, name, args string) string {
+	for _, kv := range strings.Split(args, ", ") {
+		kv = strings.TrimSpace(strings.TrimSuffix(kv, "…"))
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || v == "" {
+			continue
+		}
+		n := 0
+		for _, f := range ledger {
+			if f.Kind == facts.KindToolCall && strings.HasPrefix(f.Text, name+"(") && strings.Contains(f.Text, kv) {
+				n++
+			}
+		}
+		if n == 1 {
+			return kv
 		}
 	}
 	return ""
