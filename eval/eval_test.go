@@ -15,6 +15,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/eval"
+	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -235,5 +236,29 @@ func TestCancel(t *testing.T) {
 	}
 	if len(res.Configs) != 1 || res.Configs[0].Asked == 0 {
 		t.Fatalf("want the probes of the first configuration so far, got %+v", res.Configs)
+	}
+}
+
+// TestSummarizerThatDrops: a summarizer that leaves out a random third of the facts (lifesim's
+// "third") keeps the answers of fewer early probes than the offline summarizer, by at least
+// that share.
+func TestSummarizerThatDrops(t *testing.T) {
+	msgs := load(t, airline)
+	early := func(p eval.ProbeResult) bool { return p.Checkpoint == len(msgs) && p.Seq <= len(msgs)/2 }
+	var got [2]float64
+	var n [2]int
+	for i, sum := range []func(s *memory.Store) (compact.Summarizer, error){nil, func(s *memory.Store) (compact.Summarizer, error) { return lifesim.Provider(s, "third", 1) }} {
+		res, err := eval.Run(context.Background(), eval.Options{Messages: msgs, Configs: configs(4000, "summarize"), Summarizer: sum, MaxProbes: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[i], n[i] = share(res.Configs[0], early)
+	}
+	t.Logf("early probes at the end: offline %.3f of %d, third %.3f of %d", got[0], n[0], got[1], n[1])
+	if n[0] == 0 || n[0] != n[1] || got[0] == 0 {
+		t.Fatalf("offline %.3f of %d, third of %d: the same probes must be asked, some answered", got[0], n[0], n[1])
+	}
+	if got[1] > got[0]*2/3 {
+		t.Errorf("third %.3f: not a third below offline %.3f", got[1], got[0])
 	}
 }
