@@ -195,14 +195,28 @@ func TestRemoteAnswerer(t *testing.T) {
 	if a.Summary == 0 {
 		t.Fatal("no summary in the active context: nothing was compacted")
 	}
-	last := c.Probes[len(c.Probes)-1]
-	want, _ := json.Marshal(eval.RequestMessages(a.Messages(), last.Question))
-	have, _ := json.Marshal(got[len(got)-2]) // the compacted request, then its baseline
-	if !bytes.Equal(compactJSON(t, want), compactJSON(t, have)) {
-		t.Errorf("the request is not the active context and the question:\n got %.300s\nwant %.300s", have, want)
+	// Pair the requests with the probes: the compacted context's (unless over the limit), then
+	// the baseline's.
+	r, final := 0, 0
+	for _, p := range c.Probes {
+		if !p.OverLimit {
+			if p.Checkpoint == len(msgs) {
+				final++
+				want, _ := json.Marshal(eval.RequestMessages(a.Messages(), p.Question))
+				have, _ := json.Marshal(got[r])
+				if !bytes.Equal(compactJSON(t, want), compactJSON(t, have)) {
+					t.Errorf("probe %q: the request is not the active context and the question:\n got %.300s\nwant %.300s", p.Text, have, want)
+				}
+				if len(got[r]) != len(a.Entries)+1 {
+					t.Errorf("probe %q: the request holds %d messages, the active context %d", p.Text, len(got[r]), len(a.Entries))
+				}
+			}
+			r++
+		}
+		r++
 	}
-	if n := len(got[len(got)-2]); n != len(a.Entries)+1 {
-		t.Errorf("the request holds %d messages, the active context %d", n, len(a.Entries))
+	if final == 0 {
+		t.Fatal("no probe sent at the end")
 	}
 	for _, p := range c.Probes {
 		if p.Answer != "omar_davis_3817" {
