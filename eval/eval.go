@@ -71,6 +71,9 @@ type ConfigResult struct {
 	Recall   map[string]float64 `json:"recall"`
 	Baseline map[string]float64 `json:"baseline_recall"`
 	Counts   map[string]int     `json:"probes_by_kind"`
+	// Present is the share of probes whose expected answer was in the compacted context at
+	// all, answered or not (the answerer aside: what compaction kept).
+	Present float64 `json:"present"`
 	// TokensSent is the tokens of the contexts sent with the probes (question included);
 	// BaselineTokens the same for the baseline.
 	TokensSent     int           `json:"tokens_sent"`
@@ -354,7 +357,7 @@ func where(es []memory.Entry, expected string) string {
 // summarize fills the shares of cr.
 func (cr *ConfigResult) summarize() {
 	cr.Recall, cr.Baseline, cr.Counts = map[string]float64{}, map[string]float64{}, map[string]int{}
-	ok, base := map[string]int{}, map[string]int{}
+	ok, base, present := map[string]int{}, map[string]int{}, 0
 	cr.Asked, cr.TokensSent, cr.BaselineTokens, cr.OverLimit = len(cr.Probes), 0, 0, 0
 	for _, p := range cr.Probes {
 		for _, k := range []string{p.Kind, "all"} {
@@ -366,12 +369,18 @@ func (cr *ConfigResult) summarize() {
 				base[k]++
 			}
 		}
+		if p.Where != "" {
+			present++
+		}
 		if p.OverLimit {
 			cr.OverLimit++
 		} else {
 			cr.TokensSent += p.Tokens
 		}
 		cr.BaselineTokens += p.BaselineTok
+	}
+	if len(cr.Probes) > 0 {
+		cr.Present = float64(present) / float64(len(cr.Probes))
 	}
 	for k, n := range cr.Counts {
 		cr.Recall[k] = float64(ok[k]) / float64(n)
@@ -386,7 +395,7 @@ func Table(w io.Writer, res Result) {
 	for _, k := range ProbeKinds {
 		fmt.Fprintf(&b, " %12s", strings.ToUpper(k))
 	}
-	fmt.Fprintf(&b, " %6s %9s %5s %10s %10s %6s %8s\n", "ALL", "BASELINE", "OVER", "TOKENS", "BASE_TOK", "REQS", "SUM_MS")
+	fmt.Fprintf(&b, " %6s %9s %8s %5s %10s %10s %6s %8s\n", "ALL", "BASELINE", "PRESENT", "OVER", "TOKENS", "BASE_TOK", "REQS", "SUM_MS")
 	for _, c := range res.Configs {
 		fmt.Fprintf(&b, "%-16s %6d %7d", c.Name, c.TokenLimit, c.Asked)
 		for _, k := range ProbeKinds {
@@ -396,7 +405,7 @@ func Table(w io.Writer, res Result) {
 			}
 			fmt.Fprintf(&b, " %12s", fmt.Sprintf("%.2f (%d)", c.Recall[k], c.Counts[k]))
 		}
-		fmt.Fprintf(&b, " %6.2f %9.2f %5d %10d %10d %6d %8d\n", c.Recall["all"], c.Baseline["all"], c.OverLimit, c.TokensSent, c.BaselineTokens, c.Requests, c.SummarizerMs)
+		fmt.Fprintf(&b, " %6.2f %9.2f %8.2f %5d %10d %10d %6d %8d\n", c.Recall["all"], c.Baseline["all"], c.Present, c.OverLimit, c.TokensSent, c.BaselineTokens, c.Requests, c.SummarizerMs)
 	}
 	if res.Interrupted {
 		b.WriteString("(interrupted: what was measured so far)\n")

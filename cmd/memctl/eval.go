@@ -25,8 +25,8 @@ func (a *app) evalCommand() *cobra.Command {
 		Use:               "eval THREAD|FILE",
 		ValidArgsFunction: a.completeThreads,
 		Short:             "Measure what compaction keeps of a thread",
-		Long: `Replay THREAD (a thread of the database) or FILE (an import file: JSONL, a JSON array, or
-{"messages": [...]}; "-" for stdin) message by message into a scratch database, compacting
+		Long: `Replay FILE (an import file: JSONL, a JSON array, or {"messages": [...]}; "-" for stdin),
+or, when no file has that name, THREAD (a thread of the database) message by message into a scratch database, compacting
 when due, once per configuration (each --strategy, at --limit tokens, over the config's other
 settings), and ask probes generated from the original messages after each compaction and at
 the end: recall (a value given in a message), artifact (a call and what it returned),
@@ -96,6 +96,9 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 		return err
 	}
 	msgs, err := a.evalMessages(ctx, src)
+	if err != nil && ctx.Err() != nil { // stopped while reading: nothing measured
+		return a.printEval(eval.Result{Interrupted: true}, ctx.Err())
+	}
 	if err != nil {
 		return err
 	}
@@ -107,6 +110,11 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 	if err != nil && !res.Interrupted {
 		return err
 	}
+	return a.printEval(res, err)
+}
+
+// printEval prints the table (or JSON) of res; an interrupted run is then the error err.
+func (a *app) printEval(res eval.Result, err error) error {
 	if a.json {
 		if perr := a.printJSON(res); perr != nil {
 			return perr

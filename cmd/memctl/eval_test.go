@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -131,5 +133,18 @@ func TestEvalAnswerWith(t *testing.T) {
 	}
 	if strings.Contains(out+errs, "sk-secret-eval") {
 		t.Error("the key was printed")
+	}
+}
+
+// TestEvalInterrupted: a run stopped (Ctrl-C) prints what it measured, marked, and exits 1.
+func TestEvalInterrupted(t *testing.T) {
+	m := newMemctl(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"--db", m.db, "eval", testdata("conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"), "--limit", "4000"},
+		strings.NewReader(""), &out, &errb)
+	if code != 1 || !strings.Contains(out.String(), "CONFIG") || !strings.Contains(out.String(), "interrupted") || !strings.Contains(errb.String(), "interrupted") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }
