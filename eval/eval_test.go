@@ -183,6 +183,11 @@ func TestRemoteAnswerer(t *testing.T) {
 	}
 	// The last probes are asked at the end: their compacted context is the thread's active
 	// context as the scratch store holds it.
+	if st, err := os.Stat(filepath.Join(dir, "config1.db")); err != nil {
+		t.Fatal(err)
+	} else if st.Mode().Perm() != 0o600 {
+		t.Errorf("scratch database mode %v, want 0600", st.Mode().Perm())
+	}
 	s, err := memory.Open(context.Background(), filepath.Join(dir, "config1.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +267,7 @@ func TestSummarizerThatDrops(t *testing.T) {
 	var got [2]float64
 	var n [2]int
 	for i, sum := range []func(s *memory.Store) (compact.Summarizer, error){nil, func(s *memory.Store) (compact.Summarizer, error) { return lifesim.Provider(s, "third", 1) }} {
-		res, err := eval.Run(context.Background(), eval.Options{Messages: msgs, Configs: configs(4000, "summarize"), Summarizer: sum, MaxProbes: 20})
+		res, err := eval.Run(context.Background(), eval.Options{Messages: msgs, Configs: configs(4000, "summarize"), Summarizer: sum, MaxProbes: 60})
 		if err != nil {
 			t.Fatal(err)
 		}
