@@ -284,7 +284,15 @@ func checkpoint(ctx context.Context, opt Options, s *memory.Store, counter token
 	cr.Checkpoints++
 	limit := cr.TokenLimit
 	active := a.Messages()
-	for _, p := range probesAt(n) {
+	ps := probesAt(n)
+	// The baseline: the newest messages of the history that fit with the longest question.
+	qmax := 0
+	for _, p := range ps {
+		qmax = max(qmax, counter.CountMessages([]chat.Message{questionMessage(p.Question)}))
+	}
+	base := newest(hist, counter, limit-qmax)
+	baseMsgs := messagesOf(base)
+	for _, p := range ps {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -300,13 +308,11 @@ func checkpoint(ctx context.Context, opt Options, s *memory.Store, counter token
 		}
 		pr.Correct = Match(p.Expected, pr.Answer)
 		pr.Where = where(a.Entries, p.Expected)
-		// The baseline: the newest messages of the history that fit, with the question.
-		base := newest(hist, counter, limit-counter.CountMessages([]chat.Message{q}))
-		pr.BaselineTok = counter.CountMessages(append(messagesOf(base), q))
+		pr.BaselineTok = counter.CountMessages(append(append([]chat.Message(nil), baseMsgs...), q))
 		if pr.BaselineTok > limit {
 			return fmt.Errorf("probe %q at message %d: the baseline sent holds %d tokens, over the limit of %d", p.Text, n, pr.BaselineTok, limit)
 		}
-		if pr.BaselineAns, err = opt.Answerer.Answer(ctx, messagesOf(base), p.Question); err != nil {
+		if pr.BaselineAns, err = opt.Answerer.Answer(ctx, baseMsgs, p.Question); err != nil {
 			return fmt.Errorf("probe %q at message %d (baseline): %w", p.Text, n, err)
 		}
 		pr.BaselineOK = Match(p.Expected, pr.BaselineAns)
@@ -322,8 +328,14 @@ func checkpoint(ctx context.Context, opt Options, s *memory.Store, counter token
 // newest is the newest entries of hist whose messages fit in budget tokens, starting at no
 // tool result whose call was cut.
 func newest(hist []memory.Entry, counter tokencount.Counter, budget int) []memory.Entry {
+	total := counter.CountMessages(nil) // the reply priming
 	start := len(hist)
-	for start > 0 && counter.CountMessages(messagesOf(hist[start-1:])) <= budget {
+	for start > 0 {
+		n := counter.CountMessage(hist[start-1].Message)
+		if total+n > budget {
+			break
+		}
+		total += n
 		start--
 	}
 	for start < len(hist) && hist[start].Message.Role == chat.RoleTool {
