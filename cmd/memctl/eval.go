@@ -95,14 +95,17 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := a.evalMessages(ctx, src)
+	msgs, model, err := a.evalMessages(ctx, src)
 	if err != nil && ctx.Err() != nil { // stopped while reading: nothing measured
 		return a.printEval(eval.Result{Interrupted: true}, ctx.Err())
 	}
 	if err != nil {
 		return err
 	}
-	opt := eval.Options{Messages: msgs, Model: cfg.Model, Configs: configs, Answerer: answerer, MaxProbes: fl.maxProbes}
+	if model == "" {
+		model = cfg.Model
+	}
+	opt := eval.Options{Messages: msgs, Model: model, Configs: configs, Answerer: answerer, MaxProbes: fl.maxProbes}
 	if isTerminal(a.stderr) {
 		opt.Progress = func(line string) { fmt.Fprintf(a.errOut, "memctl: eval: %s\n", line); a.errOut.Flush() }
 	}
@@ -153,37 +156,37 @@ func (a *app) evalAnswerer(fl evalFlags) (eval.Answerer, error) {
 }
 
 // evalMessages reads the thread's messages: from the file src when there is one ("-": stdin),
-// else from the thread src of the database.
-func (a *app) evalMessages(ctx context.Context, src string) ([]chat.Message, error) {
+// else from the thread src of the database, with the thread's model.
+func (a *app) evalMessages(ctx context.Context, src string) ([]chat.Message, string, error) {
 	if st, err := os.Stat(src); src == "-" || (err == nil && !st.IsDir()) {
 		r, closeInput, err := openInput(a.stdin, src)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		defer closeInput()
 		msgs, err := eval.Load(ctx, r)
 		if err != nil {
-			return nil, usagef("eval %s: %v", src, err)
+			return nil, "", usagef("eval %s: %v", src, err)
 		}
-		return msgs, nil
+		return msgs, "", nil
 	}
 	if err := threadArg(src); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	s, err := a.open(ctx, forReading)
+	s, t, err := a.openThread(ctx, forReading, src)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	hist, err := s.History(ctx, src)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(hist) == 0 {
-		return nil, errors.New("eval: thread " + src + " has no messages")
+		return nil, "", errors.New("eval: thread " + src + " has no messages")
 	}
 	msgs := make([]chat.Message, len(hist))
 	for i, e := range hist {
 		msgs[i] = e.Message
 	}
-	return msgs, nil
+	return msgs, t.Model, nil
 }
