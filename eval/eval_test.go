@@ -80,6 +80,26 @@ func TestWindowForgetsEarly(t *testing.T) {
 	if !(win < sum) {
 		t.Errorf("window %.3f is not below summarize %.3f on the early probes", win, sum)
 	}
+	// The recall probes alone: their answers are still in the summarized context, not in the
+	// window (the lookup reads few of them: a summary lists values apart from their messages).
+	present := func(c eval.ConfigResult) (int, int) {
+		in, n := 0, 0
+		for _, p := range c.Probes {
+			if early(p) && p.Kind == eval.KindRecall {
+				n++
+				if p.Where != "" {
+					in++
+				}
+			}
+		}
+		return in, n
+	}
+	si, sn := present(res.Configs[0])
+	wi, wn := present(res.Configs[1])
+	t.Logf("early recall probes whose answer is in the context: summarize %d of %d, window %d of %d", si, sn, wi, wn)
+	if sn == 0 || wi >= si {
+		t.Errorf("window keeps %d of %d early answers, summarize %d of %d", wi, wn, si, sn)
+	}
 }
 
 // TestContextWithinLimit: every probe sent holds at most the limit, question included, and
