@@ -135,7 +135,7 @@ compaction reports, the provider cooldowns and the attempt log.`,
 		a.pinCommand(), a.unpinCommand(),
 		a.providersCommand(), a.attemptsCommand(), a.configCommand(), a.versionCommand(),
 		a.backupCommand(), a.copyCommand(), a.pruneCommand(), a.vacuumCommand(), a.checkCommand(),
-		a.serveCommand(), a.mcpCommand(),
+		a.serveCommand(), a.mcpCommand(), a.evalCommand(),
 	)
 	return root
 }

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/eval"
+)
+
+func (a *app) evalCommand() *cobra.Command {
+	var (
+		limit, maxProbes  int
+		strategies        []string
+		answerWith, model string
+	)
+	cmd := &cobra.Command{
+		Use:               "eval THREAD|FILE",
+		ValidArgsFunction: a.completeThreads,
+		Short:             "Measure what compaction keeps of a thread",
+		Long: `Replay FILE (an import file: JSONL, a JSON array, or {"messages": [...]}; "-" for stdin),
+or, when no file has that name, THREAD (a thread of the database) message by message into a scratch database, compacting
+when due, once per configuration (each --strategy, at --limit tokens, over the config's other
+settings), and ask probes generated from the original messages after each compaction and at
+the end: recall (a value given in a message), artifact (a call and what it returned),
+constraint (a user's constraint) and continuation (the latest user request). Each probe is
+asked with the compacted context and, as a baseline, with the newest messages of the full
+history that fit the same limit; an answer counts when it is the expected value, case,
+spacing and quotes aside. The thread is never changed: summaries come from the offline
+summarizer. The answers come from the built-in lookup, or from --answer-with, an
+OpenAI-compatible API (its key from MEMCTL_EVAL_API_KEY, else OPENAI_API_KEY). Progress goes to
+stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/eval.md.`,
+		Example: `  memctl eval support-42 --limit 8000 --strategy summarize --strategy window
+  memctl eval conversation.jsonl --limit 4000 --strategy summarize --strategy mask --json
+  memctl eval conversation.jsonl --limit 4000 --answer-with http://localhost:8080/v1 --model small`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.eval(cmd, args[0], evalFlags{limit: limit, maxProbes: maxProbes, strategies: strategies, answerWith: answerWith, model: model})
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&limit, "limit", 0, "token_limit of every configuration (default: the config's)")
+	f.StringArrayVar(&strategies, "strategy", nil, "a configuration: summarize, mask, hybrid or window (repeat to compare; default: the config's)")
+	f.StringVar(&answerWith, "answer-with", "", "answer with the model of this OpenAI-compatible API base URL, ending in /v1 (default: the built-in lookup)")
+	f.StringVar(&model, "model", "", "the model of --answer-with")
+	f.IntVar(&maxProbes, "max-probes", 20, "at most this many probes of each kind at each checkpoint (0: all)")
+	return cmd
+}
+
+type evalFlags struct {
+	limit, maxProbes  int
+	strategies        []string
+	answerWith, model string
+}
+
+// eval runs the evaluation of src (a file, or else a thread) and prints its table.
+func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
+	ctx := cmd.Context()
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("limit") {
+		if err := positiveFlag("limit", fl.limit); err != nil {
+			return err
+		}
+	}
+	if fl.maxProbes < 0 {
+		return usagef("--max-probes %d: must be zero or a positive whole number", fl.maxProbes)
+	}
+	base := cfg.Settings()
+	if len(fl.strategies) == 0 {
+		fl.strategies = []string{base.WithDefaults().Strategy}
+	}
+	var configs []eval.Config
+	for _, s := range fl.strategies {
+		over := compact.ThreadSettings{Strategy: s}
+		if fl.limit > 0 {
+			over.TokenLimit = &fl.limit
+		}
+		set, err := compact.Resolve(base, compact.ThreadSettings{}, over)
+		if err != nil {
+			return usagef("eval: --strategy %s: %v", s, err)
+		}
+		configs = append(configs, eval.Config{Name: s, Settings: set})
+	}
+	answerer, err := a.evalAnswerer(fl)
+	if err != nil {
+		return err
+	}
+	msgs, model, err := a.evalMessages(ctx, src)
+	if err != nil && ctx.Err() != nil { // stopped while reading: nothing measured
+		return a.printEval(eval.Result{Interrupted: true}, ctx.Err())
+	}
+	if err != nil {
+		return err
+	}
+	if model == "" {
+		model = cfg.Model
+	}
+	opt := eval.Options{Messages: msgs, Model: model, Configs: configs, Answerer: answerer, MaxProbes: fl.maxProbes}
+	if isTerminal(a.stderr) {
+		opt.Progress = func(line string) { fmt.Fprintf(a.errOut, "memctl: eval: %s\n", line); a.errOut.Flush() }
+	}
+	res, err := eval.Run(ctx, opt)
+	if err != nil && !res.Interrupted {
+		return err
+	}
+	return a.printEval(res, err)
+}
+
+// printEval prints the table (or JSON) of res; an interrupted run is then the error err.
+func (a *app) printEval(res eval.Result, err error) error {
+	if a.json {
+		if perr := a.printJSON(res); perr != nil {
+			return perr
+		}
+	} else {
+		var b strings.Builder
+		eval.Table(&b, res)
+		fmt.Fprint(a.out, b.String())
+	}
+	if res.Interrupted {
+		return fmt.Errorf("eval: interrupted: %w", err)
+	}
+	return nil
+}
+
+// evalAnswerer is the answerer of the flags: the lookup, or the API of --answer-with.
+func (a *app) evalAnswerer(fl evalFlags) (eval.Answerer, error) {
+	if fl.answerWith == "" {
+		if fl.model != "" {
+			return nil, usagef("--model %s: needs --answer-with", fl.model)
+		}
+		return eval.Lookup{}, nil
+	}
+	u, err := url.Parse(fl.answerWith)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+		return nil, usagef("--answer-with %s: must be an http(s) URL ending in /v1", fl.answerWith)
+	}
+	if fl.model == "" {
+		return nil, usagef("--answer-with %s: needs --model", fl.answerWith)
+	}
+	key := a.getenv("MEMCTL_EVAL_API_KEY")
+	if key == "" {
+		key = a.getenv("OPENAI_API_KEY")
+	}
+	return eval.Remote{BaseURL: fl.answerWith, Model: fl.model, APIKey: key}, nil
+}
+
+// evalMessages reads the thread's messages: from the file src when there is one ("-": stdin),
+// else from the thread src of the database, with the thread's model.
+func (a *app) evalMessages(ctx context.Context, src string) ([]chat.Message, string, error) {
+	if st, err := os.Stat(src); src == "-" || (err == nil && !st.IsDir()) {
+		r, closeInput, err := openInput(a.stdin, src)
+		if err != nil {
+			return nil, "", err
+		}
+		defer closeInput()
+		msgs, err := eval.Load(ctx, r)
+		if err != nil {
+			return nil, "", usagef("eval %s: %v", src, err)
+		}
+		return msgs, "", nil
+	}
+	if err := threadArg(src); err != nil {
+		return nil, "", err
+	}
+	s, t, err := a.openThread(ctx, forReading, src)
+	if err != nil {
+		return nil, "", err
+	}
+	hist, err := s.History(ctx, src)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(hist) == 0 {
+		return nil, "", errors.New("eval: thread " + src + " has no messages")
+	}
+	msgs := make([]chat.Message, len(hist))
+	for i, e := range hist {
+		msgs[i] = e.Message
+	}
+	return msgs, t.Model, nil
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestEvalFile: the airline conversation under three strategies prints one row each, in under
+// a minute, and --json lists every probe asked with its expected and given answer.
+func TestEvalFile(t *testing.T) {
+	m := newMemctl(t)
+	file := testdata("conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	args := []string{"eval", file, "--limit", "4000", "--strategy", "summarize", "--strategy", "mask", "--strategy", "window"}
+	start := time.Now()
+	out := m.must(args...)
+	took := time.Since(start)
+	t.Logf("%s\n%s", took, out)
+	if took > time.Minute {
+		t.Errorf("eval took %s, over a minute", took)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "CONFIG") {
+		t.Fatalf("want a header and three rows:\n%s", out)
+	}
+	for i, s := range []string{"summarize", "mask", "window"} {
+		if f := strings.Fields(lines[i+1]); f[0] != s || f[1] != "4000" {
+			t.Errorf("row %d: %q, want %s at 4000", i+1, lines[i+1], s)
+		}
+	}
+	var res struct {
+		Configs []struct {
+			Name   string `json:"name"`
+			Asked  int    `json:"probes_asked"`
+			Probes []struct {
+				Kind     string  `json:"kind"`
+				Question string  `json:"question"`
+				Expected string  `json:"expected"`
+				Answer   *string `json:"answer"`
+				Where    *string `json:"where"`
+				Correct  *bool   `json:"correct"`
+			} `json:"probes"`
+			Recall map[string]float64 `json:"recall"`
+		} `json:"configs"`
+	}
+	if err := json.Unmarshal([]byte(m.must(append(args, "--json")...)), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Configs) != 3 {
+		t.Fatalf("%d configurations in the JSON", len(res.Configs))
+	}
+	for _, c := range res.Configs {
+		if c.Asked == 0 || len(c.Probes) != c.Asked {
+			t.Errorf("%s: %d probes listed, %d asked", c.Name, len(c.Probes), c.Asked)
+		}
+		kinds := map[string]bool{}
+		for _, p := range c.Probes {
+			kinds[p.Kind] = true
+			if p.Question == "" || p.Expected == "" || p.Answer == nil || p.Where == nil || p.Correct == nil {
+				t.Fatalf("%s: probe without question, expected, answer, where or correct: %+v", c.Name, p)
+			}
+		}
+		for _, k := range []string{"recall", "constraint", "continuation"} {
+			if !kinds[k] {
+				t.Errorf("%s: no %s probe", c.Name, k)
+			}
+		}
+	}
+}
+
+// TestEvalThread: a thread of the database is measured and left as it was.
+func TestEvalThread(t *testing.T) {
+	m := newMemctl(t)
+	m.must("import", "t1", testdata("conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl"))
+	before := m.must("show", "t1", "--json")
+	out := m.must("eval", "t1", "--limit", "3000", "--strategy", "summarize", "--json")
+	if !strings.Contains(out, `"probes_asked"`) {
+		t.Fatalf("no result: %s", out)
+	}
+	if after := m.must("show", "t1", "--json"); after != before {
+		t.Error("eval changed the thread")
+	}
+	if code, _, errs := m.run("eval", "nope", "--limit", "3000"); code != 1 || !strings.Contains(errs, "nope") {
+		t.Errorf("a missing thread: exit %d, %s", code, errs)
+	}
+}
+
+// TestEvalUsage: bad flags are exit 2, naming the flag.
+func TestEvalUsage(t *testing.T) {
+	m := newMemctl(t)
+	file := testdata("conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--strategy", "bogus"}, "--strategy bogus"},
+		{[]string{"--limit", "0"}, "--limit 0"},
+		{[]string{"--answer-with", "http://127.0.0.1:1/x"}, "--answer-with"},
+		{[]string{"--answer-with", "http://127.0.0.1:1/v1"}, "needs --model"},
+		{[]string{"--model", "m"}, "needs --answer-with"},
+		{[]string{"--max-probes", "-1"}, "--max-probes -1"},
+	} {
+		code, _, errs := m.run(append([]string{"eval", file}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 naming %q", c.args, code, errs, c.want)
+		}
+	}
+}
+
+// TestEvalAnswerWith: the answering model gets the key from the environment, and an error of
+// it never shows the key.
+func TestEvalAnswerWith(t *testing.T) {
+	m := newMemctl(t)
+	t.Setenv("MEMCTL_EVAL_API_KEY", "sk-secret-eval")
+	var auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = r.Header.Get("Authorization")
+		http.Error(w, "quota exceeded", http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	code, out, errs := m.run("eval", testdata("conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"), "--limit", "4000",
+		"--answer-with", srv.URL+"/v1", "--model", "m")
+	if code != 1 || !strings.Contains(errs, "429") {
+		t.Errorf("exit %d, %q: want 1 with the server's status", code, errs)
+	}
+	if auth != "Bearer sk-secret-eval" {
+		t.Errorf("Authorization %q", auth)
+	}
+	if strings.Contains(out+errs, "sk-secret-eval") {
+		t.Error("the key was printed")
+	}
+}
+
+// TestEvalInterrupted: a run stopped (Ctrl-C) prints what it measured, marked, and exits 1.
+func TestEvalInterrupted(t *testing.T) {
+	m := newMemctl(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"--db", m.db, "eval", testdata("conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl"), "--limit", "4000"},
+		strings.NewReader(""), &out, &errb)
+	if code != 1 || !strings.Contains(out.String(), "CONFIG") || !strings.Contains(out.String(), "interrupted") || !strings.Contains(errb.String(), "interrupted") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
