@@ -64,7 +64,7 @@ func (b *bench) serveRows([]conversation) error {
 	if err != nil {
 		return err
 	}
-	for _, sh := range []*shape{&chatShape, &messagesShape} {
+	for _, sh := range []*shape{&chatShape, &messagesShape, &responsesShape} {
 		if err := b.serveLatency(p, up, sh, latTurns, latRounds); err != nil {
 			p.stop()
 			return err
@@ -106,7 +106,7 @@ func startUpstream() (*fakeUpstream, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o","object":"model","max_model_len":1000000},{"id":"claude-bench","object":"model","max_model_len":1000000}]}`)
+		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o","object":"model","max_model_len":1000000},{"id":"claude-bench","object":"model","max_model_len":1000000},{"id":"gpt-bench","object":"model","max_model_len":1000000}]}`)
 	})
 	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -119,6 +119,12 @@ func startUpstream() (*fakeUpstream, error) {
 		n := u.n.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"reply %d: the tests pass now."},"finish_reason":"stop"}]}`, n, n)
+	})
+	mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		n := u.n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"resp_%d","object":"response","created_at":1700000000,"status":"completed","model":"gpt-bench","output":[{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":"reply %d: the tests pass now.","annotations":[]}]}],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":8,"total_tokens":18}}`, n, n, n)
 	})
 	u.srv = &http.Server{Handler: mux}
 	go u.srv.Serve(ln)
@@ -235,6 +241,34 @@ var messagesShape = shape{name: "Anthropic Messages", route: "/messages",
 			return chat.Message{}, false
 		}
 		return chat.TextMessage(chat.RoleAssistant, r.Content[0].Text), true
+	}}
+
+// responsesShape is OpenAI's Responses API: the leading system message as instructions, each
+// other message as a message item of input.
+var responsesShape = shape{name: "OpenAI Responses", route: "/responses",
+	body: func(msgs []chat.Message) []byte {
+		type item struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		var input []item
+		for _, m := range msgs[1:] {
+			input = append(input, item{m.Role, m.Text()})
+		}
+		b, _ := json.Marshal(map[string]any{"model": "gpt-bench", "instructions": msgs[0].Text(), "input": input, "store": false})
+		return b
+	},
+	reply: func(out []byte) (chat.Message, bool) {
+		var r struct {
+			Output []struct {
+				Type    string
+				Content []struct{ Type, Text string }
+			}
+		}
+		if json.Unmarshal(out, &r) != nil || len(r.Output) != 1 || len(r.Output[0].Content) != 1 {
+			return chat.Message{}, false
+		}
+		return chat.TextMessage(chat.RoleAssistant, r.Output[0].Content[0].Text), true
 	}}
 
 // chatClient posts requests of a shape (Chat Completions unless set) and returns the reply,
