@@ -54,10 +54,12 @@ func lines(n int) string {
 
 // TestReadCutsLargeMessage: a message over memory_read's bound comes alone and cut, saying its
 // seq, its whole size in tokens and bytes, and where to read on; the answer stays within the
-// bound, and the read allocates less than 3 times the message (its text read once from the
-// store, the redactor's scan of it). Before, a 4 MB message with a bound of 1,000 tokens came
-// back whole: an answer of 8.6 MB (its text twice, as structured content and as text) and 340
-// to 380 MB allocated (81 to 90 times the message); now 6.3 KB and 10 MB (2.4 times).
+// bound, and the read allocates less than 5 times the message (its text read once from the
+// store, the redactor's scan of it in context). Before, a 4 MB message with a bound of 1,000
+// tokens came back whole: an answer of 8.6 MB (its text twice, as structured content and as
+// text) and 340 to 380 MB allocated (81 to 90 times the message); now 6.3 KB and 10 MB (2.4
+// times) on SQLite, 18.5 MB (4.4 times) on PostgreSQL, where the redaction in context (the
+// redactor's candidate offsets over the whole text) adds 2 times the message to pgx's copy.
 func TestReadCutsLargeMessage(t *testing.T) {
 	const bound = 1000
 	big := lines(4 << 20)
@@ -96,8 +98,8 @@ func TestReadCutsLargeMessage(t *testing.T) {
 	if len(answer) > 4*bound*4 {
 		t.Errorf("answer of %d bytes, want under 4 times the bound in bytes (%d)", len(answer), 4*bound*4)
 	}
-	if alloc > 3*uint64(len(big)) {
-		t.Errorf("%d bytes allocated for the read, want under 3 times the message (%d)", alloc, 3*len(big))
+	if alloc > 5*uint64(len(big)) {
+		t.Errorf("%d bytes allocated for the read, want under 5 times the message (%d)", alloc, 5*len(big))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	out = mcpserver.ReadOutput{}
