@@ -216,6 +216,26 @@ in_app_updates = false
 	if main == "" {
 		t.Fatalf("threads %+v", threads)
 	}
+	if segments == 0 {
+		// Every turn's prompt is stored once in the thread (export --all holds each turn once).
+		h, err := e.store.History(context.Background(), main)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all strings.Builder
+		for _, m := range h {
+			all.WriteString(m.Message.Text() + "\n")
+		}
+		for turn := 1; turn <= 20; turn++ {
+			prompt := fmt.Sprintf("Turn %d: %s", turn, strings.Repeat("tell me about the cache. ", 20))
+			if turn%5 == 0 {
+				prompt = fmt.Sprintf("Turn %d: TOOLCALL please run echo hello-from-tool.", turn)
+			}
+			if n := strings.Count(all.String(), prompt); n != 1 {
+				t.Errorf("turn %d's prompt is stored %d times, want once", turn, n)
+			}
+		}
+	}
 	t.Logf("%d requests answered, %d refused and retried; the largest %d tokens (window %d); thread %s, %d segments (Codex compacted), %d /responses/compact calls; %d compactions applied",
 		answered, refused, largest, window, main, segments, compactions, applied)
 	return applied, segments
