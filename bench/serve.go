@@ -403,7 +403,7 @@ func (b *bench) latencyRound(p *serveProc, up *fakeUpstream, sh *shape, thread s
 	c := chatClient{http: &http.Client{}, shape: sh}
 	proxy := p.url + "/t/" + thread + "/v1" + sh.route
 	direct := up.url + sh.route
-	msgs := agentHistory(thread, 199)
+	msgs := agentHistory(thread, 200) // ends with a user message: two assistant messages in a row are one in the Responses API
 	_, reply, err := c.post(proxy, sh.body(msgs))
 	if err != nil {
 		return latencyRound{}, err
