@@ -80,6 +80,16 @@ type OpenAI struct {
 
 var _ llm.Completer = (*OpenAI)(nil)
 
+// OpenAIEntry is a cascade entry of an OpenAI-compatible provider built from cfg alone: its
+// name, model, base URL and output bound are the config's, given once.
+//
+//	c := cascade.New(h, cascade.OpenAIEntry(cascade.OpenAIConfig{Name: "local",
+//		BaseURL: "http://127.0.0.1:11434/v1", Model: "qwen2.5:7b", Timeout: 2 * time.Minute}))
+func OpenAIEntry(cfg OpenAIConfig) Entry {
+	return Entry{Name: cfg.Name, Type: "openai", Model: cfg.Model, BaseURL: cfg.BaseURL,
+		Provider: NewOpenAI(cfg), MaxOutputTokens: cfg.MaxOutputTokens}
+}
+
 // NewOpenAI returns a provider for cfg.
 func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if cfg.Getenv == nil {

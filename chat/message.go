@@ -63,6 +63,13 @@ func TextMessage(role, text string) Message {
 	return Message{Role: role, Content: b}
 }
 
+// ToolResult is a tool message answering the call callID with text.
+func ToolResult(callID, text string) Message {
+	m := TextMessage(RoleTool, text)
+	m.ToolCallID = callID
+	return m
+}
+
 // Text returns the message's textual content: the string content, or the text of its text parts
 // joined by newlines. It is "" for null or absent content.
 func (m Message) Text() string {

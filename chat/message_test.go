@@ -36,3 +36,17 @@ func TestMessageKeepsFieldsAsGiven(t *testing.T) {
 		}
 	}
 }
+
+// TestToolResult: a tool result answers its call with its text, and marshals as OpenAI's tool
+// message.
+func TestToolResult(t *testing.T) {
+	m := chat.ToolResult("call_1", `{"ok": true}`)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Role != chat.RoleTool || m.ToolCallID != "call_1" || m.Text() != `{"ok": true}` ||
+		string(b) != `{"role":"tool","content":"{\"ok\": true}","tool_call_id":"call_1"}` {
+		t.Fatalf("%+v: %s", m, b)
+	}
+}
