@@ -231,6 +231,9 @@ type Compaction struct {
 type CompactionsOutput struct {
 	Thread      string       `json:"thread"`
 	Compactions []Compaction `json:"compactions"`
+	// Held says why the breaker holds the thread after failed compactions in a row ("": it
+	// does not): a compaction that is not forced makes no provider request.
+	Held string `json:"held,omitempty"`
 }
 
 func (h *handler) compactions(ctx context.Context, _ *mcp.CallToolRequest, in ThreadInput) (*mcp.CallToolResult, CompactionsOutput, error) {
@@ -238,7 +241,8 @@ func (h *handler) compactions(ctx context.Context, _ *mcp.CallToolRequest, in Th
 	if err != nil {
 		return nil, CompactionsOutput{}, err
 	}
-	if _, err := h.store.Thread(ctx, thread); err != nil {
+	t, err := h.store.Thread(ctx, thread)
+	if err != nil {
 		return nil, CompactionsOutput{}, err
 	}
 	reps, err := h.store.Reports(ctx, thread, 100)
@@ -257,6 +261,13 @@ func (h *handler) compactions(ctx context.Context, _ *mcp.CallToolRequest, in Th
 			c.FactsDropped = append(c.FactsDropped, h.redact(f))
 		}
 		out.Compactions = append(out.Compactions, c)
+	}
+	if set, err := h.opt.Compactor.SettingsFor(ctx, thread, compact.ThreadSettings{}); err == nil {
+		why, err := compact.Held(ctx, h.store, t, set)
+		if err != nil {
+			return nil, CompactionsOutput{}, err
+		}
+		out.Held = h.redact(why)
 	}
 	return nil, out, nil
 }

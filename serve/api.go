@@ -55,15 +55,24 @@ func LimitFrom(t memory.Thread, cfg compact.Settings, auto bool) (int, string) {
 // view is a thread as the API and the pages show it. Its strategy is that of the settings a
 // compaction of it uses (compact.Resolve); "" when the thread's settings do not resolve with
 // the config's (a compaction then fails, naming the setting at fault).
-func (s *Server) view(t memory.Thread) ThreadView {
+func (s *Server) view(ctx context.Context, t memory.Thread) (ThreadView, error) {
 	limit, from := LimitFrom(t, s.Compactor.Settings, s.Windows != nil)
 	v := ThreadView{Thread: t, TokenLimit: limit, TokenLimitFrom: from}
 	ts, err := compact.ParseThreadSettings(t.ID, t.Settings)
 	v.Window = ts.Window
-	if set, rerr := compact.Resolve(s.Compactor.Settings, ts, compact.ThreadSettings{}); err == nil && rerr == nil {
-		v.Strategy = set.Strategy
+	over := compact.ThreadSettings{}
+	if from == LimitFromUpstream { // compacted in the window serve read
+		over = compact.LimitOverride(s.Compactor.Settings, ts, limit)
 	}
-	return v
+	if set, rerr := compact.Resolve(s.Compactor.Settings, ts, over); err == nil && rerr == nil {
+		v.Strategy = set.Strategy
+		why, herr := compact.Held(ctx, s.Store, t, set)
+		if herr != nil {
+			return v, herr
+		}
+		v.Held = why != ""
+	}
+	return v, nil
 }
 
 // threadParam returns the thread id of the path, or writes a 400. Inspection accepts any id a
@@ -96,7 +105,9 @@ func (s *Server) threadViews(ctx context.Context) ([]ThreadView, error) {
 	}
 	views := make([]ThreadView, len(ts))
 	for i, t := range ts {
-		views[i] = s.view(t)
+		if views[i], err = s.view(ctx, t); err != nil {
+			return nil, err
+		}
 	}
 	return views, nil
 }
@@ -112,7 +123,12 @@ func (s *Server) apiThread(w http.ResponseWriter, r *http.Request) {
 		Error(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.view(t))
+	v, err := s.view(r.Context(), t)
+	if err != nil {
+		Error(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // GET /api/threads/{id}/active: memctl export THREAD (the active context's messages).

@@ -169,7 +169,11 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 		Error(w, err)
 		return
 	}
-	view := s.view(t)
+	view, err := s.view(ctx, t)
+	if err != nil {
+		Error(w, err)
+		return
+	}
 	pv := s.pageViews(hist)
 	data := map[string]any{
 		"Thread":  view,
