@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/jsontext"
@@ -20,23 +19,11 @@ import (
 // sends a message as a string one turn and as a text block the next, and such a message is
 // the same message (Same counts them).
 func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
-	var t dialect.Turn
-	if !utf8.Valid(body) {
-		return t, &dialect.BadRequest{Msg: "the request body is not valid UTF-8"}
-	}
-	members, raws, err := dialect.ScanObject(body, "messages")
+	t, sc, _, err := dialect.ScanTurn(body, "messages", `{"model": ..., "max_tokens": ..., "messages": [...]}`, nil)
 	if err != nil {
-		return t, &dialect.BadRequest{Msg: "the request body is not a JSON object: want {\"model\": ..., \"max_tokens\": ..., \"messages\": [...]}: " + err.Error()}
+		return t, err
 	}
-	t.Fields = make(map[string]json.RawMessage, len(members))
-	t.Order = make([]string, len(members))
-	for i, m := range members {
-		t.Fields[m.Key] = m.Val
-		t.Order[i] = m.Key
-	}
-	if raw, ok := t.Fields["model"]; !ok || json.Unmarshal(raw, &t.Model) != nil || t.Model == "" {
-		return t, &dialect.BadRequest{Param: "model", Msg: "model: want the model's name, a non-empty string"}
-	}
+	raws := sc.Elems
 	if m := t.Fields["messages"]; len(m) == 0 || m[0] != '[' || len(raws) == 0 {
 		return t, &dialect.BadRequest{Param: "messages", Msg: "messages: want a non-empty array of messages"}
 	}

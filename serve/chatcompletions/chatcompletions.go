@@ -35,28 +35,11 @@ func (Dialect) Thread(*http.Request) string { return "" }
 // same place with the same bytes as in prev (an agent resending its history), and tools sent
 // with the same bytes, are taken as they were decoded then, not decoded again.
 func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
-	var t dialect.Turn
-	var prevScan *dialect.Scanned
-	if prev != nil {
-		prevScan = prev.Scan
-	}
-	sc, shared, err := dialect.ScanObjectAfter(body, "messages", prevScan)
+	t, sc, shared, err := dialect.ScanTurn(body, "messages", `{"model": ..., "messages": [...]}`, prev)
 	if err != nil {
-		if errors.Is(err, dialect.ErrNotUTF8) {
-			return t, &dialect.BadRequest{Msg: "the request body is not valid UTF-8"}
-		}
-		return t, &dialect.BadRequest{Msg: "the request body is not a JSON object: want {\"model\": ..., \"messages\": [...]}: " + err.Error()}
+		return t, err
 	}
-	members, raws := sc.Members, sc.Elems
-	t.Fields = make(map[string]json.RawMessage, len(members))
-	t.Order = make([]string, len(members))
-	for i, m := range members {
-		t.Fields[m.Key] = m.Val
-		t.Order[i] = m.Key
-	}
-	if raw, ok := t.Fields["model"]; !ok || json.Unmarshal(raw, &t.Model) != nil || t.Model == "" {
-		return t, &dialect.BadRequest{Param: "model", Msg: "model: want the model's name, a non-empty string"}
-	}
+	raws := sc.Elems
 	if len(raws) == 0 {
 		return t, &dialect.BadRequest{Param: "messages", Msg: "messages: want a non-empty array of chat messages"}
 	}

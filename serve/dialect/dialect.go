@@ -11,6 +11,7 @@ package dialect
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"net/http"
@@ -199,3 +200,32 @@ const (
 	Pass Action = iota // write the event to the client now
 	End                // the last event: write it after the reply is stored, read no more
 )
+
+// ScanTurn begins a dialect's Parse of a request whose conversation is the array member
+// arrayKey: it scans body (from where it stops sharing prev's, when prev was scanned: see
+// ScanObjectAfter) and returns the turn with its Fields, Order and Model, the scan (the
+// array's elements in sc.Elems), and how many of those elements are prev's. shape is the
+// request's form the error names when body is not a JSON object (`{"model": ..., ...}`).
+func ScanTurn(body []byte, arrayKey, shape string, prev *Sent) (t Turn, sc *Scanned, shared int, err error) {
+	var prevScan *Scanned
+	if prev != nil {
+		prevScan = prev.Scan
+	}
+	sc, shared, err = ScanObjectAfter(body, arrayKey, prevScan)
+	if err != nil {
+		if errors.Is(err, ErrNotUTF8) {
+			return t, nil, 0, &BadRequest{Msg: "the request body is not valid UTF-8"}
+		}
+		return t, nil, 0, &BadRequest{Msg: "the request body is not a JSON object: want " + shape + ": " + err.Error()}
+	}
+	t.Fields = make(map[string]json.RawMessage, len(sc.Members))
+	t.Order = make([]string, len(sc.Members))
+	for i, m := range sc.Members {
+		t.Fields[m.Key] = m.Val
+		t.Order[i] = m.Key
+	}
+	if raw, ok := t.Fields["model"]; !ok || json.Unmarshal(raw, &t.Model) != nil || t.Model == "" {
+		return t, sc, shared, &BadRequest{Param: "model", Msg: "model: want the model's name, a non-empty string"}
+	}
+	return t, sc, shared, nil
+}

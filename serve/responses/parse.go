@@ -3,7 +3,6 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -17,28 +16,11 @@ import (
 // sent. A message whose items are the previous request's message at the same place, byte for
 // byte, is taken from it rather than decoded again (Codex sends its whole history each turn).
 func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
-	var t dialect.Turn
-	var prevScan *dialect.Scanned
-	if prev != nil {
-		prevScan = prev.Scan
-	}
-	sc, _, err := dialect.ScanObjectAfter(body, "input", prevScan)
+	t, sc, _, err := dialect.ScanTurn(body, "input", `{"model": ..., "input": ...}`, prev)
 	if err != nil {
-		if errors.Is(err, dialect.ErrNotUTF8) {
-			return t, &dialect.BadRequest{Msg: "the request body is not valid UTF-8"}
-		}
-		return t, &dialect.BadRequest{Msg: "the request body is not a JSON object: want {\"model\": ..., \"input\": ...}: " + err.Error()}
+		return t, err
 	}
-	members, raws := sc.Members, sc.Elems
-	t.Fields = make(map[string]json.RawMessage, len(members))
-	t.Order = make([]string, len(members))
-	for i, m := range members {
-		t.Fields[m.Key] = m.Val
-		t.Order[i] = m.Key
-	}
-	if raw, ok := t.Fields["model"]; !ok || json.Unmarshal(raw, &t.Model) != nil || t.Model == "" {
-		return t, &dialect.BadRequest{Param: "model", Msg: "model: want the model's name, a non-empty string"}
-	}
+	raws := sc.Elems
 	var hashes []dialect.Hash
 	add := func(m chat.Message, param string, h dialect.Hash) {
 		t.Messages, t.Params, hashes = append(t.Messages, m), append(t.Params, param), append(hashes, h)
