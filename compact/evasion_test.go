@@ -96,24 +96,7 @@ func TestEvasionsNeverLeave(t *testing.T) {
 			if provider == "remote" && len(rec.bodies) == 0 {
 				t.Fatal("the provider got no request")
 			}
-			var stored strings.Builder
-			reps, err := s.Reports(ctx, "", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range reps {
-				full, err := s.Report(ctx, *r.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := json.Marshal(full)
-				stored.Write(b)
-			}
-			for _, sp := range spans {
-				b, _ := json.Marshal(sp.Facts)
-				stored.Write(b)
-				stored.WriteString(sp.Summary)
-			}
+			stored := storedText(t, s, spans)
 			active, _ := s.Active(ctx, "t")
 			b, _ := json.Marshal(active.Messages())
 			stored.Write(b)

@@ -108,24 +108,7 @@ func neverLeave(t *testing.T, conv []chat.Message, secrets [][2]string) {
 			if provider == "remote" && len(rec.bodies) == 0 {
 				t.Fatal("the provider got no request")
 			}
-			var stored strings.Builder
-			reps, err := s.Reports(ctx, "", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range reps {
-				full, err := s.Report(ctx, *r.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := json.Marshal(full)
-				stored.Write(b)
-			}
-			for _, sp := range spans {
-				b, _ := json.Marshal(sp.Facts)
-				stored.Write(b)
-				stored.WriteString(sp.Summary)
-			}
+			stored := storedText(t, s, spans)
 			if rep.FromSeq > 2 || rep.ToSeq < int64(len(conv)+1) {
 				t.Fatalf("compacted %d..%d, want every message with a secret (2..%d)", rep.FromSeq, rep.ToSeq, len(conv)+1)
 			}
