@@ -71,7 +71,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, d dialect.Dialect
 func (s *Server) storeReply(ctx context.Context, thread string, msgs []chat.Message, u dialect.Usage) (memory.AppendResult, error) {
 	var opt memory.AppendOptions
 	if u.PromptTokens > 0 {
-		opt.Reply = &memory.ReplyUsage{PromptTokens: u.PromptTokens, CachedTokens: min(u.CachedTokens, u.PromptTokens)}
+		// An upstream's counts are data: the cached part is kept within 0 and the prompt.
+		opt.Reply = &memory.ReplyUsage{PromptTokens: u.PromptTokens, CachedTokens: min(max(u.CachedTokens, 0), u.PromptTokens)}
 	}
 	return s.appendLive(ctx, s.state(thread), msgs, opt, nil)
 }
