@@ -102,8 +102,10 @@ func TestWindowForgetsEarly(t *testing.T) {
 	}
 }
 
-// TestContextWithinLimit: every probe sent holds at most the limit, question included, and
-// the probes are the same for each configuration at the end.
+// TestContextWithinLimit: every probe sent holds at most the limit, question included. Mask
+// leaves the airline thread over 4,000 tokens (it masks old results, and the policy, the calls
+// and the replies outgrow the limit): those probes are sent the newest entries that fit, and
+// say so.
 func TestContextWithinLimit(t *testing.T) {
 	msgs := load(t, airline)
 	res, err := eval.Run(context.Background(), eval.Options{Messages: msgs, Configs: configs(4000, "summarize", "mask", "window"), MaxProbes: 10})
@@ -114,14 +116,31 @@ func TestContextWithinLimit(t *testing.T) {
 		if c.Asked == 0 || c.Checkpoints < 2 {
 			t.Fatalf("%s: %d probes at %d checkpoints", c.Name, c.Asked, c.Checkpoints)
 		}
+		cut := 0
 		for _, p := range c.Probes {
-			if (!p.OverLimit && p.Tokens > 4000) || p.BaselineTok > 4000 {
+			if p.Tokens > 4000 || p.BaselineTok > 4000 {
 				t.Errorf("%s: probe %q sent %d tokens (baseline %d), over 4000", c.Name, p.Text, p.Tokens, p.BaselineTok)
 			}
-			if p.OverLimit && p.Answer != "" {
-				t.Errorf("%s: probe %q over the limit was answered", c.Name, p.Text)
+			if p.Cut {
+				cut++
+				if p.Uncut <= 4000 || p.Uncut <= p.Tokens {
+					t.Errorf("%s: probe %q cut from %d tokens to %d", c.Name, p.Text, p.Uncut, p.Tokens)
+				}
+			} else if p.Uncut != 0 {
+				t.Errorf("%s: probe %q not cut, uncut tokens %d", c.Name, p.Text, p.Uncut)
 			}
 		}
+		if cut != c.Cut {
+			t.Errorf("%s: %d probes cut, the count says %d", c.Name, cut, c.Cut)
+		}
+		if want := c.Name == "mask"; (cut > 0) != want {
+			t.Errorf("%s: %d probes cut", c.Name, cut)
+		}
+	}
+	var b strings.Builder
+	eval.Table(&b, res)
+	if !strings.Contains(b.String(), "(CUT: ") {
+		t.Errorf("the table does not explain its cut probes:\n%s", b.String())
 	}
 }
 
@@ -191,13 +210,7 @@ func TestRemoteAnswerer(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := res.Configs[0]
-	sent := 0
-	for _, p := range c.Probes {
-		if !p.OverLimit {
-			sent++
-		}
-		sent++ // the baseline
-	}
+	sent := 2 * len(c.Probes) // the compacted context's, the baseline's
 	if len(got) != sent || sent == 0 {
 		t.Fatalf("%d requests, want %d", len(got), sent)
 	}
@@ -220,25 +233,24 @@ func TestRemoteAnswerer(t *testing.T) {
 	if a.Summary == 0 {
 		t.Fatal("no summary in the active context: nothing was compacted")
 	}
-	// Pair the requests with the probes: the compacted context's (unless over the limit), then
-	// the baseline's.
+	// Pair the requests with the probes: the compacted context's, then the baseline's.
 	r, final := 0, 0
 	for _, p := range c.Probes {
-		if !p.OverLimit {
-			if p.Checkpoint == len(msgs) {
-				final++
-				want, _ := json.Marshal(eval.RequestMessages(a.Messages(), p.Question))
-				have, _ := json.Marshal(got[r])
-				if !bytes.Equal(compactJSON(t, want), compactJSON(t, have)) {
-					t.Errorf("probe %q: the request is not the active context and the question:\n got %.300s\nwant %.300s", p.Text, have, want)
-				}
-				if len(got[r]) != len(a.Entries)+1 {
-					t.Errorf("probe %q: the request holds %d messages, the active context %d", p.Text, len(got[r]), len(a.Entries))
-				}
-			}
-			r++
+		if p.Cut {
+			t.Errorf("probe %q: the summarized context was cut", p.Text)
 		}
-		r++
+		if p.Checkpoint == len(msgs) {
+			final++
+			want, _ := json.Marshal(eval.RequestMessages(a.Messages(), p.Question))
+			have, _ := json.Marshal(got[r])
+			if !bytes.Equal(compactJSON(t, want), compactJSON(t, have)) {
+				t.Errorf("probe %q: the request is not the active context and the question:\n got %.300s\nwant %.300s", p.Text, have, want)
+			}
+			if len(got[r]) != len(a.Entries)+1 {
+				t.Errorf("probe %q: the request holds %d messages, the active context %d", p.Text, len(got[r]), len(a.Entries))
+			}
+		}
+		r += 2
 	}
 	if final == 0 {
 		t.Fatal("no probe sent at the end")

@@ -24,9 +24,10 @@ func TestEvalFile(t *testing.T) {
 	if took > time.Minute {
 		t.Errorf("eval took %s, over a minute", took)
 	}
+	// A header, three rows, and the note that says what CUT is (mask cannot fit 4,000).
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "CONFIG") {
-		t.Fatalf("want a header and three rows:\n%s", out)
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "CONFIG") || !strings.HasPrefix(lines[4], "(CUT: ") {
+		t.Fatalf("want a header, three rows and the CUT note:\n%s", out)
 	}
 	for i, s := range []string{"summarize", "mask", "window"} {
 		if f := strings.Fields(lines[i+1]); f[0] != s || f[1] != "4000" {
