@@ -41,6 +41,10 @@ type Options struct {
 	Configs []Config
 	// Summarizer builds the summarizer of a scratch store (nil: the offline summarizer).
 	Summarizer func(s *memory.Store) (compact.Summarizer, error)
+	// BeforeCompaction, if not nil, is the compactor's hook of every configuration (see
+	// compact.Config): a host that writes summaries of its own, checked against the facts
+	// ledger but not completed (what it misses is named in facts_dropped).
+	BeforeCompaction func(context.Context, compact.HookEvent) (compact.HookDecision, error)
 	// Answerer answers the probes (nil: Lookup).
 	Answerer Answerer
 	// MaxProbes bounds the probes of each kind at a checkpoint (0: all).
@@ -65,8 +69,10 @@ type ConfigResult struct {
 	TokenLimit  int    `json:"token_limit"`
 	Compactions int    `json:"compactions"`
 	Failed      int    `json:"failed_compactions"`
-	Checkpoints int    `json:"checkpoints"`
-	Asked       int    `json:"probes_asked"`
+	// FactsDropped is the facts the applied compactions reported left out (facts_dropped).
+	FactsDropped int `json:"facts_dropped"`
+	Checkpoints  int `json:"checkpoints"`
+	Asked        int `json:"probes_asked"`
 	// Recall and Baseline are the share of probes answered right, by probe kind and "all".
 	Recall   map[string]float64 `json:"recall"`
 	Baseline map[string]float64 `json:"baseline_recall"`
@@ -100,8 +106,9 @@ type ProbeResult struct {
 	Cut     bool `json:"cut,omitempty"`
 	Uncut   int  `json:"uncut_tokens,omitempty"`
 	Correct bool `json:"correct"`
-	// Where is where the expected answer was in the context sent: "message N" (a message
-	// kept verbatim), "summary" (a compaction's summary), "" (not there).
+	// Where is where the expected answer was in the context sent: "message N" (the first
+	// message kept verbatim that holds it), "summary" (only a compaction's summary holds
+	// it), "" (not there).
 	Where         string `json:"where"`
 	Tokens        int    `json:"tokens"`
 	BaselineAns   string `json:"baseline_answer"`
@@ -219,7 +226,7 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 	if err != nil {
 		return cr, err
 	}
-	comp := compact.New(s, sum, c.Settings)
+	comp := compact.NewWith(s, sum, c.Settings, compact.Config{BeforeCompaction: opt.BeforeCompaction})
 	model := cmp.Or(opt.Model, "gpt-4o")
 	var counter tokencount.Counter
 	for i, m := range opt.Messages {
@@ -246,6 +253,7 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 			switch rep.Status {
 			case memory.StatusApplied:
 				cr.Compactions++
+				cr.FactsDropped += len(rep.FactsDropped)
 				asked = true
 				if err := checkpoint(ctx, opt, s, counter, &cr, i+1, cr.Compactions, probesAt); err != nil {
 					return cr, err
@@ -364,16 +372,22 @@ func messagesOf(es []memory.Entry) []chat.Message {
 	return out
 }
 
-// where names the entry that holds the answer: "message N", "summary", or "".
+// where names the entry that holds the answer: "message N" (the first message kept verbatim
+// that holds it), else "summary" (only a compaction's summary holds it), else "".
 func where(es []memory.Entry, expected string) string {
+	inSummary := false
 	for _, e := range es {
 		if !containsNorm(normalize(messageText(e.Message)), expected) {
 			continue
 		}
 		if e.CompactionID != 0 {
-			return "summary"
+			inSummary = true
+			continue
 		}
 		return fmt.Sprintf("message %d", e.Seq)
+	}
+	if inSummary {
+		return "summary"
 	}
 	return ""
 }
