@@ -29,6 +29,9 @@ import (
 type Config struct {
 	Name     string           `json:"name"`
 	Settings compact.Settings `json:"-"`
+	// Summarizer, if not nil, builds this configuration's summarizer on its scratch store
+	// (else Options.Summarizer's).
+	Summarizer func(s *memory.Store) (compact.Summarizer, error) `json:"-"`
 }
 
 // Options are the inputs of Run.
@@ -218,9 +221,12 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 	}
 	defer s.Close()
 	var sum compact.Summarizer
-	if opt.Summarizer != nil {
+	switch {
+	case c.Summarizer != nil:
+		sum, err = c.Summarizer(s)
+	case opt.Summarizer != nil:
 		sum, err = opt.Summarizer(s)
-	} else {
+	default:
 		sum, err = offline(s)
 	}
 	if err != nil {
