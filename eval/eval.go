@@ -29,6 +29,10 @@ import (
 type Config struct {
 	Name     string           `json:"name"`
 	Settings compact.Settings `json:"-"`
+	// Compactor, when set, builds the configuration's compactor on its scratch store with
+	// Settings (memctl eval --cascade: the config's cascades on the scratch database); nil: a
+	// compactor over Options.Summarizer.
+	Compactor func(s *memory.Store, set compact.Settings) (*compact.Compactor, error) `json:"-"`
 }
 
 // Options are the inputs of Run.
@@ -206,16 +210,10 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 		return cr, err
 	}
 	defer s.Close()
-	var sum compact.Summarizer
-	if opt.Summarizer != nil {
-		sum, err = opt.Summarizer(s)
-	} else {
-		sum, err = offline(s)
-	}
+	comp, err := newCompactor(s, opt, c)
 	if err != nil {
 		return cr, err
 	}
-	comp := compact.New(s, sum, c.Settings)
 	model := cmp.Or(opt.Model, "gpt-4o")
 	var counter tokencount.Counter
 	for i, m := range opt.Messages {
@@ -260,6 +258,24 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 		}
 	}
 	return cr, nil
+}
+
+// newCompactor is the compactor of configuration c on its scratch store s.
+func newCompactor(s *memory.Store, opt Options, c Config) (*compact.Compactor, error) {
+	if c.Compactor != nil {
+		return c.Compactor(s, c.Settings)
+	}
+	var sum compact.Summarizer
+	var err error
+	if opt.Summarizer != nil {
+		sum, err = opt.Summarizer(s)
+	} else {
+		sum, err = offline(s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return compact.New(s, sum, c.Settings), nil
 }
 
 func offline(s *memory.Store) (compact.Summarizer, error) {

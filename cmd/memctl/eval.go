@@ -10,15 +10,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/eval"
+	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 func (a *app) evalCommand() *cobra.Command {
 	var (
 		limit, maxProbes  int
 		strategies        []string
+		cascades          []string
 		answerWith, model string
 	)
 	cmd := &cobra.Command{
@@ -34,20 +39,24 @@ constraint (a user's constraint) and continuation (the latest user request). Eac
 asked with the compacted context and, as a baseline, with the newest messages of the full
 history that fit the same limit; an answer counts when it is the expected value, case,
 spacing and quotes aside. The thread is never changed: summaries come from the offline
-summarizer. The answers come from the built-in lookup, or from --answer-with, an
+summarizer, or, for each --cascade NAME, from that cascade of the config (default: the top-level
+one; its providers are asked for real, with the config's part_cascade), a configuration
+named STRATEGY@NAME. The answers come from the built-in lookup, or from --answer-with, an
 OpenAI-compatible API (its key from MEMCTL_EVAL_API_KEY, else OPENAI_API_KEY). Progress goes to
 stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/eval.md.`,
 		Example: `  memctl eval support-42 --limit 8000 --strategy summarize --strategy window
   memctl eval conversation.jsonl --limit 4000 --strategy summarize --strategy mask --json
-  memctl eval conversation.jsonl --limit 4000 --answer-with http://localhost:8080/v1 --model small`,
+  memctl eval conversation.jsonl --limit 4000 --answer-with http://localhost:8080/v1 --model small
+  memctl eval support-42 --limit 8000 --cascade cheap --cascade default`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eval(cmd, args[0], evalFlags{limit: limit, maxProbes: maxProbes, strategies: strategies, answerWith: answerWith, model: model})
+			return a.eval(cmd, args[0], evalFlags{limit: limit, maxProbes: maxProbes, strategies: strategies, cascades: cascades, answerWith: answerWith, model: model})
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&limit, "limit", 0, "token_limit of every configuration (default: the config's)")
 	f.StringArrayVar(&strategies, "strategy", nil, "a configuration: summarize, mask, hybrid or window (repeat to compare; default: the config's)")
+	f.StringArrayVar(&cascades, "cascade", nil, "a configuration whose summaries come from this cascade of the config (default, or a name of cascades; repeat to compare; default: the offline summarizer)")
 	f.StringVar(&answerWith, "answer-with", "", "answer with the model of this OpenAI-compatible API base URL, ending in /v1 (default: the built-in lookup)")
 	f.StringVar(&model, "model", "", "the model of --answer-with")
 	f.IntVar(&maxProbes, "max-probes", 20, "at most this many probes of each kind at each checkpoint (0: all)")
@@ -57,6 +66,7 @@ stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/e
 type evalFlags struct {
 	limit, maxProbes  int
 	strategies        []string
+	cascades          []string
 	answerWith, model string
 }
 
@@ -75,21 +85,9 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 	if fl.maxProbes < 0 {
 		return usagef("--max-probes %d: must be zero or a positive whole number", fl.maxProbes)
 	}
-	base := cfg.Settings()
-	if len(fl.strategies) == 0 {
-		fl.strategies = []string{base.WithDefaults().Strategy}
-	}
-	var configs []eval.Config
-	for _, s := range fl.strategies {
-		over := compact.ThreadSettings{Strategy: s}
-		if fl.limit > 0 {
-			over.TokenLimit = &fl.limit
-		}
-		set, err := compact.Resolve(base, compact.ThreadSettings{}, over)
-		if err != nil {
-			return usagef("eval: --strategy %s: %v", s, err)
-		}
-		configs = append(configs, eval.Config{Name: s, Settings: set})
+	configs, err := a.evalConfigs(cmd, cfg, fl)
+	if err != nil {
+		return err
 	}
 	answerer, err := a.evalAnswerer(fl)
 	if err != nil {
@@ -114,6 +112,79 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 		return err
 	}
 	return a.printEval(res, err)
+}
+
+// evalConfigs are the configurations of the flags: each strategy, with the offline summarizer,
+// or with each cascade of --cascade (named STRATEGY@CASCADE).
+func (a *app) evalConfigs(cmd *cobra.Command, cfg config.Config, fl evalFlags) ([]eval.Config, error) {
+	base := cfg.Settings()
+	if len(fl.strategies) == 0 {
+		fl.strategies = []string{base.WithDefaults().Strategy}
+	}
+	cascades := fl.cascades
+	if len(cascades) == 0 {
+		cascades = []string{""} // the offline summarizer
+	}
+	var configs []eval.Config
+	for _, s := range fl.strategies {
+		for _, name := range cascades {
+			over := compact.ThreadSettings{Strategy: s, Cascade: name}
+			if name == "" { // the offline summarizer reads the whole middle
+				over.Cascade, over.PartCascade = compact.DefaultCascade, compact.NoCascade
+			}
+			if fl.limit > 0 {
+				over.TokenLimit = &fl.limit
+			}
+			set, err := compact.Resolve(base, compact.ThreadSettings{}, over)
+			if err != nil {
+				if name != "" {
+					return nil, usagef("eval: --strategy %s --cascade %s: %v", s, name, err)
+				}
+				return nil, usagef("eval: --strategy %s: %v", s, err)
+			}
+			c := eval.Config{Name: s, Settings: set}
+			if name != "" {
+				if err := unknownCascade(cmd, "eval", cfg, set); err != nil {
+					return nil, err
+				}
+				c.Name = s + "@" + name
+				c.Compactor = func(st *memory.Store, set compact.Settings) (*compact.Compactor, error) {
+					return a.evalCompactor(cfg, st, set)
+				}
+			}
+			configs = append(configs, c)
+		}
+	}
+	return configs, nil
+}
+
+// evalCompactor is the compactor of a configuration of --cascade on its scratch store st: the
+// config's cascades on the scratch database (their cooldowns and attempts stay there), the
+// config's redaction, and the configuration's settings.
+func (a *app) evalCompactor(cfg config.Config, st *memory.Store, set compact.Settings) (*compact.Compactor, error) {
+	counter, err := st.Counter(tokencount.EncodingO200k)
+	if err != nil {
+		return nil, err
+	}
+	red, err := cfg.Redactor()
+	if err != nil {
+		return nil, err
+	}
+	opt := cascade.Options{Count: counter.CountText, Logger: a.logger, Now: st.Now}
+	def, err := cfg.NewCascade(st.DB(), opt)
+	if err != nil {
+		return nil, err
+	}
+	named, err := cfg.NewCascades(st.DB(), opt)
+	if err != nil {
+		return nil, err
+	}
+	sums := make(map[string]compact.Summarizer, len(named))
+	for name, c := range named {
+		sums[name] = c
+	}
+	return compact.NewWith(st, def, set, compact.Config{Summarizers: sums, Logger: a.logger, Pace: def.TimeFor,
+		Redact: func(s string) string { out, _ := red.Redact(s); return out }}), nil
 }
 
 // printEval prints the table (or JSON) of res; an interrupted run is then the error err.
