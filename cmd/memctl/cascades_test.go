@@ -202,3 +202,23 @@ func TestEvalCascade(t *testing.T) {
 		t.Fatalf("eval --cascade nope: exit %d, %q; want exit 2 naming it", code, errs)
 	}
 }
+
+// TestCascadeCompletion: --cascade completes default and the config's cascades; --part-cascade
+// also none.
+func TestCascadeCompletion(t *testing.T) {
+	m, _ := cascadesMemctl(t, "")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"set", "t", "--cascade", ""}, []string{"default", "big", "small"}},
+		{[]string{"set", "t", "--part-cascade", ""}, []string{"none", "default", "big", "small"}},
+		{[]string{"eval", "t", "--cascade", "s"}, []string{"small"}},
+	} {
+		out := m.must(append([]string{"__complete"}, tc.args...)...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if got := strings.Join(lines[:len(lines)-1], ","); got != strings.Join(tc.want, ",") {
+			t.Errorf("memctl %s completes %q; want %q", strings.Join(tc.args, " "), got, tc.want)
+		}
+	}
+}

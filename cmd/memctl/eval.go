@@ -57,6 +57,7 @@ stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/e
 	f.IntVar(&limit, "limit", 0, "token_limit of every configuration (default: the config's)")
 	f.StringArrayVar(&strategies, "strategy", nil, "a configuration: summarize, mask, hybrid or window (repeat to compare; default: the config's)")
 	f.StringArrayVar(&cascades, "cascade", nil, "a configuration whose summaries come from this cascade of the config (default, or a name of cascades; repeat to compare; default: the offline summarizer)")
+	cmd.RegisterFlagCompletionFunc("cascade", a.completeCascade)
 	f.StringVar(&answerWith, "answer-with", "", "answer with the model of this OpenAI-compatible API base URL, ending in /v1 (default: the built-in lookup)")
 	f.StringVar(&model, "model", "", "the model of --answer-with")
 	f.IntVar(&maxProbes, "max-probes", 20, "at most this many probes of each kind at each checkpoint (0: all)")

@@ -42,6 +42,8 @@ on the thread. Without a flag, prints the thread's settings.`,
 	f.String("model", "", "model: the model the thread runs against")
 	addMoreFlags(f)
 	addKnobFlags(f)
+	cmd.RegisterFlagCompletionFunc("cascade", a.completeCascade)
+	cmd.RegisterFlagCompletionFunc("part-cascade", a.completePartCascade)
 	f.StringArrayVar(&unset, "unset", nil, "clear a setting ("+strings.Join(compact.ThreadSettingKeys, ", ")+"); repeatable")
 	return cmd
 }
