@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path/filepath"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -90,6 +92,9 @@ func moreFromFlags(cmd *cobra.Command, ts *compact.ThreadSettings) error {
 		text, err := compact.LoadPrompt(path)
 		if err != nil {
 			return usagef("--prompt-file %s: %v", path, err)
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs // shown later from anywhere
 		}
 		ts.Prompt, ts.PromptFile = text, path
 	}
