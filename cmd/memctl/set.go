@@ -17,10 +17,11 @@ func (a *app) setCommand() *cobra.Command {
 		ValidArgsFunction: a.completeThreads,
 		Short:             "Store compaction settings on a thread",
 		Long: `Store compaction settings on THREAD; the settings not named keep their stored value, and
---unset KEY clears one (` + strings.Join(compact.ThreadSettingKeys, ", ") + `).
-Every key of the config's compaction section but attempt_timeout has its flag. Every compaction
-of the thread uses them (memctl compact, memctl serve, MCP's memory_compact): a flag of compact
-wins over them, and they win over the config file, which wins over the built-in defaults.
+--unset KEY clears one (the keys of the config's compaction section: token_limit,
+mask.exclude_tools...; see --unset below). Every key of that section but attempt_timeout has its
+flag, and --model names the thread's model. Every compaction of the thread uses them (memctl
+compact, memctl serve, MCP's memory_compact): a flag of compact wins over them, and they win
+over the config file, which wins over the built-in defaults.
 --cascade NAME and --part-cascade NAME name a cascade of the config's cascades section (or
 default, the top-level one; --part-cascade none turns the part cascade off): a name the config
 does not define is refused (exit 2). --prompt-file F is read now, checked, and its text stored
