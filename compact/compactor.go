@@ -87,6 +87,10 @@ type Config struct {
 	// one): it may skip it, add instructions to its prompt or give its summary (see hooks.go).
 	// Its error or panic is logged and the compaction proceeds.
 	BeforeCompaction func(context.Context, HookEvent) (HookDecision, error)
+	// Summarizers are the summarizers of one's own, by name, that a compaction's settings may
+	// name as its Cascade or PartCascade (see cascades.go); the compactor's Summarizer is the
+	// one named DefaultCascade. config.Config.NewCompactor gives it the config's cascades.
+	Summarizers map[string]Summarizer
 	// AfterCompaction is told the report of every compaction that reached a decision, skipped
 	// and held ones included. Its panic is logged.
 	AfterCompaction func(context.Context, memory.Report)
@@ -301,6 +305,9 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*j
 	if err != nil {
 		return nil, err
 	}
+	if _, _, err := c.summarizers(s); err != nil {
+		return nil, fmt.Errorf("settings: %w", err)
+	}
 	start := c.Store.Now()
 	a, err := c.Store.ActiveLight(ctx, thread)
 	if err != nil {
@@ -317,7 +324,7 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*j
 		j.keep = min(j.keep, int(float64(a.Tokens)*s.TargetRatio))
 	}
 	if rep.Reason == memory.ReasonEmergency {
-		j.timeout = min(j.timeout, c.emergencyBudget(ctx, a.Tokens))
+		j.timeout = min(j.timeout, c.emergencyBudget(ctx, s, a.Tokens))
 	}
 	return j, nil
 }
@@ -330,11 +337,9 @@ const EmergencyTimeout = 20 * time.Second
 // emergencyBudget is the time an emergency compaction of a context of tokens tokens gives its
 // summarizing: EmergencyTimeout, or more when the summarizer's measured speed needs more (a
 // slow local model is not cut at a fixed 20 s; total_timeout still bounds it).
-func (c *Compactor) emergencyBudget(ctx context.Context, tokens int) time.Duration {
-	if c.cfg.Pace != nil {
-		if d, ok := c.cfg.Pace(ctx, tokens); ok && d > EmergencyTimeout {
-			return d
-		}
+func (c *Compactor) emergencyBudget(ctx context.Context, s Settings, tokens int) time.Duration {
+	if d, ok := c.pace(ctx, s, tokens); ok && d > EmergencyTimeout {
+		return d
 	}
 	return EmergencyTimeout
 }

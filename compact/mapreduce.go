@@ -28,9 +28,29 @@ func (in *input) mapReduce(ctx context.Context, t llm.Target, comp llm.Completer
 		}
 		return in.c.redact(strings.TrimSpace(resp.Text)), nil
 	}
+	texts, err := in.mapSend(ctx, t, comp, r, bl, parts)
+	if err != nil {
+		return "", err
+	}
+	return in.reduce(ctx, t, comp, r, texts)
+}
+
+// mapParts summarizes the middle in parts sized to provider t's window, each on its own, up to
+// Concurrency at a time (a part cascade's task: none of them is the final summary).
+func (in *input) mapParts(ctx context.Context, t llm.Target, comp llm.Completer, r shape) ([]string, error) {
+	bl, parts, err := in.mapSplit(t, r)
+	if err != nil {
+		return nil, err
+	}
+	return in.mapSend(ctx, t, comp, r, bl, parts)
+}
+
+// mapSend sends each part of bl on its own, up to t.Concurrency at a time, and returns their
+// summaries, redacted, in order.
+func (in *input) mapSend(ctx context.Context, t llm.Target, comp llm.Completer, r shape, bl []block, parts []part) ([]string, error) {
 	texts := make([]string, len(parts))
 	errs := make([]error, len(parts))
-	sem := make(chan struct{}, t.Concurrency)
+	sem := make(chan struct{}, max(t.Concurrency, 1))
 	var wg sync.WaitGroup
 	for k := range parts {
 		wg.Add(1)
@@ -46,10 +66,10 @@ func (in *input) mapReduce(ctx context.Context, t llm.Target, comp llm.Completer
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 	}
-	return in.reduce(ctx, t, comp, r, texts)
+	return texts, nil
 }
 
 // mapSplit cuts the middle into parts that need no room for a running summary.

@@ -58,6 +58,13 @@ type Settings struct {
 	Mask MaskSettings
 	// MaxFailures failed compactions of a thread in a row hold it (see Compactor.Held).
 	MaxFailures int
+	// Cascade names the summarizer that writes the summary: DefaultCascade (the default: the
+	// compactor's Summarizer) or a name of Config.Summarizers (see cascades.go).
+	Cascade string
+	// PartCascade names the summarizer that summarizes the middle in parts, each on its own,
+	// before Cascade writes the final summary from those part summaries: NoCascade (the
+	// default: Cascade reads the whole middle), DefaultCascade or a name of Config.Summarizers.
+	PartCascade string
 }
 
 // Values of Settings.OnFailure.
@@ -97,6 +104,8 @@ func (s Settings) WithDefaults() Settings {
 	s.EmergencyRatio = cmp.Or(s.EmergencyRatio, DefaultEmergencyRatio)
 	s.OnFailure = cmp.Or(s.OnFailure, DefaultOnFailure)
 	s.MaxFailures = cmp.Or(s.MaxFailures, DefaultMaxFailures)
+	s.Cascade = cmp.Or(s.Cascade, DefaultCascade)
+	s.PartCascade = cmp.Or(s.PartCascade, NoCascade)
 	return s
 }
 
@@ -217,9 +226,10 @@ func (s Settings) Problems() []*SettingError {
 	atLeast1(KeyMaxFailures, s.MaxFailures)
 	if s.Prompt != "" {
 		if err := ValidatePrompt(s.Prompt); err != nil {
-			ps = append(ps, &SettingError{Key: "prompt", Msg: fmt.Sprintf("prompt: %v", err)})
+			ps = append(ps, &SettingError{Key: KeyPromptFile, Msg: fmt.Sprintf("prompt: %v", err)})
 		}
 	}
+	ps = append(ps, s.cascadeProblems()...)
 	return append(ps, s.knobProblems()...)
 }
 

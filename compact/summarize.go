@@ -101,7 +101,15 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 		res, hooked = in.hookSummary(ctx, h.summary)
 	}
 	if !hooked {
-		res, err = c.Summarizer.Run(ctx, id, in.task)
+		main, part, serr := c.summarizers(s)
+		switch {
+		case serr != nil:
+			err = serr
+		case part != nil:
+			res, err = in.inParts(ctx, id, main, part)
+		default:
+			res, err = main.Run(ctx, id, in.task)
+		}
 	}
 	lo := <-ledgerc
 	if err != nil {

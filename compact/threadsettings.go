@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -30,6 +31,21 @@ type ThreadSettings struct {
 	KeepTurns         *int        `json:"keep_turns,omitempty"`
 	CompactEveryTurns *int        `json:"compact_every_turns,omitempty"`
 	Mask              *ThreadMask `json:"mask,omitempty"`
+	// The other keys of the compaction section (see threadkeys.go).
+	SummaryMaxTokens *int     `json:"summary_max_tokens,omitempty"`
+	SummaryRole      string   `json:"summary_role,omitempty"`
+	MaxPasses        *int     `json:"max_passes,omitempty"`
+	TotalTimeout     string   `json:"total_timeout,omitempty"` // a duration, as time.ParseDuration reads it
+	EmergencyRatio   *float64 `json:"emergency_ratio,omitempty"`
+	OnFailure        string   `json:"on_failure,omitempty"`
+	// PromptFile is the file Prompt was read from when it was set, shown; Prompt is its text,
+	// what the thread's compactions use (the file is not read again).
+	PromptFile  string `json:"prompt_file,omitempty"`
+	Prompt      string `json:"prompt,omitempty"`
+	MaxFailures *int   `json:"max_failures,omitempty"`
+	// Cascade and PartCascade name the thread's cascades (see Settings.Cascade).
+	Cascade     string `json:"cascade,omitempty"`
+	PartCascade string `json:"part_cascade,omitempty"`
 	// Window is the window a host learned of the thread's model (memctl serve under
 	// token_limit auto). It is not a setting (Apply, Over, Unset and the keys ignore it): it is
 	// recorded so that the limit and its origin can be shown, the calibration kept across
@@ -60,7 +76,7 @@ const (
 )
 
 // ThreadSettingKeys are the keys of ThreadSettings, in the order they are shown.
-var ThreadSettingKeys = append([]string{KeyTokenLimit, KeyTargetRatio, KeyTriggerRatio, KeyReserveTokens, KeyStrategy, KeyModel}, knobKeys...)
+var ThreadSettingKeys = slices.Concat([]string{KeyTokenLimit, KeyTargetRatio, KeyTriggerRatio, KeyReserveTokens, KeyStrategy, KeyModel}, moreKeys, knobKeys)
 
 // maxModelBytes bounds the model name.
 const maxModelBytes = 256
@@ -96,7 +112,7 @@ func (t ThreadSettings) Apply(s Settings) Settings {
 	if t.Strategy != "" {
 		s.Strategy = t.Strategy
 	}
-	return t.applyKnobs(s)
+	return t.applyKnobs(t.applyMore(s))
 }
 
 // Over returns t with the settings o sets in place of its own (o wins).
@@ -119,7 +135,7 @@ func (t ThreadSettings) Over(o ThreadSettings) ThreadSettings {
 	if o.Model != "" {
 		t.Model = o.Model
 	}
-	return t.overKnobs(o)
+	return t.overMore(o).overKnobs(o)
 }
 
 // Unset clears the setting named by key; an unknown key is a *SettingError.
@@ -138,7 +154,7 @@ func (t *ThreadSettings) Unset(key string) error {
 	case KeyModel:
 		t.Model = ""
 	default:
-		if t.unsetKnob(key) {
+		if t.unsetKnob(key) || t.unsetMore(key) {
 			return nil
 		}
 		return settingErr(key, "unknown setting %q (want %s or %s)", key,
@@ -154,6 +170,9 @@ func (t *ThreadSettings) Unset(key string) error {
 // settings is checked when it is used (Compact) or with Apply(s).Validate().
 func (t ThreadSettings) Validate() error {
 	s := Settings{TokenLimit: MaxTokenLimit, ReserveTokens: 0, TargetRatio: math.SmallestNonzeroFloat64, TriggerRatio: 1}.WithDefaults()
+	if err := t.checkTimeout(); err != nil {
+		return err
+	}
 	if err := t.Apply(s).check(); err != nil { // a 0 set on the thread is a value, not "the default"
 		return err
 	}

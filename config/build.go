@@ -39,6 +39,8 @@ func (cp Compaction) settings() compact.Settings {
 		Mask: compact.MaskSettings{KeepToolResults: cp.Mask.KeepToolResults, ExcludeTools: slices.Clone(cp.Mask.ExcludeTools),
 			ClearToolInputs: cp.Mask.ClearToolInputs, ClearThinking: cp.Mask.ClearThinking},
 		MaxFailures: cp.MaxFailures,
+		Cascade:     cp.Cascade,
+		PartCascade: cp.PartCascade,
 	}
 }
 
@@ -69,6 +71,7 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 		cp.Mask.ExcludeTools = nil // rendered [], parsed back as none
 	}
 	cp.MaxFailures = s.MaxFailures
+	cp.Cascade, cp.PartCascade = s.Cascade, s.PartCascade
 }
 
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the
@@ -102,18 +105,19 @@ func (c Config) Redactor() (*redact.Redactor, error) {
 // OfflineName is the name of the extractive rung [Config.NewCascade] adds.
 const OfflineName = "offline"
 
-// withOfflineRung returns the cascade with the built-in extractive provider as its last rung
-// when it has none and the config does not say offline: false.
-func (c Config) withOfflineRung() []Provider {
-	if (c.Offline != nil && !*c.Offline) || len(c.Cascade) == 0 ||
-		slices.ContainsFunc(c.Cascade, func(p Provider) bool { return p.Type == TypeExtractive }) {
-		return c.Cascade
+// withOfflineRung returns the list of providers ps (the cascade, or one of cascades) with the
+// built-in extractive provider as its last rung when it has none and the config does not say
+// offline: false.
+func (c Config) withOfflineRung(ps []Provider) []Provider {
+	if (c.Offline != nil && !*c.Offline) || len(ps) == 0 ||
+		slices.ContainsFunc(ps, func(p Provider) bool { return p.Type == TypeExtractive }) {
+		return ps
 	}
 	name := OfflineName
-	for i := 2; slices.ContainsFunc(c.Cascade, func(p Provider) bool { return p.Name == name }); i++ {
+	for i := 2; slices.ContainsFunc(ps, func(p Provider) bool { return p.Name == name }); i++ {
 		name = fmt.Sprintf("%s-%d", OfflineName, i)
 	}
-	return append(slices.Clone(c.Cascade), Provider{Name: name, Type: TypeExtractive}.WithDefaults())
+	return append(slices.Clone(ps), Provider{Name: name, Type: TypeExtractive}.WithDefaults())
 }
 
 // NewCompactor builds the compactor of the config over store and the cascade it summarizes
@@ -141,6 +145,14 @@ func (c Config) NewCompactorWith(h *db.Handle, store *memory.Store, opt cascade.
 	casc, err := c.newCascade(h, opt, red, first)
 	if err != nil {
 		return nil, nil, err
+	}
+	named, err := c.newCascades(h, opt, red)
+	if err != nil {
+		return nil, nil, err
+	}
+	comp.Summarizers = make(map[string]compact.Summarizer, len(named))
+	for name, nc := range named {
+		comp.Summarizers[name] = nc
 	}
 	comp.Redact, comp.Pace = red, casc.TimeFor
 	c.setHooks(&comp, red)
@@ -170,6 +182,41 @@ func (c Config) NamesCascade() bool {
 	return !slices.Equal(c.WithDefaults().Cascade, defaultCascade())
 }
 
+// NewCascades builds the cascades of the cascades section, by name, as NewCascade builds the
+// default one (each ends with the offline rung unless the config says offline: false). They
+// share the database h: a provider's cooldown is kept by its name, so a provider named alike in
+// two cascades cools down in both.
+func (c Config) NewCascades(h *db.Handle, opt cascade.Options) (map[string]*cascade.Cascade, error) {
+	red, err := c.redact()
+	if err != nil {
+		return nil, err
+	}
+	return c.newCascades(h, opt, red)
+}
+
+// newCascades is NewCascades with the redaction red.
+func (c Config) newCascades(h *db.Handle, opt cascade.Options, red func(string) string) (map[string]*cascade.Cascade, error) {
+	out := make(map[string]*cascade.Cascade, len(c.Cascades))
+	for name, ps := range c.Cascades {
+		casc, err := c.cascadeOf(h, opt, red, nil, ps)
+		if err != nil {
+			return nil, fmt.Errorf("cascades.%s: %w", name, err)
+		}
+		out[name] = casc
+	}
+	return out, nil
+}
+
+// CascadeNames are the names of the cascades section, sorted.
+func (c Config) CascadeNames() []string {
+	names := make([]string, 0, len(c.Cascades))
+	for name := range c.Cascades {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // redact is the redaction of Redactor as a function.
 func (c Config) redact() (func(string) string, error) {
 	r, err := c.WithDefaults().Redactor()
@@ -182,9 +229,16 @@ func (c Config) redact() (func(string) string, error) {
 // newCascade is NewCascade with the redaction red, and the rungs first before the config's.
 func (c Config) newCascade(h *db.Handle, opt cascade.Options, red func(string) string, first []cascade.Entry) (*cascade.Cascade, error) {
 	c = c.WithDefaults()
-	entries := make([]cascade.Entry, 0, len(first)+len(c.Cascade)+1)
+	return c.cascadeOf(h, opt, red, first, c.Cascade)
+}
+
+// cascadeOf builds the cascade of the rungs first, then the providers ps with the config's
+// offline rung, attempt_timeout and redaction red.
+func (c Config) cascadeOf(h *db.Handle, opt cascade.Options, red func(string) string, first []cascade.Entry, ps []Provider) (*cascade.Cascade, error) {
+	c = c.WithDefaults()
+	entries := make([]cascade.Entry, 0, len(first)+len(ps)+1)
 	entries = append(entries, first...)
-	for _, p := range c.withOfflineRung() {
+	for _, p := range c.withOfflineRung(ps) {
 		p = p.WithDefaults()
 		e := cascade.Entry{
 			Name: p.Name, Type: p.Type, Model: p.Model, BaseURL: p.BaseURL,

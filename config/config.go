@@ -51,8 +51,11 @@ type Config struct {
 	// RedactPatterns are extra regular expressions (Go RE2 syntax) whose
 	// matches never leave the machine.
 	RedactPatterns []string `yaml:"redact_patterns" json:"redact_patterns"`
-	// Cascade is the ordered list of summarization providers.
+	// Cascade is the ordered list of summarization providers: the cascade named "default".
 	Cascade []Provider `yaml:"cascade" json:"cascade"`
+	// Cascades are other lists of providers, by name, that compaction.cascade and
+	// compaction.part_cascade (and a thread's settings) may name instead of the default.
+	Cascades map[string][]Provider `yaml:"cascades" json:"cascades"`
 	// Serve configures memctl serve; its flags win over it.
 	Serve Serve `yaml:"serve" json:"serve"`
 	// Offline, when false, keeps the cascade as listed. Otherwise (unset or true) a cascade
@@ -107,6 +110,12 @@ type Compaction struct {
 	CompactEveryTurns int `yaml:"compact_every_turns" json:"compact_every_turns"`
 	// Mask tunes the mask and hybrid strategies (see compact.MaskSettings).
 	Mask Mask `yaml:"mask" json:"mask"`
+	// Cascade names the cascade that writes the summaries: "default" (the top-level cascade)
+	// or a name of cascades.
+	Cascade string `yaml:"cascade" json:"cascade"`
+	// PartCascade names a cascade that summarizes the middle in parts before Cascade writes the
+	// final summary from them: "none" (the default) or a cascade's name.
+	PartCascade string `yaml:"part_cascade" json:"part_cascade"`
 }
 
 // Mask is the compaction.mask section (see compact.MaskSettings).
@@ -218,6 +227,7 @@ func Default() Config {
 		Compaction:     defaultCompaction(),
 		RedactPatterns: []string{},
 		Cascade:        defaultCascade(),
+		Cascades:       map[string][]Provider{},
 		Serve:          Serve{Listen: DefaultListen},
 		Source:         DefaultSource,
 	}
@@ -249,13 +259,26 @@ func (c Config) WithDefaults() Config {
 	if c.Cascade == nil {
 		c.Cascade = defaultCascade()
 	} else {
-		ps := make([]Provider, len(c.Cascade))
-		for i, p := range c.Cascade {
-			ps[i] = p.WithDefaults()
-		}
-		c.Cascade = ps
+		c.Cascade = providersWithDefaults(c.Cascade)
 	}
+	named := make(map[string][]Provider, len(c.Cascades))
+	for name, ps := range c.Cascades {
+		named[name] = providersWithDefaults(ps)
+	}
+	c.Cascades = named
 	return c
+}
+
+// providersWithDefaults is a copy of ps, each with its defaults (see Provider.WithDefaults).
+func providersWithDefaults(ps []Provider) []Provider {
+	if ps == nil {
+		return nil
+	}
+	out := make([]Provider, len(ps))
+	for i, p := range ps {
+		out[i] = p.WithDefaults()
+	}
+	return out
 }
 
 // WithDefaults returns a copy of p with its zero-valued fields set to the

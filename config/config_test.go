@@ -44,6 +44,8 @@ func TestDefault(t *testing.T) {
 			EmergencyRatio:   0.95,
 			OnFailure:        "keep",
 			MaxFailures:      3,
+			Cascade:          "default",
+			PartCascade:      "none",
 		},
 		RedactPatterns: []string{},
 		Cascade: []config.Provider{{
@@ -62,8 +64,9 @@ func TestDefault(t *testing.T) {
 			Cooldown:        dur("30s"),
 			MaxCooldown:     dur("1h"),
 		}},
-		Serve:  config.Serve{Listen: config.DefaultListen},
-		Source: "built-in default",
+		Cascades: map[string][]config.Provider{},
+		Serve:    config.Serve{Listen: config.DefaultListen},
+		Source:   "built-in default",
 	}
 	got := config.Default()
 	if !reflect.DeepEqual(got, want) {
@@ -126,6 +129,8 @@ func fullConfig(source string) config.Config {
 			CompactEveryTurns: 10,
 			Mask:              config.Mask{KeepToolResults: 4, ExcludeTools: []string{"read_file", "grep"}, ClearToolInputs: true, ClearThinking: true},
 			MaxFailures:       5,
+			Cascade:           "main",
+			PartCascade:       "cheap",
 		},
 		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
 		Cascade: []config.Provider{
@@ -144,6 +149,10 @@ func fullConfig(source string) config.Config {
 				ContextWindow: 16384, MaxOutputTokens: 512,
 				Timeout: dur("5s"), MaxAttempts: 1, MaxWait: dur("1s"), Concurrency: 1, Cooldown: dur("1s"), MaxCooldown: dur("1s"),
 			},
+		},
+		Cascades: map[string][]config.Provider{
+			"main":  {config.Provider{Name: "cloud-large", Model: "gpt-4.1", BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY"}.WithDefaults()},
+			"cheap": {config.Provider{Name: "local", Model: "qwen2.5:7b", ContextWindow: 32768}.WithDefaults()},
 		},
 		Serve: config.Serve{Listen: config.DefaultListen},
 		Hooks: config.Hooks{

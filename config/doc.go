@@ -4,7 +4,8 @@
 // keys and the file paths it names. The rules of the compaction settings belong to package
 // memory (compact.Settings.Problems): config maps the compaction section onto compact.Settings
 // and words memory's problems with their key and line. It builds the cascade (NewCascade) and
-// the compactor over a store (NewCompactor: compact.New, with one redactor for both), and may
+// the compactor over a store (NewCompactor: compact.New, with one redactor for both, and the
+// named cascades of the cascades section, NewCascades, as its Summarizers), and may
 // import memory, compact, tokencount, cascade, extractive, redact and db; none of them may
 // import it.
 //
@@ -36,6 +37,8 @@
 //	    exclude_tools: []         # tools whose results are never masked
 //	    clear_tool_inputs: false  # old tool calls' arguments become a placeholder in the view
 //	    clear_thinking: false     # old reasoning leaves the view
+//	  cascade: default            # the cascade that writes the summaries: default or a name of cascades
+//	  part_cascade: none          # a cascade that reads a long middle in parts first (none: off)
 //	redact_patterns: []           # extra regular expressions (Go RE2 syntax)
 //	cascade:
 //	  - name: local               # required, unique; the key of its cooldown state
@@ -54,6 +57,7 @@
 //	    max_cooldown: 1h
 //	  - name: offline
 //	    type: extractive
+//	cascades: {}                  # other cascades by name, each a list of providers as above
 //	offline: true                 # false: no extractive rung is added to a cascade without one
 //
 // Every key is optional and takes the default shown; a key whose value is
@@ -62,7 +66,7 @@
 // for the keys it omits, but model: an openai provider without one is an
 // error naming its line. A cascade without an extractive provider gets one,
 // named "offline", as its last rung ([Config.NewCascade]) unless the file
-// says offline: false. With no file at all ([Default]) the cascade is a
+// says offline: false, and so does each cascade of cascades. With no file at all ([Default]) the cascade is a
 // single extractive provider named "offline", so memctl works offline.
 //
 // An extractive provider is built in and runs offline: base_url, api_key_env

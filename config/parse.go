@@ -317,25 +317,8 @@ func (w *walker) top(n *yaml.Node, cfg *Config) {
 			}
 			cfg.RedactPatterns = pats
 		}},
-		{key: "cascade", sub: func(n *yaml.Node, key string, line int) {
-			if n.Kind != yaml.SequenceNode {
-				w.errorf(line, key, "expected a list of providers, found %s", describe(n))
-				return
-			}
-			ps := make([]Provider, 0, len(n.Content))
-			for i, item := range n.Content {
-				k := fmt.Sprintf("%s[%d]", key, i)
-				w.lines[k] = item.Line
-				it := resolve(item)
-				if it.Kind != yaml.MappingNode {
-					w.errorf(item.Line, k, "expected a provider (a mapping with at least a name), found %s", describe(it))
-					ps = append(ps, Provider{})
-					continue
-				}
-				ps = append(ps, w.provider(it, k))
-			}
-			cfg.Cascade = ps
-		}},
+		{key: "cascade", sub: func(n *yaml.Node, key string, line int) { cfg.Cascade = w.providers(n, key, line) }},
+		{key: "cascades", sub: func(n *yaml.Node, key string, line int) { cfg.Cascades = w.cascades(n, key, line) }},
 		{key: "offline", ptr: &cfg.Offline},
 		{key: "hooks", sub: w.decodeHooks(&cfg.Hooks)},
 		{key: "serve", sub: func(n *yaml.Node, key string, line int) {
@@ -376,6 +359,8 @@ func compactionFields(c *Compaction) []field {
 		{key: "keep_turns", ptr: &c.KeepTurns},
 		{key: "compact_every_turns", ptr: &c.CompactEveryTurns},
 		{key: "max_failures", ptr: &c.MaxFailures},
+		{key: "cascade", ptr: &c.Cascade},
+		{key: "part_cascade", ptr: &c.PartCascade},
 	}
 }
 
@@ -396,6 +381,57 @@ func providerFields(p *Provider) []field {
 		{key: "cooldown", ptr: &p.Cooldown},
 		{key: "max_cooldown", ptr: &p.MaxCooldown},
 	}
+}
+
+// providers decodes a list of providers (the cascade, or one of cascades).
+func (w *walker) providers(n *yaml.Node, key string, line int) []Provider {
+	if n.Kind != yaml.SequenceNode {
+		w.errorf(line, key, "expected a list of providers, found %s", describe(n))
+		return nil
+	}
+	ps := make([]Provider, 0, len(n.Content))
+	for i, item := range n.Content {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		w.lines[k] = item.Line
+		it := resolve(item)
+		if it.Kind != yaml.MappingNode {
+			w.errorf(item.Line, k, "expected a provider (a mapping with at least a name), found %s", describe(it))
+			ps = append(ps, Provider{})
+			continue
+		}
+		ps = append(ps, w.provider(it, k))
+	}
+	return ps
+}
+
+// cascades decodes the cascades section: a mapping of names to lists of providers.
+func (w *walker) cascades(n *yaml.Node, key string, line int) map[string][]Provider {
+	if n.Kind != yaml.MappingNode {
+		w.errorf(line, key, "expected a mapping of cascade names to lists of providers, found %s", describe(n))
+		return nil
+	}
+	out := map[string][]Provider{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], n.Content[i+1]
+		k := resolve(kn)
+		if k.Kind != yaml.ScalarNode {
+			w.errorf(kn.Line, key, "keys must be plain strings, found %s", describe(k))
+			continue
+		}
+		full := joinKey(key, k.Value)
+		if _, dup := out[k.Value]; dup {
+			w.errorf(kn.Line, full, "duplicate cascade (first set at line %d)", w.lines[full])
+			continue
+		}
+		w.lines[full] = kn.Line
+		if v := resolve(vn); isNull(v) {
+			w.errorf(kn.Line, full, "expected a list of providers, found null")
+			out[k.Value] = nil
+		} else {
+			out[k.Value] = w.providers(v, full, kn.Line)
+		}
+	}
+	return out
 }
 
 // provider decodes one cascade entry and fills the keys it omits with the
@@ -612,7 +648,7 @@ var keyHome = func() map[string]string {
 	for _, f := range serveFields(new(Serve)) {
 		m[f.key] = "serve"
 	}
-	for _, k := range []string{"model", "encoding", "encoding_file", "encoding_pattern", "compaction", "redact_patterns", "cascade", "serve", "hooks"} {
+	for _, k := range []string{"model", "encoding", "encoding_file", "encoding_pattern", "compaction", "redact_patterns", "cascade", "cascades", "serve", "hooks"} {
 		m[k] = "the top level"
 	}
 	return m
@@ -647,7 +683,7 @@ func unknownKeyMsg(name, path string, fields []field) string {
 	if home, ok := keyHome[norm(name)]; ok {
 		here := "the top level"
 		switch {
-		case strings.HasPrefix(path, "cascade["):
+		case strings.HasPrefix(path, "cascade[") || strings.HasPrefix(path, "cascades."):
 			here = "a cascade provider"
 		case path == "compaction":
 			here = "compaction"

@@ -8,16 +8,17 @@ import (
 )
 
 type renderConfig struct {
-	Model           string           `yaml:"model"`
-	Encoding        string           `yaml:"encoding"`
-	EncodingFile    string           `yaml:"encoding_file"`
-	EncodingPattern string           `yaml:"encoding_pattern"`
-	Compaction      Compaction       `yaml:"compaction"`
-	RedactPatterns  []string         `yaml:"redact_patterns"`
-	Cascade         []renderProvider `yaml:"cascade"`
-	Serve           Serve            `yaml:"serve"`
-	Offline         *bool            `yaml:"offline,omitempty"`
-	Hooks           *Hooks           `yaml:"hooks,omitempty"`
+	Model           string                      `yaml:"model"`
+	Encoding        string                      `yaml:"encoding"`
+	EncodingFile    string                      `yaml:"encoding_file"`
+	EncodingPattern string                      `yaml:"encoding_pattern"`
+	Compaction      Compaction                  `yaml:"compaction"`
+	RedactPatterns  []string                    `yaml:"redact_patterns"`
+	Cascade         []renderProvider            `yaml:"cascade"`
+	Cascades        map[string][]renderProvider `yaml:"cascades"`
+	Serve           Serve                       `yaml:"serve"`
+	Offline         *bool                       `yaml:"offline,omitempty"`
+	Hooks           *Hooks                      `yaml:"hooks,omitempty"`
 }
 
 // renderProvider is a Provider whose extractive-only-unused keys can be left out.
@@ -53,7 +54,8 @@ func (c Config) YAML() []byte {
 		EncodingPattern: fix(c.EncodingPattern),
 		Compaction:      c.Compaction,
 		RedactPatterns:  make([]string, len(c.RedactPatterns)),
-		Cascade:         make([]renderProvider, len(c.Cascade)),
+		Cascade:         renderProviders(c.Cascade),
+		Cascades:        make(map[string][]renderProvider, len(c.Cascades)),
 		Serve: Serve{Listen: fix(c.Serve.Listen), Upstream: fix(c.Serve.Upstream),
 			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv), Recall: c.Serve.Recall},
 		Offline: c.Offline,
@@ -63,10 +65,30 @@ func (c Config) YAML() []byte {
 		r.Hooks = &h
 	}
 	r.Compaction.SummaryRole = fix(r.Compaction.SummaryRole)
+	r.Compaction.Cascade, r.Compaction.PartCascade = fix(r.Compaction.Cascade), fix(r.Compaction.PartCascade)
 	for i, p := range c.RedactPatterns {
 		r.RedactPatterns[i] = fix(p)
 	}
-	for i, p := range c.Cascade {
+	for name, ps := range c.Cascades {
+		r.Cascades[fix(name)] = renderProviders(ps)
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(r); err != nil {
+		// Only reachable with values the encoder rejects; say so in the output.
+		return []byte("# cannot render config: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
+	}
+	if err := enc.Close(); err != nil {
+		return []byte("# cannot render config: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
+	}
+	return buf.Bytes()
+}
+
+// renderProviders is a list of providers as YAML shows it.
+func renderProviders(ps []Provider) []renderProvider {
+	out := make([]renderProvider, len(ps))
+	for i, p := range ps {
 		rp := renderProvider{
 			Name:            fix(p.Name),
 			Type:            fix(p.Type),
@@ -91,19 +113,9 @@ func (c Config) YAML() []byte {
 		if !ext || temp != 0 {
 			rp.Temperature = &temp
 		}
-		r.Cascade[i] = rp
+		out[i] = rp
 	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(r); err != nil {
-		// Only reachable with values the encoder rejects; say so in the output.
-		return []byte("# cannot render config: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
-	}
-	if err := enc.Close(); err != nil {
-		return []byte("# cannot render config: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
-	}
-	return buf.Bytes()
+	return out
 }
 
 func fix(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

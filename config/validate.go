@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -180,6 +181,7 @@ func (ck *checker) validate(c Config) {
 	ck.validateServe(c.Serve)
 	ck.validateRedactPatterns(c.RedactPatterns)
 	ck.validateCascade(c.Cascade)
+	ck.validateCascades(c)
 	ck.validateHooks(c.Hooks)
 }
 
@@ -215,17 +217,21 @@ func (ck *checker) validateRedactPatterns(patterns []string) {
 	}
 }
 
-func (ck *checker) validateCascade(cascade []Provider) {
-	if ck.skip("cascade") {
+func (ck *checker) validateCascade(cascade []Provider) { ck.validateProviders("cascade", cascade) }
+
+// validateProviders checks the list of providers at key (cascade, or cascades.NAME): at least
+// one, each valid, their names unique within the list.
+func (ck *checker) validateProviders(key string, cascade []Provider) {
+	if ck.skip(key) {
 		return
 	}
 	if len(cascade) == 0 {
-		ck.add("cascade", "at least one provider is required")
+		ck.add(key, "at least one provider is required")
 		return
 	}
 	names := map[string]int{}
 	for i, p := range cascade {
-		prefix := fmt.Sprintf("cascade[%d]", i)
+		prefix := fmt.Sprintf("%s[%d]", key, i)
 		if ck.skip(prefix) {
 			continue
 		}
@@ -233,7 +239,7 @@ func (ck *checker) validateCascade(cascade []Provider) {
 			ck.add(prefix+".name", "is required: every provider needs a unique name")
 		} else if ck.checkText(prefix+".name", p.Name, true) {
 			if j, dup := names[p.Name]; dup {
-				first := fmt.Sprintf("cascade[%d]", j)
+				first := fmt.Sprintf("%s[%d]", key, j)
 				where := ""
 				if l := ck.line(first + ".name"); l > 0 {
 					where = fmt.Sprintf(" at line %d", l)
@@ -245,6 +251,35 @@ func (ck *checker) validateCascade(cascade []Provider) {
 		}
 		ck.validateProvider(prefix, p)
 	}
+}
+
+// validateCascades checks the cascades section: each name a cascade's name, each list valid;
+// and that compaction.cascade and compaction.part_cascade name a cascade there is.
+func (ck *checker) validateCascades(c Config) {
+	for _, name := range slices.Sorted(maps.Keys(c.Cascades)) {
+		key := "cascades." + name
+		if p := compact.CascadeNameProblem(name); p != "" {
+			ck.add(key, "%s %s", quote(name), p)
+			continue
+		}
+		ck.validateProviders(key, c.Cascades[name])
+	}
+	s := c.Compaction.settings().WithDefaults()
+	for _, k := range []struct{ key, name string }{{compact.KeyCascade, s.Cascade}, {compact.KeyPartCascade, s.PartCascade}} {
+		key := "compaction." + k.key
+		if ck.skip(key) || compact.CascadeNameProblem(k.name) != "" { // reserved, or malformed: Problems says so
+			continue
+		}
+		if _, ok := c.Cascades[k.name]; !ok {
+			ck.add(key, "%s is not a cascade: the config defines %s", quote(k.name), knownCascades(c))
+		}
+	}
+}
+
+// knownCascades names the cascades a compaction may name, for a message.
+func knownCascades(c Config) string {
+	names := append([]string{compact.DefaultCascade + " (the top-level cascade)"}, c.CascadeNames()...)
+	return strings.Join(names, ", ")
 }
 
 // validateCompaction applies memory's rules of the settings (compact.Settings.Problems), each

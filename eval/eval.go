@@ -32,6 +32,10 @@ type Config struct {
 	// Summarizer, if not nil, builds this configuration's summarizer on its scratch store
 	// (else Options.Summarizer's).
 	Summarizer func(s *memory.Store) (compact.Summarizer, error) `json:"-"`
+	// Compactor, when set, builds the configuration's compactor on its scratch store with
+	// Settings (memctl eval --cascade: the config's cascades on the scratch database); nil: a
+	// compactor over Summarizer.
+	Compactor func(s *memory.Store, set compact.Settings) (*compact.Compactor, error) `json:"-"`
 }
 
 // Options are the inputs of Run.
@@ -220,19 +224,10 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 		return cr, err
 	}
 	defer s.Close()
-	var sum compact.Summarizer
-	switch {
-	case c.Summarizer != nil:
-		sum, err = c.Summarizer(s)
-	case opt.Summarizer != nil:
-		sum, err = opt.Summarizer(s)
-	default:
-		sum, err = offline(s)
-	}
+	comp, err := newCompactor(s, opt, c)
 	if err != nil {
 		return cr, err
 	}
-	comp := compact.NewWith(s, sum, c.Settings, compact.Config{BeforeCompaction: opt.BeforeCompaction})
 	model := cmp.Or(opt.Model, "gpt-4o")
 	var counter tokencount.Counter
 	for i, m := range opt.Messages {
@@ -278,6 +273,27 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 		}
 	}
 	return cr, nil
+}
+
+// newCompactor is the compactor of configuration c on its scratch store s.
+func newCompactor(s *memory.Store, opt Options, c Config) (*compact.Compactor, error) {
+	if c.Compactor != nil {
+		return c.Compactor(s, c.Settings)
+	}
+	var sum compact.Summarizer
+	var err error
+	switch {
+	case c.Summarizer != nil:
+		sum, err = c.Summarizer(s)
+	case opt.Summarizer != nil:
+		sum, err = opt.Summarizer(s)
+	default:
+		sum, err = offline(s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return compact.NewWith(s, sum, c.Settings, compact.Config{BeforeCompaction: opt.BeforeCompaction}), nil
 }
 
 func offline(s *memory.Store) (compact.Summarizer, error) {

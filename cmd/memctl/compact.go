@@ -18,7 +18,9 @@ func (a *app) compactCommand() *cobra.Command {
 		ValidArgsFunction: a.completeThreads,
 		Short:             "Compact a thread's active context",
 		Long: `Compact THREAD: keep its system prompt and its most recent messages up to limit x ratio,
-and replace the middle with a summary written by the configured cascade of providers. The
+and replace the middle with a summary written by the thread's cascade of providers (the config's
+compaction.cascade, or the thread's memctl set --cascade; with a part cascade, it reads the
+middle in parts first). The
 originals are never lost; if no provider can summarize, nothing changes (exit 1). Without
 --force a thread under limit x trigger is left alone (not_needed). --dry-run prints the plan.
 --instructions adds what the summary should keep or stress to this compaction's prompt (redacted,
@@ -66,8 +68,12 @@ func (a *app) compact(cmd *cobra.Command, thread string, opt compact.Options) er
 	if err != nil {
 		return err
 	}
-	if _, err := compact.Resolve(cfg.Settings(), ts, over); err != nil {
+	eff, err := compact.Resolve(cfg.Settings(), ts, over)
+	if err != nil {
 		return settingsError(cmd, "compact", err)
+	}
+	if err := unknownCascade(cmd, "compact "+t.ID, cfg, eff); err != nil {
+		return err
 	}
 	counter, err := s.Counter(t.Encoding)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/memcascade/memcascade/compact"
 )
 
 // completeThreads completes the THREAD argument (the first) with the thread names of the
@@ -44,4 +46,29 @@ func (a *app) threadNames(cmd *cobra.Command, prefix string) []cobra.Completion 
 	}
 	slices.Sort(names)
 	return names
+}
+
+// completeCascade completes --cascade: default and the config's cascades.
+func (a *app) completeCascade(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return a.cascadeNames(toComplete, compact.DefaultCascade), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completePartCascade completes --part-cascade: none, default and the config's cascades.
+func (a *app) completePartCascade(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return a.cascadeNames(toComplete, compact.NoCascade, compact.DefaultCascade), cobra.ShellCompDirectiveNoFileComp
+}
+
+// cascadeNames are fixed and the config's cascades that start with prefix.
+func (a *app) cascadeNames(prefix string, fixed ...string) []cobra.Completion {
+	names := fixed
+	if cfg, err := a.config(); err == nil {
+		names = append(names, cfg.CascadeNames()...)
+	}
+	var out []cobra.Completion
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -24,6 +24,7 @@ func (a *app) evalCommand() *cobra.Command {
 	var (
 		limit, maxProbes  int
 		strategies, files []string
+		cascades          []string
 		answerWith, model string
 	)
 	cmd := &cobra.Command{
@@ -34,22 +35,25 @@ func (a *app) evalCommand() *cobra.Command {
 or, when no file has that name, THREAD (a thread of the database) message by message into a scratch database, compacting
 when due, once per configuration (each --strategy, at --limit tokens, over the other settings
 of $MEMCTL_CONFIG or the user's config file; each --config FILE, its compaction settings and
-cascade, named by the file's base name), and ask probes generated from the original messages
-after each compaction and at the end: recall (a value given in a message), artifact (a call
-and what it returned), constraint (a user's constraint) and continuation (the latest user
-request). Each probe is asked with the compacted context and, as a baseline, with the newest
-messages of the full history that fit the same limit; an answer counts when it is the
-expected value, case, spacing and quotes aside. The thread is never changed: summaries come
-from the offline summarizer, or a --config file's cascade. The answers come from the built-in
-lookup, or from --answer-with, an OpenAI-compatible API (its key from MEMCTL_EVAL_API_KEY, else OPENAI_API_KEY). Progress goes to
+cascades, named by the file's base name), and ask probes generated from the original messages after each compaction and at
+the end: recall (a value given in a message), artifact (a call and what it returned),
+constraint (a user's constraint) and continuation (the latest user request). Each probe is
+asked with the compacted context and, as a baseline, with the newest messages of the full
+history that fit the same limit; an answer counts when it is the expected value, case,
+spacing and quotes aside. The thread is never changed: summaries come from the offline
+summarizer, or, for each --cascade NAME, from that cascade of the config (default: the top-level
+one; its providers are asked for real, with the config's part_cascade), a configuration
+named STRATEGY@NAME. The answers come from the built-in lookup, or from --answer-with, an
+OpenAI-compatible API (its key from MEMCTL_EVAL_API_KEY, else OPENAI_API_KEY). Progress goes to
 stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/eval.md.`,
 		Example: `  memctl eval support-42 --limit 8000 --strategy summarize --strategy window
   memctl eval conversation.jsonl --limit 4000 --strategy summarize --strategy mask --json
   memctl eval conversation.jsonl --config small.yaml --config large.yaml --strategy window
-  memctl eval conversation.jsonl --limit 4000 --answer-with http://localhost:8080/v1 --model small`,
+  memctl eval conversation.jsonl --limit 4000 --answer-with http://localhost:8080/v1 --model small
+  memctl eval support-42 --limit 8000 --cascade cheap --cascade default`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eval(cmd, args[0], evalFlags{limit: limit, maxProbes: maxProbes, strategies: strategies, files: files, answerWith: answerWith, model: model})
+			return a.eval(cmd, args[0], evalFlags{limit: limit, maxProbes: maxProbes, strategies: strategies, files: files, cascades: cascades, answerWith: answerWith, model: model})
 		},
 	}
 	f := cmd.Flags()
@@ -57,7 +61,9 @@ stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/e
 	f.StringArrayVar(&strategies, "strategy", nil, "a configuration: summarize, mask, hybrid or window (repeat to compare; default: the config's)")
 	// In eval, --config names a configuration to compare; the settings the --strategy
 	// configurations start from are the config file's of $MEMCTL_CONFIG or the user's.
-	f.StringArrayVar(&files, "config", nil, "a configuration: this config file's compaction settings and cascade, named by its base name (repeat to compare; --limit overrides its limit)")
+	f.StringArrayVar(&files, "config", nil, "a configuration: this config file's compaction settings and cascades, named by its base name (repeat to compare; --limit overrides its limit)")
+	f.StringArrayVar(&cascades, "cascade", nil, "a configuration whose summaries come from this cascade of the config (default, or a name of cascades; repeat to compare; default: the offline summarizer)")
+	cmd.RegisterFlagCompletionFunc("cascade", a.completeCascade)
 	f.StringVar(&answerWith, "answer-with", "", "answer with the model of this OpenAI-compatible API base URL, ending in /v1 (default: the built-in lookup)")
 	f.StringVar(&model, "model", "", "the model of --answer-with")
 	f.IntVar(&maxProbes, "max-probes", 20, "at most this many probes of each kind at each checkpoint (0: all)")
@@ -67,6 +73,7 @@ stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/e
 type evalFlags struct {
 	limit, maxProbes  int
 	strategies, files []string
+	cascades          []string
 	answerWith, model string
 }
 
@@ -85,33 +92,9 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 	if fl.maxProbes < 0 {
 		return usagef("--max-probes %d: must be zero or a positive whole number", fl.maxProbes)
 	}
-	base := cfg.Settings()
-	if len(fl.strategies) == 0 && len(fl.files) == 0 {
-		fl.strategies = []string{base.WithDefaults().Strategy}
-	}
-	var configs []eval.Config
-	for _, s := range fl.strategies {
-		over := compact.ThreadSettings{Strategy: s}
-		if fl.limit > 0 {
-			over.TokenLimit = &fl.limit
-		}
-		set, err := compact.Resolve(base, compact.ThreadSettings{}, over)
-		if err != nil {
-			return usagef("eval: --strategy %s: %v", s, err)
-		}
-		configs = append(configs, eval.Config{Name: s, Settings: set})
-	}
-	for _, file := range fl.files {
-		c, err := evalConfigFile(file, fl.limit)
-		if err != nil {
-			return err
-		}
-		for _, o := range configs {
-			if o.Name == c.Name {
-				return usagef("--config %s: a configuration is already named %s", file, c.Name)
-			}
-		}
-		configs = append(configs, c)
+	configs, err := a.evalConfigs(cmd, cfg, fl)
+	if err != nil {
+		return err
 	}
 	answerer, err := a.evalAnswerer(fl)
 	if err != nil {
@@ -138,10 +121,66 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 	return a.printEval(res, err)
 }
 
+// evalConfigs are the configurations of the flags: each strategy, with the offline summarizer,
+// or with each cascade of --cascade (named STRATEGY@CASCADE).
+func (a *app) evalConfigs(cmd *cobra.Command, cfg config.Config, fl evalFlags) ([]eval.Config, error) {
+	base := cfg.Settings()
+	if len(fl.strategies) == 0 && len(fl.files) == 0 {
+		fl.strategies = []string{base.WithDefaults().Strategy}
+	}
+	cascades := fl.cascades
+	if len(cascades) == 0 {
+		cascades = []string{""} // the offline summarizer
+	}
+	var configs []eval.Config
+	for _, s := range fl.strategies {
+		for _, name := range cascades {
+			over := compact.ThreadSettings{Strategy: s, Cascade: name}
+			if name == "" { // the offline summarizer reads the whole middle
+				over.Cascade, over.PartCascade = compact.DefaultCascade, compact.NoCascade
+			}
+			if fl.limit > 0 {
+				over.TokenLimit = &fl.limit
+			}
+			set, err := compact.Resolve(base, compact.ThreadSettings{}, over)
+			if err != nil {
+				if name != "" {
+					return nil, usagef("eval: --strategy %s --cascade %s: %v", s, name, err)
+				}
+				return nil, usagef("eval: --strategy %s: %v", s, err)
+			}
+			c := eval.Config{Name: s, Settings: set}
+			if name != "" {
+				if err := unknownCascade(cmd, "eval", cfg, set); err != nil {
+					return nil, err
+				}
+				c.Name = s + "@" + name
+				c.Compactor = func(st *memory.Store, set compact.Settings) (*compact.Compactor, error) {
+					return a.evalCompactor(cfg, st, set)
+				}
+			}
+			configs = append(configs, c)
+		}
+	}
+	for _, file := range fl.files {
+		c, err := a.evalConfigFile(file, fl.limit)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range configs {
+			if o.Name == c.Name {
+				return nil, usagef("--config %s: a configuration is already named %s", file, c.Name)
+			}
+		}
+		configs = append(configs, c)
+	}
+	return configs, nil
+}
+
 // evalConfigFile is the configuration of the config file path: its compaction settings (at
-// limit tokens when limit > 0) and its cascade (with the offline rung it adds), named by the
+// limit tokens when limit > 0) and its cascades (with the offline rung each adds), named by the
 // file's base name without its extension.
-func evalConfigFile(path string, limit int) (eval.Config, error) {
+func (a *app) evalConfigFile(path string, limit int) (eval.Config, error) {
 	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -154,14 +193,38 @@ func evalConfigFile(path string, limit int) (eval.Config, error) {
 			return eval.Config{}, usagef("--config %s: --limit %d: %v", path, limit, err)
 		}
 	}
-	sum := func(s *memory.Store) (compact.Summarizer, error) {
-		counter, err := s.Counter(tokencount.EncodingO200k)
-		if err != nil {
-			return nil, err
-		}
-		return cfg.NewCascade(s.DB(), cascade.Options{Now: s.Now, Count: counter.CountText})
+	return eval.Config{Name: name, Settings: set, Compactor: func(st *memory.Store, set compact.Settings) (*compact.Compactor, error) {
+		return a.evalCompactor(cfg, st, set)
+	}}, nil
+}
+
+// evalCompactor is the compactor of a configuration of --cascade on its scratch store st: the
+// config's cascades on the scratch database (their cooldowns and attempts stay there), the
+// config's redaction, and the configuration's settings.
+func (a *app) evalCompactor(cfg config.Config, st *memory.Store, set compact.Settings) (*compact.Compactor, error) {
+	counter, err := st.Counter(tokencount.EncodingO200k)
+	if err != nil {
+		return nil, err
 	}
-	return eval.Config{Name: name, Settings: set, Summarizer: sum}, nil
+	red, err := cfg.Redactor()
+	if err != nil {
+		return nil, err
+	}
+	opt := cascade.Options{Count: counter.CountText, Logger: a.logger, Now: st.Now}
+	def, err := cfg.NewCascade(st.DB(), opt)
+	if err != nil {
+		return nil, err
+	}
+	named, err := cfg.NewCascades(st.DB(), opt)
+	if err != nil {
+		return nil, err
+	}
+	sums := make(map[string]compact.Summarizer, len(named))
+	for name, c := range named {
+		sums[name] = c
+	}
+	return compact.NewWith(st, def, set, compact.Config{Summarizers: sums, Logger: a.logger, Pace: def.TimeFor,
+		Redact: func(s string) string { out, _ := red.Redact(s); return out }}), nil
 }
 
 // printEval prints the table (or JSON) of res; an interrupted run is then the error err.

@@ -89,6 +89,9 @@ func settingsFromFlags(cmd *cobra.Command) (compact.ThreadSettings, error) {
 	if err := knobsFromFlags(cmd, &ts); err != nil {
 		return ts, err
 	}
+	if err := moreFromFlags(cmd, &ts); err != nil {
+		return ts, err
+	}
 	if err := ts.Validate(); err != nil {
 		return ts, settingsError(cmd, cmd.Name(), err)
 	}
