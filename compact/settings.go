@@ -58,6 +58,10 @@ type Settings struct {
 	Mask MaskSettings
 	// MaxFailures failed compactions of a thread in a row hold it (see Compactor.Held).
 	MaxFailures int
+	// MaxCost is the most, in dollars, a provider's requests for one summary are estimated to
+	// cost: a provider with a price whose estimate is over it is skipped (outcome
+	// skipped_cost; see cost.go). 0: no limit.
+	MaxCost float64
 }
 
 // Values of Settings.OnFailure.
@@ -220,6 +224,7 @@ func (s Settings) Problems() []*SettingError {
 			ps = append(ps, &SettingError{Key: "prompt", Msg: fmt.Sprintf("prompt: %v", err)})
 		}
 	}
+	ps = append(ps, s.costProblems()...)
 	return append(ps, s.knobProblems()...)
 }
 

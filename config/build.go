@@ -39,6 +39,7 @@ func (cp Compaction) settings() compact.Settings {
 		Mask: compact.MaskSettings{KeepToolResults: cp.Mask.KeepToolResults, ExcludeTools: slices.Clone(cp.Mask.ExcludeTools),
 			ClearToolInputs: cp.Mask.ClearToolInputs, ClearThinking: cp.Mask.ClearThinking},
 		MaxFailures: cp.MaxFailures,
+		MaxCost:     cp.MaxCost,
 	}
 }
 
@@ -69,6 +70,7 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 		cp.Mask.ExcludeTools = nil // rendered [], parsed back as none
 	}
 	cp.MaxFailures = s.MaxFailures
+	cp.MaxCost = s.MaxCost
 }
 
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the
@@ -175,7 +177,7 @@ func (c Config) newCascade(h *db.Handle, opt cascade.Options, red func(string) s
 			Name: p.Name, Type: p.Type, Model: p.Model, BaseURL: p.BaseURL,
 			ContextWindow: int(p.ContextWindow), MaxOutputTokens: p.MaxOutputTokens, MaxAttempts: p.MaxAttempts,
 			MaxWait: time.Duration(p.MaxWait), Cooldown: time.Duration(p.Cooldown), MaxCooldown: time.Duration(p.MaxCooldown),
-			Concurrency: p.Concurrency,
+			Concurrency: p.Concurrency, Price: p.PricePerMTok.LLM(),
 		}
 		if p.ContextWindow == WindowAuto {
 			// Read from the server before each turn (cached); cascade.DefaultAutoWindow when

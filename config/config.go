@@ -107,6 +107,10 @@ type Compaction struct {
 	CompactEveryTurns int `yaml:"compact_every_turns" json:"compact_every_turns"`
 	// Mask tunes the mask and hybrid strategies (see compact.MaskSettings).
 	Mask Mask `yaml:"mask" json:"mask"`
+	// MaxCost is the most, in dollars, a provider with a price_per_mtok may be estimated to
+	// cost for one summary; one estimated over it is skipped (see compact.Settings.MaxCost).
+	// 0: no limit.
+	MaxCost float64 `yaml:"max_cost" json:"max_cost"`
 }
 
 // Mask is the compaction.mask section (see compact.MaskSettings).
@@ -132,6 +136,9 @@ type Serve struct {
 	// Recall lets the model of a thread with compacted history search it: the proxy adds a
 	// memory_search tool and answers the model's calls of it itself (serve.Server.Recall).
 	Recall bool `yaml:"recall" json:"recall"`
+	// PricePerMTok is what the upstream charges (nil: no price): each reply stored adds its
+	// cost to its thread's.
+	PricePerMTok *Price `yaml:"price_per_mtok,omitempty" json:"price_per_mtok,omitempty"`
 }
 
 // DefaultListen is the default address of memctl serve.
@@ -164,6 +171,9 @@ type Provider struct {
 	// up to MaxCooldown.
 	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`
 	MaxCooldown Duration `yaml:"max_cooldown" json:"max_cooldown"`
+	// PricePerMTok is what the provider charges (nil: no price); not for type extractive,
+	// which is free.
+	PricePerMTok *Price `yaml:"price_per_mtok,omitempty" json:"price_per_mtok,omitempty"`
 }
 
 // Per-provider defaults.

@@ -126,6 +126,7 @@ func fullConfig(source string) config.Config {
 			CompactEveryTurns: 10,
 			Mask:              config.Mask{KeepToolResults: 4, ExcludeTools: []string{"read_file", "grep"}, ClearToolInputs: true, ClearThinking: true},
 			MaxFailures:       5,
+			MaxCost:           0.25,
 		},
 		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
 		Cascade: []config.Provider{
@@ -133,6 +134,7 @@ func fullConfig(source string) config.Config {
 				Name: "cloud", Type: "openai", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
 				APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 128000, MaxOutputTokens: 4096, Temperature: 0.2,
 				Timeout: dur("90s"), MaxAttempts: 3, MaxWait: dur("30s"), Concurrency: 4, Cooldown: dur("1m"), MaxCooldown: dur("2h"),
+				PricePerMTok: &config.Price{Input: 0.15, Output: 0.6},
 			},
 			{
 				Name: "local", Type: "openai", BaseURL: "http://127.0.0.1:11434/v1", Model: "qwen2.5:7b",
