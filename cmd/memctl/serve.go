@@ -123,7 +123,7 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	}
 	return &serve.Server{
 		Store: s, Compactor: c, Cascade: casc,
-		Upstream: sc.Upstream, UpstreamKey: key, Token: token,
+		Upstream: sc.Upstream, UpstreamKey: key, UpstreamPrice: sc.PricePerMTok.LLM(), Token: token,
 		Logger: a.logger, LoopbackOnly: loopback && token == "", Recall: sc.Recall,
 	}, nil
 }
