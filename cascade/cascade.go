@@ -109,6 +109,16 @@ type Offliner interface {
 	Offline() bool
 }
 
+// Retargeter is implemented by a provider whose target is chosen for each run, from the
+// caller's context and the compaction it summarizes for (memctl serve's upstream rung: the
+// model serve fronts, in the API shape and with the model of the thread being compacted).
+// Retarget is given the entry as built and returns the entry of this run (its Provider and
+// Model, its window...; its Name is kept: the cooldown is the entry's), or false to pass the
+// entry over for this run: no request, no attempt row, no cooldown.
+type Retargeter interface {
+	Retarget(ctx context.Context, compactionID int64, e Entry) (Entry, bool)
+}
+
 // Entry is one rung of the cascade: a provider and its settings. It shares its name with
 // memory.Entry (a message of a thread's active context), a different concept: the two packages
 // never import each other, and each name reads right where it is used (cascade.New(db,
@@ -327,7 +337,9 @@ func (c *Cascade) Complete(ctx context.Context, compactionID int64, req llm.Requ
 // Run tries task against each provider in order until one succeeds; compactionID (0 = none)
 // links the attempt rows to a compaction.
 //
-// A provider cooling down is skipped without a request (and the skip is logged). Otherwise
+// A provider that is a Retargeter is asked for its entry of this run first, and passed over
+// (silently) when it has none. A provider cooling down is skipped without a request (and the
+// skip is logged). Otherwise
 // task runs under AttemptTimeout with a Completer bound to that provider. When the task
 // fails, the provider's failure class is that of the *ProviderError its error wraps, else
 // Classify's class of the error, else the class of the last failed attempt; the provider is
@@ -354,7 +366,15 @@ func (c *Cascade) Run(ctx context.Context, compactionID int64, task llm.Task) (l
 		if canceled(ctx) {
 			return llm.Result{}, &Error{Causes: append(causes, c.newError(e, ClassCanceled, ctx.Err()))}
 		}
-		text, pe, err := c.try(ctx, compactionID, i, task)
+		if rt, ok := e.Provider.(Retargeter); ok {
+			run, ok := rt.Retarget(ctx, compactionID, *e)
+			if !ok {
+				continue
+			}
+			run.Name = e.Name
+			e = &run
+		}
+		text, pe, err := c.try(ctx, compactionID, i, e, task)
 		if err != nil {
 			return llm.Result{}, err
 		}
@@ -375,10 +395,10 @@ func canceled(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.Canceled)
 }
 
-// try gives entry i its turn: skipped when cooling down or out of time, else task runs. It
-// returns the text, or the provider's failure, or a database error that ends the cascade.
-func (c *Cascade) try(ctx context.Context, compactionID int64, i int, task llm.Task) (string, *ProviderError, error) {
-	e := &c.Entries[i]
+// try gives entry i, e (its entry of this run: see Retargeter), its turn: skipped when cooling
+// down or out of time, else task runs. It returns the text, or the provider's failure, or a
+// database error that ends the cascade.
+func (c *Cascade) try(ctx context.Context, compactionID int64, i int, e *Entry, task llm.Task) (string, *ProviderError, error) {
 	row, err := c.cooldownRow(ctx, e.Name)
 	if err != nil {
 		if canceled(ctx) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -297,6 +298,16 @@ func ClassifyHTTP(status int, body []byte) Class {
 		return classifyAPIError(env.Error)
 	}
 	return classifyStatus(status, string(body))
+}
+
+// HTTPError is the failure of a provider from outside this package (memctl serve's upstream
+// rung) whose server answered an error: its class is ClassifyHTTP's of status and body (an
+// error object of OpenAI's shape, or of Anthropic's, {"type": "error", "error": {"type",
+// "message"}}, which reads the same: "prompt is too long" is context_length, 429 rate_limited,
+// 529 overloaded a server error), its Retry-After the one h asks for, and its cause err (the
+// server's message, with no key in it). The cascade's completer names the provider.
+func HTTPError(status int, h http.Header, body []byte, err error) *ProviderError {
+	return &ProviderError{Class: ClassifyHTTP(status, body), HTTPStatus: status, RetryAfter: retryAfter(h, time.Now()), Err: err}
 }
 
 // classifyAPIError classifies an error object an OpenAI-compatible server sent.

@@ -60,7 +60,7 @@ func results(a memory.Active) []string {
 		}
 		if e.Message.Role == "tool" {
 			state := "verbatim"
-			if e.Shortened() {
+			if e.Mark() != nil {
 				state = "masked"
 			}
 			out = append(out, names[e.Message.ToolCallID]+":"+state)

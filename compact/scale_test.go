@@ -213,7 +213,7 @@ func TestConcurrentCompactionsOneWins(t *testing.T) {
 		switch {
 		case errs[i] == nil && reps[i].Status == memory.StatusApplied:
 			applied++
-		case errors.Is(errs[i], memory.ErrConflict) && reps[i].Status == memory.StatusFailed && strings.Contains(reps[i].Error, "conflict"):
+		case memory.ErrorCode(errs[i]) == memory.CodeConflict && reps[i].Status == memory.StatusFailed && strings.Contains(reps[i].Error, "conflict"):
 			failed++
 		default:
 			t.Errorf("compaction %d: %s, %v", i, reps[i].Status, errs[i])

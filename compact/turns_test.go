@@ -66,7 +66,7 @@ func wholeTurns(t *testing.T, s *memory.Store, n int) int {
 	}
 	shown := map[int64]bool{}
 	for _, e := range a.Entries {
-		if e.CompactionID == 0 && !e.Shortened() {
+		if e.CompactionID == 0 && !(e.Mark() != nil) {
 			shown[e.Seq] = true
 		}
 	}

@@ -128,12 +128,19 @@ func (c Config) withOfflineRung() []Provider {
 // summary, fact and error stored) and the cascade's (every attempt's error): it replaces
 // comp.Redact and opt.Redact.
 func (c Config) NewCompactor(h *db.Handle, store *memory.Store, opt cascade.Options, comp compact.Config) (*compact.Compactor, *cascade.Cascade, error) {
+	return c.NewCompactorWith(h, store, opt, comp, nil)
+}
+
+// NewCompactorWith is NewCompactor with the rungs first put before the config's cascade:
+// memctl serve's upstream rung (the model it fronts) when the config names no cascade of its
+// own (see NamesCascade).
+func (c Config) NewCompactorWith(h *db.Handle, store *memory.Store, opt cascade.Options, comp compact.Config, first []cascade.Entry) (*compact.Compactor, *cascade.Cascade, error) {
 	red, err := c.redact()
 	if err != nil {
 		return nil, nil, err
 	}
 	opt.Now = store.Now
-	casc, err := c.newCascade(h, opt, red)
+	casc, err := c.newCascade(h, opt, red, first)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,7 +162,14 @@ func (c Config) NewCascade(h *db.Handle, opt cascade.Options) (*cascade.Cascade,
 	if err != nil {
 		return nil, err
 	}
-	return c.newCascade(h, opt, red)
+	return c.newCascade(h, opt, red, nil)
+}
+
+// NamesCascade reports whether the config names a cascade of its own: one other than the
+// built-in default, the offline rung alone (a config that writes that one out names none).
+// memctl serve summarizes with the model it fronts, then offline, when it names none.
+func (c Config) NamesCascade() bool {
+	return !slices.Equal(c.WithDefaults().Cascade, defaultCascade())
 }
 
 // redact is the redaction of Redactor as a function.
@@ -167,10 +181,11 @@ func (c Config) redact() (func(string) string, error) {
 	return func(s string) string { out, _ := r.Redact(s); return out }, nil
 }
 
-// newCascade is NewCascade with the redaction red.
-func (c Config) newCascade(h *db.Handle, opt cascade.Options, red func(string) string) (*cascade.Cascade, error) {
+// newCascade is NewCascade with the redaction red, and the rungs first before the config's.
+func (c Config) newCascade(h *db.Handle, opt cascade.Options, red func(string) string, first []cascade.Entry) (*cascade.Cascade, error) {
 	c = c.WithDefaults()
-	entries := make([]cascade.Entry, 0, len(c.Cascade)+1)
+	entries := make([]cascade.Entry, 0, len(first)+len(c.Cascade)+1)
+	entries = append(entries, first...)
 	for _, p := range c.withOfflineRung() {
 		p = p.WithDefaults()
 		e := cascade.Entry{

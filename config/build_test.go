@@ -62,3 +62,37 @@ func TestNewCompactorOnTheStoreClock(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesCascade: a config names a cascade of its own unless it has none, or the built-in one
+// written out; NewCompactorWith puts its first rungs before the config's cascade.
+func TestNamesCascade(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		yaml string
+		want bool
+	}{
+		{"", false},
+		{"model: gpt-4o\n", false},
+		{"cascade:\n  - name: offline\n    type: extractive\n", false},
+		{"cascade:\n  - name: mine\n    type: extractive\n", true},
+		{"cascade:\n  - name: local\n    model: llama3.2\n", true},
+		{"cascade:\n  - name: offline\n    type: extractive\n    max_attempts: 3\n", true},
+	} {
+		cfg, err := config.Parse([]byte(c.yaml), "c.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.NamesCascade(); got != c.want {
+			t.Errorf("%q: NamesCascade() = %v, want %v", c.yaml, got, c.want)
+		}
+	}
+	s, _ := storetest.OpenWith(t, memory.Options{})
+	first := cascade.Entry{Name: "upstream", Provider: &cascade.Fake{}}
+	_, casc, err := config.Default().NewCompactorWith(s.DB(), s, cascade.Options{}, compact.Config{}, []cascade.Entry{first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(casc.Entries); n != 2 || casc.Entries[0].Name != "upstream" || casc.Entries[1].Name != config.OfflineName {
+		t.Fatalf("entries %+v, want upstream then offline", casc.Entries)
+	}
+}

@@ -62,7 +62,7 @@ func startsWith(msgs []chat.Message, begins string) []chat.Message {
 // facts extracted from the whole text as said by role (a JSON document is read as one).
 func valueAfter(text, role string, pos int, k facts.Kind) string {
 	best, at := "", -1
-	for _, f := range facts.Extract([]facts.Message{{Role: role, Content: text}}) {
+	for _, f := range facts.Extract([]facts.Message{{Role: readAs(role), Content: text}}) {
 		if f.Kind != k {
 			continue
 		}
@@ -71,6 +71,16 @@ func valueAfter(text, role string, pos int, k facts.Kind) string {
 		}
 	}
 	return best
+}
+
+// readAs is the role whose values the facts ledger reads in a message of role: a system
+// message (a compaction's summary) as a tool's output, since the ledger skips the system
+// prompt.
+func readAs(role string) string {
+	if role == chat.RoleSystem || role == "developer" {
+		return chat.RoleTool
+	}
+	return role
 }
 
 // afterCue is where the cue words end in text: the words of cue, case folded, as consecutive
@@ -137,36 +147,211 @@ func lookupRecall(msgs []chat.Message, q Question) string {
 			}
 		}
 	}
-	// Else the line that holds the most cue words, at least two of them or one that is a
-	// value itself (it has a digit or an underscore): the first value of the kind after the
-	// last of them.
-	cues := map[string]bool{}
-	for _, w := range append(words(q.After), words(q.Begins)...) {
-		if len(w) > 2 || strings.ContainsAny(w, "0123456789_") {
-			cues[strings.ToLower(w)] = true
-		}
+	// Else the value of the kind asked that the question's cue words stand nearest before,
+	// anywhere in the context: a summary's tool call (user_id=omar_davis_3817), a quoted
+	// line, a list that follows the values the cue names.
+	return nearestCued(msgs, q)
+}
+
+// The weights of a recall probe's cue words: the words just before the value count more
+// than those of the message's beginning, and a word that is a value itself (it has a digit)
+// more than a plain one.
+const (
+	weightAfter  = 3
+	weightBegins = 1
+	weightValue  = 2 // times the weight of a cue word that has a digit
+	// cueWindow is how many words before a value its cue words are looked for.
+	cueWindow = 12
+	// afterReach is how close before a value one word of the After cue must be.
+	afterReach = 4
+	// minCued is the least score a value needs to be answered: one word of the cue just
+	// before it, or several near it.
+	minCued = 3
+)
+
+// stopWords are not cue words: they stand before any value.
+var stopWords = map[string]bool{"is": true, "it": true, "my": true, "me": true, "to": true, "of": true,
+	"in": true, "on": true, "at": true, "an": true, "or": true, "if": true, "as": true, "be": true, "by": true,
+	"we": true, "do": true, "so": true, "no": true, "up": true, "us": true, "am": true, "the": true, "and": true, "you": true, "your": true, "for": true, "with": true,
+	"can": true, "are": true, "was": true, "this": true, "that": true, "have": true, "has": true, "from": true,
+	"but": true, "not": true, "its": true, "our": true, "will": true, "would": true, "could": true, "please": true}
+
+// cueWord is how a word counts as a cue: lower case, a plural's s cut ("reservations").
+func cueWord(w string) string {
+	w = strings.ToLower(w)
+	if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
+		w = w[:len(w)-1]
 	}
-	best, bestScore := "", 0
-	for i := len(msgs) - 1; i >= 0; i-- {
-		for _, line := range strings.Split(messageText(msgs[i]), "\n") {
-			score, strong, last := 0, false, -1
-			for _, sp := range wordSpans(line) {
-				w := strings.ToLower(line[sp[0]:sp[1]])
-				if cues[w] {
-					score++
-					strong = strong || strings.ContainsAny(w, "0123456789_")
-					last = sp[1]
-				}
-			}
-			if score <= bestScore || (score < 2 && !strong) {
+	return w
+}
+
+// cueWeights are the cue words of q with their weights.
+func cueWeights(q Question) map[string]float64 {
+	out := map[string]float64{}
+	add := func(text string, weight float64) {
+		for _, w := range strings.FieldsFunc(text, notAlnum) {
+			digit := strings.ContainsAny(w, "0123456789")
+			if !digit && (len(w) < 2 || stopWords[strings.ToLower(w)]) {
 				continue
 			}
-			if v := valueAfter(line, msgs[i].Role, last, q.Want); v != "" {
-				best, bestScore = v, score
+			wt := weight
+			if digit {
+				wt *= weightValue
+			}
+			w = cueWord(w)
+			out[w] = max(out[w], wt)
+		}
+	}
+	add(q.Begins, weightBegins)
+	add(q.After, weightAfter)
+	return out
+}
+
+func notAlnum(r rune) bool { return !(unicode.IsLetter(r) || unicode.IsDigit(r)) }
+
+// alnumSpans are the byte spans of the runs of letters and digits of s (an underscore
+// separates: user_id is user and id).
+func alnumSpans(s string) [][2]int {
+	var out [][2]int
+	start := -1
+	for i, r := range s {
+		in := !notAlnum(r)
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			out = append(out, [2]int{start, i})
+			start = -1
+		}
+	}
+	if start >= 0 {
+		out = append(out, [2]int{start, len(s)})
+	}
+	return out
+}
+
+// nearestCued is the value of the kind q asks that has the most of q's cue words close before
+// it in one message of msgs (the earliest on a tie), or "" when none has minCued. A value
+// the question itself quotes is never the answer.
+func nearestCued(msgs []chat.Message, q Question) string {
+	cues := cueWeights(q)
+	quoted := normalize(q.Text)
+	best, bestScore := "", float64(minCued)-1e-9
+	for _, m := range msgs {
+		text := messageText(m)
+		var spans, lists [][2]int
+		var toks []string
+		for _, f := range facts.Extract([]facts.Message{{Role: readAs(m.Role), Content: text}}) {
+			if f.Kind != q.Want || containsNorm(quoted, f.Text) {
+				continue
+			}
+			if spans == nil {
+				lists = bareLists(text)
+				spans = alnumSpans(text)
+				toks = make([]string, len(spans))
+				for i, sp := range spans {
+					if !inRanges(lists, sp[0]) {
+						toks[i] = cueWord(text[sp[0]:sp[1]])
+					}
+				}
+			}
+			for _, pos := range occurrences(text, f.Text) {
+				if inRanges(lists, pos) {
+					continue
+				}
+				if sc := cueScore(spans, toks, pos, cues); sc > bestScore {
+					best, bestScore = f.Text, sc
+				}
 			}
 		}
 	}
 	return best
+}
+
+// bareLists are the byte spans of the lines of text that list values under a label and
+// nothing else ("- IDs: HAT028; HAT277; X7BYG1", a summary's key facts): a value there has no
+// words of its own, and its neighbours are no cue, since such a list keeps no order of the
+// messages.
+func bareLists(text string) [][2]int {
+	var out [][2]int
+	for start := 0; start < len(text); {
+		end := strings.IndexByte(text[start:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += start
+		}
+		line := strings.TrimLeft(text[start:end], " \t-*•")
+		if label, rest, ok := strings.Cut(line, ": "); ok && len(words(label)) <= 4 && !strings.ContainsAny(label, "0123456789(=") {
+			items := strings.Split(rest, ";")
+			bare := len(items) >= 2
+			for _, it := range items {
+				bare = bare && len(strings.Fields(it)) <= 2
+			}
+			if bare {
+				out = append(out, [2]int{start, end})
+			}
+		}
+		start = end + 1
+	}
+	return out
+}
+
+func inRanges(rs [][2]int, pos int) bool {
+	for _, r := range rs {
+		if pos >= r[0] && pos < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// cueScore is the score of a value at byte pos: each cue word among the cueWindow words
+// before it counts its weight, less the farther its nearest place is. A value with no word
+// of the probe's After cue among the afterReach words just before it scores 0.
+func cueScore(spans [][2]int, toks []string, pos int, cues map[string]float64) float64 {
+	end := 0 // the words that end before pos
+	for end < len(spans) && spans[end][1] <= pos {
+		end++
+	}
+	seen := map[string]bool{}
+	score, near := 0.0, false
+	for d := 0; d < cueWindow && end-1-d >= 0; d++ {
+		w := toks[end-1-d]
+		if wt, ok := cues[w]; ok && !seen[w] {
+			seen[w] = true
+			score += wt / (1 + float64(d)/3)
+			near = near || (d < afterReach && wt >= weightAfter)
+		}
+	}
+	if !near {
+		return 0
+	}
+	return score
+}
+
+// occurrences are the byte offsets of v in text, on word boundaries.
+func occurrences(text, v string) []int {
+	var out []int
+	for i := 0; v != ""; {
+		j := strings.Index(text[i:], v)
+		if j < 0 {
+			break
+		}
+		s, e := i+j, i+j+len(v)
+		if (s == 0 || !isWord(lower(text[s-1])) || !isWord(lower(v[0]))) && (e == len(text) || !isWord(lower(text[e])) || !isWord(lower(v[len(v)-1]))) {
+			out = append(out, s)
+		}
+		i = s + 1
+	}
+	return out
+}
+
+func lower(b byte) byte {
+	if b >= 'A' && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
 }
 
 // outcomeOf is what the tool result says of a call, as the facts ledger reads it.

@@ -29,6 +29,9 @@ import (
 type Config struct {
 	Name     string           `json:"name"`
 	Settings compact.Settings `json:"-"`
+	// Summarizer, if not nil, builds this configuration's summarizer on its scratch store
+	// (else Options.Summarizer's).
+	Summarizer func(s *memory.Store) (compact.Summarizer, error) `json:"-"`
 }
 
 // Options are the inputs of Run.
@@ -41,6 +44,10 @@ type Options struct {
 	Configs []Config
 	// Summarizer builds the summarizer of a scratch store (nil: the offline summarizer).
 	Summarizer func(s *memory.Store) (compact.Summarizer, error)
+	// BeforeCompaction, if not nil, is the compactor's hook of every configuration (see
+	// compact.Config): a host that writes summaries of its own, checked against the facts
+	// ledger but not completed (what it misses is named in facts_dropped).
+	BeforeCompaction func(context.Context, compact.HookEvent) (compact.HookDecision, error)
 	// Answerer answers the probes (nil: Lookup).
 	Answerer Answerer
 	// MaxProbes bounds the probes of each kind at a checkpoint (0: all).
@@ -65,8 +72,10 @@ type ConfigResult struct {
 	TokenLimit  int    `json:"token_limit"`
 	Compactions int    `json:"compactions"`
 	Failed      int    `json:"failed_compactions"`
-	Checkpoints int    `json:"checkpoints"`
-	Asked       int    `json:"probes_asked"`
+	// FactsDropped is the facts the applied compactions reported left out (facts_dropped).
+	FactsDropped int `json:"facts_dropped"`
+	Checkpoints  int `json:"checkpoints"`
+	Asked        int `json:"probes_asked"`
 	// Recall and Baseline are the share of probes answered right, by probe kind and "all".
 	Recall   map[string]float64 `json:"recall"`
 	Baseline map[string]float64 `json:"baseline_recall"`
@@ -76,12 +85,14 @@ type ConfigResult struct {
 	Present float64 `json:"present"`
 	// TokensSent is the tokens of the contexts sent with the probes (question included);
 	// BaselineTokens the same for the baseline.
-	TokensSent     int           `json:"tokens_sent"`
-	BaselineTokens int           `json:"baseline_tokens_sent"`
-	OverLimit      int           `json:"probes_over_limit"`
-	Requests       int           `json:"summarizer_requests"`
-	SummarizerMs   int64         `json:"summarizer_ms"`
-	Probes         []ProbeResult `json:"probes"`
+	TokensSent     int `json:"tokens_sent"`
+	BaselineTokens int `json:"baseline_tokens_sent"`
+	// Cut is the probes whose compacted context did not fit the limit with the question, and
+	// was cut from the front as the baseline is (the compaction left it over the limit).
+	Cut          int           `json:"probes_cut"`
+	Requests     int           `json:"summarizer_requests"`
+	SummarizerMs int64         `json:"summarizer_ms"`
+	Probes       []ProbeResult `json:"probes"`
 }
 
 // ProbeResult is one probe asked at one checkpoint.
@@ -92,12 +103,15 @@ type ProbeResult struct {
 	Checkpoint int    `json:"checkpoint"`
 	After      int    `json:"after_compaction"`
 	Answer     string `json:"answer"`
-	// OverLimit: the context and the question passed the token limit; the probe was not sent
-	// and counts as failed.
-	OverLimit bool `json:"over_limit,omitempty"`
-	Correct   bool `json:"correct"`
-	// Where is where the expected answer was in the context: "message N" (a message kept
-	// verbatim), "summary" (a compaction's summary), "" (not there).
+	// Cut: the compacted context and the question passed the token limit, so the newest
+	// entries of the compacted context that fit were sent, as for the baseline.
+	// Uncut is then the tokens the compacted context and the question held.
+	Cut     bool `json:"cut,omitempty"`
+	Uncut   int  `json:"uncut_tokens,omitempty"`
+	Correct bool `json:"correct"`
+	// Where is where the expected answer was in the context sent: "message N" (the first
+	// message kept verbatim that holds it), "summary" (only a compaction's summary holds
+	// it), "" (not there).
 	Where         string `json:"where"`
 	Tokens        int    `json:"tokens"`
 	BaselineAns   string `json:"baseline_answer"`
@@ -207,15 +221,18 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 	}
 	defer s.Close()
 	var sum compact.Summarizer
-	if opt.Summarizer != nil {
+	switch {
+	case c.Summarizer != nil:
+		sum, err = c.Summarizer(s)
+	case opt.Summarizer != nil:
 		sum, err = opt.Summarizer(s)
-	} else {
+	default:
 		sum, err = offline(s)
 	}
 	if err != nil {
 		return cr, err
 	}
-	comp := compact.New(s, sum, c.Settings)
+	comp := compact.NewWith(s, sum, c.Settings, compact.Config{BeforeCompaction: opt.BeforeCompaction})
 	model := cmp.Or(opt.Model, "gpt-4o")
 	var counter tokencount.Counter
 	for i, m := range opt.Messages {
@@ -242,6 +259,7 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 			switch rep.Status {
 			case memory.StatusApplied:
 				cr.Compactions++
+				cr.FactsDropped += len(rep.FactsDropped)
 				asked = true
 				if err := checkpoint(ctx, opt, s, counter, &cr, i+1, cr.Compactions, probesAt); err != nil {
 					return cr, err
@@ -298,16 +316,24 @@ func checkpoint(ctx context.Context, opt Options, s *memory.Store, counter token
 		}
 		pr := ProbeResult{Probe: p, Checkpoint: n, After: after}
 		q := questionMessage(p.Question)
-		// The compacted active context, as it is.
+		// The compacted active context, as it is; when the compaction left it too long for
+		// the question, its newest entries that fit, as the baseline.
+		sent, sentMsgs := a.Entries, active
 		pr.Tokens = counter.CountMessages(append(append([]chat.Message(nil), active...), q))
 		if pr.Tokens > limit {
-			// Not sent: the context left no room for the question. The probe fails.
-			pr.OverLimit = true
-		} else if pr.Answer, err = opt.Answerer.Answer(ctx, active, p.Question); err != nil {
+			pr.Cut, pr.Uncut = true, pr.Tokens
+			sent = newest(a.Entries, counter, limit-counter.CountMessages([]chat.Message{q}))
+			sentMsgs = messagesOf(sent)
+			pr.Tokens = counter.CountMessages(append(append([]chat.Message(nil), sentMsgs...), q))
+			if pr.Tokens > limit {
+				return fmt.Errorf("probe %q at message %d: the question alone holds %d tokens, over the limit of %d", p.Text, n, pr.Tokens, limit)
+			}
+		}
+		if pr.Answer, err = opt.Answerer.Answer(ctx, sentMsgs, p.Question); err != nil {
 			return fmt.Errorf("probe %q at message %d: %w", p.Text, n, err)
 		}
 		pr.Correct = Match(p.Expected, pr.Answer)
-		pr.Where = where(a.Entries, p.Expected)
+		pr.Where = where(sent, p.Expected)
 		pr.BaselineTok = counter.CountMessages(append(append([]chat.Message(nil), baseMsgs...), q))
 		if pr.BaselineTok > limit {
 			return fmt.Errorf("probe %q at message %d: the baseline sent holds %d tokens, over the limit of %d", p.Text, n, pr.BaselineTok, limit)
@@ -352,16 +378,22 @@ func messagesOf(es []memory.Entry) []chat.Message {
 	return out
 }
 
-// where names the entry that holds the answer: "message N", "summary", or "".
+// where names the entry that holds the answer: "message N" (the first message kept verbatim
+// that holds it), else "summary" (only a compaction's summary holds it), else "".
 func where(es []memory.Entry, expected string) string {
+	inSummary := false
 	for _, e := range es {
 		if !containsNorm(normalize(messageText(e.Message)), expected) {
 			continue
 		}
 		if e.CompactionID != 0 {
-			return "summary"
+			inSummary = true
+			continue
 		}
 		return fmt.Sprintf("message %d", e.Seq)
+	}
+	if inSummary {
+		return "summary"
 	}
 	return ""
 }
@@ -370,7 +402,7 @@ func where(es []memory.Entry, expected string) string {
 func (cr *ConfigResult) summarize() {
 	cr.Recall, cr.Baseline, cr.Counts = map[string]float64{}, map[string]float64{}, map[string]int{}
 	ok, base, present := map[string]int{}, map[string]int{}, 0
-	cr.Asked, cr.TokensSent, cr.BaselineTokens, cr.OverLimit = len(cr.Probes), 0, 0, 0
+	cr.Asked, cr.TokensSent, cr.BaselineTokens, cr.Cut = len(cr.Probes), 0, 0, 0
 	for _, p := range cr.Probes {
 		for _, k := range []string{p.Kind, "all"} {
 			cr.Counts[k]++
@@ -384,11 +416,10 @@ func (cr *ConfigResult) summarize() {
 		if p.Where != "" {
 			present++
 		}
-		if p.OverLimit {
-			cr.OverLimit++
-		} else {
-			cr.TokensSent += p.Tokens
+		if p.Cut {
+			cr.Cut++
 		}
+		cr.TokensSent += p.Tokens
 		cr.BaselineTokens += p.BaselineTok
 	}
 	if len(cr.Probes) > 0 {
@@ -407,7 +438,7 @@ func Table(w io.Writer, res Result) {
 	for _, k := range ProbeKinds {
 		fmt.Fprintf(&b, " %12s", strings.ToUpper(k))
 	}
-	fmt.Fprintf(&b, " %6s %9s %8s %5s %10s %10s %6s %8s\n", "ALL", "BASELINE", "PRESENT", "OVER", "TOKENS", "BASE_TOK", "REQS", "SUM_MS")
+	fmt.Fprintf(&b, " %6s %9s %8s %5s %10s %10s %6s %8s\n", "ALL", "BASELINE", "PRESENT", "CUT", "TOKENS", "BASE_TOK", "REQS", "SUM_MS")
 	for _, c := range res.Configs {
 		fmt.Fprintf(&b, "%-16s %6d %7d", c.Name, c.TokenLimit, c.Asked)
 		for _, k := range ProbeKinds {
@@ -417,7 +448,13 @@ func Table(w io.Writer, res Result) {
 			}
 			fmt.Fprintf(&b, " %12s", fmt.Sprintf("%.2f (%d)", c.Recall[k], c.Counts[k]))
 		}
-		fmt.Fprintf(&b, " %6.2f %9.2f %8.2f %5d %10d %10d %6d %8d\n", c.Recall["all"], c.Baseline["all"], c.Present, c.OverLimit, c.TokensSent, c.BaselineTokens, c.Requests, c.SummarizerMs)
+		fmt.Fprintf(&b, " %6.2f %9.2f %8.2f %5d %10d %10d %6d %8d\n", c.Recall["all"], c.Baseline["all"], c.Present, c.Cut, c.TokensSent, c.BaselineTokens, c.Requests, c.SummarizerMs)
+	}
+	for _, c := range res.Configs {
+		if c.Cut > 0 {
+			b.WriteString("(CUT: probes whose compacted context was over the limit with the question; its newest entries that fit were sent, as for the baseline)\n")
+			break
+		}
 	}
 	if res.Interrupted {
 		b.WriteString("(interrupted: what was measured so far)\n")

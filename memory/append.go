@@ -65,7 +65,7 @@ type AppendResult struct {
 // the first bad message. Token counts are computed once, here, and stored.
 func (s *Store) Append(ctx context.Context, thread string, msgs []chat.Message, opt AppendOptions) (AppendResult, error) {
 	if len(msgs) == 0 {
-		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, ErrNoMessages)
+		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, errNoMessages)
 	}
 	return s.write(ctx, thread, opt, func(add func(chat.Message, []byte, int) error) error {
 		for _, m := range msgs {
@@ -159,7 +159,7 @@ func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt
 			return err
 		}
 		if ap.seq == t.LastSeq {
-			return ErrNoMessages
+			return errNoMessages
 		}
 		open, _ := json.Marshal(ap.calls.open) // a []string always marshals
 		if ap.calls.open == nil {

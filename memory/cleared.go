@@ -21,9 +21,9 @@ type Cleared struct {
 	OrigTokens int   `json:"orig_tokens"`
 }
 
-// AnthropicKey is the member of a chat message's Extra that holds its Anthropic original (the
+// anthropicKey is the member of a chat message's Extra that holds its Anthropic original (the
 // value of serve/anthropic.Key, which this package cannot import).
-const AnthropicKey = "anthropic"
+const anthropicKey = "anthropic"
 
 // thinkingMembers are the members of an OpenAI-format message that hold its reasoning.
 var thinkingMembers = []string{"reasoning_content", "reasoning", "thinking"}
@@ -31,19 +31,19 @@ var thinkingMembers = []string{"reasoning_content", "reasoning", "thinking"}
 // thinkingBlocks are the content blocks of an Anthropic message that hold its reasoning.
 var thinkingBlocks = []string{"thinking", "redacted_thinking"}
 
-// ClearedArgs is the placeholder of a tool call's arguments of n bytes: a JSON object, as the
+// clearedArgs is the placeholder of a tool call's arguments of n bytes: a JSON object, as the
 // Messages API wants a tool_use input.
-func ClearedArgs(n int) string {
+func clearedArgs(n int) string {
 	return fmt.Sprintf(`{"cleared":"tool input cleared to save context: %d bytes, kept in history"}`, n)
 }
 
-// Apply returns m as the view shows it: its tool calls' arguments replaced by ClearedArgs when
+// Apply returns m as the view shows it: its tool calls' arguments replaced by clearedArgs when
 // c.Inputs, its reasoning members and blocks gone when c.Thinking. m itself is not changed.
 func (c Cleared) Apply(m chat.Message) chat.Message {
 	if c.Inputs && len(m.ToolCalls) > 0 {
 		calls := slices.Clone(m.ToolCalls)
 		for i := range calls {
-			calls[i].Function.Arguments = ClearedArgs(len(calls[i].Function.Arguments))
+			calls[i].Function.Arguments = clearedArgs(len(calls[i].Function.Arguments))
 			calls[i].Function.Extra = nil
 		}
 		m.ToolCalls = calls
@@ -57,11 +57,11 @@ func (c Cleared) Apply(m chat.Message) chat.Message {
 			delete(m.Extra, k)
 		}
 	}
-	if orig, ok := m.Extra[AnthropicKey]; ok {
+	if orig, ok := m.Extra[anthropicKey]; ok {
 		if out, ok := clearAnthropic(orig, c); ok {
-			m.Extra[AnthropicKey] = out
+			m.Extra[anthropicKey] = out
 		} else {
-			delete(m.Extra, AnthropicKey) // written from the chat message instead
+			delete(m.Extra, anthropicKey) // written from the chat message instead
 		}
 	}
 	return m
@@ -91,7 +91,7 @@ func clearAnthropic(orig json.RawMessage, c Cleared) (json.RawMessage, bool) {
 		case c.Thinking && slices.Contains(thinkingBlocks, typ):
 			continue
 		case c.Inputs && typ == "tool_use":
-			b["input"] = json.RawMessage(ClearedArgs(len(bytes.TrimSpace(b["input"]))))
+			b["input"] = json.RawMessage(clearedArgs(len(bytes.TrimSpace(b["input"]))))
 		}
 		out = append(out, b)
 	}

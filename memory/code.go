@@ -38,12 +38,12 @@ var errorCodes = []struct {
 	{isErr(ErrMessageNotFound), CodeNotFound},
 	{isErr(ErrNotPinned), CodeNotFound},
 	{isErr(ErrPinRefused), CodeConflict},
-	{isErr(ErrNotLatest), CodeConflict},
-	{isErr(ErrConflict), CodeConflict},
+	{isErr(errNotLatest), CodeConflict},
+	{isErr(errConflict), CodeConflict},
 	{isErr(ErrStale), CodeConflict},
 	{asErr[*InputError], CodeInvalid},
 	{says(CodeInvalid), CodeInvalid}, // compact.SettingError
-	{isErr(ErrNoMessages), CodeInvalid},
+	{isErr(errNoMessages), CodeInvalid},
 	{isErr(kindOf(CodeOverLimit)), CodeOverLimit}, // compact.ErrOverLimit
 }
 

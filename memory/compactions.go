@@ -26,9 +26,9 @@ type Compactions struct{ s *Store }
 // Compactions returns the writer of the store's compaction rows.
 func (s *Store) Compactions() Compactions { return Compactions{s} }
 
-// ErrConflict: another compaction of the thread was applied (or reverted) while this one ran;
+// errConflict: another compaction of the thread was applied (or reverted) while this one ran;
 // this one was not applied.
-var ErrConflict = errors.New("conflict")
+var errConflict = errors.New("conflict")
 
 // NewCompaction is a compaction row as it starts.
 type NewCompaction struct {
@@ -87,7 +87,7 @@ type Commit struct {
 }
 
 // ApplySummary commits a summary pass of compaction cm.ID, unless the thread's current
-// compaction is no longer cm.Base or cm.ID (ErrConflict; nothing written). When the connection
+// compaction is no longer cm.Base or cm.ID (errConflict; nothing written). When the connection
 // is lost during the COMMIT, the row is read again (see applyCompaction).
 func (c Compactions) ApplySummary(ctx context.Context, cm Commit) error {
 	r := cm.Report
@@ -235,16 +235,16 @@ func (s *Store) applyTx(ctx context.Context, thread string, id, base int64, appl
 		}
 		if cur != base && cur != id {
 			if cur == 0 {
-				return fmt.Errorf("%w: compaction %d, which this one builds on, was reverted meanwhile", ErrConflict, base)
+				return fmt.Errorf("%w: compaction %d, which this one builds on, was reverted meanwhile", errConflict, base)
 			}
-			return fmt.Errorf("%w: compaction %d of thread %q was applied meanwhile", ErrConflict, cur, thread)
+			return fmt.Errorf("%w: compaction %d of thread %q was applied meanwhile", errConflict, cur, thread)
 		}
 		n, err := apply(q)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("%w: compaction %d is no longer running (marked failed meanwhile)", ErrConflict, id)
+			return fmt.Errorf("%w: compaction %d is no longer running (marked failed meanwhile)", errConflict, id)
 		}
 		return nil
 	})

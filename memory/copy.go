@@ -11,8 +11,8 @@ import (
 	"github.com/memcascade/memcascade/db"
 )
 
-// ErrCopyConflict: the destination of a copy already holds a thread of the source.
-var ErrCopyConflict = errors.New("the destination already holds threads of the source")
+// errCopyConflict: the destination of a copy already holds a thread of the source.
+var errCopyConflict = errors.New("the destination already holds threads of the source")
 
 // ErrCopySame: the source and the destination of a copy are the same database.
 var ErrCopySame = errors.New("the source and the destination are the same database")
@@ -56,7 +56,7 @@ const copyChunk = 256
 // written in one transaction, so a failure leaves it as it was. Messages are read and written
 // a chunk at a time: a thread's history is never held whole in memory.
 //
-// A dst that already holds a thread of src is refused (ErrCopyConflict, the error naming the
+// A dst that already holds a thread of src is refused (errCopyConflict, the error naming the
 // first few) and left unchanged; two threads are never merged. Compaction and attempt ids are
 // kept when dst holds none of them; otherwise they take new ids after dst's largest, in the
 // same order (a thread's compactions stay ordered as they were), and the base_id of each
@@ -182,7 +182,7 @@ func keptOr(kept bool) string {
 	return IDsRenumbered
 }
 
-// refuseTaken returns ErrCopyConflict, naming the first few, when the destination holds any
+// refuseTaken returns errCopyConflict, naming the first few, when the destination holds any
 // of threads.
 func refuseTaken(ctx context.Context, q db.Querier, threads []db.Thread, dest string) error {
 	held, err := q.ListAllThreads(ctx)
@@ -208,7 +208,7 @@ func refuseTaken(ctx context.Context, q db.Querier, threads []db.Thread, dest st
 		names += fmt.Sprintf(" and %d more", len(taken)-shown)
 	}
 	return fmt.Errorf("%w: %s already holds %d of its %d threads (%s); nothing was copied",
-		ErrCopyConflict, dest, len(taken), len(threads), names)
+		errCopyConflict, dest, len(taken), len(threads), names)
 }
 
 // idMap maps the source's ids (rows, oldest first) to the destination's: each to itself when

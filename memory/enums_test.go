@@ -13,7 +13,7 @@ import (
 func TestStatusesAndReasonsMatchSchema(t *testing.T) {
 	var statuses, reasons []string
 	for _, s := range memory.Statuses {
-		if s.Stored() {
+		if memory.StatusStored(s) {
 			statuses = append(statuses, string(s))
 		}
 	}
@@ -24,10 +24,10 @@ func TestStatusesAndReasonsMatchSchema(t *testing.T) {
 	slices.Sort(reasons)
 	for _, path := range []string{"../db/schema.sql", "../db/postgres/schema.sql"} {
 		if want := sorted(testdb.SchemaCheck(t, path, "status")); !slices.Equal(statuses, want) {
-			t.Errorf("stored Statuses = %v, %s allows %v", statuses, path, want)
+			t.Errorf("stored allStatuses = %v, %s allows %v", statuses, path, want)
 		}
 		if want := sorted(testdb.SchemaCheck(t, path, "reason")); !slices.Equal(reasons, want) {
-			t.Errorf("Reasons = %v, %s allows %v", reasons, path, want)
+			t.Errorf("allReasons = %v, %s allows %v", reasons, path, want)
 		}
 	}
 }

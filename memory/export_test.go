@@ -25,3 +25,21 @@ func (s *Store) HoldBatches() (queued func() int, release func()) {
 
 // LargeMessage is the stored size from which an append releases memory around a message.
 const LargeMessage = largeMessage
+
+// Unexported names the external tests use.
+var (
+	AnthropicKey     = anthropicKey
+	ErrCopyConflict  = errCopyConflict
+	ErrNoMessages    = errNoMessages
+	ErrNotLatest     = errNotLatest
+	ErrConflict      = errConflict
+	ErrQueryTooLong  = errQueryTooLong
+	MaxQueryWords    = maxQueryWords
+	MaxThreadIDBytes = maxThreadIDBytes
+	Reasons          = allReasons
+	Statuses         = allStatuses
+	ClearedArgs      = clearedArgs
+)
+
+// StatusStored is s.stored() for the external tests.
+func StatusStored(s Status) bool { return s.stored() }

@@ -131,7 +131,7 @@ type Appended struct {
 // nothing.
 func (s *Store) AppendLive(ctx context.Context, thread string, msgs []chat.Message, opt AppendOptions, expect *Version) (Appended, error) {
 	if len(msgs) == 0 {
-		return Appended{}, fmt.Errorf("append to %q: %w", thread, ErrNoMessages)
+		return Appended{}, fmt.Errorf("append to %q: %w", thread, errNoMessages)
 	}
 	if err := checkThreadID(thread); err != nil {
 		return Appended{}, err

@@ -55,4 +55,4 @@ func (s *Store) messagesRange(ctx context.Context, thread string, from, to int64
 
 // Shortened reports whether the entry is shown masked or cut by a compaction's view: the
 // active context holds a placeholder or a part of the message, not the message.
-func (e Entry) Shortened() bool { return e.mark != nil }
+func (e Entry) shortened() bool { return e.mark != nil }

@@ -16,7 +16,7 @@ import (
 // planned, skipped and held are never stored).
 type Status string
 
-// Compaction statuses; Statuses lists them all.
+// Compaction statuses; allStatuses lists them all.
 const (
 	StatusApplied     Status = "applied"     // the summary replaced the middle in the active context
 	StatusNotNeeded   Status = "not_needed"  // under the trigger and not forced; not recorded
@@ -29,20 +29,20 @@ const (
 	StatusHeld        Status = "held"        // the breaker holds the thread after failures in a row; not recorded
 )
 
-// Statuses is every compaction status, the one list of them.
-var Statuses = []Status{StatusApplied, StatusNotNeeded, StatusPlanned, StatusIneffective, StatusFailed, StatusRunning, StatusReverted,
+// allStatuses is every compaction status, the one list of them.
+var allStatuses = []Status{StatusApplied, StatusNotNeeded, StatusPlanned, StatusIneffective, StatusFailed, StatusRunning, StatusReverted,
 	StatusSkipped, StatusHeld}
 
 // Stored reports whether reports of status s are ever stored (not_needed, planned, skipped and
 // held never are).
-func (s Status) Stored() bool {
+func (s Status) stored() bool {
 	return s != StatusNotNeeded && s != StatusPlanned && s != StatusSkipped && s != StatusHeld
 }
 
 // Reason is why a compaction ran, as stored in compactions.reason.
 type Reason string
 
-// Compaction reasons; Reasons lists them all.
+// Compaction reasons; allReasons lists them all.
 const (
 	ReasonThreshold Reason = "threshold"
 	ReasonEmergency Reason = "emergency"
@@ -50,8 +50,8 @@ const (
 	ReasonRequested Reason = "requested" // the agent's model asked for it (memory_compact)
 )
 
-// Reasons is every compaction reason, the one list of them.
-var Reasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, ReasonRequested}
+// allReasons is every compaction reason, the one list of them.
+var allReasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, ReasonRequested}
 
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
 // prints.
@@ -250,7 +250,7 @@ func currentID(ctx context.Context, q db.Querier, thread string) (int64, error) 
 
 // Revert undoes the latest applied compaction of its thread: the messages it covered are
 // active again, with everything appended since; the summary it folded in (if any) is current
-// again. Reverting any other compaction is refused (ErrNotLatest).
+// again. Reverting any other compaction is refused (errNotLatest).
 func (s *Store) Revert(ctx context.Context, id int64) (Report, error) {
 	var r Report
 	err := s.h.WithTx(ctx, func(q db.Querier) (err error) {
@@ -293,7 +293,7 @@ func (s *Store) revert(ctx context.Context, q db.Querier, id int64) (Report, err
 		if Status(c.Status) == StatusApplied {
 			why = fmt.Sprintf("compaction %d is the latest applied one of thread %q", cur, c.ThreadID)
 		}
-		return Report{}, fmt.Errorf("%w: compaction %d: %s", ErrNotLatest, id, why)
+		return Report{}, fmt.Errorf("%w: compaction %d: %s", errNotLatest, id, why)
 	}
 	if _, err := q.SetCompactionStatus(ctx, db.SetCompactionStatusParams{
 		NewStatus: string(StatusReverted), Error: c.Error, UpdatedAt: s.now(), ID: id, OldStatus: string(StatusApplied),
@@ -303,5 +303,5 @@ func (s *Store) revert(ctx context.Context, q db.Querier, id int64) (Report, err
 	return s.report(ctx, q, id)
 }
 
-// ErrNotLatest: only the latest applied compaction of a thread can be reverted.
-var ErrNotLatest = errors.New("revert refused: only the latest applied compaction of a thread can be reverted")
+// errNotLatest: only the latest applied compaction of a thread can be reverted.
+var errNotLatest = errors.New("revert refused: only the latest applied compaction of a thread can be reverted")

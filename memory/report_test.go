@@ -39,7 +39,7 @@ func TestRevert(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.Revert(ctx, *first.ID); !errors.Is(err, memory.ErrNotLatest) {
-		t.Fatalf("reverting an older compaction: %v, want ErrNotLatest", err)
+		t.Fatalf("reverting an older compaction: %v, want errNotLatest", err)
 	}
 	storetest.LongThread2(t, s, "t", 2, 100) // appended after the second compaction
 	hist, err := s.History(ctx, "t")

@@ -28,14 +28,14 @@ const (
 	DefaultSearchLimit = 10
 	// MaxSearchLimit bounds Limit.
 	MaxSearchLimit = 100
-	// MaxQueryWords bounds the distinct words of a query. The full-text index's cost grows
+	// maxQueryWords bounds the distinct words of a query. The full-text index's cost grows
 	// faster than the words of a query: 1,000 words took SQLite 23 s, a 1 MB query longer than
 	// ten minutes, holding the database all that time.
-	MaxQueryWords = 16
+	maxQueryWords = 16
 )
 
-// ErrQueryTooLong: the query has more than MaxQueryWords distinct words.
-var ErrQueryTooLong = errors.New("query too long")
+// errQueryTooLong: the query has more than maxQueryWords distinct words.
+var errQueryTooLong = NewError(CodeInvalid, "query too long")
 
 // SearchHit is a message or summary that matched a search.
 type SearchHit struct {
@@ -82,7 +82,7 @@ type SearchOptions struct {
 // of query. Any text is a valid query: words are matched as quoted phrases, never as search
 // syntax; a word ending in * matches the words that start with it (OBUT* finds OBUT9V); a word
 // given twice is searched once. A query without a word (a word has a letter or a digit) finds
-// nothing; one of more than MaxQueryWords distinct words is ErrQueryTooLong.
+// nothing; one of more than maxQueryWords distinct words is errQueryTooLong.
 //
 // The ranking: the messages first, best match first, then the summaries, best match first; a
 // superseded summary is left out when a newer summary of its thread that matched too covers
@@ -158,9 +158,9 @@ func searchTerms(query string) ([]db.SearchTerm, error) {
 			out = append(out, t)
 		}
 	}
-	if len(out) > MaxQueryWords {
+	if len(out) > maxQueryWords {
 		return nil, fmt.Errorf("%w: %d distinct words, at most %d: search for the few words that identify what you need (an id, a name)",
-			ErrQueryTooLong, len(out), MaxQueryWords)
+			errQueryTooLong, len(out), maxQueryWords)
 	}
 	return out, nil
 }

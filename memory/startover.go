@@ -19,7 +19,7 @@ import (
 // appended as Append does.
 func (s *Store) StartOver(ctx context.Context, thread, archive string, msgs []chat.Message, opt AppendOptions) (res AppendResult, archived bool, err error) {
 	if len(msgs) == 0 {
-		return AppendResult{}, false, fmt.Errorf("start %q over: %w", thread, ErrNoMessages)
+		return AppendResult{}, false, fmt.Errorf("start %q over: %w", thread, errNoMessages)
 	}
 	produce := func(add func(chat.Message, []byte, int) error) error {
 		for _, m := range msgs {

@@ -40,8 +40,8 @@ var (
 	ErrThreadNotFound = errors.New("thread not found")
 	// ErrCompactionNotFound: no compaction has that id.
 	ErrCompactionNotFound = errors.New("compaction not found")
-	// ErrNoMessages: an append or import held no message.
-	ErrNoMessages = errors.New("no messages")
+	// errNoMessages: an append or import held no message.
+	errNoMessages = errors.New("no messages")
 )
 
 // Store is a conversation memory in one SQLite file or one PostgreSQL database. It is safe for

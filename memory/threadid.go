@@ -9,17 +9,17 @@ import (
 // API. The proxy creates threads from the paths of URLs and takes a narrower set of them
 // (serve.ValidURLThreadID); each of those passes ValidThreadID too.
 
-// MaxThreadIDBytes is the longest thread id, in bytes.
-const MaxThreadIDBytes = 1024
+// maxThreadIDBytes is the longest thread id, in bytes.
+const maxThreadIDBytes = 1024
 
-// ValidThreadID checks that id can name a thread: 1 to MaxThreadIDBytes bytes of UTF-8
+// ValidThreadID checks that id can name a thread: 1 to maxThreadIDBytes bytes of UTF-8
 // without a NUL character (which PostgreSQL's text cannot hold).
 func ValidThreadID(id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("empty thread id")
-	case len(id) > MaxThreadIDBytes:
-		return fmt.Errorf("thread id of %d bytes is too long: at most %d", len(id), MaxThreadIDBytes)
+	case len(id) > maxThreadIDBytes:
+		return fmt.Errorf("thread id of %d bytes is too long: at most %d", len(id), maxThreadIDBytes)
 	}
 	if msg := badIdentifier(id); msg != "" {
 		return fmt.Errorf("thread id %q %s", id, msg)

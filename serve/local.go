@@ -22,6 +22,9 @@ func (s *Server) local(d dialect.Dialect, kind dialect.LocalKind) http.HandlerFu
 		defer free()
 		st := s.hold(thread)
 		defer s.drop(st)
+		if kind == dialect.Compact {
+			s.keepTarget(st, d, t, r)
+		}
 		if err := acquire(ctx, st.turn); err != nil {
 			return
 		}

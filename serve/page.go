@@ -63,7 +63,8 @@ func (s *Server) pageIndex(w http.ResponseWriter, r *http.Request) {
 		Error(w, err)
 		return
 	}
-	s.render(w, "index.html", map[string]any{"Threads": views, "Upstream": s.Upstream, "Summarizers": s.summarizers()})
+	sum, from := s.summarizers()
+	s.render(w, "index.html", map[string]any{"Threads": views, "Upstream": s.Upstream, "Summarizers": sum, "SummarizersFrom": from})
 }
 
 // entryView is a message shown on the page.
@@ -211,6 +212,7 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 	}
 	data["Active"] = entries
 	data["ActiveTokens"] = active.Tokens
+	data["Summarizer"] = s.summarizerText(id)
 	s.render(w, "thread.html", data)
 }
 
@@ -354,14 +356,12 @@ func makeChart(hist []memory.Entry, reps []memory.Report, limit int) chart {
 	return c
 }
 
-// summarizers names the providers of the compactor's cascade, in order ("" without one).
-func (s *Server) summarizers() string {
-	if s.Cascade == nil {
-		return ""
+// summarizers says which cascade writes the summaries (see summarizerText), and where it
+// comes from: serve's default (the upstream rung, then offline) or the config's cascade.
+func (s *Server) summarizers() (text, from string) {
+	text, from = s.summarizerText(""), "the config's cascade, in order"
+	if s.upstreamRung != nil {
+		from = "serve's default, as the config names no cascade: the model serve fronts, then the offline rung when it fails"
 	}
-	var names []string
-	for _, e := range s.Cascade.Entries {
-		names = append(names, e.Name)
-	}
-	return strings.Join(names, ", ")
+	return text, from
 }

@@ -146,6 +146,8 @@ type Server struct {
 
 	calib calibration
 
+	upstreamRung *upstreamRung // the summarizer's upstream rung, when UpstreamEntry made it
+
 	mu      sync.Mutex
 	closing bool
 	threads map[string]*threadState // the threads in use or cached (see threads.go)

@@ -42,6 +42,10 @@ type threadState struct {
 	// over is the settings override of the thread's latest turn (see Server.limits), which its
 	// background compaction uses too; under Server.mu.
 	over compact.ThreadSettings
+
+	// target is what the upstream rung of the summarizer needs of the thread's latest turn
+	// (see summaryTarget); under Server.mu.
+	target *summaryTarget
 }
 
 // hold returns the thread's state, made when the server keeps none, and counts the caller

@@ -6,19 +6,24 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/eval"
+	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 func (a *app) evalCommand() *cobra.Command {
 	var (
 		limit, maxProbes  int
-		strategies        []string
+		strategies, files []string
 		answerWith, model string
 	)
 	cmd := &cobra.Command{
@@ -27,27 +32,32 @@ func (a *app) evalCommand() *cobra.Command {
 		Short:             "Measure what compaction keeps of a thread",
 		Long: `Replay FILE (an import file: JSONL, a JSON array, or {"messages": [...]}; "-" for stdin),
 or, when no file has that name, THREAD (a thread of the database) message by message into a scratch database, compacting
-when due, once per configuration (each --strategy, at --limit tokens, over the config's other
-settings), and ask probes generated from the original messages after each compaction and at
-the end: recall (a value given in a message), artifact (a call and what it returned),
-constraint (a user's constraint) and continuation (the latest user request). Each probe is
-asked with the compacted context and, as a baseline, with the newest messages of the full
-history that fit the same limit; an answer counts when it is the expected value, case,
-spacing and quotes aside. The thread is never changed: summaries come from the offline
-summarizer. The answers come from the built-in lookup, or from --answer-with, an
-OpenAI-compatible API (its key from MEMCTL_EVAL_API_KEY, else OPENAI_API_KEY). Progress goes to
+when due, once per configuration (each --strategy, at --limit tokens, over the other settings
+of $MEMCTL_CONFIG or the user's config file; each --config FILE, its compaction settings and
+cascade, named by the file's base name), and ask probes generated from the original messages
+after each compaction and at the end: recall (a value given in a message), artifact (a call
+and what it returned), constraint (a user's constraint) and continuation (the latest user
+request). Each probe is asked with the compacted context and, as a baseline, with the newest
+messages of the full history that fit the same limit; an answer counts when it is the
+expected value, case, spacing and quotes aside. The thread is never changed: summaries come
+from the offline summarizer, or a --config file's cascade. The answers come from the built-in
+lookup, or from --answer-with, an OpenAI-compatible API (its key from MEMCTL_EVAL_API_KEY, else OPENAI_API_KEY). Progress goes to
 stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/eval.md.`,
 		Example: `  memctl eval support-42 --limit 8000 --strategy summarize --strategy window
   memctl eval conversation.jsonl --limit 4000 --strategy summarize --strategy mask --json
+  memctl eval conversation.jsonl --config small.yaml --config large.yaml --strategy window
   memctl eval conversation.jsonl --limit 4000 --answer-with http://localhost:8080/v1 --model small`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eval(cmd, args[0], evalFlags{limit: limit, maxProbes: maxProbes, strategies: strategies, answerWith: answerWith, model: model})
+			return a.eval(cmd, args[0], evalFlags{limit: limit, maxProbes: maxProbes, strategies: strategies, files: files, answerWith: answerWith, model: model})
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&limit, "limit", 0, "token_limit of every configuration (default: the config's)")
 	f.StringArrayVar(&strategies, "strategy", nil, "a configuration: summarize, mask, hybrid or window (repeat to compare; default: the config's)")
+	// In eval, --config names a configuration to compare; the settings the --strategy
+	// configurations start from are the config file's of $MEMCTL_CONFIG or the user's.
+	f.StringArrayVar(&files, "config", nil, "a configuration: this config file's compaction settings and cascade, named by its base name (repeat to compare; --limit overrides its limit)")
 	f.StringVar(&answerWith, "answer-with", "", "answer with the model of this OpenAI-compatible API base URL, ending in /v1 (default: the built-in lookup)")
 	f.StringVar(&model, "model", "", "the model of --answer-with")
 	f.IntVar(&maxProbes, "max-probes", 20, "at most this many probes of each kind at each checkpoint (0: all)")
@@ -56,7 +66,7 @@ stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/e
 
 type evalFlags struct {
 	limit, maxProbes  int
-	strategies        []string
+	strategies, files []string
 	answerWith, model string
 }
 
@@ -76,7 +86,7 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 		return usagef("--max-probes %d: must be zero or a positive whole number", fl.maxProbes)
 	}
 	base := cfg.Settings()
-	if len(fl.strategies) == 0 {
+	if len(fl.strategies) == 0 && len(fl.files) == 0 {
 		fl.strategies = []string{base.WithDefaults().Strategy}
 	}
 	var configs []eval.Config
@@ -90,6 +100,18 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 			return usagef("eval: --strategy %s: %v", s, err)
 		}
 		configs = append(configs, eval.Config{Name: s, Settings: set})
+	}
+	for _, file := range fl.files {
+		c, err := evalConfigFile(file, fl.limit)
+		if err != nil {
+			return err
+		}
+		for _, o := range configs {
+			if o.Name == c.Name {
+				return usagef("--config %s: a configuration is already named %s", file, c.Name)
+			}
+		}
+		configs = append(configs, c)
 	}
 	answerer, err := a.evalAnswerer(fl)
 	if err != nil {
@@ -114,6 +136,32 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 		return err
 	}
 	return a.printEval(res, err)
+}
+
+// evalConfigFile is the configuration of the config file path: its compaction settings (at
+// limit tokens when limit > 0) and its cascade (with the offline rung it adds), named by the
+// file's base name without its extension.
+func evalConfigFile(path string, limit int) (eval.Config, error) {
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	cfg, err := config.Load(path)
+	if err != nil {
+		return eval.Config{}, usagef("--config %v", err) // the error names the file
+	}
+	set := cfg.Settings()
+	if limit > 0 {
+		over := compact.ThreadSettings{TokenLimit: &limit}
+		if set, err = compact.Resolve(set, compact.ThreadSettings{}, over); err != nil {
+			return eval.Config{}, usagef("--config %s: --limit %d: %v", path, limit, err)
+		}
+	}
+	sum := func(s *memory.Store) (compact.Summarizer, error) {
+		counter, err := s.Counter(tokencount.EncodingO200k)
+		if err != nil {
+			return nil, err
+		}
+		return cfg.NewCascade(s.DB(), cascade.Options{Now: s.Now, Count: counter.CountText})
+	}
+	return eval.Config{Name: name, Settings: set, Summarizer: sum}, nil
 }
 
 // printEval prints the table (or JSON) of res; an interrupted run is then the error err.

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +26,10 @@ func TestEvalFile(t *testing.T) {
 	if took > time.Minute {
 		t.Errorf("eval took %s, over a minute", took)
 	}
+	// A header, three rows, and the note that says what CUT is (mask cannot fit 4,000).
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "CONFIG") {
-		t.Fatalf("want a header and three rows:\n%s", out)
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "CONFIG") || !strings.HasPrefix(lines[4], "(CUT: ") {
+		t.Fatalf("want a header, three rows and the CUT note:\n%s", out)
 	}
 	for i, s := range []string{"summarize", "mask", "window"} {
 		if f := strings.Fields(lines[i+1]); f[0] != s || f[1] != "4000" {
@@ -146,5 +149,79 @@ func TestEvalInterrupted(t *testing.T) {
 		strings.NewReader(""), &out, &errb)
 	if code != 1 || !strings.Contains(out.String(), "CONFIG") || !strings.Contains(out.String(), "interrupted") || !strings.Contains(errb.String(), "interrupted") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+// TestEvalConfigFiles: each --config FILE is a configuration of its own, named by the file's
+// base name, with its compaction settings (--limit overriding its limit) beside the
+// --strategy ones; a file that cannot be read or parsed, or a name given twice, is exit 2
+// naming the file.
+func TestEvalConfigFiles(t *testing.T) {
+	m := newMemctl(t)
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	small := write("small.yaml", "compaction:\n  token_limit: 3000\n  strategy: summarize\n")
+	large := write("large.yaml", "compaction:\n  token_limit: 6000\n  strategy: hybrid\n  mask:\n    keep_tool_results: 2\n")
+	file := testdata("conversations/tau_bench_airline_gpt4o_task13_trial2_success.jsonl")
+	type row struct {
+		Name        string `json:"name"`
+		Strategy    string `json:"strategy"`
+		Limit       int    `json:"token_limit"`
+		Compactions int    `json:"compactions"`
+		Asked       int    `json:"probes_asked"`
+	}
+	rows := func(args ...string) []row {
+		t.Helper()
+		var res struct {
+			Configs []row `json:"configs"`
+		}
+		out := m.must(append([]string{"eval", file, "--max-probes", "2", "--json"}, args...)...)
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res.Configs
+	}
+	got := rows("--strategy", "window", "--config", small, "--config", large)
+	want := []row{{Name: "window", Strategy: "window"}, {Name: "small", Strategy: "summarize", Limit: 3000}, {Name: "large", Strategy: "hybrid", Limit: 6000}}
+	if len(got) != len(want) {
+		t.Fatalf("configurations %+v, want %+v", got, want)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Name != w.Name || g.Strategy != w.Strategy || (w.Limit != 0 && g.Limit != w.Limit) || g.Asked == 0 {
+			t.Errorf("configuration %d: %+v, want %+v", i+1, g, w)
+		}
+	}
+	if got[1].Compactions == 0 {
+		t.Errorf("small (3000 tokens) never compacted: %+v", got[1])
+	}
+	for _, g := range rows("--config", small, "--config", large, "--limit", "4000") {
+		if g.Limit != 4000 {
+			t.Errorf("%s: limit %d under --limit 4000", g.Name, g.Limit)
+		}
+	}
+	out := m.must("eval", file, "--max-probes", "2", "--config", small)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], "small ") {
+		t.Errorf("the table does not name the file's configuration small:\n%s", out)
+	}
+	bad := write("bad.yaml", "compaction:\n  token_limit: lots\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+		{[]string{"--config", bad}, "bad.yaml"},
+		{[]string{"--config", small, "--config", small}, "already named small"},
+	} {
+		code, _, errs := m.run(append([]string{"eval", file}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 naming %q", c.args, code, errs, c.want)
+		}
 	}
 }

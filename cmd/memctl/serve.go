@@ -30,9 +30,12 @@ OpenAI Chat Completions (POST /v1/chat/completions), and each API shape register
 serve/dialects.go (see docs/serve.md). Also served: the inspection API (/api/...), a page (/)
 and the MCP tools (/mcp).
 
-Summaries are written by the config's cascade: with no cascade in the config, the built-in
-offline summarizer alone (no model is called to summarize); put the upstream's model (or a
-smaller one) first in the config's cascade to summarize with it.
+Summaries are written, when the config names no cascade, by the model serve fronts (the
+upstream rung: a thread is summarized in the API shape of its latest request, with that
+request's model and the key its turns reach the upstream with), then by the built-in offline
+summarizer when the upstream fails: "summarizer: upstream (anthropic_messages, model M),
+then offline". A cascade in the config replaces both. The page and the startup log line
+name the summarizers.
 
 --listen defaults to 127.0.0.1:8787 (loopback). A non-loopback address needs --token-env:
 then every request must carry Authorization: Bearer <the variable's value>. The upstream's
@@ -117,15 +120,24 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	if err != nil {
 		return nil, err
 	}
-	c, casc, err := a.newCompactor(cascade.Options{}, compact.Config{})
+	cfg, err := a.config()
 	if err != nil {
 		return nil, err
 	}
-	return &serve.Server{
-		Store: s, Compactor: c, Cascade: casc,
-		Upstream: sc.Upstream, UpstreamKey: key, UpstreamPrice: sc.PricePerMTok.LLM(), Token: token,
+	srv := &serve.Server{
+		Store: s, Upstream: sc.Upstream, UpstreamKey: key, UpstreamPrice: sc.PricePerMTok.LLM(), Token: token,
 		Logger: a.logger, LoopbackOnly: loopback && token == "", Recall: sc.Recall,
-	}, nil
+	}
+	var first []cascade.Entry
+	if sc.Upstream != "" && !cfg.NamesCascade() {
+		// The summarizer by default: the model serve fronts, then the offline rung.
+		first = []cascade.Entry{srv.UpstreamEntry()}
+	}
+	srv.Compactor, srv.Cascade, err = cfg.NewCompactorWith(a.h, a.store, cascade.Options{}, compact.Config{}, first)
+	if err != nil {
+		return nil, err
+	}
+	return srv, nil
 }
 
 // serve runs srv on sc.Listen until ctx is done, then stops it gracefully: the first signal

@@ -61,6 +61,10 @@ func TestServeRunsAndStops(t *testing.T) {
 			if logged := strings.Contains(logs, "/t/cli/v1/chat/completions"); logged != (level == "info") {
 				t.Fatalf("at --log-level %s, the request logged: %v:\n%s", level, logged, logs)
 			}
+			// No cascade in the config: the model serve fronts summarizes, then offline.
+			if named := strings.Contains(logs, `summarizers="upstream, offline"`); named != (level == "info") {
+				t.Fatalf("at --log-level %s, the default summarizers logged: %v:\n%s", level, named, logs)
+			}
 		})
 	}
 }

@@ -73,7 +73,7 @@ func (a *app) showActive(ctx context.Context, s *memory.Store, thread string) er
 
 // showHistory prints the whole history of thread, marking what each summary covers.
 func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) error {
-	cv, err := s.Coverage(ctx, thread)
+	cv, err := readCoverage(ctx, s, thread)
 	if err != nil {
 		return err
 	}
@@ -90,10 +90,10 @@ func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) e
 	fmt.Fprintf(a.out, "thread %s: %d messages, %d summaries\n\n", termLine(thread), len(cv.Messages), len(cv.Covering))
 	conversed := false // a message other than the leading system ones was seen
 	for _, e := range cv.Messages {
-		for _, r := range cv.StartingAt(e.Seq) {
-			fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, r.CoverState(), r.FromSeq, r.ToSeq, r.SummaryTokens)
+		for _, r := range cv.startingAt(e.Seq) {
+			fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, coverState(r), r.FromSeq, r.ToSeq, r.SummaryTokens)
 		}
-		label := pinLabel(e, cv.Label(e.Seq))
+		label := pinLabel(e, cv.label(e.Seq))
 		if system := e.Message.Role == chat.RoleSystem || e.Message.Role == chat.RoleDeveloper; system && conversed {
 			// memctl serve stores a changed system prompt so (the earlier one stays above).
 			label = strings.TrimSuffix("system prompt changed; "+label, "; ")

@@ -17,6 +17,7 @@ import (
 	"net/http"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -64,6 +65,13 @@ type Dialect interface {
 	// LocalAnswer writes the JSON answer of a local route of kind: for CountTokens the prompt's
 	// size, tokens; for Compact the summary the cascade wrote of the turn's conversation.
 	LocalAnswer(kind LocalKind, t Turn, tokens int, summary string) ([]byte, error)
+	// Summarizer returns the completer of the upstream rung of serve's summarizer (the model
+	// serve fronts summarizes first when the config names no cascade): it sends one
+	// summarization request, not streamed, in the dialect's shape to the upstream u names, and
+	// reads the text and usage of its answer. An error answer is a *cascade.ProviderError of
+	// the cascade's classes (see cascade.HTTPError), so that retries and cooldowns work, and no
+	// error text holds the key.
+	Summarizer(u SummaryUpstream) llm.Completer
 }
 
 // Local is a route serve answers itself (see Dialect.Local).

@@ -1,49 +1,51 @@
-package memory
+package main
 
 import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/memcascade/memcascade/memory"
 )
 
-// Coverage is a thread's whole history with the compactions that cover it: what each message
+// coverage is a thread's whole history with the compactions that cover it: what each message
 // is now, in the light of the compactions applied to the thread.
-type Coverage struct {
-	Messages []Entry
+type coverage struct {
+	Messages []memory.Entry
 	// Covering are the applied and reverted compactions, oldest first.
-	Covering []Report
+	Covering []memory.Report
 	// Current is the applied compaction whose summary or view is in the active context (nil:
 	// none).
-	Current *Report
+	Current *memory.Report
 }
 
-// Coverage reads a thread's history and the compactions that cover it.
-func (s *Store) Coverage(ctx context.Context, thread string) (Coverage, error) {
+// readCoverage reads a thread's history and the compactions that cover it.
+func readCoverage(ctx context.Context, s *memory.Store, thread string) (coverage, error) {
 	hist, err := s.History(ctx, thread)
 	if err != nil {
-		return Coverage{}, err
+		return coverage{}, err
 	}
 	reps, err := s.Reports(ctx, thread, 1<<20)
 	if err != nil {
-		return Coverage{}, err
+		return coverage{}, err
 	}
-	cv := Coverage{Messages: hist}
+	cv := coverage{Messages: hist}
 	for i := len(reps) - 1; i >= 0; i-- {
-		if r := reps[i]; r.Status == StatusApplied || r.Status == StatusReverted {
+		if r := reps[i]; r.Status == memory.StatusApplied || r.Status == memory.StatusReverted {
 			cv.Covering = append(cv.Covering, r)
 		}
 	}
 	for i := range cv.Covering {
-		if cv.Covering[i].Status == StatusApplied && !cv.Covering[i].Superseded {
+		if cv.Covering[i].Status == memory.StatusApplied && !cv.Covering[i].Superseded {
 			cv.Current = &cv.Covering[i]
 		}
 	}
 	return cv, nil
 }
 
-// StartingAt returns the covering compactions whose summary starts at message seq.
-func (cv Coverage) StartingAt(seq int64) []Report {
-	var out []Report
+// startingAt returns the covering compactions whose summary starts at message seq.
+func (cv coverage) startingAt(seq int64) []memory.Report {
+	var out []memory.Report
 	for _, r := range cv.Covering {
 		if r.FromSeq == seq {
 			out = append(out, r)
@@ -52,10 +54,10 @@ func (cv Coverage) StartingAt(seq int64) []Report {
 	return out
 }
 
-// Label says what the current compaction does to message seq: masked, cut or left out by its
+// label says what the current compaction does to message seq: masked, cut or left out by its
 // view (mask, window, fit), or archived (covered by its summary); "" when the message is in
 // the active context as it was appended.
-func (cv Coverage) Label(seq int64) string {
+func (cv coverage) label(seq int64) string {
 	cur := cv.Current
 	if cur == nil {
 		return ""
@@ -66,7 +68,7 @@ func (cv Coverage) Label(seq int64) string {
 			return fmt.Sprintf("masked by compaction %d (%s): a placeholder in the active context", *cur.ID, cur.Strategy)
 		case slices.Contains(v.Cut, seq):
 			return fmt.Sprintf("cut by compaction %d (%s): shortened in the active context", *cur.ID, cur.Strategy)
-		case slices.ContainsFunc(v.Omitted, func(r SeqRange) bool { return seq >= r[0] && seq <= r[1] }):
+		case slices.ContainsFunc(v.Omitted, func(r memory.SeqRange) bool { return seq >= r[0] && seq <= r[1] }):
 			return fmt.Sprintf("left out of the active context by compaction %d (%s)", *cur.ID, cur.Strategy)
 		}
 	}
@@ -76,10 +78,10 @@ func (cv Coverage) Label(seq int64) string {
 	return ""
 }
 
-// CoverState says what a covering compaction is now: current, superseded or reverted.
-func (r Report) CoverState() string {
+// coverState says what a covering compaction is now: current, superseded or reverted.
+func coverState(r memory.Report) string {
 	switch {
-	case r.Status == StatusReverted:
+	case r.Status == memory.StatusReverted:
 		return "reverted"
 	case r.Superseded:
 		return "superseded"
