@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/serve"
 )
@@ -60,5 +61,33 @@ func TestUpstreamCost(t *testing.T) {
 	}
 	if th.Upstream.Replies != 1 || th.Upstream.Cost != nil || th.Cost != nil {
 		t.Errorf("thread without a price: upstream %+v, cost %v; want no cost", th.Upstream, th.Cost)
+	}
+}
+
+// TestUpstreamRungPriced: when the model serve fronts writes the summary (the upstream rung),
+// its attempt is priced at serve's upstream price: the report's cost is its tokens at $2/$8
+// per million, and the thread's cost is that plus what its replies cost.
+func TestUpstreamRungPriced(t *testing.T) {
+	e := newSumEnv(t, shapes[0], config.Default(), configuredKey,
+		func(s *serve.Server) { s.UpstreamPrice = &llm.Price{Input: 2, Output: 8} })
+	e.turns("t1", 6)
+	rep := e.compact("t1")
+	micros := func(c *float64) int64 {
+		if c == nil {
+			return -1
+		}
+		return int64(math.Round(*c * 1e6))
+	}
+	u := rep.Usage
+	if rep.Provider != serve.UpstreamRungName || u.Requests != 1 || micros(u.Cost) != int64(u.PromptTokens*2+u.CompletionTokens*8) {
+		t.Fatalf("report by %q: usage %+v, cost %d micro-dollars; want the upstream rung's one request at $2/$8", rep.Provider, u, micros(u.Cost))
+	}
+	th, err := e.store.Thread(context.Background(), "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if micros(th.CompactionCost) != micros(u.Cost) || th.Upstream.Cost == nil || micros(th.Cost) != micros(th.CompactionCost)+micros(th.Upstream.Cost) {
+		t.Errorf("thread: compaction cost %d, upstream cost %d, cost %d micro-dollars; want the report's, some, their sum",
+			micros(th.CompactionCost), micros(th.Upstream.Cost), micros(th.Cost))
 	}
 }
