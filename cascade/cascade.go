@@ -67,10 +67,13 @@ const (
 	// OutcomeSkippedBudget: the caller's deadline left no time for the provider; no request
 	// sent, no cooldown.
 	OutcomeSkippedBudget Outcome = "skipped_budget"
+	// OutcomeSkippedCost: the task estimated the provider's requests over its spending limit
+	// (llm.ErrOverCost); no request sent, no cooldown.
+	OutcomeSkippedCost Outcome = "skipped_cost"
 )
 
 // Outcomes is every attempt outcome, the one list of them.
-var Outcomes = []Outcome{OutcomeOK, OutcomeError, OutcomeSkippedCooldown, OutcomeSkippedWindow, OutcomeSkippedBudget}
+var Outcomes = []Outcome{OutcomeOK, OutcomeError, OutcomeSkippedCooldown, OutcomeSkippedWindow, OutcomeSkippedBudget, OutcomeSkippedCost}
 
 // EventKind is what a cascade event reports.
 type EventKind string
@@ -83,6 +86,7 @@ const (
 	EventSkip       EventKind = "skip"        // the provider is cooling down until CoolingUntil; no request sent
 	EventSkipWindow EventKind = "skip_window" // the provider's window is too small for the task (Err); no request sent
 	EventSkipBudget EventKind = "skip_budget" // no time was left for the provider (Err); no request sent
+	EventSkipCost   EventKind = "skip_cost"   // the provider's estimate was over the spending limit (Err); no request sent
 	EventFail       EventKind = "fail"        // the provider gave up (Class, Err); CoolingUntil is set when it cools down
 	EventOK         EventKind = "ok"          // the provider produced the result
 	// EventWindow: the window of an entry read from its server (Entry.AutoWindow) is Window;
@@ -91,7 +95,7 @@ const (
 )
 
 // EventKinds is every event kind, the one list of them.
-var EventKinds = []EventKind{EventTry, EventRetry, EventWait, EventSkip, EventSkipWindow, EventSkipBudget, EventFail, EventOK, EventWindow}
+var EventKinds = []EventKind{EventTry, EventRetry, EventWait, EventSkip, EventSkipWindow, EventSkipBudget, EventSkipCost, EventFail, EventOK, EventWindow}
 
 // Provider is the interface every rung implements: one chat completion request, no retries.
 //
@@ -149,6 +153,19 @@ type Entry struct {
 	// Cooldown is the first cooldown; it doubles with each consecutive failure up to
 	// MaxCooldown. Zero means DefaultCooldown and DefaultMaxCooldown.
 	Cooldown, MaxCooldown time.Duration
+
+	// Price is what the provider charges (nil: no price). Each attempt that sent a request is
+	// stored with the cost of its tokens at this price; an attempt of a provider without one
+	// has no cost (NULL, not 0). An offline rung is free: its price is ignored.
+	Price *llm.Price
+}
+
+// price is the entry's price; nil for none and for an offline rung.
+func (e *Entry) price() *llm.Price {
+	if e.Price == nil || e.offline() {
+		return nil
+	}
+	return e.Price
 }
 
 func (e *Entry) maxAttempts() int { return max(e.MaxAttempts, 1) }
@@ -171,7 +188,7 @@ func (e *Entry) offline() bool {
 // target describes the entry to a task, with the window of this turn.
 func (e *Entry) target(window int) llm.Target {
 	return llm.Target{Name: e.Name, Model: e.Model, ContextWindow: window, MaxOutputTokens: e.MaxOutputTokens,
-		Concurrency: max(e.Concurrency, 1)}
+		Concurrency: max(e.Concurrency, 1), Price: e.price()}
 }
 
 // Event reports progress, for example for a CLI to print "local: server error (HTTP 503),
@@ -229,7 +246,8 @@ type Options struct {
 	Observe func(Event)
 	// Logger, when set, receives a record of each attempt (skips included), of each cooldown
 	// set or cleared, with the keys provider, model, compaction_id, outcome, http_status,
-	// class, duration_ms, error (redacted), failures and cooling_until. nil: silent.
+	// class, duration_ms, error (redacted), cost_micros (an attempt of a provider with a
+	// price), failures and cooling_until. nil: silent.
 	Logger *slog.Logger
 	// Count counts the tokens of a text, for the usage of a request whose server sent none
 	// (the attempt is then marked usage_estimated). Default: one token per four bytes.
@@ -327,7 +345,8 @@ func (c *Cascade) Complete(ctx context.Context, compactionID int64, req llm.Requ
 // Classify's class of the error, else the class of the last failed attempt; the provider is
 // then put on cooldown unless the class is context_length or canceled, and the next one is
 // tried. A task that returns an empty text has failed with bad_response; one that returns
-// llm.ErrWindowTooSmall skips the provider (outcome skipped_window, no cooldown). A success
+// llm.ErrWindowTooSmall skips the provider (outcome skipped_window, no cooldown), and one that
+// returns llm.ErrOverCost skips it for its cost (outcome skipped_cost, no cooldown). A success
 // resets the provider's cooldown.
 //
 // When ctx has a deadline, each provider's turn ends before it, keeping time for an offline
@@ -418,6 +437,9 @@ func (c *Cascade) try(ctx context.Context, compactionID int64, i int, e *Entry, 
 		return text, nil, nil
 	case errors.Is(pe.Err, llm.ErrWindowTooSmall):
 		pe, err := c.skip(ctx, compactionID, e, OutcomeSkippedWindow, pe.Err)
+		return "", pe, err
+	case errors.Is(pe.Err, llm.ErrOverCost):
+		pe, err := c.skip(ctx, compactionID, e, OutcomeSkippedCost, pe.Err)
 		return "", pe, err
 	case pe.Class == ClassTimeout && turnCtx.Err() != nil && ours:
 		// Cut by the caller's budget (an emergency's, a total timeout), not by a limit of the
@@ -549,16 +571,16 @@ func (c *Cascade) skipCooling(ctx context.Context, compactionID int64, e *Entry,
 	return pe, nil
 }
 
-// skip logs and reports a provider left out for its window or for lack of time: no request,
-// no cooldown.
+// skip logs and reports a provider left out for its window, its cost or for lack of time: no
+// request, no cooldown.
 func (c *Cascade) skip(ctx context.Context, compactionID int64, e *Entry, outcome Outcome, cause error) (*ProviderError, error) {
 	pe := c.newError(e, "", cause)
 	if err := c.logSkip(ctx, compactionID, e, outcome, pe); err != nil {
 		return nil, err
 	}
-	kind := EventSkipBudget
-	if outcome == OutcomeSkippedWindow {
-		kind = EventSkipWindow
+	kind := map[Outcome]EventKind{OutcomeSkippedWindow: EventSkipWindow, OutcomeSkippedCost: EventSkipCost}[outcome]
+	if kind == "" {
+		kind = EventSkipBudget
 	}
 	c.emit(Event{Provider: e.Name, Kind: kind, Err: pe.detail()})
 	return pe, nil

@@ -196,6 +196,9 @@ func (c *Cascade) logAttempt(ctx context.Context, row db.InsertAttemptParams) {
 	if row.Error != "" {
 		attrs = append(attrs, slog.String("error", row.Error))
 	}
+	if row.CostMicros.Valid {
+		attrs = append(attrs, slog.Int64("cost_micros", row.CostMicros.Int64))
+	}
 	c.logAttrs(ctx, level, "provider attempt", attrs...)
 }
 

@@ -2,6 +2,7 @@ package cascade
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -226,7 +227,8 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// log records one attempt, with its usage (see Cascade.usage). A database error is kept: it ends the cascade.
+// log records one attempt, with its usage (see Cascade.usage) and, when the entry has a price,
+// the usage's cost. A database error is kept: it ends the cascade.
 func (k *completer) log(ctx context.Context, startedAt time.Time, elapsed time.Duration, req llm.Request, resp llm.Response, pe *ProviderError) error {
 	prompt, completion, estimated := k.c.usage(req, resp, pe)
 	row := db.InsertAttemptParams{
@@ -240,6 +242,9 @@ func (k *completer) log(ctx context.Context, startedAt time.Time, elapsed time.D
 		PromptTokens:     int64(prompt),
 		CompletionTokens: int64(completion),
 		UsageEstimated:   boolInt(estimated),
+	}
+	if p := k.e.price(); p != nil {
+		row.CostMicros = sql.NullInt64{Int64: p.Micros(prompt, completion), Valid: true}
 	}
 	if pe != nil {
 		row.Outcome = string(OutcomeError)

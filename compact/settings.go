@@ -65,6 +65,10 @@ type Settings struct {
 	// before Cascade writes the final summary from those part summaries: NoCascade (the
 	// default: Cascade reads the whole middle), DefaultCascade or a name of Config.Summarizers.
 	PartCascade string
+	// MaxCost is the most, in dollars, a provider's requests for one summary are estimated to
+	// cost: a provider with a price whose estimate is over it is skipped (outcome
+	// skipped_cost; see cost.go). 0: no limit.
+	MaxCost float64
 }
 
 // Values of Settings.OnFailure.
@@ -230,6 +234,7 @@ func (s Settings) Problems() []*SettingError {
 		}
 	}
 	ps = append(ps, s.cascadeProblems()...)
+	ps = append(ps, s.costProblems()...)
 	return append(ps, s.knobProblems()...)
 }
 

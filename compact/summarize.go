@@ -149,6 +149,8 @@ type input struct {
 	instructions      string // the call's and the hook's, redacted: instructionsBlock
 	systemTokens      int    // of the full instructions; compactTokens of the compact ones
 	compactTokens     int
+	maxCost           float64      // max_cost in dollars (0: no limit; see checkCost)
+	summaryMax        int          // summary_max_tokens: the output of checkCost's estimate
 	chunks            atomic.Int64 // the requests of the provider whose turn ran last
 	progressMu        sync.Mutex
 	sized             sync.Once // the estimated blocks counted (sizeBlocks)
@@ -161,7 +163,7 @@ func (c *Compactor) newInput(a memory.Active, plan Plan, s Settings, pass int, i
 		return nil, err
 	}
 	in := &input{c: c, thread: a.Thread.ID, pass: pass, counter: counter,
-		header: summaryHeader(plan.FromSeq, plan.ToSeq)}
+		header: summaryHeader(plan.FromSeq, plan.ToSeq), maxCost: s.MaxCost, summaryMax: s.SummaryMaxTokens}
 	// The body may use what is left of the budget after the message framing and header; two
 	// tokens of slack cover the join of header and body.
 	in.bodyBudget = plan.SummaryBudget - counter.CountMessage(chat.TextMessage(s.SummaryRole, in.header)) - 2
@@ -298,6 +300,9 @@ func (in *input) accept(text string) error {
 // carrying the summary of the parts before.
 func (in *input) task(ctx context.Context, t llm.Target, comp llm.Completer) (string, error) {
 	in.chunks.Store(0) // the requests of this provider: the last one to run is the one whose summary is used
+	if err := in.checkCost(t); err != nil {
+		return "", err
+	}
 	r := requestShape(t, in.bodyBudget, in.prompt.System, in.systemTokens, in.compactTokens)
 	if t.Concurrency > 1 {
 		text, err := in.mapReduce(ctx, t, comp, r)

@@ -41,6 +41,7 @@ func (cp Compaction) settings() compact.Settings {
 		MaxFailures: cp.MaxFailures,
 		Cascade:     cp.Cascade,
 		PartCascade: cp.PartCascade,
+		MaxCost:     cp.MaxCost,
 	}
 }
 
@@ -72,6 +73,7 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 	}
 	cp.MaxFailures = s.MaxFailures
 	cp.Cascade, cp.PartCascade = s.Cascade, s.PartCascade
+	cp.MaxCost = s.MaxCost
 }
 
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the
@@ -244,7 +246,7 @@ func (c Config) cascadeOf(h *db.Handle, opt cascade.Options, red func(string) st
 			Name: p.Name, Type: p.Type, Model: p.Model, BaseURL: p.BaseURL,
 			ContextWindow: int(p.ContextWindow), MaxOutputTokens: p.MaxOutputTokens, MaxAttempts: p.MaxAttempts,
 			MaxWait: time.Duration(p.MaxWait), Cooldown: time.Duration(p.Cooldown), MaxCooldown: time.Duration(p.MaxCooldown),
-			Concurrency: p.Concurrency,
+			Concurrency: p.Concurrency, Price: p.PricePerMTok.LLM(),
 		}
 		if p.ContextWindow == WindowAuto {
 			// Read from the server before each turn (cached); cascade.DefaultAutoWindow when

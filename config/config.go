@@ -116,6 +116,10 @@ type Compaction struct {
 	// PartCascade names a cascade that summarizes the middle in parts before Cascade writes the
 	// final summary from them: "none" (the default) or a cascade's name.
 	PartCascade string `yaml:"part_cascade" json:"part_cascade"`
+	// MaxCost is the most, in dollars, a provider with a price_per_mtok may be estimated to
+	// cost for one summary; one estimated over it is skipped (see compact.Settings.MaxCost).
+	// 0: no limit.
+	MaxCost float64 `yaml:"max_cost" json:"max_cost"`
 }
 
 // Mask is the compaction.mask section (see compact.MaskSettings).
@@ -141,6 +145,9 @@ type Serve struct {
 	// Recall lets the model of a thread with compacted history search it: the proxy adds a
 	// memory_search tool and answers the model's calls of it itself (serve.Server.Recall).
 	Recall bool `yaml:"recall" json:"recall"`
+	// PricePerMTok is what the upstream charges (nil: no price): each reply stored adds its
+	// cost to its thread's.
+	PricePerMTok *Price `yaml:"price_per_mtok,omitempty" json:"price_per_mtok,omitempty"`
 }
 
 // DefaultListen is the default address of memctl serve.
@@ -173,6 +180,9 @@ type Provider struct {
 	// up to MaxCooldown.
 	Cooldown    Duration `yaml:"cooldown" json:"cooldown"`
 	MaxCooldown Duration `yaml:"max_cooldown" json:"max_cooldown"`
+	// PricePerMTok is what the provider charges (nil: no price); not for type extractive,
+	// which is free.
+	PricePerMTok *Price `yaml:"price_per_mtok,omitempty" json:"price_per_mtok,omitempty"`
 }
 
 // Per-provider defaults.

@@ -131,6 +131,7 @@ func fullConfig(source string) config.Config {
 			MaxFailures:       5,
 			Cascade:           "main",
 			PartCascade:       "cheap",
+			MaxCost:           0.25,
 		},
 		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
 		Cascade: []config.Provider{
@@ -138,6 +139,7 @@ func fullConfig(source string) config.Config {
 				Name: "cloud", Type: "openai", BaseURL: "https://api.openai.com/v1", Model: "gpt-4o-mini",
 				APIKeyEnv: "OPENAI_API_KEY", ContextWindow: 128000, MaxOutputTokens: 4096, Temperature: 0.2,
 				Timeout: dur("90s"), MaxAttempts: 3, MaxWait: dur("30s"), Concurrency: 4, Cooldown: dur("1m"), MaxCooldown: dur("2h"),
+				PricePerMTok: &config.Price{Input: 0.15, Output: 0.6},
 			},
 			{
 				Name: "local", Type: "openai", BaseURL: "http://127.0.0.1:11434/v1", Model: "qwen2.5:7b",

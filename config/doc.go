@@ -32,6 +32,7 @@
 //	  total_timeout: 15m          # the whole compaction
 //	  keep_turns: 0               # keep the newest N user turns whole while they fit (0: off)
 //	  compact_every_turns: 0      # a compaction every N user turns, even under the trigger (0: off)
+//	  max_cost: 0                 # dollars a priced provider may be estimated at for a summary (0: no limit)
 //	  mask:                       # the mask and hybrid strategies' knobs
 //	    keep_tool_results: 0      # the newest N tool results stay (0: the kept window decides)
 //	    exclude_tools: []         # tools whose results are never masked
@@ -55,6 +56,7 @@
 //	    concurrency: 1            # requests of one compaction in flight at once
 //	    cooldown: 30s             # first cooldown; doubles with each consecutive failure
 //	    max_cooldown: 1h
+//	    # price_per_mtok: {input: 2.5, output: 10}  # dollars per million tokens: attempts get a cost
 //	  - name: offline
 //	    type: extractive
 //	cascades: {}                  # other cascades by name, each a list of providers as above

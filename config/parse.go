@@ -326,7 +326,9 @@ func (w *walker) top(n *yaml.Node, cfg *Config) {
 				w.errorf(line, key, "expected a mapping of serve settings, found %s", describe(n))
 				return
 			}
-			w.mapping(n, key, serveFields(&cfg.Serve))
+			fields := serveFields(&cfg.Serve)
+			fields[len(fields)-1].sub = w.price(&cfg.Serve.PricePerMTok)
+			w.mapping(n, key, fields)
 		}},
 	})
 }
@@ -338,6 +340,7 @@ func serveFields(s *Serve) []field {
 		{key: "upstream_key_env", ptr: &s.UpstreamKeyEnv},
 		{key: "token_env", ptr: &s.TokenEnv},
 		{key: "recall", ptr: &s.Recall},
+		{key: "price_per_mtok", sub: nil}, // set by the walker (walker.price)
 	}
 }
 
@@ -361,6 +364,7 @@ func compactionFields(c *Compaction) []field {
 		{key: "max_failures", ptr: &c.MaxFailures},
 		{key: "cascade", ptr: &c.Cascade},
 		{key: "part_cascade", ptr: &c.PartCascade},
+		{key: "max_cost", ptr: &c.MaxCost},
 	}
 }
 
@@ -380,6 +384,7 @@ func providerFields(p *Provider) []field {
 		{key: "concurrency", ptr: &p.Concurrency},
 		{key: "cooldown", ptr: &p.Cooldown},
 		{key: "max_cooldown", ptr: &p.MaxCooldown},
+		{key: "price_per_mtok", sub: nil}, // set by the walker (walker.price)
 	}
 }
 
@@ -439,6 +444,7 @@ func (w *walker) cascades(n *yaml.Node, key string, line int) map[string][]Provi
 func (w *walker) provider(n *yaml.Node, key string) Provider {
 	var p Provider
 	fields := providerFields(&p)
+	fields[len(fields)-1].sub = w.price(&p.PricePerMTok)
 	set := w.mapping(n, key, fields)
 	d := Provider{Type: p.Type}.WithDefaults()
 	defaults := providerFields(&d)

@@ -37,6 +37,7 @@ type renderProvider struct {
 	Concurrency     int      `yaml:"concurrency"`
 	Cooldown        Duration `yaml:"cooldown"`
 	MaxCooldown     Duration `yaml:"max_cooldown"`
+	PricePerMTok    *Price   `yaml:"price_per_mtok,omitempty"`
 }
 
 // YAML renders c as a config file with every key written out, for
@@ -57,7 +58,8 @@ func (c Config) YAML() []byte {
 		Cascade:         renderProviders(c.Cascade),
 		Cascades:        make(map[string][]renderProvider, len(c.Cascades)),
 		Serve: Serve{Listen: fix(c.Serve.Listen), Upstream: fix(c.Serve.Upstream),
-			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv), Recall: c.Serve.Recall},
+			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv), Recall: c.Serve.Recall,
+			PricePerMTok: c.Serve.PricePerMTok},
 		Offline: c.Offline,
 	}
 	if c.Hooks.BeforeCompaction != nil || c.Hooks.AfterCompaction != nil {
@@ -101,6 +103,7 @@ func renderProviders(ps []Provider) []renderProvider {
 			Concurrency:     p.Concurrency,
 			Cooldown:        p.Cooldown,
 			MaxCooldown:     p.MaxCooldown,
+			PricePerMTok:    p.PricePerMTok,
 		}
 		baseURL, keyEnv, temp := fix(p.BaseURL), fix(p.APIKeyEnv), p.Temperature
 		ext := p.Type == TypeExtractive

@@ -372,6 +372,11 @@ func (ck *checker) validateProvider(prefix string, p Provider) {
 	ck.positive(key("timeout"), p.Timeout)
 	ck.atLeast1(key("max_attempts"), p.MaxAttempts)
 	ck.positive(key("max_wait"), p.MaxWait)
+	if k := key("price_per_mtok"); extractive && p.PricePerMTok != nil && !ck.skip(k) {
+		ck.add(k, "not used by type extractive: the offline summarizer is free")
+	} else {
+		ck.validatePrice(k, p.PricePerMTok)
+	}
 	if ck.positive(key("cooldown"), p.Cooldown) && !ck.skip(key("max_cooldown")) && p.MaxCooldown < p.Cooldown {
 		ck.pair(key("max_cooldown"), key("cooldown"),
 			"%s must be at least cooldown (%s)", "%s must not exceed max_cooldown (%s)",
@@ -390,6 +395,7 @@ func (ck *checker) validateServe(s Serve) {
 	if k := "serve.upstream"; !ck.skip(k) && s.Upstream != "" && !isHTTPURL(s.Upstream) {
 		ck.add(k, "%s is not an http(s) URL (the model's base URL, ending in /v1)", quote(s.Upstream))
 	}
+	ck.validatePrice("serve.price_per_mtok", s.PricePerMTok)
 	for _, k := range []struct{ key, v string }{{"serve.upstream_key_env", s.UpstreamKeyEnv}, {"serve.token_env", s.TokenEnv}} {
 		if !ck.skip(k.key) && k.v != "" && !isEnvName(k.v) {
 			ck.add(k.key, msgNotAKey)

@@ -22,6 +22,7 @@ type CascadeAttempt struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	UsageEstimated   int64
+	CostMicros       sql.NullInt64
 }
 
 type Compaction struct {
@@ -116,16 +117,17 @@ type SummariesFt struct {
 }
 
 type Thread struct {
-	ID           string
-	Model        string
-	Encoding     string
-	Metadata     string
-	LastSeq      int64
-	OpenCalls    string
-	CreatedAt    int64
-	UpdatedAt    int64
-	Settings     string
-	Replies      int64
-	PromptTokens int64
-	CachedTokens int64
+	ID                 string
+	Model              string
+	Encoding           string
+	Metadata           string
+	LastSeq            int64
+	OpenCalls          string
+	CreatedAt          int64
+	UpdatedAt          int64
+	Settings           string
+	Replies            int64
+	PromptTokens       int64
+	CachedTokens       int64
+	UpstreamCostMicros sql.NullInt64
 }

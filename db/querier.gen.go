@@ -10,7 +10,8 @@ import (
 )
 
 type Querier interface {
-	// Counts a stored reply's prompt as the upstream reported it.
+	// Counts a stored reply's prompt as the upstream reported it, and adds its cost when it was
+	// priced (a NULL cost leaves the thread's as it is).
 	AddReplyUsage(ctx context.Context, arg AddReplyUsageParams) error
 	ApplyCompaction(ctx context.Context, arg ApplyCompactionParams) (int64, error)
 	// Commits a view that no new summary made (mask, window, or a view fitted after summarizing
@@ -19,7 +20,7 @@ type Querier interface {
 	// The stored ledger of an applied summary ('' for a row written before ledgers were stored).
 	CompactionLedger(ctx context.Context, id int64) (string, error)
 	// What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
-	// send none), their tokens, and estimated = 1 when any of them were counted locally because
+	// send none), their tokens, their cost in micro-dollars, and estimated = 1 when any of them were counted locally because
 	// the server sent no usage.
 	CompactionUsage(ctx context.Context, compactionID sql.NullInt64) (CompactionUsageRow, error)
 	// An attempt with every column, its id included.

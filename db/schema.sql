@@ -1,4 +1,4 @@
--- memcascade schema, version 6: what the migrations in migrations/ build, written whole for
+-- memcascade schema, version 9: what the migrations in migrations/ build, written whole for
 -- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). The open
 -- (sqlite_open.go) applies the migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
@@ -19,7 +19,10 @@ CREATE TABLE threads (
     -- from its prompt cache.
     replies       INTEGER NOT NULL DEFAULT 0,
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    cached_tokens INTEGER NOT NULL DEFAULT 0
+    cached_tokens INTEGER NOT NULL DEFAULT 0,
+    -- What those replies cost at serve's upstream price, in micro-dollars (see
+    -- migrations/0009.sql); NULL: none was priced.
+    upstream_cost_micros INTEGER
 ) STRICT;
 
 -- The append-only log. Compaction never updates or deletes a row; only deleting the whole
@@ -120,13 +123,14 @@ CREATE TABLE cascade_attempts (
     model             TEXT    NOT NULL,
     started_at        INTEGER NOT NULL,
     duration_ms       INTEGER NOT NULL,
-    outcome           TEXT    NOT NULL CHECK (outcome IN ('ok', 'error', 'skipped_cooldown', 'skipped_window', 'skipped_budget')),
+    outcome           TEXT    NOT NULL CHECK (outcome IN ('ok', 'error', 'skipped_cooldown', 'skipped_window', 'skipped_budget', 'skipped_cost')),
     http_status       INTEGER NOT NULL DEFAULT 0,
     error_class       TEXT    NOT NULL DEFAULT '',
     error             TEXT    NOT NULL DEFAULT '', -- redacted
     prompt_tokens     INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
-    usage_estimated   INTEGER NOT NULL DEFAULT 0  -- 1: the tokens were counted locally (the server sent no usage)
+    usage_estimated   INTEGER NOT NULL DEFAULT 0, -- 1: the tokens were counted locally (the server sent no usage)
+    cost_micros       INTEGER                     -- micro-dollars at the provider's price; NULL: no price
 ) STRICT;
 
 CREATE INDEX cascade_attempts_compaction ON cascade_attempts (compaction_id);

@@ -210,3 +210,59 @@ func TestMigrateV1KeepsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMigrateV8KeepsAttempts: a version-8 database's attempts keep every column through the
+// rebuild of version 9, with no cost (NULL: not priced) and still linked to their compaction;
+// the rebuilt table takes outcome skipped_cost and a cost, and a thread has no upstream cost.
+func TestMigrateV8KeepsAttempts(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v8.db")
+	v8, err := openWithMigrations(ctx, path, sqliteMigrations[:8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`INSERT INTO threads (id, model, encoding, created_at, updated_at, replies, prompt_tokens) VALUES ('t', 'gpt-4o', 'o200k_base', 1, 1, 2, 500)`,
+		`INSERT INTO compactions (thread_id, status, reason, last_seq, token_limit, tokens_before, messages_before, created_at, updated_at)
+		 VALUES ('t', 'applied', 'forced', 3, 1000, 900, 3, 1, 1)`,
+		`INSERT INTO cascade_attempts (compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated)
+		 VALUES (1, 'local', 'm', 11, 5, 'error', 503, 'server', 'busy', 77, 3, 1)`,
+	} {
+		if _, err := v8.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v8.Close()
+
+	sqldb, err := openWithMigrations(ctx, path, sqliteMigrations)
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	defer sqldb.Close()
+	var a CascadeAttempt
+	err = sqldb.QueryRowContext(ctx, `SELECT * FROM cascade_attempts`).Scan(&a.ID, &a.CompactionID, &a.Provider, &a.Model,
+		&a.StartedAt, &a.DurationMs, &a.Outcome, &a.HttpStatus, &a.ErrorClass, &a.Error, &a.PromptTokens, &a.CompletionTokens,
+		&a.UsageEstimated, &a.CostMicros)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CascadeAttempt{ID: 1, CompactionID: sql.NullInt64{Int64: 1, Valid: true}, Provider: "local", Model: "m", StartedAt: 11,
+		DurationMs: 5, Outcome: "error", HttpStatus: 503, ErrorClass: "server", Error: "busy", PromptTokens: 77, CompletionTokens: 3,
+		UsageEstimated: 1}
+	if a != want {
+		t.Errorf("migrated attempt %+v, want %+v", a, want)
+	}
+	if _, err := sqldb.ExecContext(ctx, `INSERT INTO cascade_attempts (compaction_id, provider, model, started_at, duration_ms, outcome, cost_micros)
+		VALUES (1, 'dear', 'm', 12, 0, 'skipped_cost', NULL), (1, 'cheap', 'm', 13, 4, 'ok', 2650)`); err != nil {
+		t.Fatalf("outcome skipped_cost and a cost after migration: %v", err)
+	}
+	var upstream sql.NullInt64
+	var replies int
+	if err := sqldb.QueryRowContext(ctx, `SELECT replies, upstream_cost_micros FROM threads`).Scan(&replies, &upstream); err != nil ||
+		replies != 2 || upstream.Valid {
+		t.Errorf("migrated thread: %d replies, upstream cost %+v (%v); want 2 and NULL", replies, upstream, err)
+	}
+	if err := CheckSQLite(ctx, sqldb); err != nil {
+		t.Fatal(err)
+	}
+}

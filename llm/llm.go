@@ -1,13 +1,15 @@
 // Package llm holds the few types that the compactor (package compact) and the provider cascade
 // (package cascade) exchange. It lets cascade.Cascade satisfy compact.Summarizer without either
 // package importing the other. It owns only these types (Request, Response, Completer, Task,
-// Target, Result and the errors both sides match); it has no logic and must not import anything
-// of this module but the transcript's message type (package transcript, a leaf).
+// Target, Result, Price and the errors both sides match); it has no logic but a price's
+// arithmetic, and must not import anything of this module but the transcript's message type
+// (package transcript, a leaf).
 package llm
 
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/memcascade/memcascade/transcript"
 )
@@ -76,6 +78,23 @@ type Target struct {
 	// Completer (at least 1). The Completer is safe for concurrent use; a task that sends
 	// independent requests (chunk summaries to be merged) may run up to this many together.
 	Concurrency int
+	// Price is what the provider charges (nil: no price, as the offline rung). A task with a
+	// spending limit estimates its requests with it and, when they would cost more, returns
+	// ErrOverCost before sending anything.
+	Price *Price
+}
+
+// Price is what a provider charges, in dollars per million tokens. Since a million
+// micro-dollars make a dollar, a token costs Input (or Output) micro-dollars.
+type Price struct {
+	Input  float64 // per million prompt tokens
+	Output float64 // per million completion tokens
+}
+
+// Micros is what input prompt tokens and output completion tokens cost at p, in
+// micro-dollars, rounded to the nearest.
+func (p Price) Micros(input, output int) int64 {
+	return int64(math.Round(float64(input)*p.Input + float64(output)*p.Output))
 }
 
 // Completer sends requests to one provider, with its retries, timeouts and attempt log.
@@ -107,3 +126,9 @@ var ErrContextLength = errors.New("context length exceeded")
 // error wrapping it, saying the window and what the request needed, before sending anything:
 // the cascade records the provider as skipped for its window (no cooldown) and moves on.
 var ErrWindowTooSmall = errors.New("context window too small")
+
+// ErrOverCost marks a provider whose requests are estimated to cost more than the caller's
+// spending limit (compaction.max_cost). A Task returns an error wrapping it, saying the
+// estimate and the limit, before sending anything: the cascade records the provider as
+// skipped for its cost (outcome skipped_cost, no cooldown) and moves on.
+var ErrOverCost = errors.New("estimated cost over the limit")

@@ -42,6 +42,9 @@ type ReplyUsage struct {
 	// CachedShare is CachedTokens / PromptTokens, rounded to three places (0 for none), as a
 	// thread shows it; an append's is ignored.
 	CachedShare float64 `json:"cached_share"`
+	// Cost is what the replies cost in dollars at the upstream's price (memctl serve's
+	// price_per_mtok), stored to the micro-dollar; nil (omitted in JSON): none was priced.
+	Cost *float64 `json:"cost,omitempty"`
 }
 
 // AppendResult says what an append did.
@@ -167,7 +170,8 @@ func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt
 			return err
 		}
 		if u := opt.Reply; u != nil {
-			err := q.AddReplyUsage(ctx, db.AddReplyUsageParams{PromptTokens: int64(u.PromptTokens), CachedTokens: int64(u.CachedTokens), ID: thread})
+			err := q.AddReplyUsage(ctx, db.AddReplyUsageParams{PromptTokens: int64(u.PromptTokens), CachedTokens: int64(u.CachedTokens),
+				CostMicros: microsOf(u.Cost), ID: thread})
 			if err != nil {
 				return err
 			}

@@ -27,8 +27,12 @@ type Attempt struct {
 	PromptTokens     int    `json:"prompt_tokens"`
 	CompletionTokens int    `json:"completion_tokens"`
 	// UsageEstimated: the server sent no usage; the tokens were counted locally.
-	UsageEstimated bool      `json:"usage_estimated"`
-	StartedAt      time.Time `json:"started_at"` // UTC
+	UsageEstimated bool `json:"usage_estimated"`
+	// Cost is what the tokens cost in dollars at the provider's price (price_per_mtok),
+	// stored to the micro-dollar; nil (omitted in JSON) for a provider without a price and
+	// for a skip (no request was sent).
+	Cost      *float64  `json:"cost,omitempty"`
+	StartedAt time.Time `json:"started_at"` // UTC
 }
 
 // AttemptView is the part of an Attempt a compaction's report shows (Report.Attempts): the
@@ -41,12 +45,14 @@ type AttemptView struct {
 	ErrorClass string `json:"error_class"`
 	Error      string `json:"error,omitempty"`
 	DurationMs int64  `json:"duration_ms"`
+	// Cost is the attempt's (Attempt.Cost); omitted when it has none.
+	Cost *float64 `json:"cost,omitempty"`
 }
 
 // view is the part of a that a compaction's report shows.
 func (a Attempt) view() AttemptView {
 	return AttemptView{Provider: a.Provider, Model: a.Model, Outcome: a.Outcome, HTTPStatus: a.HTTPStatus,
-		ErrorClass: a.ErrorClass, Error: a.Error, DurationMs: a.DurationMs}
+		ErrorClass: a.ErrorClass, Error: a.Error, DurationMs: a.DurationMs, Cost: a.Cost}
 }
 
 // Usage is what one compaction's provider requests cost, summed over its attempts.
@@ -61,6 +67,9 @@ type Usage struct {
 	// Estimated is true when some of those tokens were counted locally because a server sent
 	// no usage.
 	Estimated bool `json:"estimated"`
+	// Cost sums the cost in dollars of the attempts of providers with a price; nil (omitted
+	// in JSON) when none of its attempts was priced.
+	Cost *float64 `json:"cost,omitempty"`
 }
 
 // Attempts reads the attempt log newest first: every provider's when provider is "", at most
@@ -102,6 +111,7 @@ func attemptsOf(rows []db.CascadeAttempt) []Attempt {
 			PromptTokens:     int(r.PromptTokens),
 			CompletionTokens: int(r.CompletionTokens),
 			UsageEstimated:   r.UsageEstimated != 0,
+			Cost:             dollarsOf(r.CostMicros),
 			StartedAt:        time.UnixMilli(r.StartedAt).UTC(),
 		}
 		if r.CompactionID.Valid {
@@ -122,5 +132,5 @@ func usageOf(ctx context.Context, q db.Querier, id int64) (Usage, error) {
 // usageFrom decodes a CompactionUsage row.
 func usageFrom(r db.CompactionUsageRow) Usage {
 	return Usage{Requests: int(r.Requests), PromptTokens: int(r.PromptTokens), CompletionTokens: int(r.CompletionTokens),
-		Estimated: r.Estimated != 0}
+		Estimated: r.Estimated != 0, Cost: dollarsOf(sumOf(r.CostMicros, r.Priced))}
 }

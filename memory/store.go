@@ -256,6 +256,11 @@ type Thread struct {
 	// Upstream is what the upstream model reported of the prompts of the replies memctl serve
 	// stored in the thread (zero for a thread no reply with usage was stored in).
 	Upstream ReplyUsage `json:"upstream"`
+	// CompactionCost sums the cost in dollars of its compactions' provider attempts, and Cost
+	// is that plus Upstream.Cost; each is nil (omitted in JSON) when none of what it sums was
+	// priced.
+	CompactionCost *float64 `json:"compaction_cost,omitempty"`
+	Cost           *float64 `json:"cost,omitempty"`
 }
 
 // Threads lists every thread, most recently updated first. It reads stored counts only: no
@@ -305,6 +310,9 @@ func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
 		if r.PromptTokens > 0 {
 			t.Upstream.CachedShare = math.Round(float64(r.CachedTokens)/float64(r.PromptTokens)*1000) / 1000
 		}
+		compactions := sumOf(r.CompactionCostMicros, r.CompactionPriced)
+		t.Upstream.Cost, t.CompactionCost = dollarsOf(r.UpstreamCostMicros), dollarsOf(compactions)
+		t.Cost = dollarsOf(addCosts(r.UpstreamCostMicros, compactions))
 		if r.Pins > 0 && r.Compactions > 0 {
 			// A pin a summary covers is in the active context: the stored counts do not say.
 			a, err := s.ActiveLight(ctx, r.ID)

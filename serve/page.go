@@ -25,6 +25,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"path":  url.PathEscape,
 	"count": english.Count,
 	"time":  func(t interface{ Format(string) string }) string { return t.Format("2006-01-02 15:04:05") },
+	// dollars writes a cost: "$0.0105".
+	"dollars": func(c *float64) string { return "$" + strconv.FormatFloat(*c, 'f', -1, 64) },
 }).ParseFS(assets, "templates/*.html"))
 
 // securityHeaders are set on every page: nothing is loaded from elsewhere, no script runs,

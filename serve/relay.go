@@ -73,6 +73,10 @@ func (s *Server) storeReply(ctx context.Context, thread string, msgs []chat.Mess
 	if u.PromptTokens > 0 {
 		// An upstream's counts are data: the cached part is kept within 0 and the prompt.
 		opt.Reply = &memory.ReplyUsage{PromptTokens: u.PromptTokens, CachedTokens: min(max(u.CachedTokens, 0), u.PromptTokens)}
+		if p := s.UpstreamPrice; p != nil {
+			cost := float64(p.Micros(u.PromptTokens, max(u.CompletionTokens, 0))) / 1e6
+			opt.Reply.Cost = &cost
+		}
 	}
 	return s.appendLive(ctx, s.state(thread), msgs, opt, nil)
 }

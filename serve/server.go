@@ -36,6 +36,7 @@ import (
 
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -79,6 +80,10 @@ type Server struct {
 	// llama.cpp, vLLM...). UpstreamKey is its API key ("": none), sent as a bearer token.
 	Upstream    string
 	UpstreamKey string
+	// UpstreamPrice is what the upstream charges (nil: no price): each reply stored with a
+	// usage adds its cost at this price, prompt tokens (cached ones included) at the input
+	// price and completion tokens at the output price, to its thread's (Thread.Upstream.Cost).
+	UpstreamPrice *llm.Price
 	// Token, when set, is the bearer token every request must carry.
 	Token string
 	// Client calls the upstream (nil: a client without a global timeout: replies stream; it

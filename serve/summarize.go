@@ -40,10 +40,12 @@ type upstreamRung struct {
 // held in memory with the thread's state, never stored or logged). memctl serve puts it
 // before the offline rung when the config names no cascade. A compaction of a thread serve
 // has had no request of since it started (or since it dropped the thread's state) passes the
-// rung over, with one log line the first time. Call it before Serve.
+// rung over, with one log line the first time. Its attempts are priced at UpstreamPrice
+// (set it first). Call it before Serve.
 func (s *Server) UpstreamEntry() cascade.Entry {
 	s.upstreamRung = &upstreamRung{s: s}
-	return cascade.Entry{Name: UpstreamRungName, Type: "upstream", BaseURL: UpstreamBase(s.Upstream), Provider: s.upstreamRung}
+	return cascade.Entry{Name: UpstreamRungName, Type: "upstream", BaseURL: UpstreamBase(s.Upstream), Provider: s.upstreamRung,
+		Price: s.UpstreamPrice}
 }
 
 // Complete is never called: the cascade sends through the entry Retarget returns.

@@ -202,7 +202,9 @@ type sumEnv struct {
 	dbName string
 }
 
-func newSumEnv(t *testing.T, sh shape, cfg config.Config, key string) *sumEnv {
+// newSumEnv is serve over a fake upstream of shape sh, with cfg and the upstream key key;
+// each of opts changes the server before its upstream rung is made.
+func newSumEnv(t *testing.T, sh shape, cfg config.Config, key string, opts ...func(*serve.Server)) *sumEnv {
 	t.Helper()
 	ctx := context.Background()
 	dbName := freshDB.Name(t, "memctl.db")
@@ -232,6 +234,9 @@ func newSumEnv(t *testing.T, sh shape, cfg config.Config, key string) *sumEnv {
 	e := &sumEnv{t: t, sh: sh, store: store, up: up, logs: &lockedBuffer{}, dbName: dbName}
 	e.srv = &serve.Server{Store: store, Upstream: serve.UpstreamBase(up.srv.URL), UpstreamKey: key, LoopbackOnly: true,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, o := range opts {
+		o(e.srv)
+	}
 	// The turns' 635 tokens are under the limit's trigger, over its target.
 	cfg.Compaction.TokenLimit = 1000
 	var first []cascade.Entry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -23,10 +24,13 @@ with --compaction ID the attempts of one compaction in the order they ran.
 Columns: ID the attempt; COMPACTION the compaction it served ("-": none); PROVIDER and MODEL
 who was asked;
 OUTCOME ok, error, skipped_cooldown (the provider was cooling down), skipped_window (the
-input does not fit its context window) or skipped_budget (no time left); HTTP the status code
+input does not fit its context window), skipped_budget (no time left) or skipped_cost (its
+estimate was over compaction.max_cost); HTTP the status code
 (0: no response); CLASS the kind of error (timeout, network, rate_limited, server, auth,
 bad_request, context_length, bad_response, canceled); MS how long it took in milliseconds;
-STARTED when it began (UTC unless --local-time); ERROR the error, keys and secrets redacted.`,
+COST, shown when an attempt listed has one, what its tokens cost at the provider's
+price_per_mtok ("-": no price, or no request sent); STARTED when it began (UTC unless
+--local-time); ERROR the error, keys and secrets redacted.`,
 		Example: "  memctl attempts --provider local --limit 20\n  memctl attempts --compaction 7",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,14 +57,23 @@ STARTED when it began (UTC unless --local-time); ERROR the error, keys and secre
 			if err != nil {
 				return err
 			}
-			return a.printTable(at, "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tSTARTED ("+a.zone()+")\tERROR", func(tw *table) {
+			priced := slices.ContainsFunc(at, func(x memory.Attempt) bool { return x.Cost != nil })
+			head := "ID\tCOMPACTION\tPROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\t"
+			if priced {
+				head += "COST\t"
+			}
+			return a.printTable(at, head+"STARTED ("+a.zone()+")\tERROR", func(tw *table) {
 				for _, x := range at {
 					comp := "-"
 					if x.CompactionID != nil {
 						comp = fmt.Sprint(*x.CompactionID)
 					}
-					tw.row(fmt.Sprint(x.ID), comp, x.Provider, x.Model, x.Outcome, fmt.Sprint(x.HTTPStatus), x.ErrorClass,
-						fmt.Sprint(x.DurationMs), a.timeText(x.StartedAt), oneLine(x.Error))
+					cells := []string{fmt.Sprint(x.ID), comp, x.Provider, x.Model, x.Outcome, fmt.Sprint(x.HTTPStatus), x.ErrorClass,
+						fmt.Sprint(x.DurationMs)}
+					if priced {
+						cells = append(cells, costText(x.Cost))
+					}
+					tw.row(append(cells, a.timeText(x.StartedAt), oneLine(x.Error))...)
 				}
 			})
 		},

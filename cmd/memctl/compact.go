@@ -131,6 +131,8 @@ func eventText(e cascade.Event) string {
 		s = fmt.Sprintf("%s: skipped, the input does not fit its context window", e.Provider)
 	case cascade.EventSkipBudget:
 		s = fmt.Sprintf("%s: skipped, no time left for it", e.Provider)
+	case cascade.EventSkipCost:
+		s = fmt.Sprintf("%s: skipped, its estimated cost is over max_cost", e.Provider)
 	case cascade.EventWait:
 		return "" // a retry event already said how long it waits
 	case cascade.EventRetry:

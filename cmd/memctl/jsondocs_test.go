@@ -24,7 +24,11 @@ func TestJSONReferenceCurrent(t *testing.T) {
 		"`memctl serve` answers with the same shapes. Below, each command as the tests run it on recorded\n" +
 		"conversations (times and durations zeroed, arrays cut to their first element, long strings cut\n" +
 		"with `…`). Generated from `cmd/memctl/testdata/golden` by `go test ./cmd/memctl -run\n" +
-		"TestJSONReferenceCurrent -update`; the test fails when this file is stale.\n")
+		"TestJSONReferenceCurrent -update`; the test fails when this file is stale.\n\n" +
+		"Money appears only where a price is set (`price_per_mtok` of a provider or of serve's upstream:\n" +
+		"see configuration.md), in dollars: `cost` on an attempt, on a report's `usage`, on a thread\n" +
+		"(with `compaction_cost`) and on its `upstream`. A cost that nothing priced is omitted, never 0;\n" +
+		"the examples below have no price, so no cost.\n")
 	for _, st := range goldenSteps() {
 		if !strings.HasSuffix(st.name, "-json") {
 			continue

@@ -21,10 +21,13 @@ summary text.
 
 Columns of the attempts: PROVIDER and MODEL who was asked;
 OUTCOME ok, error, skipped_cooldown (the provider was cooling down), skipped_window (the
-input does not fit its context window) or skipped_budget (no time left); HTTP the status code
+input does not fit its context window), skipped_budget (no time left) or skipped_cost (its
+estimate was over compaction.max_cost); HTTP the status code
 (0: no response); CLASS the kind of error (timeout, network, rate_limited, server, auth,
 bad_request, context_length, bad_response, canceled); MS how long it took in milliseconds;
-ERROR the error, keys and secrets redacted.`,
+COST, shown when an attempt has one, what its tokens cost at the provider's price_per_mtok
+("-": none); ERROR the error, keys and secrets redacted. The usage line ends with the
+compaction's cost when a provider it asked has a price.`,
 		Example: "  memctl report 7\n  memctl report 7 --json | jq .summary",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE:    a.withReport(forReading, (*memory.Store).Report),

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,9 +13,13 @@ import (
 )
 
 // usageText describes a compaction's usage: "3 requests, 5230 prompt + 410 completion
-// tokens", with "(estimated: ...)" when some were counted locally.
+// tokens", with ", $0.0105" when some attempts were priced and "(estimated: ...)" when some
+// tokens were counted locally.
 func usageText(u memory.Usage) string {
 	s := fmt.Sprintf("%s, %d prompt + %d completion tokens", english.Count(u.Requests, "request", "requests"), u.PromptTokens, u.CompletionTokens)
+	if u.Cost != nil {
+		s += ", " + costText(u.Cost)
+	}
 	if u.Estimated {
 		s += " (estimated: a server sent no usage, counted locally)"
 	}
@@ -79,9 +84,18 @@ func writeReport(w io.Writer, r memory.Report) {
 	}
 	if len(r.Attempts) > 0 {
 		fmt.Fprintln(w, "  attempts:")
-		tw := newTable(w, "    PROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tERROR")
+		priced := slices.ContainsFunc(r.Attempts, func(at memory.AttemptView) bool { return at.Cost != nil })
+		head := "    PROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tERROR"
+		if priced {
+			head = "    PROVIDER\tMODEL\tOUTCOME\tHTTP\tCLASS\tMS\tCOST\tERROR"
+		}
+		tw := newTable(w, head)
 		for _, at := range r.Attempts {
-			tw.row("    "+at.Provider, at.Model, at.Outcome, fmt.Sprint(at.HTTPStatus), at.ErrorClass, fmt.Sprint(at.DurationMs), oneLine(at.Error))
+			cells := []string{"    " + at.Provider, at.Model, at.Outcome, fmt.Sprint(at.HTTPStatus), at.ErrorClass, fmt.Sprint(at.DurationMs)}
+			if priced {
+				cells = append(cells, costText(at.Cost))
+			}
+			tw.row(append(cells, oneLine(at.Error))...)
 		}
 		tw.flush()
 	}
@@ -110,4 +124,12 @@ func summarizedText(r memory.Report) string {
 		return "none summarized"
 	}
 	return fmt.Sprintf("%d summarized", r.SummarizedMessages)
+}
+
+// costText is a cost in dollars: "$0.0105", "-" for none (not priced).
+func costText(c *float64) string {
+	if c == nil {
+		return "-"
+	}
+	return "$" + strconv.FormatFloat(*c, 'f', -1, 64)
 }

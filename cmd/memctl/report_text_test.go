@@ -16,7 +16,8 @@ func TestEventTextEveryKind(t *testing.T) {
 	want := map[cascade.EventKind]string{
 		cascade.EventTry: "p: trying (attempt 1)", cascade.EventRetry: "p: timeout, retry in 1s", cascade.EventWait: "",
 		cascade.EventSkip: "p: cooling down, skipped", cascade.EventSkipWindow: "p: skipped, the input does not fit its context window",
-		cascade.EventSkipBudget: "p: skipped, no time left for it", cascade.EventFail: "p: failed (timeout)", cascade.EventOK: "p: ok",
+		cascade.EventSkipBudget: "p: skipped, no time left for it", cascade.EventSkipCost: "p: skipped, its estimated cost is over max_cost",
+		cascade.EventFail: "p: failed (timeout)", cascade.EventOK: "p: ok",
 		cascade.EventWindow: "p: context window 1024 tokens",
 	}
 	for _, k := range cascade.EventKinds {

@@ -125,7 +125,7 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 		return nil, err
 	}
 	srv := &serve.Server{
-		Store: s, Upstream: sc.Upstream, UpstreamKey: key, Token: token,
+		Store: s, Upstream: sc.Upstream, UpstreamKey: key, UpstreamPrice: sc.PricePerMTok.LLM(), Token: token,
 		Logger: a.logger, LoopbackOnly: loopback && token == "", Recall: sc.Recall,
 	}
 	var first []cascade.Entry

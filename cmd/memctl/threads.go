@@ -25,7 +25,10 @@ over the calibration ratio: --json has its source in settings.window and token_l
 COMPACTIONS how many
 compactions were applied, marked "(held)" when the breaker holds the thread after
 compaction.max_failures failed compactions in a row (--json: held true; memctl compact --force
-releases it); UPDATED when it last changed (UTC unless --local-time).`,
+releases it); UPDATED when it last changed (UTC unless --local-time). With a price_per_mtok
+set, --json has what the thread cost in dollars: compaction_cost (its compactions' provider
+attempts), upstream.cost (the replies memctl serve stored) and cost, their total; each is
+omitted when nothing it sums was priced.`,
 		Example: `  memctl threads --json | jq '.[] | select(.active_tokens > 100000) | .id'`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

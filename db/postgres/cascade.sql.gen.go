@@ -15,7 +15,10 @@ SELECT
     CAST(count(*) AS BIGINT) AS requests,
     CAST(coalesce(sum(prompt_tokens), 0) AS BIGINT) AS prompt_tokens,
     CAST(coalesce(sum(completion_tokens), 0) AS BIGINT) AS completion_tokens,
-    CAST(coalesce(max(usage_estimated), 0) AS BIGINT) AS estimated
+    CAST(coalesce(max(usage_estimated), 0) AS BIGINT) AS estimated,
+    -- The cost of the priced attempts, and how many were priced (0: the cost is unknown).
+    CAST(coalesce(sum(cost_micros), 0) AS BIGINT) AS cost_micros,
+    CAST(count(cost_micros) AS BIGINT) AS priced
 FROM cascade_attempts
 WHERE compaction_id = $1 AND outcome IN ('ok', 'error')
 `
@@ -25,10 +28,12 @@ type CompactionUsageRow struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	Estimated        int64
+	CostMicros       int64
+	Priced           int64
 }
 
 // What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
-// send none), their tokens, and estimated = 1 when any of them were counted locally because
+// send none), their tokens, their cost in micro-dollars, and estimated = 1 when any of them were counted locally because
 // the server sent no usage.
 func (q *Queries) CompactionUsage(ctx context.Context, compactionID sql.NullInt64) (CompactionUsageRow, error) {
 	row := q.queryRow(ctx, q.compactionUsageStmt, compactionUsage, compactionID)
@@ -38,6 +43,8 @@ func (q *Queries) CompactionUsage(ctx context.Context, compactionID sql.NullInt6
 		&i.PromptTokens,
 		&i.CompletionTokens,
 		&i.Estimated,
+		&i.CostMicros,
+		&i.Priced,
 	)
 	return i, err
 }
@@ -64,8 +71,8 @@ func (q *Queries) GetCooldown(ctx context.Context, provider string) (ProviderCoo
 const insertAttempt = `-- name: InsertAttempt :one
 INSERT INTO cascade_attempts (
     compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class,
-    error, prompt_tokens, completion_tokens, usage_estimated
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+    error, prompt_tokens, completion_tokens, usage_estimated, cost_micros
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 RETURNING id
 `
 
@@ -82,6 +89,7 @@ type InsertAttemptParams struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	UsageEstimated   int64
+	CostMicros       sql.NullInt64
 }
 
 func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (int64, error) {
@@ -98,6 +106,7 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (i
 		arg.PromptTokens,
 		arg.CompletionTokens,
 		arg.UsageEstimated,
+		arg.CostMicros,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -105,7 +114,7 @@ func (q *Queries) InsertAttempt(ctx context.Context, arg InsertAttemptParams) (i
 }
 
 const listAttempts = `-- name: ListAttempts :many
-SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated FROM cascade_attempts
+SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated, cost_micros FROM cascade_attempts
 WHERE CAST($1 AS TEXT) = '' OR provider = $1
 ORDER BY id DESC
 LIMIT nullif(greatest(CAST($2 AS BIGINT), -1), -1)
@@ -141,6 +150,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]C
 			&i.PromptTokens,
 			&i.CompletionTokens,
 			&i.UsageEstimated,
+			&i.CostMicros,
 		); err != nil {
 			return nil, err
 		}
@@ -156,7 +166,7 @@ func (q *Queries) ListAttempts(ctx context.Context, arg ListAttemptsParams) ([]C
 }
 
 const listCompactionAttempts = `-- name: ListCompactionAttempts :many
-SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated FROM cascade_attempts WHERE compaction_id = $1 ORDER BY id
+SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated, cost_micros FROM cascade_attempts WHERE compaction_id = $1 ORDER BY id
 `
 
 func (q *Queries) ListCompactionAttempts(ctx context.Context, compactionID sql.NullInt64) ([]CascadeAttempt, error) {
@@ -182,6 +192,7 @@ func (q *Queries) ListCompactionAttempts(ctx context.Context, compactionID sql.N
 			&i.PromptTokens,
 			&i.CompletionTokens,
 			&i.UsageEstimated,
+			&i.CostMicros,
 		); err != nil {
 			return nil, err
 		}

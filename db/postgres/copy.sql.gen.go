@@ -13,9 +13,9 @@ import (
 const copyAttempt = `-- name: CopyAttempt :exec
 INSERT INTO cascade_attempts (
     id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status,
-    error_class, error, prompt_tokens, completion_tokens, usage_estimated
+    error_class, error, prompt_tokens, completion_tokens, usage_estimated, cost_micros
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
 )
 `
 
@@ -33,6 +33,7 @@ type CopyAttemptParams struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	UsageEstimated   int64
+	CostMicros       sql.NullInt64
 }
 
 // An attempt with every column, its id included.
@@ -51,6 +52,7 @@ func (q *Queries) CopyAttempt(ctx context.Context, arg CopyAttemptParams) error 
 		arg.PromptTokens,
 		arg.CompletionTokens,
 		arg.UsageEstimated,
+		arg.CostMicros,
 	)
 	return err
 }
@@ -209,25 +211,26 @@ func (q *Queries) CopyCooldown(ctx context.Context, arg CopyCooldownParams) erro
 const copyThread = `-- name: CopyThread :exec
 INSERT INTO threads (
     id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at,
-    settings, replies, prompt_tokens, cached_tokens
+    settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
 )
 `
 
 type CopyThreadParams struct {
-	ID           string
-	Model        string
-	Encoding     string
-	Metadata     string
-	LastSeq      int64
-	OpenCalls    string
-	CreatedAt    int64
-	UpdatedAt    int64
-	Settings     string
-	Replies      int64
-	PromptTokens int64
-	CachedTokens int64
+	ID                 string
+	Model              string
+	Encoding           string
+	Metadata           string
+	LastSeq            int64
+	OpenCalls          string
+	CreatedAt          int64
+	UpdatedAt          int64
+	Settings           string
+	Replies            int64
+	PromptTokens       int64
+	CachedTokens       int64
+	UpstreamCostMicros sql.NullInt64
 }
 
 // A thread with every column as the source database has it (its messages follow).
@@ -245,12 +248,13 @@ func (q *Queries) CopyThread(ctx context.Context, arg CopyThreadParams) error {
 		arg.Replies,
 		arg.PromptTokens,
 		arg.CachedTokens,
+		arg.UpstreamCostMicros,
 	)
 	return err
 }
 
 const listAllAttempts = `-- name: ListAllAttempts :many
-SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated FROM cascade_attempts ORDER BY id
+SELECT id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class, error, prompt_tokens, completion_tokens, usage_estimated, cost_micros FROM cascade_attempts ORDER BY id
 `
 
 // The whole attempt log oldest first, attempts made for no compaction included.
@@ -277,6 +281,7 @@ func (q *Queries) ListAllAttempts(ctx context.Context) ([]CascadeAttempt, error)
 			&i.PromptTokens,
 			&i.CompletionTokens,
 			&i.UsageEstimated,
+			&i.CostMicros,
 		); err != nil {
 			return nil, err
 		}
@@ -399,7 +404,7 @@ func (q *Queries) ListAllPins(ctx context.Context) ([]Pin, error) {
 
 const listAllThreads = `-- name: ListAllThreads :many
 
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens FROM threads ORDER BY id
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros FROM threads ORDER BY id
 `
 
 // Copying a whole database into another (memctl copy, memory.Copy): every row with every
@@ -426,6 +431,7 @@ func (q *Queries) ListAllThreads(ctx context.Context) ([]Thread, error) {
 			&i.Replies,
 			&i.PromptTokens,
 			&i.CachedTokens,
+			&i.UpstreamCostMicros,
 		); err != nil {
 			return nil, err
 		}

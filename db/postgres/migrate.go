@@ -41,6 +41,13 @@ ALTER TABLE compactions ADD CONSTRAINT compactions_strategy_check CHECK (strateg
 	`ALTER TABLE threads ADD COLUMN IF NOT EXISTS replies BIGINT NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS prompt_tokens BIGINT NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS cached_tokens BIGINT NOT NULL DEFAULT 0`,
+	// Version 6: money: an attempt's cost, outcome skipped_cost, a thread's upstream cost (as
+	// SQLite's 0009).
+	`ALTER TABLE cascade_attempts ADD COLUMN IF NOT EXISTS cost_micros BIGINT;
+ALTER TABLE cascade_attempts DROP CONSTRAINT IF EXISTS cascade_attempts_outcome_check;
+ALTER TABLE cascade_attempts ADD CONSTRAINT cascade_attempts_outcome_check
+    CHECK (outcome IN ('ok', 'error', 'skipped_cooldown', 'skipped_window', 'skipped_budget', 'skipped_cost'));
+ALTER TABLE threads ADD COLUMN IF NOT EXISTS upstream_cost_micros BIGINT`,
 }
 
 // Version is the schema version this build writes.

@@ -314,3 +314,39 @@ func TestMigrateV1AddsLedger(t *testing.T) {
 		t.Fatalf("the thread of version 1 is gone after migrating: %d, %v", n, err)
 	}
 }
+
+// TestMigrateV5AddsCost: a database of schema version 5 (before money) is brought to the
+// current version at open: its attempt kept with no cost, the columns of cost added, and
+// outcome skipped_cost taken.
+func TestMigrateV5AddsCost(t *testing.T) {
+	u := testURL(t)
+	sqldb := openTest(t, u)
+	for _, stmt := range []string{
+		"ALTER TABLE cascade_attempts DROP COLUMN cost_micros",
+		"ALTER TABLE threads DROP COLUMN upstream_cost_micros",
+		"ALTER TABLE cascade_attempts DROP CONSTRAINT cascade_attempts_outcome_check",
+		`ALTER TABLE cascade_attempts ADD CONSTRAINT cascade_attempts_outcome_check
+		    CHECK (outcome IN ('ok', 'error', 'skipped_cooldown', 'skipped_window', 'skipped_budget'))`,
+		"UPDATE schema_version SET version = 5",
+		"INSERT INTO cascade_attempts (provider, model, started_at, duration_ms, outcome, prompt_tokens) VALUES ('p', 'm', 1, 2, 'ok', 77)",
+	} {
+		if _, err := sqldb.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	again := openTest(t, u)
+	if v := schemaVersion(t, again); v != Version {
+		t.Fatalf("schema_version = %d after migrating, want %d", v, Version)
+	}
+	var tokens int
+	var cost sql.NullInt64
+	if err := again.QueryRow("SELECT prompt_tokens, cost_micros FROM cascade_attempts").Scan(&tokens, &cost); err != nil || tokens != 77 || cost.Valid {
+		t.Fatalf("the attempt of version 5: %d tokens, cost %+v (%v); want 77 and NULL", tokens, cost, err)
+	}
+	if _, err := again.Exec("INSERT INTO cascade_attempts (provider, model, started_at, duration_ms, outcome) VALUES ('p', 'm', 2, 0, 'skipped_cost')"); err != nil {
+		t.Fatalf("outcome skipped_cost after migrating: %v", err)
+	}
+	if err := again.QueryRow("SELECT count(upstream_cost_micros) FROM threads").Scan(&tokens); err != nil {
+		t.Fatalf("threads.upstream_cost_micros after migrating: %v", err)
+	}
+}

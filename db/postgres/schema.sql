@@ -25,7 +25,10 @@ CREATE TABLE threads (
     -- from its prompt cache.
     replies       BIGINT  NOT NULL DEFAULT 0,
     prompt_tokens BIGINT  NOT NULL DEFAULT 0,
-    cached_tokens BIGINT  NOT NULL DEFAULT 0
+    cached_tokens BIGINT  NOT NULL DEFAULT 0,
+    -- What those replies cost at serve's upstream price, in micro-dollars (see migration 6);
+    -- NULL: none was priced.
+    upstream_cost_micros BIGINT
 );
 
 -- The append-only log. Compaction never updates or deletes a row; only deleting the whole
@@ -138,13 +141,14 @@ CREATE TABLE cascade_attempts (
     model             TEXT    NOT NULL,
     started_at        BIGINT  NOT NULL,
     duration_ms       BIGINT  NOT NULL,
-    outcome           TEXT    NOT NULL CHECK (outcome IN ('ok', 'error', 'skipped_cooldown', 'skipped_window', 'skipped_budget')),
+    outcome           TEXT    NOT NULL CHECK (outcome IN ('ok', 'error', 'skipped_cooldown', 'skipped_window', 'skipped_budget', 'skipped_cost')),
     http_status       BIGINT  NOT NULL DEFAULT 0,
     error_class       TEXT    NOT NULL DEFAULT '',
     error             TEXT    NOT NULL DEFAULT '', -- redacted
     prompt_tokens     BIGINT  NOT NULL DEFAULT 0,
     completion_tokens BIGINT  NOT NULL DEFAULT 0,
-    usage_estimated   BIGINT  NOT NULL DEFAULT 0  -- 1: the tokens were counted locally (the server sent no usage)
+    usage_estimated   BIGINT  NOT NULL DEFAULT 0, -- 1: the tokens were counted locally (the server sent no usage)
+    cost_micros       BIGINT                      -- micro-dollars at the provider's price; NULL: no price
 );
 
 CREATE INDEX cascade_attempts_compaction ON cascade_attempts (compaction_id);

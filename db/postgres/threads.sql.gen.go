@@ -7,23 +7,33 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 )
 
 const addReplyUsage = `-- name: AddReplyUsage :exec
 UPDATE threads SET replies = replies + 1, prompt_tokens = prompt_tokens + $1,
-    cached_tokens = cached_tokens + $2
-WHERE id = $3
+    cached_tokens = cached_tokens + $2,
+    upstream_cost_micros = CASE WHEN CAST($3 AS BIGINT) IS NULL THEN upstream_cost_micros
+        ELSE coalesce(upstream_cost_micros, 0) + CAST($3 AS BIGINT) END
+WHERE id = $4
 `
 
 type AddReplyUsageParams struct {
 	PromptTokens int64
 	CachedTokens int64
+	CostMicros   sql.NullInt64
 	ID           string
 }
 
-// Counts a stored reply's prompt as the upstream reported it.
+// Counts a stored reply's prompt as the upstream reported it, and adds its cost when it was
+// priced (a NULL cost leaves the thread's as it is).
 func (q *Queries) AddReplyUsage(ctx context.Context, arg AddReplyUsageParams) error {
-	_, err := q.exec(ctx, q.addReplyUsageStmt, addReplyUsage, arg.PromptTokens, arg.CachedTokens, arg.ID)
+	_, err := q.exec(ctx, q.addReplyUsageStmt, addReplyUsage,
+		arg.PromptTokens,
+		arg.CachedTokens,
+		arg.CostMicros,
+		arg.ID,
+	)
 	return err
 }
 
@@ -58,7 +68,7 @@ func (q *Queries) DeleteThread(ctx context.Context, id string) (int64, error) {
 }
 
 const getThread = `-- name: GetThread :one
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens FROM threads WHERE id = $1
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros FROM threads WHERE id = $1
 `
 
 func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
@@ -77,6 +87,7 @@ func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
 		&i.Replies,
 		&i.PromptTokens,
 		&i.CachedTokens,
+		&i.UpstreamCostMicros,
 	)
 	return i, err
 }
@@ -174,7 +185,12 @@ func (q *Queries) ListPins(ctx context.Context, threadID string) ([]Pin, error) 
 
 const listThreads = `-- name: ListThreads :many
 SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
-       t.replies, t.prompt_tokens, t.cached_tokens,
+       t.replies, t.prompt_tokens, t.cached_tokens, t.upstream_cost_micros,
+       -- What the attempts of its compactions cost, and how many were priced.
+       CAST((SELECT coalesce(sum(a.cost_micros), 0) FROM cascade_attempts a JOIN compactions c ON c.id = a.compaction_id
+             WHERE c.thread_id = t.id) AS BIGINT) AS compaction_cost_micros,
+       CAST((SELECT count(a.cost_micros) FROM cascade_attempts a JOIN compactions c ON c.id = a.compaction_id
+             WHERE c.thread_id = t.id) AS BIGINT) AS compaction_priced,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS BIGINT) AS compactions,
        -- A thread with pins and a compaction is measured by reading its active context.
        CAST((SELECT count(*) FROM pins p WHERE p.thread_id = t.id) AS BIGINT) AS pins,
@@ -197,22 +213,25 @@ ORDER BY t.updated_at DESC, t.id
 `
 
 type ListThreadsRow struct {
-	ID             string
-	Model          string
-	Encoding       string
-	LastSeq        int64
-	CreatedAt      int64
-	UpdatedAt      int64
-	Settings       string
-	Replies        int64
-	PromptTokens   int64
-	CachedTokens   int64
-	Compactions    int64
-	Pins           int64
-	Compacted      int64
-	SummaryTokens  int64
-	ActiveMessages int64
-	ActiveTokens   int64
+	ID                   string
+	Model                string
+	Encoding             string
+	LastSeq              int64
+	CreatedAt            int64
+	UpdatedAt            int64
+	Settings             string
+	Replies              int64
+	PromptTokens         int64
+	CachedTokens         int64
+	UpstreamCostMicros   sql.NullInt64
+	CompactionCostMicros int64
+	CompactionPriced     int64
+	Compactions          int64
+	Pins                 int64
+	Compacted            int64
+	SummaryTokens        int64
+	ActiveMessages       int64
+	ActiveTokens         int64
 }
 
 // Every thread (or only the one named) with the size of its active context, from stored
@@ -238,6 +257,9 @@ func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRo
 			&i.Replies,
 			&i.PromptTokens,
 			&i.CachedTokens,
+			&i.UpstreamCostMicros,
+			&i.CompactionCostMicros,
+			&i.CompactionPriced,
 			&i.Compactions,
 			&i.Pins,
 			&i.Compacted,
@@ -259,7 +281,7 @@ func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRo
 }
 
 const lockThread = `-- name: LockThread :one
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens FROM threads WHERE id = $1 FOR UPDATE
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros FROM threads WHERE id = $1 FOR UPDATE
 `
 
 // The thread row an append changes, locked until the append's transaction ends: appends to
@@ -280,6 +302,7 @@ func (q *Queries) LockThread(ctx context.Context, id string) (Thread, error) {
 		&i.Replies,
 		&i.PromptTokens,
 		&i.CachedTokens,
+		&i.UpstreamCostMicros,
 	)
 	return i, err
 }

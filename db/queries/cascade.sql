@@ -1,8 +1,8 @@
 -- name: InsertAttempt :one
 INSERT INTO cascade_attempts (
     compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class,
-    error, prompt_tokens, completion_tokens, usage_estimated
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    error, prompt_tokens, completion_tokens, usage_estimated, cost_micros
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING id;
 
 -- name: ListAttempts :many
@@ -40,13 +40,16 @@ ON CONFLICT (provider) DO UPDATE SET
 
 -- name: CompactionUsage :one
 -- What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
--- send none), their tokens, and estimated = 1 when any of them were counted locally because
+-- send none), their tokens, their cost in micro-dollars, and estimated = 1 when any of them were counted locally because
 -- the server sent no usage.
 SELECT
     CAST(count(*) AS INTEGER) AS requests,
     CAST(coalesce(sum(prompt_tokens), 0) AS INTEGER) AS prompt_tokens,
     CAST(coalesce(sum(completion_tokens), 0) AS INTEGER) AS completion_tokens,
-    CAST(coalesce(max(usage_estimated), 0) AS INTEGER) AS estimated
+    CAST(coalesce(max(usage_estimated), 0) AS INTEGER) AS estimated,
+    -- The cost of the priced attempts, and how many were priced (0: the cost is unknown).
+    CAST(coalesce(sum(cost_micros), 0) AS INTEGER) AS cost_micros,
+    CAST(count(cost_micros) AS INTEGER) AS priced
 FROM cascade_attempts
 WHERE compaction_id = ? AND outcome IN ('ok', 'error');
 

@@ -26,9 +26,9 @@ SELECT id FROM cascade_attempts ORDER BY id;
 -- A thread with every column as the source database has it (its messages follow).
 INSERT INTO threads (
     id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at,
-    settings, replies, prompt_tokens, cached_tokens
+    settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros
 ) VALUES (
-    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 );
 
 -- name: CopyCompaction :exec
@@ -50,9 +50,9 @@ INSERT INTO compactions (
 -- An attempt with every column, its id included.
 INSERT INTO cascade_attempts (
     id, compaction_id, provider, model, started_at, duration_ms, outcome, http_status,
-    error_class, error, prompt_tokens, completion_tokens, usage_estimated
+    error_class, error, prompt_tokens, completion_tokens, usage_estimated, cost_micros
 ) VALUES (
-    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 );
 
 -- name: CopyCooldown :exec

@@ -165,7 +165,7 @@ func reply(t *testing.T) chat.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) != 1 || usage != (dialect.Usage{PromptTokens: 2112, CachedTokens: 2000}) {
+	if len(msgs) != 1 || usage != (dialect.Usage{PromptTokens: 2112, CachedTokens: 2000, CompletionTokens: 50}) {
 		t.Fatalf("Reply: %d messages, usage %+v", len(msgs), usage)
 	}
 	return msgs[0]
@@ -392,7 +392,7 @@ var replyEvents = sse(
 
 // TestStreamIsTheReply: a streamed message assembles to what Reply reads of the same message
 // as JSON, its original byte for byte (the thinking block's signature, the tool's input); the
-// usage is message_start's; ping passes, message_stop is held back (End).
+// usage is message_start's, its output tokens the message_delta's; ping passes, message_stop is held back (End).
 func TestStreamIsTheReply(t *testing.T) {
 	want := reply(t)
 	s := d.Stream()
@@ -415,7 +415,7 @@ func TestStreamIsTheReply(t *testing.T) {
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("assembled %+v\nReply     %+v\n(originals %s\n           %s)", got, want, got[0].Extra[anthropic.Key], want.Extra[anthropic.Key])
 	}
-	if u := s.Usage(); u != (dialect.Usage{PromptTokens: 2112, CachedTokens: 2000}) {
+	if u := s.Usage(); u != (dialect.Usage{PromptTokens: 2112, CachedTokens: 2000, CompletionTokens: 50}) {
 		t.Errorf("usage %+v", u)
 	}
 	if want.Text() != "Here is the test <main_test.go>:" || len(want.ToolCalls) != 1 || want.ToolCalls[0].Function.Arguments != `{"file_path":"/src/main_test.go","content":"package main\n"}` {

@@ -17,11 +17,13 @@ type usage struct {
 	InputTokens              int `json:"input_tokens"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
 }
 
 // of is the prompt's usage: its tokens, cache reads and writes included.
 func (u usage) of() dialect.Usage {
-	return dialect.Usage{PromptTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CachedTokens: u.CacheReadInputTokens}
+	return dialect.Usage{PromptTokens: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, CachedTokens: u.CacheReadInputTokens,
+		CompletionTokens: u.OutputTokens}
 }
 
 // Reply reads a message: one assistant message (see assistantMessage) whose original is its
@@ -190,11 +192,17 @@ func (a *stream) Event(name string, data []byte) (dialect.Action, error) {
 }
 
 // addUsage takes the prompt's usage as an event gives it: message_start gives it, and a
-// message_delta may give it again, whole.
+// message_delta may give it again, whole. The output tokens a message_delta gives are the
+// reply's so far: the last one given counts.
 func (a *stream) addUsage(u usage) {
+	out := max(u.OutputTokens, a.usage.OutputTokens)
 	if u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens > 0 {
 		a.usage = u
 	}
+	if u.OutputTokens > 0 {
+		out = u.OutputTokens
+	}
+	a.usage.OutputTokens = out
 }
 
 // Done reports whether message_stop, or a stop_reason, was seen.

@@ -20,6 +20,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
+	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 	"github.com/memcascade/memcascade/serve/anthropic"
@@ -784,5 +785,34 @@ func TestServeCacheAccounting(t *testing.T) {
 		CachedShare: math.Round(float64(cached)/float64(prompt)*1000) / 1000}
 	if n != 4 || th.Upstream != want {
 		t.Fatalf("%d requests; the thread counts %+v, want %+v", n, th.Upstream, want)
+	}
+}
+
+// TestServeUpstreamCost: with an upstream price, each reply adds its prompt (cache reads
+// included) at the input price and its output tokens at the output price; a stream's output
+// is the last message_delta's count (9), not message_start's (1) nor their sum.
+func TestServeUpstreamCost(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, func(s *serve.Server) { s.UpstreamPrice = &llm.Price{Input: 3, Output: 15} })
+	a := &agent{e: e, session: "cost"}
+	for i := range 4 {
+		a.stream = i%2 == 1
+		a.user(text(fmt.Sprintf("turn %d: run the tests", i)))
+		a.send()
+	}
+	e.fake.mu.Lock()
+	prompt := 0
+	for _, r := range e.fake.requests {
+		prompt += r.tokens
+	}
+	n := len(e.fake.requests)
+	e.fake.mu.Unlock()
+	th, err := e.store.Thread(context.Background(), "cost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := float64(prompt*3+n*9*15) / 1e6
+	if n != 4 || th.Upstream.Cost == nil || math.Abs(*th.Upstream.Cost-want) > 1e-12 {
+		t.Fatalf("%d requests of %d prompt tokens; the thread's upstream cost is %v, want $%g", n, prompt, th.Upstream.Cost, want)
 	}
 }

@@ -189,12 +189,13 @@ func (Dialect) Reply(b []byte) ([]chat.Message, dialect.Usage, error) {
 	return []chat.Message{m}, UsageOf(b), nil
 }
 
-// UsageOf reads the usage of a chat completion or of a stream's chunk: prompt_tokens and
-// prompt_tokens_details.cached_tokens (zero when not reported).
+// UsageOf reads the usage of a chat completion or of a stream's chunk: prompt_tokens,
+// prompt_tokens_details.cached_tokens and completion_tokens (zero when not reported).
 func UsageOf(b []byte) dialect.Usage {
 	var v struct {
 		Usage *struct {
 			PromptTokens        int `json:"prompt_tokens"`
+			CompletionTokens    int `json:"completion_tokens"`
 			PromptTokensDetails *struct {
 				CachedTokens int `json:"cached_tokens"`
 			} `json:"prompt_tokens_details"`
@@ -203,7 +204,7 @@ func UsageOf(b []byte) dialect.Usage {
 	if json.Unmarshal(b, &v) != nil || v.Usage == nil {
 		return dialect.Usage{}
 	}
-	u := dialect.Usage{PromptTokens: v.Usage.PromptTokens}
+	u := dialect.Usage{PromptTokens: v.Usage.PromptTokens, CompletionTokens: v.Usage.CompletionTokens}
 	if d := v.Usage.PromptTokensDetails; d != nil {
 		u.CachedTokens = d.CachedTokens
 	}

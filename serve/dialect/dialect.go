@@ -181,6 +181,9 @@ type Usage struct {
 	PromptTokens int
 	// CachedTokens are the prompt tokens read from the upstream's prompt cache.
 	CachedTokens int
+	// CompletionTokens is the reply's size as the upstream counts it (0: not reported): with
+	// PromptTokens, what serve's upstream price (price_per_mtok) is applied to.
+	CompletionTokens int
 }
 
 // Stream assembles a streamed reply, one server-sent event at a time.

@@ -15,6 +15,7 @@ import (
 // usage is a Responses usage object.
 type usage struct {
 	InputTokens        int `json:"input_tokens"`
+	OutputTokens       int `json:"output_tokens"`
 	InputTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"input_tokens_details"`
@@ -24,7 +25,7 @@ func (u *usage) of() dialect.Usage {
 	if u == nil {
 		return dialect.Usage{}
 	}
-	return dialect.Usage{PromptTokens: u.InputTokens, CachedTokens: u.InputTokensDetails.CachedTokens}
+	return dialect.Usage{PromptTokens: u.InputTokens, CachedTokens: u.InputTokensDetails.CachedTokens, CompletionTokens: u.OutputTokens}
 }
 
 // response is what is read of a response object.

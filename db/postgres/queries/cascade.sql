@@ -1,8 +1,8 @@
 -- name: InsertAttempt :one
 INSERT INTO cascade_attempts (
     compaction_id, provider, model, started_at, duration_ms, outcome, http_status, error_class,
-    error, prompt_tokens, completion_tokens, usage_estimated
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+    error, prompt_tokens, completion_tokens, usage_estimated, cost_micros
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 RETURNING id;
 
 -- name: ListAttempts :many
@@ -41,13 +41,16 @@ ON CONFLICT (provider) DO UPDATE SET
 
 -- name: CompactionUsage :one
 -- What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
--- send none), their tokens, and estimated = 1 when any of them were counted locally because
+-- send none), their tokens, their cost in micro-dollars, and estimated = 1 when any of them were counted locally because
 -- the server sent no usage.
 SELECT
     CAST(count(*) AS BIGINT) AS requests,
     CAST(coalesce(sum(prompt_tokens), 0) AS BIGINT) AS prompt_tokens,
     CAST(coalesce(sum(completion_tokens), 0) AS BIGINT) AS completion_tokens,
-    CAST(coalesce(max(usage_estimated), 0) AS BIGINT) AS estimated
+    CAST(coalesce(max(usage_estimated), 0) AS BIGINT) AS estimated,
+    -- The cost of the priced attempts, and how many were priced (0: the cost is unknown).
+    CAST(coalesce(sum(cost_micros), 0) AS BIGINT) AS cost_micros,
+    CAST(count(cost_micros) AS BIGINT) AS priced
 FROM cascade_attempts
 WHERE compaction_id = $1 AND outcome IN ('ok', 'error');
 

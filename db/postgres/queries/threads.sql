@@ -17,9 +17,12 @@ ON CONFLICT (id) DO NOTHING;
 UPDATE threads SET last_seq = $1, open_calls = $2, updated_at = $3 WHERE id = $4;
 
 -- name: AddReplyUsage :exec
--- Counts a stored reply's prompt as the upstream reported it.
+-- Counts a stored reply's prompt as the upstream reported it, and adds its cost when it was
+-- priced (a NULL cost leaves the thread's as it is).
 UPDATE threads SET replies = replies + 1, prompt_tokens = prompt_tokens + sqlc.arg(prompt_tokens),
-    cached_tokens = cached_tokens + sqlc.arg(cached_tokens)
+    cached_tokens = cached_tokens + sqlc.arg(cached_tokens),
+    upstream_cost_micros = CASE WHEN CAST(sqlc.narg(cost_micros) AS BIGINT) IS NULL THEN upstream_cost_micros
+        ELSE coalesce(upstream_cost_micros, 0) + CAST(sqlc.narg(cost_micros) AS BIGINT) END
 WHERE id = sqlc.arg(id);
 
 -- name: ListThreads :many
@@ -27,7 +30,12 @@ WHERE id = sqlc.arg(id);
 -- counts: the messages outside the range of its current (newest applied) compaction, plus
 -- that compaction's summary.
 SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.settings,
-       t.replies, t.prompt_tokens, t.cached_tokens,
+       t.replies, t.prompt_tokens, t.cached_tokens, t.upstream_cost_micros,
+       -- What the attempts of its compactions cost, and how many were priced.
+       CAST((SELECT coalesce(sum(a.cost_micros), 0) FROM cascade_attempts a JOIN compactions c ON c.id = a.compaction_id
+             WHERE c.thread_id = t.id) AS BIGINT) AS compaction_cost_micros,
+       CAST((SELECT count(a.cost_micros) FROM cascade_attempts a JOIN compactions c ON c.id = a.compaction_id
+             WHERE c.thread_id = t.id) AS BIGINT) AS compaction_priced,
        CAST((SELECT count(*) FROM compactions c WHERE c.thread_id = t.id) AS BIGINT) AS compactions,
        -- A thread with pins and a compaction is measured by reading its active context.
        CAST((SELECT count(*) FROM pins p WHERE p.thread_id = t.id) AS BIGINT) AS pins,
