@@ -1,4 +1,4 @@
--- Schema version 9: the full-text index holds the first 100,000 characters of a message's
+-- Schema version 10: the full-text index holds the first 100,000 characters of a message's
 -- searchable text, as PostgreSQL's does. A message of 50 MB made its append index every word
 -- of it, and a search whose words matched it build a snippet over all of it (one query ran
 -- for over 20 minutes); both backends now index, and find, the same text. The index is rebuilt
