@@ -12,7 +12,7 @@ import (
 
 const indexMessages = `-- name: IndexMessages :exec
 INSERT INTO messages_fts (rowid, body)
-SELECT id, concat_ws(' ', content, name, tool_calls) FROM messages
+SELECT id, substr(concat_ws(' ', content, name, tool_calls), 1, 100000) FROM messages
 WHERE thread_id = ?1 AND seq >= ?2 AND seq <= ?3
 `
 
@@ -22,7 +22,8 @@ type IndexMessagesParams struct {
 	ToSeq    int64
 }
 
-// Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement.
+// Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: the
+// text of messages_text (the first 100,000 characters).
 func (q *Queries) IndexMessages(ctx context.Context, arg IndexMessagesParams) error {
 	_, err := q.exec(ctx, q.indexMessagesStmt, indexMessages, arg.ThreadID, arg.FromSeq, arg.ToSeq)
 	return err

@@ -90,8 +90,8 @@ type MessagesFt struct {
 }
 
 type MessagesText struct {
-	ID       int64
-	ConcatWs interface{}
+	ID     int64
+	Substr string
 }
 
 type Pin struct {

@@ -152,9 +152,11 @@ CREATE TABLE provider_cooldowns (
 -- in the transaction that appends them, one statement per 4 MB of messages (a trigger would
 -- flush FTS5's pending terms once per row: appends took twice as long); deletions and
 -- summaries by triggers.
--- The searchable text of a message: its content, name and tool calls.
+-- The searchable text of a message: its content, name and tool calls, the first 100,000
+-- characters of them (as PostgreSQL's index): a huge message neither slows its append nor
+-- makes a search build its snippet over megabytes.
 CREATE VIEW messages_text (id, body) AS
-SELECT id, concat_ws(' ', content, name, tool_calls) FROM messages;
+SELECT id, substr(concat_ws(' ', content, name, tool_calls), 1, 100000) FROM messages;
 
 CREATE VIRTUAL TABLE messages_fts USING fts5 (
     body,
@@ -163,7 +165,7 @@ CREATE VIRTUAL TABLE messages_fts USING fts5 (
 
 CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
     INSERT INTO messages_fts (messages_fts, rowid, body)
-    VALUES ('delete', old.id, concat_ws(' ', old.content, old.name, old.tool_calls));
+    VALUES ('delete', old.id, substr(concat_ws(' ', old.content, old.name, old.tool_calls), 1, 100000));
 END;
 
 CREATE VIRTUAL TABLE summaries_fts USING fts5 (

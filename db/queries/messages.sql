@@ -3,9 +3,10 @@ INSERT INTO messages (thread_id, seq, role, content, name, tool_calls, tool_call
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: IndexMessages :exec
--- Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement.
+-- Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: the
+-- text of messages_text (the first 100,000 characters).
 INSERT INTO messages_fts (rowid, body)
-SELECT id, concat_ws(' ', content, name, tool_calls) FROM messages
+SELECT id, substr(concat_ws(' ', content, name, tool_calls), 1, 100000) FROM messages
 WHERE thread_id = sqlc.arg(thread_id) AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq);
 
 -- name: ListMessages :many
