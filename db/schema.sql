@@ -1,4 +1,4 @@
--- memcascade schema, version 9: what the migrations in migrations/ build, written whole for
+-- memcascade schema, version 10: what the migrations in migrations/ build, written whole for
 -- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). The open
 -- (sqlite_open.go) applies the migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
