@@ -141,7 +141,25 @@ type Serve struct {
 	// Recall lets the model of a thread with compacted history search it: the proxy adds a
 	// memory_search tool and answers the model's calls of it itself (serve.Server.Recall).
 	Recall bool `yaml:"recall" json:"recall"`
+	// Notice is the notes the proxy adds, for the model, at the end of a request: that the
+	// context will soon be compacted, and what a compaction summarized (serve.Server.Notice).
+	Notice Notice `yaml:"notice" json:"notice"`
 }
+
+// Notice configures the notes memctl serve adds for the agent's model (serve.Notice): off by
+// default.
+type Notice struct {
+	// Enabled turns the notes on.
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// AtRatio is where the note that the context will soon be compacted is given: when the
+	// active context passes this share of the compaction trigger (budget x trigger_ratio),
+	// in (0, 1]; DefaultNoticeRatio.
+	AtRatio float64 `yaml:"at_ratio" json:"at_ratio"`
+}
+
+// DefaultNoticeRatio is serve.notice.at_ratio's default: the note comes at 80% of the
+// compaction trigger.
+const DefaultNoticeRatio = 0.8
 
 // DefaultListen is the default address of memctl serve.
 const DefaultListen = "127.0.0.1:8787"
@@ -228,7 +246,7 @@ func Default() Config {
 		RedactPatterns: []string{},
 		Cascade:        defaultCascade(),
 		Cascades:       map[string][]Provider{},
-		Serve:          Serve{Listen: DefaultListen},
+		Serve:          Serve{Listen: DefaultListen, Notice: Notice{AtRatio: DefaultNoticeRatio}},
 		Source:         DefaultSource,
 	}
 }
@@ -249,6 +267,9 @@ func (c Config) WithDefaults() Config {
 	c.Compaction.fill()
 	if c.Serve.Listen == "" {
 		c.Serve.Listen = DefaultListen
+	}
+	if c.Serve.Notice.AtRatio == 0 {
+		c.Serve.Notice.AtRatio = DefaultNoticeRatio
 	}
 	c.Hooks = c.Hooks.withDefaults()
 	if c.RedactPatterns == nil {

@@ -326,7 +326,7 @@ func (w *walker) top(n *yaml.Node, cfg *Config) {
 				w.errorf(line, key, "expected a mapping of serve settings, found %s", describe(n))
 				return
 			}
-			w.mapping(n, key, serveFields(&cfg.Serve))
+			w.mapping(n, key, w.serveSection(&cfg.Serve))
 		}},
 	})
 }
@@ -339,6 +339,26 @@ func serveFields(s *Serve) []field {
 		{key: "token_env", ptr: &s.TokenEnv},
 		{key: "recall", ptr: &s.Recall},
 	}
+}
+
+// noticeFields are the keys of serve.notice.
+func noticeFields(n *Notice) []field {
+	return []field{
+		{key: "enabled", ptr: &n.Enabled},
+		{key: "at_ratio", ptr: &n.AtRatio},
+	}
+}
+
+// serveSection are the keys of the serve section: serveFields and notice, a mapping of
+// noticeFields.
+func (w *walker) serveSection(s *Serve) []field {
+	return append(serveFields(s), field{key: "notice", sub: func(n *yaml.Node, key string, line int) {
+		if n.Kind != yaml.MappingNode {
+			w.errorf(line, key, "expected a mapping of notice settings (enabled, at_ratio), found %s", describe(n))
+			return
+		}
+		w.mapping(n, key, noticeFields(&s.Notice))
+	}})
 }
 
 func compactionFields(c *Compaction) []field {
@@ -648,6 +668,7 @@ var keyHome = func() map[string]string {
 	for _, f := range serveFields(new(Serve)) {
 		m[f.key] = "serve"
 	}
+	m["notice"] = "serve"
 	for _, k := range []string{"model", "encoding", "encoding_file", "encoding_pattern", "compaction", "redact_patterns", "cascade", "cascades", "serve", "hooks"} {
 		m[k] = "the top level"
 	}

@@ -57,7 +57,7 @@ func (c Config) YAML() []byte {
 		Cascade:         renderProviders(c.Cascade),
 		Cascades:        make(map[string][]renderProvider, len(c.Cascades)),
 		Serve: Serve{Listen: fix(c.Serve.Listen), Upstream: fix(c.Serve.Upstream),
-			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv), Recall: c.Serve.Recall},
+			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv), Recall: c.Serve.Recall, Notice: c.Serve.Notice},
 		Offline: c.Offline,
 	}
 	if c.Hooks.BeforeCompaction != nil || c.Hooks.AfterCompaction != nil {

@@ -390,6 +390,7 @@ func (ck *checker) validateServe(s Serve) {
 	if k := "serve.upstream"; !ck.skip(k) && s.Upstream != "" && !isHTTPURL(s.Upstream) {
 		ck.add(k, "%s is not an http(s) URL (the model's base URL, ending in /v1)", quote(s.Upstream))
 	}
+	ck.ratio("serve.notice.at_ratio", s.Notice.AtRatio)
 	for _, k := range []struct{ key, v string }{{"serve.upstream_key_env", s.UpstreamKeyEnv}, {"serve.token_env", s.TokenEnv}} {
 		if !ck.skip(k.key) && k.v != "" && !isEnvName(k.v) {
 			ck.add(k.key, msgNotAKey)
