@@ -148,7 +148,25 @@ type Serve struct {
 	// PricePerMTok is what the upstream charges (nil: no price): each reply stored adds its
 	// cost to its thread's.
 	PricePerMTok *Price `yaml:"price_per_mtok,omitempty" json:"price_per_mtok,omitempty"`
+	// Notice is the notes the proxy adds, for the model, at the end of a request: that the
+	// context will soon be compacted, and what a compaction summarized (serve.Server.Notice).
+	Notice Notice `yaml:"notice" json:"notice"`
 }
+
+// Notice configures the notes memctl serve adds for the agent's model (serve.Notice): off by
+// default.
+type Notice struct {
+	// Enabled turns the notes on.
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// AtRatio is where the note that the context will soon be compacted is given: when the
+	// active context passes this share of the compaction trigger (budget x trigger_ratio),
+	// in (0, 1]; DefaultNoticeRatio.
+	AtRatio float64 `yaml:"at_ratio" json:"at_ratio"`
+}
+
+// DefaultNoticeRatio is serve.notice.at_ratio's default: the note comes at 80% of the
+// compaction trigger.
+const DefaultNoticeRatio = 0.8
 
 // DefaultListen is the default address of memctl serve.
 const DefaultListen = "127.0.0.1:8787"
@@ -238,7 +256,7 @@ func Default() Config {
 		RedactPatterns: []string{},
 		Cascade:        defaultCascade(),
 		Cascades:       map[string][]Provider{},
-		Serve:          Serve{Listen: DefaultListen},
+		Serve:          Serve{Listen: DefaultListen, Notice: Notice{AtRatio: DefaultNoticeRatio}},
 		Source:         DefaultSource,
 	}
 }
@@ -259,6 +277,9 @@ func (c Config) WithDefaults() Config {
 	c.Compaction.fill()
 	if c.Serve.Listen == "" {
 		c.Serve.Listen = DefaultListen
+	}
+	if c.Serve.Notice.AtRatio == 0 {
+		c.Serve.Notice.AtRatio = DefaultNoticeRatio
 	}
 	c.Hooks = c.Hooks.withDefaults()
 	if c.RedactPatterns == nil {

@@ -65,7 +65,7 @@ func TestDefault(t *testing.T) {
 			MaxCooldown:     dur("1h"),
 		}},
 		Cascades: map[string][]config.Provider{},
-		Serve:    config.Serve{Listen: config.DefaultListen},
+		Serve:    config.Serve{Listen: config.DefaultListen, Notice: config.Notice{AtRatio: config.DefaultNoticeRatio}},
 		Source:   "built-in default",
 	}
 	got := config.Default()
@@ -156,7 +156,7 @@ func fullConfig(source string) config.Config {
 			"main":  {config.Provider{Name: "cloud-large", Model: "gpt-4.1", BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY"}.WithDefaults()},
 			"cheap": {config.Provider{Name: "local", Model: "qwen2.5:7b", ContextWindow: 32768}.WithDefaults()},
 		},
-		Serve: config.Serve{Listen: config.DefaultListen},
+		Serve: config.Serve{Listen: config.DefaultListen, Notice: config.Notice{Enabled: true, AtRatio: 0.7}},
 		Hooks: config.Hooks{
 			BeforeCompaction: &config.Hook{Command: []string{"/usr/local/bin/before-hook", "--json"}, Timeout: dur("3s")},
 			AfterCompaction:  &config.Hook{Command: []string{"./notify.sh"}, Timeout: dur("1s")},

@@ -16,7 +16,7 @@ func TestConfigurationDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []any{config.Config{}, config.Compaction{}, config.Serve{}, config.Provider{}} {
+	for _, v := range []any{config.Config{}, config.Compaction{}, config.Serve{}, config.Notice{}, config.Provider{}} {
 		ty := reflect.TypeOf(v)
 		for i := range ty.NumField() {
 			key, _, _ := strings.Cut(ty.Field(i).Tag.Get("yaml"), ",")

@@ -326,9 +326,7 @@ func (w *walker) top(n *yaml.Node, cfg *Config) {
 				w.errorf(line, key, "expected a mapping of serve settings, found %s", describe(n))
 				return
 			}
-			fields := serveFields(&cfg.Serve)
-			fields[len(fields)-1].sub = w.price(&cfg.Serve.PricePerMTok)
-			w.mapping(n, key, fields)
+			w.mapping(n, key, w.serveSection(&cfg.Serve))
 		}},
 	})
 }
@@ -342,6 +340,28 @@ func serveFields(s *Serve) []field {
 		{key: "recall", ptr: &s.Recall},
 		{key: "price_per_mtok", sub: nil}, // set by the walker (walker.price)
 	}
+}
+
+// noticeFields are the keys of serve.notice.
+func noticeFields(n *Notice) []field {
+	return []field{
+		{key: "enabled", ptr: &n.Enabled},
+		{key: "at_ratio", ptr: &n.AtRatio},
+	}
+}
+
+// serveSection are the keys of the serve section: serveFields and notice, a mapping of
+// noticeFields.
+func (w *walker) serveSection(s *Serve) []field {
+	fields := serveFields(s)
+	fields[len(fields)-1].sub = w.price(&s.PricePerMTok) // price_per_mtok
+	return append(fields, field{key: "notice", sub: func(n *yaml.Node, key string, line int) {
+		if n.Kind != yaml.MappingNode {
+			w.errorf(line, key, "expected a mapping of notice settings (enabled, at_ratio), found %s", describe(n))
+			return
+		}
+		w.mapping(n, key, noticeFields(&s.Notice))
+	}})
 }
 
 func compactionFields(c *Compaction) []field {
@@ -654,6 +674,7 @@ var keyHome = func() map[string]string {
 	for _, f := range serveFields(new(Serve)) {
 		m[f.key] = "serve"
 	}
+	m["notice"] = "serve"
 	for _, k := range []string{"model", "encoding", "encoding_file", "encoding_pattern", "compaction", "redact_patterns", "cascade", "cascades", "serve", "hooks"} {
 		m[k] = "the top level"
 	}

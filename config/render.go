@@ -59,7 +59,7 @@ func (c Config) YAML() []byte {
 		Cascades:        make(map[string][]renderProvider, len(c.Cascades)),
 		Serve: Serve{Listen: fix(c.Serve.Listen), Upstream: fix(c.Serve.Upstream),
 			UpstreamKeyEnv: fix(c.Serve.UpstreamKeyEnv), TokenEnv: fix(c.Serve.TokenEnv), Recall: c.Serve.Recall,
-			PricePerMTok: c.Serve.PricePerMTok},
+			PricePerMTok: c.Serve.PricePerMTok, Notice: c.Serve.Notice},
 		Offline: c.Offline,
 	}
 	if c.Hooks.BeforeCompaction != nil || c.Hooks.AfterCompaction != nil {

@@ -396,6 +396,7 @@ func (ck *checker) validateServe(s Serve) {
 		ck.add(k, "%s is not an http(s) URL (the model's base URL, ending in /v1)", quote(s.Upstream))
 	}
 	ck.validatePrice("serve.price_per_mtok", s.PricePerMTok)
+	ck.ratio("serve.notice.at_ratio", s.Notice.AtRatio)
 	for _, k := range []struct{ key, v string }{{"serve.upstream_key_env", s.UpstreamKeyEnv}, {"serve.token_env", s.TokenEnv}} {
 		if !ck.skip(k.key) && k.v != "" && !isEnvName(k.v) {
 			ck.add(k.key, msgNotAKey)

@@ -128,6 +128,10 @@ type Querier interface {
 	SetCompactionStatus(ctx context.Context, arg SetCompactionStatusParams) (int64, error)
 	// Caches the window a provider's server reported (0 forgets it: the next turn asks again).
 	SetContextWindow(ctx context.Context, arg SetContextWindowParams) error
+	// What a host keeps about a thread beside its settings (a JSON object, see
+	// memory.Store.SetThreadMeta); like the settings, it changes neither updated_at nor the
+	// thread's messages.
+	SetThreadMetadata(ctx context.Context, arg SetThreadMetadataParams) (int64, error)
 	// The compaction settings of a thread (a JSON object); the thread's updated_at is about its
 	// messages and does not change.
 	SetThreadSettings(ctx context.Context, arg SetThreadSettingsParams) (int64, error)

@@ -306,6 +306,26 @@ func (q *Queries) LockThread(ctx context.Context, id string) (Thread, error) {
 	return i, err
 }
 
+const setThreadMetadata = `-- name: SetThreadMetadata :execrows
+UPDATE threads SET metadata = ? WHERE id = ?
+`
+
+type SetThreadMetadataParams struct {
+	Metadata string
+	ID       string
+}
+
+// What a host keeps about a thread beside its settings (a JSON object, see
+// memory.Store.SetThreadMeta); like the settings, it changes neither updated_at nor the
+// thread's messages.
+func (q *Queries) SetThreadMetadata(ctx context.Context, arg SetThreadMetadataParams) (int64, error) {
+	result, err := q.exec(ctx, q.setThreadMetadataStmt, setThreadMetadata, arg.Metadata, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const setThreadSettings = `-- name: SetThreadSettings :execrows
 UPDATE threads SET settings = ? WHERE id = ?
 `

@@ -26,25 +26,25 @@ func (e *overLimit) Error() string {
 // not fit the thread's limit: its messages within token_limit - reserve_tokens, and with the
 // request's tool definitions within token_limit.
 //
-// cap, when above 0, caps the limit (a compact-and-retry). It also returns the size of the
-// prompt it makes, messages and tools, counted here.
-func (s *Server) fit(ctx context.Context, st *threadState, req dialect.Turn, cap int, h http.Header) (*liveState, int, error) {
+// cap, when above 0, caps the limit (a compact-and-retry). It also returns the turn's
+// settings and the size of the prompt it makes, messages and tools, counted here.
+func (s *Server) fit(ctx context.Context, st *threadState, req dialect.Turn, cap int, h http.Header) (*liveState, compact.Settings, int, error) {
 	thread := st.thread
 	lv, set, over, tools, err := s.measure(ctx, st, req, cap, false)
 	if err != nil {
-		return nil, 0, err
+		return nil, set, 0, err
 	}
 	if set.Fits(lv.active.Tokens, tools) {
-		return lv, lv.active.Tokens + tools, nil
+		return lv, set, lv.active.Tokens + tools, nil
 	}
 	if err := acquire(ctx, st.compact); err != nil { // a background compaction may be running
-		return nil, 0, err
+		return nil, set, 0, err
 	}
 	defer release(st.compact)
 	if lv, set, over, tools, err = s.measure(ctx, st, req, cap, true); err != nil {
-		return nil, 0, err
+		return nil, set, 0, err
 	} else if set.Fits(lv.active.Tokens, tools) {
-		return lv, lv.active.Tokens + tools, nil
+		return lv, set, lv.active.Tokens + tools, nil
 	}
 	rep, cerr := s.Compactor.Compact(ctx, thread, compact.Options{Emergency: true, Override: over})
 	s.logCompaction(thread, rep, cerr)
@@ -53,9 +53,9 @@ func (s *Server) fit(ctx context.Context, st *threadState, req dialect.Turn, cap
 		h.Set(CompactionStatusHeader, string(rep.Status))
 	}
 	if lv, set, _, tools, err = s.measure(ctx, st, req, cap, true); err != nil {
-		return nil, 0, err
+		return nil, set, 0, err
 	} else if set.Fits(lv.active.Tokens, tools) {
-		return lv, lv.active.Tokens + tools, nil
+		return lv, set, lv.active.Tokens + tools, nil
 	}
 	a := lv.active
 	why := string(rep.Status)
@@ -69,7 +69,7 @@ func (s *Server) fit(ctx context.Context, st *threadState, req dialect.Turn, cap
 	} else {
 		why += "; compaction.on_failure: fit would also mask old tool results and leave the oldest messages out of what the model gets (the history keeps them)"
 	}
-	return nil, 0, &overLimit{tokens: a.Tokens, tools: tools, budget: set.Budget(), limit: set.TokenLimit, why: why}
+	return nil, set, 0, &overLimit{tokens: a.Tokens, tools: tools, budget: set.Budget(), limit: set.TokenLimit, why: why}
 }
 
 // measure returns the thread's active context (the one kept, checked first with check) and

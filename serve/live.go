@@ -121,6 +121,9 @@ func (s *Server) keepRead(st *threadState, l memory.Live) (*liveState, error) {
 		}
 	}
 	s.keepLive(st, lv)
+	s.mu.Lock()
+	st.notice = nil // the thread changed: what its model was told is read again when needed
+	s.mu.Unlock()
 	return lv, nil
 }
 

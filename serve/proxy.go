@@ -142,7 +142,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 	}
 	cap, refused := 0, ""
 	for {
-		active, sent, err := s.fit(ctx, st, req, cap, w.Header())
+		active, set, sent, err := s.fit(ctx, st, req, cap, w.Header())
 		if err != nil {
 			var over *overLimit
 			if errors.As(err, &over) {
@@ -158,12 +158,16 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 		}
 		entries, enc, left := modelView(active.active.Entries, active.enc)
 		sent -= left
-		up, err := d.Render(req, entries, enc)
+		up := req
+		if up.Notice = s.notice(ctx, st, active, set); up.Notice != nil {
+			sent += s.countNotice(active, up.Notice)
+		}
+		body, err := d.Render(up, entries, enc)
 		if err != nil {
 			errorIn(w, d, err)
 			return
 		}
-		_, refusal := s.relay(w, r, d, thread, req, up, sent, cap == 0)
+		_, refusal := s.relay(w, r, d, thread, req, body, sent, cap == 0)
 		if refusal == nil {
 			return
 		}

@@ -109,7 +109,8 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, thread string, r
 	for round := 0; round < maxRecallRounds; round++ {
 		counted := req // counted with the tool: it is sent with it
 		counted.Tools = append(slices.Clone(req.Tools), recallToolDef)
-		lv, _, err := s.fit(ctx, s.state(thread), counted, 0, w.Header())
+		st := s.state(thread)
+		lv, set, _, err := s.fit(ctx, st, counted, 0, w.Header())
 		if err != nil {
 			return false
 		}
@@ -117,6 +118,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, thread string, r
 		if !ok {
 			return false
 		}
+		rr.Notice = s.notice(ctx, st, lv, set)
 		entries, enc, _ := modelView(lv.active.Entries, lv.enc)
 		body, err := openAI.Render(rr, entries, enc)
 		if err != nil {

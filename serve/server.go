@@ -134,6 +134,9 @@ type Server struct {
 	LoopbackOnly bool
 	// Recall lets the model of a thread with compacted history search it (see recall.go).
 	Recall bool
+	// Notice adds, for the model, a note that the context will soon be compacted and one of
+	// what a compaction did, each once (see Notice); off when Notice.Enabled is false.
+	Notice Notice
 
 	initOnce sync.Once
 	id       string // this server's id in ViaHeader

@@ -46,6 +46,10 @@ type threadState struct {
 	// target is what the upstream rung of the summarizer needs of the thread's latest turn
 	// (see summaryTarget); under Server.mu.
 	target *summaryTarget
+
+	// notice is what the thread's model was told (see Server.notice), as its metadata holds
+	// it; nil: not read yet. Under Server.mu.
+	notice *noticeState
 }
 
 // hold returns the thread's state, made when the server keeps none, and counts the caller

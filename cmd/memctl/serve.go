@@ -127,6 +127,7 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	srv := &serve.Server{
 		Store: s, Upstream: sc.Upstream, UpstreamKey: key, UpstreamPrice: sc.PricePerMTok.LLM(), Token: token,
 		Logger: a.logger, LoopbackOnly: loopback && token == "", Recall: sc.Recall,
+		Notice: serve.Notice{Enabled: sc.Notice.Enabled, AtRatio: sc.Notice.AtRatio},
 	}
 	var first []cascade.Entry
 	if sc.Upstream != "" && !cfg.NamesCascade() {

@@ -225,6 +225,10 @@ func (a adapter) SetContextWindow(ctx context.Context, arg db.SetContextWindowPa
 	return a.q.SetContextWindow(ctx, SetContextWindowParams(arg))
 }
 
+func (a adapter) SetThreadMetadata(ctx context.Context, arg db.SetThreadMetadataParams) (int64, error) {
+	return a.q.SetThreadMetadata(ctx, SetThreadMetadataParams(arg))
+}
+
 func (a adapter) SetThreadSettings(ctx context.Context, arg db.SetThreadSettingsParams) (int64, error) {
 	return a.q.SetThreadSettings(ctx, SetThreadSettingsParams(arg))
 }

@@ -192,6 +192,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setContextWindowStmt, err = db.PrepareContext(ctx, setContextWindow); err != nil {
 		return nil, fmt.Errorf("error preparing query SetContextWindow: %w", err)
 	}
+	if q.setThreadMetadataStmt, err = db.PrepareContext(ctx, setThreadMetadata); err != nil {
+		return nil, fmt.Errorf("error preparing query SetThreadMetadata: %w", err)
+	}
 	if q.setThreadSettingsStmt, err = db.PrepareContext(ctx, setThreadSettings); err != nil {
 		return nil, fmt.Errorf("error preparing query SetThreadSettings: %w", err)
 	}
@@ -489,6 +492,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setContextWindowStmt: %w", cerr)
 		}
 	}
+	if q.setThreadMetadataStmt != nil {
+		if cerr := q.setThreadMetadataStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setThreadMetadataStmt: %w", cerr)
+		}
+	}
 	if q.setThreadSettingsStmt != nil {
 		if cerr := q.setThreadSettingsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setThreadSettingsStmt: %w", cerr)
@@ -604,6 +612,7 @@ type Queries struct {
 	searchSummariesStmt           *sql.Stmt
 	setCompactionStatusStmt       *sql.Stmt
 	setContextWindowStmt          *sql.Stmt
+	setThreadMetadataStmt         *sql.Stmt
 	setThreadSettingsStmt         *sql.Stmt
 	setThreadTailStmt             *sql.Stmt
 	threadVersionStmt             *sql.Stmt
@@ -670,6 +679,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		searchSummariesStmt:           q.searchSummariesStmt,
 		setCompactionStatusStmt:       q.setCompactionStatusStmt,
 		setContextWindowStmt:          q.setContextWindowStmt,
+		setThreadMetadataStmt:         q.setThreadMetadataStmt,
 		setThreadSettingsStmt:         q.setThreadSettingsStmt,
 		setThreadTailStmt:             q.setThreadTailStmt,
 		threadVersionStmt:             q.threadVersionStmt,

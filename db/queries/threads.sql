@@ -60,6 +60,12 @@ ORDER BY t.updated_at DESC, t.id;
 -- messages and does not change.
 UPDATE threads SET settings = ? WHERE id = ?;
 
+-- name: SetThreadMetadata :execrows
+-- What a host keeps about a thread beside its settings (a JSON object, see
+-- memory.Store.SetThreadMeta); like the settings, it changes neither updated_at nor the
+-- thread's messages.
+UPDATE threads SET metadata = ? WHERE id = ?;
+
 -- name: DeleteThread :execrows
 DELETE FROM threads WHERE id = ?;
 

@@ -55,7 +55,9 @@ func (it *item) system() bool {
 // the view masked or cut is written from its text, and one with no original (written by
 // serve) is converted. Tool results and user messages in a row are one user message, tool
 // results first; messages of one role in a row are one message, unless they are the
-// request's own messages whole, written as sent.
+// request's own messages whole, written as sent. serve's note (t.Notice), when there is one,
+// is a text block at the end of the last user message (the API takes neither two user
+// messages in a row nor a system role among the messages).
 func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessage) ([]byte, error) {
 	items := make([]item, len(active))
 	for i, e := range active {
@@ -237,6 +239,7 @@ func renderMessages(t dialect.Turn, conv []*item) []byte {
 		}
 	}
 	var msgs [][]byte
+	lastUser := -1 // the last user message of msgs
 	for i := 0; i < len(conv); {
 		role := apiRole(conv[i].role())
 		j := i + 1
@@ -244,12 +247,18 @@ func renderMessages(t dialect.Turn, conv []*item) []byte {
 			j++
 		}
 		run := conv[i:j]
+		if role == chat.RoleUser {
+			lastUser = len(msgs)
+		}
 		if whole(run, pieces) {
 			if reqRaw == nil {
 				reqRaw = splitArray(t.Fields["messages"])
 			}
 			for k, it := range run {
 				if k == 0 || it.src != run[k-1].src {
+					if role == chat.RoleUser {
+						lastUser = len(msgs)
+					}
 					msgs = append(msgs, reqRaw[it.src])
 				}
 			}
@@ -261,8 +270,57 @@ func renderMessages(t dialect.Turn, conv []*item) []byte {
 	if len(msgs) > 0 && apiRole(conv[0].role()) == chat.RoleAssistant {
 		text := Continued
 		msgs = slices.Insert(msgs, 0, messageObject(chat.RoleUser, [][]byte{textBlock(text)}, nil))
+		lastUser++
+	}
+	if t.Notice != nil {
+		if lastUser < 0 {
+			msgs = append(msgs, messageObject(chat.RoleUser, [][]byte{textBlock(t.Notice.Text())}, nil))
+		} else {
+			msgs[lastUser] = withBlock(msgs[lastUser], textBlock(t.Notice.Text()))
+		}
 	}
 	return joinArray(msgs)
+}
+
+// withBlock returns the message object msg with block added at the end of its content (a
+// string content becomes its text block), its other members as they are; msg itself is not
+// changed (it may be the request's bytes).
+func withBlock(msg, block []byte) []byte {
+	members, blocks, err := dialect.ScanObject(msg, "content")
+	if err != nil {
+		return msg // a message this dialect wrote or read: always an object
+	}
+	out := make([]byte, 0, len(msg)+len(block)+32)
+	out = append(out, '{')
+	content := false
+	for _, m := range members {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(jsontext.AppendString(out, m.Key), ':')
+		if m.Key != "content" {
+			out = append(out, m.Val...)
+			continue
+		}
+		content = true
+		var bs [][]byte
+		if v := bytes.TrimSpace(m.Val); len(v) > 0 && v[0] == '"' {
+			if s, _ := jsontext.StringValue(v); s != "" {
+				bs = append(bs, textBlock(s))
+			}
+		} else {
+			bs = append(bs, blocks...)
+		}
+		out = append(out, joinArray(append(bs, block))...)
+	}
+	if !content {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, `"content":`...)
+		out = append(out, joinArray([][]byte{block})...)
+	}
+	return append(out, '}')
 }
 
 func apiRole(role string) string {

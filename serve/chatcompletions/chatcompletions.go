@@ -112,7 +112,8 @@ func (Dialect) Upstream(t dialect.Turn, up, _ *http.Request, key string) string 
 }
 
 // Render writes the request as the agent sent it, its members in its order, with the active
-// context as its messages, written from their stored encodings.
+// context as its messages, written from their stored encodings, and serve's note (t.Notice),
+// when there is one, as the last message.
 func (Dialect) Render(t dialect.Turn, _ []memory.Entry, enc []json.RawMessage) ([]byte, error) {
 	n := 64 + len(t.Fields)*8
 	for k, v := range t.Fields {
@@ -160,6 +161,17 @@ func (Dialect) Render(t dialect.Turn, _ []memory.Entry, enc []json.RawMessage) (
 				b = append(b, ',')
 			}
 			b = append(b, e...)
+		}
+		if t.Notice != nil {
+			// serve's note, the last message, never stored.
+			note, err := json.Marshal(t.Notice)
+			if err != nil {
+				return nil, err
+			}
+			if len(enc) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, note...)
 		}
 		b = append(b, ']')
 	}

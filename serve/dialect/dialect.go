@@ -117,6 +117,11 @@ type Turn struct {
 	Sent *Sent
 	Prev *Sent
 	Same int
+	// Notice, when not nil, is a note of serve's for the model (its role system or user, its
+	// text), set by serve before Render: Render writes it after the conversation, where the
+	// dialect's API takes it (a last message, or a text block at the end of the last user
+	// message). It is never stored, and the agent never sends it back.
+	Notice *chat.Message
 }
 
 // Param is where the request gave its message i (see Turn.Params).

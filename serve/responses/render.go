@@ -20,7 +20,8 @@ import (
 // compacted), else the stored ones. A compaction's summary is a developer message item where
 // it stands; a message the view masked or cut is written from its text, and one with no
 // original (written by serve, or by another dialect) is converted. The instructions are the
-// request's when the active context holds them.
+// request's when the active context holds them. serve's note (t.Notice), when there is one,
+// is the last item, a developer message.
 func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessage) ([]byte, error) {
 	wires := make([][]byte, len(active))
 	origs := make([][]byte, len(active)) // the stored originals, of changed messages too
@@ -58,6 +59,14 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 		default:
 			items = append(items, convert(e, origs[i])...)
 		}
+	}
+	if n := t.Notice; n != nil {
+		// serve's note: the last item, a developer message (a user one for a note of role user).
+		role := chat.RoleDeveloper
+		if n.Role == chat.RoleUser {
+			role = chat.RoleUser
+		}
+		items = append(items, messageItem(role, "input_text", n.Text()))
 	}
 	input := wrap(items)
 	if orig := t.Fields["input"]; len(orig) > 0 && orig[0] == '"' && len(items) == 1 && bytes.Equal(items[0], t.Messages[len(t.Messages)-1].Extra[Key][1:len(t.Messages[len(t.Messages)-1].Extra[Key])-1]) {

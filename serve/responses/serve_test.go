@@ -31,7 +31,7 @@ type env struct {
 	url   string
 }
 
-func newEnv(t testing.TB, limit int, opts fakeupstream.Options) *env {
+func newEnv(t testing.TB, limit int, opts fakeupstream.Options, srvOpts ...func(*serve.Server)) *env {
 	t.Helper()
 	ctx := context.Background()
 	store, err := memory.Open(ctx, filepath.Join(t.TempDir(), "memctl.db"))
@@ -55,6 +55,9 @@ func newEnv(t testing.TB, limit int, opts fakeupstream.Options) *env {
 	e.srv = &serve.Server{Store: store, Compactor: c, Cascade: casc,
 		Upstream: serve.UpstreamBase(f.URL), LoopbackOnly: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range srvOpts {
+		o(e.srv)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
