@@ -62,6 +62,15 @@ func (j *job) decide() error {
 			return err
 		}
 	}
+	if d.Summarize {
+		on := j.a.Entries
+		if d.View != nil {
+			on = d.View
+		}
+		if err := checkPlan(strat.Name(), on, d.Plan); err != nil {
+			return err
+		}
+	}
 	j.d = d
 	j.planFigures()
 	return nil
