@@ -58,6 +58,9 @@ type Settings struct {
 	Mask MaskSettings
 	// MaxFailures failed compactions of a thread in a row hold it (see Compactor.Held).
 	MaxFailures int
+	// QueueSize is the most summaries the queue strategy keeps in the active context, each a
+	// block of its own; when a compaction finds that many, the two oldest fold into one first.
+	QueueSize int
 }
 
 // Values of Settings.OnFailure.
@@ -80,6 +83,13 @@ const (
 	DefaultEmergencyRatio   = 0.95
 	DefaultOnFailure        = OnFailureKeep
 	DefaultMaxFailures      = 3
+	DefaultQueueSize        = 3
+)
+
+// KeyQueueSize is queue_size's key; MaxQueueSize its largest value.
+const (
+	KeyQueueSize = "queue_size"
+	MaxQueueSize = 64
 )
 
 // WithDefaults fills the zero fields with the Default* constants: the one place the defaults
@@ -97,6 +107,7 @@ func (s Settings) WithDefaults() Settings {
 	s.EmergencyRatio = cmp.Or(s.EmergencyRatio, DefaultEmergencyRatio)
 	s.OnFailure = cmp.Or(s.OnFailure, DefaultOnFailure)
 	s.MaxFailures = cmp.Or(s.MaxFailures, DefaultMaxFailures)
+	s.QueueSize = cmp.Or(s.QueueSize, DefaultQueueSize)
 	return s
 }
 
@@ -215,6 +226,9 @@ func (s Settings) Problems() []*SettingError {
 		add(broken("on_failure", strconv.Quote(s.OnFailure), "must be "+OnFailureKeep+" or "+OnFailureFit))
 	}
 	atLeast1(KeyMaxFailures, s.MaxFailures)
+	if atLeast1(KeyQueueSize, s.QueueSize) && s.QueueSize > MaxQueueSize {
+		add(broken(KeyQueueSize, strconv.Itoa(s.QueueSize), fmt.Sprintf("is over the largest supported, %d", MaxQueueSize)))
+	}
 	if s.Prompt != "" {
 		if err := ValidatePrompt(s.Prompt); err != nil {
 			ps = append(ps, &SettingError{Key: "prompt", Msg: fmt.Sprintf("prompt: %v", err)})

@@ -39,6 +39,7 @@ func (cp Compaction) settings() compact.Settings {
 		Mask: compact.MaskSettings{KeepToolResults: cp.Mask.KeepToolResults, ExcludeTools: slices.Clone(cp.Mask.ExcludeTools),
 			ClearToolInputs: cp.Mask.ClearToolInputs, ClearThinking: cp.Mask.ClearThinking},
 		MaxFailures: cp.MaxFailures,
+		QueueSize:   cp.QueueSize,
 	}
 }
 
@@ -68,7 +69,7 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 	if len(cp.Mask.ExcludeTools) == 0 {
 		cp.Mask.ExcludeTools = nil // rendered [], parsed back as none
 	}
-	cp.MaxFailures = s.MaxFailures
+	cp.MaxFailures, cp.QueueSize = s.MaxFailures, s.QueueSize
 }
 
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the

@@ -44,6 +44,7 @@ func TestDefault(t *testing.T) {
 			EmergencyRatio:   0.95,
 			OnFailure:        "keep",
 			MaxFailures:      3,
+			QueueSize:        3,
 		},
 		RedactPatterns: []string{},
 		Cascade: []config.Provider{{
@@ -126,6 +127,7 @@ func fullConfig(source string) config.Config {
 			CompactEveryTurns: 10,
 			Mask:              config.Mask{KeepToolResults: 4, ExcludeTools: []string{"read_file", "grep"}, ClearToolInputs: true, ClearThinking: true},
 			MaxFailures:       5,
+			QueueSize:         4,
 		},
 		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
 		Cascade: []config.Provider{

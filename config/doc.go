@@ -31,6 +31,7 @@
 //	  total_timeout: 15m          # the whole compaction
 //	  keep_turns: 0               # keep the newest N user turns whole while they fit (0: off)
 //	  compact_every_turns: 0      # a compaction every N user turns, even under the trigger (0: off)
+//	  queue_size: 3               # the queue strategy: the most summaries kept as blocks of their own
 //	  mask:                       # the mask and hybrid strategies' knobs
 //	    keep_tool_results: 0      # the newest N tool results stay (0: the kept window decides)
 //	    exclude_tools: []         # tools whose results are never masked

@@ -376,6 +376,7 @@ func compactionFields(c *Compaction) []field {
 		{key: "keep_turns", ptr: &c.KeepTurns},
 		{key: "compact_every_turns", ptr: &c.CompactEveryTurns},
 		{key: "max_failures", ptr: &c.MaxFailures},
+		{key: "queue_size", ptr: &c.QueueSize},
 	}
 }
 
