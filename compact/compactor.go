@@ -481,7 +481,7 @@ func (p Plan) describe(masked []memory.Entry, a memory.Active) string {
 		for i, k := range p.Stay {
 			ids[i] = a.Entries[k].CompactionID
 		}
-		held = fmt.Sprintf("; keep the %s of compaction %s as they are (%d tokens)",
+		held = fmt.Sprintf("; keep %s (of compaction %s) as they are (%d tokens)",
 			english.Count(len(ids), "summary", "summaries"), seqList(ids), p.StayTokens)
 	}
 	if p.Hold {

@@ -137,6 +137,11 @@ func (j *job) deepNote(ctx context.Context) {
 	if !j.d.Summarize || !p.Deep || p.Ineffective || j.rep.Status != memory.StatusApplied {
 		return
 	}
+	if len(p.Stay) > 0 { // the summaries the plan kept take the room, not (only) the pinned messages
+		j.rep.Detail = strings.TrimPrefix(fmt.Sprintf("%s; %s: a summary of at most %d tokens, only the newest unit kept (%s leave less than the trigger's headroom)",
+			j.rep.Detail, deepTag, p.SummaryBudget, p.pinnedWords()), "; ")
+		return
+	}
 	reps, err := j.c.Store.Reports(ctx, j.a.Thread.ID, deepNoteWindow)
 	if err != nil {
 		return

@@ -63,7 +63,7 @@ func (p Plan) MiddleLen() int {
 func (p Plan) pinnedWords() string {
 	w := fmt.Sprintf("the pinned messages (%d tokens)", p.PinnedTokens)
 	if len(p.Stay) > 0 {
-		w += fmt.Sprintf(", the %s kept as they are (%d tokens)", english.Count(len(p.Stay), "summary", "summaries"), p.StayTokens)
+		w += fmt.Sprintf(", %s kept (%d tokens)", english.Count(len(p.Stay), "summary", "summaries"), p.StayTokens)
 	}
 	if p.Hold {
 		w += fmt.Sprintf(", the newest user message (%d tokens)", p.HeldTokens)
