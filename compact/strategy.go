@@ -12,7 +12,7 @@ import (
 // A Strategy decides what a compaction does to a thread's active context: which view it
 // leaves (tool results masked, the oldest units left out) and whether, and what, it
 // summarizes. Each built-in strategy is a file of this package (strategy_summarize.go,
-// strategy_mask.go, strategy_hybrid.go, strategy_window.go), registered in one line below; a
+// strategy_mask.go, strategy_hybrid.go, strategy_window.go, strategy_queue.go), registered in one line below; a
 // program registers its own with Register and names it in the settings (strategy: NAME).
 //
 // Whatever a strategy decides, the engine keeps the invariants of every compaction: the
@@ -58,7 +58,7 @@ type Decision struct {
 
 // The built-in strategies, one line each, in the order they are listed.
 func init() {
-	for _, s := range []Strategy{summarizeStrategy{}, maskStrategy{}, hybridStrategy{}, windowStrategy{}} {
+	for _, s := range []Strategy{summarizeStrategy{}, maskStrategy{}, hybridStrategy{}, windowStrategy{}, queueStrategy{}} {
 		Register(s)
 		builtins = append(builtins, s.Name())
 	}
@@ -94,7 +94,7 @@ func strategyNamed(name string) (Strategy, bool) {
 }
 
 // Strategies lists the names of the registered strategies: the built-in ones (summarize, mask,
-// hybrid, window), then the program's in name order.
+// hybrid, window, queue), then the program's in name order.
 func Strategies() []string {
 	strategiesMu.RLock()
 	defer strategiesMu.RUnlock()
