@@ -13,8 +13,8 @@ func TestQueueSize(t *testing.T) {
 	if got := config.Default().Settings().QueueSize; got != 3 {
 		t.Errorf("default queue_size %d, want 3", got)
 	}
-	cfg, err := config.Parse([]byte("compaction:\n  queue_size: 5\n"), "c.yaml")
-	if err != nil || cfg.Settings().QueueSize != 5 {
+	cfg, err := config.Parse([]byte("compaction:\n  strategy: queue\n  queue_size: 5\n"), "c.yaml")
+	if err != nil || cfg.Settings().QueueSize != 5 || cfg.Settings().Strategy != "queue" {
 		t.Fatalf("queue_size 5: %v", err)
 	}
 	for _, tc := range []struct{ yaml, want string }{
