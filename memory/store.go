@@ -3,8 +3,9 @@
 //
 // A thread's history is never rewritten. Its active context, what the agent sends to its
 // model, is derived: the leading system/developer messages and the pinned ones, then the
-// current summary (if the thread was compacted), then every message after the range the
-// summary covers, as the thread's current view shows them (masked or cut tool results).
+// current summary (if the thread was compacted; a view may keep several, each a block of its
+// own over its own range, oldest first), then every message after the range the summaries
+// cover, as the thread's current view shows them (masked or cut tool results).
 //
 // It owns every row of threads, messages, pins and compactions; the unit rule a plan and a pin
 // share (Cuts, PinnedLen); the views; the reports a compaction leaves (Report, Store.Reports,
