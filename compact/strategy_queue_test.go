@@ -154,3 +154,40 @@ func TestQueueRevert(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueThenOtherStrategies: a context the queue left with several summaries, compacted by
+// summarize, hybrid or window: summarize folds every block into one (the oldest as the summary
+// to update), each leaves the summaries as blocks in order and loses no fact unnamed.
+func TestQueueThenOtherStrategies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, strategy := range []string{compact.StrategySummarize, compact.StrategyHybrid, compact.StrategyWindow} {
+		s, _ := storetest.Open(t)
+		c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 1500, Strategy: compact.StrategyQueue, QueueSize: 3})
+		msgs := lifesim.Generated(12)
+		for part := range 3 {
+			if _, err := s.Append(ctx, "t", msgs[part*len(msgs)/3:(part+1)*len(msgs)/3], memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+				t.Fatal(err)
+			}
+			if rep, err := c.Compact(ctx, "t", compact.Options{Force: true}); err != nil || rep.Status != memory.StatusApplied {
+				t.Fatalf("%s: queue compaction %d: %s %s, %v", strategy, part+1, rep.Status, rep.Detail, err)
+			}
+		}
+		if a := checkBlocks(t, s, "t", "queue", nil...); len(summariesOf(a)) < 2 {
+			t.Fatalf("%s: the queue left %d summaries, want several", strategy, len(summariesOf(a)))
+		}
+		rep, err := c.Compact(ctx, "t", compact.Options{Force: true, Override: compact.ThreadSettings{Strategy: strategy}})
+		// Summarize folds the blocks; hybrid and window may find nothing to do within the limit.
+		if err != nil || rep.Status != memory.StatusApplied && (strategy == compact.StrategySummarize || rep.Status != memory.StatusIneffective) {
+			t.Fatalf("%s: %s %s, %v", strategy, rep.Status, rep.Detail, err)
+		}
+		t.Logf("%s after the queue: %s, %d -> %d tokens", strategy, rep.Status, rep.TokensBefore, rep.TokensAfter)
+		a := checkBlocks(t, s, "t", strategy, nil...)
+		if n := len(summariesOf(a)); strategy == compact.StrategySummarize && n != 1 {
+			t.Errorf("%s: %d summaries after, want 1", strategy, n)
+		}
+		if lost := lifeLosses(t, s, "t", originalFacts(t, s, "t")); len(lost) > 0 {
+			t.Errorf("%s: %d facts lost that no report names: %v", strategy, len(lost), lost)
+		}
+	}
+}
