@@ -138,6 +138,10 @@ type Options struct {
 	// Instructions go into this compaction's summarizer prompt, redacted, after the fenced
 	// transcript (at most MaxInstructionBytes).
 	Instructions string
+
+	// again counts the compactions this call chained (Decision.Again); reason is the first's.
+	again  int
+	reason memory.Reason
 }
 
 // New returns a Compactor with the given settings and the default Config: the built-in
@@ -268,13 +272,13 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (me
 	if err != nil {
 		return memory.Report{}, fmt.Errorf("compact %q: %w", thread, err)
 	}
-	if !opt.Force && !opt.Emergency && !opt.Requested {
+	if !opt.Force && !opt.Emergency && !opt.Requested && opt.again == 0 {
 		j.rep.Status = memory.StatusNotNeeded
 		if j.rep.Detail, err = c.notNeeded(ctx, j.a.Thread, j.a.Tokens, j.s); err != nil || j.rep.Detail != "" {
 			return *j.rep, err
 		}
 	}
-	if !opt.Force && !opt.DryRun {
+	if !opt.Force && !opt.DryRun && opt.again == 0 {
 		if rep, held, err := j.hold(ctx); held {
 			return rep, err
 		}
@@ -293,8 +297,20 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (me
 		c.afterHook(ctx, *j.rep)
 		return *j.rep, nil
 	}
-	return j.run(ctx)
+	rep, err := j.run(ctx)
+	if err == nil && j.d.Again && rep.Status == memory.StatusApplied && opt.again < maxAgain {
+		// The strategy has more to do on the context this one left (Decision.Again): one
+		// more compaction, with the same reason, whatever the trigger says now.
+		opt.again++
+		opt.reason = rep.Reason
+		return c.Compact(ctx, thread, opt)
+	}
+	return rep, err
 }
+
+// maxAgain bounds the compactions a Compact call chains when strategies ask for another
+// (Decision.Again).
+const maxAgain = 4
 
 // prepare reads what a compaction of thread starts from: its settings and its active context.
 func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*job, error) {
@@ -348,6 +364,8 @@ func (c *Compactor) emergencyBudget(ctx context.Context, s Settings, tokens int)
 // at or above L * emergency_ratio (unless forced), else forced or threshold.
 func reasonFor(tokens int, s Settings, opt Options) memory.Reason {
 	switch {
+	case opt.reason != "":
+		return opt.reason // a compaction chained to the one before (Decision.Again)
 	case opt.Emergency:
 		return memory.ReasonEmergency
 	case opt.Requested:
@@ -463,8 +481,16 @@ func (p Plan) describe(masked []memory.Entry, a memory.Active) string {
 		a = withEntries(a, masked)
 	}
 	held := ""
+	if len(p.Stay) > 0 {
+		ids := make([]int64, len(p.Stay))
+		for i, k := range p.Stay {
+			ids[i] = a.Entries[k].CompactionID
+		}
+		held = fmt.Sprintf("; keep %s (of compaction %s) as they are (%d tokens)",
+			english.Count(len(ids), "summary", "summaries"), seqList(ids), p.StayTokens)
+	}
 	if p.Hold {
-		held = fmt.Sprintf("; hold the newest user message, seq %d (%d tokens)", a.Entries[p.HeldAt].Seq, p.HeldTokens)
+		held += fmt.Sprintf("; hold the newest user message, seq %d (%d tokens)", a.Entries[p.HeldAt].Seq, p.HeldTokens)
 	}
 	return pre + fmt.Sprintf("keep %d pinned (%d tokens)%s; summarize %s, seq %d-%d (%d tokens) into at most %d tokens; keep the newest %d (%d tokens)",
 		p.Pinned, p.PinnedTokens, held, english.Count(p.MiddleLen(), "message", "messages"), p.FromSeq, p.ToSeq, p.MiddleTokens, p.SummaryBudget, len(a.Entries)-p.Kept, p.KeptTokens)

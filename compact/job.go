@@ -62,6 +62,15 @@ func (j *job) decide() error {
 			return err
 		}
 	}
+	if d.Summarize {
+		on := j.a.Entries
+		if d.View != nil {
+			on = d.View
+		}
+		if err := checkPlan(strat.Name(), on, d.Plan); err != nil {
+			return err
+		}
+	}
 	j.d = d
 	j.planFigures()
 	return nil
@@ -126,6 +135,11 @@ const deepNoteWindow = 5
 func (j *job) deepNote(ctx context.Context) {
 	p := j.d.Plan
 	if !j.d.Summarize || !p.Deep || p.Ineffective || j.rep.Status != memory.StatusApplied {
+		return
+	}
+	if len(p.Stay) > 0 { // the summaries the plan kept take the room, not (only) the pinned messages
+		j.rep.Detail = strings.TrimPrefix(fmt.Sprintf("%s; %s: a summary of at most %d tokens, only the newest unit kept (%s leave less than the trigger's headroom)",
+			j.rep.Detail, deepTag, p.SummaryBudget, p.pinnedWords()), "; ")
 		return
 	}
 	reps, err := j.c.Store.Reports(ctx, j.a.Thread.ID, deepNoteWindow)

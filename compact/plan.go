@@ -3,6 +3,7 @@ package compact
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/memcascade/memcascade/internal/english"
 	"github.com/memcascade/memcascade/memory"
@@ -28,6 +29,12 @@ type Plan struct {
 	// place.
 	Hold               bool
 	HeldAt, HeldTokens int
+	// Stay are the indexes of the summary entries in [Pinned, Kept) that stay as they are, each
+	// a block of its own before the new summary (a strategy that keeps earlier summaries, as
+	// queue does), ascending; StayTokens their tokens. They are not in the middle, and the new
+	// summary's range never overlaps theirs.
+	Stay       []int
+	StayTokens int
 	// SummaryBudget is the most tokens the summary message may take as planned; RoomBudget is
 	// the most the limit and the 10% saving allow whatever summary_max_tokens says: the facts a
 	// provider left out may take the summary up to it (see factFit).
@@ -47,42 +54,56 @@ type Plan struct {
 // MiddleLen is the number of entries the summary replaces.
 func (p Plan) MiddleLen() int {
 	if p.Hold {
-		return p.Kept - p.Pinned - 1
+		return p.Kept - p.Pinned - 1 - len(p.Stay)
 	}
-	return p.Kept - p.Pinned
+	return p.Kept - p.Pinned - len(p.Stay)
 }
 
 // pinnedWords names what stays beside the summary before it, with its tokens.
 func (p Plan) pinnedWords() string {
-	if p.Hold {
-		return fmt.Sprintf("the pinned messages (%d tokens), the newest user message (%d tokens)", p.PinnedTokens, p.HeldTokens)
+	w := fmt.Sprintf("the pinned messages (%d tokens)", p.PinnedTokens)
+	if len(p.Stay) > 0 {
+		w += fmt.Sprintf(", %s kept (%d tokens)", english.Count(len(p.Stay), "summary", "summaries"), p.StayTokens)
 	}
-	return fmt.Sprintf("the pinned messages (%d tokens)", p.PinnedTokens)
+	if p.Hold {
+		w += fmt.Sprintf(", the newest user message (%d tokens)", p.HeldTokens)
+	}
+	return w
 }
 
 // keptLen is the number of entries of a context of n that stay beside the summary, the held
-// one included, the pinned ones not.
+// one and those of Stay included, the pinned ones not.
 func (p Plan) keptLen(n int) int {
 	if p.Hold {
-		return n - p.Kept + 1
+		return n - p.Kept + 1 + len(p.Stay)
 	}
-	return n - p.Kept
+	return n - p.Kept + len(p.Stay)
 }
 
-// middle returns the entries the summary replaces: entries[Pinned:Kept] but the held one.
+// middle returns the entries the summary replaces: entries[Pinned:Kept] but the held one and
+// those of Stay.
 func (p Plan) middle(entries []memory.Entry) []memory.Entry {
 	m := entries[p.Pinned:p.Kept]
-	if !p.Hold {
+	if !p.Hold && len(p.Stay) == 0 {
 		return m
 	}
-	k := p.HeldAt - p.Pinned
-	return append(m[:k:k], m[k+1:]...)
+	out := make([]memory.Entry, 0, len(m))
+	for i, e := range m {
+		if at := p.Pinned + i; !(p.Hold && at == p.HeldAt) && !slices.Contains(p.Stay, at) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // result returns the entries that stay beside the summary, in order: the pinned messages, the
-// held newest user message, the kept ones; before is where the summary goes.
+// summaries of Stay, the held newest user message, the kept ones; before is where the summary
+// goes.
 func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 	before = entries[:p.Pinned:p.Pinned]
+	for _, i := range p.Stay {
+		before = append(before, entries[i])
+	}
 	if p.Hold {
 		before = append(before, entries[p.HeldAt])
 	}
@@ -122,40 +143,78 @@ func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 //     the limit: a summary is only ever updated with new messages, never shrunk for its own
 //     sake (each such pass would drop facts it holds).
 func MakePlan(entries []memory.Entry, s Settings, keepBudget int) Plan {
-	return makePlan(entries, s, keepBudget, -1)
+	return makePlan(entries, s, keepBudget, -1, nil)
 }
 
+// MakePlanKeeping is MakePlan for a strategy that keeps the summary entries stay (indexes of
+// entries after the pinned ones, ascending) as they are, each a block of its own before the new
+// summary: their tokens count with the pinned messages', the kept part starts after the last of
+// them, and the new summary is of what else lies before it. A summary of stay whose range
+// holds a message the new summary would cover (the newest user message it held, now to be
+// summarized) does not stay: it is folded into the new one, so that no two summaries cover
+// the same message.
+func MakePlanKeeping(entries []memory.Entry, s Settings, keepBudget int, stay []int) Plan {
+	stay = slices.Clone(stay)
+	for {
+		p := makePlan(entries, s, keepBudget, -1, stay)
+		if len(p.Stay) == 0 || p.MiddleLen() == 0 {
+			return p
+		}
+		k := slices.IndexFunc(p.Stay, func(i int) bool { return overlaps(entries[i], p.FromSeq, p.ToSeq) })
+		if k < 0 {
+			return p
+		}
+		stay = slices.Delete(stay, k, len(stay)) // it and the newer ones fold in
+	}
+}
+
+// overlaps reports whether summary entry e's range meets from..to.
+func overlaps(e memory.Entry, from, to int64) bool { return e.CoversFrom <= to && from <= e.CoversTo }
+
 // makePlan is MakePlan with the summary's share of the target set aside for it (-1: half of
-// what the pinned messages leave of the target, at most SummaryMaxTokens).
-func makePlan(entries []memory.Entry, s Settings, keepBudget, share int) Plan {
+// what the pinned messages leave of the target, at most SummaryMaxTokens), and the summaries
+// of stay kept as they are (see MakePlanKeeping).
+func makePlan(entries []memory.Entry, s Settings, keepBudget, share int, stay []int) Plan {
 	n := len(entries)
 	p := Plan{Kept: n}
 	p.Pinned = memory.PinnedLen(entries)
 	p.PinnedTokens = memory.EntryTokens(entries[:p.Pinned])
 	cuts := memory.Cuts(entries, p.Pinned)
+	if len(stay) > 0 {
+		p.Stay = stay
+		for _, i := range stay {
+			p.StayTokens += entries[i].Tokens
+		}
+		last := stay[len(stay)-1]
+		cuts = slices.DeleteFunc(slices.Clone(cuts), func(c int) bool { return c <= last })
+	}
 	// cuts are ascending indexes i (Pinned < i < n) where kept may start.
 	if len(cuts) == 0 {
 		p.Ineffective, p.Why = true, "nothing to summarize: the context is pinned messages and one unit"
-		p.KeptTokens = memory.EntryTokens(entries[p.Pinned:])
+		if len(stay) > 0 {
+			p.Why = "nothing to summarize: the context is pinned messages, summaries kept as they are and one unit"
+		}
+		p.KeptTokens = memory.EntryTokens(entries[p.Pinned:]) - p.StayTokens
 		return p
 	}
+	fixed := p.PinnedTokens + p.StayTokens // what stays before the summary, held message aside
 	// The summary's share of the target: half of what the pinned messages leave of it, at most
 	// summary_max_tokens. The kept messages take the rest.
 	if share < 0 {
-		share = min(s.SummaryMaxTokens, max(keepBudget-p.PinnedTokens-tokencount.ReplyPriming, 0)/2)
+		share = min(s.SummaryMaxTokens, max(keepBudget-fixed-tokencount.ReplyPriming, 0)/2)
 	}
-	p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens-share)
-	p.Kept, p.KeptTokens = keepTurns(entries, cuts, p.Kept, p.KeptTokens, s, p.Pinned, turnsBudget(s, keepBudget, p.PinnedTokens))
+	p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-fixed-share)
+	p.Kept, p.KeptTokens = keepTurns(entries, cuts, p.Kept, p.KeptTokens, s, p.Pinned, turnsBudget(s, keepBudget, fixed))
 	if u := lastUser(entries); u >= p.Pinned && u < p.Kept {
 		p.Hold, p.HeldAt, p.HeldTokens = true, u, entries[u].Tokens
-		p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-p.PinnedTokens-share-p.HeldTokens)
+		p.Kept, p.KeptTokens = keptFrom(entries, cuts, keepBudget-fixed-share-p.HeldTokens)
 	}
 	p.MiddleTokens = memory.EntryTokens(p.middle(entries))
 	p.FromSeq, p.ToSeq = middleRange(p.middle(entries))
 
-	active := p.PinnedTokens + p.HeldTokens + p.MiddleTokens + p.KeptTokens + tokencount.ReplyPriming
+	active := fixed + p.HeldTokens + p.MiddleTokens + p.KeptTokens + tokencount.ReplyPriming
 	minSave := int(math.Ceil(0.1 * float64(active)))
-	base := p.PinnedTokens + p.HeldTokens + p.KeptTokens + tokencount.ReplyPriming
+	base := fixed + p.HeldTokens + p.KeptTokens + tokencount.ReplyPriming
 	trigger := int(float64(s.Budget()) * s.TriggerRatio)
 	// The summary's prose fits in what the target leaves; the facts a provider left out may
 	// take it further (see factFit), up to L.

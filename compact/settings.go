@@ -69,6 +69,9 @@ type Settings struct {
 	// cost: a provider with a price whose estimate is over it is skipped (outcome
 	// skipped_cost; see cost.go). 0: no limit.
 	MaxCost float64
+	// QueueSize is the most summaries the queue strategy keeps in the active context, each a
+	// block of its own; when a compaction finds that many, the two oldest fold into one first.
+	QueueSize int
 }
 
 // Values of Settings.OnFailure.
@@ -91,6 +94,13 @@ const (
 	DefaultEmergencyRatio   = 0.95
 	DefaultOnFailure        = OnFailureKeep
 	DefaultMaxFailures      = 3
+	DefaultQueueSize        = 3
+)
+
+// KeyQueueSize is queue_size's key; MaxQueueSize its largest value.
+const (
+	KeyQueueSize = "queue_size"
+	MaxQueueSize = 64
 )
 
 // WithDefaults fills the zero fields with the Default* constants: the one place the defaults
@@ -110,6 +120,7 @@ func (s Settings) WithDefaults() Settings {
 	s.MaxFailures = cmp.Or(s.MaxFailures, DefaultMaxFailures)
 	s.Cascade = cmp.Or(s.Cascade, DefaultCascade)
 	s.PartCascade = cmp.Or(s.PartCascade, NoCascade)
+	s.QueueSize = cmp.Or(s.QueueSize, DefaultQueueSize)
 	return s
 }
 
@@ -228,6 +239,9 @@ func (s Settings) Problems() []*SettingError {
 		add(broken("on_failure", strconv.Quote(s.OnFailure), "must be "+OnFailureKeep+" or "+OnFailureFit))
 	}
 	atLeast1(KeyMaxFailures, s.MaxFailures)
+	if atLeast1(KeyQueueSize, s.QueueSize) && s.QueueSize > MaxQueueSize {
+		add(broken(KeyQueueSize, strconv.Itoa(s.QueueSize), fmt.Sprintf("is over the largest supported, %d", MaxQueueSize)))
+	}
 	if s.Prompt != "" {
 		if err := ValidatePrompt(s.Prompt); err != nil {
 			ps = append(ps, &SettingError{Key: KeyPromptFile, Msg: fmt.Sprintf("prompt: %v", err)})

@@ -12,7 +12,7 @@ import (
 func TestSettingsProblemsListsEveryRule(t *testing.T) {
 	t.Parallel()
 	s := compact.Settings{TokenLimit: 1000, ReserveTokens: 1000, TargetRatio: 0.9, TriggerRatio: 0.8,
-		SummaryMaxTokens: 1, SummaryRole: "assistant", MaxPasses: 1, Strategy: "shrink", EmergencyRatio: 2, OnFailure: "keep", MaxFailures: 1}
+		SummaryMaxTokens: 1, SummaryRole: "assistant", MaxPasses: 1, Strategy: "shrink", EmergencyRatio: 2, OnFailure: "keep", MaxFailures: 1, QueueSize: 1}
 	ps := s.Problems()
 	// The registered strategies: the built-in ones and this binary's own (TestOwnStrategy's).
 	names := compact.Strategies()
@@ -40,7 +40,7 @@ func TestSettingsProblemsListsEveryRule(t *testing.T) {
 	}
 	// A rule between two settings waits for each to be valid alone.
 	if ps := (compact.Settings{TokenLimit: 0, ReserveTokens: 5, TargetRatio: 0.5, TriggerRatio: 0.8, SummaryMaxTokens: 1,
-		SummaryRole: "system", MaxPasses: 1, Strategy: "mask", EmergencyRatio: 1, OnFailure: "fit", MaxFailures: 1}).Problems(); len(ps) != 1 || ps[0].Key != "token_limit" || ps[0].Other != "" {
+		SummaryRole: "system", MaxPasses: 1, Strategy: "mask", EmergencyRatio: 1, OnFailure: "fit", MaxFailures: 1, QueueSize: 1}).Problems(); len(ps) != 1 || ps[0].Key != "token_limit" || ps[0].Other != "" {
 		t.Errorf("limit 0 with reserve 5: %v, want only token_limit at least 1", ps)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // A Strategy decides what a compaction does to a thread's active context: which view it
 // leaves (tool results masked, the oldest units left out) and whether, and what, it
 // summarizes. Each built-in strategy is a file of this package (strategy_summarize.go,
-// strategy_mask.go, strategy_hybrid.go, strategy_window.go), registered in one line below; a
+// strategy_mask.go, strategy_hybrid.go, strategy_window.go, strategy_queue.go), registered in one line below; a
 // program registers its own with Register and names it in the settings (strategy: NAME).
 //
 // Whatever a strategy decides, the engine keeps the invariants of every compaction: the
@@ -49,11 +49,16 @@ type Decision struct {
 	// Ineffective: the compaction would not save enough; Why says why.
 	Ineffective bool
 	Why         string
+	// Again asks for one more compaction of the thread once this one is applied, decided
+	// afresh on the context it leaves (queue folds its two oldest summaries first, then
+	// summarizes the new messages). Compact returns the last one's report; each is a report
+	// of its own, reverted on its own.
+	Again bool
 }
 
 // The built-in strategies, one line each, in the order they are listed.
 func init() {
-	for _, s := range []Strategy{summarizeStrategy{}, maskStrategy{}, hybridStrategy{}, windowStrategy{}} {
+	for _, s := range []Strategy{summarizeStrategy{}, maskStrategy{}, hybridStrategy{}, windowStrategy{}, queueStrategy{}} {
 		Register(s)
 		builtins = append(builtins, s.Name())
 	}
@@ -89,7 +94,7 @@ func strategyNamed(name string) (Strategy, bool) {
 }
 
 // Strategies lists the names of the registered strategies: the built-in ones (summarize, mask,
-// hybrid, window), then the program's in name order.
+// hybrid, window, queue), then the program's in name order.
 func Strategies() []string {
 	strategiesMu.RLock()
 	defer strategiesMu.RUnlock()
@@ -102,6 +107,22 @@ func Strategies() []string {
 	}
 	slices.Sort(own)
 	return append(out, own...)
+}
+
+// checkPlan refuses a strategy's plan whose Stay breaks the view it leaves: each must be a
+// summary entry between the pinned messages and the kept part, none the held one, and no
+// summary's range may meet the new summary's.
+func checkPlan(name string, entries []memory.Entry, p Plan) error {
+	for k, i := range p.Stay {
+		if i < p.Pinned || i >= p.Kept || (p.Hold && i == p.HeldAt) || entries[i].CompactionID == 0 || (k > 0 && i <= p.Stay[k-1]) {
+			return fmt.Errorf("strategy %s: its plan keeps entry %d, which is not an earlier summary before the kept part (in order)", name, i)
+		}
+		if p.MiddleLen() > 0 && overlaps(entries[i], p.FromSeq, p.ToSeq) {
+			return fmt.Errorf("strategy %s: its plan keeps the summary of compaction %d (seq %d-%d), which the new summary's range %d-%d meets",
+				name, entries[i].CompactionID, entries[i].CoversFrom, entries[i].CoversTo, p.FromSeq, p.ToSeq)
+		}
+	}
+	return nil
 }
 
 // checkView refuses a strategy's view that breaks an invariant of every compaction: it must keep

@@ -14,7 +14,7 @@ func (hybridStrategy) Decide(in StrategyInput) Decision {
 	if memory.PromptTokens(post) > in.Keep {
 		// The summary covers what is outside the window the mask kept (no share of the target
 		// set aside): it is worth a call only when that is more than placeholders.
-		if p := makePlan(post, in.Settings, in.Keep, 0); !p.Ineffective || memory.EntryTokens(post) >= memory.EntryTokens(in.Entries) {
+		if p := makePlan(post, in.Settings, in.Keep, 0, nil); !p.Ineffective || memory.EntryTokens(post) >= memory.EntryTokens(in.Entries) {
 			return Decision{View: post, Plan: p, Summarize: true, Ineffective: p.Ineffective, Why: p.Why}
 		}
 	}

@@ -42,6 +42,7 @@ func (cp Compaction) settings() compact.Settings {
 		Cascade:     cp.Cascade,
 		PartCascade: cp.PartCascade,
 		MaxCost:     cp.MaxCost,
+		QueueSize:   cp.QueueSize,
 	}
 }
 
@@ -71,9 +72,9 @@ func (cp *Compaction) setSettings(s compact.Settings) {
 	if len(cp.Mask.ExcludeTools) == 0 {
 		cp.Mask.ExcludeTools = nil // rendered [], parsed back as none
 	}
-	cp.MaxFailures = s.MaxFailures
 	cp.Cascade, cp.PartCascade = s.Cascade, s.PartCascade
 	cp.MaxCost = s.MaxCost
+	cp.MaxFailures, cp.QueueSize = s.MaxFailures, s.QueueSize
 }
 
 // Counter returns the token counter of encoding_file, loaded from the file, or nil when the

@@ -102,6 +102,9 @@ type Compaction struct {
 	Prompt string `yaml:"-" json:"-"`
 	// MaxFailures failed compactions of a thread in a row hold it (see compact.Held).
 	MaxFailures int `yaml:"max_failures" json:"max_failures"`
+	// QueueSize is the most summaries the queue strategy keeps as blocks of their own (see
+	// compact.Settings.QueueSize).
+	QueueSize int `yaml:"queue_size" json:"queue_size"`
 	// KeepTurns keeps the newest KeepTurns user turns whole while they fit (see
 	// compact.Settings.KeepTurns); 0: off.
 	KeepTurns int `yaml:"keep_turns" json:"keep_turns"`

@@ -46,6 +46,7 @@ func TestDefault(t *testing.T) {
 			MaxFailures:      3,
 			Cascade:          "default",
 			PartCascade:      "none",
+			QueueSize:        3,
 		},
 		RedactPatterns: []string{},
 		Cascade: []config.Provider{{
@@ -132,6 +133,7 @@ func fullConfig(source string) config.Config {
 			Cascade:           "main",
 			PartCascade:       "cheap",
 			MaxCost:           0.25,
+			QueueSize:         4,
 		},
 		RedactPatterns: []string{`ACME-[0-9]{6}`, `(?i)internal\.example\.com`},
 		Cascade: []config.Provider{

@@ -33,6 +33,7 @@
 //	  keep_turns: 0               # keep the newest N user turns whole while they fit (0: off)
 //	  compact_every_turns: 0      # a compaction every N user turns, even under the trigger (0: off)
 //	  max_cost: 0                 # dollars a priced provider may be estimated at for a summary (0: no limit)
+//	  queue_size: 3               # the queue strategy: the most summaries kept as blocks of their own
 //	  mask:                       # the mask and hybrid strategies' knobs
 //	    keep_tool_results: 0      # the newest N tool results stay (0: the kept window decides)
 //	    exclude_tools: []         # tools whose results are never masked

@@ -385,6 +385,7 @@ func compactionFields(c *Compaction) []field {
 		{key: "cascade", ptr: &c.Cascade},
 		{key: "part_cascade", ptr: &c.PartCascade},
 		{key: "max_cost", ptr: &c.MaxCost},
+		{key: "queue_size", ptr: &c.QueueSize},
 	}
 }
 

@@ -253,14 +253,27 @@ func renumberView(text string, ids map[int64]int64) (string, error) {
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
 		return "", fmt.Errorf("stored view: %w", err)
 	}
-	if v.Summary == 0 {
+	if v.Summary == 0 && len(v.Others) == 0 {
 		return text, nil
 	}
-	id, ok := ids[v.Summary]
-	if !ok {
-		return "", fmt.Errorf("its view names compaction %d, which the source does not hold", v.Summary)
+	renumber := func(old int64) (int64, error) {
+		id, ok := ids[old]
+		if !ok {
+			return 0, fmt.Errorf("its view names compaction %d, which the source does not hold", old)
+		}
+		return id, nil
 	}
-	v.Summary = id
+	var err error
+	if v.Summary != 0 {
+		if v.Summary, err = renumber(v.Summary); err != nil {
+			return "", err
+		}
+	}
+	for i := range v.Others {
+		if v.Others[i].ID, err = renumber(v.Others[i].ID); err != nil {
+			return "", err
+		}
+	}
 	b, err := json.Marshal(v)
 	return string(b), err
 }

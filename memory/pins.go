@@ -352,7 +352,13 @@ func supersede(entries []Entry, pins []db.Pin, live, superseded map[int64]bool, 
 			entries[at].Superseded = true
 			continue
 		}
-		if sum < 0 || planned >= next(p.Seq) || p.Seq < entries[sum].CoversFrom || p.Seq > entries[sum].CoversTo {
+		// The summary that covers it, and when it was planned (a view may keep several).
+		by := slices.IndexFunc(entries, func(e Entry) bool { return e.CompactionID != 0 && p.Seq >= e.CoversFrom && p.Seq <= e.CoversTo })
+		when := planned
+		if by >= 0 && entries[by].planned != 0 {
+			when = entries[by].planned
+		}
+		if sum < 0 || by < 0 || when >= next(p.Seq) {
 			continue // summarized, or left out by the view
 		}
 		for seq := p.FromSeq; seq <= p.ToSeq; seq++ {

@@ -126,6 +126,10 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 				found = append(found, SearchHit{Thread: m.ThreadID, Seq: m.ToSeq.Int64, Role: m.SummaryRole.String,
 					Archived: m.Superseded != 0, Snippet: snip, Marks: marks, CompactionID: m.ID})
 			}
+			// A summary in the active context (a view may keep several) is never collapsed.
+			if err := s.markActive(ctx, q, found); err != nil {
+				return err
+			}
 			found = collapseSummaries(found)
 			out = append(out, found[:min(len(found), limit-len(out))]...)
 		}
@@ -179,7 +183,8 @@ func joinTerms(terms []db.SearchTerm) string {
 }
 
 // collapseSummaries leaves out each superseded summary that a newer summary hit of its thread
-// covers (its last message at or after the older one's), keeping the order of the rest.
+// covers (its last message at or after the older one's), keeping the order of the rest; a
+// summary in the active context stays.
 func collapseSummaries(hits []SearchHit) []SearchHit {
 	newest := map[string]SearchHit{}
 	for _, h := range hits {
@@ -189,7 +194,7 @@ func collapseSummaries(hits []SearchHit) []SearchHit {
 	}
 	return slices.DeleteFunc(hits, func(h SearchHit) bool {
 		n := newest[h.Thread]
-		return h.Archived && n.CompactionID > h.CompactionID && n.Seq >= h.Seq
+		return h.Archived && !h.InActiveContext && n.CompactionID > h.CompactionID && n.Seq >= h.Seq
 	})
 }
 
@@ -238,7 +243,7 @@ func activeRule(ctx context.Context, q db.Querier, thread string) (func(SearchHi
 	}
 	return func(h SearchHit) bool {
 		if h.CompactionID != 0 {
-			return summary != 0 && h.CompactionID == summary
+			return summary != 0 && h.CompactionID == summary || slices.ContainsFunc(v.Others, func(r SummaryRef) bool { return r.ID == h.CompactionID })
 		}
 		seq := h.Seq
 		switch {
@@ -246,7 +251,8 @@ func activeRule(ctx context.Context, q db.Querier, thread string) (func(SearchHi
 			return true
 		case slices.Contains(v.Held, seq):
 			return !slices.ContainsFunc(v.Cut, func(c Cut) bool { return c.Seq == seq })
-		case summary != 0 && seq >= cur.FromSeq.Int64 && seq <= cur.ToSeq.Int64:
+		case summary != 0 && seq >= cur.FromSeq.Int64 && seq <= cur.ToSeq.Int64,
+			slices.ContainsFunc(v.Others, func(r SummaryRef) bool { return seq >= r.From && seq <= r.To }):
 			return false
 		case slices.ContainsFunc(v.Omitted, func(r SeqRange) bool { return seq >= r[0] && seq <= r[1] }):
 			return false

@@ -3,8 +3,9 @@
 //
 // A thread's history is never rewritten. Its active context, what the agent sends to its
 // model, is derived: the leading system/developer messages and the pinned ones, then the
-// current summary (if the thread was compacted), then every message after the range the
-// summary covers, as the thread's current view shows them (masked or cut tool results).
+// current summary (if the thread was compacted; a view may keep several, each a block of its
+// own over its own range, oldest first), then every message after the range the summaries
+// cover, as the thread's current view shows them (masked or cut tool results).
 //
 // It owns every row of threads, messages, pins and compactions; the unit rule a plan and a pin
 // share (Cuts, PinnedLen); the views; the reports a compaction leaves (Report, Store.Reports,
@@ -358,6 +359,9 @@ type Entry struct {
 	light bool
 	// mark is set when the entry is shown masked or cut by a compaction's view (see Mark).
 	mark *Mark
+	// planned is set on a summary entry read from the store: the thread's last seq when the
+	// compaction that wrote it was planned (see supersede).
+	planned int64
 }
 
 // Text returns the entry's text content (see Message.Text).
@@ -374,8 +378,9 @@ type Active struct {
 	Entries []Entry
 	// Tokens is the prompt size of Entries: their stored counts plus the reply priming.
 	Tokens int
-	// Summary is the compaction whose summary is in the context (0: none). It covers the
-	// messages FromSeq to ToSeq.
+	// Summary is the compaction whose summary is in the context (0: none), the newest when a
+	// view keeps several (each entry of one has CompactionID set). It covers the messages
+	// FromSeq to ToSeq.
 	Summary        int64
 	FromSeq, ToSeq int64
 
@@ -441,7 +446,9 @@ func (s *Store) readActive(ctx context.Context, q db.Querier, thread string, lig
 		if a.Entries, err = s.messagesBefore(ctx, q, thread, cur.FromSeq.Int64, light); err != nil {
 			return Active{}, err
 		}
-		a.Entries = append(a.Entries, SummaryEntry(cur.ID, cur.SummaryRole.String, cur.Summary.String, int(cur.SummaryTokens), cur.FromSeq.Int64, cur.ToSeq.Int64))
+		e := SummaryEntry(cur.ID, cur.SummaryRole.String, cur.Summary.String, int(cur.SummaryTokens), cur.FromSeq.Int64, cur.ToSeq.Int64)
+		e.planned = cur.LastSeq
+		a.Entries = append(a.Entries, e)
 		a.Summary, a.FromSeq, a.ToSeq, a.summaryPlanned = cur.ID, cur.FromSeq.Int64, cur.ToSeq.Int64, cur.LastSeq
 		after = cur.ToSeq.Int64
 	}

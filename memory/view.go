@@ -25,8 +25,11 @@ import (
 type view struct {
 	// Summary is the compaction whose summary is in the view (0: none); it covers the row's
 	// from_seq..to_seq.
-	Summary int64    `json:"summary,omitempty"`
-	Masked  []Masked `json:"masked,omitempty"`
+	Summary int64 `json:"summary,omitempty"`
+	// Others are the other summaries in the view, each a block of its own covering its range
+	// (a strategy that keeps earlier summaries as they are, compact's queue), oldest first.
+	Others []SummaryRef `json:"others,omitempty"`
+	Masked []Masked     `json:"masked,omitempty"`
 	// Omitted are the seq ranges [from, to] left out of the view, summary range excluded.
 	Omitted []SeqRange `json:"omitted,omitempty"`
 	Cut     []Cut      `json:"cut,omitempty"`
@@ -40,6 +43,14 @@ type view struct {
 
 // SeqRange is a range of seqs, both ends included.
 type SeqRange [2]int64
+
+// SummaryRef is a summary in a view beside the one of the row's range: the compaction that
+// wrote it and the seqs it covers. Its JSON is that of the stored view column.
+type SummaryRef struct {
+	ID   int64 `json:"id"`
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
 
 // Masked is a tool result a view replaced by a placeholder. Its JSON is that of the stored view
 // column.
@@ -139,8 +150,9 @@ func (s *Store) readView(ctx context.Context, q db.Querier, a Active, cur db.Com
 		return Active{}, fmt.Errorf("thread %q: compaction %d: stored view: %w", a.Thread.ID, cur.ID, err)
 	}
 	out := append([]SeqRange(nil), v.Omitted...)
-	if v.Summary != 0 {
-		out = append(out, SeqRange{cur.FromSeq.Int64, cur.ToSeq.Int64})
+	sums := v.summaries(cur)
+	for _, r := range sums {
+		out = append(out, SeqRange{r.From, r.To})
 	}
 	var err error
 	for _, r := range keptRanges(out, cur.ViewSeq, int64(a.Thread.Messages)) {
@@ -160,33 +172,49 @@ func (s *Store) readView(ctx context.Context, q db.Querier, a Active, cur db.Com
 	}
 	v.applyMarks(a.Entries)
 	v.applyMarks(held)
-	if v.Summary != 0 {
-		if a, err = s.withSummary(ctx, q, a, cur, v.Summary); err != nil {
+	for _, r := range sums {
+		if a, err = s.withSummary(ctx, q, a, cur, r); err != nil {
 			return Active{}, err
 		}
-		at := slices.IndexFunc(a.Entries, func(e Entry) bool { return e.CompactionID == v.Summary })
+	}
+	if len(sums) > 0 {
+		// The held messages are shown before the newest summary, after the older ones.
+		newest := sums[len(sums)-1].ID
+		at := slices.IndexFunc(a.Entries, func(e Entry) bool { return e.CompactionID == newest })
 		a.Entries = slices.Insert(a.Entries, at, held...)
 	}
 	a.Current = cur.ID
 	return a, nil
 }
 
-// withSummary inserts the summary of compaction id into a, where the range of cur puts it.
-func (s *Store) withSummary(ctx context.Context, q db.Querier, a Active, cur db.Compaction, id int64) (Active, error) {
+// summaries returns the summaries of the view of row cur, each with its range, oldest first.
+func (v view) summaries(cur db.Compaction) []SummaryRef {
+	out := slices.Clone(v.Others)
+	if v.Summary != 0 {
+		out = append(out, SummaryRef{ID: v.Summary, From: cur.FromSeq.Int64, To: cur.ToSeq.Int64})
+	}
+	slices.SortFunc(out, func(a, b SummaryRef) int { return int(a.From - b.From) })
+	return out
+}
+
+// withSummary inserts the summary r of a view of compaction cur into a, where its range puts
+// it (the summaries are inserted oldest first): a's Summary, FromSeq and ToSeq become its.
+func (s *Store) withSummary(ctx context.Context, q db.Querier, a Active, cur db.Compaction, r SummaryRef) (Active, error) {
 	sum := cur
-	if id != cur.ID {
+	if r.ID != cur.ID {
 		var err error
-		if sum, err = q.GetCompaction(ctx, id); err != nil {
-			return Active{}, fmt.Errorf("thread %q: compaction %d: its view's summary %d: %w", a.Thread.ID, cur.ID, id, err)
+		if sum, err = q.GetCompaction(ctx, r.ID); err != nil {
+			return Active{}, fmt.Errorf("thread %q: compaction %d: its view's summary %d: %w", a.Thread.ID, cur.ID, r.ID, err)
 		}
 	}
-	e := SummaryEntry(id, sum.SummaryRole.String, sum.Summary.String, int(sum.SummaryTokens), cur.FromSeq.Int64, cur.ToSeq.Int64)
-	at := slices.IndexFunc(a.Entries, func(x Entry) bool { return x.Seq > cur.FromSeq.Int64 })
+	e := SummaryEntry(r.ID, sum.SummaryRole.String, sum.Summary.String, int(sum.SummaryTokens), r.From, r.To)
+	e.planned = sum.LastSeq
+	at := slices.IndexFunc(a.Entries, func(x Entry) bool { return x.Seq > r.From })
 	if at < 0 {
 		at = len(a.Entries)
 	}
 	a.Entries = slices.Insert(a.Entries, at, e)
-	a.Summary, a.FromSeq, a.ToSeq, a.summaryPlanned = id, cur.FromSeq.Int64, cur.ToSeq.Int64, sum.LastSeq
+	a.Summary, a.FromSeq, a.ToSeq, a.summaryPlanned = r.ID, r.From, r.To, sum.LastSeq
 	return a, nil
 }
 
@@ -213,8 +241,8 @@ func keptRanges(out []SeqRange, viewSeq, last int64) []SeqRange {
 // summary (if any) compaction id may have written, as stored: "" when the view is the summary
 // of id alone (or no change at all), with from and to the range of its summary.
 func viewOf(entries []Entry, viewSeq, id int64) (text string, from, to int64) {
-	v, from, to := viewFor(entries, viewSeq)
-	if v.Summary == id && len(v.Masked) == 0 && len(v.Cut) == 0 && len(v.Omitted) == 0 && len(v.Held) == 0 && len(v.Cleared) == 0 {
+	v, from, to := viewFor(entries, viewSeq, id)
+	if v.Summary == id && len(v.Others) == 0 && len(v.Masked) == 0 && len(v.Cut) == 0 && len(v.Omitted) == 0 && len(v.Held) == 0 && len(v.Cleared) == 0 {
 		return "", from, to
 	}
 	b, _ := json.Marshal(v) // plain values always marshal
@@ -224,18 +252,20 @@ func viewOf(entries []Entry, viewSeq, id int64) (text string, from, to int64) {
 // ViewChangesOf returns what the view of entries, an active context over the messages up to
 // viewSeq, leaves out of it or shows shortened, beside its summary (see ViewChanges).
 func ViewChangesOf(entries []Entry, viewSeq int64) ViewChanges {
-	v, _, _ := viewFor(entries, viewSeq)
+	v, _, _ := viewFor(entries, viewSeq, 0)
 	return v.changes()
 }
 
 // viewFor returns the view of entries, an active context over the messages up to viewSeq, with
-// from and to the range of its summary.
-func viewFor(entries []Entry, viewSeq int64) (v view, from, to int64) {
+// from and to the range of its summary: the one compaction id wrote when entries hold it, else
+// the newest; the other summaries are the view's Others.
+func viewFor(entries []Entry, viewSeq, id int64) (v view, from, to int64) {
 	present := map[int64]bool{}
+	var sums []SummaryRef
 	for _, e := range entries {
 		switch {
 		case e.CompactionID != 0:
-			v.Summary, from, to = e.CompactionID, e.CoversFrom, e.CoversTo
+			sums = append(sums, SummaryRef{ID: e.CompactionID, From: e.CoversFrom, To: e.CoversTo})
 		case e.mark != nil && e.mark.Masked != nil:
 			v.Masked = append(v.Masked, *e.mark.Masked)
 		case e.mark != nil && e.mark.Cut != nil:
@@ -247,13 +277,28 @@ func viewFor(entries []Entry, viewSeq int64) (v view, from, to int64) {
 			present[e.Seq] = true
 		}
 	}
+	if len(sums) > 0 {
+		k := slices.IndexFunc(sums, func(r SummaryRef) bool { return r.ID == id })
+		if k < 0 {
+			k = len(sums) - 1
+		}
+		v.Summary, from, to = sums[k].ID, sums[k].From, sums[k].To
+		v.Others = slices.Delete(slices.Clone(sums), k, k+1)
+		slices.SortFunc(v.Others, func(a, b SummaryRef) int { return int(a.From - b.From) })
+		if len(v.Others) == 0 {
+			v.Others = nil
+		}
+	}
+	covered := func(seq int64) bool {
+		return slices.ContainsFunc(sums, func(r SummaryRef) bool { return seq >= r.From && seq <= r.To })
+	}
 	for _, e := range entries {
-		if e.CompactionID == 0 && !e.Pinned && v.Summary != 0 && e.Seq >= from && e.Seq <= to {
+		if e.CompactionID == 0 && !e.Pinned && e.Seq != 0 && covered(e.Seq) {
 			v.Held = append(v.Held, e.Seq)
 		}
 	}
 	for seq := int64(1); seq <= viewSeq; seq++ {
-		if present[seq] || (v.Summary != 0 && seq >= from && seq <= to) {
+		if present[seq] || covered(seq) {
 			continue
 		}
 		if n := len(v.Omitted); n > 0 && v.Omitted[n-1][1] == seq-1 {
@@ -274,6 +319,9 @@ type ViewChanges struct {
 	Cut     []int64    `json:"cut,omitempty"`
 	// Cleared are the assistant messages shown without their tool inputs or reasoning.
 	Cleared []int64 `json:"cleared,omitempty"`
+	// Summaries are the summaries the view shows beside the one of the report's range, each a
+	// block of its own (see SummaryRef), oldest first.
+	Summaries []SummaryRef `json:"summaries,omitempty"`
 }
 
 // changes returns the view's changes as a report shows them.
@@ -289,6 +337,7 @@ func (v view) changes() ViewChanges {
 	for _, x := range v.Cleared {
 		c.Cleared = append(c.Cleared, x.Seq)
 	}
+	c.Summaries = v.Others
 	return c
 }
 
@@ -299,7 +348,7 @@ func viewChanges(text string) *ViewChanges {
 		return nil
 	}
 	c := v.changes()
-	if len(c.Masked)+len(c.Omitted)+len(c.Cut)+len(c.Cleared) == 0 {
+	if len(c.Masked)+len(c.Omitted)+len(c.Cut)+len(c.Cleared)+len(c.Summaries) == 0 {
 		return nil
 	}
 	return &c

@@ -24,12 +24,14 @@ middle in parts first). The
 originals are never lost; if no provider can summarize, nothing changes (exit 1). Without
 --force a thread under limit x trigger is left alone (not_needed). --dry-run prints the plan.
 --instructions adds what the summary should keep or stress to this compaction's prompt (redacted,
-after the transcript). After compaction.max_failures failed compactions in a row the thread is
+after the transcript). --strategy compacts this once by another strategy than the thread's
+(memctl set THREAD --strategy keeps one). After compaction.max_failures failed compactions in a row the thread is
 held (status held, exit 1, no provider asked) until its context doubles, its limit, reserve or
 ratios change, or --force.`,
 		Example: `  memctl compact support-42
   memctl compact support-42 --limit 8000 --force --json
   memctl compact support-42 --dry-run
+  memctl compact support-42 --force --strategy queue
   memctl compact support-42 --force --instructions "keep the refund amounts and the ticket ids"`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,6 +40,7 @@ ratios change, or --force.`,
 	}
 	f := cmd.Flags()
 	addSettingFlags(f, "token_limit: the model's context window (default: the thread's, else the config's)")
+	f.String("strategy", "", "strategy of this compaction: summarize, mask, hybrid, window or queue (default: the thread's, else the config's)")
 	f.BoolVar(&force, "force", false, "compact even under the trigger")
 	f.BoolVar(&dryRun, "dry-run", false, "print the plan; call no provider, write nothing")
 	f.StringVar(&instructions, "instructions", "", "instructions for this compaction's summary, added to its prompt (redacted)")

@@ -71,6 +71,11 @@ func (cv coverage) label(seq int64) string {
 		case slices.ContainsFunc(v.Omitted, func(r memory.SeqRange) bool { return seq >= r[0] && seq <= r[1] }):
 			return fmt.Sprintf("left out of the active context by compaction %d (%s)", *cur.ID, cur.Strategy)
 		}
+		for _, r := range v.Summaries {
+			if seq >= r.From && seq <= r.To {
+				return fmt.Sprintf("archived: covered by compaction %d", r.ID)
+			}
+		}
 	}
 	if seq >= cur.FromSeq && seq <= cur.ToSeq {
 		return fmt.Sprintf("archived: covered by compaction %d", *cur.ID)
