@@ -122,7 +122,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 	if hooked {
 		sum = in.composeAsIs(res, lo.ledger, lo.checker, lo.outside, s)
 	} else {
-		sum = in.compose(res, lo.ledger, lo.checker, lo.outside, plan, s)
+		sum = in.compose(res, lo.ledger, lo.named, lo.checker, lo.outside, plan, s)
 	}
 	sum.named = lo.named
 	return sum, nil
@@ -422,11 +422,12 @@ func (in *input) resplit(bl []block, parts []part, k, limit int) ([]block, []par
 }
 
 // compose completes the provider's summary with the facts it dropped.
-func (in *input) compose(res llm.Result, ledger []facts.Fact, checker *facts.Checker, outside []bool, plan Plan, s Settings) summary {
+func (in *input) compose(res llm.Result, ledger, named []facts.Fact, checker *facts.Checker, outside []bool, plan Plan, s Settings) summary {
 	body := strings.TrimSpace(in.c.redact(res.Text))
 	fit := factFit{
 		ledger: ledger, checker: checker, header: in.header, count: in.counter.CountText,
 		outside:  outside,
+		named:    named,
 		soft:     in.bodyBudget,
 		headings: in.prompt.Headings,
 		hard:     plan.RoomBudget - (plan.SummaryBudget - in.bodyBudget),
