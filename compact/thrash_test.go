@@ -191,8 +191,7 @@ func TestLifeMeasure(t *testing.T) {
 			// The target per 100 turns of the long agent's life (175 tokens a turn): about twice
 			// what the room between trigger and target, 0.3 * L, allows with the summary within
 			// its share (14 at 4,096, 7 at 8,192, 2 at 32,768), rounded up (32, 16, 4), the stored
-			// ledger's growth, up to a quarter of L below the trigger, being the rest. 4,096's
-			// bound is TestLifeNoThrash's.
+			// ledger's growth being the rest. 4,096's bound is TestLifeNoThrash's.
 			if want := map[int]float64{4096: 32, 8192: 16, 32768: 4}[limit]; name == "agent150" && want > 0 && st.perHundred() > want {
 				t.Errorf("limit %d, %s: %.1f compactions per 100 turns, want at most %.0f", limit, name, st.perHundred(), want)
 			}
@@ -211,12 +210,12 @@ func TestLifeMeasure(t *testing.T) {
 // The target: a compaction brings the context to L * target_ratio, and the next is due at
 // L * trigger_ratio; between them are (0.8 - 0.5) * 4096 = 1,229 tokens. The turns of this
 // life add 175 tokens on average, so with the summary within the target a compaction is due
-// every 7 turns (14 per 100). The facts a provider left out may take the summary further,
-// up to what leaves a quarter of L below the trigger: 14 per 100 (21 compactions); when they
-// could take it up to L (the stored ledger of facts and actions grows with each compaction)
-// this life compacted 28 per 100, and when the summary's prose could fill the room up to L,
-// 57 times in 149 turns at 4,096 (38 per 100) and 95 times at 2,048 (64 per 100). 32 is the
-// bound.
+// every 7 turns (14 per 100). The facts a provider left out may take the summary further, up
+// to L, and the stored ledger of facts and actions grows with each compaction: 28 per 100;
+// once the thread compacts more often than every quarter of L appended, they take it only up
+// to what leaves a quarter of L below the trigger: 18 per 100 (27 compactions). When the
+// summary's prose could fill the room up to L, this life compacted 57 times in 149 turns at
+// 4,096 (38 per 100) and 95 times at 2,048 (64 per 100). 32 is the bound.
 // At 2,048 it still does (66 per 100): no rate is asserted there, only the note. At 2,048 the trigger
 // leaves 386 tokens beside the system prompt: the newest turn and a summary of 64 tokens take
 // most of them, so about every second turn compacts (17 of those turns are over the trigger
