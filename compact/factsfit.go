@@ -26,6 +26,9 @@ type factFit struct {
 	// may take the body past soft, up to hard, before any of them is dropped.
 	soft, hard int
 	headings   []string // of one's own prompt, by section ("": the built-in heading)
+	// named are the facts an earlier report named dropped: its write actions keep their
+	// short line (see with).
+	named []facts.Fact
 }
 
 // compose returns the summary text and the facts it leaves out: prose with the missing facts
@@ -37,7 +40,7 @@ type factFit struct {
 func (f factFit) compose(prose string) (string, []facts.Fact) {
 	m := &fitMemo{missing: map[string][]facts.Fact{}}
 	text, dropped := f.with(m, prose, f.soft)
-	if len(dropped) == 0 {
+	if len(dropped) == 0 && f.unlined(text, nil) == 0 {
 		return text, nil
 	}
 	best, bestDropped := text, dropped
@@ -49,10 +52,14 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 		}
 		tried[cut] = true
 		text, dropped := f.with(m, cut, f.hard)
-		if len(dropped) == 0 {
+		lines, bestLines := f.unlined(text, dropped), f.unlined(best, bestDropped)
+		if len(dropped) == 0 && lines == 0 {
 			return text, nil
 		}
-		if droppedWeight(dropped) < droppedWeight(bestDropped) {
+		// Fewer constraints and errors dropped first, then fewer write actions without their
+		// line, then fewer facts dropped.
+		top, bestTop := droppedWeight(outranking(dropped)), droppedWeight(outranking(bestDropped))
+		if top < bestTop || top == bestTop && (lines < bestLines || lines == bestLines && droppedWeight(dropped) < droppedWeight(bestDropped)) {
 			best, bestDropped = text, dropped
 		}
 	}
@@ -93,32 +100,139 @@ func (m *fitMemo) sectioner(missing []facts.Fact, count func(string) int) *facts
 }
 
 // with puts prose under the summary's sections and adds the facts it misses under the
-// section of their kind, within budget tokens for the body (see sections.go).
+// section of their kind, within budget tokens for the body (see sections.go). The write
+// actions that do not fit whole (and those an earlier report named dropped, f.named) stay each
+// on one line with what they acted on (facts.ShortCall), the newest first when not all of
+// those fit either: the full calls are still named dropped.
 func (f factFit) with(m *fitMemo, prose string, budget int) (string, []facts.Fact) {
 	ss := parseSections(prose, f.headingOf)
 	body := ss.render(nil)
 	text := f.header + body
 	missing := m.check(f, text)
-	if len(missing) == 0 {
+	named := slices.ContainsFunc(f.named, facts.IsWrite)
+	if len(missing) == 0 && !named {
 		return text, nil
 	}
 	// The headings the facts may open are reserved; the section title the sectioner counts
 	// is not written, which leaves a margin for the joins.
 	room := budget - f.count(body) - 2 - ss.missingHeadings(f.count)
-	for range 4 {
-		groups, n := m.sectioner(missing, f.count).FitGroups(room)
-		if n == 0 {
-			break
-		}
-		withFacts := ss.render(groups)
-		over := f.count(withFacts) - budget
-		if over <= 0 {
-			text = f.header + withFacts
-			break
-		}
-		room -= over
+	if len(missing) > 0 {
+		text = f.fill(m, ss, missing, room, 0, budget, false)
 	}
-	return text, m.check(f, text)
+	left := m.check(f, text)
+	if !slices.ContainsFunc(left, facts.IsWrite) && !named {
+		return text, left
+	}
+	// Room for the short lines of every write missing now: the whole facts get what is left.
+	shorts := shortWrites(append(slices.Clone(missing), f.named...), 0)
+	if shorts == "" {
+		return text, left
+	}
+	// The room of the facts that outrank the writes (constraints, errors) is theirs whatever
+	// the short lines need.
+	floor := 0
+	if top := outranking(missing); len(top) > 0 {
+		sec, _ := facts.Section(top, room, f.count)
+		floor = min(room, f.count(sec))
+	}
+	if t := f.fill(m, ss, missing, max(room-f.count(shorts)-1, floor), floor, budget, true); t != "" {
+		return t, m.check(f, t)
+	}
+	return text, left
+}
+
+// fill renders the sections with the most important missing facts that fit room, the room
+// made smaller while the body is over budget (never below floor). With shorts, the write
+// actions still missing after them, and f.named's, follow on a line each (shortWrites), the
+// whole facts giving way to them (not those that outrank the writes), then the oldest of
+// them: "" when not even the newest fits.
+func (f factFit) fill(m *fitMemo, ss *summarySections, missing []facts.Fact, room, floor, budget int, shorts bool) string {
+	text := f.header + ss.render(nil)
+	for tries := 0; shorts || tries < 4; tries++ {
+		var groups []facts.Group
+		if room > 0 {
+			groups, _ = m.sectioner(missing, f.count).FitGroups(room)
+		}
+		if !shorts {
+			if len(groups) == 0 {
+				break
+			}
+			withFacts := ss.render(groups)
+			over := f.count(withFacts) - budget
+			if over <= 0 {
+				text = f.header + withFacts
+				break
+			}
+			room -= over
+			continue
+		}
+		left := append(m.check(f, f.header+ss.render(groups)), f.named...)
+		for skip := 0; ; skip += 1 + skip/4 { // a long list gives way in larger steps
+			s := shortWrites(left, skip)
+			if s == "" {
+				return ""
+			}
+			g := append(slices.Clone(groups), facts.Group{Kind: facts.KindToolCall, Text: s})
+			if withFacts := ss.render(g); f.count(withFacts) <= budget {
+				return f.header + withFacts
+			}
+			if room > floor && len(groups) > 0 {
+				break // the whole facts below the writes give way first
+			}
+		}
+		room = max(floor, room-max(room/4, 1))
+	}
+	return text
+}
+
+// outranking returns the facts of fs that outrank the write actions (facts.OutranksWrites).
+func outranking(fs []facts.Fact) []facts.Fact {
+	var out []facts.Fact
+	for _, x := range fs {
+		if facts.OutranksWrites(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// unlined counts the write actions of dropped and f.named that text holds neither whole nor
+// on their short line.
+func (f factFit) unlined(text string, dropped []facts.Fact) int {
+	n := 0
+	for _, fs := range [][]facts.Fact{dropped, f.named} {
+		for _, x := range fs {
+			if facts.IsWrite(x) && !strings.Contains(text, facts.ShortCall(x)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// shortWrites renders the write actions of fs, each once, on one line with what they acted
+// on (facts.ShortCall), in the order they were made, the oldest skip left out: "" when none
+// is left.
+func shortWrites(fs []facts.Fact, skip int) string {
+	var ws []facts.Fact
+	seen := map[string]bool{}
+	for _, x := range fs {
+		if facts.IsWrite(x) && !seen[x.Text] {
+			seen[x.Text] = true
+			ws = append(ws, x)
+		}
+	}
+	slices.SortStableFunc(ws, func(a, b facts.Fact) int { return a.Seq - b.Seq })
+	if skip >= len(ws) {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("- Actions (ids and outcome only):")
+	for _, x := range ws[skip:] {
+		b.WriteString("\n  - ")
+		b.WriteString(facts.ShortCall(x))
+	}
+	return b.String()
 }
 
 // headingOf is the heading of section sec: the prompt's own, else the built-in one.

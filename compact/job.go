@@ -268,7 +268,53 @@ func (j *job) work(ctx context.Context) error {
 		j.carried = slices.DeleteFunc(slices.Clone(masked), func(f facts.Fact) bool { return slices.Contains(j.lost, f) })
 		a = withEntries(a, j.d.View)
 	}
-	return j.passes(ctx, budget, a, j.d.Plan)
+	plan := j.d.Plan
+	if plan.PacedBudget < plan.RoomBudget {
+		fast, err := j.c.outpaced(ctx, j.a, j.s)
+		if err != nil {
+			return err
+		}
+		if fast {
+			plan.RoomBudget = plan.PacedBudget
+		}
+	}
+	return j.passes(ctx, budget, a, plan)
+}
+
+// pacedReports is how many of a thread's latest reports outpaced reads.
+const pacedReports = 64
+
+// outpaced reports whether the thread compacted, at this limit, at least once per quarter of
+// L of the messages appended: the compactions applied so far against the tokens appended
+// since the first of them (each one's tokens_before less what the one before left). Then the
+// facts of this summary may take it only up to what leaves a quarter of L below the trigger
+// (Plan.PacedBudget), and the compactions of a life stay within
+// ceil(appended / (0.25 × L)) + 2; a thread that compacts less often keeps its facts up to L.
+func (c *Compactor) outpaced(ctx context.Context, a memory.Active, s Settings) (bool, error) {
+	reps, err := c.Store.Reports(ctx, a.Thread.ID, pacedReports)
+	if err != nil {
+		return false, err
+	}
+	var applied []memory.Report // newest first
+	for _, r := range reps {
+		if r.Status == memory.StatusApplied && r.TokenLimit == s.TokenLimit {
+			applied = append(applied, r)
+		}
+	}
+	if len(applied) == 0 {
+		return false, nil
+	}
+	n, appended := len(applied), 0
+	if len(reps) == pacedReports { // older ones may be left out: count from the oldest read
+		n--
+	} else {
+		appended = applied[n-1].TokensBefore
+	}
+	for k := len(applied) - 2; k >= 0; k-- {
+		appended += applied[k].TokensBefore - (applied[k+1].TokensAfter + applied[k+1].TokensAppended)
+	}
+	appended += a.Tokens - (applied[0].TokensAfter + applied[0].TokensAppended)
+	return n*(s.Budget()/4) >= appended, nil
 }
 
 // withEntries returns a showing entries instead of its own.

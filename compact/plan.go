@@ -37,8 +37,10 @@ type Plan struct {
 	StayTokens int
 	// SummaryBudget is the most tokens the summary message may take as planned; RoomBudget is
 	// the most the limit and the 10% saving allow whatever summary_max_tokens says: the facts a
-	// provider left out may take the summary up to it (see factFit).
-	SummaryBudget, RoomBudget int
+	// provider left out may take the summary up to it (see factFit). PacedBudget is RoomBudget
+	// for a thread that compacts too often (see Compactor.outpaced): what leaves a quarter of
+	// L below the trigger.
+	SummaryBudget, RoomBudget, PacedBudget int
 	// FromSeq and ToSeq are the range of messages the summary will cover (a previous summary in
 	// the middle extends it back to the range that summary covered).
 	FromSeq, ToSeq int64
@@ -130,7 +132,9 @@ func (p Plan) result(entries []memory.Entry) (before, after []memory.Entry) {
 //   - The summary may take min(SummaryMaxTokens, keepBudget - pinned - kept - 3,
 //     middle - minSave) tokens (3: the reply priming), where minSave is 10% of the active
 //     context: a summary within budget always saves 10%, and leaves the context within its
-//     target. The facts a provider left out may take it further (RoomBudget), up to L. When
+//     target. The facts a provider left out may take it further (RoomBudget), up to L; in a
+//     thread that compacts more often than every quarter of L of appended messages, only up
+//     to what leaves a quarter of L below the trigger (PacedBudget). When
 //     the pinned messages and the newest unit leave the target out of reach the plan is Deep:
 //     the summary gets half of what is left below the trigger (at least
 //     Settings.MinSummaryTokens), and
@@ -228,6 +232,17 @@ func makePlan(entries []memory.Entry, s Settings, keepBudget, share int, stay []
 		room = max(prose, trigger-base)
 	}
 	p.RoomBudget = min(room, s.Budget()-base, p.MiddleTokens-minSave)
+	p.PacedBudget = p.RoomBudget
+	if !p.Deep {
+		// Hysteresis for a thread that compacts faster than a quarter of L of appended
+		// messages apart (see Compactor.outpaced): the facts may take the summary up to what
+		// leaves a quarter of L below the trigger, no further (never below the prose's
+		// budget, nor below a deep summary's at a tiny limit), so that the next compaction is
+		// due a quarter of L later, not a turn later: the ledger of a long life grows with
+		// each compaction, and a summary holding all of it up to L left the context near the
+		// trigger after each.
+		p.PacedBudget = min(p.RoomBudget, max(prose, trigger-s.Budget()/4-base, DeepSummaryTokens))
+	}
 	p.SummaryBudget = min(s.SummaryMaxTokens, prose, p.RoomBudget)
 	switch {
 	case p.MiddleLen() == 0:

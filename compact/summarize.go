@@ -122,7 +122,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 	if hooked {
 		sum = in.composeAsIs(res, lo.ledger, lo.checker, lo.outside, s)
 	} else {
-		sum = in.compose(res, lo.ledger, lo.checker, lo.outside, plan, s)
+		sum = in.compose(res, lo.ledger, lo.named, lo.checker, lo.outside, plan, s)
 	}
 	sum.named = lo.named
 	return sum, nil
@@ -332,8 +332,35 @@ func (in *input) task(ctx context.Context, t llm.Target, comp llm.Completer) (st
 			return "", err
 		}
 		running = in.c.redact(strings.TrimSpace(resp.Text)) // it is sent again with the next part
+		if limit > 0 && resplits == 0 && k+1 < len(parts) { // a provider that refused a part has a smaller window than it says
+			parts = in.repack(t, r, bl, parts, k+1, limit, running)
+		}
 	}
 	return running, nil
+}
+
+// repack packs parts[k:] again when the summary so far leaves the next request more room than
+// the split reserved for it (an answer of r.out tokens): each request is filled to what its
+// window holds beside the instructions, the framing and the summary as sent, so a thread of
+// short messages takes fewer requests. limit is what the parts were packed within.
+func (in *input) repack(t llm.Target, r shape, bl []block, parts []part, k, limit int, running string) []part {
+	msgs := in.messages(r, "", running, "", k+1, len(parts))
+	cm := make([]chat.Message, len(msgs))
+	for i, m := range msgs {
+		cm[i] = chat.TextMessage(m.Role, m.Content)
+	}
+	// 2: the part numbers may take a digit more once there are fewer parts.
+	room := int(float64(t.ContextWindow)*windowShare) - r.out - in.counter.CountMessages(cm) - 2
+	if room <= limit || room <= splitTokens(parts[k:k+1], bl) {
+		return parts
+	}
+	from := parts[k].from
+	rest := split(bl[from:], shift(in.units, from), room)
+	for i := range rest {
+		rest[i].from += from
+		rest[i].to += from
+	}
+	return append(parts[:k:k], rest...)
 }
 
 // split cuts the middle into the parts of provider t's requests (shape r).
@@ -383,13 +410,8 @@ func (in *input) partData(bl []block, p part) (text string, tms []transcript.Mes
 	return rest.text(bl), in.tms[1:p.to], previous
 }
 
-// send sends one request: text (the rendered transcript of tms) as part k of n, with the
-// summary so far (running) or the summary it updates (previous); the final request's answer
-// is held to the summary's budget.
-func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r shape, text string, tms []transcript.Message, k, n int, running, previous string, final bool) (llm.Response, error) {
-	in.progressMu.Lock()
-	in.c.progress(Progress{Thread: in.thread, Pass: in.pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
-	in.progressMu.Unlock()
+// messages are the messages of a request (see send).
+func (in *input) messages(r shape, text, running, previous string, k, n int) []llm.Message {
 	msgs := renderRequest(r.system, text, running, previous, k+1, n, in.asked)
 	if in.prompt.After != "" {
 		msgs[len(msgs)-1].Content += "\n\n" + in.prompt.After
@@ -397,6 +419,17 @@ func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r s
 	if in.instructions != "" {
 		msgs[len(msgs)-1].Content += "\n\n" + in.instructions
 	}
+	return msgs
+}
+
+// send sends one request: text (the rendered transcript of tms) as part k of n, with the
+// summary so far (running) or the summary it updates (previous); the final request's answer
+// is held to the summary's budget.
+func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r shape, text string, tms []transcript.Message, k, n int, running, previous string, final bool) (llm.Response, error) {
+	in.progressMu.Lock()
+	in.c.progress(Progress{Thread: in.thread, Pass: in.pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
+	in.progressMu.Unlock()
+	msgs := in.messages(r, text, running, previous, k, n)
 	req := llm.Request{Messages: msgs, Transcript: tms, Running: running, Previous: previous,
 		MaxTokens: r.out, TargetTokens: in.asked, Headings: in.prompt.Headings}
 	if final {
@@ -427,11 +460,12 @@ func (in *input) resplit(bl []block, parts []part, k, limit int) ([]block, []par
 }
 
 // compose completes the provider's summary with the facts it dropped.
-func (in *input) compose(res llm.Result, ledger []facts.Fact, checker *facts.Checker, outside []bool, plan Plan, s Settings) summary {
+func (in *input) compose(res llm.Result, ledger, named []facts.Fact, checker *facts.Checker, outside []bool, plan Plan, s Settings) summary {
 	body := strings.TrimSpace(in.c.redact(res.Text))
 	fit := factFit{
 		ledger: ledger, checker: checker, header: in.header, count: in.counter.CountText,
 		outside:  outside,
+		named:    named,
 		soft:     in.bodyBudget,
 		headings: in.prompt.Headings,
 		hard:     plan.RoomBudget - (plan.SummaryBudget - in.bodyBudget),

@@ -210,10 +210,12 @@ func TestLifeMeasure(t *testing.T) {
 // The target: a compaction brings the context to L * target_ratio, and the next is due at
 // L * trigger_ratio; between them are (0.8 - 0.5) * 4096 = 1,229 tokens. The turns of this
 // life add 175 tokens on average, so with the summary within the target a compaction is due
-// every 7 turns (14 per 100). The facts a provider left out may still take the summary up to
-// L (the stored ledger of facts and actions grows with each compaction), which brings it to 30
-// per 100; 32 is the bound. When the summary's prose could fill the room up to L, this life
-// compacted 57 times in 149 turns at 4,096 (38 per 100) and 95 times at 2,048 (64 per 100).
+// every 7 turns (14 per 100). The facts a provider left out may take the summary further, up
+// to L, and the stored ledger of facts and actions grows with each compaction: 28 per 100;
+// once the thread compacts more often than every quarter of L appended, they take it only up
+// to what leaves a quarter of L below the trigger: 18 per 100 (27 compactions). When the
+// summary's prose could fill the room up to L, this life compacted 57 times in 149 turns at
+// 4,096 (38 per 100) and 95 times at 2,048 (64 per 100). 32 is the bound.
 // At 2,048 it still does (66 per 100): no rate is asserted there, only the note. At 2,048 the trigger
 // leaves 386 tokens beside the system prompt: the newest turn and a summary of 64 tokens take
 // most of them, so about every second turn compacts (17 of those turns are over the trigger

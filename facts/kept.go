@@ -256,7 +256,10 @@ func (s *summaryIndex) numberSet() map[string]bool {
 		st, e := loc[0], loc[1]
 		if st > 0 {
 			b := h[st-1]
-			if isWordByte(b) || b == '.' || b == ':' || b == '/' || b == '-' && st > 1 && isWordByte(h[st-2]) {
+			// A colon before the number marks a time (10:30), unless it ends a JSON key
+			// ("amount":228): a tool call's raw arguments show its amounts so.
+			jsonValue := b == ':' && st > 1 && h[st-2] == '"'
+			if isWordByte(b) || b == '.' || b == ':' && !jsonValue || b == '/' || b == '-' && st > 1 && isWordByte(h[st-2]) {
 				continue
 			}
 		}

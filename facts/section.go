@@ -3,6 +3,7 @@ package facts
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // sectionTitle heads the section Section renders: the facts are quoted from the
@@ -302,4 +303,54 @@ func oneLineText(s string) string {
 		return s
 	}
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// IsWrite reports whether f is a write action: a tool call weighted as one that changes
+// something (not a lookup, and with arguments to keep).
+func IsWrite(f Fact) bool { return f.Kind == KindToolCall && f.Weight >= weightWrite }
+
+// OutranksWrites reports whether f weighs more than any write action: a constraint or an error.
+func OutranksWrites(f Fact) bool { return f.Weight >= weightError }
+
+// ShortCall renders a tool call fact on one line with what it acted on: its name, the
+// arguments that are ids (id, or a name ending in _id or Id), or its first argument when none
+// is, and its outcome (cut): "cancel_reservation(reservation_id=X1Y2Z3)
+// -> ok". It is how a write action stays in a summary whose budget leaves no room for all its
+// arguments.
+func ShortCall(f Fact) string {
+	text := oneLineText(f.Text)
+	open := strings.IndexByte(text, '(')
+	if open < 0 || !strings.HasSuffix(text, ")") {
+		return withOutcome(text, f.Outcome)
+	}
+	var args []string // "key=value", a value's own ", " joined back
+	for _, p := range strings.Split(text[open+1:len(text)-1], ", ") {
+		if k, _, ok := strings.Cut(p, "="); ok && isArgKey(k) || len(args) == 0 {
+			args = append(args, p)
+		} else {
+			args[len(args)-1] += ", " + p
+		}
+	}
+	var keep []string
+	for _, a := range args {
+		k, _, _ := strings.Cut(a, "=")
+		if k == "id" || strings.HasSuffix(k, "_id") || strings.HasSuffix(k, "Id") || strings.HasSuffix(k, "ID") {
+			keep = append(keep, a)
+		}
+	}
+	if len(keep) == 0 && len(args) > 0 && args[0] != "" {
+		keep = args[:1]
+	}
+	return withOutcome(text[:open]+"("+strings.Join(keep, ", ")+")", f.Outcome)
+}
+
+// withOutcome appends a tool call's outcome, cut to a short line.
+func withOutcome(call, outcome string) string {
+	if outcome = oneLineText(outcome); outcome == "" {
+		return call
+	}
+	if utf8.RuneCountInString(outcome) > 32 { // an error is a fact of its own: its start tells it
+		outcome = cutWords(outcome, 24) + ellipsis
+	}
+	return call + " -> " + outcome
 }
