@@ -7,12 +7,14 @@ import (
 
 // The keys of the compaction section a thread may set beside the limits, the strategy and the
 // knobs (knobs.go): summary_max_tokens, summary_role, max_passes, total_timeout,
-// emergency_ratio, on_failure, prompt_file, max_failures, cascade and part_cascade. This file
+// emergency_ratio, on_failure, prompt_file, max_failures, cascade, part_cascade, queue_size and
+// max_cost. This file
 // holds how ThreadSettings applies, merges, clears and shows them. attempt_timeout is the
 // cascade's, not a compaction's: it is set in the config file only.
 
 // Keys of the other settings, as the config file, the stored thread settings and SettingError
-// name them (KeyMaxFailures, KeyCascade and KeyPartCascade are declared with their rules).
+// name them (KeyMaxFailures, KeyCascade, KeyPartCascade, KeyQueueSize and KeyMaxCost are declared with
+// their rules).
 const (
 	KeySummaryMaxTokens = "summary_max_tokens"
 	KeySummaryRole      = "summary_role"
@@ -25,7 +27,7 @@ const (
 
 // moreKeys are those keys, in the order they are shown.
 var moreKeys = []string{KeySummaryMaxTokens, KeySummaryRole, KeyMaxPasses, KeyTotalTimeout, KeyEmergencyRatio,
-	KeyOnFailure, KeyPromptFile, KeyMaxFailures, KeyCascade, KeyPartCascade}
+	KeyOnFailure, KeyPromptFile, KeyMaxFailures, KeyCascade, KeyPartCascade, KeyQueueSize, KeyMaxCost}
 
 // checkTimeout refuses a total_timeout that is no positive duration.
 func (t ThreadSettings) checkTimeout() error {
@@ -72,6 +74,12 @@ func (t ThreadSettings) applyMore(s Settings) Settings {
 	if t.PartCascade != "" {
 		s.PartCascade = t.PartCascade
 	}
+	if t.QueueSize != nil {
+		s.QueueSize = *t.QueueSize
+	}
+	if t.MaxCost != nil {
+		s.MaxCost = *t.MaxCost
+	}
 	return s
 }
 
@@ -107,6 +115,12 @@ func (t ThreadSettings) overMore(o ThreadSettings) ThreadSettings {
 	if o.PartCascade != "" {
 		t.PartCascade = o.PartCascade
 	}
+	if o.QueueSize != nil {
+		t.QueueSize = o.QueueSize
+	}
+	if o.MaxCost != nil {
+		t.MaxCost = o.MaxCost
+	}
 	return t
 }
 
@@ -133,6 +147,10 @@ func (t *ThreadSettings) unsetMore(key string) bool {
 		t.Cascade = ""
 	case KeyPartCascade:
 		t.PartCascade = ""
+	case KeyQueueSize:
+		t.QueueSize = nil
+	case KeyMaxCost:
+		t.MaxCost = nil
 	default:
 		return false
 	}
@@ -175,6 +193,10 @@ func (t ThreadSettings) Has(key string) bool {
 		return t.Cascade != ""
 	case KeyPartCascade:
 		return t.PartCascade != ""
+	case KeyQueueSize:
+		return t.QueueSize != nil
+	case KeyMaxCost:
+		return t.MaxCost != nil
 	}
 	return t.KnobSet(key)
 }
@@ -217,6 +239,10 @@ func (s Settings) Value(key string) string {
 		return s.Cascade
 	case KeyPartCascade:
 		return s.PartCascade
+	case KeyQueueSize:
+		return strconv.Itoa(s.QueueSize)
+	case KeyMaxCost:
+		return ratio(s.MaxCost)
 	}
 	return s.KnobValue(key)
 }

@@ -46,6 +46,9 @@ type ThreadSettings struct {
 	// Cascade and PartCascade name the thread's cascades (see Settings.Cascade).
 	Cascade     string `json:"cascade,omitempty"`
 	PartCascade string `json:"part_cascade,omitempty"`
+	// QueueSize is the queue strategy's; MaxCost the most a summary may cost, in dollars.
+	QueueSize *int     `json:"queue_size,omitempty"`
+	MaxCost   *float64 `json:"max_cost,omitempty"`
 	// Window is the window a host learned of the thread's model (memctl serve under
 	// token_limit auto). It is not a setting (Apply, Over, Unset and the keys ignore it): it is
 	// recorded so that the limit and its origin can be shown, the calibration kept across

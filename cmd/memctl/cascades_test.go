@@ -127,13 +127,15 @@ func TestSetEveryCompactionKey(t *testing.T) {
 	}
 	m.must("import", "t", conversationFiles(t)[0])
 	m.must("set", "t", "--summary-max-tokens", "1500", "--summary-role", "user", "--max-passes", "4", "--total-timeout", "10m",
-		"--emergency-ratio", "0.9", "--on-failure", "fit", "--prompt-file", prompt, "--max-failures", "5", "--cascade", "default", "--part-cascade", "none")
+		"--emergency-ratio", "0.9", "--on-failure", "fit", "--prompt-file", prompt, "--max-failures", "5", "--cascade", "default", "--part-cascade", "none",
+		"--queue-size", "5", "--max-cost", "0.75")
 	var shown struct{ Settings, Effective map[string]any }
 	if err := json.Unmarshal([]byte(m.must("set", "t", "--json")), &shown); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{"summary_max_tokens": 1500.0, "summary_role": "user", "max_passes": 4.0, "total_timeout": "10m",
-		"emergency_ratio": 0.9, "on_failure": "fit", "prompt_file": prompt, "max_failures": 5.0, "cascade": "default", "part_cascade": "none"}
+		"emergency_ratio": 0.9, "on_failure": "fit", "prompt_file": prompt, "max_failures": 5.0, "cascade": "default", "part_cascade": "none",
+		"queue_size": 5.0, "max_cost": 0.75}
 	for k, v := range want {
 		if shown.Settings[k] != v || shown.Effective[k] != v {
 			t.Errorf("%s: stored %v, effective %v; want %v", k, shown.Settings[k], shown.Effective[k], v)
@@ -159,12 +161,14 @@ func TestSetEveryCompactionKey(t *testing.T) {
 	if err := json.Unmarshal([]byte(m.must("set", "t", "--json")), &shown); err != nil {
 		t.Fatal(err)
 	}
-	if len(shown.Settings) != 0 || shown.Effective["prompt_file"] != "" || shown.Effective["summary_role"] != "system" {
+	if len(shown.Settings) != 0 || shown.Effective["prompt_file"] != "" || shown.Effective["summary_role"] != "system" ||
+		shown.Effective["queue_size"] != 3.0 || shown.Effective["max_cost"] != 0.0 {
 		t.Fatalf("after --unset of every key: stored %v, effective %v; want none stored, the defaults", shown.Settings, shown.Effective)
 	}
 	for _, bad := range [][]string{
 		{"--max-passes", "0"}, {"--total-timeout", "-1m"}, {"--emergency-ratio", "1.5"}, {"--summary-role", "assistant"},
 		{"--on-failure", "retry"}, {"--prompt-file", filepath.Join(m.dir, "missing.txt")}, {"--part-cascade", "gone"}, {"--cascade", "none"},
+		{"--queue-size", "65"}, {"--queue-size", "0"}, {"--max-cost", "-1"},
 	} {
 		code, _, errs := m.run(append([]string{"set", "t"}, bad...)...)
 		if code != 2 || !strings.Contains(errs, bad[0]) {

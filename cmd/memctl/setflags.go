@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ var moreFlags = map[string]string{
 	compact.KeyEmergencyRatio: "emergency-ratio", compact.KeyOnFailure: "on-failure",
 	compact.KeyPromptFile: "prompt-file", compact.KeyMaxFailures: "max-failures",
 	compact.KeyCascade: "cascade", compact.KeyPartCascade: "part-cascade",
+	compact.KeyQueueSize: "queue-size", compact.KeyMaxCost: "max-cost",
 }
 
 func init() {
@@ -38,6 +40,8 @@ func addMoreFlags(f *pflag.FlagSet) {
 	f.Int("max-failures", 0, "max_failures: failed compactions in a row that hold the thread")
 	f.String("cascade", "", "cascade: the cascade that writes the thread's summaries (default, or a name of the config's cascades)")
 	f.String("part-cascade", "", "part_cascade: a cascade that reads a long middle in parts first (none: off)")
+	f.Int("queue-size", 0, "queue_size: the most summaries the queue strategy keeps as blocks of their own")
+	f.Float64("max-cost", 0, "max_cost: the most, in dollars, a summary may be estimated to cost with a priced provider (0: no limit)")
 }
 
 // moreFromFlags sets on ts the settings those flags of cmd give (none when cmd has no such
@@ -48,7 +52,7 @@ func moreFromFlags(cmd *cobra.Command, ts *compact.ThreadSettings) error {
 	for _, c := range []struct {
 		name string
 		dst  **int
-	}{{"summary-max-tokens", &ts.SummaryMaxTokens}, {"max-passes", &ts.MaxPasses}, {"max-failures", &ts.MaxFailures}} {
+	}{{"summary-max-tokens", &ts.SummaryMaxTokens}, {"max-passes", &ts.MaxPasses}, {"max-failures", &ts.MaxFailures}, {"queue-size", &ts.QueueSize}} {
 		if changed(c.name) {
 			v, _ := f.GetInt(c.name)
 			if err := positiveFlag(c.name, v); err != nil {
@@ -70,6 +74,13 @@ func moreFromFlags(cmd *cobra.Command, ts *compact.ThreadSettings) error {
 			return err
 		}
 		ts.EmergencyRatio = &v
+	}
+	if changed("max-cost") {
+		v, _ := f.GetFloat64("max-cost")
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return usagef("--max-cost %v: must be a dollar amount, zero or more (0: no limit)", v)
+		}
+		ts.MaxCost = &v
 	}
 	for _, s := range []struct {
 		name, key string
@@ -119,6 +130,7 @@ func effectiveMore(eff compact.Settings, promptFile string) map[string]any {
 		compact.KeyEmergencyRatio: eff.EmergencyRatio, compact.KeyOnFailure: eff.OnFailure,
 		compact.KeyPromptFile: promptFile, compact.KeyMaxFailures: eff.MaxFailures,
 		compact.KeyCascade: eff.Cascade, compact.KeyPartCascade: eff.PartCascade,
+		compact.KeyQueueSize: eff.QueueSize, compact.KeyMaxCost: eff.MaxCost,
 	}
 }
 
