@@ -11,7 +11,7 @@ import (
 )
 
 // TestAttemptsOfOneCompactionAll: `attempts --compaction ID` lists every attempt of the
-// compaction (here over a hundred, through a 1,024-token window), not the first 50 of the
+// compaction (here more than 50, through a 1,024-token window), not the first 50 of the
 // default --limit; with --limit it lists that many.
 func TestAttemptsOfOneCompactionAll(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -25,8 +25,10 @@ func TestAttemptsOfOneCompactionAll(t *testing.T) {
 	if err := os.WriteFile(m.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range conversationFiles(t) {
-		m.must("import", "t", f, "--again")
+	for range 2 { // the recorded conversations twice: a middle of some 60k tokens
+		for _, f := range conversationFiles(t) {
+			m.must("import", "t", f, "--again")
+		}
 	}
 	var rep struct {
 		ID       int64
