@@ -91,7 +91,7 @@ func TestFallsThroughToExtractive(t *testing.T) {
 		cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive", Provider: extractive.Summarizer{}})
 	res, err := h.c.Complete(context.Background(), 0, llm.Request{MaxTokens: 200, Messages: []llm.Message{
 		{Role: "system", Content: "Summarize."},
-		{Role: "user", Content: "=== #1 user ===\nPlease rename the order W123.\n=== #2 assistant ===\nDone: W123 renamed."},
+		{Role: "user", Content: "[#1 user]\nPlease rename the order W123.\n[#2 assistant]\nDone: W123 renamed."},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -153,11 +153,11 @@ func TestExtractivePlainText(t *testing.T) {
 // transcript) and for plain text: a non-empty answer, the same for the same input, within the
 // budget (a few tokens at least), and no error.
 func FuzzExtractive(f *testing.F) {
-	f.Add("=== #1 user ===\nfix bug #12 in main.go\n=== #2 assistant ===\n-> call bash {\"cmd\":\"go test\"} (id c1)\n=== #3 tool name=bash tool_call_id=c1 ===\nFAIL: main.go:3: error: x", 40)
+	f.Add("[#1 user]\nfix bug #12 in main.go\n[#2 assistant]\n-> call bash {\"cmd\":\"go test\"} (id c1)\n[#3 tool name=bash call=c1]\nFAIL: main.go:3: error: x", 40)
 	f.Add("plain text\nwith lines\n", 1)
 	f.Add("", 0)
-	f.Add("=== summary ===\n- earlier\n=== #9 tool tool_call_id=zz ===\n", 3)
-	f.Add(strings.Repeat("=== #1 user ===\nW123 ZFA04Y\n", 200), 25)
+	f.Add("[summary]\n- earlier\n[#9 tool call=zz]\n", 3)
+	f.Add(strings.Repeat("[#1 user]\nW123 ZFA04Y\n", 200), 25)
 	f.Fuzz(func(t *testing.T, input string, budget int) {
 		budget %= 5000
 		limit := budget
