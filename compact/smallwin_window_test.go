@@ -38,17 +38,18 @@ func shortThread(shape string, n int) []chat.Message {
 }
 
 // TestSmallWindowShortThreads: a summarizer with a 1,024-token window, one request at a time
-// or three, compacts threads of short messages (a question and a one-line answer, or a
-// sentence or two each) of 600 and 2,400 messages within 1.5 × ceil(middle / 512) + 2
-// requests, every request within the window. Each request after the first is packed to what
+// or three, compacts threads of short messages (a question and a one-line answer, a one-word
+// reply, a short tool call and its result, or a sentence or two each) of 600 to 4,800 messages
+// within 1.5 × ceil(middle / 512) + 2 requests, every request within the window. Each request after the first is packed to what
 // the window leaves beside the summary so far as sent, not beside the answer's whole budget.
 func TestSmallWindowShortThreads(t *testing.T) {
 	t.Parallel()
 	const window = 1024
-	// Not asserted yet: one-word replies ("ok": 54 requests for a 15,305-token middle where 47 is
-	// the bound) and short tool calls ("tools": 196 for 59,734 where 177 is), whose rendered
-	// headers outweigh their text (see docs/compaction.md).
-	for _, shape := range []string{"stock", "medium"} {
+	// One-word replies ("ok") and short tool calls ("tools") have message headers that outweigh
+	// their text: with the short transcript header they take 45 requests for a 15,305-token
+	// middle (bound 47) and 168 to 171 for 59,734 (bound 177), where the earlier
+	// "=== #N role ===" header took 54 and 196.
+	for _, shape := range []string{"stock", "medium", "ok", "tools"} {
 		for _, n := range []int{300, 1200} {
 			for _, conc := range []int{1, 3} {
 				t.Run(fmt.Sprintf("%s/%d/c%d", shape, n, conc), func(t *testing.T) {
