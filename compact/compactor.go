@@ -395,7 +395,7 @@ func (c *Compactor) logEnd(ctx context.Context, rep memory.Report) {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
-		slog.String("thread", rep.Thread), slog.Int64("compaction_id", *rep.ID), slog.String("reason", string(rep.Reason)),
+		slog.String("thread", rep.Thread), slog.Int64("compaction_id", rep.ID), slog.String("reason", string(rep.Reason)),
 		slog.String("strategy", rep.Strategy), slog.String("outcome", string(rep.Status)), slog.String("provider", rep.Provider),
 		slog.String("model", rep.Model), slog.Int("tokens_before", rep.TokensBefore), slog.Int("tokens_after", rep.TokensAfter),
 		slog.Int("passes", rep.Passes), slog.Int("requests", rep.Requests), slog.Int64("duration_ms", rep.DurationMs),

@@ -84,7 +84,7 @@ func TestPlanKeepingSummaries(t *testing.T) {
 		if err != nil || rep.Status != memory.StatusApplied {
 			t.Fatalf("compaction %d: %s %s, %v", part+1, rep.Status, rep.Detail, err)
 		}
-		ids = append(ids, *rep.ID)
+		ids = append(ids, rep.ID)
 		checkBlocks(t, s, "t", rep.Detail, ids...)
 		if lost := lifeLosses(t, s, "t", originalFacts(t, s, "t")); len(lost) > 0 {
 			t.Fatalf("compaction %d lost %d facts no report names: %v", part+1, len(lost), lost)

@@ -69,7 +69,7 @@ func TestNewestUserMessageStays(t *testing.T) {
 			for round := 1; round <= 2; round++ {
 				rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 				if rep.Status == memory.StatusApplied {
-					ids = append(ids, *rep.ID)
+					ids = append(ids, rep.ID)
 					views = append(views, activeJSON(t, s, "t"))
 				}
 				if round == 1 && (err != nil || rep.Status != memory.StatusApplied) {

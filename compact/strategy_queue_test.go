@@ -86,7 +86,7 @@ func TestQueueLife(t *testing.T) {
 		folds := 0
 		for _, r := range reps {
 			if r.Status == memory.StatusApplied && r.Strategy == compact.StrategyQueue && r.SummarizedMessages >= 2 &&
-				slices.ContainsFunc(reps, func(o memory.Report) bool { return *o.ID < *r.ID && o.FromSeq == r.FromSeq && o.ToSeq < r.ToSeq }) {
+				slices.ContainsFunc(reps, func(o memory.Report) bool { return o.ID < r.ID && o.FromSeq == r.FromSeq && o.ToSeq < r.ToSeq }) {
 				folds++
 			}
 		}

@@ -56,7 +56,7 @@ var allReasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, Reason
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
 // prints.
 type Report struct {
-	ID                 *int64    `json:"id"`
+	ID                 int64     `json:"id"` // 0 before the report is stored; JSON null then
 	Thread             string    `json:"thread"`
 	Status             Status    `json:"status"`
 	Reason             Reason    `json:"reason"`
@@ -115,10 +115,23 @@ type Report struct {
 	Attempts []AttemptView `json:"attempts,omitzero"`
 }
 
+// MarshalJSON writes the report with "id": null before it is stored (ID 0), the JSON form
+// docs/json.md shows for a dry run or a compaction that was not needed.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type fields Report // without this method
+	var id *int64
+	if r.ID != 0 {
+		id = &r.ID
+	}
+	return json.Marshal(struct {
+		ID *int64 `json:"id"`
+		fields
+	}{id, fields(r)})
+}
+
 func reportFromRow(c db.Compaction, current int64) Report {
-	id := c.ID
 	r := Report{
-		ID: &id, Thread: c.ThreadID, Status: Status(c.Status), Reason: Reason(c.Reason),
+		ID: c.ID, Thread: c.ThreadID, Status: Status(c.Status), Reason: Reason(c.Reason),
 		TokenLimit: int(c.TokenLimit), TokensBefore: int(c.TokensBefore), TokensAfter: int(c.TokensAfter),
 		MessagesBefore: int(c.MessagesBefore), MessagesAfter: int(c.MessagesAfter),
 		SummarizedMessages: int(c.SummarizedMessages), KeptMessages: int(c.KeptMessages),
