@@ -91,7 +91,7 @@ func TestPlanKeepingSummaries(t *testing.T) {
 		}
 	}
 	before := checkBlocks(t, s, "t", "before revert", ids...)
-	if _, err := s.RevertThread(ctx, "t"); err != nil {
+	if _, err := s.Revert(ctx, "t", 0); err != nil {
 		t.Fatal(err)
 	}
 	after := checkBlocks(t, s, "t", "after revert", ids[:2]...)

@@ -78,7 +78,7 @@ func TestLedgerSurvivesRecompaction(t *testing.T) {
 				}
 				checkWritesKept(t, s, "t", original, "update_reservation_flights(")
 			}
-			if _, err := s.Revert(ctx, last); err != nil {
+			if _, err := s.Revert(ctx, "", last); err != nil {
 				t.Fatalf("revert: %v", err)
 			}
 			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {

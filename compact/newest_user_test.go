@@ -94,7 +94,7 @@ func TestNewestUserMessageStays(t *testing.T) {
 			}
 			// Revert brings back each earlier view exactly, the held message with it.
 			for k := len(ids) - 1; k >= 0; k-- {
-				if _, err := s.Revert(ctx, ids[k]); err != nil {
+				if _, err := s.Revert(ctx, "", ids[k]); err != nil {
 					t.Fatal(err)
 				}
 				if got := activeJSON(t, s, "t"); !bytes.Equal(got, views[k]) {

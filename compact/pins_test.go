@@ -69,7 +69,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			}
 			storetest.CheckPinned(t, s, "t", hist, "after a second compaction")
 			if second.Status == memory.StatusApplied {
-				if _, err := s.Revert(ctx, second.ID); err != nil {
+				if _, err := s.Revert(ctx, "", second.ID); err != nil {
 					t.Fatal(err)
 				}
 				storetest.CheckPinned(t, s, "t", hist, "after a revert")

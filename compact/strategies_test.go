@@ -99,7 +99,7 @@ func TestMaskAndWindowEveryConversation(t *testing.T) {
 				if err != nil || stored.View == nil || stored.Strategy != strategy {
 					t.Fatalf("stored report %+v (%v) does not show the view", stored, err)
 				}
-				if _, err := s.Revert(ctx, rep.ID); err != nil {
+				if _, err := s.Revert(ctx, "", rep.ID); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(activeJSON(t, s, "t"), viewBefore) {
@@ -199,7 +199,7 @@ func TestOnFailureFit(t *testing.T) {
 			hist, _ := s.History(ctx, "t")
 			checkCallsAnswered(t, after, hist)
 			checkStoredCounts(t, s, "t")
-			if _, err := s.Revert(ctx, rep.ID); err != nil {
+			if _, err := s.Revert(ctx, "", rep.ID); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(activeJSON(t, s, "t"), viewBefore) {
@@ -427,7 +427,7 @@ func TestOwnStrategy(t *testing.T) {
 	if err != nil || len(reports) != 1 || reports[0].Strategy != "test-mask-all" {
 		t.Fatalf("stored reports %+v (%v)", reports, err)
 	}
-	if _, err := s.Revert(ctx, rep.ID); err != nil {
+	if _, err := s.Revert(ctx, "", rep.ID); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(activeJSON(t, s, "t"), viewBefore) {

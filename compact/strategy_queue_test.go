@@ -128,7 +128,7 @@ func TestQueueRevert(t *testing.T) {
 		// The fourth found the queue full: it folded the two oldest, then summarized. Reverting
 		// both brings the context before them back.
 		for k := range 2 {
-			if _, err := s.RevertThread(ctx, "t"); err != nil {
+			if _, err := s.Revert(ctx, "t", 0); err != nil {
 				t.Fatal(err)
 			}
 			// The first revert undoes the summary of the new messages: the fold's context, the

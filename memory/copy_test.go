@@ -61,7 +61,7 @@ func copySource(t *testing.T, s *memory.Store) {
 		t.Fatalf("swe: %s, want failed", rep.Status)
 	}
 	applied := compactWith("swe", compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit("swe")}))
-	if _, err := s.Revert(ctx, applied.ID); err != nil {
+	if _, err := s.Revert(ctx, "", applied.ID); err != nil {
 		t.Fatal(err)
 	}
 	// tau: settings of its own, and a compaction that masks (a view).

@@ -9,8 +9,6 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
-	"github.com/memcascade/memcascade/internal/grow"
-	"github.com/memcascade/memcascade/tokencount"
 )
 
 // A host that serves a thread turn after turn (memctl serve) keeps what it read of it, its
@@ -186,23 +184,4 @@ func (s *Store) AppendLive(ctx context.Context, thread string, msgs []chat.Messa
 		return Appended{}, fmt.Errorf("append to %q: %w", thread, err)
 	}
 	return out, nil
-}
-
-// Extend returns the active context followed by entries, the entries of an append (see
-// Appended): an append adds its messages at the end of the active context and changes nothing
-// before them. The thread's counts follow.
-func (a Active) Extend(entries []Entry) Active {
-	if len(entries) == 0 {
-		return a
-	}
-	if len(a.Entries) == 0 {
-		a.Tokens += tokencount.ReplyPriming
-	}
-	a.Entries = grow.Append(a.Entries, entries...)
-	for _, e := range entries {
-		a.Tokens += e.Tokens
-	}
-	a.Thread.Messages = int(entries[len(entries)-1].Seq)
-	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
-	return a
 }

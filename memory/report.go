@@ -261,23 +261,20 @@ func currentID(ctx context.Context, q db.Querier, thread string) (int64, error) 
 	return c.ID, err
 }
 
-// Revert undoes the latest applied compaction of its thread: the messages it covered are
-// active again, with everything appended since; the summary it folded in (if any) is current
-// again. Reverting any other compaction is refused (errNotLatest).
-func (s *Store) Revert(ctx context.Context, id int64) (Report, error) {
+// Revert undoes compaction id, which must be the latest applied compaction of its thread: the
+// messages it covered are active again, with everything appended since; the summary it
+// folded in (if any) is current again. Reverting any other compaction is refused
+// (errNotLatest). With id 0 it undoes the latest applied compaction of thread (a thread with
+// none is ErrCompactionNotFound); with an id, thread is "" or the compaction's thread.
+func (s *Store) Revert(ctx context.Context, thread string, id int64) (Report, error) {
 	var r Report
 	err := s.h.WithTx(ctx, func(q db.Querier) (err error) {
-		r, err = s.revert(ctx, q, id)
-		return err
-	})
-	return r, err
-}
-
-// RevertThread undoes the latest applied compaction of a thread, as Revert does; a thread
-// with none is ErrCompactionNotFound.
-func (s *Store) RevertThread(ctx context.Context, thread string) (Report, error) {
-	var r Report
-	err := s.h.WithTx(ctx, func(q db.Querier) error {
+		if id != 0 {
+			if r, err = s.revert(ctx, q, id); err == nil && thread != "" && r.Thread != thread {
+				return fmt.Errorf("%w: %d is not a compaction of thread %q", ErrCompactionNotFound, id, thread)
+			}
+			return err
+		}
 		if _, err := q.GetThread(ctx, thread); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
 		} else if err != nil {

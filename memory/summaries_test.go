@@ -135,7 +135,7 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 		}
 	}
 	// Revert brings back the context of the first compaction plus what was appended.
-	if _, err := s.Revert(ctx, id); err != nil {
+	if _, err := s.Revert(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	b, err := s.Active(ctx, "t")

@@ -12,6 +12,7 @@ import (
 	"github.com/memcascade/memcascade/internal/grow"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/dialect"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // liveState is what the proxy keeps of a thread between its turns: the history to reconcile
@@ -149,7 +150,7 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 		s.keepLive(st, nil)
 		return
 	}
-	next := &liveState{ver: ap.After, hist: grow.Append(lv.hist, msgs...), active: lv.active.Extend(ap.Entries), enc: grow.Append(lv.enc, ap.Raw...),
+	next := &liveState{ver: ap.After, hist: grow.Append(lv.hist, msgs...), active: extend(lv.active, ap.Entries), enc: grow.Append(lv.enc, ap.Raw...),
 		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, ts: lv.ts}
 	if ap.After.Settings != lv.ver.Settings || !lv.ver.Found {
 		ts, err := compact.ParseThreadSettings(st.thread, []byte(ap.After.Settings))
@@ -184,4 +185,23 @@ func (s *Server) appendLive(ctx context.Context, st *threadState, msgs []chat.Me
 	}
 	s.appended(st, msgs, ap)
 	return ap.AppendResult, nil
+}
+
+// extend returns the active context a followed by entries, the entries of an append
+// (memory.Appended): an append adds its messages at the end of the active context and changes
+// nothing before them. The thread's counts follow.
+func extend(a memory.Active, entries []memory.Entry) memory.Active {
+	if len(entries) == 0 {
+		return a
+	}
+	if len(a.Entries) == 0 {
+		a.Tokens += tokencount.ReplyPriming
+	}
+	a.Entries = grow.Append(a.Entries, entries...)
+	for _, e := range entries {
+		a.Tokens += e.Tokens
+	}
+	a.Thread.Messages = int(entries[len(entries)-1].Seq)
+	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
+	return a
 }

@@ -35,7 +35,7 @@ func TestCoverage(t *testing.T) {
 	if l := cv.label(rep.ToSeq + 1); l != "" {
 		t.Fatalf("label of a kept message: %q", l)
 	}
-	if _, err := s.Revert(ctx, rep.ID); err != nil {
+	if _, err := s.Revert(ctx, "", rep.ID); err != nil {
 		t.Fatal(err)
 	}
 	after, err := readCoverage(ctx, s, "t")
