@@ -212,7 +212,7 @@ func (c *Compactor) Pin(ctx context.Context, thread string, seq int64) (memory.P
 // when that is below the limit the thread would have without it, since a pin that fits the
 // config's default limit but not the model's window would leave every later turn over the
 // limit. The thread's own token_limit wins.
-func PinBudget(base Settings) memory.PinBudget {
+func PinBudget(base Settings) func(settings json.RawMessage) (budget, room int, err error) {
 	return func(raw json.RawMessage) (int, int, error) {
 		ts, err := ParseThreadSettings("", raw)
 		if err != nil {

@@ -63,7 +63,7 @@ type Store struct {
 	counters   map[string]tokencount.Counter
 	// indexBatch overrides indexBatchBytes (0: the constant); set by tests (export_test.go).
 	indexBatch int
-	// batch is the group commit of AppendLive (batch.go).
+	// batch is the group commit of the live appends (AppendOptions.Live) (batch.go).
 	batch batcher
 }
 
