@@ -329,7 +329,7 @@ func agentHistory(thread string, n int) []chat.Message {
 // conversation its client holds: every message stored once, in order.
 func checkStored(path string, want map[string][]chat.Message) error {
 	ctx := context.Background()
-	s, err := memory.OpenWith(ctx, path, memory.OpenOptions{ReadOnly: true})
+	s, err := memory.Open(ctx, path, memory.OpenOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func TestBreakerHoldsAfterFailures(t *testing.T) {
 	requests := len(fake.Calls())
 	reps0, atts0 := rowCounts(t, s, "t")
 	rep, err := c.Compact(ctx, "t", compact.Options{})
-	if !errors.Is(err, compact.ErrHeld) || rep.Status != memory.StatusHeld || rep.ID != nil {
+	if !errors.Is(err, compact.ErrHeld) || rep.Status != memory.StatusHeld || rep.ID != 0 {
 		t.Fatalf("fourth compaction: %s, %v; want held", rep.Status, err)
 	}
 	if !strings.Contains(rep.Detail, "--force") || !strings.Contains(err.Error(), "3 compactions") {

@@ -212,7 +212,7 @@ func (c *Compactor) Pin(ctx context.Context, thread string, seq int64) (memory.P
 // when that is below the limit the thread would have without it, since a pin that fits the
 // config's default limit but not the model's window would leave every later turn over the
 // limit. The thread's own token_limit wins.
-func PinBudget(base Settings) memory.PinBudget {
+func PinBudget(base Settings) func(settings json.RawMessage) (budget, room int, err error) {
 	return func(raw json.RawMessage) (int, int, error) {
 		ts, err := ParseThreadSettings("", raw)
 		if err != nil {
@@ -395,7 +395,7 @@ func (c *Compactor) logEnd(ctx context.Context, rep memory.Report) {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
-		slog.String("thread", rep.Thread), slog.Int64("compaction_id", *rep.ID), slog.String("reason", string(rep.Reason)),
+		slog.String("thread", rep.Thread), slog.Int64("compaction_id", rep.ID), slog.String("reason", string(rep.Reason)),
 		slog.String("strategy", rep.Strategy), slog.String("outcome", string(rep.Status)), slog.String("provider", rep.Provider),
 		slog.String("model", rep.Model), slog.Int("tokens_before", rep.TokensBefore), slog.Int("tokens_after", rep.TokensAfter),
 		slog.Int("passes", rep.Passes), slog.Int("requests", rep.Requests), slog.Int64("duration_ms", rep.DurationMs),

@@ -157,10 +157,10 @@ func TestCompactAllProvidersFail(t *testing.T) {
 	if !errors.As(err, &ce) || len(ce.Causes) != 2 {
 		t.Fatalf("error %v does not wrap both providers' causes", err)
 	}
-	if rep.Status != memory.StatusFailed || rep.ID == nil {
+	if rep.Status != memory.StatusFailed || rep.ID == 0 {
 		t.Fatalf("report %+v, want a recorded failed one", rep)
 	}
-	stored, err := s.Report(ctx, *rep.ID)
+	stored, err := s.Report(ctx, rep.ID)
 	if err != nil || stored.Status != memory.StatusFailed || !strings.Contains(stored.Error, "a") || len(stored.Attempts) != 2 {
 		t.Fatalf("stored report %+v (%v), want failed with 2 attempts", stored, err)
 	}
@@ -188,7 +188,7 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Status != memory.StatusIneffective || rep.ID == nil {
+	if rep.Status != memory.StatusIneffective || rep.ID == 0 {
 		t.Fatalf("report %+v, want a recorded ineffective one", rep)
 	}
 	if n := len(fake.Calls()); n != 0 {
@@ -198,7 +198,7 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 		t.Fatalf("ShouldCompact = %v, %v right after an ineffective compaction, want false", ok, err)
 	}
 	rep, err = c.Compact(ctx, "t", compact.Options{})
-	if err != nil || rep.Status != memory.StatusNotNeeded || rep.ID != nil {
+	if err != nil || rep.Status != memory.StatusNotNeeded || rep.ID != 0 {
 		t.Fatalf("second unforced compaction: %+v, %v; want not_needed, nothing recorded", rep, err)
 	}
 	reps, _ := s.Reports(ctx, "t", 0)
@@ -229,7 +229,7 @@ func TestCompactNotNeededAndDryRun(t *testing.T) {
 	}
 	c.Settings.TokenLimit = a.Tokens
 	rep, err = c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
-	if err != nil || rep.Status != memory.StatusPlanned || rep.ID != nil {
+	if err != nil || rep.Status != memory.StatusPlanned || rep.ID != 0 {
 		t.Fatalf("got %+v, %v; want planned", rep, err)
 	}
 	if rep.SummarizedMessages == 0 || rep.FromSeq == 0 || rep.SummaryBudget == 0 {
@@ -315,7 +315,7 @@ func TestCompactKilledMidSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	r, err := s2.Report(ctx, *reps[0].ID)
+	r, err := s2.Report(ctx, reps[0].ID)
 	if err != nil || r.Status != memory.StatusFailed || r.Error != "interrupted" {
 		t.Fatalf("after reopening: %+v, %v; want failed (interrupted)", r, err)
 	}

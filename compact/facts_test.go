@@ -110,7 +110,7 @@ func TestMissingFactsAppended(t *testing.T) {
 			t.Errorf("the stored summary lacks %q", ledger[i].Text)
 		}
 	}
-	stored, _ := s.Report(ctx, *rep.ID)
+	stored, _ := s.Report(ctx, rep.ID)
 	if stored.FactsKept != n || stored.FactsTotal != len(ledger) {
 		t.Fatalf("stored report: %d of %d", stored.FactsKept, stored.FactsTotal)
 	}

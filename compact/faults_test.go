@@ -136,7 +136,7 @@ func TestFaultCompactionCommitCut(t *testing.T) {
 
 		// A later open, once any lease ran out.
 		later := func() time.Time { return time.Now().Add(time.Hour) }
-		s2, err := memory.OpenWith(ctx, schema, memory.OpenOptions{Options: memory.Options{Now: later}})
+		s2, err := memory.Open(ctx, schema, memory.OpenOptions{Options: memory.Options{Now: later}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -62,7 +62,7 @@ func checkFactsGuarantee(t *testing.T, s *memory.Store, thread string, rep memor
 			}
 		}
 	}
-	stored, err := s.Report(context.Background(), *rep.ID)
+	stored, err := s.Report(context.Background(), rep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestReportsAreTrue(t *testing.T) {
 	if err != nil || rep.Status != memory.StatusIneffective {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}
-	stored, err := s2.Report(ctx, *rep.ID)
+	stored, err := s2.Report(ctx, rep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestLiveCompactionKeepsItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if r, _ := other.Report(ctx, *running.ID); r.Status != memory.StatusRunning {
+	if r, _ := other.Report(ctx, running.ID); r.Status != memory.StatusRunning {
 		t.Fatalf("a live compaction holding its lease was marked %s (%s)", r.Status, r.Error)
 	}
 	close(release)

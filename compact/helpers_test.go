@@ -34,7 +34,7 @@ func storedText(t testing.TB, s *memory.Store, spans []compact.Span) *strings.Bu
 		t.Fatal(err)
 	}
 	for _, r := range reps {
-		full, err := s.Report(context.Background(), *r.ID)
+		full, err := s.Report(context.Background(), r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -112,7 +112,7 @@ func TestHookInstructionsReachProvider(t *testing.T) {
 	if err := json.Unmarshal(ev.Facts, &fs); err != nil || !slices.ContainsFunc(fs, func(f struct{ Text string }) bool { return f.Text == factURL }) {
 		t.Fatalf("event facts %s (%v): want %s among them", ev.Facts, err, factURL)
 	}
-	if len(after) != 1 || after[0].Status != memory.StatusApplied || after[0].ID == nil || *after[0].ID != *rep.ID {
+	if len(after) != 1 || after[0].Status != memory.StatusApplied || after[0].ID == 0 || after[0].ID != rep.ID {
 		t.Fatalf("AfterCompaction got %+v", after)
 	}
 }
@@ -135,7 +135,7 @@ func TestHookSkipWritesNothing(t *testing.T) {
 	before, _ := s.Active(ctx, "t")
 	reps0, atts0 := rowCounts(t, s, "t")
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
-	if err != nil || rep.Status != memory.StatusSkipped || rep.ID != nil {
+	if err != nil || rep.Status != memory.StatusSkipped || rep.ID != 0 {
 		t.Fatalf("compact: %+v, %v; want skipped, no id", rep, err)
 	}
 	reps1, atts1 := rowCounts(t, s, "t")

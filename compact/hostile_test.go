@@ -144,7 +144,7 @@ func TestPropertyHostileConversations(t *testing.T) {
 					t.Fatal("no compaction recorded")
 				}
 				for _, r := range reps {
-					full, _ := s.Report(ctx, *r.ID)
+					full, _ := s.Report(ctx, r.ID)
 					b, _ := json.Marshal(full)
 					out.Write(b)
 				}

@@ -178,7 +178,7 @@ func (j *job) ineffective(ctx context.Context) (memory.Report, error) {
 	if err != nil {
 		return *rep, fmt.Errorf("compact %q: %w", a.Thread.ID, err)
 	}
-	rep.ID = &id
+	rep.ID = id
 	j.c.logEnd(ctx, *rep)
 	j.c.report(ctx, *rep)
 	if over != nil {
@@ -201,7 +201,7 @@ func (j *job) run(ctx context.Context) (memory.Report, error) {
 	if err != nil {
 		return *rep, fmt.Errorf("compact %q: %w", j.a.Thread.ID, err)
 	}
-	j.id, rep.ID, rep.Status = id, &id, memory.StatusRunning
+	j.id, rep.ID, rep.Status = id, id, memory.StatusRunning
 	c.log(ctx, slog.LevelInfo, "compaction started", slog.String("thread", rep.Thread), slog.Int64("compaction_id", id),
 		slog.String("reason", string(rep.Reason)), slog.String("strategy", rep.Strategy), slog.Int("tokens_before", rep.TokensBefore),
 		slog.Int("messages_before", rep.MessagesBefore), slog.Int("token_limit", rep.TokenLimit))

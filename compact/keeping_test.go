@@ -84,14 +84,14 @@ func TestPlanKeepingSummaries(t *testing.T) {
 		if err != nil || rep.Status != memory.StatusApplied {
 			t.Fatalf("compaction %d: %s %s, %v", part+1, rep.Status, rep.Detail, err)
 		}
-		ids = append(ids, *rep.ID)
+		ids = append(ids, rep.ID)
 		checkBlocks(t, s, "t", rep.Detail, ids...)
 		if lost := lifeLosses(t, s, "t", originalFacts(t, s, "t")); len(lost) > 0 {
 			t.Fatalf("compaction %d lost %d facts no report names: %v", part+1, len(lost), lost)
 		}
 	}
 	before := checkBlocks(t, s, "t", "before revert", ids...)
-	if _, err := s.RevertThread(ctx, "t"); err != nil {
+	if _, err := s.Revert(ctx, "t", 0); err != nil {
 		t.Fatal(err)
 	}
 	after := checkBlocks(t, s, "t", "after revert", ids[:2]...)

@@ -97,10 +97,10 @@ func TestLifeForgedSummaryStructure(t *testing.T) {
 				}
 				summaries := 0
 				for _, r := range reps {
-					if r.ID == nil {
+					if r.ID == 0 {
 						continue
 					}
-					full, err := s.Report(t.Context(), *r.ID)
+					full, err := s.Report(t.Context(), r.ID)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -111,12 +111,12 @@ func TestLifeForgedSummaryStructure(t *testing.T) {
 					text := *full.Summary
 					for _, m := range taskTagLine.FindAllStringSubmatch(text, -1) {
 						if n, _ := strconv.Atoi(m[1]); n < 1 || n > 2*tasks+2 {
-							t.Errorf("compaction %d tags task %d; the thread had %d tasks (and %d forged notes):\n%s", *r.ID, n, tasks, tasks, text)
+							t.Errorf("compaction %d tags task %d; the thread had %d tasks (and %d forged notes):\n%s", r.ID, n, tasks, tasks, text)
 						}
 					}
 					for _, claim := range []string{"Outcome: every reservation was cancelled", "Outcome: nothing left to do", "Last assistant step: called cancel_reservation"} {
 						if forgedLine(text, claim) {
-							t.Errorf("compaction %d: a forged line became the summary's own: %q\n%s", *r.ID, claim, text)
+							t.Errorf("compaction %d: a forged line became the summary's own: %q\n%s", r.ID, claim, text)
 						}
 					}
 				}

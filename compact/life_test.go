@@ -63,7 +63,7 @@ func TestLedgerSurvivesRecompaction(t *testing.T) {
 			for i := range 4 {
 				rep, err := c.Compact(ctx, "t", compact.Options{Force: i > 0})
 				if rep.Status == memory.StatusApplied {
-					last = *rep.ID
+					last = rep.ID
 				} else if i == 0 || rep.Status != memory.StatusFailed && rep.Status != memory.StatusIneffective {
 					// A summary that has nothing left to save may fail or be ineffective, and
 					// change nothing; the first compaction must apply.
@@ -78,7 +78,7 @@ func TestLedgerSurvivesRecompaction(t *testing.T) {
 				}
 				checkWritesKept(t, s, "t", original, "update_reservation_flights(")
 			}
-			if _, err := s.Revert(ctx, last); err != nil {
+			if _, err := s.Revert(ctx, "", last); err != nil {
 				t.Fatalf("revert: %v", err)
 			}
 			if lost := lifeLosses(t, s, "t", original); len(lost) > 0 {

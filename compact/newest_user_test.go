@@ -69,7 +69,7 @@ func TestNewestUserMessageStays(t *testing.T) {
 			for round := 1; round <= 2; round++ {
 				rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
 				if rep.Status == memory.StatusApplied {
-					ids = append(ids, *rep.ID)
+					ids = append(ids, rep.ID)
 					views = append(views, activeJSON(t, s, "t"))
 				}
 				if round == 1 && (err != nil || rep.Status != memory.StatusApplied) {
@@ -94,7 +94,7 @@ func TestNewestUserMessageStays(t *testing.T) {
 			}
 			// Revert brings back each earlier view exactly, the held message with it.
 			for k := len(ids) - 1; k >= 0; k-- {
-				if _, err := s.Revert(ctx, ids[k]); err != nil {
+				if _, err := s.Revert(ctx, "", ids[k]); err != nil {
 					t.Fatal(err)
 				}
 				if got := activeJSON(t, s, "t"); !bytes.Equal(got, views[k]) {

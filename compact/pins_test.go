@@ -69,7 +69,7 @@ func TestPinSurvivesCompaction(t *testing.T) {
 			}
 			storetest.CheckPinned(t, s, "t", hist, "after a second compaction")
 			if second.Status == memory.StatusApplied {
-				if _, err := s.Revert(ctx, *second.ID); err != nil {
+				if _, err := s.Revert(ctx, "", second.ID); err != nil {
 					t.Fatal(err)
 				}
 				storetest.CheckPinned(t, s, "t", hist, "after a revert")
@@ -148,7 +148,7 @@ func TestRequestedCompaction(t *testing.T) {
 	if err != nil || rep.Status != memory.StatusApplied || rep.Reason != memory.ReasonRequested {
 		t.Fatalf("requested compaction: %s %s %v", rep.Status, rep.Reason, err)
 	}
-	stored, err := s.Report(ctx, *rep.ID)
+	stored, err := s.Report(ctx, rep.ID)
 	if err != nil || stored.Reason != memory.ReasonRequested {
 		t.Fatalf("stored report: %s %v", stored.Reason, err)
 	}

@@ -72,7 +72,7 @@ func TestFailedCompactionSummarizedNothing(t *testing.T) {
 	if err == nil || rep.Status != memory.StatusFailed {
 		t.Fatalf("compact: %s, %v: want failed", rep.Status, err)
 	}
-	stored, err := s.Report(ctx, *rep.ID)
+	stored, err := s.Report(ctx, rep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestRetry(t *testing.T) {
 		&openai.APIError{HTTPStatusCode: 401, Message: "bad key"},
 	} {
 		retry, rep, rerr := c.Retry(ctx, "t", err)
-		if retry || rerr != nil || rep.ID != nil {
+		if retry || rerr != nil || rep.ID != 0 {
 			t.Fatalf("Retry(%v) = %v, %+v, %v: want no compaction", err, retry, rep, rerr)
 		}
 	}

@@ -175,7 +175,7 @@ func TestOverLimitNewestUnit(t *testing.T) {
 	if !errors.Is(err, compact.ErrOverLimit) || !strings.Contains(err.Error(), "newest unit") {
 		t.Fatalf("got %v, want ErrOverLimit naming the newest unit", err)
 	}
-	if rep.ID == nil || rep.Error == "" {
+	if rep.ID == 0 || rep.Error == "" {
 		t.Fatalf("report %+v does not record the problem", rep)
 	}
 	if len(fake.Calls()) != 0 {

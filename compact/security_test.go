@@ -121,7 +121,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range reps {
-		full, err := s.Report(ctx, *r.ID)
+		full, err := s.Report(ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -95,11 +95,11 @@ func TestMaskAndWindowEveryConversation(t *testing.T) {
 				if !bytes.Equal(exportAll(t, s, "t"), histBefore) {
 					t.Fatal("export --all changed by compaction")
 				}
-				stored, err := s.Report(ctx, *rep.ID)
+				stored, err := s.Report(ctx, rep.ID)
 				if err != nil || stored.View == nil || stored.Strategy != strategy {
 					t.Fatalf("stored report %+v (%v) does not show the view", stored, err)
 				}
-				if _, err := s.Revert(ctx, *rep.ID); err != nil {
+				if _, err := s.Revert(ctx, "", rep.ID); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(activeJSON(t, s, "t"), viewBefore) {
@@ -199,7 +199,7 @@ func TestOnFailureFit(t *testing.T) {
 			hist, _ := s.History(ctx, "t")
 			checkCallsAnswered(t, after, hist)
 			checkStoredCounts(t, s, "t")
-			if _, err := s.Revert(ctx, *rep.ID); err != nil {
+			if _, err := s.Revert(ctx, "", rep.ID); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(activeJSON(t, s, "t"), viewBefore) {
@@ -416,7 +416,7 @@ func TestOwnStrategy(t *testing.T) {
 	if err != nil && !errors.Is(err, compact.ErrOverLimit) {
 		t.Fatalf("compact: %v", err)
 	}
-	if rep.Status != memory.StatusApplied || rep.Strategy != "test-mask-all" || rep.ID == nil {
+	if rep.Status != memory.StatusApplied || rep.Strategy != "test-mask-all" || rep.ID == 0 {
 		t.Fatalf("report %+v; want applied by test-mask-all", rep)
 	}
 	after, _ := s.Active(ctx, "t")
@@ -427,7 +427,7 @@ func TestOwnStrategy(t *testing.T) {
 	if err != nil || len(reports) != 1 || reports[0].Strategy != "test-mask-all" {
 		t.Fatalf("stored reports %+v (%v)", reports, err)
 	}
-	if _, err := s.Revert(ctx, *rep.ID); err != nil {
+	if _, err := s.Revert(ctx, "", rep.ID); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(activeJSON(t, s, "t"), viewBefore) {

@@ -86,7 +86,7 @@ func TestQueueLife(t *testing.T) {
 		folds := 0
 		for _, r := range reps {
 			if r.Status == memory.StatusApplied && r.Strategy == compact.StrategyQueue && r.SummarizedMessages >= 2 &&
-				slices.ContainsFunc(reps, func(o memory.Report) bool { return *o.ID < *r.ID && o.FromSeq == r.FromSeq && o.ToSeq < r.ToSeq }) {
+				slices.ContainsFunc(reps, func(o memory.Report) bool { return o.ID < r.ID && o.FromSeq == r.FromSeq && o.ToSeq < r.ToSeq }) {
 				folds++
 			}
 		}
@@ -128,7 +128,7 @@ func TestQueueRevert(t *testing.T) {
 		// The fourth found the queue full: it folded the two oldest, then summarized. Reverting
 		// both brings the context before them back.
 		for k := range 2 {
-			if _, err := s.RevertThread(ctx, "t"); err != nil {
+			if _, err := s.Revert(ctx, "t", 0); err != nil {
 				t.Fatal(err)
 			}
 			// The first revert undoes the summary of the new messages: the fold's context, the

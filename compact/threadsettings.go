@@ -213,11 +213,11 @@ func SettingsOf(t memory.Thread) (ThreadSettings, error) {
 // ThreadSettingsOf returns the settings stored on a thread (all unset for a thread that never
 // had any).
 func ThreadSettingsOf(ctx context.Context, store *memory.Store, thread string) (ThreadSettings, error) {
-	raw, err := store.ThreadSettings(ctx, thread)
+	t, err := store.Thread(ctx, thread)
 	if err != nil {
 		return ThreadSettings{}, err
 	}
-	return ParseThreadSettings(thread, raw)
+	return SettingsOf(t)
 }
 
 // SaveThreadSettings replaces the settings stored on a thread with t (a zero t clears them).

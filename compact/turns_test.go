@@ -101,7 +101,7 @@ func TestKeepTurnsOverALife(t *testing.T) {
 				if got := wholeTurns(t, s, n); got < n {
 					short++
 					if keep > 0 {
-						t.Errorf("message %d, compaction %d: %d of the newest %d user turns whole (%s)", i, *rep.ID, got, n, rep.Detail)
+						t.Errorf("message %d, compaction %d: %d of the newest %d user turns whole (%s)", i, rep.ID, got, n, rep.Detail)
 					}
 				}
 			})

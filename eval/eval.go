@@ -238,7 +238,11 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 			return cr, fmt.Errorf("append message %d: %w", i+1, err)
 		}
 		if counter == nil {
-			if counter, err = s.CounterOf(ctx, Thread); err != nil {
+			t, err := s.Thread(ctx, Thread)
+			if err != nil {
+				return cr, err
+			}
+			if counter, err = s.Counter(t.Encoding); err != nil {
 				return cr, err
 			}
 		}

@@ -254,9 +254,7 @@ func (h *handler) compactions(ctx context.Context, _ *mcp.CallToolRequest, in Th
 		c := Compaction{Status: string(r.Status), Reason: string(r.Reason), Strategy: r.Strategy, CreatedAt: r.CreatedAt, FromSeq: r.FromSeq, ToSeq: r.ToSeq,
 			Summarized: r.SummarizedMessages, TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, FactsTotal: r.FactsTotal,
 			FactsKept: r.FactsKept, FactsDropped: []string{}, Superseded: r.Superseded, Detail: h.redact(r.Detail)}
-		if r.ID != nil {
-			c.ID = *r.ID
-		}
+		c.ID = r.ID
 		for _, f := range r.FactsDropped {
 			c.FactsDropped = append(c.FactsDropped, h.redact(f))
 		}
@@ -343,8 +341,6 @@ func (h *handler) compact(ctx context.Context, _ *mcp.CallToolRequest, in Compac
 	}
 	out := CompactOutput{Thread: thread, Status: string(r.Status), Reason: string(r.Reason), FromSeq: r.FromSeq, ToSeq: r.ToSeq,
 		TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, Detail: h.redact(r.Detail)}
-	if r.ID != nil {
-		out.CompactionID = *r.ID
-	}
+	out.CompactionID = r.ID
 	return nil, out, nil
 }

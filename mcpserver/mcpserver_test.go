@@ -243,7 +243,7 @@ func TestToolErrors(t *testing.T) {
 func TestSearchMaskedIsNotInContext(t *testing.T) {
 	cs, s := setup(t, mcpserver.Options{Thread: "t"})
 	ctx := context.Background()
-	if _, err := s.Revert(ctx, 1); err != nil {
+	if _, err := s.Revert(ctx, "", 1); err != nil {
 		t.Fatal(err)
 	}
 	c := compact.New(s, nil, compact.Settings{TokenLimit: 7000, Strategy: compact.StrategyMask})

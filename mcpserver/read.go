@@ -165,7 +165,11 @@ func (h *handler) cut(ctx context.Context, thread string, e memory.Entry, v tran
 	if offset > 0 && offset >= total {
 		return ReadMessage{}, fmt.Errorf("offset %d: message %d has %d bytes of text (its content, then its tool-call arguments)", offset, e.Seq, total)
 	}
-	counter, err := h.store.CounterOf(ctx, thread)
+	t, err := h.store.Thread(ctx, thread)
+	if err != nil {
+		return ReadMessage{}, err
+	}
+	counter, err := h.store.Counter(t.Encoding) // what the thread's messages were counted with
 	if err != nil {
 		return ReadMessage{}, err
 	}

@@ -31,6 +31,14 @@ type AppendOptions struct {
 	// Reply, when set, is what the upstream reported of the prompt the appended reply answers:
 	// it is added to the thread's counts (Thread.Upstream) in the append's transaction.
 	Reply *ReplyUsage
+	// Live asks for what a host that keeps the thread (memctl serve) needs to follow it
+	// without reading it again: AppendResult's Entries, Raw, Before, After and Read. Concurrent
+	// live appends are committed together on SQLite (group commit), each all or nothing.
+	Live bool
+	// Expect, with Live, makes the append only when the thread's active context is that of
+	// *Expect (Version.SameContext; a Version with Found false: the thread does not exist
+	// yet); otherwise Append returns ErrStale and writes nothing.
+	Expect *Version
 }
 
 // ReplyUsage is what an upstream model reported of the prompts of replies: of one reply (an
@@ -57,6 +65,18 @@ type AppendResult struct {
 	// Warning is set when the thread was created for a model the tokenizer does not know
 	// (counted with o200k_base).
 	Warning string
+
+	// The rest is set by a live append only (AppendOptions.Live).
+
+	// Entries are the entry of each message (its seq, tokens and message), and Raw the stored
+	// JSON of each: its encoding in a chat completions request.
+	Entries []Entry
+	Raw     []json.RawMessage
+	// Before and After are the thread's version before and after the append.
+	Before, After Version
+	// Read is, when the append created the thread, the thread as ReadLive reads it after the
+	// append, read in the append's transaction: a host need not read it again.
+	Read *Live
 }
 
 // Append appends msgs to a thread, creating it when it does not exist. It is all-or-nothing:
@@ -66,6 +86,9 @@ type AppendResult struct {
 func (s *Store) Append(ctx context.Context, thread string, msgs []chat.Message, opt AppendOptions) (AppendResult, error) {
 	if len(msgs) == 0 {
 		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, errNoMessages)
+	}
+	if opt.Live {
+		return s.appendLive(ctx, thread, msgs, opt)
 	}
 	return s.write(ctx, thread, opt, func(add func(chat.Message, []byte, int) error) error {
 		for _, m := range msgs {

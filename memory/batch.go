@@ -9,8 +9,8 @@ import (
 )
 
 // Group commit. On a database with one writer at a time (SQLite), the appends of concurrent
-// callers (AppendLive: the turns of many agents at once through memctl serve) queue for the
-// write lock, and each paid for a transaction of its own: its begin, its commit and the write
+// callers (live appends, AppendOptions.Live: the turns of many agents at once through memctl
+// serve) queue for the write lock, and each paid for a transaction of its own: its begin, its commit and the write
 // of its pages to the log. They are made instead in batches: a caller that finds no batch
 // running runs one itself, of every append waiting (up to maxBatch), in one transaction, each
 // within a savepoint: an append that fails (an invalid message, a stale version) has what it

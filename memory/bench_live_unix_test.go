@@ -33,7 +33,7 @@ func BenchmarkAppendLiveConcurrent(b *testing.B) {
 		wg.Go(func() {
 			thread := fmt.Sprint("agent-", a)
 			for i := a; i < b.N; i += agents {
-				if _, err := s.AppendLive(ctx, thread, []chat.Message{chat.TextMessage("user", fmt.Sprintf("turn %d: %s", i, text))}, memory.AppendOptions{}, nil); err != nil {
+				if _, err := s.Append(ctx, thread, []chat.Message{chat.TextMessage("user", fmt.Sprintf("turn %d: %s", i, text))}, memory.AppendOptions{Live: true}); err != nil {
 					b.Error(err)
 					return
 				}

@@ -149,15 +149,6 @@ func (c Compactions) Finish(ctx context.Context, id int64, final Report) error {
 	})
 }
 
-// Settled is an applied or ineffective compaction, as automatic compaction weighs it: the
-// newest message it saw, and the limit, reserve and ratios it ran with.
-type Settled struct {
-	ID      int64
-	Status  Status
-	LastSeq int64
-	Limits
-}
-
 // Limits are the limit, reserve and ratios a compaction ran with, stored on its row: the wait
 // rule compares them with the thread's settings now (compact.Compactor.ShouldCompact).
 type Limits struct {
@@ -167,16 +158,15 @@ type Limits struct {
 
 // LatestSettled returns the newest applied or ineffective compaction of a thread (ok false:
 // none).
-func (c Compactions) LatestSettled(ctx context.Context, thread string) (Settled, bool, error) {
+func (c Compactions) LatestSettled(ctx context.Context, thread string) (Outcome, bool, error) {
 	r, err := c.s.h.Q().LatestSettledCompaction(ctx, thread)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Settled{}, false, nil
+		return Outcome{}, false, nil
 	}
 	if err != nil {
-		return Settled{}, false, err
+		return Outcome{}, false, err
 	}
-	return Settled{ID: r.ID, Status: Status(r.Status), LastSeq: r.LastSeq, Limits: Limits{TokenLimit: int(r.TokenLimit),
-		ReserveTokens: int(r.ReserveTokens), TargetRatio: r.TargetRatio, TriggerRatio: r.TriggerRatio}}, true, nil
+	return outcomeOf(r), true, nil
 }
 
 // Ledger returns the facts ledger stored with compaction id, as the engine encoded it (""

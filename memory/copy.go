@@ -14,13 +14,14 @@ import (
 // errCopyConflict: the destination of a copy already holds a thread of the source.
 var errCopyConflict = errors.New("the destination already holds threads of the source")
 
-// ErrCopySame: the source and the destination of a copy are the same database.
-var ErrCopySame = errors.New("the source and the destination are the same database")
+// errCopySame: the source and the destination of a copy are the same database (invalid: the
+// caller's mistake).
+var errCopySame = NewError(CodeInvalid, "the source and the destination are the same database")
 
 // Whether a copy kept the ids of the source's compactions and attempts (CopyResult).
 const (
 	IDsKept       = "kept"
-	IDsRenumbered = "renumbered"
+	idsRenumbered = "renumbered"
 )
 
 // CopyResult says what Copy copied. Its JSON form is what `memctl copy --json` prints.
@@ -68,7 +69,7 @@ func Copy(ctx context.Context, src, dst *Store) (CopyResult, error) {
 	res := CopyResult{Source: db.Display(src.h.Name), Destination: db.Display(dst.h.Name)}
 	if same, err := src.h.Same(ctx, dst.h); err != nil || same {
 		if err == nil {
-			err = ErrCopySame
+			err = errCopySame
 		}
 		return res, fmt.Errorf("copy %s to %s: %w", res.Source, res.Destination, err)
 	}
@@ -179,7 +180,7 @@ func keptOr(kept bool) string {
 	if kept {
 		return IDsKept
 	}
-	return IDsRenumbered
+	return idsRenumbered
 }
 
 // refuseTaken returns errCopyConflict, naming the first few, when the destination holds any

@@ -37,7 +37,7 @@ func copySource(t *testing.T, s *memory.Store) {
 	compactWith := func(thread string, c *compact.Compactor) memory.Report {
 		t.Helper()
 		rep, err := c.Compact(ctx, thread, compact.Options{Force: true})
-		if rep.ID == nil {
+		if rep.ID == 0 {
 			t.Fatalf("compact %s: nothing recorded: %+v, %v", thread, rep, err)
 		}
 		return rep
@@ -61,7 +61,7 @@ func copySource(t *testing.T, s *memory.Store) {
 		t.Fatalf("swe: %s, want failed", rep.Status)
 	}
 	applied := compactWith("swe", compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit("swe")}))
-	if _, err := s.Revert(ctx, *applied.ID); err != nil {
+	if _, err := s.Revert(ctx, "", applied.ID); err != nil {
 		t.Fatal(err)
 	}
 	// tau: settings of its own, and a compaction that masks (a view).
@@ -271,7 +271,7 @@ func TestCopyBetweenBackends(t *testing.T) {
 			a, _ := dst.Active(ctx, "air")
 			rep, err := compact.New(dst, storetest.ExtractiveCascade(t, dst), compact.Settings{TokenLimit: a.Tokens * 6 / 10}).
 				Compact(ctx, "air", compact.Options{Force: true})
-			if err != nil || rep.ID == nil || *rep.ID <= maxComp {
+			if err != nil || rep.ID == 0 || rep.ID <= maxComp {
 				t.Fatalf("a compaction after the copy: %+v, %v (copied ids up to %d)", rep, err, maxComp)
 			}
 			id, err := dst.DB().Q().InsertAttempt(ctx, db.InsertAttemptParams{Provider: "p", Model: "m", Outcome: "ok", StartedAt: 1})
@@ -334,7 +334,7 @@ func TestCopyRenumbers(t *testing.T) {
 	a, _ := dst.Active(ctx, "other")
 	for range 2 {
 		if rep, err := compact.New(dst, storetest.ExtractiveCascade(t, dst), compact.Settings{TokenLimit: a.Tokens * 6 / 10}).
-			Compact(ctx, "other", compact.Options{Force: true}); err != nil || rep.ID == nil {
+			Compact(ctx, "other", compact.Options{Force: true}); err != nil || rep.ID == 0 {
 			t.Fatalf("%+v, %v", rep, err)
 		}
 	}
@@ -391,10 +391,10 @@ func TestCopyRenumbers(t *testing.T) {
 		var wr, gr memory.Report
 		json.Unmarshal([]byte(want.Reports[c.ID]), &wr)
 		json.Unmarshal([]byte(got.Reports[n]), &gr)
-		if *gr.ID != n {
-			t.Errorf("report %d has id %d", n, *gr.ID)
+		if gr.ID != n {
+			t.Errorf("report %d has id %d", n, gr.ID)
 		}
-		wr.ID, gr.ID = nil, nil
+		wr.ID, gr.ID = 0, 0
 		if asJSON(t, wr) != asJSON(t, gr) {
 			t.Errorf("report %d (was %d) differs beyond its id:\nwant %s\n got %s", n, c.ID, clip(asJSON(t, wr)), clip(asJSON(t, gr)))
 		}

@@ -39,7 +39,7 @@ func TestFileEncodingRecordedAndRefused(t *testing.T) {
 	s.Close()
 
 	reopen := func(c tokencount.Counter) *memory.Store {
-		s, err := memory.OpenWith(ctx, path, memory.OpenOptions{Options: memory.Options{Counter: c}})
+		s, err := memory.Open(ctx, path, memory.OpenOptions{Options: memory.Options{Counter: c}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestHostTokenCounter(t *testing.T) {
 	if want := 5 + 4 + tokencount.ReplyPriming; th.Encoding != "words-v1" || th.ActiveTokens != want {
 		t.Errorf("thread %q with %d active tokens, want words-v1 with %d", th.Encoding, th.ActiveTokens, want)
 	}
-	if s, err := memory.OpenWith(ctx, path, memory.OpenOptions{Options: memory.Options{Counter: impostor{}}}); err == nil {
+	if s, err := memory.Open(ctx, path, memory.OpenOptions{Options: memory.Options{Counter: impostor{}}}); err == nil {
 		s.Close()
 		t.Error("a host counter named o200k_base was accepted")
 	}

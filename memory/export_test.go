@@ -30,6 +30,8 @@ const LargeMessage = largeMessage
 var (
 	AnthropicKey     = anthropicKey
 	ErrCopyConflict  = errCopyConflict
+	ErrCopySame      = errCopySame
+	IDsRenumbered    = idsRenumbered
 	ErrNoMessages    = errNoMessages
 	ErrNotLatest     = errNotLatest
 	ErrConflict      = errConflict

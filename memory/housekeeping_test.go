@@ -87,7 +87,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Fatalf("backup mode %v, want 0600", st.Mode().Perm())
 	}
-	cp, err := OpenWith(ctx, dest, OpenOptions{ReadOnly: true})
+	cp, err := Open(ctx, dest, OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestRecoveredCompactionIsLogged(t *testing.T) {
 	id := runningRow(t, s, "host-x 9a8b-boot pid:[4026531836]", 1, time.Now().Add(-time.Second))
 	s.Close()
 	var buf bytes.Buffer
-	s, err = OpenWith(ctx, path, OpenOptions{Options: Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))}})
+	s, err = Open(ctx, path, OpenOptions{Options: Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestRecoveredCompactionIsLogged(t *testing.T) {
 		t.Fatalf("log %q lacks %q", buf.String(), want)
 	}
 	buf.Reset()
-	s2, err := OpenWith(ctx, path, OpenOptions{Options: Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))}})
+	s2, err := Open(ctx, path, OpenOptions{Options: Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func TestRecoveryLeaseExpiresLater(t *testing.T) {
 		}
 		return time.Now()
 	}
-	s, err := OpenWith(ctx, path, OpenOptions{Options: Options{Now: clock}})
+	s, err := Open(ctx, path, OpenOptions{Options: Options{Now: clock}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,9 @@ func TestRecoveryLeaseExpiresLater(t *testing.T) {
 	s.Close()
 }
 
-// TestOpenWithNowJudgesLeasesByIt: the clock given in the Options is set before the open's
+// TestOpenNowJudgesLeasesByIt: the clock given in the Options is set before the open's
 // cleanup, which marks a running compaction interrupted only when its lease ran out by it.
-func TestOpenWithNowJudgesLeasesByIt(t *testing.T) {
+func TestOpenNowJudgesLeasesByIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := testdb.Name(t, "m.db")
@@ -143,7 +143,7 @@ func TestOpenWithNowJudgesLeasesByIt(t *testing.T) {
 		{func() time.Time { return time.Now().Add(-time.Hour) }, StatusRunning},
 		{func() time.Time { return time.Now().Add(2 * time.Minute) }, StatusFailed},
 	} {
-		s, err := OpenWith(ctx, path, OpenOptions{Options: Options{Now: tc.now}})
+		s, err := Open(ctx, path, OpenOptions{Options: Options{Now: tc.now}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,6 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
-	"github.com/memcascade/memcascade/internal/grow"
-	"github.com/memcascade/memcascade/tokencount"
 )
 
 // A host that serves a thread turn after turn (memctl serve) keeps what it read of it, its
@@ -43,8 +41,8 @@ func (v Version) SameContext(o Version) bool {
 	return v == o
 }
 
-// ErrStale is the error of an append given a version (AppendLive) that is no longer the
-// thread's: nothing was written.
+// ErrStale is the error of an append given a version (AppendOptions.Expect) that is no
+// longer the thread's: nothing was written.
 var ErrStale = errors.New("the thread changed since it was read")
 
 // Version reads the thread's version; a thread that does not exist has Found false.
@@ -109,36 +107,20 @@ func (s *Store) readLive(ctx context.Context, q db.Querier, thread string) (Live
 	return l, nil
 }
 
-// Appended is what AppendLive wrote, for a host that keeps the thread: the entry of each
-// message (its seq, tokens and message) with its stored JSON, and the thread's version before
-// and after the append.
-type Appended struct {
-	AppendResult
-	Entries []Entry
-	// Raw is the stored JSON of each message: its encoding in a chat completions request.
-	Raw           []json.RawMessage
-	Before, After Version
-	// Created is, when the append created the thread, the thread as ReadLive reads it after
-	// the append, read in the append's transaction: a host need not read it again.
-	Created *Live
-}
-
-// AppendLive appends msgs as Append does, and reports what a host that keeps the thread needs
-// to follow it without reading it again (see Appended). On SQLite, concurrent calls are
-// committed together (group commit, batch.go), each all or nothing. With expect set, the append is made
-// only when the thread's active context is that of *expect (Version.SameContext; a Version
-// with Found false: the thread does not exist yet); otherwise it returns ErrStale and writes
-// nothing.
-func (s *Store) AppendLive(ctx context.Context, thread string, msgs []chat.Message, opt AppendOptions, expect *Version) (Appended, error) {
-	if len(msgs) == 0 {
-		return Appended{}, fmt.Errorf("append to %q: %w", thread, errNoMessages)
-	}
+// appendLive is Append with AppendOptions.Live: it also reports what a host that keeps the
+// thread needs to follow it without reading it again (AppendResult's Entries, Raw, Before,
+// After and Read). On SQLite, concurrent calls are committed together (group commit,
+// batch.go), each all or nothing. With opt.Expect set, the append is made only when the
+// thread's active context is that of *opt.Expect (Version.SameContext; a Version with Found
+// false: the thread does not exist yet); otherwise it returns ErrStale and writes nothing.
+func (s *Store) appendLive(ctx context.Context, thread string, msgs []chat.Message, opt AppendOptions) (AppendResult, error) {
 	if err := checkThreadID(thread); err != nil {
-		return Appended{}, err
+		return AppendResult{}, err
 	}
-	var out Appended
+	expect := opt.Expect
+	var out AppendResult
 	err := s.writeTx(ctx, func(ctx context.Context, q db.Querier) error {
-		out = Appended{Entries: make([]Entry, 0, len(msgs)), Raw: make([]json.RawMessage, 0, len(msgs))}
+		out = AppendResult{Entries: make([]Entry, 0, len(msgs)), Raw: make([]json.RawMessage, 0, len(msgs))}
 		kept := func(raw string, tokens int) {
 			i := len(out.Entries)
 			out.Entries = append(out.Entries, Entry{Tokens: tokens, Message: msgs[i]})
@@ -172,37 +154,19 @@ func (s *Store) AppendLive(ctx context.Context, thread string, msgs []chat.Messa
 		for i := range out.Entries {
 			out.Entries[i].Seq = res.FirstSeq + int64(i)
 		}
-		out.AppendResult, out.Before, out.After = res, before, after
+		res.Entries, res.Raw, res.Before, res.After = out.Entries, out.Raw, before, after
 		if res.Created {
 			l, err := s.readLive(ctx, q, thread)
 			if err != nil {
 				return err
 			}
-			out.Created = &l
+			res.Read = &l
 		}
+		out = res
 		return nil
 	})
 	if err != nil {
-		return Appended{}, fmt.Errorf("append to %q: %w", thread, err)
+		return AppendResult{}, fmt.Errorf("append to %q: %w", thread, err)
 	}
 	return out, nil
-}
-
-// Extend returns the active context followed by entries, the entries of an append (see
-// Appended): an append adds its messages at the end of the active context and changes nothing
-// before them. The thread's counts follow.
-func (a Active) Extend(entries []Entry) Active {
-	if len(entries) == 0 {
-		return a
-	}
-	if len(a.Entries) == 0 {
-		a.Tokens += tokencount.ReplyPriming
-	}
-	a.Entries = grow.Append(a.Entries, entries...)
-	for _, e := range entries {
-		a.Tokens += e.Tokens
-	}
-	a.Thread.Messages = int(entries[len(entries)-1].Seq)
-	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
-	return a
 }

@@ -90,7 +90,7 @@ func TestNulAndBadUTF8(t *testing.T) {
 	if err != nil || rep.Status != memory.StatusApplied {
 		t.Fatalf("compact: %+v, %v", rep, err)
 	}
-	full, err := s.Report(ctx, *rep.ID)
+	full, err := s.Report(ctx, rep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,17 +42,15 @@ type Pinned struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// PinBudget returns the tokens that a thread's pinned messages, its newest unit, the reply
-// priming and the least room for a summary must fit in (budget), and that least room (room),
-// for the thread whose stored settings are settings. It is the compaction policy's
-// (compact.Compactor.Pin supplies it); the store only adds up the tokens.
-type PinBudget func(settings json.RawMessage) (budget, room int, err error)
-
 // Pin pins message seq of a thread (see Pinned), checked against the budget that limit gives
-// for the thread (compact.Compactor.Pin pins with the compactor's settings). Pinning a message
-// again changes nothing. A pin is refused (ErrPinRefused, saying why) when the pinned messages,
-// with the newest unit and room for a summary, would not fit the budget.
-func (s *Store) Pin(ctx context.Context, thread string, seq int64, limit PinBudget) (Pinned, error) {
+// for the thread. limit returns, for the thread whose stored settings are settings, the tokens
+// that its pinned messages, its newest unit, the reply priming and the least room for a
+// summary must fit in (budget), and that least room (room): it is the compaction policy's
+// (compact.PinBudget; compact.Compactor.Pin pins with the compactor's settings), the store
+// only adds up the tokens. Pinning a message again changes nothing. A pin is refused
+// (ErrPinRefused, saying why) when the pinned messages, with the newest unit and room for a
+// summary, would not fit the budget.
+func (s *Store) Pin(ctx context.Context, thread string, seq int64, limit func(settings json.RawMessage) (budget, room int, err error)) (Pinned, error) {
 	var p Pinned
 	err := s.h.WithTx(ctx, func(q db.Querier) error {
 		r, err := q.GetThread(ctx, thread)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/memcascade/memcascade/db"
-	"github.com/memcascade/memcascade/tokencount"
 )
 
 // Messages returns the messages from..to (both included) of a thread as they were appended,
@@ -24,17 +23,6 @@ func (s *Store) Messages(ctx context.Context, thread string, from, to int64) ([]
 // content or Extra: read its text with Entry.Text.
 func (s *Store) MessagesLight(ctx context.Context, thread string, from, to int64) ([]Entry, error) {
 	return s.messagesRange(ctx, thread, from, to, true)
-}
-
-// CounterOf returns the counter of a thread's encoding: what its messages were counted with.
-func (s *Store) CounterOf(ctx context.Context, thread string) (tokencount.Counter, error) {
-	r, err := s.h.Q().GetThread(ctx, thread)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
-	} else if err != nil {
-		return nil, err
-	}
-	return s.Counter(r.Encoding)
 }
 
 func (s *Store) messagesRange(ctx context.Context, thread string, from, to int64, light bool) ([]Entry, error) {

@@ -56,7 +56,7 @@ var allReasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, Reason
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
 // prints.
 type Report struct {
-	ID                 *int64    `json:"id"`
+	ID                 int64     `json:"id"` // 0 before the report is stored; JSON null then
 	Thread             string    `json:"thread"`
 	Status             Status    `json:"status"`
 	Reason             Reason    `json:"reason"`
@@ -115,10 +115,23 @@ type Report struct {
 	Attempts []AttemptView `json:"attempts,omitzero"`
 }
 
+// MarshalJSON writes the report with "id": null before it is stored (ID 0), the JSON form
+// docs/json.md shows for a dry run or a compaction that was not needed.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type fields Report // without this method
+	var id *int64
+	if r.ID != 0 {
+		id = &r.ID
+	}
+	return json.Marshal(struct {
+		ID *int64 `json:"id"`
+		fields
+	}{id, fields(r)})
+}
+
 func reportFromRow(c db.Compaction, current int64) Report {
-	id := c.ID
 	r := Report{
-		ID: &id, Thread: c.ThreadID, Status: Status(c.Status), Reason: Reason(c.Reason),
+		ID: c.ID, Thread: c.ThreadID, Status: Status(c.Status), Reason: Reason(c.Reason),
 		TokenLimit: int(c.TokenLimit), TokensBefore: int(c.TokensBefore), TokensAfter: int(c.TokensAfter),
 		MessagesBefore: int(c.MessagesBefore), MessagesAfter: int(c.MessagesAfter),
 		SummarizedMessages: int(c.SummarizedMessages), KeptMessages: int(c.KeptMessages),
@@ -248,23 +261,20 @@ func currentID(ctx context.Context, q db.Querier, thread string) (int64, error) 
 	return c.ID, err
 }
 
-// Revert undoes the latest applied compaction of its thread: the messages it covered are
-// active again, with everything appended since; the summary it folded in (if any) is current
-// again. Reverting any other compaction is refused (errNotLatest).
-func (s *Store) Revert(ctx context.Context, id int64) (Report, error) {
+// Revert undoes compaction id, which must be the latest applied compaction of its thread: the
+// messages it covered are active again, with everything appended since; the summary it
+// folded in (if any) is current again. Reverting any other compaction is refused
+// (errNotLatest). With id 0 it undoes the latest applied compaction of thread (a thread with
+// none is ErrCompactionNotFound); with an id, thread is "" or the compaction's thread.
+func (s *Store) Revert(ctx context.Context, thread string, id int64) (Report, error) {
 	var r Report
 	err := s.h.WithTx(ctx, func(q db.Querier) (err error) {
-		r, err = s.revert(ctx, q, id)
-		return err
-	})
-	return r, err
-}
-
-// RevertThread undoes the latest applied compaction of a thread, as Revert does; a thread
-// with none is ErrCompactionNotFound.
-func (s *Store) RevertThread(ctx context.Context, thread string) (Report, error) {
-	var r Report
-	err := s.h.WithTx(ctx, func(q db.Querier) error {
+		if id != 0 {
+			if r, err = s.revert(ctx, q, id); err == nil && thread != "" && r.Thread != thread {
+				return fmt.Errorf("%w: %d is not a compaction of thread %q", ErrCompactionNotFound, id, thread)
+			}
+			return err
+		}
 		if _, err := q.GetThread(ctx, thread); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
 		} else if err != nil {

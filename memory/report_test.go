@@ -38,7 +38,7 @@ func TestRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Revert(ctx, *first.ID); !errors.Is(err, memory.ErrNotLatest) {
+	if _, err := s.Revert(ctx, "", first.ID); !errors.Is(err, memory.ErrNotLatest) {
 		t.Fatalf("reverting an older compaction: %v, want errNotLatest", err)
 	}
 	storetest.LongThread2(t, s, "t", 2, 100) // appended after the second compaction
@@ -46,7 +46,10 @@ func TestRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Revert(ctx, *second.ID)
+	if _, err := s.Revert(ctx, "u", second.ID); !errors.Is(err, memory.ErrCompactionNotFound) {
+		t.Fatalf("reverting a compaction of t as one of u: %v, want ErrCompactionNotFound", err)
+	}
+	r, err := s.Revert(ctx, "t", second.ID) // still the latest: the refusal above wrote nothing
 	if err != nil || r.Status != memory.StatusReverted {
 		t.Fatalf("revert: %+v, %v", r, err)
 	}
@@ -72,11 +75,11 @@ func TestRevert(t *testing.T) {
 	if !bytes.Equal(gj, wj) {
 		t.Fatal("after revert the active context is not the previous one plus the appended messages")
 	}
-	if _, err := s.Revert(ctx, *second.ID); !errors.Is(err, memory.ErrNotLatest) {
+	if _, err := s.Revert(ctx, "", second.ID); !errors.Is(err, memory.ErrNotLatest) {
 		t.Fatalf("reverting twice: %v", err)
 	}
 	// Reverting the first one too gives back every original message.
-	if _, err := s.Revert(ctx, *first.ID); err != nil {
+	if _, err := s.Revert(ctx, "", first.ID); err != nil {
 		t.Fatal(err)
 	}
 	got, err = s.Active(ctx, "t")
@@ -85,5 +88,25 @@ func TestRevert(t *testing.T) {
 	}
 	if len(got.Entries) != len(hist) {
 		t.Fatalf("%d active messages after reverting both, want all %d", len(got.Entries), len(hist))
+	}
+}
+
+// TestReportIDJSON: a report not yet stored (ID 0) prints "id": null, a stored one its id,
+// first in either case, and both read back into the same report.
+func TestReportIDJSON(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		id   int64
+		want string
+	}{{0, `{"id":null,"thread":"t",`}, {7, `{"id":7,"thread":"t",`}} {
+		r := memory.Report{ID: c.id, Thread: "t", FactsDropped: []string{}}
+		b, err := json.Marshal(r)
+		if err != nil || !bytes.HasPrefix(b, []byte(c.want)) || bytes.Count(b, []byte(`"id"`)) != 1 {
+			t.Fatalf("id %d: %s (%v); want it to start %s with one id", c.id, b, err, c.want)
+		}
+		var back memory.Report
+		if err := json.Unmarshal(b, &back); err != nil || back.ID != c.id || back.Thread != "t" {
+			t.Errorf("id %d read back as %+v (%v)", c.id, back, err)
+		}
 	}
 }

@@ -57,17 +57,17 @@ type Store struct {
 	logger   *slog.Logger
 
 	h *db.Handle
-	// ownsHandle: Open or OpenWith opened h, so Close closes it.
+	// ownsHandle: Open opened h, so Close closes it.
 	ownsHandle bool
 	mu         sync.Mutex
 	counters   map[string]tokencount.Counter
 	// indexBatch overrides indexBatchBytes (0: the constant); set by tests (export_test.go).
 	indexBatch int
-	// batch is the group commit of AppendLive (batch.go).
+	// batch is the group commit of the live appends (AppendOptions.Live) (batch.go).
 	batch batcher
 }
 
-// Options are a store's settings, given to New (or, within OpenOptions, to OpenWith). The zero
+// Options are a store's settings, given to New (or, within OpenOptions, to Open). The zero
 // value is a store with the defaults.
 type Options struct {
 	// DefaultModel is the model of a thread created without one ("": "gpt-4o").
@@ -128,16 +128,6 @@ func New(ctx context.Context, h *db.Handle, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// Open opens the store at path, creating the file (mode 0600) when missing and migrating an
-// older schema, with the default Options. A compaction left running by a process that no longer
-// exists is marked failed with the error "interrupted". A file that is not a memcascade database
-// is refused (*db.ForeignError) and left byte-identical. path may be a postgres:// URL when the
-// program links the PostgreSQL backend in (import _ "github.com/memcascade/memcascade/db/postgres");
-// without it the open fails naming that import (db.ErrNoPostgres).
-func Open(ctx context.Context, path string) (*Store, error) {
-	return OpenWith(ctx, path, OpenOptions{})
-}
-
 // OpenOptions set what opening a store may do to its file, and the store's Options.
 type OpenOptions struct {
 	Options
@@ -150,9 +140,22 @@ type OpenOptions struct {
 	ReadOnly bool
 }
 
-// OpenWith opens the store at path as opt says (see Open): it opens the database and builds
-// the store over it (New); the store's Close closes both.
-func OpenWith(ctx context.Context, path string, opt OpenOptions) (*Store, error) {
+// Open opens the store at path, creating the file (mode 0600) when missing and migrating an
+// older schema, as opt says (at most one; the default OpenOptions without): it opens the
+// database and builds the store over it (New); the store's Close closes both. A compaction
+// left running by a process that no longer exists is marked failed with the error
+// "interrupted". A file that is not a memcascade database is refused (*db.ForeignError) and
+// left byte-identical. path may be a postgres:// URL when the program links the PostgreSQL
+// backend in (import _ "github.com/memcascade/memcascade/db/postgres"); without it the open
+// fails naming that import (db.ErrNoPostgres).
+func Open(ctx context.Context, path string, opts ...OpenOptions) (*Store, error) {
+	if len(opts) > 1 {
+		return nil, fmt.Errorf("open %s: %d OpenOptions given; at most one", db.Display(path), len(opts))
+	}
+	var opt OpenOptions
+	if len(opts) == 1 {
+		opt = opts[0]
+	}
 	// The queries are prepared once: appends run InsertMessage once per message.
 	h, err := db.OpenHandle(ctx, path, db.Options{NoCreate: opt.NoCreate, ReadOnly: opt.ReadOnly})
 	if err != nil {
@@ -179,7 +182,7 @@ func readTx[T any](ctx context.Context, s *Store, f func(q db.Querier) (T, error
 }
 
 // Close ends the store: an append that comes after is refused. It closes the database when
-// Open or OpenWith opened it; a store built by New leaves its handle to the caller.
+// Open opened it; a store built by New leaves its handle to the caller.
 func (s *Store) Close() error {
 	s.stopBatches()
 	if !s.ownsHandle {

@@ -257,7 +257,7 @@ func TestSearch(t *testing.T) {
 
 // TestNewOverAnOpenHandle: New builds a store over a database its caller opened, with the
 // options given (here the model of new threads and the clock), and its Close leaves the handle
-// to that caller; OpenWith's store closes the database it opened.
+// to that caller; Open's store closes the database it opened.
 func TestNewOverAnOpenHandle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -43,7 +43,7 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 	// A second summary of seqs from..to, the first kept before it as it is.
 	at := slices.IndexFunc(a.Entries, func(e memory.Entry) bool { return e.CompactionID == 0 && e.Seq == first.ToSeq+1 })
 	end := slices.IndexFunc(a.Entries, func(e memory.Entry) bool { return e.Seq == 55 })
-	if a.Entries[1].CompactionID != *first.ID || at != 2 || end < at {
+	if a.Entries[1].CompactionID != first.ID || at != 2 || end < at {
 		t.Fatalf("active context before: the summary at %d, seq %d at %d", slices.IndexFunc(a.Entries, func(e memory.Entry) bool { return e.CompactionID != 0 }), first.ToSeq+1, at)
 	}
 	from, to := a.Entries[at].Seq, a.Entries[end-1].Seq
@@ -64,7 +64,7 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf(`{"summary":%d,"others":[{"id":%d,"from":%d,"to":%d}]}`, id, *first.ID, first.FromSeq, first.ToSeq)
+	want := fmt.Sprintf(`{"summary":%d,"others":[{"id":%d,"from":%d,"to":%d}]}`, id, first.ID, first.FromSeq, first.ToSeq)
 	if row.View != want {
 		t.Errorf("stored view %s, want %s", row.View, want)
 	}
@@ -94,7 +94,7 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("read back", b, *first.ID, id)
+		check("read back", b, first.ID, id)
 		if b.Entries[1].CoversFrom != first.FromSeq || b.Entries[1].CoversTo != first.ToSeq || b.Entries[2].CoversFrom != from || b.Entries[2].CoversTo != to {
 			t.Errorf("ranges %d-%d, %d-%d; want %d-%d, %d-%d", b.Entries[1].CoversFrom, b.Entries[1].CoversTo, b.Entries[2].CoversFrom, b.Entries[2].CoversTo, first.FromSeq, first.ToSeq, from, to)
 		}
@@ -107,12 +107,12 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 		t.Errorf("thread counts %d tokens, %d messages; the context has %d, %d (%v)", th.ActiveTokens, th.ActiveMessages, a2.Tokens, len(a2.Entries), err)
 	}
 	rep, err := s.Report(ctx, id)
-	if err != nil || rep.View == nil || !slices.Equal(rep.View.Summaries, []memory.SummaryRef{{ID: *first.ID, From: first.FromSeq, To: first.ToSeq}}) {
+	if err != nil || rep.View == nil || !slices.Equal(rep.View.Summaries, []memory.SummaryRef{{ID: first.ID, From: first.FromSeq, To: first.ToSeq}}) {
 		t.Errorf("report view %+v (%v), want the first summary named", rep.View, err)
 	}
 	// Search in the active context finds both summaries, and no message either covers.
 	hits, err := s.Search(ctx, "W000003", memory.SearchOptions{Thread: "t"})
-	if err != nil || len(hits) == 0 || !slices.ContainsFunc(hits, func(h memory.SearchHit) bool { return h.CompactionID == *first.ID && h.InActiveContext }) ||
+	if err != nil || len(hits) == 0 || !slices.ContainsFunc(hits, func(h memory.SearchHit) bool { return h.CompactionID == first.ID && h.InActiveContext }) ||
 		slices.ContainsFunc(hits, func(h memory.SearchHit) bool { return h.CompactionID == 0 && h.Seq <= to && h.InActiveContext }) {
 		t.Errorf("search in context: %+v, %v; want the first summary, no covered message", hits, err)
 	}
@@ -135,11 +135,11 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 		}
 	}
 	// Revert brings back the context of the first compaction plus what was appended.
-	if _, err := s.Revert(ctx, id); err != nil {
+	if _, err := s.Revert(ctx, "", id); err != nil {
 		t.Fatal(err)
 	}
 	b, err := s.Active(ctx, "t")
-	if err != nil || b.Summary != *first.ID || len(b.Entries) != 2+int(b.Thread.Messages)-int(first.ToSeq) {
-		t.Errorf("after revert: summary %d, %d entries (%v); want %d and the messages after %d", b.Summary, len(b.Entries), err, *first.ID, first.ToSeq)
+	if err != nil || b.Summary != first.ID || len(b.Entries) != 2+int(b.Thread.Messages)-int(first.ToSeq) {
+		t.Errorf("after revert: summary %d, %d entries (%v); want %d and the messages after %d", b.Summary, len(b.Entries), err, first.ID, first.ToSeq)
 	}
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // Thread ids. ValidThreadID is the one rule for which strings name a thread, applied by every
-// entry point that takes one: Append and AppendLive, memctl's arguments, serve's inspection
+// entry point that takes one: Append, memctl's arguments, serve's inspection
 // API. The proxy creates threads from the paths of URLs and takes a narrower set of them
 // (serve.ValidURLThreadID); each of those passes ValidThreadID too.
 

@@ -2,30 +2,15 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/memcascade/memcascade/db"
 )
 
 // A thread stores its compaction settings as one JSON object that the store keeps as it is
-// given: their keys, rules and merging are package compact's (compact.ThreadSettings,
-// compact.SaveThreadSettings).
-
-// ThreadSettings returns the settings stored on a thread, a JSON object ({} for a thread that
-// never had any).
-func (s *Store) ThreadSettings(ctx context.Context, thread string) (json.RawMessage, error) {
-	r, err := s.h.Q().GetThread(ctx, thread)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return settingsJSON(r.Settings), nil
-}
+// given (Thread.Settings reads it back): their keys, rules and merging are package compact's
+// (compact.ThreadSettingsOf, compact.SaveThreadSettings).
 
 // SetThreadSettings replaces the settings stored on a thread with raw, a JSON object (see
 // compact.SaveThreadSettings, which checks them first). Anything but an object is refused and

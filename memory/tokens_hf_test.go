@@ -49,7 +49,7 @@ func TestHFFileCounterThreads(t *testing.T) {
 		if c == nil {
 			c, _ = tokencount.NewFileCounter(qwen, "")
 		}
-		s, err := memory.OpenWith(ctx, path, memory.OpenOptions{Options: memory.Options{Counter: c}})
+		s, err := memory.Open(ctx, path, memory.OpenOptions{Options: memory.Options{Counter: c}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func TestStoredViewColumn(t *testing.T) {
 	if err != nil || rep.Status != memory.StatusApplied || rep.View == nil || len(rep.View.Masked) != 1 || len(rep.View.Cut) != 1 {
 		t.Fatalf("compact: %+v, %v; want applied with one result masked and one cut", rep, err)
 	}
-	row, err := s.DB().Q().GetCompaction(ctx, *rep.ID)
+	row, err := s.DB().Q().GetCompaction(ctx, rep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

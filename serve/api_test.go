@@ -81,10 +81,10 @@ func TestInspectionAPI(t *testing.T) {
 	}
 	code, body, _ = e.get("/api/threads/api-1/reports")
 	var reps []memory.Report
-	if code != 200 || json.Unmarshal([]byte(body), &reps) != nil || len(reps) != 1 || *reps[0].ID != *rep.ID || strings.Contains(body, `"summary":`) {
+	if code != 200 || json.Unmarshal([]byte(body), &reps) != nil || len(reps) != 1 || reps[0].ID != rep.ID || strings.Contains(body, `"summary":`) {
 		t.Fatalf("/reports: %d %s", code, body)
 	}
-	code, body, _ = e.get(fmt.Sprintf("/api/reports/%d", *rep.ID))
+	code, body, _ = e.get(fmt.Sprintf("/api/reports/%d", rep.ID))
 	var full memory.Report
 	if code != 200 || json.Unmarshal([]byte(body), &full) != nil || full.Summary == nil || *full.Summary == "" || len(full.Attempts) == 0 {
 		t.Fatalf("/api/reports/ID: %d %s", code, body)

@@ -87,10 +87,7 @@ func (s *Server) compactIfDue(ctx context.Context, thread string, st *threadStat
 // logCompaction logs a compaction's outcome: its id, status and reason, its tokens (those
 // appended while it ran apart), and its error as the report stores it (redacted).
 func (s *Server) logCompaction(thread string, rep memory.Report, err error) {
-	id := int64(0)
-	if rep.ID != nil {
-		id = *rep.ID
-	}
+	id := rep.ID
 	if rep.Status == "" && err != nil {
 		s.Logger.Warn("compaction failed", "thread", thread, "error", "the thread could not be read")
 		return

@@ -48,8 +48,8 @@ func (s *Server) fit(ctx context.Context, st *threadState, req dialect.Turn, cap
 	}
 	rep, cerr := s.Compactor.Compact(ctx, thread, compact.Options{Emergency: true, Override: over})
 	s.logCompaction(thread, rep, cerr)
-	if rep.ID != nil {
-		h.Set(CompactionHeader, strconv.FormatInt(*rep.ID, 10))
+	if rep.ID != 0 {
+		h.Set(CompactionHeader, strconv.FormatInt(rep.ID, 10))
 		h.Set(CompactionStatusHeader, string(rep.Status))
 	}
 	if lv, set, _, tools, err = s.measure(ctx, st, req, cap, true); err != nil {

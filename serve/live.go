@@ -12,6 +12,7 @@ import (
 	"github.com/memcascade/memcascade/internal/grow"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/dialect"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // liveState is what the proxy keeps of a thread between its turns: the history to reconcile
@@ -22,7 +23,7 @@ import (
 // stays the one kept.
 //
 // The version is checked by the append of the request's new messages, in its transaction
-// (memory.AppendLive: a thread another process changed meanwhile is not appended to; it is
+// (a live memory.Store.Append: a thread another process changed meanwhile is not appended to; it is
 // read again and the request reconciled with what it is now), and by one query before a turn
 // that appends nothing and before each compaction decision. A compaction, a pin, new settings
 // or an append by another process (memctl compact, another memctl serve) are seen at the
@@ -143,13 +144,13 @@ func (s *Server) keepLive(st *threadState, lv *liveState) {
 // appended follows an append of msgs made by this server: the kept state is extended when the
 // thread was, before the append, the version kept; else it is dropped (read again when next
 // needed). The caller holds the thread's turn.
-func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Appended) {
+func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.AppendResult) {
 	lv := st.lv
 	if lv == nil || !ap.Before.SameContext(lv.ver) || lv.ver.Found && len(lv.hist) != int(ap.Before.LastSeq) {
 		s.keepLive(st, nil)
 		return
 	}
-	next := &liveState{ver: ap.After, hist: grow.Append(lv.hist, msgs...), active: lv.active.Extend(ap.Entries), enc: grow.Append(lv.enc, ap.Raw...),
+	next := &liveState{ver: ap.After, hist: grow.Append(lv.hist, msgs...), active: extend(lv.active, ap.Entries), enc: grow.Append(lv.enc, ap.Raw...),
 		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, ts: lv.ts}
 	if ap.After.Settings != lv.ver.Settings || !lv.ver.Found {
 		ts, err := compact.ParseThreadSettings(st.thread, []byte(ap.After.Settings))
@@ -162,9 +163,9 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 	if !lv.ver.Found {
 		// A new thread: kept as the append read it, with its model and encoding (read
 		// again otherwise, by the turn's next step).
-		if ap.Created == nil || ap.Created.Version != ap.After {
+		if ap.Read == nil || ap.Read.Version != ap.After {
 			s.keepLive(st, nil)
-		} else if _, err := s.keepRead(st, *ap.Created); err != nil {
+		} else if _, err := s.keepRead(st, *ap.Read); err != nil {
 			s.keepLive(st, nil)
 		}
 		return
@@ -172,16 +173,37 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 	s.keepLive(st, next)
 }
 
-// appendLive appends msgs to the thread the caller holds the turn of, as memory.AppendLive
-// does (expect: see there), and follows it in the kept state.
+// appendLive appends msgs to the thread the caller holds the turn of, as a live
+// memory.Store.Append does (expect: memory.AppendOptions.Expect), and follows it in the kept
+// state.
 func (s *Server) appendLive(ctx context.Context, st *threadState, msgs []chat.Message, opt memory.AppendOptions, expect *memory.Version) (memory.AppendResult, error) {
-	ap, err := s.Store.AppendLive(ctx, st.thread, msgs, opt, expect)
+	opt.Live, opt.Expect = true, expect
+	ap, err := s.Store.Append(ctx, st.thread, msgs, opt)
 	if err != nil {
 		if errors.Is(err, memory.ErrStale) {
 			s.keepLive(st, nil)
 		}
-		return ap.AppendResult, err
+		return ap, err
 	}
 	s.appended(st, msgs, ap)
-	return ap.AppendResult, nil
+	return ap, nil
+}
+
+// extend returns the active context a followed by entries, the entries of an append
+// (memory.AppendResult.Entries): an append adds its messages at the end of the active context and changes
+// nothing before them. The thread's counts follow.
+func extend(a memory.Active, entries []memory.Entry) memory.Active {
+	if len(entries) == 0 {
+		return a
+	}
+	if len(a.Entries) == 0 {
+		a.Tokens += tokencount.ReplyPriming
+	}
+	a.Entries = grow.Append(a.Entries, entries...)
+	for _, e := range entries {
+		a.Tokens += e.Tokens
+	}
+	a.Thread.Messages = int(entries[len(entries)-1].Seq)
+	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
+	return a
 }

@@ -209,7 +209,7 @@ func TestUncountableThreadAnswered(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
-	other, err := memory.OpenWith(ctx, e.dbName, memory.OpenOptions{Options: memory.Options{Counter: wordCounter{}}})
+	other, err := memory.Open(ctx, e.dbName, memory.OpenOptions{Options: memory.Options{Counter: wordCounter{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

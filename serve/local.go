@@ -103,8 +103,8 @@ func (s *Server) compactTurn(ctx context.Context, w http.ResponseWriter, st *thr
 	}
 	rep, err := s.Compactor.Compact(ctx, st.thread, compact.Options{Force: true})
 	s.logCompaction(st.thread, rep, err)
-	if rep.ID != nil {
-		w.Header().Set(CompactionHeader, fmt.Sprint(*rep.ID))
+	if rep.ID != 0 {
+		w.Header().Set(CompactionHeader, fmt.Sprint(rep.ID))
 		w.Header().Set(CompactionStatusHeader, string(rep.Status))
 	}
 	if err != nil {

@@ -193,7 +193,7 @@ func TestNoticeOncePerCrossing(t *testing.T) {
 		}
 		// What the thread's model was told is in its metadata: the newest compaction.
 		raw, err := e.store.ThreadMeta(ctx, "notice", serve.NoticeKey)
-		if err != nil || !strings.Contains(string(raw), fmt.Sprintf(`"compaction":%d`, *applied[len(applied)-1].ID)) {
+		if err != nil || !strings.Contains(string(raw), fmt.Sprintf(`"compaction":%d`, applied[len(applied)-1].ID)) {
 			t.Errorf("the thread's notice state: %s %v", raw, err)
 		}
 

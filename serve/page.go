@@ -192,8 +192,8 @@ func (s *Server) pageThread(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		for _, rep := range reps {
-			if rep.Status == memory.StatusApplied && rep.ID != nil {
-				selected = *rep.ID
+			if rep.Status == memory.StatusApplied && rep.ID != 0 {
+				selected = rep.ID
 				break
 			}
 		}
@@ -334,7 +334,7 @@ func makeChart(hist []memory.Entry, reps []memory.Report, limit int) chart {
 	for i, m := range marks {
 		applied := m.rep.Status == memory.StatusApplied
 		c.Marks = append(c.Marks, mark{
-			ID: *m.rep.ID, X: x(m.rep.LastSeq), Y1: c.Top, Y2: c.Bottom, LabelY: c.Top + 10 + float64(i%3)*11,
+			ID: m.rep.ID, X: x(m.rep.LastSeq), Y1: c.Top, Y2: c.Bottom, LabelY: c.Top + 10 + float64(i%3)*11,
 			Status: string(m.rep.Status), Reason: string(m.rep.Reason), Before: m.before, After: m.aft, AfterSeq: m.rep.LastSeq,
 			Applied: applied,
 		})

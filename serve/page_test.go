@@ -54,7 +54,7 @@ func TestPageInChromium(t *testing.T) {
 	bin := chromium(t)
 	e := newEnv(t, envOptions{limit: 1000})
 	rep := compactedThread(t, e, "build-agent", 8)
-	full, err := e.store.Report(context.Background(), *rep.ID)
+	full, err := e.store.Report(context.Background(), rep.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

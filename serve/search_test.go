@@ -47,7 +47,7 @@ func TestSearchOneRanking(t *testing.T) {
 	}
 	holding := 0
 	for _, r := range reps {
-		if full, err := e.store.Report(ctx, *r.ID); err == nil && full.Summary != nil && strings.Contains(*full.Summary, "LQ940Q") {
+		if full, err := e.store.Report(ctx, r.ID); err == nil && full.Summary != nil && strings.Contains(*full.Summary, "LQ940Q") {
 			holding++
 		}
 	}

@@ -441,7 +441,7 @@ func TestUpstreamSummaryFails(t *testing.T) {
 				if s := e.summary("t1"); s == "" || strings.Contains(s, upstreamSummary) {
 					t.Fatalf("the stored summary is not offline's:\n%s", s)
 				}
-				full, err := e.store.Report(context.Background(), *rep.ID)
+				full, err := e.store.Report(context.Background(), rep.ID)
 				if err != nil {
 					t.Fatal(err)
 				}

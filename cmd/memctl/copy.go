@@ -46,7 +46,7 @@ With --json: {"source", "destination", "threads", "messages", "compactions", "at
 			if srcName == "" || dstName == "" {
 				return usagef("copy: empty SRC or DST")
 			}
-			src, err := memory.OpenWith(ctx, srcName, memory.OpenOptions{Options: memory.Options{Logger: a.logger}, ReadOnly: true, NoCreate: true})
+			src, err := memory.Open(ctx, srcName, memory.OpenOptions{Options: memory.Options{Logger: a.logger}, ReadOnly: true, NoCreate: true})
 			if errors.Is(err, db.ErrOlderSchema) {
 				return fmt.Errorf("copy: source %w (import, compact, revert and delete do)", err)
 			}
@@ -61,7 +61,7 @@ With --json: {"source", "destination", "threads", "messages", "compactions", "at
 					created = true
 				}
 			}
-			dst, err := memory.OpenWith(ctx, dstName, memory.OpenOptions{Options: memory.Options{Logger: a.logger}})
+			dst, err := memory.Open(ctx, dstName, memory.OpenOptions{Options: memory.Options{Logger: a.logger}})
 			if err != nil {
 				return fmt.Errorf("copy: destination: %w", err)
 			}
@@ -72,9 +72,6 @@ With --json: {"source", "destination", "threads", "messages", "compactions", "at
 					for _, suffix := range []string{"", "-wal", "-shm"} {
 						os.Remove(dstName + suffix)
 					}
-				}
-				if errors.Is(err, memory.ErrCopySame) {
-					return usageError{err}
 				}
 				return err
 			}

@@ -65,11 +65,11 @@ func (cv coverage) label(seq int64) string {
 	if v := cur.View; v != nil {
 		switch {
 		case slices.Contains(v.Masked, seq):
-			return fmt.Sprintf("masked by compaction %d (%s): a placeholder in the active context", *cur.ID, cur.Strategy)
+			return fmt.Sprintf("masked by compaction %d (%s): a placeholder in the active context", cur.ID, cur.Strategy)
 		case slices.Contains(v.Cut, seq):
-			return fmt.Sprintf("cut by compaction %d (%s): shortened in the active context", *cur.ID, cur.Strategy)
+			return fmt.Sprintf("cut by compaction %d (%s): shortened in the active context", cur.ID, cur.Strategy)
 		case slices.ContainsFunc(v.Omitted, func(r memory.SeqRange) bool { return seq >= r[0] && seq <= r[1] }):
-			return fmt.Sprintf("left out of the active context by compaction %d (%s)", *cur.ID, cur.Strategy)
+			return fmt.Sprintf("left out of the active context by compaction %d (%s)", cur.ID, cur.Strategy)
 		}
 		for _, r := range v.Summaries {
 			if seq >= r.From && seq <= r.To {
@@ -78,7 +78,7 @@ func (cv coverage) label(seq int64) string {
 		}
 	}
 	if seq >= cur.FromSeq && seq <= cur.ToSeq {
-		return fmt.Sprintf("archived: covered by compaction %d", *cur.ID)
+		return fmt.Sprintf("archived: covered by compaction %d", cur.ID)
 	}
 	return ""
 }

@@ -26,7 +26,7 @@ func TestCoverage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cv.Current == nil || *cv.Current.ID != *rep.ID || coverState(*cv.Current) != "current" || len(cv.startingAt(rep.FromSeq)) != 1 {
+	if cv.Current == nil || cv.Current.ID != rep.ID || coverState(*cv.Current) != "current" || len(cv.startingAt(rep.FromSeq)) != 1 {
 		t.Fatalf("coverage after compaction: current %+v, covering %d", cv.Current, len(cv.Covering))
 	}
 	if l := cv.label(rep.FromSeq); !strings.HasPrefix(l, "archived: covered by compaction") {
@@ -35,7 +35,7 @@ func TestCoverage(t *testing.T) {
 	if l := cv.label(rep.ToSeq + 1); l != "" {
 		t.Fatalf("label of a kept message: %q", l)
 	}
-	if _, err := s.Revert(ctx, *rep.ID); err != nil {
+	if _, err := s.Revert(ctx, "", rep.ID); err != nil {
 		t.Fatal(err)
 	}
 	after, err := readCoverage(ctx, s, "t")

@@ -95,7 +95,7 @@ func fillSource(t *testing.T, name string, reps int) int {
 func histories(t *testing.T, name string) map[string][]byte {
 	t.Helper()
 	ctx := context.Background()
-	s, err := memory.OpenWith(ctx, name, memory.OpenOptions{ReadOnly: true})
+	s, err := memory.Open(ctx, name, memory.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,8 @@ func (a *app) printReport(r memory.Report) error {
 
 func writeReport(w io.Writer, r memory.Report) {
 	id := "-"
-	if r.ID != nil {
-		id = strconv.FormatInt(*r.ID, 10)
+	if r.ID != 0 {
+		id = strconv.FormatInt(r.ID, 10)
 	}
 	fmt.Fprintf(w, "compaction %s on thread %s: ", id, r.Thread)
 	paint(w, statusStyle(r.Status), string(r.Status))

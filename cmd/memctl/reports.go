@@ -67,7 +67,7 @@ func (a *app) reportRow(tw *table, r memory.Report) {
 	if r.Usage.Estimated {
 		cost = "~" + cost // counted locally
 	}
-	tw.row(fmt.Sprint(*r.ID), r.Thread, status, string(r.Reason), beforeAfter(r.TokensBefore, r.TokensAfter, r.TokensAppended),
+	tw.row(fmt.Sprint(r.ID), r.Thread, status, string(r.Reason), beforeAfter(r.TokensBefore, r.TokensAfter, r.TokensAppended),
 		beforeAfter(r.MessagesBefore, r.MessagesAfter, r.MessagesAppended), r.Provider, fmt.Sprint(r.Usage.Requests), cost,
 		a.timeText(r.CreatedAt), oneLine(r.Error))
 }

@@ -27,9 +27,9 @@ a thread id, whose latest applied compaction is reverted (a thread with none: ex
 			}
 			var r memory.Report
 			if id, perr := strconv.ParseInt(args[0], 10, 64); perr == nil && id > 0 && !byThread {
-				r, err = s.Revert(cmd.Context(), id)
+				r, err = s.Revert(cmd.Context(), "", id)
 			} else {
-				r, err = s.RevertThread(cmd.Context(), args[0])
+				r, err = s.Revert(cmd.Context(), args[0], 0)
 			}
 			if err != nil {
 				return err

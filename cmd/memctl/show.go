@@ -91,7 +91,7 @@ func (a *app) showHistory(ctx context.Context, s *memory.Store, thread string) e
 	conversed := false // a message other than the leading system ones was seen
 	for _, e := range cv.Messages {
 		for _, r := range cv.startingAt(e.Seq) {
-			fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", *r.ID, coverState(r), r.FromSeq, r.ToSeq, r.SummaryTokens)
+			fmt.Fprintf(a.out, "[compaction %d %s: a summary covers #%d-#%d (%d tokens)]\n\n", r.ID, coverState(r), r.FromSeq, r.ToSeq, r.SummaryTokens)
 		}
 		label := pinLabel(e, cv.label(e.Seq))
 		if system := e.Message.Role == chat.RoleSystem || e.Message.Role == chat.RoleDeveloper; system && conversed {

@@ -253,7 +253,7 @@ func check(ctx context.Context, s *memory.Store, st *Stats, newestUser, when str
 		}
 		reps, _ := s.Reports(ctx, Thread, 3)
 		for _, r := range reps {
-			e.Trail = append(e.Trail, fmt.Sprintf("compaction %d: %s %s %s, %d -> %d tokens, dropped %q, detail %s", *r.ID, r.Status, r.Reason, r.Strategy, r.TokensBefore, r.TokensAfter, r.FactsDropped, r.Detail))
+			e.Trail = append(e.Trail, fmt.Sprintf("compaction %d: %s %s %s, %d -> %d tokens, dropped %q, detail %s", r.ID, r.Status, r.Reason, r.Strategy, r.TokensBefore, r.TokensAfter, r.FactsDropped, r.Detail))
 		}
 		return e
 	}

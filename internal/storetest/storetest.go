@@ -38,7 +38,7 @@ func Open(t testing.TB) (*memory.Store, string) {
 func OpenWith(t testing.TB, opt memory.Options) (*memory.Store, string) {
 	t.Helper()
 	path := freshDB.Name(t, "memory.db")
-	s, err := memory.OpenWith(context.Background(), path, memory.OpenOptions{Options: opt})
+	s, err := memory.Open(context.Background(), path, memory.OpenOptions{Options: opt})
 	if err != nil {
 		t.Fatal(err)
 	}
