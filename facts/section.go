@@ -228,12 +228,21 @@ func (r *sectionRenderer) render(k int) string {
 	return b.String()
 }
 
-// groups renders facts[:k] as their groups, in order of first appearance.
+// groups renders facts[:k] as their groups, in order of first appearance. Constraints,
+// errors and tool calls are listed one a line under their kind. A fact with a key (see
+// Fact.Key) stays with it: the facts of one record share its line ("- flight_number HAT080:
+// date 2024-05-28, price 537"), with the fact that names the record when it is among them,
+// and the other keyed facts are listed under their key ("- user_id: omar_davis_3817"). The
+// facts without a key are listed under their kind ("- IDs: HAT028; HAT277").
 func (r *sectionRenderer) groups(k int) []Group {
 	var long []string
+	heads := map[string]bool{} // the records some fact of the prefix belongs to
 	for i := range k {
 		if r.long[i] {
 			long = append(long, r.one[i])
+		}
+		if f := r.facts[i]; !r.long[i] && f.Key != "" && f.Of != "" {
+			heads[f.Of] = true
 		}
 	}
 	var inLong *summaryIndex
@@ -241,47 +250,51 @@ func (r *sectionRenderer) groups(k int) []Group {
 		inLong = newSummaryIndex(strings.Join(long, "\n"))
 	}
 	type group struct {
+		id    string // the kind, "key\x00" and the key, or "of\x00" and the record
 		kind  Kind
+		label string // the key or the record; "" for a group of a kind
+		head  int    // the fact that names the record, -1 when not in the group
 		lines []int
 	}
 	var groups []group // in order of first appearance
-	last := -1
+	at := map[string]int{}
 	for i := range k {
 		f := r.facts[i]
 		if !r.long[i] && inLong != nil && inLong.has(f) {
 			continue
 		}
-		if last < 0 || groups[last].kind != f.Kind {
-			last = slices.IndexFunc(groups, func(g group) bool { return g.kind == f.Kind })
-			if last < 0 {
-				groups = append(groups, group{kind: f.Kind})
-				last = len(groups) - 1
-			}
+		g := group{id: string(f.Kind), kind: f.Kind, head: -1}
+		switch self := f.Key + " " + oneLineText(f.Text); {
+		case r.long[i] || f.Key == "":
+		case f.Of != "":
+			g.id, g.label = "of\x00"+f.Of, f.Of
+		case heads[self]:
+			g.id, g.label = "of\x00"+self, self
+		default:
+			g.id, g.label = "key\x00"+f.Key, f.Key
 		}
-		groups[last].lines = append(groups[last].lines, i)
+		j, ok := at[g.id]
+		if !ok {
+			j = len(groups)
+			at[g.id] = j
+			groups = append(groups, g)
+		}
+		if f.Of == "" && strings.HasPrefix(g.id, "of\x00") {
+			groups[j].head = i // named by the record's label already
+			continue
+		}
+		groups[j].lines = append(groups[j].lines, i)
 	}
 	out := make([]Group, 0, len(groups))
 	for _, g := range groups {
 		var b strings.Builder
-		label := kindLabels[g.kind]
-		if label == "" {
-			label = string(g.kind)
-		}
 		b.WriteString("- ")
-		b.WriteString(label)
-		if longKind(g.kind) {
-			b.WriteString(":")
-			for _, i := range g.lines {
-				b.WriteString("\n  - ")
-				if g.kind == KindConstraint {
-					b.WriteByte('"')
-					b.WriteString(r.line[i])
-					b.WriteByte('"')
-				} else {
-					b.WriteString(r.line[i])
-				}
-			}
-		} else {
+		switch {
+		case strings.HasPrefix(g.id, "of\x00"):
+			b.WriteString(g.label)
+			r.writeFields(&b, g.lines)
+		case g.label != "":
+			b.WriteString(g.label)
 			b.WriteString(": ")
 			for j, i := range g.lines {
 				if j > 0 {
@@ -289,10 +302,73 @@ func (r *sectionRenderer) groups(k int) []Group {
 				}
 				b.WriteString(r.line[i])
 			}
+		default:
+			r.writeKind(&b, g.kind, g.lines)
 		}
 		out = append(out, Group{Kind: g.kind, Text: b.String()})
 	}
 	return out
+}
+
+// writeFields writes the facts at lines, of one record, as its fields: each key once, with
+// its values in order (": date 2024-05-28; price 537, 107").
+func (r *sectionRenderer) writeFields(b *strings.Builder, lines []int) {
+	var keys []string
+	values := map[string][]int{}
+	for _, i := range lines {
+		k := r.facts[i].Key
+		if _, ok := values[k]; !ok {
+			keys = append(keys, k)
+		}
+		values[k] = append(values[k], i)
+	}
+	for j, k := range keys {
+		if j == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(k)
+		for n, i := range values[k] {
+			if n == 0 {
+				b.WriteByte(' ')
+			} else {
+				b.WriteString(", ")
+			}
+			b.WriteString(r.line[i])
+		}
+	}
+}
+
+// writeKind writes the facts at lines, of kind k, under the kind's label: one a line for the
+// long kinds, else on one line separated by "; ".
+func (r *sectionRenderer) writeKind(b *strings.Builder, k Kind, lines []int) {
+	label := kindLabels[k]
+	if label == "" {
+		label = string(k)
+	}
+	b.WriteString(label)
+	if !longKind(k) {
+		b.WriteString(": ")
+		for j, i := range lines {
+			if j > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(r.line[i])
+		}
+		return
+	}
+	b.WriteString(":")
+	for _, i := range lines {
+		b.WriteString("\n  - ")
+		if k == KindConstraint {
+			b.WriteByte('"')
+			b.WriteString(r.line[i])
+			b.WriteByte('"')
+		} else {
+			b.WriteString(r.line[i])
+		}
+	}
 }
 
 // oneLineText puts a fact on one line (facts are single lines, but a caller may build
