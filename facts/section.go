@@ -236,18 +236,23 @@ func (r *sectionRenderer) render(k int) string {
 // facts without a key are listed under their kind ("- IDs: HAT028; HAT277").
 func (r *sectionRenderer) groups(k int) []Group {
 	var long []string
-	heads := map[string]bool{} // the records some fact of the prefix belongs to
 	for i := range k {
 		if r.long[i] {
 			long = append(long, r.one[i])
-		}
-		if f := r.facts[i]; !r.long[i] && f.Key != "" && f.Of != "" {
-			heads[f.Of] = true
 		}
 	}
 	var inLong *summaryIndex
 	if len(long) > 0 {
 		inLong = newSummaryIndex(strings.Join(long, "\n"))
+	}
+	skip := make([]bool, k)    // held by a fact one a line already
+	heads := map[string]bool{} // the records some fact of the prefix is listed under
+	for i := range k {
+		f := r.facts[i]
+		skip[i] = !r.long[i] && inLong != nil && inLong.has(f)
+		if !r.long[i] && !skip[i] && f.Key != "" && f.Of != "" {
+			heads[f.Of] = true
+		}
 	}
 	type group struct {
 		id    string // the kind, "key\x00" and the key, or "of\x00" and the record
@@ -260,7 +265,7 @@ func (r *sectionRenderer) groups(k int) []Group {
 	at := map[string]int{}
 	for i := range k {
 		f := r.facts[i]
-		if !r.long[i] && inLong != nil && inLong.has(f) {
+		if skip[i] {
 			continue
 		}
 		g := group{id: string(f.Kind), kind: f.Kind, head: -1}
@@ -429,4 +434,120 @@ func withOutcome(call, outcome string) string {
 		outcome = cutWords(outcome, 24) + ellipsis
 	}
 	return call + " -> " + outcome
+}
+
+// A Label is what a value is: the key it was given under and the record it belongs to, as
+// [Fact] Key and Of.
+type Label struct{ Key, Of string }
+
+// Labels reads back, by value, the labels a text's lines of a section rendered by [Section]
+// give: a record's line ("- flight_number HAT080: date 2024-05-28; price 537, 107" labels
+// HAT080, 2024-05-28, 537 and 107) and a key's line ("- user_id: omar_davis_3817"). Values
+// listed under their kind, and lines of another shape, give none. A summary that folds an
+// earlier one thus keeps what its values are, though the ledger reads them from its text.
+func Labels(text string) map[string]Label {
+	out := map[string]Label{}
+	for line := range lines(text) {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "- ")
+		label, rest, ok := strings.Cut(line, ": ")
+		if !ok || isKindLabel(label) || strings.TrimSpace(rest) == "" {
+			continue
+		}
+		items := strings.Split(rest, "; ")
+		head := strings.Fields(label)
+		oneWords := true
+		for _, it := range items {
+			oneWords = oneWords && len(strings.Fields(it)) == 1
+		}
+		if oneWords && len(head) == 1 && isLabelKey(label) {
+			for _, it := range items {
+				out[strings.TrimSpace(it)] = Label{Key: label}
+			}
+			continue
+		}
+		if len(head) == 2 && isLabelKey(head[0]) && isIDKey(head[0], strings.ToLower(head[0])) {
+			out[head[1]] = Label{Key: head[0]}
+		}
+		for _, it := range items {
+			k, vals, ok := strings.Cut(strings.TrimSpace(it), " ")
+			if !ok || !isLabelKey(k) {
+				continue
+			}
+			for _, v := range strings.Split(vals, ", ") {
+				if v = strings.TrimSpace(v); v != "" && !strings.ContainsAny(v, " \t") {
+					out[v] = Label{Key: k, Of: label}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Relabel gives each fact of ledger without a key the label labels hold for its text.
+func Relabel(ledger []Fact, labels map[string]Label) {
+	if len(labels) == 0 {
+		return
+	}
+	for i := range ledger {
+		if f := &ledger[i]; f.Key == "" && !longKind(f.Kind) {
+			if l, ok := labels[strings.TrimSpace(f.Text)]; ok {
+				f.Key, f.Of = l.Key, l.Of
+			}
+		}
+	}
+}
+
+// isKindLabel reports whether s is the label a section lists a kind of fact under.
+func isKindLabel(s string) bool {
+	for _, l := range kindLabels {
+		if s == l {
+			return true
+		}
+	}
+	return false
+}
+
+// IsGroupTitle reports whether a line (its "- " aside) is the title of a group of a section
+// rendered by [Section] that lists its facts on the lines below ("- Errors:").
+func IsGroupTitle(line string) bool {
+	s, ok := strings.CutSuffix(strings.TrimPrefix(strings.TrimSpace(line), "- "), ":")
+	return ok && isKindLabel(s)
+}
+
+// IsSectionLine reports whether a line (its "- " aside) has the shape of a line of a section
+// rendered by [Section] but a fact one a line: a group's title ("Errors:"), a kind's list
+// ("IDs: HAT028; HAT277"), a key's list ("user_id: omar_davis_3817") or a record's line
+// ("flight_number HAT080: date 2024-05-28; price 537, 107"). A sentence is none of them.
+func IsSectionLine(line string) bool {
+	if IsGroupTitle(line) {
+		return true
+	}
+	label, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "- "), ": ")
+	if !ok || strings.TrimSpace(rest) == "" {
+		return false
+	}
+	if isKindLabel(label) {
+		return true
+	}
+	items := strings.Split(rest, "; ")
+	if len(strings.Fields(label)) == 1 && isLabelKey(label) {
+		for _, it := range items {
+			if len(strings.Fields(it)) != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	for _, it := range items {
+		k, vals, ok := strings.Cut(strings.TrimSpace(it), " ")
+		if !ok || !isLabelKey(k) || strings.Contains(k, " ") {
+			return false
+		}
+		for _, v := range strings.Split(vals, ", ") {
+			if len(strings.Fields(v)) != 1 {
+				return false
+			}
+		}
+	}
+	return true
 }

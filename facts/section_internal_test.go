@@ -187,3 +187,48 @@ func TestSectionKeyed(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelsRoundTrip: the labels read back from a rendered section are the keys and records
+// of its facts, and every line of it has the section's shape; a sentence has none.
+func TestLabelsRoundTrip(t *testing.T) {
+	for _, name := range conversationFiles {
+		fs := Extract(loadConversation(t, name))
+		text, _ := Section(fs, 1<<30, nil)
+		labels := Labels(text)
+		var long []string // the facts one a line, which hold some keyed ones already
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "  - ") {
+				long = append(long, line)
+			}
+		}
+		inLong := newSummaryIndex(strings.Join(long, "\n"))
+		for _, f := range fs {
+			if f.Key == "" || longKind(f.Kind) || inLong.has(f) {
+				continue
+			}
+			if got := labels[f.Text]; got.Key != f.Key || got.Of != f.Of && got.Of != "" {
+				t.Fatalf("%s: %q reads back as %+v, want key %q of %q", name, f.Text, got, f.Key, f.Of)
+			}
+		}
+		for _, line := range strings.Split(text, "\n")[1:] {
+			if !strings.HasPrefix(line, "  ") && !IsSectionLine(line) {
+				t.Fatalf("%s: %q is not read as a line of the section", name, line)
+			}
+		}
+		plain := slices.Clone(fs)
+		for i := range plain {
+			plain[i].Key, plain[i].Of = "", ""
+		}
+		Relabel(plain, labels)
+		for i := range plain {
+			if plain[i].Key == "" && fs[i].Key != "" && !longKind(fs[i].Kind) && !inLong.has(fs[i]) {
+				t.Fatalf("%s: Relabel leaves %q without its key %q", name, fs[i].Text, fs[i].Key)
+			}
+		}
+	}
+	for _, line := range []string{"- The user is Omar (omar_davis_3817).", "- Note: the fare is not refundable", "Goal: book a flight"} {
+		if IsSectionLine(line) {
+			t.Errorf("%q is read as a line of the section", line)
+		}
+	}
+}
