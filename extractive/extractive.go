@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -252,11 +253,12 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 	task := func() int { return max(cur, 1) }
 	var goals []string
 	lastUser, lastStep := "", ""
-	lastReply := ""          // the assistant's last message when it was a reply in text, else ""
-	done := false            // a call that changes something succeeded in the current task
-	writes := map[int]bool{} // call items of tools that change something
-	folded := false          // an earlier summary holds the current task's goal
-	asked := false           // a user message was read after the earlier summary
+	lastReply := ""                    // the assistant's last message when it was a reply in text, else ""
+	done := false                      // a call that changes something succeeded in the current task
+	writes := map[int]bool{}           // call items of tools that change something
+	folded := false                    // an earlier summary holds the current task's goal
+	labels := map[string]facts.Label{} // what the values of an earlier summary's key facts are
+	asked := false                     // a user message was read after the earlier summary
 	for _, m := range msgs {
 		text := strings.TrimSpace(m.Text)
 		fm := facts.FromTranscript(m)
@@ -264,6 +266,7 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 		switch m.Role {
 		case transcript.RoleSummary:
 			cur, lastReply, done = earlier(text, cur, add, reply)
+			maps.Copy(labels, facts.Labels(text))
 			folded, asked = true, false
 		case "user":
 			if text == "" {
@@ -311,7 +314,9 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 		factMsgs = append(factMsgs, fm)
 	}
 	withResults(items, results)
-	rest := ledgerItems(facts.Extract(factMsgs), oneLine(strings.Join(goals, " ")), add)
+	ledger := facts.Extract(factMsgs)
+	facts.Relabel(ledger, labels)
+	rest := ledgerItems(ledger, oneLine(strings.Join(goals, " ")), add)
 	if lastUser != "" {
 		add(secNext, rankNext, task(), "Last user message: "+cut(oneLine(lastUser), 300))
 	}
@@ -512,6 +517,7 @@ func fitItems(items []item, cur int, ledger []facts.Fact, budget int, count func
 	} else {
 		factLines = ""
 	}
+	heldAgain(items, ledger, factLines)
 	take(0) // an item of negative rank is never kept
 	render := func() string {
 		var b strings.Builder
@@ -551,6 +557,47 @@ func fitItems(items []item, cur int, ledger []facts.Fact, budget int, count func
 		}
 	}
 	return fitChars(out, budget, count)
+}
+
+// heldAgain ranks never to be kept (-1) the key facts lines of an earlier summary (see
+// earlier) that factLines, the key facts rendered from the ledger, say again: a line of the
+// section's shape (facts.IsSectionLine) or a fact of the ledger alone whose facts are all
+// there. Any other line (a model's prose) stays, and so does a line with facts factLines
+// lacks.
+func heldAgain(items []item, ledger []facts.Fact, factLines string) {
+	if factLines == "" {
+		return
+	}
+	check := facts.NewChecker(ledger)
+	there := check.Kept(factLines)
+	alone := map[string]bool{} // the facts rendered one a line, as a section renders them
+	for _, f := range ledger {
+		alone[f.Text], alone[`"`+f.Text+`"`] = true, true
+		if f.Outcome != "" {
+			alone[f.Text+" -> "+f.Outcome] = true
+		}
+	}
+	for i := range items {
+		it := &items[i]
+		line := strings.TrimPrefix(it.text, "- ")
+		if it.section != secFacts || it.rank < 0 || !facts.IsSectionLine(line) && !alone[line] {
+			continue
+		}
+		if facts.IsGroupTitle(line) {
+			it.rank = -1
+			continue
+		}
+		some, all := false, true
+		for j, held := range check.Kept(it.text) {
+			if held {
+				some = true
+				all = all && there[j]
+			}
+		}
+		if some && all {
+			it.rank = -1
+		}
+	}
 }
 
 // taskOf is the task a rendered line is tagged with; 0 when it has none.

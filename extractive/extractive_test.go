@@ -269,3 +269,30 @@ func TestExtractiveSummaryOfSummaryAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyFactsKeepKeysOverRecompactions: a summary that folds an earlier one keeps what its
+// values are (their key and record), and says each key fact once, not once more for every
+// summary folded in.
+func TestKeyFactsKeepKeysOverRecompactions(t *testing.T) {
+	msgs := loadConversation(t, "../testdata/conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	prev := ""
+	for _, part := range [][2]int{{1, 30}, {30, 45}, {45, 62}} {
+		r := complete(t, extractive.Summarizer{}, llm.Request{Previous: prev, Transcript: msgs[part[0]:part[1]], MaxTokens: 4000})
+		prev = r.Text
+	}
+	_, keyFacts, ok := strings.Cut(prev, "## Key facts\n")
+	if !ok {
+		t.Fatalf("no key facts:\n%s", prev)
+	}
+	for _, want := range []string{"user_id omar_davis_3817", "Juan Ahmed: dob 1992-11-19",
+		"- reservation_id JG7FMM: ", "- flight_number HAT080: date 2024-05-28; price "} {
+		if !strings.Contains(keyFacts, want) {
+			t.Errorf("key facts lack %q:\n%s", want, keyFacts)
+		}
+	}
+	for _, v := range []string{"1992-11-19", "omar_davis_3817", "HAT080"} {
+		if n := strings.Count(keyFacts, v); n != 1 {
+			t.Errorf("key facts say %s %d times:\n%s", v, n, keyFacts)
+		}
+	}
+}

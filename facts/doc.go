@@ -74,6 +74,11 @@
 // (all arguments long, or none) weighs 30. Bonuses: +3 when the user or the assistant said
 // it or passed it to a tool (rather than a tool printing it), and +1 for each further
 // message that mentions it, at most +4; a bonus never lifts a fact into the tier above.
+// A one-word value of a JSON document keeps the key it was first seen under (Fact.Key:
+// reservation_id, dob, price) and the record it belongs to (Fact.Of: the object's first id
+// field, flight_number HAT080, else its names); [Section] renders a record's values on its
+// line and other keyed values under their key, so a summary says what each value is.
+//
 // The ledger is ordered by weight, then by the message it was first seen in, then kind,
 // then text: the same messages always give the same ledger.
 //

@@ -81,7 +81,7 @@ func (x *extractor) message(content string, cx ctx) {
 		return
 	}
 	if v, ok := parseJSONDoc(content); ok {
-		x.walk(v, "", "", cx)
+		x.walk(v, "", "", "", cx)
 		return
 	}
 	x.text(content, cx)
@@ -112,7 +112,7 @@ func (x *extractor) toolCall(tc ToolCall) {
 		}
 	}
 	if ok {
-		x.walk(v, "", "", ctxArgs)
+		x.walk(v, "", "", "", ctxArgs)
 	} else if strings.TrimSpace(args) != "" {
 		x.text(args, ctxArgs)
 	}
@@ -267,23 +267,119 @@ func cutWords(s string, n int) string {
 }
 
 // walk extracts from a parsed JSON value: string values are read as text, and some keys
-// mark their values as ids, amounts or errors.
-func (x *extractor) walk(v any, key, parent string, cx ctx) {
+// mark their values as ids, amounts or errors. A value that is one word is recorded with its
+// key and the record it belongs to (of: see recordHead), as Fact.Key and Fact.Of say.
+func (x *extractor) walk(v any, key, parent, of string, cx ctx) {
 	switch t := v.(type) {
 	case jsonObject:
-		for _, kv := range t {
-			x.walk(kv.val, kv.key, key, cx)
+		head, at := recordHead(t, key)
+		for i, kv := range t {
+			o := head
+			if i == at {
+				o = "" // the field that names the record
+			}
+			x.walk(kv.val, kv.key, key, o, cx)
 		}
 	case []any:
 		for _, e := range t {
-			x.walk(e, key, parent, cx)
+			x.walk(e, key, parent, of, cx)
 		}
 	case string:
+		x.label(key, of, t)
 		x.keyed(key, parent, t, false, cx)
 		x.text(t, cx)
+		x.c.key, x.c.of = "", ""
 	case json.Number:
+		x.label(key, of, t.String())
 		x.keyed(key, parent, t.String(), true, cx)
+		x.c.key, x.c.of = "", ""
 	}
+}
+
+// label makes key and of the Key and Of of the facts of val, a value of a JSON document,
+// when val is one word and key says what it is.
+func (x *extractor) label(key, of, val string) {
+	v := strings.TrimSpace(val)
+	if v == "" || len(v) > maxLabelled || strings.ContainsAny(v, " \t\r\n") || !isLabelKey(key) {
+		return
+	}
+	x.c.key, x.c.of = key, of
+}
+
+// maxLabelled is the longest value recorded with its key.
+const maxLabelled = 120
+
+// plainKeys are keys that say nothing of their value: a value under them is not labelled.
+var plainKeys = map[string]bool{"text": true, "content": true, "value": true, "data": true, "message": true,
+	"output": true, "result": true, "results": true, "stdout": true, "stderr": true, "body": true, "input": true,
+	"arguments": true, "args": true, "items": true, "item": true, "type": true}
+
+// isLabelKey reports whether a JSON key says what its value is: a short key of word runes
+// that is not one of plainKeys.
+func isLabelKey(key string) bool {
+	if key == "" || len(key) > 40 || plainKeys[strings.ToLower(key)] {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == ' ') {
+			return false
+		}
+	}
+	return true
+}
+
+// recordHead names the record a JSON object (under key) is: "key value" of its first field
+// with an id key and a one-word value, and that field's index; else its names (name, or
+// first_name and last_name, also in an object under "name"), after key when there is one
+// ("passengers Omar Davis"), and -1; "", -1 when it has neither.
+func recordHead(obj jsonObject, key string) (string, int) {
+	for i, kv := range obj {
+		if v, ok := scalarText(kv.val); ok && isIDKey(kv.key, strings.ToLower(kv.key)) && isLabelKey(kv.key) &&
+			v != "" && len(v) <= 64 && !strings.ContainsAny(v, " \t\r\n") {
+			return kv.key + " " + v, i
+		}
+	}
+	names := namesOf(obj)
+	if len(names) == 0 {
+		return "", -1
+	}
+	head := strings.Join(names, " ")
+	if isLabelKey(key) {
+		head = key + " " + head
+	}
+	return head, -1
+}
+
+// namesOf are the values of an object's name fields: name, first_name and last_name, the
+// fields of an object under name.
+func namesOf(obj jsonObject) []string {
+	var names []string
+	for _, kv := range obj {
+		switch lower := strings.ToLower(kv.key); {
+		case lower == "name" || lower == "first_name" || lower == "last_name":
+			if inner, ok := kv.val.(jsonObject); ok && lower == "name" {
+				names = append(names, namesOf(inner)...)
+			} else if v, ok := kv.val.(string); ok && strings.TrimSpace(v) != "" && len(v) <= 40 && !strings.ContainsAny(v, "\r\n") {
+				names = append(names, strings.TrimSpace(v))
+			}
+		}
+		if len(names) >= 2 {
+			return names[:2]
+		}
+	}
+	return names
+}
+
+// scalarText is a string or number value of a JSON document as text.
+func scalarText(v any) (string, bool) {
+	switch t := v.(type) {
+	case string:
+		return strings.TrimSpace(t), true
+	case json.Number:
+		return t.String(), true
+	}
+	return "", false
 }
 
 // keyed applies the rules that depend on a JSON key.

@@ -72,6 +72,16 @@ type Fact struct {
 	// Dropped marks a fact of a stored ledger that a compaction named in its facts_dropped: no
 	// longer needed in the context, since its report says it left.
 	Dropped bool `json:"dropped,omitempty"`
+	// Key is the key the value was first given under, as the message gave it: the key of a
+	// JSON document ("reservation_id", "dob", "price") whose value is the fact alone (a
+	// date-time gives its date); "" when it was only seen in free text or under a key that
+	// says nothing (text, content, value, ...).
+	Key string `json:"-"`
+	// Of is, for a fact with a Key, the record it belongs to: "key value" of the field that
+	// names the JSON object that held it (its first id field, "flight_number HAT080", else
+	// its names, "passengers Omar Davis"); "" when none, or when the fact is that field.
+	// Neither Key nor Of is stored with a thread's ledger.
+	Of string `json:"-"`
 }
 
 // Base weights of the kinds. Bonuses (at most 7) never lift a fact into the tier above.
@@ -254,6 +264,8 @@ type collector struct {
 	slab  []entry // where new entries are taken from, a block at a time
 	// order holds the entries in the order they were first seen: by first sighting.
 	order []*entry
+	// key and of are the Key and Of of the facts added now (see extractor.walk).
+	key, of string
 	// run: the collector reads one run of a conversation that others read the rest of. Then
 	// pending are its tool calls whose result it did not read (by call id), orphans the results
 	// it read of calls it did not (before any call of that id of its own), and called the ids
@@ -331,12 +343,15 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 			c.slab = make([]entry, entrySlab)
 		}
 		e, c.slab = &c.slab[0], c.slab[1:]
-		*e = entry{fact: Fact{Kind: k, Text: text, Seq: c.seq}, base: base, lastSeq: c.seq, msgs: 1, key: fk}
+		*e = entry{fact: Fact{Kind: k, Text: text, Seq: c.seq, Key: c.key, Of: c.of}, base: base, lastSeq: c.seq, msgs: 1, key: fk}
 		c.byKey[fk] = e
 		c.order = append(c.order, e)
 	} else if e.lastSeq != c.seq {
 		e.lastSeq = c.seq
 		e.msgs++
+	}
+	if e.fact.Key == "" && c.key != "" { // the first key it was given under
+		e.fact.Key, e.fact.Of = c.key, c.of
 	}
 	e.ref = e.ref || ref
 	e.base = max(e.base, base)
@@ -372,6 +387,9 @@ func (c *collector) merge(d *collector) {
 		}
 		e.ref = e.ref || de.ref
 		e.base = max(e.base, de.base)
+		if e.fact.Key == "" {
+			e.fact.Key, e.fact.Of = de.fact.Key, de.fact.Of
+		}
 	}
 	for id, de := range d.pending {
 		if c.pending == nil {

@@ -4,7 +4,7 @@ import "strings"
 
 // Merge returns the ledger of older followed by newer (facts of later messages): each fact once,
 // by kind and normalised text. A fact in both keeps older's first sighting and entity and the
-// higher weight; it is dropped only when newer does not see it again (a later message that
+// higher weight (and its Key and Of, else newer's); it is dropped only when newer does not see it again (a later message that
 // repeats a fact makes it needed again). The result is sorted as Extract sorts; when one side
 // is empty it is the other, as given (a ledger of Extract or Merge is sorted already).
 func Merge(older, newer []Fact) []Fact {
@@ -27,6 +27,9 @@ func Merge(older, newer []Fact) []Fact {
 			}
 			out[i].Weight = max(out[i].Weight, f.Weight)
 			out[i].Dropped = out[i].Dropped && f.Dropped
+			if out[i].Key == "" {
+				out[i].Key, out[i].Of = f.Key, f.Of
+			}
 		}
 	}
 	sortFacts(out)

@@ -228,7 +228,12 @@ func (r *sectionRenderer) render(k int) string {
 	return b.String()
 }
 
-// groups renders facts[:k] as their groups, in order of first appearance.
+// groups renders facts[:k] as their groups, in order of first appearance. Constraints,
+// errors and tool calls are listed one a line under their kind. A fact with a key (see
+// Fact.Key) stays with it: the facts of one record share its line ("- flight_number HAT080:
+// date 2024-05-28, price 537"), with the fact that names the record when it is among them,
+// and the other keyed facts are listed under their key ("- user_id: omar_davis_3817"). The
+// facts without a key are listed under their kind ("- IDs: HAT028; HAT277").
 func (r *sectionRenderer) groups(k int) []Group {
 	var long []string
 	for i := range k {
@@ -240,48 +245,61 @@ func (r *sectionRenderer) groups(k int) []Group {
 	if len(long) > 0 {
 		inLong = newSummaryIndex(strings.Join(long, "\n"))
 	}
+	skip := make([]bool, k)    // held by a fact one a line already
+	heads := map[string]bool{} // the records some fact of the prefix is listed under
+	for i := range k {
+		f := r.facts[i]
+		skip[i] = !r.long[i] && inLong != nil && inLong.has(f)
+		if !r.long[i] && !skip[i] && f.Key != "" && f.Of != "" {
+			heads[f.Of] = true
+		}
+	}
 	type group struct {
+		id    string // the kind, "key\x00" and the key, or "of\x00" and the record
 		kind  Kind
+		label string // the key or the record; "" for a group of a kind
+		head  int    // the fact that names the record, -1 when not in the group
 		lines []int
 	}
 	var groups []group // in order of first appearance
-	last := -1
+	at := map[string]int{}
 	for i := range k {
 		f := r.facts[i]
-		if !r.long[i] && inLong != nil && inLong.has(f) {
+		if skip[i] {
 			continue
 		}
-		if last < 0 || groups[last].kind != f.Kind {
-			last = slices.IndexFunc(groups, func(g group) bool { return g.kind == f.Kind })
-			if last < 0 {
-				groups = append(groups, group{kind: f.Kind})
-				last = len(groups) - 1
-			}
+		g := group{id: string(f.Kind), kind: f.Kind, head: -1}
+		switch self := f.Key + " " + oneLineText(f.Text); {
+		case r.long[i] || f.Key == "":
+		case f.Of != "":
+			g.id, g.label = "of\x00"+f.Of, f.Of
+		case heads[self]:
+			g.id, g.label = "of\x00"+self, self
+		default:
+			g.id, g.label = "key\x00"+f.Key, f.Key
 		}
-		groups[last].lines = append(groups[last].lines, i)
+		j, ok := at[g.id]
+		if !ok {
+			j = len(groups)
+			at[g.id] = j
+			groups = append(groups, g)
+		}
+		if f.Of == "" && strings.HasPrefix(g.id, "of\x00") {
+			groups[j].head = i // named by the record's label already
+			continue
+		}
+		groups[j].lines = append(groups[j].lines, i)
 	}
 	out := make([]Group, 0, len(groups))
 	for _, g := range groups {
 		var b strings.Builder
-		label := kindLabels[g.kind]
-		if label == "" {
-			label = string(g.kind)
-		}
 		b.WriteString("- ")
-		b.WriteString(label)
-		if longKind(g.kind) {
-			b.WriteString(":")
-			for _, i := range g.lines {
-				b.WriteString("\n  - ")
-				if g.kind == KindConstraint {
-					b.WriteByte('"')
-					b.WriteString(r.line[i])
-					b.WriteByte('"')
-				} else {
-					b.WriteString(r.line[i])
-				}
-			}
-		} else {
+		switch {
+		case strings.HasPrefix(g.id, "of\x00"):
+			b.WriteString(g.label)
+			r.writeFields(&b, g.lines)
+		case g.label != "":
+			b.WriteString(g.label)
 			b.WriteString(": ")
 			for j, i := range g.lines {
 				if j > 0 {
@@ -289,10 +307,73 @@ func (r *sectionRenderer) groups(k int) []Group {
 				}
 				b.WriteString(r.line[i])
 			}
+		default:
+			r.writeKind(&b, g.kind, g.lines)
 		}
 		out = append(out, Group{Kind: g.kind, Text: b.String()})
 	}
 	return out
+}
+
+// writeFields writes the facts at lines, of one record, as its fields: each key once, with
+// its values in order (": date 2024-05-28; price 537, 107").
+func (r *sectionRenderer) writeFields(b *strings.Builder, lines []int) {
+	var keys []string
+	values := map[string][]int{}
+	for _, i := range lines {
+		k := r.facts[i].Key
+		if _, ok := values[k]; !ok {
+			keys = append(keys, k)
+		}
+		values[k] = append(values[k], i)
+	}
+	for j, k := range keys {
+		if j == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(k)
+		for n, i := range values[k] {
+			if n == 0 {
+				b.WriteByte(' ')
+			} else {
+				b.WriteString(", ")
+			}
+			b.WriteString(r.line[i])
+		}
+	}
+}
+
+// writeKind writes the facts at lines, of kind k, under the kind's label: one a line for the
+// long kinds, else on one line separated by "; ".
+func (r *sectionRenderer) writeKind(b *strings.Builder, k Kind, lines []int) {
+	label := kindLabels[k]
+	if label == "" {
+		label = string(k)
+	}
+	b.WriteString(label)
+	if !longKind(k) {
+		b.WriteString(": ")
+		for j, i := range lines {
+			if j > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(r.line[i])
+		}
+		return
+	}
+	b.WriteString(":")
+	for _, i := range lines {
+		b.WriteString("\n  - ")
+		if k == KindConstraint {
+			b.WriteByte('"')
+			b.WriteString(r.line[i])
+			b.WriteByte('"')
+		} else {
+			b.WriteString(r.line[i])
+		}
+	}
 }
 
 // oneLineText puts a fact on one line (facts are single lines, but a caller may build
@@ -353,4 +434,120 @@ func withOutcome(call, outcome string) string {
 		outcome = cutWords(outcome, 24) + ellipsis
 	}
 	return call + " -> " + outcome
+}
+
+// A Label is what a value is: the key it was given under and the record it belongs to, as
+// [Fact] Key and Of.
+type Label struct{ Key, Of string }
+
+// Labels reads back, by value, the labels a text's lines of a section rendered by [Section]
+// give: a record's line ("- flight_number HAT080: date 2024-05-28; price 537, 107" labels
+// HAT080, 2024-05-28, 537 and 107) and a key's line ("- user_id: omar_davis_3817"). Values
+// listed under their kind, and lines of another shape, give none. A summary that folds an
+// earlier one thus keeps what its values are, though the ledger reads them from its text.
+func Labels(text string) map[string]Label {
+	out := map[string]Label{}
+	for line := range lines(text) {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "- ")
+		label, rest, ok := strings.Cut(line, ": ")
+		if !ok || isKindLabel(label) || strings.TrimSpace(rest) == "" {
+			continue
+		}
+		items := strings.Split(rest, "; ")
+		head := strings.Fields(label)
+		oneWords := true
+		for _, it := range items {
+			oneWords = oneWords && len(strings.Fields(it)) == 1
+		}
+		if oneWords && len(head) == 1 && isLabelKey(label) {
+			for _, it := range items {
+				out[strings.TrimSpace(it)] = Label{Key: label}
+			}
+			continue
+		}
+		if len(head) == 2 && isLabelKey(head[0]) && isIDKey(head[0], strings.ToLower(head[0])) {
+			out[head[1]] = Label{Key: head[0]}
+		}
+		for _, it := range items {
+			k, vals, ok := strings.Cut(strings.TrimSpace(it), " ")
+			if !ok || !isLabelKey(k) {
+				continue
+			}
+			for _, v := range strings.Split(vals, ", ") {
+				if v = strings.TrimSpace(v); v != "" && !strings.ContainsAny(v, " \t") {
+					out[v] = Label{Key: k, Of: label}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Relabel gives each fact of ledger without a key the label labels hold for its text.
+func Relabel(ledger []Fact, labels map[string]Label) {
+	if len(labels) == 0 {
+		return
+	}
+	for i := range ledger {
+		if f := &ledger[i]; f.Key == "" && !longKind(f.Kind) {
+			if l, ok := labels[strings.TrimSpace(f.Text)]; ok {
+				f.Key, f.Of = l.Key, l.Of
+			}
+		}
+	}
+}
+
+// isKindLabel reports whether s is the label a section lists a kind of fact under.
+func isKindLabel(s string) bool {
+	for _, l := range kindLabels {
+		if s == l {
+			return true
+		}
+	}
+	return false
+}
+
+// IsGroupTitle reports whether a line (its "- " aside) is the title of a group of a section
+// rendered by [Section] that lists its facts on the lines below ("- Errors:").
+func IsGroupTitle(line string) bool {
+	s, ok := strings.CutSuffix(strings.TrimPrefix(strings.TrimSpace(line), "- "), ":")
+	return ok && isKindLabel(s)
+}
+
+// IsSectionLine reports whether a line (its "- " aside) has the shape of a line of a section
+// rendered by [Section] but a fact one a line: a group's title ("Errors:"), a kind's list
+// ("IDs: HAT028; HAT277"), a key's list ("user_id: omar_davis_3817") or a record's line
+// ("flight_number HAT080: date 2024-05-28; price 537, 107"). A sentence is none of them.
+func IsSectionLine(line string) bool {
+	if IsGroupTitle(line) {
+		return true
+	}
+	label, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "- "), ": ")
+	if !ok || strings.TrimSpace(rest) == "" {
+		return false
+	}
+	if isKindLabel(label) {
+		return true
+	}
+	items := strings.Split(rest, "; ")
+	if len(strings.Fields(label)) == 1 && isLabelKey(label) {
+		for _, it := range items {
+			if len(strings.Fields(it)) != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	for _, it := range items {
+		k, vals, ok := strings.Cut(strings.TrimSpace(it), " ")
+		if !ok || !isLabelKey(k) || strings.Contains(k, " ") {
+			return false
+		}
+		for _, v := range strings.Split(vals, ", ") {
+			if len(strings.Fields(v)) != 1 {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // referenceSection is how the section was rendered before its lines were made once per
-// Section call (sectionRenderer): the renderer must give the same text for every prefix.
+// Section call (sectionRenderer), for facts without a key: the renderer must give the same
+// text for every prefix.
 func referenceSection(facts []Fact) string {
 	if len(facts) == 0 {
 		return ""
@@ -62,6 +63,9 @@ func referenceSection(facts []Fact) string {
 func TestSectionRendererPrefixes(t *testing.T) {
 	for _, name := range conversationFiles {
 		fs := Extract(loadConversation(t, name))
+		for i := range fs {
+			fs[i].Key, fs[i].Of = "", "" // see TestSectionKeyed
+		}
 		// Facts a caller built itself: an unknown kind, several lines, an outcome.
 		fs = append(fs, Fact{Kind: "custom", Text: "a\nb", Weight: 55}, Fact{Kind: KindToolCall, Text: "f(x=ZZ1)", Outcome: "error:\nbad", Weight: 65},
 			Fact{Kind: KindID, Text: "ZZ1", Weight: 52})
@@ -140,6 +144,91 @@ func TestSectionerFitSearch(t *testing.T) {
 			if name == "many ids" && budget > 10 && counts > bisect/2 {
 				t.Errorf("%s: budget %d: %d counts for a list of one kind of fact; a bisection takes %d", name, budget, counts, bisect)
 			}
+		}
+	}
+}
+
+// TestSectionKeyed: a fact with a key is rendered with it, the facts of one record on its
+// line with the fact that names it, the others under their key; facts without a key under
+// their kind; and every prefix of a recorded conversation's ledger holds each of its facts.
+func TestSectionKeyed(t *testing.T) {
+	fs := []Fact{
+		{Kind: KindID, Text: "omar_davis_3817", Key: "user_id", Weight: 56},
+		{Kind: KindID, Text: "HAT080", Key: "flight_number", Weight: 55},
+		{Kind: KindID, Text: "ZFA04Y", Weight: 54},
+		{Kind: KindID, Text: "HAT255", Key: "flight_number", Weight: 53},
+		{Kind: KindDate, Text: "2024-05-28", Key: "date", Of: "flight_number HAT080", Weight: 33},
+		{Kind: KindAmount, Text: "537", Key: "price", Of: "flight_number HAT080", Weight: 32},
+		{Kind: KindAmount, Text: "107", Key: "price", Of: "flight_number HAT080", Weight: 31},
+		{Kind: KindDate, Text: "1982-10-19", Key: "dob", Of: "Omar Davis", Weight: 30},
+		{Kind: KindAmount, Text: "$23,553", Weight: 30},
+	}
+	got, n := Section(fs, 1000, nil)
+	want := sectionTitle + `
+- user_id: omar_davis_3817
+- flight_number HAT080: date 2024-05-28; price 537, 107
+- IDs: ZFA04Y
+- flight_number: HAT255
+- Amounts: $23,553
+- Omar Davis: dob 1982-10-19`
+	if got != want || n != len(fs) {
+		t.Fatalf("Section holds %d facts of %d:\n%s\nwant\n%s", n, len(fs), got, want)
+	}
+	for _, name := range conversationFiles {
+		fs := Extract(loadConversation(t, name))
+		r := newSectionRenderer(fs)
+		for _, k := range []int{1, len(fs) / 3, len(fs)} {
+			text := r.render(k)
+			for i, kept := range Kept(fs[:k], text) {
+				if !kept {
+					t.Fatalf("%s: prefix %d: the section misses %s %q (key %q of %q)", name, k, fs[i].Kind, fs[i].Text, fs[i].Key, fs[i].Of)
+				}
+			}
+		}
+	}
+}
+
+// TestLabelsRoundTrip: the labels read back from a rendered section are the keys and records
+// of its facts, and every line of it has the section's shape; a sentence has none.
+func TestLabelsRoundTrip(t *testing.T) {
+	for _, name := range conversationFiles {
+		fs := Extract(loadConversation(t, name))
+		text, _ := Section(fs, 1<<30, nil)
+		labels := Labels(text)
+		var long []string // the facts one a line, which hold some keyed ones already
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "  - ") {
+				long = append(long, line)
+			}
+		}
+		inLong := newSummaryIndex(strings.Join(long, "\n"))
+		for _, f := range fs {
+			if f.Key == "" || longKind(f.Kind) || inLong.has(f) {
+				continue
+			}
+			if got := labels[f.Text]; got.Key != f.Key || got.Of != f.Of && got.Of != "" {
+				t.Fatalf("%s: %q reads back as %+v, want key %q of %q", name, f.Text, got, f.Key, f.Of)
+			}
+		}
+		for _, line := range strings.Split(text, "\n")[1:] {
+			if !strings.HasPrefix(line, "  ") && !IsSectionLine(line) {
+				t.Fatalf("%s: %q is not read as a line of the section", name, line)
+			}
+		}
+		plain := slices.Clone(fs)
+		for i := range plain {
+			plain[i].Key, plain[i].Of = "", ""
+		}
+		Relabel(plain, labels)
+		for i := range plain {
+			if plain[i].Key == "" && fs[i].Key != "" && !longKind(fs[i].Kind) && !inLong.has(fs[i]) {
+				t.Fatalf("%s: Relabel leaves %q without its key %q", name, fs[i].Text, fs[i].Key)
+			}
+		}
+	}
+	for _, line := range []string{"- The user is Omar (omar_davis_3817).", "- Note: the fare is not refundable", "Goal: book a flight"} {
+		if IsSectionLine(line) {
+			t.Errorf("%q is read as a line of the section", line)
 		}
 	}
 }
