@@ -2,7 +2,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -19,19 +18,7 @@ import (
 // that cascade's provider; the compactor's own is not asked.
 func TestCompactThreadCascade(t *testing.T) {
 	ctx := context.Background()
-	s, err := memory.Open(ctx, freshDB.Name(t, "mcp.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	f, err := os.Open(airline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := s.Import(ctx, "t", f, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
-		t.Fatal(err)
-	}
+	s := airlineStore(t)
 	if err := compact.SaveThreadSettings(ctx, s, "t", compact.ThreadSettings{Cascade: "named"}); err != nil {
 		t.Fatal(err)
 	}

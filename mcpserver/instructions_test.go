@@ -2,7 +2,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,19 +18,7 @@ import (
 // TestCompactInstructions: memory_compact's instructions reach the provider's request.
 func TestCompactInstructions(t *testing.T) {
 	ctx := context.Background()
-	s, err := memory.Open(ctx, freshDB.Name(t, "mcp.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	f, err := os.Open(airline)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := s.Import(ctx, "t", f, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
-		t.Fatal(err)
-	}
+	s := airlineStore(t)
 	fake := &cascade.Fake{Func: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{Text: "## Work done\nThe flights were changed.", FinishReason: "stop", Model: "m"}, nil
 	}}

@@ -36,9 +36,8 @@ var freshDB = testdb.NewTemplate(func(path string) error {
 	return s.Close()
 })
 
-// setup imports the airline conversation into thread "t" and compacts it at 4,000 tokens,
-// and returns a client session of a server with opt (its Compactor set here).
-func setup(t *testing.T, opt mcpserver.Options) (*mcp.ClientSession, *memory.Store) {
+// airlineStore is a store of its own holding the airline conversation as thread "t".
+func airlineStore(t *testing.T) *memory.Store {
 	t.Helper()
 	ctx := context.Background()
 	s, err := memory.Open(ctx, freshDB.Name(t, "mcp.db"))
@@ -54,6 +53,15 @@ func setup(t *testing.T, opt mcpserver.Options) (*mcp.ClientSession, *memory.Sto
 	if _, err := s.Import(ctx, "t", f, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// setup imports the airline conversation into thread "t" and compacts it at 4,000 tokens,
+// and returns a client session of a server with opt (its Compactor set here).
+func setup(t *testing.T, opt mcpserver.Options) (*mcp.ClientSession, *memory.Store) {
+	t.Helper()
+	ctx := context.Background()
+	s := airlineStore(t)
 	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
