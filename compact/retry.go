@@ -8,9 +8,9 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-// retryShrink is the share of the refused context a retry fits when the refusal names no
-// window, as memctl serve does.
-const retryShrink = 2.0 / 3
+// RetryShrink is the share of a refused context that a compact-and-retry fits it in when the
+// refusal names no window: Retry's, and memctl serve's.
+const RetryShrink = 2.0 / 3
 
 // Retry is a library's compact-and-retry, what memctl serve does when its upstream refuses a
 // prompt as too long. When err is such a refusal (cascade.Classify says context_length: an
@@ -42,10 +42,10 @@ func (c *Compactor) Retry(ctx context.Context, thread string, err error) (retry 
 }
 
 // retryLimit is the limit a retry of a refused context of tokens (counted here) fits: the
-// window the refusal names in the thread's count, else retryShrink of tokens; always under
+// window the refusal names in the thread's count, else RetryShrink of tokens; always under
 // tokens.
 func retryLimit(tokens int, err error) int {
-	limit := int(float64(tokens) * retryShrink)
+	limit := int(float64(tokens) * RetryShrink)
 	if n, w, ok := cascade.RefusalWindow([]byte(err.Error())); ok && tokens > 0 {
 		limit = int(int64(w) * int64(tokens) / int64(n))
 	}

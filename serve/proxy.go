@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/dialect"
 )
@@ -175,7 +176,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 		// (emergency) and retry; the agent sees the answer of the retry. A refusal that names
 		// the window (Anthropic's "N tokens > W maximum") teaches it, and the upstream's count
 		// of the prompt calibrates the local one; otherwise the retry fits 2/3 of what was sent.
-		cap = max(int(float64(sent)*retryShrink), 1)
+		cap = max(int(float64(sent)*compact.RetryShrink), 1)
 		refused = fmt.Sprintf("the upstream refused a prompt of %d tokens (counted here) as too long for model %q", sent, req.Model)
 		if n, window, ok := cascade.RefusalWindow(refusal); ok {
 			ratio, _ := s.calib.record(req.Model, n, sent)

@@ -32,10 +32,6 @@ func WindowLimit(window int, ratio float64) int {
 // assumedPrefix starts the source of a window the cascade assumed (cascade.Windows).
 const assumedPrefix = "assumed ("
 
-// retryShrink is the share of the refused prompt's size that the emergency compaction of a
-// compact-and-retry fits the context in.
-const retryShrink = 2.0 / 3
-
 // calibration holds, per model, the ratio of the upstream's count of a prompt
 // (usage.prompt_tokens) to the local count of what was sent.
 type calibration struct {
