@@ -12,8 +12,8 @@ import (
 
 const indexMessages = `-- name: IndexMessages :exec
 INSERT INTO messages_fts (rowid, body)
-SELECT id, substr(concat_ws(' ', content, name, tool_calls), 1, 100000) FROM messages
-WHERE thread_id = ?1 AND seq >= ?2 AND seq <= ?3
+SELECT t.id, t.body FROM messages m JOIN messages_text t ON t.id = m.id
+WHERE m.thread_id = ?1 AND m.seq >= ?2 AND m.seq <= ?3
 `
 
 type IndexMessagesParams struct {
@@ -22,8 +22,8 @@ type IndexMessagesParams struct {
 	ToSeq    int64
 }
 
-// Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: the
-// text of messages_text (the first 100,000 characters).
+// Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: their
+// text as messages_text bounds it.
 func (q *Queries) IndexMessages(ctx context.Context, arg IndexMessagesParams) error {
 	_, err := q.exec(ctx, q.indexMessagesStmt, indexMessages, arg.ThreadID, arg.FromSeq, arg.ToSeq)
 	return err

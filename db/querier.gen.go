@@ -49,8 +49,8 @@ type Querier interface {
 	GetCompaction(ctx context.Context, id int64) (Compaction, error)
 	GetCooldown(ctx context.Context, provider string) (ProviderCooldown, error)
 	GetThread(ctx context.Context, id string) (Thread, error)
-	// Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: the
-	// text of messages_text (the first 100,000 characters).
+	// Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: their
+	// text as messages_text bounds it.
 	IndexMessages(ctx context.Context, arg IndexMessagesParams) error
 	InsertAttempt(ctx context.Context, arg InsertAttemptParams) (int64, error)
 	InsertCompaction(ctx context.Context, arg InsertCompactionParams) (int64, error)

@@ -3,11 +3,11 @@ INSERT INTO messages (thread_id, seq, role, content, name, tool_calls, tool_call
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: IndexMessages :exec
--- Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: the
--- text of messages_text (the first 100,000 characters).
+-- Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: their
+-- text as messages_text bounds it.
 INSERT INTO messages_fts (rowid, body)
-SELECT id, substr(concat_ws(' ', content, name, tool_calls), 1, 100000) FROM messages
-WHERE thread_id = sqlc.arg(thread_id) AND seq >= sqlc.arg(from_seq) AND seq <= sqlc.arg(to_seq);
+SELECT t.id, t.body FROM messages m JOIN messages_text t ON t.id = m.id
+WHERE m.thread_id = sqlc.arg(thread_id) AND m.seq >= sqlc.arg(from_seq) AND m.seq <= sqlc.arg(to_seq);
 
 -- name: ListMessages :many
 -- The full history of a thread, oldest first.
