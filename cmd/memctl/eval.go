@@ -26,6 +26,7 @@ func (a *app) evalCommand() *cobra.Command {
 		strategies, files []string
 		cascades          []string
 		answerWith, model string
+		html              string
 	)
 	cmd := &cobra.Command{
 		Use:               "eval THREAD|FILE",
@@ -45,15 +46,18 @@ summarizer, or, for each --cascade NAME, from that cascade of the config (defaul
 one; its providers are asked for real, with the config's part_cascade), a configuration
 named STRATEGY@NAME. The answers come from the built-in lookup, or from --answer-with, an
 OpenAI-compatible API (its key from MEMCTL_EVAL_API_KEY, else OPENAI_API_KEY). Progress goes to
-stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/eval.md.`,
+stderr when it is a terminal; Ctrl-C prints what was measured so far. --html FILE also writes
+the comparison as a page (a chart of recall by probe kind, compacted and baseline, and the
+table), mode 0600. See docs/eval.md.`,
 		Example: `  memctl eval support-42 --limit 8000 --strategy summarize --strategy window
   memctl eval conversation.jsonl --limit 4000 --strategy summarize --strategy mask --json
   memctl eval conversation.jsonl --config small.yaml --config large.yaml --strategy window
   memctl eval conversation.jsonl --limit 4000 --answer-with http://localhost:8080/v1 --model small
-  memctl eval support-42 --limit 8000 --cascade cheap --cascade default`,
+  memctl eval support-42 --limit 8000 --cascade cheap --cascade default
+  memctl eval conversation.jsonl --limit 4000 --strategy summarize --strategy window --html eval.html`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.eval(cmd, args[0], evalFlags{limit: limit, maxProbes: maxProbes, strategies: strategies, files: files, cascades: cascades, answerWith: answerWith, model: model})
+			return a.eval(cmd, args[0], evalFlags{limit: limit, maxProbes: maxProbes, strategies: strategies, files: files, cascades: cascades, answerWith: answerWith, model: model, html: html})
 		},
 	}
 	f := cmd.Flags()
@@ -66,6 +70,7 @@ stderr when it is a terminal; Ctrl-C prints what was measured so far. See docs/e
 	cmd.RegisterFlagCompletionFunc("cascade", a.completeCascade)
 	f.StringVar(&answerWith, "answer-with", "", "answer with the model of this OpenAI-compatible API base URL, ending in /v1 (default: the built-in lookup)")
 	f.StringVar(&model, "model", "", "the model of --answer-with")
+	f.StringVar(&html, "html", "", "also write the comparison as an HTML page to this file")
 	f.IntVar(&maxProbes, "max-probes", 20, "at most this many probes of each kind at each checkpoint (0: all)")
 	return cmd
 }
@@ -75,6 +80,7 @@ type evalFlags struct {
 	strategies, files []string
 	cascades          []string
 	answerWith, model string
+	html              string
 }
 
 // eval runs the evaluation of src (a file, or else a thread) and prints its table.
@@ -87,6 +93,12 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 	if cmd.Flags().Changed("limit") {
 		if err := positiveFlag("limit", fl.limit); err != nil {
 			return err
+		}
+	}
+	if fl.html != "" {
+		// Checked first: a page that cannot be written would lose the whole run's measure.
+		if st, err := os.Stat(filepath.Dir(fl.html)); err != nil || !st.IsDir() {
+			return usagef("--html %s: %s is not a directory", fl.html, filepath.Dir(fl.html))
 		}
 	}
 	if fl.maxProbes < 0 {
@@ -102,7 +114,7 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 	}
 	msgs, model, err := a.evalMessages(ctx, src)
 	if err != nil && ctx.Err() != nil { // stopped while reading: nothing measured
-		return a.printEval(eval.Result{Interrupted: true}, ctx.Err())
+		return a.printEval(eval.Result{Interrupted: true}, ctx.Err(), "")
 	}
 	if err != nil {
 		return err
@@ -118,7 +130,7 @@ func (a *app) eval(cmd *cobra.Command, src string, fl evalFlags) error {
 	if err != nil && !res.Interrupted {
 		return err
 	}
-	return a.printEval(res, err)
+	return a.printEval(res, err, fl.html)
 }
 
 // evalConfigs are the configurations of the flags: each strategy, with the offline summarizer,
@@ -228,7 +240,12 @@ func (a *app) evalCompactor(cfg config.Config, st *memory.Store, set compact.Set
 }
 
 // printEval prints the table (or JSON) of res; an interrupted run is then the error err.
-func (a *app) printEval(res eval.Result, err error) error {
+func (a *app) printEval(res eval.Result, err error, page string) error {
+	if page != "" {
+		if perr := writePage(page, res); perr != nil {
+			return perr
+		}
+	}
 	if a.json {
 		if perr := a.printJSON(res); perr != nil {
 			return perr
@@ -240,6 +257,28 @@ func (a *app) printEval(res eval.Result, err error) error {
 	}
 	if res.Interrupted {
 		return fmt.Errorf("eval: interrupted: %w", err)
+	}
+	return nil
+}
+
+// writePage writes res as eval's HTML page to path, mode 0600, whole or not at all: into a
+// file of its own beside path, renamed over it.
+func writePage(path string, res eval.Result) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".memctl-eval-*.html")
+	if err != nil {
+		return fmt.Errorf("eval: --html %s: %w", path, err)
+	}
+	tmp := f.Name()
+	err = eval.Page(f, res)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("eval: --html %s: %w", path, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -220,5 +221,68 @@ func TestEvalConfigFiles(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, %q; want 2 naming %q", c.args, code, errs, c.want)
 		}
+	}
+}
+
+// TestEvalPage: --html writes the comparison as a page, mode 0600: a chart whose bars are each
+// configuration's recall, compacted and baseline, and the table; a page in a directory that
+// does not exist is exit 2 naming it, before anything is measured.
+func TestEvalPage(t *testing.T) {
+	m := newMemctl(t)
+	file := testdata("conversations/tau_bench_airline_gpt4o_task2_trial1.jsonl")
+	page := filepath.Join(t.TempDir(), "eval.html")
+	out := m.must("eval", file, "--limit", "4000", "--strategy", "summarize", "--strategy", "window", "--max-probes", "5", "--json", "--html", page)
+	var res struct {
+		Configs []struct {
+			Name     string             `json:"name"`
+			Recall   map[string]float64 `json:"recall"`
+			Baseline map[string]float64 `json:"baseline_recall"`
+		} `json:"configs"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("page mode %v, want 0600", st.Mode().Perm())
+	}
+	b, _ := os.ReadFile(page)
+	html := string(b)
+	if !strings.Contains(html, "<svg") || !strings.Contains(html, "<table>") {
+		t.Fatalf("no chart or table:\n%.500s", html)
+	}
+	for _, c := range res.Configs {
+		for _, bar := range []struct {
+			class string
+			v     float64
+		}{{"c", c.Recall["all"]}, {"b", c.Baseline["all"]}} {
+			want := fmt.Sprintf(`<rect class="%s" x="150" y="`, bar.class)
+			tip := fmt.Sprintf("<title>%s", c.Name)
+			if bar.class == "b" {
+				tip += " baseline"
+			}
+			tip += fmt.Sprintf(": %.2f</title>", bar.v)
+			width := fmt.Sprintf(`width="%d"`, int(bar.v*320+0.5))
+			found := false
+			for _, line := range strings.Split(html, "\n") {
+				if strings.HasPrefix(line, want) && strings.Contains(line, tip) && strings.Contains(line, width) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: no bar %s with %s and %s", c.Name, bar.class, width, tip)
+			}
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "missing", "eval.html")
+	code, _, errs := m.run("eval", file, "--limit", "4000", "--strategy", "window", "--max-probes", "2", "--html", bad)
+	if code != 2 || !strings.Contains(errs, "--html "+bad) {
+		t.Errorf("an unwritable page: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Dir(bad)); !os.IsNotExist(err) {
+		t.Errorf("the page's directory was made: %v", err)
 	}
 }
