@@ -141,7 +141,7 @@ type Options struct {
 
 	// again counts the compactions this call chained (Decision.Again); reason is the first's.
 	again  int
-	reason memory.Reason
+	reason Reason
 }
 
 // New returns a Compactor with the given settings and the default Config: the built-in
@@ -339,7 +339,7 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*j
 		// Asked for at a natural break, under the limit: the older part of what there is goes.
 		j.keep = min(j.keep, int(float64(a.Tokens)*s.TargetRatio))
 	}
-	if rep.Reason == memory.ReasonEmergency {
+	if rep.Reason == ReasonEmergency {
 		j.timeout = min(j.timeout, c.emergencyBudget(ctx, s, a.Tokens))
 	}
 	return j, nil
@@ -360,22 +360,37 @@ func (c *Compactor) emergencyBudget(ctx context.Context, s Settings, tokens int)
 	return EmergencyTimeout
 }
 
+// Reason is why a compaction ran, as its report says (memory.Report.Reason) and its row
+// stores it (compactions.reason); allReasons lists them all.
+type Reason = string
+
+// Compaction reasons.
+const (
+	ReasonThreshold Reason = "threshold" // the context passed L * trigger_ratio
+	ReasonEmergency Reason = "emergency" // at or above L * emergency_ratio, or a caller's emergency (serve's fit)
+	ReasonForced    Reason = "forced"    // Options.Force
+	ReasonRequested Reason = "requested" // the agent's model asked for it (memory_compact)
+)
+
+// allReasons is every compaction reason, the one list of them.
+var allReasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, ReasonRequested}
+
 // reasonFor is the reason of a compaction: emergency when the call says so or the context is
 // at or above L * emergency_ratio (unless forced), else forced or threshold.
-func reasonFor(tokens int, s Settings, opt Options) memory.Reason {
+func reasonFor(tokens int, s Settings, opt Options) Reason {
 	switch {
 	case opt.reason != "":
 		return opt.reason // a compaction chained to the one before (Decision.Again)
 	case opt.Emergency:
-		return memory.ReasonEmergency
+		return ReasonEmergency
 	case opt.Requested:
-		return memory.ReasonRequested
+		return ReasonRequested
 	case opt.Force:
-		return memory.ReasonForced
+		return ReasonForced
 	case float64(tokens) >= s.EmergencyRatio*float64(s.Budget()):
-		return memory.ReasonEmergency
+		return ReasonEmergency
 	}
-	return memory.ReasonThreshold
+	return ReasonThreshold
 }
 
 func errorText(err error, redact func(string) string) string {

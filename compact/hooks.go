@@ -23,10 +23,10 @@ import (
 // is neither a dry run nor ineffective, and nothing of it is written yet. Its JSON is what a
 // config's before_compaction command reads on its stdin.
 type HookEvent struct {
-	Event    string        `json:"event"` // HookBefore
-	Thread   string        `json:"thread"`
-	Reason   memory.Reason `json:"reason"`
-	Strategy string        `json:"strategy"`
+	Event    string `json:"event"` // HookBefore
+	Thread   string `json:"thread"`
+	Reason   Reason `json:"reason"`
+	Strategy string `json:"strategy"`
 	// Turn is the number of user messages of the thread so far.
 	Turn int `json:"turn"`
 	// Tokens is the active context's size; Limit the thread's token_limit, Budget what the

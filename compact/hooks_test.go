@@ -104,7 +104,7 @@ func TestHookInstructionsReachProvider(t *testing.T) {
 		t.Fatalf("%d events", len(events))
 	}
 	ev := events[0]
-	if ev.Thread != "t" || ev.Reason != memory.ReasonForced || ev.Turn != 17 || ev.FromSeq != rep.FromSeq || ev.ToSeq != rep.ToSeq ||
+	if ev.Thread != "t" || ev.Reason != compact.ReasonForced || ev.Turn != 17 || ev.FromSeq != rep.FromSeq || ev.ToSeq != rep.ToSeq ||
 		ev.Tokens != rep.TokensBefore || ev.Limit != limit || !strings.Contains(ev.Instructions, "CALL-NOTE") {
 		t.Fatalf("event %+v, report %+v", ev, rep)
 	}

@@ -49,7 +49,7 @@ func (j *job) decide() error {
 		return err
 	}
 	j.sh = shaper{count: counter, redact: j.c.redact, knobs: maskKnobs{mask: j.s.Mask, turns: j.s.KeepTurns}}
-	if j.rep.Reason == memory.ReasonEmergency && j.rep.Strategy == StrategySummarize {
+	if j.rep.Reason == ReasonEmergency && j.rep.Strategy == StrategySummarize {
 		j.rep.Strategy = StrategyHybrid // the cheapest path first: masking costs nothing
 	}
 	strat, ok := strategyNamed(j.rep.Strategy)
@@ -105,7 +105,7 @@ func (j *job) planned() {
 
 // note adds to the report's detail what an emergency did.
 func (j *job) note() {
-	if j.rep.Reason != memory.ReasonEmergency {
+	if j.rep.Reason != ReasonEmergency {
 		return
 	}
 	path := "masked old tool results first (no provider call)"

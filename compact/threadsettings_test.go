@@ -59,9 +59,9 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 		t.Fatalf("Compact: %+v, %v; want applied", rep, err)
 	}
 	// At or above 95% of the thread's limit the reason is emergency (emergency_ratio).
-	reason := memory.ReasonThreshold
+	reason := compact.ReasonThreshold
 	if rep.TokensBefore >= 4750 {
-		reason = memory.ReasonEmergency
+		reason = compact.ReasonEmergency
 	}
 	if rep.TokenLimit != 5000 || rep.Reason != reason || rep.TokensAfter > 5000 {
 		t.Fatalf("report: limit %d, reason %s, tokens after %d; want the thread's limit 5000, %s, at most 5000",

@@ -38,7 +38,6 @@ var (
 	ErrQueryTooLong  = errQueryTooLong
 	MaxQueryWords    = maxQueryWords
 	MaxThreadIDBytes = maxThreadIDBytes
-	Reasons          = allReasons
 	Statuses         = allStatuses
 	ClearedArgs      = clearedArgs
 )

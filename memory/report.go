@@ -39,27 +39,13 @@ func (s Status) stored() bool {
 	return s != StatusNotNeeded && s != StatusPlanned && s != StatusSkipped && s != StatusHeld
 }
 
-// Reason is why a compaction ran, as stored in compactions.reason.
-type Reason string
-
-// Compaction reasons; allReasons lists them all.
-const (
-	ReasonThreshold Reason = "threshold"
-	ReasonEmergency Reason = "emergency"
-	ReasonForced    Reason = "forced"
-	ReasonRequested Reason = "requested" // the agent's model asked for it (memory_compact)
-)
-
-// allReasons is every compaction reason, the one list of them.
-var allReasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, ReasonRequested}
-
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
 // prints.
 type Report struct {
 	ID                 int64     `json:"id"` // 0 before the report is stored; JSON null then
 	Thread             string    `json:"thread"`
 	Status             Status    `json:"status"`
-	Reason             Reason    `json:"reason"`
+	Reason             string    `json:"reason"` // why it ran: one of compact's Reason* (the policy's)
 	TokenLimit         int       `json:"token_limit"`
 	TokensBefore       int       `json:"tokens_before"`
 	TokensAfter        int       `json:"tokens_after"`
@@ -131,7 +117,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 
 func reportFromRow(c db.Compaction, current int64) Report {
 	r := Report{
-		ID: c.ID, Thread: c.ThreadID, Status: Status(c.Status), Reason: Reason(c.Reason),
+		ID: c.ID, Thread: c.ThreadID, Status: Status(c.Status), Reason: c.Reason,
 		TokenLimit: int(c.TokenLimit), TokensBefore: int(c.TokensBefore), TokensAfter: int(c.TokensAfter),
 		MessagesBefore: int(c.MessagesBefore), MessagesAfter: int(c.MessagesAfter),
 		SummarizedMessages: int(c.SummarizedMessages), KeptMessages: int(c.KeptMessages),

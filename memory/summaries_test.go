@@ -48,7 +48,7 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 	}
 	from, to := a.Entries[at].Seq, a.Entries[end-1].Seq
 	id, err := s.Compactions().Insert(ctx, memory.NewCompaction{Report: memory.Report{Thread: "t", Status: memory.StatusRunning,
-		Reason: memory.ReasonForced, Strategy: "test"}, Base: a.Current, LastSeq: int64(a.Thread.Messages)})
+		Reason: compact.ReasonForced, Strategy: "test"}, Base: a.Current, LastSeq: int64(a.Thread.Messages)})
 	if err != nil {
 		t.Fatal(err)
 	}
