@@ -325,7 +325,7 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*j
 		return nil, fmt.Errorf("settings: %w", err)
 	}
 	start := c.Store.Now()
-	a, err := c.Store.ActiveLight(ctx, thread)
+	a, err := c.Store.Active(ctx, thread, memory.ReadOptions{Light: true})
 	if err != nil {
 		return nil, err
 	}

@@ -207,7 +207,7 @@ func (c *Compactor) userTurns(ctx context.Context, t memory.Thread) (int, error)
 	if t.Messages == 0 {
 		return 0, nil
 	}
-	es, err := c.Store.MessagesLight(ctx, t.ID, 1, int64(t.Messages))
+	es, err := c.Store.Messages(ctx, t.ID, 1, int64(t.Messages), memory.ReadOptions{Light: true})
 	if err != nil {
 		return 0, err
 	}

@@ -390,7 +390,7 @@ func (j *job) reshapes() bool {
 // reshape applies shape to the view as it now is (this compaction's, if a pass applied) after
 // cause, and names what it did in the report's detail under label.
 func (j *job) reshape(ctx context.Context, cause error, label string, shape func([]memory.Entry, int) ([]memory.Entry, error)) error {
-	a, err := j.c.Store.ActiveLight(ctx, j.a.Thread.ID)
+	a, err := j.c.Store.Active(ctx, j.a.Thread.ID, memory.ReadOptions{Light: true})
 	if err != nil {
 		return errors.Join(cause, err)
 	}

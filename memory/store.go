@@ -319,7 +319,7 @@ func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
 		t.Cost = dollarsOf(addCosts(r.UpstreamCostMicros, compactions))
 		if r.Pins > 0 && r.Compactions > 0 {
 			// A pin a summary covers is in the active context: the stored counts do not say.
-			a, err := s.ActiveLight(ctx, r.ID)
+			a, err := s.Active(ctx, r.ID, ReadOptions{Light: true})
 			if err != nil {
 				return nil, err
 			}
@@ -356,7 +356,7 @@ type Entry struct {
 	// compaction summarizes with the middle; a host leaves it out of what its model gets.
 	Superseded bool
 
-	// text is the message's text when the entry was read light (see Store.ActiveLight): its
+	// text is the message's text when the entry was read light (see ReadOptions.Light): its
 	// Message then holds role, name, tool calls and tool_call_id, not content or Extra.
 	text  string
 	light bool
@@ -405,19 +405,30 @@ func (a Active) Messages() []chat.Message {
 	return out
 }
 
-// Active reads the active context of a thread in one consistent snapshot. Its cost grows with
-// the active context, not the history.
-func (s *Store) Active(ctx context.Context, thread string) (Active, error) {
-	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.active(ctx, q, thread) })
+// ReadOptions say how a read builds its entries.
+type ReadOptions struct {
+	// Light reads as a compaction plans: the entries are built from the stored columns (role,
+	// text, name, tool calls), without reading or decoding each message's JSON, so that a large
+	// message is held once, as its text. An entry's Message then has role, name, tool calls and
+	// tool_call_id, no content or Extra: read its text with Entry.Text.
+	Light bool
 }
 
-// ActiveLight reads the active context of a thread as a compaction plans on it, in one
-// consistent snapshot. The entries are built from the stored columns (role, text, name, tool
-// calls), without reading or decoding each message's JSON: their Message has no content or
-// Extra, so read their text with Entry.Text. The pinned messages are moved right after the
-// leading system messages.
-func (s *Store) ActiveLight(ctx context.Context, thread string) (Active, error) {
-	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readActive(ctx, q, thread, true) })
+// readOptions returns the one ReadOptions of a read (none: the zero value).
+func readOptions(opts []ReadOptions) ReadOptions {
+	if len(opts) == 0 {
+		return ReadOptions{}
+	}
+	return opts[0]
+}
+
+// Active reads the active context of a thread in one consistent snapshot, its messages whole
+// or light (ReadOptions.Light; at most one ReadOptions). Its cost grows with the active
+// context, not the history. The pinned messages are moved right after the leading system
+// messages.
+func (s *Store) Active(ctx context.Context, thread string, opt ...ReadOptions) (Active, error) {
+	light := readOptions(opt).Light
+	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readActive(ctx, q, thread, light) })
 }
 
 func (s *Store) active(ctx context.Context, q db.Querier, thread string) (Active, error) {
