@@ -196,7 +196,7 @@ func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
 			t.Fatalf("search for append %d's message: %d hits, want %d: %+v", i, len(hits), want, hits)
 		}
 	}
-	if err := s.Check(ctx); err != nil {
+	if err := s.DB().Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
