@@ -273,7 +273,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (me
 		return memory.Report{}, fmt.Errorf("compact %q: %w", thread, err)
 	}
 	if !opt.Force && !opt.Emergency && !opt.Requested && opt.again == 0 {
-		j.rep.Status = memory.StatusNotNeeded
+		j.rep.Status = StatusNotNeeded
 		if j.rep.Detail, err = c.notNeeded(ctx, j.a.Thread, j.a.Tokens, j.s); err != nil || j.rep.Detail != "" {
 			return *j.rep, err
 		}
@@ -374,6 +374,15 @@ const (
 
 // allReasons is every compaction reason, the one list of them.
 var allReasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, ReasonRequested}
+
+// The statuses of a compaction that did not run: compact reports them, memory never stores
+// them (memory.Status lists the stored ones).
+const (
+	StatusNotNeeded memory.Status = "not_needed" // under the trigger and not forced
+	StatusPlanned   memory.Status = "planned"    // a dry run
+	StatusSkipped   memory.Status = "skipped"    // a before_compaction hook said skip
+	StatusHeld      memory.Status = "held"       // the breaker holds the thread after failures in a row
+)
 
 // reasonFor is the reason of a compaction: emergency when the call says so or the context is
 // at or above L * emergency_ratio (unless forced), else forced or threshold.

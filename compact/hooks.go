@@ -122,7 +122,7 @@ func (j *job) before(ctx context.Context, opt Options) bool {
 		return false
 	}
 	if d.Action == HookSkip {
-		j.rep.Status, j.rep.Detail = memory.StatusSkipped, "skipped by the before_compaction hook"
+		j.rep.Status, j.rep.Detail = StatusSkipped, "skipped by the before_compaction hook"
 		j.rep.SummarizedMessages, j.rep.FromSeq, j.rep.ToSeq = 0, 0, 0
 		return true
 	}

@@ -90,7 +90,7 @@ func (j *job) planFigures() {
 
 // planned makes the report of a dry run.
 func (j *job) planned() {
-	j.rep.Status = memory.StatusPlanned
+	j.rep.Status = StatusPlanned
 	switch {
 	case j.d.Ineffective:
 		j.rep.Detail = "ineffective: " + j.d.Why

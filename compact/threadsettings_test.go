@@ -74,7 +74,7 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	checkActive(t, a, chat.RoleSystem, 5000)
 	// The call's override wins over the thread: at 20000 the compacted thread is not due.
 	rep, err = c.Compact(ctx, "t", compact.Options{Override: compact.ThreadSettings{TokenLimit: ptr(20000)}})
-	if err != nil || rep.Status != memory.StatusNotNeeded || rep.TokenLimit != 20000 {
+	if err != nil || rep.Status != compact.StatusNotNeeded || rep.TokenLimit != 20000 {
 		t.Fatalf("Compact with an override of 20000: %+v, %v; want not_needed at 20000", rep, err)
 	}
 }

@@ -41,6 +41,3 @@ var (
 	Statuses         = allStatuses
 	ClearedArgs      = clearedArgs
 )
-
-// StatusStored is s.stored() for the external tests.
-func StatusStored(s Status) bool { return s.stored() }

@@ -12,32 +12,22 @@ import (
 	"github.com/memcascade/memcascade/tokencount"
 )
 
-// Status is what became of a compaction, as stored in compactions.status (not_needed,
-// planned, skipped and held are never stored).
+// Status is what became of a compaction, as stored in compactions.status. A compaction that
+// did not run reports one of compact's statuses instead (compact.StatusNotNeeded, StatusPlanned,
+// StatusSkipped, StatusHeld), which is never stored.
 type Status string
 
-// Compaction statuses; allStatuses lists them all.
+// Compaction statuses as stored; allStatuses lists them all.
 const (
 	StatusApplied     Status = "applied"     // the summary replaced the middle in the active context
-	StatusNotNeeded   Status = "not_needed"  // under the trigger and not forced; not recorded
-	StatusPlanned     Status = "planned"     // a dry run; not recorded
 	StatusIneffective Status = "ineffective" // would save under 10%; recorded, no provider called
 	StatusFailed      Status = "failed"      // no provider could summarize, or the commit lost a race
 	StatusRunning     Status = "running"     // in progress (or interrupted, until the next Open)
 	StatusReverted    Status = "reverted"    // was applied, then reverted
-	StatusSkipped     Status = "skipped"     // a before_compaction hook said skip; not recorded
-	StatusHeld        Status = "held"        // the breaker holds the thread after failures in a row; not recorded
 )
 
-// allStatuses is every compaction status, the one list of them.
-var allStatuses = []Status{StatusApplied, StatusNotNeeded, StatusPlanned, StatusIneffective, StatusFailed, StatusRunning, StatusReverted,
-	StatusSkipped, StatusHeld}
-
-// Stored reports whether reports of status s are ever stored (not_needed, planned, skipped and
-// held never are).
-func (s Status) stored() bool {
-	return s != StatusNotNeeded && s != StatusPlanned && s != StatusSkipped && s != StatusHeld
-}
+// allStatuses is every stored compaction status, the one list of them.
+var allStatuses = []Status{StatusApplied, StatusIneffective, StatusFailed, StatusRunning, StatusReverted}
 
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
 // prints.
