@@ -14,7 +14,14 @@ import (
 // range beyond the thread's messages is clipped; an empty one is an error naming the thread's
 // range. They are read whole or light (ReadOptions.Light; at most one ReadOptions).
 func (s *Store) Messages(ctx context.Context, thread string, from, to int64, opt ...ReadOptions) ([]Entry, error) {
-	return s.messagesRange(ctx, thread, from, to, readOptions(opt).Light)
+	o, err := readOptions(thread, opt)
+	if err != nil {
+		return nil, err
+	}
+	if o.Live {
+		return nil, fmt.Errorf("read %q: ReadOptions: Live is Active's, not Messages'", thread)
+	}
+	return s.messagesRange(ctx, thread, from, to, o.Light)
 }
 
 func (s *Store) messagesRange(ctx context.Context, thread string, from, to int64, light bool) ([]Entry, error) {

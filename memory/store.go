@@ -391,6 +391,11 @@ type Active struct {
 	// A compaction planned on this context commits only while this is still current.
 	Current int64
 
+	// Version and History are set by a live read only (ReadOptions.Live, AppendResult.Read):
+	// the version the context is of, and the thread's whole history, read in the same snapshot.
+	Version Version
+	History []chat.Message
+
 	// summaryPlanned is the thread's last seq when the compaction that wrote Summary was
 	// planned: superseded instructions pinned then were not summarized (see withPins).
 	summaryPlanned int64
@@ -412,23 +417,42 @@ type ReadOptions struct {
 	// message is held once, as its text. An entry's Message then has role, name, tool calls and
 	// tool_call_id, no content or Extra: read its text with Entry.Text.
 	Light bool
+	// Live reads, for a host that keeps the thread between its turns (memctl serve), the
+	// thread's whole history (Active.History) and the version of both (Active.Version) with the
+	// active context, in the same snapshot; the entries are read whole (not with Light). The
+	// active context's messages that are stored messages shown as stored share their memory
+	// with History's. Active only.
+	Live bool
 }
 
-// readOptions returns the one ReadOptions of a read (none: the zero value).
-func readOptions(opts []ReadOptions) ReadOptions {
-	if len(opts) == 0 {
-		return ReadOptions{}
+// readOptions returns the one ReadOptions of a read of thread (none: the zero value); more
+// than one, or Live with Light, is an error.
+func readOptions(thread string, opts []ReadOptions) (ReadOptions, error) {
+	switch {
+	case len(opts) == 0:
+		return ReadOptions{}, nil
+	case len(opts) > 1:
+		return ReadOptions{}, fmt.Errorf("read %q: %d ReadOptions given; at most one", thread, len(opts))
+	case opts[0].Live && opts[0].Light:
+		return ReadOptions{}, fmt.Errorf("read %q: ReadOptions: Live reads the entries whole, not Light", thread)
 	}
-	return opts[0]
+	return opts[0], nil
 }
 
 // Active reads the active context of a thread in one consistent snapshot, its messages whole
-// or light (ReadOptions.Light; at most one ReadOptions). Its cost grows with the active
-// context, not the history. The pinned messages are moved right after the leading system
-// messages.
+// or light (ReadOptions.Light), with the history and version for a host that keeps the thread
+// (ReadOptions.Live); at most one ReadOptions. Its cost grows with the active context, not the
+// history (with Live: with both). The pinned messages are moved right after the leading
+// system messages.
 func (s *Store) Active(ctx context.Context, thread string, opt ...ReadOptions) (Active, error) {
-	light := readOptions(opt).Light
-	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readActive(ctx, q, thread, light) })
+	o, err := readOptions(thread, opt)
+	if err != nil {
+		return Active{}, err
+	}
+	if o.Live {
+		return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readLive(ctx, q, thread) })
+	}
+	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readActive(ctx, q, thread, o.Light) })
 }
 
 func (s *Store) active(ctx context.Context, q db.Querier, thread string) (Active, error) {
