@@ -9,13 +9,16 @@
 //
 // It owns every row of threads, messages, pins and compactions; the unit rule a plan and a pin
 // share (Cuts, PinnedLen); the views; the reports a compaction leaves (Report, Store.Reports,
-// Revert, Coverage); the error codes hosts map (ErrorCode); and the clock of the system
+// Store.Revert); the error codes hosts map (ErrorCode); and the clock of the system
 // (Store.Now). It counts tokens with package tokencount and keeps messages as package chat
-// defines them. A thread's compaction settings are a JSON object it stores as given.
+// defines them. A thread's compaction settings are a JSON object it stores as given, a
+// compaction's reason a string. The housekeeping of the database itself (backup, vacuum,
+// check) is its db.Handle's.
 //
-// The compaction policy and engine are package compact: the settings and their rules, the
-// plan, the summaries, and the commits through the store's Compactions writer. memory never
-// imports compact, nor the provider cascade, config, serve or cmd/memctl.
+// The compaction policy and engine are package compact: the settings and their rules, why a
+// compaction runs and the statuses of one that does not, the plan, the summaries, and the
+// commits through the store's Compactions writer. memory never imports compact, nor the
+// provider cascade, config, serve or cmd/memctl.
 package memory
 
 import (
