@@ -77,7 +77,7 @@ func (j *job) hold(ctx context.Context) (memory.Report, bool, error) {
 	if why == "" {
 		return memory.Report{}, false, nil
 	}
-	j.rep.Status, j.rep.Detail = memory.StatusHeld, why
+	j.rep.Status, j.rep.Detail = StatusHeld, why
 	j.c.afterHook(ctx, *j.rep)
 	return *j.rep, true, fmt.Errorf("compact %q: %w: %s", j.a.Thread.ID, ErrHeld, why)
 }

@@ -46,7 +46,7 @@ func TestBreakerHoldsAfterFailures(t *testing.T) {
 	requests := len(fake.Calls())
 	reps0, atts0 := rowCounts(t, s, "t")
 	rep, err := c.Compact(ctx, "t", compact.Options{})
-	if !errors.Is(err, compact.ErrHeld) || rep.Status != memory.StatusHeld || rep.ID != 0 {
+	if !errors.Is(err, compact.ErrHeld) || rep.Status != compact.StatusHeld || rep.ID != 0 {
 		t.Fatalf("fourth compaction: %s, %v; want held", rep.Status, err)
 	}
 	if !strings.Contains(rep.Detail, "--force") || !strings.Contains(err.Error(), "3 compactions") {
@@ -76,7 +76,7 @@ func TestBreakerHoldsAfterFailures(t *testing.T) {
 	if rep, _ := c.Compact(ctx, "t", compact.Options{Force: true}); rep.Status != memory.StatusFailed || len(fake.Calls()) == requests {
 		t.Fatalf("forced: %s, %d requests; want it to run", rep.Status, len(fake.Calls())-requests)
 	}
-	if rep, err := c.Compact(ctx, "t", compact.Options{}); rep.Status != memory.StatusHeld {
+	if rep, err := c.Compact(ctx, "t", compact.Options{}); rep.Status != compact.StatusHeld {
 		t.Fatalf("after the forced failure: %s, %v; want held", rep.Status, err)
 	}
 	// The context doubling releases it.

@@ -141,7 +141,7 @@ type Options struct {
 
 	// again counts the compactions this call chained (Decision.Again); reason is the first's.
 	again  int
-	reason memory.Reason
+	reason Reason
 }
 
 // New returns a Compactor with the given settings and the default Config: the built-in
@@ -273,7 +273,7 @@ func (c *Compactor) Compact(ctx context.Context, thread string, opt Options) (me
 		return memory.Report{}, fmt.Errorf("compact %q: %w", thread, err)
 	}
 	if !opt.Force && !opt.Emergency && !opt.Requested && opt.again == 0 {
-		j.rep.Status = memory.StatusNotNeeded
+		j.rep.Status = StatusNotNeeded
 		if j.rep.Detail, err = c.notNeeded(ctx, j.a.Thread, j.a.Tokens, j.s); err != nil || j.rep.Detail != "" {
 			return *j.rep, err
 		}
@@ -325,7 +325,7 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*j
 		return nil, fmt.Errorf("settings: %w", err)
 	}
 	start := c.Store.Now()
-	a, err := c.Store.ActiveLight(ctx, thread)
+	a, err := c.Store.Active(ctx, thread, memory.ReadOptions{Light: true})
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +339,7 @@ func (c *Compactor) prepare(ctx context.Context, thread string, opt Options) (*j
 		// Asked for at a natural break, under the limit: the older part of what there is goes.
 		j.keep = min(j.keep, int(float64(a.Tokens)*s.TargetRatio))
 	}
-	if rep.Reason == memory.ReasonEmergency {
+	if rep.Reason == ReasonEmergency {
 		j.timeout = min(j.timeout, c.emergencyBudget(ctx, s, a.Tokens))
 	}
 	return j, nil
@@ -360,22 +360,46 @@ func (c *Compactor) emergencyBudget(ctx context.Context, s Settings, tokens int)
 	return EmergencyTimeout
 }
 
+// Reason is why a compaction ran, as its report says (memory.Report.Reason) and its row
+// stores it (compactions.reason); allReasons lists them all.
+type Reason = string
+
+// Compaction reasons.
+const (
+	ReasonThreshold Reason = "threshold" // the context passed L * trigger_ratio
+	ReasonEmergency Reason = "emergency" // at or above L * emergency_ratio, or a caller's emergency (serve's fit)
+	ReasonForced    Reason = "forced"    // Options.Force
+	ReasonRequested Reason = "requested" // the agent's model asked for it (memory_compact)
+)
+
+// allReasons is every compaction reason, the one list of them.
+var allReasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, ReasonRequested}
+
+// The statuses of a compaction that did not run: compact reports them, memory never stores
+// them (memory.Status lists the stored ones).
+const (
+	StatusNotNeeded memory.Status = "not_needed" // under the trigger and not forced
+	StatusPlanned   memory.Status = "planned"    // a dry run
+	StatusSkipped   memory.Status = "skipped"    // a before_compaction hook said skip
+	StatusHeld      memory.Status = "held"       // the breaker holds the thread after failures in a row
+)
+
 // reasonFor is the reason of a compaction: emergency when the call says so or the context is
 // at or above L * emergency_ratio (unless forced), else forced or threshold.
-func reasonFor(tokens int, s Settings, opt Options) memory.Reason {
+func reasonFor(tokens int, s Settings, opt Options) Reason {
 	switch {
 	case opt.reason != "":
 		return opt.reason // a compaction chained to the one before (Decision.Again)
 	case opt.Emergency:
-		return memory.ReasonEmergency
+		return ReasonEmergency
 	case opt.Requested:
-		return memory.ReasonRequested
+		return ReasonRequested
 	case opt.Force:
-		return memory.ReasonForced
+		return ReasonForced
 	case float64(tokens) >= s.EmergencyRatio*float64(s.Budget()):
-		return memory.ReasonEmergency
+		return ReasonEmergency
 	}
-	return memory.ReasonThreshold
+	return ReasonThreshold
 }
 
 func errorText(err error, redact func(string) string) string {

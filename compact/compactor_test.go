@@ -198,7 +198,7 @@ func TestCompactIneffectiveNoLoop(t *testing.T) {
 		t.Fatalf("ShouldCompact = %v, %v right after an ineffective compaction, want false", ok, err)
 	}
 	rep, err = c.Compact(ctx, "t", compact.Options{})
-	if err != nil || rep.Status != memory.StatusNotNeeded || rep.ID != 0 {
+	if err != nil || rep.Status != compact.StatusNotNeeded || rep.ID != 0 {
 		t.Fatalf("second unforced compaction: %+v, %v; want not_needed, nothing recorded", rep, err)
 	}
 	reps, _ := s.Reports(ctx, "t", 0)
@@ -224,12 +224,12 @@ func TestCompactNotNeededAndDryRun(t *testing.T) {
 	casc := cascade.New(s.DB(), cascade.Entry{Name: "f", Provider: fake, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute})
 	c := compact.New(s, casc, compact.Settings{TokenLimit: a.Tokens * 2})
 	rep, err := c.Compact(ctx, "t", compact.Options{})
-	if err != nil || rep.Status != memory.StatusNotNeeded {
+	if err != nil || rep.Status != compact.StatusNotNeeded {
 		t.Fatalf("got %+v, %v; want not_needed", rep, err)
 	}
 	c.Settings.TokenLimit = a.Tokens
 	rep, err = c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
-	if err != nil || rep.Status != memory.StatusPlanned || rep.ID != 0 {
+	if err != nil || rep.Status != compact.StatusPlanned || rep.ID != 0 {
 		t.Fatalf("got %+v, %v; want planned", rep, err)
 	}
 	if rep.SummarizedMessages == 0 || rep.FromSeq == 0 || rep.SummaryBudget == 0 {

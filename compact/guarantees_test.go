@@ -200,7 +200,7 @@ func TestOverLimitIsNeverNotNeeded(t *testing.T) {
 		t.Fatalf("ShouldCompact = %v, %v for a context of %d tokens at a limit of %d", due, err, after.Tokens, after.Tokens/2)
 	}
 	rep, err = small.Compact(ctx, "t", compact.Options{})
-	if rep.Status == memory.StatusNotNeeded {
+	if rep.Status == compact.StatusNotNeeded {
 		t.Fatalf("a context over its limit was reported not_needed: %s", rep.Detail)
 	}
 	if rep.Status != memory.StatusApplied || err != nil {

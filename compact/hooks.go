@@ -23,10 +23,10 @@ import (
 // is neither a dry run nor ineffective, and nothing of it is written yet. Its JSON is what a
 // config's before_compaction command reads on its stdin.
 type HookEvent struct {
-	Event    string        `json:"event"` // HookBefore
-	Thread   string        `json:"thread"`
-	Reason   memory.Reason `json:"reason"`
-	Strategy string        `json:"strategy"`
+	Event    string `json:"event"` // HookBefore
+	Thread   string `json:"thread"`
+	Reason   Reason `json:"reason"`
+	Strategy string `json:"strategy"`
 	// Turn is the number of user messages of the thread so far.
 	Turn int `json:"turn"`
 	// Tokens is the active context's size; Limit the thread's token_limit, Budget what the
@@ -122,7 +122,7 @@ func (j *job) before(ctx context.Context, opt Options) bool {
 		return false
 	}
 	if d.Action == HookSkip {
-		j.rep.Status, j.rep.Detail = memory.StatusSkipped, "skipped by the before_compaction hook"
+		j.rep.Status, j.rep.Detail = StatusSkipped, "skipped by the before_compaction hook"
 		j.rep.SummarizedMessages, j.rep.FromSeq, j.rep.ToSeq = 0, 0, 0
 		return true
 	}
@@ -207,7 +207,7 @@ func (c *Compactor) userTurns(ctx context.Context, t memory.Thread) (int, error)
 	if t.Messages == 0 {
 		return 0, nil
 	}
-	es, err := c.Store.MessagesLight(ctx, t.ID, 1, int64(t.Messages))
+	es, err := c.Store.Messages(ctx, t.ID, 1, int64(t.Messages), memory.ReadOptions{Light: true})
 	if err != nil {
 		return 0, err
 	}

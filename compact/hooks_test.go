@@ -104,7 +104,7 @@ func TestHookInstructionsReachProvider(t *testing.T) {
 		t.Fatalf("%d events", len(events))
 	}
 	ev := events[0]
-	if ev.Thread != "t" || ev.Reason != memory.ReasonForced || ev.Turn != 17 || ev.FromSeq != rep.FromSeq || ev.ToSeq != rep.ToSeq ||
+	if ev.Thread != "t" || ev.Reason != compact.ReasonForced || ev.Turn != 17 || ev.FromSeq != rep.FromSeq || ev.ToSeq != rep.ToSeq ||
 		ev.Tokens != rep.TokensBefore || ev.Limit != limit || !strings.Contains(ev.Instructions, "CALL-NOTE") {
 		t.Fatalf("event %+v, report %+v", ev, rep)
 	}
@@ -135,7 +135,7 @@ func TestHookSkipWritesNothing(t *testing.T) {
 	before, _ := s.Active(ctx, "t")
 	reps0, atts0 := rowCounts(t, s, "t")
 	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
-	if err != nil || rep.Status != memory.StatusSkipped || rep.ID != 0 {
+	if err != nil || rep.Status != compact.StatusSkipped || rep.ID != 0 {
 		t.Fatalf("compact: %+v, %v; want skipped, no id", rep, err)
 	}
 	reps1, atts1 := rowCounts(t, s, "t")
@@ -146,7 +146,7 @@ func TestHookSkipWritesNothing(t *testing.T) {
 	if now.Tokens != before.Tokens || now.Current != before.Current {
 		t.Fatalf("the active context changed: %d tokens (current %d), was %d (%d)", now.Tokens, now.Current, before.Tokens, before.Current)
 	}
-	if len(after) != 1 || after[0].Status != memory.StatusSkipped {
+	if len(after) != 1 || after[0].Status != compact.StatusSkipped {
 		t.Fatalf("AfterCompaction got %+v", after)
 	}
 }

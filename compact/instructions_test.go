@@ -54,7 +54,7 @@ func TestPinnedInstructionsSupersede(t *testing.T) {
 	// prompt first and alone pinned, the superseded ones marked and planned in the middle.
 	shape := func(when, current string, superseded ...string) memory.Active {
 		t.Helper()
-		a, err := s.ActiveLight(ctx, "t")
+		a, err := s.Active(ctx, "t", memory.ReadOptions{Light: true})
 		if err != nil {
 			t.Fatal(err)
 		}

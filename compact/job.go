@@ -49,7 +49,7 @@ func (j *job) decide() error {
 		return err
 	}
 	j.sh = shaper{count: counter, redact: j.c.redact, knobs: maskKnobs{mask: j.s.Mask, turns: j.s.KeepTurns}}
-	if j.rep.Reason == memory.ReasonEmergency && j.rep.Strategy == StrategySummarize {
+	if j.rep.Reason == ReasonEmergency && j.rep.Strategy == StrategySummarize {
 		j.rep.Strategy = StrategyHybrid // the cheapest path first: masking costs nothing
 	}
 	strat, ok := strategyNamed(j.rep.Strategy)
@@ -90,7 +90,7 @@ func (j *job) planFigures() {
 
 // planned makes the report of a dry run.
 func (j *job) planned() {
-	j.rep.Status = memory.StatusPlanned
+	j.rep.Status = StatusPlanned
 	switch {
 	case j.d.Ineffective:
 		j.rep.Detail = "ineffective: " + j.d.Why
@@ -105,7 +105,7 @@ func (j *job) planned() {
 
 // note adds to the report's detail what an emergency did.
 func (j *job) note() {
-	if j.rep.Reason != memory.ReasonEmergency {
+	if j.rep.Reason != ReasonEmergency {
 		return
 	}
 	path := "masked old tool results first (no provider call)"
@@ -390,7 +390,7 @@ func (j *job) reshapes() bool {
 // reshape applies shape to the view as it now is (this compaction's, if a pass applied) after
 // cause, and names what it did in the report's detail under label.
 func (j *job) reshape(ctx context.Context, cause error, label string, shape func([]memory.Entry, int) ([]memory.Entry, error)) error {
-	a, err := j.c.Store.ActiveLight(ctx, j.a.Thread.ID)
+	a, err := j.c.Store.Active(ctx, j.a.Thread.ID, memory.ReadOptions{Light: true})
 	if err != nil {
 		return errors.Join(cause, err)
 	}

@@ -66,15 +66,15 @@ func TestShownTextLeavesProductTextOut(t *testing.T) {
 		return memory.Entry{Seq: 4, Tokens: 57, Message: m}
 	}
 	orig := "fare $99\n" + strings.Repeat("z", 300) + "\nend of the fares"
-	m := memory.Masked{Seq: 4, Tool: "get_fare", Digest: "facts: $99", OrigTokens: 57, OrigBytes: 300}
-	c := memory.Cut{Seq: 4, Head: len("fare $99\n"), Tail: len("\nend of the fares"), OrigTokens: 57}
+	m := memory.Masked{Seq: 4, Tool: "get_fare", Digest: "facts: $99", Tokens: 40, OrigTokens: 57, OrigBytes: 300}
+	c := memory.Cut{Seq: 4, Head: len("fare $99\n"), Tail: len("\nend of the fares"), Tokens: 20, OrigTokens: 57}
 	for _, tc := range []struct {
 		name    string
 		e       memory.Entry
 		product string // what the product wrote, in the entry's text
 	}{
-		{"masked", tool(orig).WithText(m.Placeholder("c1"), 40, &memory.Mark{Masked: &m, Orig: orig}), "57 tokens, 300 bytes"},
-		{"cut", tool(orig).WithText(c.Text(orig), 20, &memory.Mark{Cut: &c, Orig: orig}), "[... 300 bytes cut"},
+		{"masked", tool(orig).Marked(&memory.Mark{Masked: &m, Orig: orig}), "57 tokens, 300 bytes"},
+		{"cut", tool(orig).Marked(&memory.Mark{Cut: &c, Orig: orig}), "[... 300 bytes cut"},
 		{"summary", memory.Entry{Tokens: 30, Message: chat.TextMessage(chat.RoleSystem, summaryHeader(2, 14)+"## Key facts\n- Amounts: $99"),
 			CompactionID: 7, CoversFrom: 2, CoversTo: 14}, "(messages 2 to 14;"},
 	} {

@@ -67,12 +67,14 @@ func (sh shaper) clear(entries []memory.Entry, from, to int) []memory.Entry {
 		if !c.Inputs && !c.Thinking {
 			continue
 		}
-		m := c.Apply(e.Message)
+		cleared := e.Marked(&memory.Mark{Cleared: &c})
+		m := cleared.Message
 		m.Content = chat.TextMessage("", e.Text()).Content
 		if c.Tokens = sh.count.CountMessage(m); c.Tokens > e.Tokens {
 			continue // arguments shorter than the placeholder: nothing to save
 		}
-		out[i] = e.WithCleared(c)
+		cleared.Tokens = c.Tokens
+		out[i] = cleared
 	}
 	return out
 }

@@ -70,7 +70,7 @@ func (c *Compactor) after(ctx context.Context, a, next memory.Active) (memory.Ac
 		return memory.Active{}, err
 	}
 	if v.LastSeq != int64(a.Thread.Messages) {
-		return c.Store.ActiveLight(ctx, a.Thread.ID)
+		return c.Store.Active(ctx, a.Thread.ID, memory.ReadOptions{Light: true})
 	}
 	return next, nil
 }

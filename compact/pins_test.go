@@ -145,11 +145,11 @@ func TestRequestedCompaction(t *testing.T) {
 	storetest.Import(t, s, "t", corpus.Airline)
 	c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: 100000})
 	rep, err := c.Compact(ctx, "t", compact.Options{Requested: true})
-	if err != nil || rep.Status != memory.StatusApplied || rep.Reason != memory.ReasonRequested {
+	if err != nil || rep.Status != memory.StatusApplied || rep.Reason != compact.ReasonRequested {
 		t.Fatalf("requested compaction: %s %s %v", rep.Status, rep.Reason, err)
 	}
 	stored, err := s.Report(ctx, rep.ID)
-	if err != nil || stored.Reason != memory.ReasonRequested {
+	if err != nil || stored.Reason != compact.ReasonRequested {
 		t.Fatalf("stored report: %s %v", stored.Reason, err)
 	}
 }

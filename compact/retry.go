@@ -29,7 +29,7 @@ func (c *Compactor) Retry(ctx context.Context, thread string, err error) (retry 
 	if class, _, _ := cascade.Classify(err); class != cascade.ClassContextLength {
 		return false, memory.Report{}, nil
 	}
-	a, aerr := c.Store.ActiveLight(ctx, thread)
+	a, aerr := c.Store.Active(ctx, thread, memory.ReadOptions{Light: true})
 	if aerr != nil {
 		return false, memory.Report{}, fmt.Errorf("retry %q: %w", thread, aerr)
 	}

@@ -55,7 +55,7 @@ func TestRetry(t *testing.T) {
 		Message: fmt.Sprintf("This model's maximum context length is 4000 tokens. However, you requested %d tokens.", before*3/2)}
 	retry, rep, err := c.Retry(ctx, "t", refusal)
 	want := 4000 * before / (before * 3 / 2)
-	if err != nil || !retry || rep.Reason != memory.ReasonEmergency || rep.Status != memory.StatusApplied {
+	if err != nil || !retry || rep.Reason != compact.ReasonEmergency || rep.Status != memory.StatusApplied {
 		t.Fatalf("Retry(refusal) = %v, %+v, %v", retry, rep, err)
 	}
 	if got := active("t"); got > want || rep.TokenLimit > want {

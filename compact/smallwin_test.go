@@ -122,7 +122,7 @@ func smallLife(t *testing.T, turns [][]chat.Message, limit int) smallLifeStats {
 			continue
 		}
 		rep, _ := c.Compact(ctx, "t", compact.Options{})
-		if rep.Status == memory.StatusNotNeeded {
+		if rep.Status == compact.StatusNotNeeded {
 			continue
 		}
 		st.compactions++

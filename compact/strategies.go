@@ -45,11 +45,12 @@ func (sh shaper) mask(entries []memory.Entry, from, to int) []memory.Entry {
 		if e.Mark() != nil && e.Mark().Cut != nil {
 			m.OrigTokens, orig = e.Mark().Cut.OrigTokens, e.Mark().Orig
 		}
-		masked := e.WithText(m.Placeholder(e.Message.ToolCallID), 0, nil)
+		masked := e.Marked(&memory.Mark{Masked: &m, Orig: orig})
 		if m.Tokens = sh.count.CountMessage(masked.Message); m.Tokens >= e.Tokens {
 			continue
 		}
-		out[i] = e.WithText(masked.Text(), m.Tokens, &memory.Mark{Masked: &m, Orig: orig})
+		masked.Tokens = m.Tokens
+		out[i] = masked
 	}
 	return out
 }
@@ -220,13 +221,14 @@ func (sh shaper) cut(e memory.Entry, target int) memory.Entry {
 		keep = max(keep, minCutBytes)
 		c := memory.Cut{Seq: e.Seq, Head: cutAt(text, keep*2/3), OrigTokens: e.Tokens}
 		c.Tail = tailAt(text, keep-c.Head)
-		cut := e.WithText(c.Text(text), 0, nil)
+		cut := e.Marked(&memory.Mark{Cut: &c, Orig: text})
 		c.Tokens = sh.count.CountMessage(cut.Message)
 		if c.Tokens <= target || keep <= minCutBytes {
 			if c.Tokens >= e.Tokens {
 				return e
 			}
-			return e.WithText(cut.Text(), c.Tokens, &memory.Mark{Cut: &c, Orig: text})
+			cut.Tokens = c.Tokens
+			return cut
 		}
 	}
 }

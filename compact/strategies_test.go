@@ -267,7 +267,7 @@ func TestEmergencyTakesTheCheapPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Reason != memory.ReasonEmergency || rep.Status != memory.StatusApplied || rep.Requests != 0 || !strings.Contains(rep.Detail, "emergency") {
+			if rep.Reason != compact.ReasonEmergency || rep.Status != memory.StatusApplied || rep.Requests != 0 || !strings.Contains(rep.Detail, "emergency") {
 				t.Fatalf("report %+v; want an emergency applied without a provider call, saying so", rep)
 			}
 		})

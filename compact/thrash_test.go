@@ -105,7 +105,7 @@ func replayLife(t testing.TB, s *memory.Store, c *compact.Compactor, thread stri
 		}
 		if due {
 			rep, err := c.Compact(ctx, thread, compact.Options{})
-			if rep.Status != memory.StatusNotNeeded {
+			if rep.Status != compact.StatusNotNeeded {
 				st.compactions++
 				if floor > trigger {
 					st.unavoidable++

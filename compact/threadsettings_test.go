@@ -59,9 +59,9 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 		t.Fatalf("Compact: %+v, %v; want applied", rep, err)
 	}
 	// At or above 95% of the thread's limit the reason is emergency (emergency_ratio).
-	reason := memory.ReasonThreshold
+	reason := compact.ReasonThreshold
 	if rep.TokensBefore >= 4750 {
-		reason = memory.ReasonEmergency
+		reason = compact.ReasonEmergency
 	}
 	if rep.TokenLimit != 5000 || rep.Reason != reason || rep.TokensAfter > 5000 {
 		t.Fatalf("report: limit %d, reason %s, tokens after %d; want the thread's limit 5000, %s, at most 5000",
@@ -74,7 +74,7 @@ func TestThreadLimitCompactsAtNextCheck(t *testing.T) {
 	checkActive(t, a, chat.RoleSystem, 5000)
 	// The call's override wins over the thread: at 20000 the compacted thread is not due.
 	rep, err = c.Compact(ctx, "t", compact.Options{Override: compact.ThreadSettings{TokenLimit: ptr(20000)}})
-	if err != nil || rep.Status != memory.StatusNotNeeded || rep.TokenLimit != 20000 {
+	if err != nil || rep.Status != compact.StatusNotNeeded || rep.TokenLimit != 20000 {
 		t.Fatalf("Compact with an override of 20000: %+v, %v; want not_needed at 20000", rep, err)
 	}
 }

@@ -80,7 +80,7 @@ func (c *Compactor) turnsDue(ctx context.Context, t memory.Thread, s Settings) (
 	if from > int64(t.Messages) {
 		return false, nil
 	}
-	es, err := c.Store.MessagesLight(ctx, t.ID, from, int64(t.Messages))
+	es, err := c.Store.Messages(ctx, t.ID, from, int64(t.Messages), memory.ReadOptions{Light: true})
 	if err != nil {
 		return false, err
 	}

@@ -34,7 +34,7 @@ func (c *Compactor) ReadProviderView(ctx context.Context, thread string, es []me
 	all := make([]memory.Entry, 0, len(es)+2)
 	first, last := es[0].Seq, es[len(es)-1].Seq
 	if first > 1 {
-		prev, err := c.Store.MessagesLight(ctx, thread, first-1, first-1)
+		prev, err := c.Store.Messages(ctx, thread, first-1, first-1, memory.ReadOptions{Light: true})
 		if err != nil && !errors.Is(err, memory.ErrMessageNotFound) {
 			return nil, err
 		}
@@ -42,7 +42,7 @@ func (c *Compactor) ReadProviderView(ctx context.Context, thread string, es []me
 	}
 	lead := len(all)
 	all = append(all, es...)
-	next, err := c.Store.MessagesLight(ctx, thread, last+1, last+1)
+	next, err := c.Store.Messages(ctx, thread, last+1, last+1, memory.ReadOptions{Light: true})
 	if err != nil && !errors.Is(err, memory.ErrMessageNotFound) {
 		return nil, err
 	}

@@ -108,7 +108,7 @@ func TestConfigHooks(t *testing.T) {
 	}{
 		{name: "instructions", before: `cat > "$DIR/event.json"; echo '{"action":"proceed","instructions":"HOOK-NOTE keep the billing plan"}'`,
 			want: memory.StatusApplied, requested: true, inRequest: "HOOK-NOTE keep the billing plan"},
-		{name: "skip", before: `echo '{"action":"skip"}'`, want: memory.StatusSkipped},
+		{name: "skip", before: `echo '{"action":"skip"}'`, want: compact.StatusSkipped},
 		{name: "exit", before: `echo "failed with key ` + secret + `" >&2; exit 3`, want: memory.StatusApplied, requested: true, logged: "exit status 3"},
 		{name: "timeout", before: `exec sleep 5`, timeout: "50ms", want: memory.StatusApplied, requested: true, logged: "timed out after 50ms"},
 		{name: "bad-json", before: `echo '{"action": "skip", "instruction": "typo"}'`, want: memory.StatusApplied, requested: true, logged: "not the JSON of a decision"},
@@ -168,7 +168,7 @@ hooks:
 				t.Fatalf("the hook's secret was logged: %s", log.String())
 			}
 			reps1, _ := s.Reports(ctx, "t", 0)
-			if stored := len(reps1) - len(reps0); (tc.want == memory.StatusSkipped) != (stored == 0) {
+			if stored := len(reps1) - len(reps0); (tc.want == compact.StatusSkipped) != (stored == 0) {
 				t.Fatalf("%d reports stored by a %s compaction", stored, tc.want)
 			}
 			var got memory.Report

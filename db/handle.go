@@ -223,7 +223,9 @@ func CommitUnknown(err error) bool {
 // ("" when the text has no word to search for).
 func (h *Handle) Match(text string) string { return h.ops.Match(text) }
 
-// Backup writes a consistent copy of the database to the file at path (SQLite only).
+// Backup writes a consistent copy of the database to the file at path, mode 0600 (SQLite
+// only), while other writers keep writing: every transaction committed before it started is in
+// the copy. An existing path is refused with ErrBackupExists.
 func (h *Handle) Backup(ctx context.Context, path string) error {
 	if h.ops.Backup == nil {
 		return fmt.Errorf("backup: %w (%s): use the server's own tools (pg_dump), or memctl copy to an SQLite file", ErrUnsupported, h.Backend)
@@ -231,7 +233,8 @@ func (h *Handle) Backup(ctx context.Context, path string) error {
 	return h.ops.Backup(ctx, h.DB, path)
 }
 
-// Vacuum gives the space of deleted rows back.
+// Vacuum gives the space of deleted rows back (memory's Store.Prune deletes them): SQLite
+// rebuilds the file, PostgreSQL vacuums the tables.
 func (h *Handle) Vacuum(ctx context.Context) error {
 	if h.ops.Vacuum == nil {
 		return fmt.Errorf("vacuum: %w (%s)", ErrUnsupported, h.Backend)
@@ -239,7 +242,8 @@ func (h *Handle) Vacuum(ctx context.Context) error {
 	return h.ops.Vacuum(ctx, h.DB)
 }
 
-// Check verifies the database: nil means intact.
+// Check verifies the database: SQLite's integrity check, the foreign keys and both full-text
+// indexes. nil means intact; the error names what is wrong.
 func (h *Handle) Check(ctx context.Context) error {
 	if h.ops.Check == nil {
 		return fmt.Errorf("check: %w (%s)", ErrUnsupported, h.Backend)
@@ -247,7 +251,8 @@ func (h *Handle) Check(ctx context.Context) error {
 	return h.ops.Check(ctx, h.DB)
 }
 
-// Size returns the bytes the database takes (see Ops.Size).
+// Size returns the bytes the database takes (see Ops.Size): an SQLite file with its
+// write-ahead log, or the tables and indexes of a PostgreSQL schema.
 func (h *Handle) Size(ctx context.Context) (int64, error) { return h.ops.Size(ctx, h.DB, h.Name) }
 
 // Same reports whether h and o are one database: one SQLite file, whatever the path that names

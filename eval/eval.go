@@ -20,6 +20,7 @@ import (
 	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/extractive"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -29,13 +30,13 @@ import (
 type Config struct {
 	Name     string           `json:"name"`
 	Settings compact.Settings `json:"-"`
-	// Summarizer, if not nil, builds this configuration's summarizer on its scratch store
+	// Summarizer, if not nil, builds this configuration's summarizer on its scratch database
 	// (else Options.Summarizer's).
-	Summarizer func(s *memory.Store) (compact.Summarizer, error) `json:"-"`
-	// Compactor, when set, builds the configuration's compactor on its scratch store with
+	Summarizer func(sc Scratch) (compact.Summarizer, error) `json:"-"`
+	// Compactor, when set, builds the configuration's compactor on its scratch database with
 	// Settings (memctl eval --cascade: the config's cascades on the scratch database); nil: a
 	// compactor over Summarizer.
-	Compactor func(s *memory.Store, set compact.Settings) (*compact.Compactor, error) `json:"-"`
+	Compactor func(sc Scratch, set compact.Settings) (*compact.Compactor, error) `json:"-"`
 }
 
 // Options are the inputs of Run.
@@ -46,8 +47,8 @@ type Options struct {
 	Model string
 	// Configs are the configurations compared; each needs Settings.TokenLimit.
 	Configs []Config
-	// Summarizer builds the summarizer of a scratch store (nil: the offline summarizer).
-	Summarizer func(s *memory.Store) (compact.Summarizer, error)
+	// Summarizer builds the summarizer of a scratch database (nil: the offline summarizer).
+	Summarizer func(sc Scratch) (compact.Summarizer, error)
 	// BeforeCompaction, if not nil, is the compactor's hook of every configuration (see
 	// compact.Config): a host that writes summaries of its own, checked against the facts
 	// ledger but not completed (what it misses is named in facts_dropped).
@@ -135,11 +136,12 @@ func Load(ctx context.Context, r io.Reader) ([]chat.Message, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := openScratch(ctx, dir, "load")
+	sc, err := openScratch(ctx, dir, "load")
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
+	defer sc.close()
+	s := sc.Store
 	if _, err := s.Import(ctx, Thread, r, memory.AppendOptions{}); err != nil {
 		return nil, err
 	}
@@ -154,14 +156,37 @@ func Load(ctx context.Context, r io.Reader) ([]chat.Message, error) {
 	return out, nil
 }
 
-func openScratch(ctx context.Context, dir, name string) (*memory.Store, error) {
+// Scratch is a scratch database: the store a configuration replays the thread into, and
+// the handle it is built on, where a cascade built for it keeps its cooldowns and attempt
+// log (the store reads the attempts from there).
+type Scratch struct {
+	Store *memory.Store
+	DB    *db.Handle
+}
+
+// close closes the store, then the handle under it.
+func (sc Scratch) close() error {
+	return errors.Join(sc.Store.Close(), sc.DB.Close())
+}
+
+// openScratch makes the scratch database name in dir, a new file, and the store on it.
+func openScratch(ctx context.Context, dir, name string) (Scratch, error) {
 	path := filepath.Join(dir, name+".db")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
-		return nil, err
+		return Scratch{}, err
 	}
 	f.Close()
-	return memory.Open(ctx, path)
+	h, err := db.OpenHandle(ctx, path, db.Options{})
+	if err != nil {
+		return Scratch{}, err
+	}
+	s, err := memory.New(ctx, h, memory.Options{})
+	if err != nil {
+		h.Close()
+		return Scratch{}, err
+	}
+	return Scratch{Store: s, DB: h}, nil
 }
 
 // Run replays opt.Messages under each configuration and asks the probes. When ctx is
@@ -219,12 +244,13 @@ func Run(ctx context.Context, opt Options) (Result, error) {
 func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, probesAt func(int) []Probe) (ConfigResult, error) {
 	set := c.Settings.WithDefaults()
 	cr := ConfigResult{Name: c.Name, Strategy: set.Strategy, TokenLimit: set.TokenLimit}
-	s, err := openScratch(ctx, dir, fmt.Sprintf("config%d", idx+1))
+	sc, err := openScratch(ctx, dir, fmt.Sprintf("config%d", idx+1))
 	if err != nil {
 		return cr, err
 	}
-	defer s.Close()
-	comp, err := newCompactor(s, opt, c)
+	defer sc.close()
+	s := sc.Store
+	comp, err := newCompactor(sc, opt, c)
 	if err != nil {
 		return cr, err
 	}
@@ -279,33 +305,34 @@ func runConfig(ctx context.Context, opt Options, dir string, idx int, c Config, 
 	return cr, nil
 }
 
-// newCompactor is the compactor of configuration c on its scratch store s.
-func newCompactor(s *memory.Store, opt Options, c Config) (*compact.Compactor, error) {
+// newCompactor is the compactor of configuration c on its scratch database sc.
+func newCompactor(sc Scratch, opt Options, c Config) (*compact.Compactor, error) {
 	if c.Compactor != nil {
-		return c.Compactor(s, c.Settings)
+		return c.Compactor(sc, c.Settings)
 	}
 	var sum compact.Summarizer
 	var err error
 	switch {
 	case c.Summarizer != nil:
-		sum, err = c.Summarizer(s)
+		sum, err = c.Summarizer(sc)
 	case opt.Summarizer != nil:
-		sum, err = opt.Summarizer(s)
+		sum, err = opt.Summarizer(sc)
 	default:
-		sum, err = offline(s)
+		sum, err = offline(sc)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return compact.NewWith(s, sum, c.Settings, compact.Config{BeforeCompaction: opt.BeforeCompaction}), nil
+	return compact.NewWith(sc.Store, sum, c.Settings, compact.Config{BeforeCompaction: opt.BeforeCompaction}), nil
 }
 
-func offline(s *memory.Store) (compact.Summarizer, error) {
-	c, err := s.Counter(tokencount.EncodingO200k)
+// offline is the offline rung alone, a cascade on the scratch database sc.
+func offline(sc Scratch) (compact.Summarizer, error) {
+	c, err := sc.Store.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		return nil, err
 	}
-	return cascade.NewWith(s.DB(), cascade.Options{Now: s.Now}, cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
+	return cascade.NewWith(sc.DB, cascade.Options{Now: sc.Store.Now}, cascade.Entry{Name: "offline", Type: "extractive", Model: "extractive",
 		Provider: extractive.Summarizer{Count: c.CountText}, MaxAttempts: 1, Cooldown: time.Second, MaxCooldown: time.Minute}), nil
 }
 

@@ -171,7 +171,7 @@ func TestTools(t *testing.T) {
 	if e := call(t, cs, "memory_compact", map[string]any{"thread": "t", "reason": "downgrades done"}, &comp); e != "" {
 		t.Fatal(e)
 	}
-	if comp.Reason != string(memory.ReasonRequested) {
+	if comp.Reason != compact.ReasonRequested {
 		t.Fatalf("compact: %+v", comp)
 	}
 	if e := call(t, cs, "memory_search", map[string]any{"query": "LQ940Q", "thread": "t"}, &found); e != "" {
@@ -184,7 +184,7 @@ func TestTools(t *testing.T) {
 	if e := call(t, cs, "memory_compactions", map[string]any{"thread": "t"}, &list); e != "" {
 		t.Fatal(e)
 	}
-	if len(list.Compactions) != 2 || list.Compactions[0].Reason != string(memory.ReasonRequested) || list.Compactions[1].ToSeq == 0 {
+	if len(list.Compactions) != 2 || list.Compactions[0].Reason != compact.ReasonRequested || list.Compactions[1].ToSeq == 0 {
 		t.Fatalf("compactions: %+v", list.Compactions)
 	}
 	if e := call(t, cs, "memory_unpin", map[string]any{"thread": "t", "seq": archived.Seq}, &pinned); e != "" {

@@ -47,7 +47,7 @@ func (h *handler) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput
 	// The first message is read alone (it is the one cut when it is over the bound), the
 	// others readChunk at a time.
 	for seq, end := in.FromSeq, in.FromSeq; seq <= to && !out.Truncated; seq, end = end+1, min(end+readChunk, to) {
-		es, err := h.store.MessagesLight(ctx, thread, seq, end)
+		es, err := h.store.Messages(ctx, thread, seq, end, memory.ReadOptions{Light: true})
 		if errors.Is(err, memory.ErrMessageNotFound) && seq > in.FromSeq {
 			ended = true // the thread ends at the previous chunk
 			break

@@ -39,7 +39,7 @@ func TestActiveLightLongThread(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		light, err := s.ActiveLight(ctx, "t")
+		light, err := s.Active(ctx, "t", memory.ReadOptions{Light: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestActiveLightSeqGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	light, err := s.ActiveLight(ctx, "gap")
+	light, err := s.Active(ctx, "gap", memory.ReadOptions{Light: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestActiveLightWhileAppending(t *testing.T) {
 	}
 	var seen []int // the thread's length as each read saw it
 	for range reads {
-		a, err := s.ActiveLight(ctx, "t")
+		a, err := s.Active(ctx, "t", memory.ReadOptions{Light: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,9 +74,10 @@ type AppendResult struct {
 	Raw     []json.RawMessage
 	// Before and After are the thread's version before and after the append.
 	Before, After Version
-	// Read is, when the append created the thread, the thread as ReadLive reads it after the
-	// append, read in the append's transaction: a host need not read it again.
-	Read *Live
+	// Read is, when the append created the thread, the thread as a live read (ReadOptions.Live)
+	// reads it after the append, read in the append's transaction: a host need not read it
+	// again.
+	Read *Active
 }
 
 // Append appends msgs to a thread, creating it when it does not exist. It is all-or-nothing:

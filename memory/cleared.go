@@ -37,9 +37,9 @@ func clearedArgs(n int) string {
 	return fmt.Sprintf(`{"cleared":"tool input cleared to save context: %d bytes, kept in history"}`, n)
 }
 
-// Apply returns m as the view shows it: its tool calls' arguments replaced by clearedArgs when
+// apply returns m as the view shows it: its tool calls' arguments replaced by clearedArgs when
 // c.Inputs, its reasoning members and blocks gone when c.Thinking. m itself is not changed.
-func (c Cleared) Apply(m chat.Message) chat.Message {
+func (c Cleared) apply(m chat.Message) chat.Message {
 	if c.Inputs && len(m.ToolCalls) > 0 {
 		calls := slices.Clone(m.ToolCalls)
 		for i := range calls {
@@ -104,11 +104,4 @@ func clearAnthropic(orig json.RawMessage, c Cleared) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return raw, true
-}
-
-// WithCleared returns e shown cleared as c says, counted c.Tokens.
-func (e Entry) WithCleared(c Cleared) Entry {
-	e.Message = c.Apply(e.Message)
-	e.Tokens, e.mark = c.Tokens, &Mark{Cleared: &c}
-	return e
 }

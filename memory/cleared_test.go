@@ -9,17 +9,25 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-// Cleared.Apply clears an OpenAI-format message's reasoning members and an Anthropic
+// An entry marked cleared (Entry.Marked) clears an OpenAI-format message's reasoning members and an Anthropic
 // original's thinking blocks and tool_use inputs, keeps its text, ids and names, and changes
 // nothing of the message it was given.
-func TestClearedApply(t *testing.T) {
+func TestMarkedCleared(t *testing.T) {
 	orig := `{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"redacted_thinking","data":"x"},` +
 		`{"type":"text","text":"Reading it."},{"type":"tool_use","id":"toolu_1","name":"read_file","input":{"path":"a.go"}}]}`
 	m := chat.Message{Role: "assistant", Content: json.RawMessage(`"Reading it."`),
 		ToolCalls: []chat.ToolCall{{ID: "toolu_1", Type: "function", Function: chat.FunctionCall{Name: "read_file", Arguments: `{"path":"a.go"}`}}},
 		Extra:     map[string]json.RawMessage{"reasoning_content": json.RawMessage(`"hmm"`), memory.AnthropicKey: json.RawMessage(orig)}}
 
-	got := memory.Cleared{Inputs: true, Thinking: true}.Apply(m)
+	clear := func(c memory.Cleared) chat.Message {
+		c.Tokens = 7
+		e := memory.Entry{Seq: 3, Tokens: 40, Message: m}.Marked(&memory.Mark{Cleared: &c})
+		if e.Tokens != 7 || e.Mark() == nil || e.Mark().Cleared == nil || e.Mark().Cleared.Seq != c.Seq {
+			t.Fatalf("cleared entry: %d tokens, mark %+v", e.Tokens, e.Mark())
+		}
+		return e.Message
+	}
+	got := clear(memory.Cleared{Seq: 3, Inputs: true, Thinking: true})
 	if got.ToolCalls[0].ID != "toolu_1" || got.ToolCalls[0].Function.Name != "read_file" || got.ToolCalls[0].Function.Arguments != memory.ClearedArgs(15) {
 		t.Fatalf("tool call %+v", got.ToolCalls[0])
 	}
@@ -36,10 +44,10 @@ func TestClearedApply(t *testing.T) {
 	}
 	// The message given is unchanged.
 	if m.ToolCalls[0].Function.Arguments != `{"path":"a.go"}` || string(m.Extra[memory.AnthropicKey]) != orig || m.Extra["reasoning_content"] == nil {
-		t.Fatal("Apply changed the message it was given")
+		t.Fatal("Marked changed the message it was given")
 	}
 	// Thinking alone keeps the inputs.
-	th := memory.Cleared{Thinking: true}.Apply(m)
+	th := clear(memory.Cleared{Seq: 3, Thinking: true})
 	if th.ToolCalls[0].Function.Arguments != `{"path":"a.go"}` || !strings.Contains(string(th.Extra[memory.AnthropicKey]), "a.go") ||
 		strings.Contains(string(th.Extra[memory.AnthropicKey]), "thinking") {
 		t.Fatalf("thinking alone: %+v %s", th.ToolCalls, th.Extra[memory.AnthropicKey])

@@ -52,7 +52,7 @@ func (c Compactions) Insert(ctx context.Context, n NewCompaction) (int64, error)
 		now := s.now()
 		var err error
 		id, err = q.InsertCompaction(ctx, db.InsertCompactionParams{
-			ThreadID: r.Thread, Status: string(r.Status), Reason: string(r.Reason), Strategy: r.Strategy,
+			ThreadID: r.Thread, Status: string(r.Status), Reason: r.Reason, Strategy: r.Strategy,
 			BaseID:  nullInt(n.Base),
 			LastSeq: n.LastSeq, TokenLimit: int64(n.Limits.TokenLimit), ReserveTokens: int64(n.Limits.ReserveTokens),
 			TargetRatio: n.Limits.TargetRatio, TriggerRatio: n.Limits.TriggerRatio,

@@ -255,7 +255,7 @@ func TestCopyBetweenBackends(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 			sameDump(t, "copy", want, dumpStore(t, dst))
-			if err := dst.Check(ctx); err != nil {
+			if err := dst.DB().Check(ctx); err != nil {
 				t.Fatalf("the copy fails its check: %v", err)
 			}
 
@@ -437,7 +437,7 @@ func TestCopyRenumbers(t *testing.T) {
 			t.Errorf("thread %s: export differs", id)
 		}
 	}
-	if err := dst.Check(ctx); err != nil {
+	if err := dst.DB().Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -38,10 +38,6 @@ var (
 	ErrQueryTooLong  = errQueryTooLong
 	MaxQueryWords    = maxQueryWords
 	MaxThreadIDBytes = maxThreadIDBytes
-	Reasons          = allReasons
 	Statuses         = allStatuses
 	ClearedArgs      = clearedArgs
 )
-
-// StatusStored is s.stored() for the external tests.
-func StatusStored(s Status) bool { return s.stored() }

@@ -8,29 +8,6 @@ import (
 	"github.com/memcascade/memcascade/db"
 )
 
-// Backup writes a consistent copy of the store to path (mode 0600) while other writers keep
-// writing: every transaction committed before it started is in the copy. An existing path is
-// refused with db.ErrBackupExists.
-func (s *Store) Backup(ctx context.Context, path string) error {
-	return s.h.Backup(ctx, path)
-}
-
-// Vacuum rebuilds the database file to return the space of deleted rows (see Prune) to the
-// file system.
-func (s *Store) Vacuum(ctx context.Context) error {
-	return s.h.Vacuum(ctx)
-}
-
-// Size returns the bytes the database takes: an SQLite file with its write-ahead log, or the
-// tables and indexes of a PostgreSQL schema.
-func (s *Store) Size(ctx context.Context) (int64, error) { return s.h.Size(ctx) }
-
-// Check verifies the database: SQLite's integrity check, the foreign keys and both full-text
-// indexes. nil means intact; the error names what is wrong.
-func (s *Store) Check(ctx context.Context) error {
-	return s.h.Check(ctx)
-}
-
 // PruneOptions say what Prune deletes.
 type PruneOptions struct {
 	// OlderThan: only what settled (a report) or started (an attempt) longer ago than this; 0

@@ -72,7 +72,7 @@ func TestBackupWhileWriting(t *testing.T) {
 	}
 	mu.Unlock()
 	dest := filepath.Join(dir, "copy'); DROP TABLE threads; --.db")
-	berr := reader.Backup(ctx, dest)
+	berr := reader.DB().Backup(ctx, dest)
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cp.Close()
-	if err := cp.Check(ctx); err != nil {
+	if err := cp.DB().Check(ctx); err != nil {
 		t.Fatalf("the backup fails its check: %v", err)
 	}
 	for id, n := range before {
@@ -101,12 +101,12 @@ func TestBackupWhileWriting(t *testing.T) {
 			t.Fatalf("thread %s in the backup: %d messages (%v), want %d", id, len(h), err, n)
 		}
 	}
-	if err := reader.Check(ctx); err != nil {
+	if err := reader.DB().Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cp.Close()
 	old, _ := os.ReadFile(dest)
-	if err := reader.Backup(ctx, dest); !errors.Is(err, db.ErrBackupExists) {
+	if err := reader.DB().Backup(ctx, dest); !errors.Is(err, db.ErrBackupExists) {
 		t.Fatalf("backup over an existing file: %v, want db.ErrBackupExists", err)
 	}
 	if now, _ := os.ReadFile(dest); !bytes.Equal(now, old) {

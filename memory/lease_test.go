@@ -22,7 +22,7 @@ func runningRow(t *testing.T, s *Store, owner string, pid int, leaseUntil time.T
 		t.Fatal(err)
 	}
 	id, err := s.h.Q().InsertCompaction(ctx, db.InsertCompactionParams{
-		ThreadID: "t", Status: string(StatusRunning), Reason: string(ReasonForced), Strategy: "summarize",
+		ThreadID: "t", Status: string(StatusRunning), Reason: "forced", Strategy: "summarize",
 		LastSeq: 1, TokenLimit: 1000, OwnerHost: owner, OwnerPid: int64(pid),
 		LeaseUntil: leaseUntil.UnixMilli(), CreatedAt: 1, UpdatedAt: 1,
 	})

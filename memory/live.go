@@ -12,7 +12,7 @@ import (
 )
 
 // A host that serves a thread turn after turn (memctl serve) keeps what it read of it, its
-// history and its active context, and checks before each turn that the thread is still what it
+// history and its active context (a live read: Store.Active with ReadOptions.Live), and checks before each turn that the thread is still what it
 // read: Version is what the active context is made from, read by one query of indexed rows.
 // Any change by any process (an append, a compaction applied or reverted, a pin, new settings,
 // the thread deleted and made again) changes it.
@@ -62,49 +62,39 @@ func threadVersion(ctx context.Context, q db.Querier, thread string) (Version, e
 		CompactionUpdated: r.CompactionUpdatedAt, Pins: r.Pins, Settings: r.Settings}, nil
 }
 
-// Live is a thread as read whole for a host that keeps it: its history, its active context and
-// the version of both, read in one snapshot.
-type Live struct {
-	Version Version
-	History []chat.Message
-	Active  Active
-}
-
-// ReadLive reads the thread's history, its active context and their version in one snapshot.
-// A thread that does not exist is a Live whose Version has Found false. The active context's
-// messages that are stored messages shown as stored share their memory with History's.
-func (s *Store) ReadLive(ctx context.Context, thread string) (Live, error) {
-	return readTx(ctx, s, func(q db.Querier) (Live, error) { return s.readLive(ctx, q, thread) })
-}
-
-// readLive is ReadLive in q's transaction.
-func (s *Store) readLive(ctx context.Context, q db.Querier, thread string) (Live, error) {
+// readLive is Active with ReadOptions.Live in q's transaction: the active context with the
+// thread's whole history and the version of both. The active context's messages that are
+// stored messages shown as stored share their memory with History's.
+func (s *Store) readLive(ctx context.Context, q db.Querier, thread string) (Active, error) {
 	v, err := threadVersion(ctx, q, thread)
-	if err != nil || !v.Found {
-		return Live{Version: v}, err
+	if err != nil {
+		return Active{}, err
+	}
+	if !v.Found {
+		return Active{}, fmt.Errorf("%w: %q", ErrThreadNotFound, thread)
 	}
 	rows, err := q.ListMessages(ctx, thread)
 	if err != nil {
-		return Live{}, err
+		return Active{}, err
 	}
 	hist, err := entries(rows)
 	if err != nil {
-		return Live{}, err
+		return Active{}, err
 	}
 	a, err := s.active(ctx, q, thread)
 	if err != nil {
-		return Live{}, err
+		return Active{}, err
 	}
-	l := Live{Version: v, History: make([]chat.Message, len(hist)), Active: a}
+	a.Version, a.History = v, make([]chat.Message, len(hist))
 	for i, e := range hist {
-		l.History[i] = e.Message
+		a.History[i] = e.Message
 	}
 	for i, e := range a.Entries {
 		if e.Seq >= 1 && e.Seq <= int64(len(hist)) && e.mark == nil && e.CompactionID == 0 {
-			a.Entries[i].Message = l.History[e.Seq-1]
+			a.Entries[i].Message = a.History[e.Seq-1]
 		}
 	}
-	return l, nil
+	return a, nil
 }
 
 // appendLive is Append with AppendOptions.Live: it also reports what a host that keeps the
@@ -156,11 +146,11 @@ func (s *Store) appendLive(ctx context.Context, thread string, msgs []chat.Messa
 		}
 		res.Entries, res.Raw, res.Before, res.After = out.Entries, out.Raw, before, after
 		if res.Created {
-			l, err := s.readLive(ctx, q, thread)
+			a, err := s.readLive(ctx, q, thread)
 			if err != nil {
 				return err
 			}
-			res.Read = &l
+			res.Read = &a
 		}
 		out = res
 		return nil

@@ -96,9 +96,9 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	}
 
 	// A live Append at the thread's version: what it reports is what a new read gives.
-	l, err := s.ReadLive(ctx, "v")
+	l, err := s.Active(ctx, "v", memory.ReadOptions{Live: true})
 	if err != nil || l.Version != v || len(l.History) != int(v.LastSeq) {
-		t.Fatalf("ReadLive: version %+v (want %+v), %d messages, %v", l.Version, v, len(l.History), err)
+		t.Fatalf("live read: version %+v (want %+v), %d messages, %v", l.Version, v, len(l.History), err)
 	}
 	add := []chat.Message{chat.TextMessage("user", "a <new> question & more"), chat.TextMessage("assistant", "an answer")}
 	ap, err := s.Append(ctx, "v", add, memory.AppendOptions{Live: true, Expect: &l.Version})
@@ -108,7 +108,7 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	if !ap.Before.SameContext(v) || ap.After.LastSeq != v.LastSeq+2 {
 		t.Fatalf("live Append: before %+v, after %+v", ap.Before, ap.After)
 	}
-	after, _ := s.ReadLive(ctx, "v")
+	after, _ := s.Active(ctx, "v", memory.ReadOptions{Live: true})
 	if after.Version != ap.After {
 		t.Fatalf("the version after the append: reported %+v, read %+v", ap.After, after.Version)
 	}
@@ -196,7 +196,7 @@ func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
 			t.Fatalf("search for append %d's message: %d hits, want %d: %+v", i, len(hits), want, hits)
 		}
 	}
-	if err := s.Check(ctx); err != nil {
+	if err := s.DB().Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -260,7 +260,7 @@ func TestBatchIndexesWhatCommitted(t *testing.T) {
 	}
 }
 
-// An append that creates its thread reports the thread as ReadLive reads it after the
+// An append that creates its thread reports the thread as a live read reads it after the
 // append (memctl serve keeps it without reading the new thread again); one to an existing
 // thread reports none.
 func TestAppendLiveReportsCreatedThread(t *testing.T) {
@@ -272,7 +272,7 @@ func TestAppendLiveReportsCreatedThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.ReadLive(ctx, "new")
+	l, err := s.Active(ctx, "new", memory.ReadOptions{Live: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,5 +282,38 @@ func TestAppendLiveReportsCreatedThread(t *testing.T) {
 	ap, err = s.Append(ctx, "new", []chat.Message{chat.TextMessage("assistant", "done")}, memory.AppendOptions{Live: true})
 	if err != nil || ap.Read != nil {
 		t.Fatalf("append to an existing thread: created %+v, %v", ap.Read, err)
+	}
+}
+
+// TestReadOptions: a live read of a thread that does not exist is ErrThreadNotFound, as any
+// read; Live with Light, Live on Messages and two ReadOptions are errors naming the thread.
+func TestReadOptions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := storetest.Open(t)
+	if _, err := s.Active(ctx, "none", memory.ReadOptions{Live: true}); !errors.Is(err, memory.ErrThreadNotFound) {
+		t.Fatalf("live read of no thread: %v, want ErrThreadNotFound", err)
+	}
+	if _, err := s.Append(ctx, "r", []chat.Message{chat.TextMessage("user", "hello")}, memory.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Active(ctx, "r", memory.ReadOptions{Live: true})
+	if err != nil || !a.Version.Found || len(a.History) != 1 || len(a.Entries) != 1 {
+		t.Fatalf("live read: %+v, %v", a, err)
+	}
+	if a, err := s.Active(ctx, "r"); err != nil || a.Version.Found || a.History != nil {
+		t.Fatalf("a read that is not live: version %+v, history %v, %v", a.Version, a.History, err)
+	}
+	for name, read := range map[string]func() error{
+		"Live and Light": func() error { _, err := s.Active(ctx, "r", memory.ReadOptions{Live: true, Light: true}); return err },
+		"Live Messages":  func() error { _, err := s.Messages(ctx, "r", 1, 1, memory.ReadOptions{Live: true}); return err },
+		"two options": func() error {
+			_, err := s.Active(ctx, "r", memory.ReadOptions{}, memory.ReadOptions{Light: true})
+			return err
+		},
+	} {
+		if err := read(); err == nil || !strings.Contains(err.Error(), `"r"`) || !strings.Contains(err.Error(), "ReadOptions") {
+			t.Errorf("%s: %v, want an error naming the thread and ReadOptions", name, err)
+		}
 	}
 }

@@ -12,17 +12,16 @@ import (
 // Messages returns the messages from..to (both included) of a thread as they were appended,
 // oldest first, archived ones included: what a compaction covered can always be read back. A
 // range beyond the thread's messages is clipped; an empty one is an error naming the thread's
-// range.
-func (s *Store) Messages(ctx context.Context, thread string, from, to int64) ([]Entry, error) {
-	return s.messagesRange(ctx, thread, from, to, false)
-}
-
-// MessagesLight is Messages read as the compactor reads (see Store.ActiveLight): from the
-// stored columns, without reading or decoding each message's JSON, so that a large message is
-// held once, as its text. An entry's Message has role, name, tool calls and tool_call_id, no
-// content or Extra: read its text with Entry.Text.
-func (s *Store) MessagesLight(ctx context.Context, thread string, from, to int64) ([]Entry, error) {
-	return s.messagesRange(ctx, thread, from, to, true)
+// range. They are read whole or light (ReadOptions.Light; at most one ReadOptions).
+func (s *Store) Messages(ctx context.Context, thread string, from, to int64, opt ...ReadOptions) ([]Entry, error) {
+	o, err := readOptions(thread, opt)
+	if err != nil {
+		return nil, err
+	}
+	if o.Live {
+		return nil, fmt.Errorf("read %q: ReadOptions: Live is Active's, not Messages'", thread)
+	}
+	return s.messagesRange(ctx, thread, from, to, o.Light)
 }
 
 func (s *Store) messagesRange(ctx context.Context, thread string, from, to int64, light bool) ([]Entry, error) {

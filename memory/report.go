@@ -12,46 +12,22 @@ import (
 	"github.com/memcascade/memcascade/tokencount"
 )
 
-// Status is what became of a compaction, as stored in compactions.status (not_needed,
-// planned, skipped and held are never stored).
+// Status is what became of a compaction, as stored in compactions.status. A compaction that
+// did not run reports one of compact's statuses instead (compact.StatusNotNeeded, StatusPlanned,
+// StatusSkipped, StatusHeld), which is never stored.
 type Status string
 
-// Compaction statuses; allStatuses lists them all.
+// Compaction statuses as stored; allStatuses lists them all.
 const (
 	StatusApplied     Status = "applied"     // the summary replaced the middle in the active context
-	StatusNotNeeded   Status = "not_needed"  // under the trigger and not forced; not recorded
-	StatusPlanned     Status = "planned"     // a dry run; not recorded
 	StatusIneffective Status = "ineffective" // would save under 10%; recorded, no provider called
 	StatusFailed      Status = "failed"      // no provider could summarize, or the commit lost a race
 	StatusRunning     Status = "running"     // in progress (or interrupted, until the next Open)
 	StatusReverted    Status = "reverted"    // was applied, then reverted
-	StatusSkipped     Status = "skipped"     // a before_compaction hook said skip; not recorded
-	StatusHeld        Status = "held"        // the breaker holds the thread after failures in a row; not recorded
 )
 
-// allStatuses is every compaction status, the one list of them.
-var allStatuses = []Status{StatusApplied, StatusNotNeeded, StatusPlanned, StatusIneffective, StatusFailed, StatusRunning, StatusReverted,
-	StatusSkipped, StatusHeld}
-
-// Stored reports whether reports of status s are ever stored (not_needed, planned, skipped and
-// held never are).
-func (s Status) stored() bool {
-	return s != StatusNotNeeded && s != StatusPlanned && s != StatusSkipped && s != StatusHeld
-}
-
-// Reason is why a compaction ran, as stored in compactions.reason.
-type Reason string
-
-// Compaction reasons; allReasons lists them all.
-const (
-	ReasonThreshold Reason = "threshold"
-	ReasonEmergency Reason = "emergency"
-	ReasonForced    Reason = "forced"
-	ReasonRequested Reason = "requested" // the agent's model asked for it (memory_compact)
-)
-
-// allReasons is every compaction reason, the one list of them.
-var allReasons = []Reason{ReasonThreshold, ReasonEmergency, ReasonForced, ReasonRequested}
+// allStatuses is every stored compaction status, the one list of them.
+var allStatuses = []Status{StatusApplied, StatusIneffective, StatusFailed, StatusRunning, StatusReverted}
 
 // Report says what a compaction did, or would do (dry run). Its JSON form is the one `memctl`
 // prints.
@@ -59,7 +35,7 @@ type Report struct {
 	ID                 int64     `json:"id"` // 0 before the report is stored; JSON null then
 	Thread             string    `json:"thread"`
 	Status             Status    `json:"status"`
-	Reason             Reason    `json:"reason"`
+	Reason             string    `json:"reason"` // why it ran: one of compact's Reason* (the policy's)
 	TokenLimit         int       `json:"token_limit"`
 	TokensBefore       int       `json:"tokens_before"`
 	TokensAfter        int       `json:"tokens_after"`
@@ -131,7 +107,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 
 func reportFromRow(c db.Compaction, current int64) Report {
 	r := Report{
-		ID: c.ID, Thread: c.ThreadID, Status: Status(c.Status), Reason: Reason(c.Reason),
+		ID: c.ID, Thread: c.ThreadID, Status: Status(c.Status), Reason: c.Reason,
 		TokenLimit: int(c.TokenLimit), TokensBefore: int(c.TokensBefore), TokensAfter: int(c.TokensAfter),
 		MessagesBefore: int(c.MessagesBefore), MessagesAfter: int(c.MessagesAfter),
 		SummarizedMessages: int(c.SummarizedMessages), KeptMessages: int(c.KeptMessages),

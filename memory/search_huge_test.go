@@ -51,7 +51,7 @@ func TestSearchHugeMessage(t *testing.T) {
 	if err := s.DeleteThread(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Check(ctx); err != nil {
+	if err := s.DB().Check(ctx); err != nil {
 		t.Fatalf("check after deleting the thread: %v", err)
 	}
 }

@@ -9,13 +9,16 @@
 //
 // It owns every row of threads, messages, pins and compactions; the unit rule a plan and a pin
 // share (Cuts, PinnedLen); the views; the reports a compaction leaves (Report, Store.Reports,
-// Revert, Coverage); the error codes hosts map (ErrorCode); and the clock of the system
+// Store.Revert); the error codes hosts map (ErrorCode); and the clock of the system
 // (Store.Now). It counts tokens with package tokencount and keeps messages as package chat
-// defines them. A thread's compaction settings are a JSON object it stores as given.
+// defines them. A thread's compaction settings are a JSON object it stores as given, a
+// compaction's reason a string. The housekeeping of the database itself (backup, vacuum,
+// check) is its db.Handle's.
 //
-// The compaction policy and engine are package compact: the settings and their rules, the
-// plan, the summaries, and the commits through the store's Compactions writer. memory never
-// imports compact, nor the provider cascade, config, serve or cmd/memctl.
+// The compaction policy and engine are package compact: the settings and their rules, why a
+// compaction runs and the statuses of one that does not, the plan, the summaries, and the
+// commits through the store's Compactions writer. memory never imports compact, nor the
+// provider cascade, config, serve or cmd/memctl.
 package memory
 
 import (
@@ -319,7 +322,7 @@ func (s *Store) threads(ctx context.Context, only string) ([]Thread, error) {
 		t.Cost = dollarsOf(addCosts(r.UpstreamCostMicros, compactions))
 		if r.Pins > 0 && r.Compactions > 0 {
 			// A pin a summary covers is in the active context: the stored counts do not say.
-			a, err := s.ActiveLight(ctx, r.ID)
+			a, err := s.Active(ctx, r.ID, ReadOptions{Light: true})
 			if err != nil {
 				return nil, err
 			}
@@ -356,7 +359,7 @@ type Entry struct {
 	// compaction summarizes with the middle; a host leaves it out of what its model gets.
 	Superseded bool
 
-	// text is the message's text when the entry was read light (see Store.ActiveLight): its
+	// text is the message's text when the entry was read light (see ReadOptions.Light): its
 	// Message then holds role, name, tool calls and tool_call_id, not content or Extra.
 	text  string
 	light bool
@@ -391,6 +394,11 @@ type Active struct {
 	// A compaction planned on this context commits only while this is still current.
 	Current int64
 
+	// Version and History are set by a live read only (ReadOptions.Live, AppendResult.Read):
+	// the version the context is of, and the thread's whole history, read in the same snapshot.
+	Version Version
+	History []chat.Message
+
 	// summaryPlanned is the thread's last seq when the compaction that wrote Summary was
 	// planned: superseded instructions pinned then were not summarized (see withPins).
 	summaryPlanned int64
@@ -405,19 +413,49 @@ func (a Active) Messages() []chat.Message {
 	return out
 }
 
-// Active reads the active context of a thread in one consistent snapshot. Its cost grows with
-// the active context, not the history.
-func (s *Store) Active(ctx context.Context, thread string) (Active, error) {
-	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.active(ctx, q, thread) })
+// ReadOptions say how a read builds its entries.
+type ReadOptions struct {
+	// Light reads as a compaction plans: the entries are built from the stored columns (role,
+	// text, name, tool calls), without reading or decoding each message's JSON, so that a large
+	// message is held once, as its text. An entry's Message then has role, name, tool calls and
+	// tool_call_id, no content or Extra: read its text with Entry.Text.
+	Light bool
+	// Live reads, for a host that keeps the thread between its turns (memctl serve), the
+	// thread's whole history (Active.History) and the version of both (Active.Version) with the
+	// active context, in the same snapshot; the entries are read whole (not with Light). The
+	// active context's messages that are stored messages shown as stored share their memory
+	// with History's. Active only.
+	Live bool
 }
 
-// ActiveLight reads the active context of a thread as a compaction plans on it, in one
-// consistent snapshot. The entries are built from the stored columns (role, text, name, tool
-// calls), without reading or decoding each message's JSON: their Message has no content or
-// Extra, so read their text with Entry.Text. The pinned messages are moved right after the
-// leading system messages.
-func (s *Store) ActiveLight(ctx context.Context, thread string) (Active, error) {
-	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readActive(ctx, q, thread, true) })
+// readOptions returns the one ReadOptions of a read of thread (none: the zero value); more
+// than one, or Live with Light, is an error.
+func readOptions(thread string, opts []ReadOptions) (ReadOptions, error) {
+	switch {
+	case len(opts) == 0:
+		return ReadOptions{}, nil
+	case len(opts) > 1:
+		return ReadOptions{}, fmt.Errorf("read %q: %d ReadOptions given; at most one", thread, len(opts))
+	case opts[0].Live && opts[0].Light:
+		return ReadOptions{}, fmt.Errorf("read %q: ReadOptions: Live reads the entries whole, not Light", thread)
+	}
+	return opts[0], nil
+}
+
+// Active reads the active context of a thread in one consistent snapshot, its messages whole
+// or light (ReadOptions.Light), with the history and version for a host that keeps the thread
+// (ReadOptions.Live); at most one ReadOptions. Its cost grows with the active context, not the
+// history (with Live: with both). The pinned messages are moved right after the leading
+// system messages.
+func (s *Store) Active(ctx context.Context, thread string, opt ...ReadOptions) (Active, error) {
+	o, err := readOptions(thread, opt)
+	if err != nil {
+		return Active{}, err
+	}
+	if o.Live {
+		return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readLive(ctx, q, thread) })
+	}
+	return readTx(ctx, s, func(q db.Querier) (Active, error) { return s.readActive(ctx, q, thread, o.Light) })
 }
 
 func (s *Store) active(ctx context.Context, q db.Querier, thread string) (Active, error) {

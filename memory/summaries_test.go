@@ -36,7 +36,7 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 	if _, err := s.Append(ctx, "t", msgs[41:], memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := s.ActiveLight(ctx, "t")
+	a, err := s.Active(ctx, "t", memory.ReadOptions{Light: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 	}
 	from, to := a.Entries[at].Seq, a.Entries[end-1].Seq
 	id, err := s.Compactions().Insert(ctx, memory.NewCompaction{Report: memory.Report{Thread: "t", Status: memory.StatusRunning,
-		Reason: memory.ReasonForced, Strategy: "test"}, Base: a.Current, LastSeq: int64(a.Thread.Messages)})
+		Reason: compact.ReasonForced, Strategy: "test"}, Base: a.Current, LastSeq: int64(a.Thread.Messages)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +89,8 @@ func TestViewKeepsSeveralSummaries(t *testing.T) {
 			t.Errorf("%s: %d tokens, entries add up to %d", when, a.Tokens, memory.PromptTokens(a.Entries))
 		}
 	}
-	for _, read := range []func(context.Context, string) (memory.Active, error){s.Active, s.ActiveLight} {
-		b, err := read(ctx, "t")
+	for _, light := range []bool{false, true} {
+		b, err := s.Active(ctx, "t", memory.ReadOptions{Light: light})
 		if err != nil {
 			t.Fatal(err)
 		}

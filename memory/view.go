@@ -87,14 +87,32 @@ type Mark struct {
 // share a mark return the same pointer.
 func (e Entry) Mark() *Mark { return e.mark }
 
-// Placeholder is the text of a masked tool result, the result of call callID.
-func (m Masked) Placeholder(callID string) string {
+// Marked returns e as a view marked m shows it, counted as the mark says, its Mark m: a
+// masked tool result as its placeholder (m.Masked.Tokens), a cut one as the head and tail of
+// m.Orig around a marker (m.Cut.Tokens), a cleared assistant message without its tool
+// calls' arguments or its reasoning (m.Cleared.Tokens). A view that stores the mark shows the
+// entry so when it is read again. e as it is when m marks nothing.
+func (e Entry) Marked(m *Mark) Entry {
+	switch {
+	case m.Masked != nil:
+		return e.withText(m.Masked.placeholder(e.Message.ToolCallID), m.Masked.Tokens, m)
+	case m.Cut != nil:
+		return e.withText(m.Cut.text(m.Orig), m.Cut.Tokens, m)
+	case m.Cleared != nil:
+		e.Message = m.Cleared.apply(e.Message)
+		e.Tokens, e.mark = m.Cleared.Tokens, m
+	}
+	return e
+}
+
+// placeholder is the text of a masked tool result, the result of call callID.
+func (m Masked) placeholder(callID string) string {
 	return fmt.Sprintf("[tool result masked to save context: call %s (%s), %d tokens, %d bytes, kept in history; digest: %s]",
 		callID, m.Tool, m.OrigTokens, m.OrigBytes, m.Digest)
 }
 
-// Text is the text of a cut tool result whose text as appended is orig.
-func (c Cut) Text(orig string) string {
+// text is the text of a cut tool result whose text as appended is orig.
+func (c Cut) text(orig string) string {
 	if c.Head+c.Tail > len(orig) {
 		return orig
 	}
@@ -108,13 +126,13 @@ const cutMarker = "\n[... %d bytes cut to fit the context window; the whole resu
 // fact.
 var cutMarkerRE = regexp.MustCompile(strings.ReplaceAll(regexp.QuoteMeta(cutMarker), "%d", `\d+`))
 
-// StripCutMarkers returns s with the marker of each cut (see Cut.Text) turned back into a
+// StripCutMarkers returns s with the marker of each cut (see Entry.Marked) turned back into a
 // newline: what the marker says is the product's, never a fact.
 func StripCutMarkers(s string) string { return cutMarkerRE.ReplaceAllString(s, "\n") }
 
-// WithText returns e showing text instead of its own content, counted tokens and marked m: the
+// withText returns e showing text instead of its own content, counted tokens and marked m: the
 // message keeps its role, name and tool_call_id, with a plain string content.
-func (e Entry) WithText(text string, tokens int, m *Mark) Entry {
+func (e Entry) withText(text string, tokens int, m *Mark) Entry {
 	msg := chat.TextMessage(e.Message.Role, text)
 	msg.Name, msg.ToolCallID = e.Message.Name, e.Message.ToolCallID
 	e.Message, e.text, e.light, e.Tokens, e.mark = msg, text, true, tokens, m
@@ -133,12 +151,13 @@ func (v view) applyMarks(es []Entry) {
 	for i, e := range es {
 		if k := slices.IndexFunc(v.Masked, func(m Masked) bool { return m.Seq == e.Seq }); k >= 0 {
 			m := v.Masked[k]
-			es[i] = e.WithText(m.Placeholder(e.Message.ToolCallID), m.Tokens, &Mark{Masked: &m, Orig: e.Text()})
+			es[i] = e.Marked(&Mark{Masked: &m, Orig: e.Text()})
 		} else if k := slices.IndexFunc(v.Cut, func(c Cut) bool { return c.Seq == e.Seq }); k >= 0 {
 			c := v.Cut[k]
-			es[i] = e.WithText(c.Text(e.Text()), c.Tokens, &Mark{Cut: &c, Orig: e.Text()})
+			es[i] = e.Marked(&Mark{Cut: &c, Orig: e.Text()})
 		} else if k := slices.IndexFunc(v.Cleared, func(c Cleared) bool { return c.Seq == e.Seq }); k >= 0 && e.CompactionID == 0 {
-			es[i] = e.WithCleared(v.Cleared[k])
+			c := v.Cleared[k]
+			es[i] = e.Marked(&Mark{Cleared: &c})
 		}
 	}
 }

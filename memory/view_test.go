@@ -69,12 +69,14 @@ func TestStoredViewColumn(t *testing.T) {
 	}
 }
 
-// TestStripCutMarkersRoundTrip: the marker Cut.Text writes is the one StripCutMarkers finds
-// (its pattern is made from the marker's format), whatever the count of bytes cut.
+// TestStripCutMarkersRoundTrip: the marker a cut entry shows (Entry.Marked) is the one
+// StripCutMarkers finds (its pattern is made from the marker's format), whatever the count of
+// bytes cut.
 func TestStripCutMarkersRoundTrip(t *testing.T) {
 	orig := strings.Repeat("0123456789", 300)
 	for _, c := range []memory.Cut{{Head: 10, Tail: 10}, {Head: 1, Tail: 2000}, {Head: 999, Tail: 1}} {
-		if got, want := memory.StripCutMarkers(c.Text(orig)), orig[:c.Head]+"\n"+orig[len(orig)-c.Tail:]; got != want {
+		e := memory.Entry{Message: chat.TextMessage(chat.RoleTool, orig)}.Marked(&memory.Mark{Cut: &c, Orig: orig})
+		if got, want := memory.StripCutMarkers(e.Text()), orig[:c.Head]+"\n"+orig[len(orig)-c.Tail:]; got != want {
 			t.Errorf("head %d, tail %d: stripped %q, want %q", c.Head, c.Tail, got, want)
 		}
 	}

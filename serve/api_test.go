@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 )
@@ -40,7 +41,7 @@ func compactedThread(t *testing.T, e *env, thread string, n int) memory.Report {
 	if err := json.Unmarshal([]byte(body), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Status != memory.StatusApplied || rep.Reason != memory.ReasonForced {
+	if rep.Status != memory.StatusApplied || rep.Reason != compact.ReasonForced {
 		t.Fatalf("compaction: %s", body)
 	}
 	return rep

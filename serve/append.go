@@ -201,7 +201,7 @@ func (s *Server) unpinSummarized(ctx context.Context, thread string) {
 	if err != nil || len(pins) < 2 {
 		return
 	}
-	a, err := s.Store.ActiveLight(ctx, thread)
+	a, err := s.Store.Active(ctx, thread, memory.ReadOptions{Light: true})
 	if err != nil {
 		return
 	}

@@ -65,7 +65,7 @@ func (s *Server) compactIfDue(ctx context.Context, thread string, st *threadStat
 	s.mu.Unlock()
 	if !over.IsZero() { // the limit of the turn (token_limit auto): Compact checks it is due
 		rep, err := s.Compactor.Compact(ctx, thread, compact.Options{Override: over})
-		if rep.Status != memory.StatusNotNeeded {
+		if rep.Status != compact.StatusNotNeeded {
 			s.logCompaction(thread, rep, err)
 		}
 		return

@@ -100,22 +100,27 @@ func (s *Server) live(ctx context.Context, st *threadState, check bool) (*liveSt
 			return lv, nil
 		}
 	}
-	l, err := s.Store.ReadLive(ctx, st.thread)
+	a, err := s.Store.Active(ctx, st.thread, memory.ReadOptions{Live: true})
+	if errors.Is(err, memory.ErrThreadNotFound) {
+		a, err = memory.Active{}, nil // not made yet: kept as a version with Found false
+	}
 	if err != nil {
 		return nil, err
 	}
-	return s.keepRead(st, l)
+	return s.keepRead(st, a)
 }
 
-// keepRead makes the thread as read (l) its kept state.
-func (s *Server) keepRead(st *threadState, l memory.Live) (*liveState, error) {
-	lv := &liveState{ver: l.Version, hist: l.History, active: l.Active, enc: make([]json.RawMessage, len(l.Active.Entries)),
-		recall: slices.ContainsFunc(l.History, IsRecall)}
+// keepRead makes the thread as read live (a: ReadOptions.Live) its kept state.
+func (s *Server) keepRead(st *threadState, a memory.Active) (*liveState, error) {
+	active := a
+	active.Version, active.History = memory.Version{}, nil // kept as ver and hist, which grow apart from it
+	lv := &liveState{ver: a.Version, hist: a.History, active: active, enc: make([]json.RawMessage, len(a.Entries)),
+		recall: slices.ContainsFunc(a.History, IsRecall)}
 	var err error
-	if lv.ts, err = compact.ParseThreadSettings(st.thread, l.Active.Thread.Settings); err != nil {
+	if lv.ts, err = compact.ParseThreadSettings(st.thread, a.Thread.Settings); err != nil {
 		return nil, err
 	}
-	for i, e := range l.Active.Entries {
+	for i, e := range a.Entries {
 		var err error
 		if lv.enc[i], err = json.Marshal(e.Message); err != nil {
 			return nil, err

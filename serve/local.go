@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/memcascade/memcascade/compact"
+	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/dialect"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -110,7 +111,7 @@ func (s *Server) compactTurn(ctx context.Context, w http.ResponseWriter, st *thr
 	if err != nil {
 		return "", err
 	}
-	a, err := s.Store.ActiveLight(ctx, st.thread)
+	a, err := s.Store.Active(ctx, st.thread, memory.ReadOptions{Light: true})
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 	"github.com/memcascade/memcascade/tokencount"
@@ -268,7 +269,7 @@ func TestEmergencyCompactionBeforeTheCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reps) == 0 || reps[len(reps)-1].Reason != memory.ReasonEmergency || reps[len(reps)-1].Status != memory.StatusApplied {
+	if len(reps) == 0 || reps[len(reps)-1].Reason != compact.ReasonEmergency || reps[len(reps)-1].Status != memory.StatusApplied {
 		t.Fatalf("first compaction: %+v, want an applied emergency one", reps)
 	}
 }

@@ -233,7 +233,7 @@ func (s *Server) recallResult(ctx context.Context, thread, query string) string 
 	for _, h := range hits {
 		rh := recallHit{SearchHit: h}
 		if !h.InActiveContext && h.CompactionID == 0 {
-			if es, err := s.Store.MessagesLight(ctx, thread, h.Seq, h.Seq); err == nil && len(es) == 1 {
+			if es, err := s.Store.Messages(ctx, thread, h.Seq, h.Seq, memory.ReadOptions{Light: true}); err == nil && len(es) == 1 {
 				if vs, err := s.Compactor.ReadProviderView(ctx, thread, es); err == nil {
 					text := vs[0].Text
 					for _, c := range vs[0].ToolCalls {

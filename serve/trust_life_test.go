@@ -283,7 +283,7 @@ func TestTrustLife(t *testing.T) {
 		t.Errorf("the largest memory_read answer is %d bytes, over a few times its bound of %d tokens", largest, mcpserver.DefaultReadTokens)
 	}
 	t.Logf("memory_read: %d messages read, the largest answer %d bytes", len(hist), largest)
-	if err := e.store.Check(ctx); err != nil {
+	if err := e.store.DB().Check(ctx); err != nil {
 		t.Errorf("check: %v", err)
 	}
 }

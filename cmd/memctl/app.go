@@ -182,14 +182,14 @@ func (a *app) storeFor(ctx context.Context, mode openMode, thread string) (*memo
 	return a.open(ctx, mode)
 }
 
-// openDatabase opens the store (see open) and returns it with its location.
-func (a *app) openDatabase(ctx context.Context, mode openMode) (*memory.Store, dbLocation, error) {
-	s, err := a.open(ctx, mode)
-	if err != nil {
+// openDatabase opens the store (see open) and returns the database handle under it, for the
+// housekeeping of the database itself (backup, vacuum, check: db.Handle's), with its location.
+func (a *app) openDatabase(ctx context.Context, mode openMode) (*db.Handle, dbLocation, error) {
+	if _, err := a.open(ctx, mode); err != nil {
 		return nil, dbLocation{}, err
 	}
 	loc, err := a.database()
-	return s, loc, err
+	return a.h, loc, err
 }
 
 // openCascade opens the database (see open) and builds the config's cascade on it, on the

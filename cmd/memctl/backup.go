@@ -36,11 +36,11 @@ server with its own tools (pg_dump).`,
 			if _, err := os.Lstat(dest); err == nil {
 				return usagef("backup: %s already exists; a backup never overwrites a file", dest)
 			}
-			s, loc, err := a.openDatabase(ctx, forReading)
+			h, loc, err := a.openDatabase(ctx, forReading)
 			if err != nil {
 				return err
 			}
-			if err := s.Backup(ctx, dest); err != nil {
+			if err := h.Backup(ctx, dest); err != nil {
 				if errors.Is(err, db.ErrBackupExists) {
 					return usagef("backup: %s already exists; a backup never overwrites a file", dest)
 				}

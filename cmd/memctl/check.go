@@ -20,11 +20,11 @@ on stdout, exit 1 when not ok.`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			s, loc, err := a.openDatabase(ctx, forReading)
+			h, loc, err := a.openDatabase(ctx, forReading)
 			if err != nil {
 				return err
 			}
-			cerr := s.Check(ctx)
+			cerr := h.Check(ctx)
 			if a.json {
 				out := map[string]any{"database": loc.shown(), "ok": cerr == nil, "error": ""}
 				if cerr != nil {

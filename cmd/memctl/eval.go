@@ -16,7 +16,6 @@ import (
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/config"
 	"github.com/memcascade/memcascade/eval"
-	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
 )
 
@@ -167,8 +166,8 @@ func (a *app) evalConfigs(cmd *cobra.Command, cfg config.Config, fl evalFlags) (
 					return nil, err
 				}
 				c.Name = s + "@" + name
-				c.Compactor = func(st *memory.Store, set compact.Settings) (*compact.Compactor, error) {
-					return a.evalCompactor(cfg, st, set)
+				c.Compactor = func(sc eval.Scratch, set compact.Settings) (*compact.Compactor, error) {
+					return a.evalCompactor(cfg, sc, set)
 				}
 			}
 			configs = append(configs, c)
@@ -205,15 +204,16 @@ func (a *app) evalConfigFile(path string, limit int) (eval.Config, error) {
 			return eval.Config{}, usagef("--config %s: --limit %d: %v", path, limit, err)
 		}
 	}
-	return eval.Config{Name: name, Settings: set, Compactor: func(st *memory.Store, set compact.Settings) (*compact.Compactor, error) {
-		return a.evalCompactor(cfg, st, set)
+	return eval.Config{Name: name, Settings: set, Compactor: func(sc eval.Scratch, set compact.Settings) (*compact.Compactor, error) {
+		return a.evalCompactor(cfg, sc, set)
 	}}, nil
 }
 
-// evalCompactor is the compactor of a configuration of --cascade on its scratch store st: the
-// config's cascades on the scratch database (their cooldowns and attempts stay there), the
-// config's redaction, and the configuration's settings.
-func (a *app) evalCompactor(cfg config.Config, st *memory.Store, set compact.Settings) (*compact.Compactor, error) {
+// evalCompactor is the compactor of a configuration of --cascade on its scratch database sc:
+// the config's cascades on it (their cooldowns and attempts stay there), the config's
+// redaction, and the configuration's settings.
+func (a *app) evalCompactor(cfg config.Config, sc eval.Scratch, set compact.Settings) (*compact.Compactor, error) {
+	st := sc.Store
 	counter, err := st.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		return nil, err
@@ -223,11 +223,11 @@ func (a *app) evalCompactor(cfg config.Config, st *memory.Store, set compact.Set
 		return nil, err
 	}
 	opt := cascade.Options{Count: counter.CountText, Logger: a.logger, Now: st.Now}
-	def, err := cfg.NewCascade(st.DB(), opt)
+	def, err := cfg.NewCascade(sc.DB, opt)
 	if err != nil {
 		return nil, err
 	}
-	named, err := cfg.NewCascades(st.DB(), opt)
+	named, err := cfg.NewCascades(sc.DB, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -96,7 +96,7 @@ func TestMCPNodeClient(t *testing.T) {
 	if len(res.Read) != 2 || res.Read[1].Seq != res.Seq || !strings.Contains(res.Read[1].Content, res.ID) || len(res.Read[0].ToolCalls) == 0 {
 		t.Fatalf("read of %s (message %d): %+v", res.ID, res.Seq, res.Read)
 	}
-	if !res.Pin.Pinned || res.Pin.FromSeq != res.Seq-1 || res.Compact.Reason != string(memory.ReasonRequested) || res.Compact.Status != string(memory.StatusApplied) {
+	if !res.Pin.Pinned || res.Pin.FromSeq != res.Seq-1 || res.Compact.Reason != compact.ReasonRequested || res.Compact.Status != string(memory.StatusApplied) {
 		t.Fatalf("pin %+v, compact %+v", res.Pin, res.Compact)
 	}
 	if !slices.ContainsFunc(res.After, func(h memory.SearchHit) bool { return h.Seq == res.Seq && h.InActiveContext }) {

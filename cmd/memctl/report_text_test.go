@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
+	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -36,7 +37,7 @@ func TestEventTextEveryKind(t *testing.T) {
 // appended while it ran apart, and a compaction that applied nothing summarized none.
 func TestReportTextCountsInEnglish(t *testing.T) {
 	t.Parallel()
-	applied := memory.Report{ID: 3, Thread: "t", Status: memory.StatusApplied, Reason: memory.ReasonThreshold,
+	applied := memory.Report{ID: 3, Thread: "t", Status: memory.StatusApplied, Reason: compact.ReasonThreshold,
 		TokensBefore: 4000, TokensAfter: 2500, TokensAppended: 57, MessagesBefore: 40, MessagesAfter: 20, MessagesAppended: 2,
 		SummarizedMessages: 21, KeptMessages: 18, FromSeq: 2, ToSeq: 22, Passes: 1, Chunks: 1, Requests: 1,
 		Provider: "offline", Model: "extractive", SummaryTokens: 300, Usage: memory.Usage{Requests: 1}}
@@ -54,7 +55,7 @@ func TestReportTextCountsInEnglish(t *testing.T) {
 	if want := "2 passes, 3 chunks,"; !strings.Contains(b.String(), want) {
 		t.Errorf("no %q in\n%s", want, b.String())
 	}
-	failed := memory.Report{ID: 3, Thread: "t", Status: memory.StatusFailed, Reason: memory.ReasonForced,
+	failed := memory.Report{ID: 3, Thread: "t", Status: memory.StatusFailed, Reason: compact.ReasonForced,
 		TokensBefore: 4000, TokensAfter: 4000, MessagesBefore: 40, MessagesAfter: 40, KeptMessages: 39}
 	b.Reset()
 	writeReport(&b, failed)

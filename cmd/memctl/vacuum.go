@@ -18,18 +18,18 @@ planner's statistics are refreshed; the sizes are those of the tables and their 
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			s, loc, err := a.openDatabase(ctx, forWriting)
+			h, loc, err := a.openDatabase(ctx, forWriting)
 			if err != nil {
 				return err
 			}
-			before, err := s.Size(ctx)
+			before, err := h.Size(ctx)
 			if err != nil {
 				return err
 			}
-			if err := s.Vacuum(ctx); err != nil {
+			if err := h.Vacuum(ctx); err != nil {
 				return err
 			}
-			after, err := s.Size(ctx)
+			after, err := h.Size(ctx)
 			if err != nil {
 				return err
 			}

@@ -248,7 +248,7 @@ func TestRenderCompacted(t *testing.T) {
 	all, enc := stored(t, turn.Messages...)
 	// all: 2 system (the billing header is not stored), user, assistant (2 calls), tool A,
 	// tool B, user text, assistant, user.
-	masked := all[4].WithText("[tool result masked]", 5, &memory.Mark{})
+	masked := all[4].Marked(&memory.Mark{Masked: &memory.Masked{Seq: all[4].Seq, Tool: "Read", Digest: "first line: package main", Tokens: 5}})
 	maskedEnc, _ := json.Marshal(masked.Message)
 	later, laterEnc := stored(t, chat.TextMessage(chat.RoleSystem, "Answer in French."), chat.TextMessage(chat.RoleUser, "serve's own"))
 	active := []memory.Entry{all[0], all[1], memory.SummaryEntry(7, chat.RoleUser, "Summary: the user asked for a listing.", 10, 3, 3),
@@ -287,7 +287,7 @@ func TestRenderCompacted(t *testing.T) {
 	wantMsgs := []string{
 		`{"role":"user","content":[{"type":"text","text":"(earlier messages were summarized above)"}]}`,
 		raw[1],
-		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01A","content":"[tool result masked]"},{"type":"tool_result","tool_use_id":"toolu_01B","content":[{"type":"text","text":"package main\n\nfunc main() { println(\"hello <world>\") }\n"}]},{"type":"text","text":"<system-reminder>The files may have changed.</system-reminder>"},{"type":"text","text":"serve's own"}]}`,
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01A","content":"[tool result masked to save context: call toolu_01A (Read), 0 tokens, 0 bytes, kept in history; digest: first line: package main]"},{"type":"tool_result","tool_use_id":"toolu_01B","content":[{"type":"text","text":"package main\n\nfunc main() { println(\"hello <world>\") }\n"}]},{"type":"text","text":"<system-reminder>The files may have changed.</system-reminder>"},{"type":"text","text":"serve's own"}]}`,
 		raw[3],
 		raw[4],
 	}

@@ -416,10 +416,11 @@ func TestRenderMaskedCustomCall(t *testing.T) {
 		t.Fatalf("%+v", turn.Messages)
 	}
 	active, enc := stored(t, turn.Messages...)
-	active[2] = active[2].WithText("[output masked]", 3, &memory.Mark{Orig: "Done! a very long output"})
+	active[2] = active[2].Marked(&memory.Mark{Masked: &memory.Masked{Seq: 3, Tool: "apply_patch", Digest: "first line: Done!", Tokens: 3},
+		Orig: "Done! a very long output"})
 	other := parse(t, []byte(`{"model":"m","input":"zzz"}`), nil)
 	got, _ := d.Render(other, active, enc)
-	want := `{"model":"m","input":[{"type":"message","role":"user","content":"patch it"},{"type":"custom_tool_call","call_id":"c9","name":"apply_patch","input":"*** Begin Patch"},{"call_id":"c9","output":"[output masked]","type":"custom_tool_call_output"},{"type":"message","role":"user","content":"next"}]}`
+	want := `{"model":"m","input":[{"type":"message","role":"user","content":"patch it"},{"type":"custom_tool_call","call_id":"c9","name":"apply_patch","input":"*** Begin Patch"},{"call_id":"c9","output":"[tool result masked to save context: call c9 (apply_patch), 0 tokens, 0 bytes, kept in history; digest: first line: Done!]","type":"custom_tool_call_output"},{"type":"message","role":"user","content":"next"}]}`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -425,7 +425,7 @@ func TestServeCompactEndpoint(t *testing.T) {
 	if err := json.Unmarshal(b, &c); err != nil || c.Object != "response.compaction" || len(c.Output) != 2 || c.Output[1]["type"] != "compaction" {
 		t.Fatalf("%v: %s", err, b)
 	}
-	active, err := e.store.ActiveLight(context.Background(), "compact")
+	active, err := e.store.Active(context.Background(), "compact", memory.ReadOptions{Light: true})
 	if err != nil {
 		t.Fatal(err)
 	}
