@@ -117,24 +117,36 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	i := len(f.reqs)
 	f.reqs = append(f.reqs, req)
 	f.mu.Unlock()
-	sw := &statusWriter{ResponseWriter: w}
+	// The status is noted as soon as it is written, not when the handler returns: a client
+	// that has read a whole stream may list the requests before the handler has returned.
+	sw := &statusWriter{ResponseWriter: w, note: func(code int) {
+		f.mu.Lock()
+		f.reqs[i].Status = code
+		f.mu.Unlock()
+	}}
 	f.route(f, sw, req)
-	f.mu.Lock()
-	f.reqs[i].Status = sw.status
-	f.mu.Unlock()
 }
 
-// statusWriter notes the status a request is answered with.
+// statusWriter notes the status a request is answered with, as it is written.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	note    func(int)
+	written bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
+	if !w.written {
+		w.written = true
+		w.note(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.written {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 func (w *statusWriter) Flush() {
