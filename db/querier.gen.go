@@ -17,8 +17,9 @@ type Querier interface {
 	// Commits a view that no new summary made (mask, window, or a view fitted after summarizing
 	// failed): the summary columns are left as they are.
 	ApplyView(ctx context.Context, arg ApplyViewParams) (int64, error)
-	// The stored ledger of an applied summary ('' for a row written before ledgers were stored).
-	CompactionLedger(ctx context.Context, id int64) (string, error)
+	// The stored ledger of an applied summary ('' for a row written before ledgers were stored)
+	// and the compaction it is the difference from (NULL: the ledger is whole).
+	CompactionLedger(ctx context.Context, id int64) (CompactionLedgerRow, error)
 	// What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
 	// send none), their tokens, their cost in micro-dollars, and estimated = 1 when any of them were counted locally because
 	// the server sent no usage.
@@ -106,8 +107,9 @@ type Querier interface {
 	// SQLite grammar does not take them.
 	// Compaction reports prune may delete: failed, ineffective or reverted, settled before
 	// sqlc.arg(before), with their attempt counts. Never an applied or running one, never one an
-	// applied or running compaction was planned on (base_id), and never the newest applied or
-	// ineffective one of its thread: automatic compaction's wait rule reads it.
+	// applied or running compaction was planned on (base_id) or whose ledger is written as the
+	// difference from this one's (ledger_base), and never the newest applied or ineffective one of
+	// its thread: automatic compaction's wait rule reads it.
 	PrunableCompactions(ctx context.Context, before int64) ([]PrunableCompactionsRow, error)
 	// A running compaction proves it is alive: recovery marks interrupted only a row whose lease
 	// has expired, whatever host or process namespace wrote it.

@@ -266,3 +266,39 @@ func TestMigrateV8KeepsAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMigrateV10KeepsWholeLedgers: a database of schema version 10 (every ledger stored whole)
+// is brought to the current version at open: its compaction keeps its ledger, whole (no
+// ledger_base), and a row can name the compaction its ledger is the difference from.
+func TestMigrateV10KeepsWholeLedgers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	v10, err := openWithMigrations(ctx, path, sqliteMigrations[:10])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ledger = `[{"kind":"id","text":"ZFA04Y","weight":53,"seq":4}]`
+	for _, stmt := range []string{
+		`INSERT INTO threads (id, model, encoding, created_at, updated_at) VALUES ('kept', 'gpt-4o', 'o200k_base', 1, 1)`,
+		`INSERT INTO compactions (id, thread_id, status, reason, last_seq, token_limit, tokens_before, messages_before, created_at, updated_at, ledger)
+		 VALUES (7, 'kept', 'applied', 'forced', 9, 1000, 900, 9, 1, 1, '` + ledger + `')`,
+	} {
+		if _, err := v10.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	v10.Close()
+	sqldb, err := openWithMigrations(ctx, path, sqliteMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqldb.Close()
+	r, err := New(sqldb).CompactionLedger(ctx, 7)
+	if err != nil || r.Ledger != ledger || r.LedgerBase.Valid {
+		t.Fatalf("compaction 7 after migrating: %+v, %v; want its ledger whole", r, err)
+	}
+	if _, err := sqldb.ExecContext(ctx, `INSERT INTO compactions (id, thread_id, status, reason, last_seq, token_limit, tokens_before, messages_before, created_at, updated_at, ledger, ledger_base)
+		VALUES (8, 'kept', 'applied', 'forced', 12, 1000, 900, 12, 2, 2, '{"edit":[0,1,0],"ents":[],"facts":[]}', 7)`); err != nil {
+		t.Fatalf("a ledger_base after migrating: %v", err)
+	}
+}

@@ -80,10 +80,13 @@ type Commit struct {
 	// KeptMessages, FactsTotal, FactsKept and FactsDropped (stored as given: nil is null). A pass
 	// adds Summary, SummaryTokens, Passes, Chunks, Provider, Model, DurationMs, FromSeq and ToSeq.
 	Report Report
-	// SummaryRole and Ledger are ApplySummary's only: the summary message's role, and the facts
-	// ledger as the engine encodes it (the store keeps it as opaque text).
+	// SummaryRole, Ledger and LedgerBase are ApplySummary's only: the summary message's role,
+	// and the facts ledger as the engine encodes it (the store keeps it as opaque text), written
+	// as the difference from the ledger of compaction LedgerBase, an older one of the thread (0:
+	// whole).
 	SummaryRole string
 	Ledger      string
+	LedgerBase  int64
 }
 
 // ApplySummary commits a summary pass of compaction cm.ID, unless the thread's current
@@ -109,7 +112,7 @@ func (c Compactions) ApplySummary(ctx context.Context, cm Commit) error {
 		FactsTotal: int64(r.FactsTotal), FactsKept: int64(r.FactsKept), FactsDropped: string(dropped),
 		Provider: r.Provider, Model: r.Model, DurationMs: r.DurationMs,
 		View: view, ViewSeq: cm.ViewSeq, ViewTokens: int64(EntryTokens(cm.Entries)), ViewMessages: int64(len(cm.Entries)),
-		Ledger: cm.Ledger,
+		Ledger: cm.Ledger, LedgerBase: nullInt(cm.LedgerBase),
 	})
 }
 
@@ -170,9 +173,11 @@ func (c Compactions) LatestSettled(ctx context.Context, thread string) (Outcome,
 }
 
 // Ledger returns the facts ledger stored with compaction id, as the engine encoded it (""
-// for a summary applied before ledgers were stored).
-func (c Compactions) Ledger(ctx context.Context, id int64) (string, error) {
-	return c.s.h.Q().CompactionLedger(ctx, id)
+// for a summary applied before ledgers were stored), and the compaction whose ledger it is the
+// difference from (0: it is whole).
+func (c Compactions) Ledger(ctx context.Context, id int64) (text string, base int64, err error) {
+	r, err := c.s.h.Q().CompactionLedger(ctx, id)
+	return r.Ledger, r.LedgerBase.Int64, err
 }
 
 func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }

@@ -64,11 +64,11 @@ INSERT INTO compactions (
     tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks,
     requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error,
     detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq,
-    view_tokens, view_messages, ledger
+    view_tokens, view_messages, ledger, ledger_base
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
     $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32,
-    $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43
+    $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44
 )
 `
 
@@ -116,6 +116,7 @@ type CopyCompactionParams struct {
 	ViewTokens         int64
 	ViewMessages       int64
 	Ledger             string
+	LedgerBase         sql.NullInt64
 }
 
 // A compaction with every column, its id included.
@@ -164,6 +165,7 @@ func (q *Queries) CopyCompaction(ctx context.Context, arg CopyCompactionParams) 
 		arg.ViewTokens,
 		arg.ViewMessages,
 		arg.Ledger,
+		arg.LedgerBase,
 	)
 	return err
 }
@@ -297,7 +299,7 @@ func (q *Queries) ListAllAttempts(ctx context.Context) ([]CascadeAttempt, error)
 }
 
 const listAllCompactions = `-- name: ListAllCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger FROM compactions ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base FROM compactions ORDER BY id
 `
 
 // Every compaction, oldest first: a compaction's base_id names an older one.
@@ -354,6 +356,7 @@ func (q *Queries) ListAllCompactions(ctx context.Context) ([]Compaction, error) 
 			&i.ViewTokens,
 			&i.ViewMessages,
 			&i.Ledger,
+			&i.LedgerBase,
 		); err != nil {
 			return nil, err
 		}

@@ -48,6 +48,9 @@ ALTER TABLE cascade_attempts DROP CONSTRAINT IF EXISTS cascade_attempts_outcome_
 ALTER TABLE cascade_attempts ADD CONSTRAINT cascade_attempts_outcome_check
     CHECK (outcome IN ('ok', 'error', 'skipped_cooldown', 'skipped_window', 'skipped_budget', 'skipped_cost'));
 ALTER TABLE threads ADD COLUMN IF NOT EXISTS upstream_cost_micros BIGINT`,
+	// Version 7: a ledger stored as the difference from an older compaction's (as SQLite's
+	// 0011).
+	`ALTER TABLE compactions ADD COLUMN IF NOT EXISTS ledger_base BIGINT`,
 }
 
 // Version is the schema version this build writes.

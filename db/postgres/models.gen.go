@@ -69,6 +69,7 @@ type Compaction struct {
 	ViewTokens         int64
 	ViewMessages       int64
 	Ledger             string
+	LedgerBase         sql.NullInt64
 }
 
 type Message struct {

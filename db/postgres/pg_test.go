@@ -350,3 +350,32 @@ func TestMigrateV5AddsCost(t *testing.T) {
 		t.Fatalf("threads.upstream_cost_micros after migrating: %v", err)
 	}
 }
+
+// TestMigrateV6KeepsWholeLedgers: a database of schema version 6 (every ledger stored whole) is
+// brought to the current version at open: its compaction keeps its ledger, whole (no
+// ledger_base).
+func TestMigrateV6KeepsWholeLedgers(t *testing.T) {
+	u := testURL(t)
+	sqldb := openTest(t, u)
+	const ledger = `[{"kind":"id","text":"ZFA04Y","weight":53,"seq":4}]`
+	for _, stmt := range []string{
+		"ALTER TABLE compactions DROP COLUMN ledger_base",
+		"UPDATE schema_version SET version = 6",
+		"INSERT INTO threads (id, model, encoding, created_at, updated_at) VALUES ('kept', 'gpt-4o', 'o200k_base', 1, 1)",
+		`INSERT INTO compactions (id, thread_id, status, reason, last_seq, token_limit, tokens_before, messages_before, created_at, updated_at, ledger)
+		 VALUES (7, 'kept', 'applied', 'forced', 9, 1000, 900, 9, 1, 1, '` + ledger + `')`,
+	} {
+		if _, err := sqldb.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	again := openTest(t, u)
+	if v := schemaVersion(t, again); v != Version {
+		t.Fatalf("schema_version = %d after migrating, want %d", v, Version)
+	}
+	var got string
+	var base sql.NullInt64
+	if err := again.QueryRow("SELECT ledger, ledger_base FROM compactions WHERE id = 7").Scan(&got, &base); err != nil || got != ledger || base.Valid {
+		t.Fatalf("compaction 7 after migrating: %q, base %+v, %v; want its ledger whole", got, base, err)
+	}
+}

@@ -109,7 +109,11 @@ CREATE TABLE compactions (
     -- The ledger of what an applied summary covers (migrate.go, version 2): a JSON array of the
     -- facts and actions of the original messages, each with its kind, the seq it came from, its
     -- entity and whether it was named dropped; '' for a row with no summary of its own.
-    ledger              TEXT    NOT NULL DEFAULT ''
+    -- With ledger_base set (migrate.go, version 7), the ledger is written as the difference
+    -- from the ledger of compaction ledger_base, an older one of the same thread (a JSON
+    -- object; compact/ledger.go reads both forms).
+    ledger              TEXT    NOT NULL DEFAULT '',
+    ledger_base         BIGINT
 );
 
 CREATE INDEX compactions_thread ON compactions (thread_id, id);

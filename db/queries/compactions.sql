@@ -30,7 +30,7 @@ UPDATE compactions SET
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
     chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
     duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, ledger = ?,
-    updated_at = ?
+    ledger_base = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied');
 
 -- name: ApplyView :execrows
@@ -76,8 +76,9 @@ ORDER BY id DESC
 LIMIT sqlc.arg(max_rows);
 
 -- name: CompactionLedger :one
--- The stored ledger of an applied summary ('' for a row written before ledgers were stored).
-SELECT ledger FROM compactions WHERE id = ?;
+-- The stored ledger of an applied summary ('' for a row written before ledgers were stored)
+-- and the compaction it is the difference from (NULL: the ledger is whole).
+SELECT ledger, ledger_base FROM compactions WHERE id = ?;
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;

@@ -30,8 +30,8 @@ UPDATE compactions SET
     tokens_after = $6, messages_after = $7, summarized_messages = $8, kept_messages = $9, passes = $10,
     chunks = $11, facts_total = $12, facts_kept = $13, facts_dropped = $14, provider = $15, model = $16,
     duration_ms = $17, error = $18, view = $19, view_seq = $20, view_tokens = $21, view_messages = $22, ledger = $23,
-    updated_at = $24
-WHERE id = $25 AND status IN ('running', 'applied');
+    ledger_base = $24, updated_at = $25
+WHERE id = $26 AND status IN ('running', 'applied');
 
 -- name: ApplyView :execrows
 -- Commits a view that no new summary made (mask, window, or a view fitted after summarizing
@@ -77,8 +77,9 @@ ORDER BY id DESC
 LIMIT nullif(greatest(CAST(sqlc.arg(max_rows) AS BIGINT), -1), -1);
 
 -- name: CompactionLedger :one
--- The stored ledger of an applied summary ('' for a row written before ledgers were stored).
-SELECT ledger FROM compactions WHERE id = $1;
+-- The stored ledger of an applied summary ('' for a row written before ledgers were stored)
+-- and the compaction it is the difference from (NULL: the ledger is whole).
+SELECT ledger, ledger_base FROM compactions WHERE id = $1;
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;
