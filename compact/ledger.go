@@ -96,14 +96,14 @@ func (c *Compactor) middleLedger(ctx context.Context, middle []memory.Entry, tms
 		if err != nil {
 			return nil, nil, err
 		}
-		fs := entryFacts([]memory.Entry{e}, nil, c.redact, true) // applied before ledgers were stored: its text's
-		if r != nil {
-			fs = r.facts
-			if base == nil || len(r.facts) > len(base.facts) {
-				base = r
-			}
+		if r == nil { // applied before ledgers were stored: the facts of its text stand for it
+			stored = facts.Merge(stored, entryFacts([]memory.Entry{e}, nil, c.redact, true))
+			continue
 		}
-		stored = facts.Merge(stored, fs)
+		if base == nil || len(r.facts) > len(base.facts) {
+			base = r
+		}
+		stored = facts.Merge(stored, r.facts)
 	}
 	return facts.Merge(stored, entryFacts(middle, tms, c.redact, false)), base, nil
 }
