@@ -70,6 +70,8 @@ type Compaction struct {
 	ViewMessages       int64
 	Ledger             string
 	LedgerBase         sql.NullInt64
+	CoveredTokens      int64
+	ViewPrefixTokens   int64
 }
 
 type Message struct {
@@ -131,4 +133,5 @@ type Thread struct {
 	PromptTokens       int64
 	CachedTokens       int64
 	UpstreamCostMicros sql.NullInt64
+	MessageTokens      int64
 }

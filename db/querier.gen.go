@@ -13,6 +13,7 @@ type Querier interface {
 	// Counts a stored reply's prompt as the upstream reported it, and adds its cost when it was
 	// priced (a NULL cost leaves the thread's as it is).
 	AddReplyUsage(ctx context.Context, arg AddReplyUsageParams) error
+	// SetCompactionTokens follows in the same transaction (as after ApplyView).
 	ApplyCompaction(ctx context.Context, arg ApplyCompactionParams) (int64, error)
 	// Commits a view that no new summary made (mask, window, or a view fitted after summarizing
 	// failed): the summary columns are left as they are.
@@ -128,6 +129,10 @@ type Querier interface {
 	// folded this summary in, or it was reverted.
 	SearchSummaries(ctx context.Context, arg SearchSummariesParams) ([]SearchSummariesRow, error)
 	SetCompactionStatus(ctx context.Context, arg SetCompactionStatusParams) (int64, error)
+	// Records, with an applied compaction's range and view, the tokens of the messages its summary
+	// covers and of those up to its view_seq: ListThreads reads the active context's size from them
+	// and the thread's message_tokens.
+	SetCompactionTokens(ctx context.Context, id int64) error
 	// Caches the window a provider's server reported (0 forgets it: the next turn asks again).
 	SetContextWindow(ctx context.Context, arg SetContextWindowParams) error
 	// What a host keeps about a thread beside its settings (a JSON object, see
@@ -137,6 +142,8 @@ type Querier interface {
 	// The compaction settings of a thread (a JSON object); the thread's updated_at is about its
 	// messages and does not change.
 	SetThreadSettings(ctx context.Context, arg SetThreadSettingsParams) (int64, error)
+	// The thread's new tail, once its messages up to last_seq are written; their tokens are added
+	// to message_tokens (the SET reads the row as it was: the messages after the old last_seq).
 	SetThreadTail(ctx context.Context, arg SetThreadTailParams) error
 	// What a thread's active context is made from, in one read of indexed rows: the thread's
 	// counters and settings, its current (newest applied) compaction with the time it last

@@ -278,7 +278,10 @@ func (s *Store) messagesBetween(ctx context.Context, q db.Querier, thread string
 // applySummary commits a summary pass of compaction id (see applyCompaction).
 func (s *Store) applySummary(ctx context.Context, thread string, id, base int64, p db.ApplyCompactionParams) error {
 	p.ID, p.UpdatedAt = id, s.now()
-	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyCompaction(ctx, p) },
+	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) {
+		n, err := q.ApplyCompaction(ctx, p)
+		return withTokens(ctx, q, id, n, err)
+	},
 		func(c db.Compaction) bool {
 			return c.UpdatedAt == p.UpdatedAt && c.Summary == p.Summary && c.ToSeq == p.ToSeq && c.View == p.View && c.ViewSeq == p.ViewSeq
 		})
@@ -287,10 +290,22 @@ func (s *Store) applySummary(ctx context.Context, thread string, id, base int64,
 // applyView commits a view of compaction id that no new summary made (see applyCompaction).
 func (s *Store) applyView(ctx context.Context, thread string, id, base int64, p db.ApplyViewParams) error {
 	p.ID, p.UpdatedAt = id, s.now()
-	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyView(ctx, p) },
+	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) {
+		n, err := q.ApplyView(ctx, p)
+		return withTokens(ctx, q, id, n, err)
+	},
 		func(c db.Compaction) bool {
 			return c.UpdatedAt == p.UpdatedAt && c.ToSeq == p.ToSeq && c.View == p.View && c.ViewSeq == p.ViewSeq
 		})
+}
+
+// withTokens is n and err of the query that applied compaction id, after recording, when it did,
+// the tokens its summary covers and those up to its view_seq (the listing of threads reads them).
+func withTokens(ctx context.Context, q db.Querier, id int64, n int64, err error) (int64, error) {
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, q.SetCompactionTokens(ctx, id)
 }
 
 // parallelReadMin is the number of messages from which a light read of a range is split into

@@ -234,6 +234,10 @@ func (a adapter) SetThreadSettings(ctx context.Context, arg db.SetThreadSettings
 	return a.q.SetThreadSettings(ctx, SetThreadSettingsParams(arg))
 }
 
+func (a adapter) SetCompactionTokens(ctx context.Context, id int64) error {
+	return a.q.SetCompactionTokens(ctx, id)
+}
+
 func (a adapter) SetThreadTail(ctx context.Context, arg db.SetThreadTailParams) error {
 	return a.q.SetThreadTail(ctx, SetThreadTailParams(arg))
 }

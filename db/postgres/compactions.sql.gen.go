@@ -49,6 +49,7 @@ type ApplyCompactionParams struct {
 	ID                 int64
 }
 
+// SetCompactionTokens follows in the same transaction (as after ApplyView).
 func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams) (int64, error) {
 	result, err := q.exec(ctx, q.applyCompactionStmt, applyCompaction,
 		arg.FromSeq,
@@ -155,7 +156,7 @@ func (q *Queries) CompactionLedger(ctx context.Context, id int64) (CompactionLed
 }
 
 const currentCompaction = `-- name: CurrentCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
 WHERE thread_id = $1 AND status = 'applied'
 ORDER BY id DESC
 LIMIT 1
@@ -210,6 +211,8 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 		&i.ViewMessages,
 		&i.Ledger,
 		&i.LedgerBase,
+		&i.CoveredTokens,
+		&i.ViewPrefixTokens,
 	)
 	return i, err
 }
@@ -269,7 +272,7 @@ func (q *Queries) FinishCompaction(ctx context.Context, arg FinishCompactionPara
 }
 
 const getCompaction = `-- name: GetCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base FROM compactions WHERE id = $1
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions WHERE id = $1
 `
 
 func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, error) {
@@ -320,6 +323,8 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 		&i.ViewMessages,
 		&i.Ledger,
 		&i.LedgerBase,
+		&i.CoveredTokens,
+		&i.ViewPrefixTokens,
 	)
 	return i, err
 }
@@ -389,7 +394,7 @@ func (q *Queries) InsertCompaction(ctx context.Context, arg InsertCompactionPara
 }
 
 const latestSettledCompaction = `-- name: LatestSettledCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
 WHERE thread_id = $1 AND status IN ('applied', 'ineffective')
 ORDER BY id DESC
 LIMIT 1
@@ -445,12 +450,14 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 		&i.ViewMessages,
 		&i.Ledger,
 		&i.LedgerBase,
+		&i.CoveredTokens,
+		&i.ViewPrefixTokens,
 	)
 	return i, err
 }
 
 const listCompactions = `-- name: ListCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
 WHERE CAST($1 AS TEXT) = '' OR thread_id = $1
 ORDER BY id DESC
 LIMIT nullif(greatest(CAST($2 AS BIGINT), -1), -1)
@@ -517,6 +524,8 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 			&i.ViewMessages,
 			&i.Ledger,
 			&i.LedgerBase,
+			&i.CoveredTokens,
+			&i.ViewPrefixTokens,
 		); err != nil {
 			return nil, err
 		}
@@ -532,7 +541,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 }
 
 const listRunningCompactions = `-- name: ListRunningCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base FROM compactions WHERE status = 'running' ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions WHERE status = 'running' ORDER BY id
 `
 
 func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, error) {
@@ -589,6 +598,8 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 			&i.ViewMessages,
 			&i.Ledger,
 			&i.LedgerBase,
+			&i.CoveredTokens,
+			&i.ViewPrefixTokens,
 		); err != nil {
 			return nil, err
 		}
@@ -670,4 +681,21 @@ func (q *Queries) SetCompactionStatus(ctx context.Context, arg SetCompactionStat
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const setCompactionTokens = `-- name: SetCompactionTokens :exec
+UPDATE compactions SET
+    covered_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                      WHERE m.thread_id = compactions.thread_id AND m.seq BETWEEN compactions.from_seq AND compactions.to_seq),
+    view_prefix_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                          WHERE m.thread_id = compactions.thread_id AND m.seq <= compactions.view_seq)
+WHERE compactions.id = $1
+`
+
+// Records, with an applied compaction's range and view, the tokens of the messages its summary
+// covers and of those up to its view_seq: ListThreads reads the active context's size from them
+// and the thread's message_tokens.
+func (q *Queries) SetCompactionTokens(ctx context.Context, id int64) error {
+	_, err := q.exec(ctx, q.setCompactionTokensStmt, setCompactionTokens, id)
+	return err
 }

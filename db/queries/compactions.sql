@@ -25,6 +25,7 @@ ORDER BY id DESC
 LIMIT 1;
 
 -- name: ApplyCompaction :execrows
+-- SetCompactionTokens follows in the same transaction (as after ApplyView).
 UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, summary = ?, summary_role = ?, summary_tokens = ?,
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
@@ -82,3 +83,14 @@ SELECT ledger, ledger_base FROM compactions WHERE id = ?;
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;
+
+-- name: SetCompactionTokens :exec
+-- Records, with an applied compaction's range and view, the tokens of the messages its summary
+-- covers and of those up to its view_seq: ListThreads reads the active context's size from them
+-- and the thread's message_tokens.
+UPDATE compactions SET
+    covered_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                      WHERE m.thread_id = compactions.thread_id AND m.seq BETWEEN compactions.from_seq AND compactions.to_seq),
+    view_prefix_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                          WHERE m.thread_id = compactions.thread_id AND m.seq <= compactions.view_seq)
+WHERE compactions.id = sqlc.arg(id);
