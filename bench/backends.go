@@ -274,8 +274,8 @@ func writeThreads(ctx context.Context, s *memory.Store, backend string, n int) e
 			return err
 		}
 		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO threads (id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at)
-SELECT 'thread-' || lpad(i::text, 6, '0'), 'gpt-4o', 'o200k_base', '{}', 1, '[]', $1::bigint + i, $1::bigint + i
+		if _, err := tx.ExecContext(ctx, `INSERT INTO threads (id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, message_tokens)
+SELECT 'thread-' || lpad(i::text, 6, '0'), 'gpt-4o', 'o200k_base', '{}', 1, '[]', $1::bigint + i, $1::bigint + i, 5
 FROM generate_series(0, $2 - 1) AS i`, now, n); err != nil {
 			return err
 		}

@@ -76,6 +76,46 @@ func (b *bench) lifeRows([]conversation) error {
 		b.addLife(limit, len(lives), sum, broken, time.Since(start))
 	}
 	b.add("life: threads", strings.Join(names, ", ")+"; summarizers "+strings.Join(lifesim.Kinds, ", "), "", nil)
+	return b.ledgerRow(n + 1)
+}
+
+// ledgerRow: the ledgers a long life stores (issue 36). A 300-turn life at 1,500 tokens (the
+// generated thread of 50 tasks, through the offline rung): the bytes of its compaction rows'
+// ledgers against those of its messages (as each is given, JSON), under twice them.
+func (b *bench) ledgerRow(n int) error {
+	ctx := context.Background()
+	path := filepath.Join(b.dir, fmt.Sprintf("life-%d.db", n))
+	defer func() {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(path + suffix)
+		}
+	}()
+	s, err := openStore(path)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	msgs := lifesim.Generated(50)
+	if _, err := lifesim.Simulate(ctx, s, msgs, 1500, "offline", nil); err != nil {
+		return fmt.Errorf("ledger life: %w", err)
+	}
+	rows, err := s.DB().Q().ListAllCompactions(ctx)
+	if err != nil {
+		return err
+	}
+	ledgers, messages := 0, 0
+	for _, r := range rows {
+		ledgers += len(r.Ledger)
+	}
+	for _, m := range msgs {
+		data, err := m.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		messages += len(data)
+	}
+	b.add("ledger: 300-turn life at 1,500 tokens", fmt.Sprintf("%s bytes of ledgers in %d compactions for %s bytes of messages (%.2f x)",
+		thousands(ledgers), len(rows), thousands(messages), float64(ledgers)/float64(max(messages, 1))), "under 2 x", ptr(ledgers < 2*messages))
 	return nil
 }
 

@@ -48,3 +48,15 @@ func TestLifeRowsMiss(t *testing.T) {
 		t.Errorf("2,048 has no target for compactions, verdict %q", v)
 	}
 }
+
+// TestLedgerRow: the ledger row lives its 300-turn life and meets its target (ledgers under
+// twice the messages' bytes).
+func TestLedgerRow(t *testing.T) {
+	b := &bench{dir: t.TempDir()}
+	if err := b.ledgerRow(1); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.rows) != 1 || b.rows[0].verdict != "ok" {
+		t.Fatalf("rows %+v, want one, ok", b.rows)
+	}
+}

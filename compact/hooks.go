@@ -192,7 +192,7 @@ func (j *job) event(ctx context.Context) (HookEvent, error) {
 	if j.d.View != nil {
 		view = j.d.View
 	}
-	fs, err := j.c.middleLedger(ctx, j.d.Plan.middle(view), nil)
+	fs, _, err := j.c.middleLedger(ctx, j.d.Plan.middle(view), nil)
 	if err != nil {
 		return ev, err
 	}

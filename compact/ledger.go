@@ -2,9 +2,7 @@ package compact
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"unsafe"
 
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/memory"
@@ -27,7 +25,7 @@ import (
 // (shownText, the rule the facts checks read by too): a masked result gives the facts of its
 // digest only, a cut one is read without its marker (with, from the original, the facts they
 // show: see shownFacts). A summary entry gives the facts of its body (its header left out) when
-// withSummaries is set (a summary applied before ledgers were stored, see summaryLedger), and
+// withSummaries is set (a summary applied before ledgers were stored, see middleLedger), and
 // none otherwise (its facts come from its stored ledger, see middleLedger).
 //
 // tms, when not nil, are es as the summarizer reads them already (parallel to es): they are not
@@ -85,38 +83,29 @@ func entryFacts(es []memory.Entry, tms []transcript.Message, redact func(string)
 
 // middleLedger returns the ledger of a pass's middle (or of what a view change takes out of the
 // active context, see viewFacts): the stored ledgers of the summaries it folds in, merged with
-// the facts of the messages it newly summarizes (tms: the middle as the summarizer reads it,
-// redacted; nil: made from middle).
-func (c *Compactor) middleLedger(ctx context.Context, middle []memory.Entry, tms []transcript.Message) ([]facts.Fact, error) {
+// the facts of the messages newly summarized (tms: the middle as the summarizer reads it,
+// redacted; nil: made from middle). base is the stored ledger, of those, that the row of a
+// summary of this middle is best written as the difference from (the largest; nil: none).
+func (c *Compactor) middleLedger(ctx context.Context, middle []memory.Entry, tms []transcript.Message) (ledger []facts.Fact, base *storedRow, err error) {
 	var stored []facts.Fact
 	for _, e := range middle {
 		if e.CompactionID == 0 {
 			continue
 		}
-		fs, err := c.summaryLedger(ctx, e)
+		r, err := c.readStored(ctx, e.CompactionID)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		stored = facts.Merge(stored, fs)
+		if r == nil { // applied before ledgers were stored: the facts of its text stand for it
+			stored = facts.Merge(stored, entryFacts([]memory.Entry{e}, nil, c.redact, true))
+			continue
+		}
+		if base == nil || len(r.facts) > len(base.facts) {
+			base = r
+		}
+		stored = facts.Merge(stored, r.facts)
 	}
-	return facts.Merge(stored, entryFacts(middle, tms, c.redact, false)), nil
-}
-
-// summaryLedger returns the ledger stored with the compaction that wrote summary entry e. A
-// summary applied before ledgers were stored has none: the facts of its text stand for it.
-func (c *Compactor) summaryLedger(ctx context.Context, e memory.Entry) ([]facts.Fact, error) {
-	text, err := c.Store.Compactions().Ledger(ctx, e.CompactionID)
-	if err != nil {
-		return nil, fmt.Errorf("compaction %d: ledger: %w", e.CompactionID, err)
-	}
-	if text == "" {
-		return entryFacts([]memory.Entry{e}, nil, c.redact, true), nil
-	}
-	fs, err := decodeLedger([]byte(text))
-	if err != nil {
-		return nil, fmt.Errorf("compaction %d: stored ledger: %w", e.CompactionID, err)
-	}
-	return fs, nil
+	return facts.Merge(stored, entryFacts(middle, tms, c.redact, false)), base, nil
 }
 
 // needed splits a ledger into the facts the context still needs and those a report already
@@ -138,11 +127,11 @@ func needed(ledger []facts.Fact) (need, named []facts.Fact) {
 	return need, named
 }
 
-// storedLedger is the ledger a summary's row stores: every fact of what it covers (ledger, what
-// the check ran against; earlier, what earlier reports named dropped), with the facts this
-// compaction named dropped (dropped: those that did not fit, and those a mask left out) marked
-// so.
-func storedLedger(ledger, earlier, dropped []facts.Fact) (string, error) {
+// storedLedger is the ledger a summary's row stores (see encodeStored): every fact of what it
+// covers (ledger, what the check ran against; earlier, what earlier reports named dropped),
+// with the facts this compaction named dropped (dropped: those that did not fit, and those a
+// mask left out) marked so.
+func storedLedger(ledger, earlier, dropped []facts.Fact) []facts.Fact {
 	type key struct {
 		kind facts.Kind
 		text string
@@ -162,16 +151,12 @@ func storedLedger(ledger, earlier, dropped []facts.Fact) (string, error) {
 			out[i] = f
 		}
 	}
-	var all []facts.Fact
 	if len(out) == 0 { // Merge gives the other side as it is when one is empty
-		all = facts.Merge(facts.Merge(out, gone), earlier)
-	} else {
-		// One merge of both: the same ledger as merging gone, then earlier (Merge keeps the
-		// first sighting and sorts stably), with one index of the ledger instead of two.
-		all = facts.Merge(out, append(gone, earlier...))
+		return facts.Merge(facts.Merge(out, gone), earlier)
 	}
-	b := encodeLedger(all)
-	return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is not written again: no copy of it
+	// One merge of both: the same ledger as merging gone, then earlier (Merge keeps the first
+	// sighting and sorts stably), with one index of the ledger instead of two.
+	return facts.Merge(out, append(gone, earlier...))
 }
 
 // anyDropped reports whether a fact of fs is marked dropped.

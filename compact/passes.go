@@ -119,12 +119,9 @@ func (j *job) applySummary(ctx context.Context, a memory.Active, plan Plan, sum 
 	}
 	lost = append(lost, sum.dropped...)
 	allDropped := nonNil(factTexts(lost))
-	ledger, err := storedLedger(facts.Merge(sum.facts, back), sum.named, lost)
+	ledger, ledgerBase := encodeStored(storedLedger(facts.Merge(sum.facts, back), sum.named, lost), sum.base, j.id)
 	if cerr := <-checked; cerr != nil {
 		return cerr
-	}
-	if err != nil {
-		return err
 	}
 	rep := j.rep
 	commit := *rep
@@ -132,8 +129,8 @@ func (j *job) applySummary(ctx context.Context, a memory.Active, plan Plan, sum 
 	commit.Passes, commit.TokensAfter, commit.MessagesAfter = rep.Passes+1, next.Tokens, len(next.Entries)
 	commit.FactsTotal, commit.FactsKept, commit.FactsDropped = sum.factsTotal, sum.factsKept, allDropped
 	commit.Provider, commit.Model, commit.DurationMs = sum.provider, sum.model, j.c.Store.Now().Sub(rep.CreatedAt).Milliseconds()
-	err = j.c.Store.Compactions().ApplySummary(ctx, memory.Commit{Thread: a.Thread.ID, ID: j.id, Base: a.Current,
-		Entries: next.Entries, ViewSeq: int64(a.Thread.Messages), Report: commit, SummaryRole: j.s.SummaryRole, Ledger: ledger})
+	err := j.c.Store.Compactions().ApplySummary(ctx, memory.Commit{Thread: a.Thread.ID, ID: j.id, Base: a.Current,
+		Entries: next.Entries, ViewSeq: int64(a.Thread.Messages), Report: commit, SummaryRole: j.s.SummaryRole, Ledger: ledger, LedgerBase: ledgerBase})
 	if err != nil {
 		return err
 	}

@@ -253,7 +253,7 @@ func (c *Compactor) viewFacts(ctx context.Context, pre, post []memory.Entry) (le
 	if len(changed) == 0 {
 		return nil, nil, nil
 	}
-	all, err := c.middleLedger(ctx, changed, nil)
+	all, _, err := c.middleLedger(ctx, changed, nil)
 	if err != nil {
 		return nil, nil, err
 	}

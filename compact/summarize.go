@@ -52,6 +52,7 @@ type summary struct {
 	factsTotal, factsKept int            // the ledger's size, and the facts the provider's prose held
 	dropped               []facts.Fact   // facts that could not fit (see factFit)
 	named                 []facts.Fact   // facts of the stored ledger an earlier report named dropped
+	base                  *storedRow     // the stored ledger the row's is written as the difference from (see encodeStored)
 }
 
 // block is one rendered message of the middle.
@@ -79,18 +80,19 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 	// the summary.
 	type checked struct {
 		ledger, named []facts.Fact
+		base          *storedRow
 		checker       *facts.Checker
 		outside       []bool
 		err           error
 	}
 	ledgerc := make(chan checked, 1)
 	go func() {
-		fs, err := c.middleLedger(ctx, plan.middle(a.Entries), in.tms)
+		fs, base, err := c.middleLedger(ctx, plan.middle(a.Entries), in.tms)
 		if err != nil {
 			ledgerc <- checked{err: err}
 			return
 		}
-		ch := checked{}
+		ch := checked{base: base}
 		ch.ledger, ch.named = needed(facts.Merge(fs, carried))
 		ch.checker = facts.NewChecker(ch.ledger)
 		ch.outside = ch.checker.Kept(outsideText(plan.result(a.Entries)))
@@ -124,7 +126,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 	} else {
 		sum = in.compose(res, lo.ledger, lo.named, lo.checker, lo.outside, plan, s)
 	}
-	sum.named = lo.named
+	sum.named, sum.base = lo.named, lo.base
 	return sum, nil
 }
 

@@ -192,6 +192,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setCompactionStatusStmt, err = db.PrepareContext(ctx, setCompactionStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query SetCompactionStatus: %w", err)
 	}
+	if q.setCompactionTokensStmt, err = db.PrepareContext(ctx, setCompactionTokens); err != nil {
+		return nil, fmt.Errorf("error preparing query SetCompactionTokens: %w", err)
+	}
 	if q.setContextWindowStmt, err = db.PrepareContext(ctx, setContextWindow); err != nil {
 		return nil, fmt.Errorf("error preparing query SetContextWindow: %w", err)
 	}
@@ -495,6 +498,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setCompactionStatusStmt: %w", cerr)
 		}
 	}
+	if q.setCompactionTokensStmt != nil {
+		if cerr := q.setCompactionTokensStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setCompactionTokensStmt: %w", cerr)
+		}
+	}
 	if q.setContextWindowStmt != nil {
 		if cerr := q.setContextWindowStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setContextWindowStmt: %w", cerr)
@@ -620,6 +628,7 @@ type Queries struct {
 	searchMessagesStmt            *sql.Stmt
 	searchSummariesStmt           *sql.Stmt
 	setCompactionStatusStmt       *sql.Stmt
+	setCompactionTokensStmt       *sql.Stmt
 	setContextWindowStmt          *sql.Stmt
 	setThreadMetadataStmt         *sql.Stmt
 	setThreadSettingsStmt         *sql.Stmt
@@ -688,6 +697,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		searchMessagesStmt:            q.searchMessagesStmt,
 		searchSummariesStmt:           q.searchSummariesStmt,
 		setCompactionStatusStmt:       q.setCompactionStatusStmt,
+		setCompactionTokensStmt:       q.setCompactionTokensStmt,
 		setContextWindowStmt:          q.setContextWindowStmt,
 		setThreadMetadataStmt:         q.setThreadMetadataStmt,
 		setThreadSettingsStmt:         q.setThreadSettingsStmt,

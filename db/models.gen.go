@@ -69,6 +69,9 @@ type Compaction struct {
 	ViewTokens         int64
 	ViewMessages       int64
 	Ledger             string
+	LedgerBase         sql.NullInt64
+	CoveredTokens      int64
+	ViewPrefixTokens   int64
 }
 
 type Message struct {
@@ -130,4 +133,5 @@ type Thread struct {
 	PromptTokens       int64
 	CachedTokens       int64
 	UpstreamCostMicros sql.NullInt64
+	MessageTokens      int64
 }

@@ -13,12 +13,14 @@ type Querier interface {
 	// Counts a stored reply's prompt as the upstream reported it, and adds its cost when it was
 	// priced (a NULL cost leaves the thread's as it is).
 	AddReplyUsage(ctx context.Context, arg AddReplyUsageParams) error
+	// SetCompactionTokens follows in the same transaction (as after ApplyView).
 	ApplyCompaction(ctx context.Context, arg ApplyCompactionParams) (int64, error)
 	// Commits a view that no new summary made (mask, window, or a view fitted after summarizing
 	// failed): the summary columns are left as they are.
 	ApplyView(ctx context.Context, arg ApplyViewParams) (int64, error)
-	// The stored ledger of an applied summary ('' for a row written before ledgers were stored).
-	CompactionLedger(ctx context.Context, id int64) (string, error)
+	// The stored ledger of an applied summary ('' for a row written before ledgers were stored)
+	// and the compaction it is the difference from (NULL: the ledger is whole).
+	CompactionLedger(ctx context.Context, id int64) (CompactionLedgerRow, error)
 	// What one compaction cost: the requests sent (attempts whose outcome is ok or error; skips
 	// send none), their tokens, their cost in micro-dollars, and estimated = 1 when any of them were counted locally because
 	// the server sent no usage.
@@ -106,8 +108,9 @@ type Querier interface {
 	// SQLite grammar does not take them.
 	// Compaction reports prune may delete: failed, ineffective or reverted, settled before
 	// sqlc.arg(before), with their attempt counts. Never an applied or running one, never one an
-	// applied or running compaction was planned on (base_id), and never the newest applied or
-	// ineffective one of its thread: automatic compaction's wait rule reads it.
+	// applied or running compaction was planned on (base_id) or whose ledger is written as the
+	// difference from this one's (ledger_base), and never the newest applied or ineffective one of
+	// its thread: automatic compaction's wait rule reads it.
 	PrunableCompactions(ctx context.Context, before int64) ([]PrunableCompactionsRow, error)
 	// A running compaction proves it is alive: recovery marks interrupted only a row whose lease
 	// has expired, whatever host or process namespace wrote it.
@@ -126,6 +129,10 @@ type Querier interface {
 	// folded this summary in, or it was reverted.
 	SearchSummaries(ctx context.Context, arg SearchSummariesParams) ([]SearchSummariesRow, error)
 	SetCompactionStatus(ctx context.Context, arg SetCompactionStatusParams) (int64, error)
+	// Records, with an applied compaction's range and view, the tokens of the messages its summary
+	// covers and of those up to its view_seq: ListThreads reads the active context's size from them
+	// and the thread's message_tokens.
+	SetCompactionTokens(ctx context.Context, id int64) error
 	// Caches the window a provider's server reported (0 forgets it: the next turn asks again).
 	SetContextWindow(ctx context.Context, arg SetContextWindowParams) error
 	// What a host keeps about a thread beside its settings (a JSON object, see
@@ -135,6 +142,8 @@ type Querier interface {
 	// The compaction settings of a thread (a JSON object); the thread's updated_at is about its
 	// messages and does not change.
 	SetThreadSettings(ctx context.Context, arg SetThreadSettingsParams) (int64, error)
+	// The thread's new tail, once its messages up to last_seq are written; their tokens are added
+	// to message_tokens (the SET reads the row as it was: the messages after the old last_seq).
 	SetThreadTail(ctx context.Context, arg SetThreadTailParams) error
 	// What a thread's active context is made from, in one read of indexed rows: the thread's
 	// counters and settings, its current (newest applied) compaction with the time it last

@@ -1,4 +1,4 @@
--- memcascade schema, version 10: what the migrations in migrations/ build, written whole for
+-- memcascade schema, version 11: what the migrations in migrations/ build, written whole for
 -- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). The open
 -- (sqlite_open.go) applies the migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
@@ -22,7 +22,10 @@ CREATE TABLE threads (
     cached_tokens INTEGER NOT NULL DEFAULT 0,
     -- What those replies cost at serve's upstream price, in micro-dollars (see
     -- migrations/0009.sql); NULL: none was priced.
-    upstream_cost_micros INTEGER
+    upstream_cost_micros INTEGER,
+    -- The tokens of all its messages (see migrations/0011.sql), kept by the append that
+    -- writes them: listing threads sums no message.
+    message_tokens INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 -- The append-only log. Compaction never updates or deletes a row; only deleting the whole
@@ -95,7 +98,16 @@ CREATE TABLE compactions (
     -- The ledger of what an applied summary covers (see migrations/0005.sql): a JSON array of
     -- the facts and actions of the original messages, each with its kind, the seq it came from,
     -- its entity and whether it was named dropped; '' for a row with no summary of its own.
-    ledger              TEXT    NOT NULL DEFAULT ''
+    -- With ledger_base set (see migrations/0011.sql), the ledger is written as the difference
+    -- from the ledger of compaction ledger_base, an older one of the same thread (a JSON
+    -- object; compact/ledger.go reads both forms).
+    ledger              TEXT    NOT NULL DEFAULT '',
+    ledger_base         INTEGER,
+    -- Applied: the tokens of the messages from_seq..to_seq, and of those up to view_seq (see
+    -- migrations/0011.sql), so that the size of the active context is read from the thread's
+    -- message_tokens without summing its messages.
+    covered_tokens      INTEGER NOT NULL DEFAULT 0,
+    view_prefix_tokens  INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 CREATE INDEX compactions_thread ON compactions (thread_id, id);

@@ -266,3 +266,50 @@ func TestMigrateV8KeepsAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMigrateV10KeepsWholeLedgers: a database of schema version 10 (every ledger stored whole,
+// no kept totals) is brought to the current version at open: its compaction keeps its ledger,
+// whole (no ledger_base), a row can name the compaction its ledger is the difference from, and
+// the totals listing threads reads are filled from the messages (the thread's tokens, those
+// the summary covers, those up to the view's view_seq).
+func TestMigrateV10KeepsWholeLedgers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.db")
+	v10, err := openWithMigrations(ctx, path, sqliteMigrations[:10])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ledger = `[{"kind":"id","text":"ZFA04Y","weight":53,"seq":4}]`
+	for _, stmt := range []string{
+		`INSERT INTO threads (id, model, encoding, created_at, updated_at) VALUES ('kept', 'gpt-4o', 'o200k_base', 1, 1)`,
+		`INSERT INTO compactions (id, thread_id, status, reason, last_seq, token_limit, tokens_before, messages_before, created_at, updated_at, ledger,
+		     from_seq, to_seq, view, view_seq)
+		 VALUES (7, 'kept', 'applied', 'forced', 9, 1000, 900, 9, 1, 1, '` + ledger + `', 2, 3, '{"summary":7}', 4)`,
+		`INSERT INTO messages (thread_id, seq, role, content, raw, tokens, created_at) VALUES
+		 ('kept', 1, 'user', 'a', '{}', 1, 1), ('kept', 2, 'user', 'b', '{}', 10, 1), ('kept', 3, 'user', 'c', '{}', 100, 1),
+		 ('kept', 4, 'user', 'd', '{}', 1000, 1), ('kept', 5, 'user', 'e', '{}', 10000, 1)`,
+	} {
+		if _, err := v10.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	v10.Close()
+	sqldb, err := openWithMigrations(ctx, path, sqliteMigrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqldb.Close()
+	r, err := New(sqldb).CompactionLedger(ctx, 7)
+	if err != nil || r.Ledger != ledger || r.LedgerBase.Valid {
+		t.Fatalf("compaction 7 after migrating: %+v, %v; want its ledger whole", r, err)
+	}
+	var total, covered, prefix int64
+	if err := sqldb.QueryRowContext(ctx, `SELECT t.message_tokens, c.covered_tokens, c.view_prefix_tokens FROM threads t JOIN compactions c ON c.thread_id = t.id
+		WHERE c.id = 7`).Scan(&total, &covered, &prefix); err != nil || total != 11111 || covered != 110 || prefix != 1111 {
+		t.Fatalf("totals after migrating: thread %d, covered %d, up to view_seq %d (%v); want 11111, 110, 1111", total, covered, prefix, err)
+	}
+	if _, err := sqldb.ExecContext(ctx, `INSERT INTO compactions (id, thread_id, status, reason, last_seq, token_limit, tokens_before, messages_before, created_at, updated_at, ledger, ledger_base)
+		VALUES (8, 'kept', 'applied', 'forced', 12, 1000, 900, 12, 2, 2, '{"edit":[0,1,0],"ents":[],"facts":[]}', 7)`); err != nil {
+		t.Fatalf("a ledger_base after migrating: %v", err)
+	}
+}

@@ -88,3 +88,25 @@ func BenchmarkImport(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkThreadsLength lists 300 threads of 12 messages and 300 threads of 300: the listing
+// reads each thread's kept totals, so the two take about the same time (issue 36: within 1.5 x).
+func BenchmarkThreadsLength(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{12, 300} {
+		b.Run(fmt.Sprintf("300x%d", n), func(b *testing.B) {
+			s, _ := storetest.Open(b)
+			msgs := storetest.BenchMessages(n)
+			for i := range 300 {
+				if _, err := s.Append(ctx, fmt.Sprintf("thread-%04d", i), msgs, memory.AppendOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				if _, err := s.Threads(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -80,10 +80,13 @@ type Commit struct {
 	// KeptMessages, FactsTotal, FactsKept and FactsDropped (stored as given: nil is null). A pass
 	// adds Summary, SummaryTokens, Passes, Chunks, Provider, Model, DurationMs, FromSeq and ToSeq.
 	Report Report
-	// SummaryRole and Ledger are ApplySummary's only: the summary message's role, and the facts
-	// ledger as the engine encodes it (the store keeps it as opaque text).
+	// SummaryRole, Ledger and LedgerBase are ApplySummary's only: the summary message's role,
+	// and the facts ledger as the engine encodes it (the store keeps it as opaque text), written
+	// as the difference from the ledger of compaction LedgerBase, an older one of the thread (0:
+	// whole).
 	SummaryRole string
 	Ledger      string
+	LedgerBase  int64
 }
 
 // ApplySummary commits a summary pass of compaction cm.ID, unless the thread's current
@@ -109,7 +112,7 @@ func (c Compactions) ApplySummary(ctx context.Context, cm Commit) error {
 		FactsTotal: int64(r.FactsTotal), FactsKept: int64(r.FactsKept), FactsDropped: string(dropped),
 		Provider: r.Provider, Model: r.Model, DurationMs: r.DurationMs,
 		View: view, ViewSeq: cm.ViewSeq, ViewTokens: int64(EntryTokens(cm.Entries)), ViewMessages: int64(len(cm.Entries)),
-		Ledger: cm.Ledger,
+		Ledger: cm.Ledger, LedgerBase: nullInt(cm.LedgerBase),
 	})
 }
 
@@ -170,9 +173,11 @@ func (c Compactions) LatestSettled(ctx context.Context, thread string) (Outcome,
 }
 
 // Ledger returns the facts ledger stored with compaction id, as the engine encoded it (""
-// for a summary applied before ledgers were stored).
-func (c Compactions) Ledger(ctx context.Context, id int64) (string, error) {
-	return c.s.h.Q().CompactionLedger(ctx, id)
+// for a summary applied before ledgers were stored), and the compaction whose ledger it is the
+// difference from (0: it is whole).
+func (c Compactions) Ledger(ctx context.Context, id int64) (text string, base int64, err error) {
+	r, err := c.s.h.Q().CompactionLedger(ctx, id)
+	return r.Ledger, r.LedgerBase.Int64, err
 }
 
 func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
@@ -273,7 +278,10 @@ func (s *Store) messagesBetween(ctx context.Context, q db.Querier, thread string
 // applySummary commits a summary pass of compaction id (see applyCompaction).
 func (s *Store) applySummary(ctx context.Context, thread string, id, base int64, p db.ApplyCompactionParams) error {
 	p.ID, p.UpdatedAt = id, s.now()
-	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyCompaction(ctx, p) },
+	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) {
+		n, err := q.ApplyCompaction(ctx, p)
+		return withTokens(ctx, q, id, n, err)
+	},
 		func(c db.Compaction) bool {
 			return c.UpdatedAt == p.UpdatedAt && c.Summary == p.Summary && c.ToSeq == p.ToSeq && c.View == p.View && c.ViewSeq == p.ViewSeq
 		})
@@ -282,10 +290,22 @@ func (s *Store) applySummary(ctx context.Context, thread string, id, base int64,
 // applyView commits a view of compaction id that no new summary made (see applyCompaction).
 func (s *Store) applyView(ctx context.Context, thread string, id, base int64, p db.ApplyViewParams) error {
 	p.ID, p.UpdatedAt = id, s.now()
-	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) { return q.ApplyView(ctx, p) },
+	return s.applyCompaction(ctx, thread, id, base, func(q db.Querier) (int64, error) {
+		n, err := q.ApplyView(ctx, p)
+		return withTokens(ctx, q, id, n, err)
+	},
 		func(c db.Compaction) bool {
 			return c.UpdatedAt == p.UpdatedAt && c.ToSeq == p.ToSeq && c.View == p.View && c.ViewSeq == p.ViewSeq
 		})
+}
+
+// withTokens is n and err of the query that applied compaction id, after recording, when it did,
+// the tokens its summary covers and those up to its view_seq (the listing of threads reads them).
+func withTokens(ctx context.Context, q db.Querier, id int64, n int64, err error) (int64, error) {
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, q.SetCompactionTokens(ctx, id)
 }
 
 // parallelReadMin is the number of messages from which a light read of a range is split into

@@ -60,9 +60,9 @@ const copyChunk = 256
 // A dst that already holds a thread of src is refused (errCopyConflict, the error naming the
 // first few) and left unchanged; two threads are never merged. Compaction and attempt ids are
 // kept when dst holds none of them; otherwise they take new ids after dst's largest, in the
-// same order (a thread's compactions stay ordered as they were), and the base_id of each
-// compaction and the compaction_id of each attempt follow (a base_id naming a compaction src
-// no longer holds becomes NULL then). A provider present in both keeps the cooldown whose
+// same order (a thread's compactions stay ordered as they were), and the base_id and
+// ledger_base of each compaction and the compaction_id of each attempt follow (a base_id naming
+// a compaction src no longer holds becomes NULL then). A provider present in both keeps the cooldown whose
 // cooling_until is later (its failure count and last error with it), and the context window
 // reported last.
 func Copy(ctx context.Context, src, dst *Store) (CopyResult, error) {
@@ -131,6 +131,10 @@ func Copy(ctx context.Context, src, dst *Store) (CopyResult, error) {
 					if c.BaseID.Valid {
 						base, ok := compMap[c.BaseID.Int64]
 						c.BaseID = sql.NullInt64{Int64: base, Valid: ok}
+					}
+					if c.LedgerBase.Valid {
+						base, ok := compMap[c.LedgerBase.Int64]
+						c.LedgerBase = sql.NullInt64{Int64: base, Valid: ok}
 					}
 					if c.View, err = renumberView(c.View, compMap); err != nil {
 						return fmt.Errorf("compaction %d of thread %q: %w", c.ID, c.ThreadID, err)

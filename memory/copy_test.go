@@ -376,8 +376,12 @@ func TestCopyRenumbers(t *testing.T) {
 		if c.BaseID.Valid != g.BaseID.Valid || (c.BaseID.Valid && g.BaseID.Int64 != mapped(c.BaseID.Int64)) {
 			t.Errorf("compaction %d: base_id %v, want the new id of %v", n, g.BaseID, c.BaseID)
 		}
+		if c.LedgerBase.Valid != g.LedgerBase.Valid || (c.LedgerBase.Valid && g.LedgerBase.Int64 != mapped(c.LedgerBase.Int64)) {
+			t.Errorf("compaction %d: ledger_base %v, want the new id of %v", n, g.LedgerBase, c.LedgerBase)
+		}
 		wc, gc := c, g
 		wc.ID, gc.ID, wc.BaseID, gc.BaseID = 0, 0, sql.NullInt64{}, sql.NullInt64{}
+		wc.LedgerBase, gc.LedgerBase = sql.NullInt64{}, sql.NullInt64{}
 		// A view names the compaction whose summary it holds: the new id.
 		var v struct {
 			Summary int64 `json:"summary"`

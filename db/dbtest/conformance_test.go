@@ -361,7 +361,8 @@ func TestAttemptsLog(t *testing.T) {
 }
 
 // TestHousekeeping: prune lists the settled reports older than its cutoff (never the applied
-// one, never the one an applied compaction was planned on), deletes them with their attempts,
+// one, never the one an applied compaction was planned on or whose ledger it is written
+// against), deletes them with their attempts,
 // and counts and deletes loose attempts before its cutoff.
 func TestHousekeeping(t *testing.T) {
 	Run(t, func(t *testing.T, h *db.Handle) {
@@ -378,6 +379,8 @@ func TestHousekeeping(t *testing.T) {
 		}
 		base := compaction(t, h, "t1", 0, 10)
 		settle(base, "failed", 11) // an applied compaction was planned on it: kept
+		ledgerBase := compaction(t, h, "t1", 0, 12)
+		settle(ledgerBase, "reverted", 13) // an applied compaction's ledger is written against it: kept
 		old := compaction(t, h, "t1", 0, 20)
 		settle(old, "failed", 21)
 		recent := compaction(t, h, "t1", 0, 900)
@@ -385,7 +388,8 @@ func TestHousekeeping(t *testing.T) {
 		applied := compaction(t, h, "t1", base, 30)
 		write(t, h, func(ctx context.Context, q db.Querier) error {
 			_, err := q.ApplyCompaction(ctx, db.ApplyCompactionParams{FromSeq: sql.NullInt64{Int64: 1, Valid: true}, ToSeq: sql.NullInt64{Int64: 1, Valid: true},
-				Summary: sql.NullString{String: "s", Valid: true}, FactsDropped: "[]", UpdatedAt: 31, ID: applied})
+				Summary: sql.NullString{String: "s", Valid: true}, FactsDropped: "[]", UpdatedAt: 31, ID: applied,
+				LedgerBase: sql.NullInt64{Int64: ledgerBase, Valid: true}})
 			return err
 		})
 		for _, a := range []db.InsertAttemptParams{

@@ -111,8 +111,9 @@ func (a adapter) InsertThread(ctx context.Context, arg db.InsertThreadParams) (i
 	return a.q.InsertThread(ctx, InsertThreadParams(arg))
 }
 
-func (a adapter) CompactionLedger(ctx context.Context, id int64) (string, error) {
-	return a.q.CompactionLedger(ctx, id)
+func (a adapter) CompactionLedger(ctx context.Context, id int64) (db.CompactionLedgerRow, error) {
+	r, err := a.q.CompactionLedger(ctx, id)
+	return db.CompactionLedgerRow(r), err
 }
 
 func (a adapter) LatestSettledCompaction(ctx context.Context, threadID string) (db.Compaction, error) {
@@ -231,6 +232,10 @@ func (a adapter) SetThreadMetadata(ctx context.Context, arg db.SetThreadMetadata
 
 func (a adapter) SetThreadSettings(ctx context.Context, arg db.SetThreadSettingsParams) (int64, error) {
 	return a.q.SetThreadSettings(ctx, SetThreadSettingsParams(arg))
+}
+
+func (a adapter) SetCompactionTokens(ctx context.Context, id int64) error {
+	return a.q.SetCompactionTokens(ctx, id)
 }
 
 func (a adapter) SetThreadTail(ctx context.Context, arg db.SetThreadTailParams) error {

@@ -16,8 +16,8 @@ UPDATE compactions SET
     tokens_after = $6, messages_after = $7, summarized_messages = $8, kept_messages = $9, passes = $10,
     chunks = $11, facts_total = $12, facts_kept = $13, facts_dropped = $14, provider = $15, model = $16,
     duration_ms = $17, error = $18, view = $19, view_seq = $20, view_tokens = $21, view_messages = $22, ledger = $23,
-    updated_at = $24
-WHERE id = $25 AND status IN ('running', 'applied')
+    ledger_base = $24, updated_at = $25
+WHERE id = $26 AND status IN ('running', 'applied')
 `
 
 type ApplyCompactionParams struct {
@@ -44,10 +44,12 @@ type ApplyCompactionParams struct {
 	ViewTokens         int64
 	ViewMessages       int64
 	Ledger             string
+	LedgerBase         sql.NullInt64
 	UpdatedAt          int64
 	ID                 int64
 }
 
+// SetCompactionTokens follows in the same transaction (as after ApplyView).
 func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams) (int64, error) {
 	result, err := q.exec(ctx, q.applyCompactionStmt, applyCompaction,
 		arg.FromSeq,
@@ -73,6 +75,7 @@ func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams
 		arg.ViewTokens,
 		arg.ViewMessages,
 		arg.Ledger,
+		arg.LedgerBase,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -135,19 +138,25 @@ func (q *Queries) ApplyView(ctx context.Context, arg ApplyViewParams) (int64, er
 }
 
 const compactionLedger = `-- name: CompactionLedger :one
-SELECT ledger FROM compactions WHERE id = $1
+SELECT ledger, ledger_base FROM compactions WHERE id = $1
 `
 
-// The stored ledger of an applied summary (” for a row written before ledgers were stored).
-func (q *Queries) CompactionLedger(ctx context.Context, id int64) (string, error) {
+type CompactionLedgerRow struct {
+	Ledger     string
+	LedgerBase sql.NullInt64
+}
+
+// The stored ledger of an applied summary (” for a row written before ledgers were stored)
+// and the compaction it is the difference from (NULL: the ledger is whole).
+func (q *Queries) CompactionLedger(ctx context.Context, id int64) (CompactionLedgerRow, error) {
 	row := q.queryRow(ctx, q.compactionLedgerStmt, compactionLedger, id)
-	var ledger string
-	err := row.Scan(&ledger)
-	return ledger, err
+	var i CompactionLedgerRow
+	err := row.Scan(&i.Ledger, &i.LedgerBase)
+	return i, err
 }
 
 const currentCompaction = `-- name: CurrentCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
 WHERE thread_id = $1 AND status = 'applied'
 ORDER BY id DESC
 LIMIT 1
@@ -201,6 +210,9 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 		&i.ViewTokens,
 		&i.ViewMessages,
 		&i.Ledger,
+		&i.LedgerBase,
+		&i.CoveredTokens,
+		&i.ViewPrefixTokens,
 	)
 	return i, err
 }
@@ -260,7 +272,7 @@ func (q *Queries) FinishCompaction(ctx context.Context, arg FinishCompactionPara
 }
 
 const getCompaction = `-- name: GetCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger FROM compactions WHERE id = $1
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions WHERE id = $1
 `
 
 func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, error) {
@@ -310,6 +322,9 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 		&i.ViewTokens,
 		&i.ViewMessages,
 		&i.Ledger,
+		&i.LedgerBase,
+		&i.CoveredTokens,
+		&i.ViewPrefixTokens,
 	)
 	return i, err
 }
@@ -379,7 +394,7 @@ func (q *Queries) InsertCompaction(ctx context.Context, arg InsertCompactionPara
 }
 
 const latestSettledCompaction = `-- name: LatestSettledCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
 WHERE thread_id = $1 AND status IN ('applied', 'ineffective')
 ORDER BY id DESC
 LIMIT 1
@@ -434,12 +449,15 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 		&i.ViewTokens,
 		&i.ViewMessages,
 		&i.Ledger,
+		&i.LedgerBase,
+		&i.CoveredTokens,
+		&i.ViewPrefixTokens,
 	)
 	return i, err
 }
 
 const listCompactions = `-- name: ListCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
 WHERE CAST($1 AS TEXT) = '' OR thread_id = $1
 ORDER BY id DESC
 LIMIT nullif(greatest(CAST($2 AS BIGINT), -1), -1)
@@ -505,6 +523,9 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 			&i.ViewTokens,
 			&i.ViewMessages,
 			&i.Ledger,
+			&i.LedgerBase,
+			&i.CoveredTokens,
+			&i.ViewPrefixTokens,
 		); err != nil {
 			return nil, err
 		}
@@ -520,7 +541,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 }
 
 const listRunningCompactions = `-- name: ListRunningCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger FROM compactions WHERE status = 'running' ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions WHERE status = 'running' ORDER BY id
 `
 
 func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, error) {
@@ -576,6 +597,9 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 			&i.ViewTokens,
 			&i.ViewMessages,
 			&i.Ledger,
+			&i.LedgerBase,
+			&i.CoveredTokens,
+			&i.ViewPrefixTokens,
 		); err != nil {
 			return nil, err
 		}
@@ -657,4 +681,21 @@ func (q *Queries) SetCompactionStatus(ctx context.Context, arg SetCompactionStat
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const setCompactionTokens = `-- name: SetCompactionTokens :exec
+UPDATE compactions SET
+    covered_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                      WHERE m.thread_id = compactions.thread_id AND m.seq BETWEEN compactions.from_seq AND compactions.to_seq),
+    view_prefix_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                          WHERE m.thread_id = compactions.thread_id AND m.seq <= compactions.view_seq)
+WHERE compactions.id = $1
+`
+
+// Records, with an applied compaction's range and view, the tokens of the messages its summary
+// covers and of those up to its view_seq: ListThreads reads the active context's size from them
+// and the thread's message_tokens.
+func (q *Queries) SetCompactionTokens(ctx context.Context, id int64) error {
+	_, err := q.exec(ctx, q.setCompactionTokensStmt, setCompactionTokens, id)
+	return err
 }

@@ -64,11 +64,11 @@ INSERT INTO compactions (
     tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks,
     requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error,
     detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq,
-    view_tokens, view_messages, ledger
+    view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
     $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32,
-    $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43
+    $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45, $46
 )
 `
 
@@ -116,6 +116,9 @@ type CopyCompactionParams struct {
 	ViewTokens         int64
 	ViewMessages       int64
 	Ledger             string
+	LedgerBase         sql.NullInt64
+	CoveredTokens      int64
+	ViewPrefixTokens   int64
 }
 
 // A compaction with every column, its id included.
@@ -164,6 +167,9 @@ func (q *Queries) CopyCompaction(ctx context.Context, arg CopyCompactionParams) 
 		arg.ViewTokens,
 		arg.ViewMessages,
 		arg.Ledger,
+		arg.LedgerBase,
+		arg.CoveredTokens,
+		arg.ViewPrefixTokens,
 	)
 	return err
 }
@@ -211,9 +217,9 @@ func (q *Queries) CopyCooldown(ctx context.Context, arg CopyCooldownParams) erro
 const copyThread = `-- name: CopyThread :exec
 INSERT INTO threads (
     id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at,
-    settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros
+    settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros, message_tokens
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
 )
 `
 
@@ -231,6 +237,7 @@ type CopyThreadParams struct {
 	PromptTokens       int64
 	CachedTokens       int64
 	UpstreamCostMicros sql.NullInt64
+	MessageTokens      int64
 }
 
 // A thread with every column as the source database has it (its messages follow).
@@ -249,6 +256,7 @@ func (q *Queries) CopyThread(ctx context.Context, arg CopyThreadParams) error {
 		arg.PromptTokens,
 		arg.CachedTokens,
 		arg.UpstreamCostMicros,
+		arg.MessageTokens,
 	)
 	return err
 }
@@ -297,7 +305,7 @@ func (q *Queries) ListAllAttempts(ctx context.Context) ([]CascadeAttempt, error)
 }
 
 const listAllCompactions = `-- name: ListAllCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger FROM compactions ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions ORDER BY id
 `
 
 // Every compaction, oldest first: a compaction's base_id names an older one.
@@ -354,6 +362,9 @@ func (q *Queries) ListAllCompactions(ctx context.Context) ([]Compaction, error) 
 			&i.ViewTokens,
 			&i.ViewMessages,
 			&i.Ledger,
+			&i.LedgerBase,
+			&i.CoveredTokens,
+			&i.ViewPrefixTokens,
 		); err != nil {
 			return nil, err
 		}
@@ -404,7 +415,7 @@ func (q *Queries) ListAllPins(ctx context.Context) ([]Pin, error) {
 
 const listAllThreads = `-- name: ListAllThreads :many
 
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros FROM threads ORDER BY id
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros, message_tokens FROM threads ORDER BY id
 `
 
 // Copying a whole database into another (memctl copy, memory.Copy): every row with every
@@ -432,6 +443,7 @@ func (q *Queries) ListAllThreads(ctx context.Context) ([]Thread, error) {
 			&i.PromptTokens,
 			&i.CachedTokens,
 			&i.UpstreamCostMicros,
+			&i.MessageTokens,
 		); err != nil {
 			return nil, err
 		}

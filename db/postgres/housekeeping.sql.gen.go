@@ -55,7 +55,8 @@ SELECT c.id, c.thread_id, c.status, c.updated_at,
 FROM compactions c
 WHERE c.status IN ('failed', 'ineffective', 'reverted') AND c.updated_at < $1
     AND NOT EXISTS (
-        SELECT 1 FROM compactions d WHERE d.base_id = c.id AND d.status IN ('applied', 'running'))
+        SELECT 1 FROM compactions d
+        WHERE (d.base_id = c.id OR d.ledger_base = c.id) AND d.status IN ('applied', 'running'))
     AND c.id <> coalesce((
         SELECT s.id FROM compactions s
         WHERE s.thread_id = c.thread_id AND s.status IN ('applied', 'ineffective')
@@ -74,8 +75,9 @@ type PrunableCompactionsRow struct {
 // Housekeeping: what prune may delete (the PostgreSQL versions of db/queries/housekeeping.sql).
 // Compaction reports prune may delete: failed, ineffective or reverted, settled before
 // sqlc.arg(before), with their attempt counts. Never an applied or running one, never one an
-// applied or running compaction was planned on (base_id), and never the newest applied or
-// ineffective one of its thread: automatic compaction's wait rule reads it.
+// applied or running compaction was planned on (base_id) or whose ledger is written as the
+// difference from this one's (ledger_base), and never the newest applied or ineffective one of
+// its thread: automatic compaction's wait rule reads it.
 func (q *Queries) PrunableCompactions(ctx context.Context, before int64) ([]PrunableCompactionsRow, error) {
 	rows, err := q.query(ctx, q.prunableCompactionsStmt, prunableCompactions, before)
 	if err != nil {

@@ -350,3 +350,42 @@ func TestMigrateV5AddsCost(t *testing.T) {
 		t.Fatalf("threads.upstream_cost_micros after migrating: %v", err)
 	}
 }
+
+// TestMigrateV6KeepsWholeLedgers: a database of schema version 6 (every ledger stored whole, no
+// kept totals) is brought to the current version at open: its compaction keeps its ledger,
+// whole (no ledger_base), and the totals listing threads reads are filled from the messages.
+func TestMigrateV6KeepsWholeLedgers(t *testing.T) {
+	u := testURL(t)
+	sqldb := openTest(t, u)
+	const ledger = `[{"kind":"id","text":"ZFA04Y","weight":53,"seq":4}]`
+	for _, stmt := range []string{
+		"ALTER TABLE compactions DROP COLUMN ledger_base, DROP COLUMN covered_tokens, DROP COLUMN view_prefix_tokens",
+		"ALTER TABLE threads DROP COLUMN message_tokens",
+		"UPDATE schema_version SET version = 6",
+		"INSERT INTO threads (id, model, encoding, created_at, updated_at) VALUES ('kept', 'gpt-4o', 'o200k_base', 1, 1)",
+		`INSERT INTO compactions (id, thread_id, status, reason, last_seq, token_limit, tokens_before, messages_before, created_at, updated_at, ledger,
+		     from_seq, to_seq, view, view_seq)
+		 VALUES (7, 'kept', 'applied', 'forced', 9, 1000, 900, 9, 1, 1, '` + ledger + `', 2, 3, '{"summary":7}', 4)`,
+		`INSERT INTO messages (thread_id, seq, role, content, raw, tokens, created_at) VALUES
+		 ('kept', 1, 'user', 'a', '{}', 1, 1), ('kept', 2, 'user', 'b', '{}', 10, 1), ('kept', 3, 'user', 'c', '{}', 100, 1),
+		 ('kept', 4, 'user', 'd', '{}', 1000, 1), ('kept', 5, 'user', 'e', '{}', 10000, 1)`,
+	} {
+		if _, err := sqldb.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	again := openTest(t, u)
+	if v := schemaVersion(t, again); v != Version {
+		t.Fatalf("schema_version = %d after migrating, want %d", v, Version)
+	}
+	var got string
+	var base sql.NullInt64
+	if err := again.QueryRow("SELECT ledger, ledger_base FROM compactions WHERE id = 7").Scan(&got, &base); err != nil || got != ledger || base.Valid {
+		t.Fatalf("compaction 7 after migrating: %q, base %+v, %v; want its ledger whole", got, base, err)
+	}
+	var total, covered, prefix int64
+	if err := again.QueryRow(`SELECT t.message_tokens, c.covered_tokens, c.view_prefix_tokens FROM threads t JOIN compactions c ON c.thread_id = t.id
+		WHERE c.id = 7`).Scan(&total, &covered, &prefix); err != nil || total != 11111 || covered != 110 || prefix != 1111 {
+		t.Fatalf("totals after migrating: thread %d, covered %d, up to view_seq %d (%v); want 11111, 110, 1111", total, covered, prefix, err)
+	}
+}

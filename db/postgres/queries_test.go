@@ -99,6 +99,9 @@ func TestQueriesSmoke(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("ApplyCompaction: %d rows, %v", n, err)
 	}
+	if err := q.SetCompactionTokens(ctx, id); err != nil {
+		t.Fatal(err)
+	}
 	hits = search("obut*")
 	if len(hits) != 1 || hits[0].Archived != 1 {
 		t.Fatalf("message 1 after a summary covers it: %+v, want archived", hits)
@@ -130,6 +133,13 @@ func TestQueriesSmoke(t *testing.T) {
 	if _, err := q.ApplyView(ctx, ApplyViewParams{FromSeq: ni(1), ToSeq: ni(2), View: `{"omitted":[[3,3]],"masked":[{"seq":4}]}`,
 		ViewSeq: 4, ViewTokens: 8, ViewMessages: 1, FactsDropped: "[]", UpdatedAt: 41, ID: vid}); err != nil {
 		t.Fatal(err)
+	}
+	if err := q.SetCompactionTokens(ctx, vid); err != nil {
+		t.Fatal(err)
+	}
+	// Active context: the view (8), nothing after its view_seq.
+	if threads, err := q.ListThreads(ctx, "t1"); err != nil || len(threads) != 1 || threads[0].Compacted != 0 || threads[0].ActiveTokens != 8 {
+		t.Fatalf("ListThreads under a view: %+v, %v", threads, err)
 	}
 	for _, word := range []string{"tricky", "unrelated", "hello"} {
 		hits := search(word)

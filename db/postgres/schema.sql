@@ -28,7 +28,10 @@ CREATE TABLE threads (
     cached_tokens BIGINT  NOT NULL DEFAULT 0,
     -- What those replies cost at serve's upstream price, in micro-dollars (see migration 6);
     -- NULL: none was priced.
-    upstream_cost_micros BIGINT
+    upstream_cost_micros BIGINT,
+    -- The tokens of all its messages (migration 7), kept by the append that writes them:
+    -- listing threads sums no message.
+    message_tokens BIGINT NOT NULL DEFAULT 0
 );
 
 -- The append-only log. Compaction never updates or deletes a row; only deleting the whole
@@ -109,7 +112,16 @@ CREATE TABLE compactions (
     -- The ledger of what an applied summary covers (migrate.go, version 2): a JSON array of the
     -- facts and actions of the original messages, each with its kind, the seq it came from, its
     -- entity and whether it was named dropped; '' for a row with no summary of its own.
-    ledger              TEXT    NOT NULL DEFAULT ''
+    -- With ledger_base set (migrate.go, version 7), the ledger is written as the difference
+    -- from the ledger of compaction ledger_base, an older one of the same thread (a JSON
+    -- object; compact/ledger.go reads both forms).
+    ledger              TEXT    NOT NULL DEFAULT '',
+    ledger_base         BIGINT,
+    -- Applied: the tokens of the messages from_seq..to_seq, and of those up to view_seq
+    -- (migration 7), so that the size of the active context is read from the thread's
+    -- message_tokens without summing its messages.
+    covered_tokens      BIGINT  NOT NULL DEFAULT 0,
+    view_prefix_tokens  BIGINT  NOT NULL DEFAULT 0
 );
 
 CREATE INDEX compactions_thread ON compactions (thread_id, id);

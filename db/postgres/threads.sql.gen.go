@@ -68,7 +68,7 @@ func (q *Queries) DeleteThread(ctx context.Context, id string) (int64, error) {
 }
 
 const getThread = `-- name: GetThread :one
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros FROM threads WHERE id = $1
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros, message_tokens FROM threads WHERE id = $1
 `
 
 func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
@@ -88,6 +88,7 @@ func (q *Queries) GetThread(ctx context.Context, id string) (Thread, error) {
 		&i.PromptTokens,
 		&i.CachedTokens,
 		&i.UpstreamCostMicros,
+		&i.MessageTokens,
 	)
 	return i, err
 }
@@ -201,10 +202,10 @@ SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.sett
        -- seq runs 1..last_seq without gaps, so the count needs no scan.
        CAST(CASE WHEN cur.view <> '' THEN cur.view_messages + t.last_seq - cur.view_seq
                  ELSE coalesce(cur.from_seq, 1) - 1 + t.last_seq - coalesce(cur.to_seq, 0) END AS BIGINT) AS active_messages,
-       CAST(CASE WHEN cur.view <> '' THEN
-                 cur.view_tokens + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > cur.view_seq)
-            ELSE (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
-               + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) END AS BIGINT) AS active_tokens
+       -- The thread's message tokens less those the summary covers, or those up to view_seq
+       -- (both recorded when the compaction was applied: messages never change).
+       CAST(CASE WHEN cur.view <> '' THEN cur.view_tokens + t.message_tokens - cur.view_prefix_tokens
+            ELSE t.message_tokens - coalesce(cur.covered_tokens, 0) END AS BIGINT) AS active_tokens
 FROM threads t
 LEFT JOIN compactions cur ON cur.id = (
     SELECT max(c2.id) FROM compactions c2 WHERE c2.thread_id = t.id AND c2.status = 'applied')
@@ -281,7 +282,7 @@ func (q *Queries) ListThreads(ctx context.Context, only string) ([]ListThreadsRo
 }
 
 const lockThread = `-- name: LockThread :one
-SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros FROM threads WHERE id = $1 FOR UPDATE
+SELECT id, model, encoding, metadata, last_seq, open_calls, created_at, updated_at, settings, replies, prompt_tokens, cached_tokens, upstream_cost_micros, message_tokens FROM threads WHERE id = $1 FOR UPDATE
 `
 
 // The thread row an append changes, locked until the append's transaction ends: appends to
@@ -303,6 +304,7 @@ func (q *Queries) LockThread(ctx context.Context, id string) (Thread, error) {
 		&i.PromptTokens,
 		&i.CachedTokens,
 		&i.UpstreamCostMicros,
+		&i.MessageTokens,
 	)
 	return i, err
 }
@@ -347,7 +349,10 @@ func (q *Queries) SetThreadSettings(ctx context.Context, arg SetThreadSettingsPa
 }
 
 const setThreadTail = `-- name: SetThreadTail :exec
-UPDATE threads SET last_seq = $1, open_calls = $2, updated_at = $3 WHERE id = $4
+UPDATE threads SET last_seq = $1, open_calls = $2, updated_at = $3,
+    message_tokens = message_tokens + (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+        WHERE m.thread_id = threads.id AND m.seq > threads.last_seq AND m.seq <= $1)
+WHERE threads.id = $4
 `
 
 type SetThreadTailParams struct {
@@ -357,6 +362,8 @@ type SetThreadTailParams struct {
 	ID        string
 }
 
+// The thread's new tail, once its messages up to last_seq are written; their tokens are added
+// to message_tokens (the SET reads the row as it was: the messages after the old last_seq).
 func (q *Queries) SetThreadTail(ctx context.Context, arg SetThreadTailParams) error {
 	_, err := q.exec(ctx, q.setThreadTailStmt, setThreadTail,
 		arg.LastSeq,

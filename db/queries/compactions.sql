@@ -25,12 +25,13 @@ ORDER BY id DESC
 LIMIT 1;
 
 -- name: ApplyCompaction :execrows
+-- SetCompactionTokens follows in the same transaction (as after ApplyView).
 UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, summary = ?, summary_role = ?, summary_tokens = ?,
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
     chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
     duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, ledger = ?,
-    updated_at = ?
+    ledger_base = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied');
 
 -- name: ApplyView :execrows
@@ -76,8 +77,20 @@ ORDER BY id DESC
 LIMIT sqlc.arg(max_rows);
 
 -- name: CompactionLedger :one
--- The stored ledger of an applied summary ('' for a row written before ledgers were stored).
-SELECT ledger FROM compactions WHERE id = ?;
+-- The stored ledger of an applied summary ('' for a row written before ledgers were stored)
+-- and the compaction it is the difference from (NULL: the ledger is whole).
+SELECT ledger, ledger_base FROM compactions WHERE id = ?;
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;
+
+-- name: SetCompactionTokens :exec
+-- Records, with an applied compaction's range and view, the tokens of the messages its summary
+-- covers and of those up to its view_seq: ListThreads reads the active context's size from them
+-- and the thread's message_tokens.
+UPDATE compactions SET
+    covered_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                      WHERE m.thread_id = compactions.thread_id AND m.seq BETWEEN compactions.from_seq AND compactions.to_seq),
+    view_prefix_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                          WHERE m.thread_id = compactions.thread_id AND m.seq <= compactions.view_seq)
+WHERE compactions.id = sqlc.arg(id);

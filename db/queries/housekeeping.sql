@@ -4,14 +4,16 @@
 -- name: PrunableCompactions :many
 -- Compaction reports prune may delete: failed, ineffective or reverted, settled before
 -- sqlc.arg(before), with their attempt counts. Never an applied or running one, never one an
--- applied or running compaction was planned on (base_id), and never the newest applied or
--- ineffective one of its thread: automatic compaction's wait rule reads it.
+-- applied or running compaction was planned on (base_id) or whose ledger is written as the
+-- difference from this one's (ledger_base), and never the newest applied or ineffective one of
+-- its thread: automatic compaction's wait rule reads it.
 SELECT c.id, c.thread_id, c.status, c.updated_at,
     CAST((SELECT count(*) FROM cascade_attempts a WHERE a.compaction_id = c.id) AS INTEGER) AS attempts
 FROM compactions c
 WHERE c.status IN ('failed', 'ineffective', 'reverted') AND c.updated_at < sqlc.arg(before)
     AND NOT EXISTS (
-        SELECT 1 FROM compactions d WHERE d.base_id = c.id AND d.status IN ('applied', 'running'))
+        SELECT 1 FROM compactions d
+        WHERE (d.base_id = c.id OR d.ledger_base = c.id) AND d.status IN ('applied', 'running'))
     AND c.id <> coalesce((
         SELECT s.id FROM compactions s
         WHERE s.thread_id = c.thread_id AND s.status IN ('applied', 'ineffective')

@@ -13,7 +13,12 @@ VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING;
 
 -- name: SetThreadTail :exec
-UPDATE threads SET last_seq = ?, open_calls = ?, updated_at = ? WHERE id = ?;
+-- The thread's new tail, once its messages up to last_seq are written; their tokens are added
+-- to message_tokens (the SET reads the row as it was: the messages after the old last_seq).
+UPDATE threads SET last_seq = sqlc.arg(last_seq), open_calls = sqlc.arg(open_calls), updated_at = sqlc.arg(updated_at),
+    message_tokens = message_tokens + (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+        WHERE m.thread_id = threads.id AND m.seq > threads.last_seq AND m.seq <= sqlc.arg(last_seq))
+WHERE threads.id = sqlc.arg(id);
 
 -- name: AddReplyUsage :exec
 -- Counts a stored reply's prompt as the upstream reported it, and adds its cost when it was
@@ -45,10 +50,10 @@ SELECT t.id, t.model, t.encoding, t.last_seq, t.created_at, t.updated_at, t.sett
        -- seq runs 1..last_seq without gaps, so the count needs no scan.
        CAST(CASE WHEN cur.view <> '' THEN cur.view_messages + t.last_seq - cur.view_seq
                  ELSE coalesce(cur.from_seq, 1) - 1 + t.last_seq - coalesce(cur.to_seq, 0) END AS INTEGER) AS active_messages,
-       CAST(CASE WHEN cur.view <> '' THEN
-                 cur.view_tokens + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > cur.view_seq)
-            ELSE (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq < coalesce(cur.from_seq, 1))
-               + (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id AND m.seq > coalesce(cur.to_seq, 0)) END AS INTEGER) AS active_tokens
+       -- The thread's message tokens less those the summary covers, or those up to view_seq
+       -- (both recorded when the compaction was applied: messages never change).
+       CAST(CASE WHEN cur.view <> '' THEN cur.view_tokens + t.message_tokens - cur.view_prefix_tokens
+            ELSE t.message_tokens - coalesce(cur.covered_tokens, 0) END AS INTEGER) AS active_tokens
 FROM threads t
 LEFT JOIN compactions cur ON cur.id = (
     SELECT max(c2.id) FROM compactions c2 WHERE c2.thread_id = t.id AND c2.status = 'applied')

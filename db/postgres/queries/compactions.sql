@@ -25,13 +25,14 @@ ORDER BY id DESC
 LIMIT 1;
 
 -- name: ApplyCompaction :execrows
+-- SetCompactionTokens follows in the same transaction (as after ApplyView).
 UPDATE compactions SET
     status = 'applied', from_seq = $1, to_seq = $2, summary = $3, summary_role = $4, summary_tokens = $5,
     tokens_after = $6, messages_after = $7, summarized_messages = $8, kept_messages = $9, passes = $10,
     chunks = $11, facts_total = $12, facts_kept = $13, facts_dropped = $14, provider = $15, model = $16,
     duration_ms = $17, error = $18, view = $19, view_seq = $20, view_tokens = $21, view_messages = $22, ledger = $23,
-    updated_at = $24
-WHERE id = $25 AND status IN ('running', 'applied');
+    ledger_base = $24, updated_at = $25
+WHERE id = $26 AND status IN ('running', 'applied');
 
 -- name: ApplyView :execrows
 -- Commits a view that no new summary made (mask, window, or a view fitted after summarizing
@@ -77,8 +78,20 @@ ORDER BY id DESC
 LIMIT nullif(greatest(CAST(sqlc.arg(max_rows) AS BIGINT), -1), -1);
 
 -- name: CompactionLedger :one
--- The stored ledger of an applied summary ('' for a row written before ledgers were stored).
-SELECT ledger FROM compactions WHERE id = $1;
+-- The stored ledger of an applied summary ('' for a row written before ledgers were stored)
+-- and the compaction it is the difference from (NULL: the ledger is whole).
+SELECT ledger, ledger_base FROM compactions WHERE id = $1;
 
 -- name: ListRunningCompactions :many
 SELECT * FROM compactions WHERE status = 'running' ORDER BY id;
+
+-- name: SetCompactionTokens :exec
+-- Records, with an applied compaction's range and view, the tokens of the messages its summary
+-- covers and of those up to its view_seq: ListThreads reads the active context's size from them
+-- and the thread's message_tokens.
+UPDATE compactions SET
+    covered_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                      WHERE m.thread_id = compactions.thread_id AND m.seq BETWEEN compactions.from_seq AND compactions.to_seq),
+    view_prefix_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                          WHERE m.thread_id = compactions.thread_id AND m.seq <= compactions.view_seq)
+WHERE compactions.id = sqlc.arg(id);
