@@ -345,6 +345,7 @@ func (j *job) applyView(ctx context.Context, pre memory.Active, post []memory.En
 	commit.TokensAfter, commit.MessagesAfter = memory.PromptTokens(post), len(post)
 	commit.FactsTotal, commit.FactsKept = rep.FactsTotal+len(ledger), rep.FactsKept+len(ledger)-len(dropped)
 	commit.FactsDropped = nonNil(factTexts(lost))
+	setCachePrefix(&commit, j.a.Entries, post)
 	if err := j.c.Store.Compactions().ApplyView(ctx, memory.Commit{Thread: pre.Thread.ID, ID: j.id, Base: pre.Current,
 		Entries: post, ViewSeq: int64(pre.Thread.Messages), Report: commit}); err != nil {
 		return err
@@ -353,7 +354,26 @@ func (j *job) applyView(ctx context.Context, pre memory.Active, post []memory.En
 	rep.Status, rep.TokensAfter, rep.MessagesAfter = memory.StatusApplied, memory.PromptTokens(post), len(post)
 	rep.FactsTotal, rep.FactsKept = rep.FactsTotal+len(ledger), rep.FactsKept+len(ledger)-len(dropped)
 	rep.FactsDropped = nonNil(factTexts(lost))
+	rep.CachePrefixTokens, rep.CacheInvalidatedTokens = commit.CachePrefixTokens, commit.CacheInvalidatedTokens
 	return nil
+}
+
+// setCachePrefix records on r the prompt prefix a compaction keeps of before, the context it
+// was planned on, in after, the context it leaves: the tokens of the entries before the first
+// one it changed, which an upstream's prompt cache still holds (a cache matches a prefix); the
+// rest of r.TokensBefore it invalidated. An entry is the same when it shows the same message or
+// summary, marked or not alike, at the same size.
+func setCachePrefix(r *memory.Report, before, after []memory.Entry) {
+	prefix := 0
+	for i := 0; i < len(before) && i < len(after); i++ {
+		b, a := before[i], after[i]
+		if b.Seq != a.Seq || b.CompactionID != a.CompactionID || b.Tokens != a.Tokens || (b.Mark() == nil) != (a.Mark() == nil) {
+			break
+		}
+		prefix += b.Tokens
+	}
+	inv := max(r.TokensBefore-prefix, 0)
+	r.CachePrefixTokens, r.CacheInvalidatedTokens = &prefix, &inv
 }
 
 // fitView fits the view within L after summarizing failed with cause (on_failure fit): the

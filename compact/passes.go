@@ -129,11 +129,13 @@ func (j *job) applySummary(ctx context.Context, a memory.Active, plan Plan, sum 
 	commit.Passes, commit.TokensAfter, commit.MessagesAfter = rep.Passes+1, next.Tokens, len(next.Entries)
 	commit.FactsTotal, commit.FactsKept, commit.FactsDropped = sum.factsTotal, sum.factsKept, allDropped
 	commit.Provider, commit.Model, commit.DurationMs = sum.provider, sum.model, j.c.Store.Now().Sub(rep.CreatedAt).Milliseconds()
+	setCachePrefix(&commit, j.a.Entries, next.Entries)
 	err := j.c.Store.Compactions().ApplySummary(ctx, memory.Commit{Thread: a.Thread.ID, ID: j.id, Base: a.Current,
 		Entries: next.Entries, ViewSeq: int64(a.Thread.Messages), Report: commit, SummaryRole: j.s.SummaryRole, Ledger: ledger, LedgerBase: ledgerBase})
 	if err != nil {
 		return err
 	}
 	j.lost = lost
+	rep.CachePrefixTokens, rep.CacheInvalidatedTokens = commit.CachePrefixTokens, commit.CacheInvalidatedTokens
 	return nil
 }

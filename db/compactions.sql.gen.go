@@ -16,7 +16,7 @@ UPDATE compactions SET
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
     chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
     duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, ledger = ?,
-    ledger_base = ?, updated_at = ?
+    ledger_base = ?, cache_prefix_tokens = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied')
 `
 
@@ -45,6 +45,7 @@ type ApplyCompactionParams struct {
 	ViewMessages       int64
 	Ledger             string
 	LedgerBase         sql.NullInt64
+	CachePrefixTokens  sql.NullInt64
 	UpdatedAt          int64
 	ID                 int64
 }
@@ -76,6 +77,7 @@ func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams
 		arg.ViewMessages,
 		arg.Ledger,
 		arg.LedgerBase,
+		arg.CachePrefixTokens,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -89,7 +91,7 @@ const applyView = `-- name: ApplyView :execrows
 UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, view = ?, view_seq = ?, view_tokens = ?,
     view_messages = ?, tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?,
-    facts_total = ?, facts_kept = ?, facts_dropped = ?, updated_at = ?
+    facts_total = ?, facts_kept = ?, facts_dropped = ?, cache_prefix_tokens = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied')
 `
 
@@ -107,6 +109,7 @@ type ApplyViewParams struct {
 	FactsTotal         int64
 	FactsKept          int64
 	FactsDropped       string
+	CachePrefixTokens  sql.NullInt64
 	UpdatedAt          int64
 	ID                 int64
 }
@@ -128,6 +131,7 @@ func (q *Queries) ApplyView(ctx context.Context, arg ApplyViewParams) (int64, er
 		arg.FactsTotal,
 		arg.FactsKept,
 		arg.FactsDropped,
+		arg.CachePrefixTokens,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -156,7 +160,7 @@ func (q *Queries) CompactionLedger(ctx context.Context, id int64) (CompactionLed
 }
 
 const currentCompaction = `-- name: CurrentCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions
 WHERE thread_id = ? AND status = 'applied'
 ORDER BY id DESC
 LIMIT 1
@@ -213,6 +217,7 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 		&i.LedgerBase,
 		&i.CoveredTokens,
 		&i.ViewPrefixTokens,
+		&i.CachePrefixTokens,
 	)
 	return i, err
 }
@@ -272,7 +277,7 @@ func (q *Queries) FinishCompaction(ctx context.Context, arg FinishCompactionPara
 }
 
 const getCompaction = `-- name: GetCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions WHERE id = ?
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions WHERE id = ?
 `
 
 func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, error) {
@@ -325,6 +330,7 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 		&i.LedgerBase,
 		&i.CoveredTokens,
 		&i.ViewPrefixTokens,
+		&i.CachePrefixTokens,
 	)
 	return i, err
 }
@@ -394,7 +400,7 @@ func (q *Queries) InsertCompaction(ctx context.Context, arg InsertCompactionPara
 }
 
 const latestSettledCompaction = `-- name: LatestSettledCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions
 WHERE thread_id = ? AND status IN ('applied', 'ineffective')
 ORDER BY id DESC
 LIMIT 1
@@ -452,12 +458,13 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 		&i.LedgerBase,
 		&i.CoveredTokens,
 		&i.ViewPrefixTokens,
+		&i.CachePrefixTokens,
 	)
 	return i, err
 }
 
 const listCompactions = `-- name: ListCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions
 WHERE CAST(?1 AS TEXT) = '' OR thread_id = ?1
 ORDER BY id DESC
 LIMIT ?2
@@ -525,6 +532,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 			&i.LedgerBase,
 			&i.CoveredTokens,
 			&i.ViewPrefixTokens,
+			&i.CachePrefixTokens,
 		); err != nil {
 			return nil, err
 		}
@@ -540,7 +548,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 }
 
 const listRunningCompactions = `-- name: ListRunningCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions WHERE status = 'running' ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, "view", view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions WHERE status = 'running' ORDER BY id
 `
 
 func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, error) {
@@ -599,6 +607,7 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 			&i.LedgerBase,
 			&i.CoveredTokens,
 			&i.ViewPrefixTokens,
+			&i.CachePrefixTokens,
 		); err != nil {
 			return nil, err
 		}

@@ -107,7 +107,11 @@ CREATE TABLE compactions (
     -- migrations/0011.sql), so that the size of the active context is read from the thread's
     -- message_tokens without summing its messages.
     covered_tokens      INTEGER NOT NULL DEFAULT 0,
-    view_prefix_tokens  INTEGER NOT NULL DEFAULT 0
+    view_prefix_tokens  INTEGER NOT NULL DEFAULT 0,
+    -- Applied: the tokens of the active context it was planned on before the first entry it
+    -- changed, the prompt prefix an upstream's cache still holds after it (tokens_before less
+    -- this is the prefix it invalidated); NULL on a row applied before schema version 11.
+    cache_prefix_tokens INTEGER
 ) STRICT;
 
 CREATE INDEX compactions_thread ON compactions (thread_id, id);

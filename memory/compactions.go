@@ -77,7 +77,8 @@ type Commit struct {
 	Entries []Entry
 	ViewSeq int64
 	// Report holds the figures so far: TokensAfter, MessagesAfter, SummarizedMessages,
-	// KeptMessages, FactsTotal, FactsKept and FactsDropped (stored as given: nil is null). A pass
+	// KeptMessages, FactsTotal, FactsKept, FactsDropped (stored as given: nil is null) and
+	// CachePrefixTokens. A pass
 	// adds Summary, SummaryTokens, Passes, Chunks, Provider, Model, DurationMs, FromSeq and ToSeq.
 	Report Report
 	// SummaryRole, Ledger and LedgerBase are ApplySummary's only: the summary message's role,
@@ -112,7 +113,7 @@ func (c Compactions) ApplySummary(ctx context.Context, cm Commit) error {
 		FactsTotal: int64(r.FactsTotal), FactsKept: int64(r.FactsKept), FactsDropped: string(dropped),
 		Provider: r.Provider, Model: r.Model, DurationMs: r.DurationMs,
 		View: view, ViewSeq: cm.ViewSeq, ViewTokens: int64(EntryTokens(cm.Entries)), ViewMessages: int64(len(cm.Entries)),
-		Ledger: cm.Ledger, LedgerBase: nullInt(cm.LedgerBase),
+		Ledger: cm.Ledger, LedgerBase: nullInt(cm.LedgerBase), CachePrefixTokens: cachePrefix(r),
 	})
 }
 
@@ -132,7 +133,16 @@ func (c Compactions) ApplyView(ctx context.Context, cm Commit) error {
 		TokensAfter: int64(r.TokensAfter), MessagesAfter: int64(r.MessagesAfter),
 		SummarizedMessages: int64(r.SummarizedMessages), KeptMessages: int64(r.KeptMessages),
 		FactsTotal: int64(r.FactsTotal), FactsKept: int64(r.FactsKept), FactsDropped: string(dropped),
+		CachePrefixTokens: cachePrefix(r),
 	})
+}
+
+// cachePrefix is r's CachePrefixTokens as its column holds it (NULL: not known).
+func cachePrefix(r Report) sql.NullInt64 {
+	if r.CachePrefixTokens == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: int64(*r.CachePrefixTokens), Valid: true}
 }
 
 // Finish records the final status and figures of compaction id (Status, TokensAfter,

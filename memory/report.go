@@ -84,6 +84,13 @@ type Report struct {
 	Detail string `json:"detail,omitempty"`
 	// SummaryBudget is the planned maximum size of the summary (dry run).
 	SummaryBudget int `json:"summary_budget,omitempty"`
+	// CachePrefixTokens is, for an applied compaction, the tokens of the active context it was
+	// planned on before the first entry it changed: the prompt prefix an upstream's cache still
+	// holds after it. CacheInvalidatedTokens is TokensBefore less it: the prefix it invalidated,
+	// which the next request pays for uncached. Both null when not applied, or applied before
+	// they were recorded.
+	CachePrefixTokens      *int `json:"cache_prefix_tokens"`
+	CacheInvalidatedTokens *int `json:"cache_invalidated_tokens"`
 	// Usage is what the compaction's provider requests cost, summed over its attempts.
 	Usage Usage `json:"usage"`
 	// Summary and Attempts are filled by compact.Compactor.Compact and Store.Report, not by Store.Reports.
@@ -121,6 +128,9 @@ func reportFromRow(c db.Compaction, current int64) Report {
 		r.FactsDropped = []string{} // a row written by hand; the column's default is "[]"
 	}
 	r.View = viewChanges(c.View)
+	if st := Status(c.Status); c.CachePrefixTokens.Valid && (st == StatusApplied || st == StatusReverted) {
+		r.setCachePrefix(int(c.CachePrefixTokens.Int64))
+	}
 	r.split(c)
 	r.Superseded = r.Status == StatusApplied && c.ID != current
 	if r.Status == StatusRunning {
@@ -128,6 +138,13 @@ func reportFromRow(c db.Compaction, current int64) Report {
 		r.LeaseUntil = &lease
 	}
 	return r
+}
+
+// setCachePrefix records that the compaction kept the first prefix tokens of the context it was
+// planned on (CachePrefixTokens), and so invalidated the rest of TokensBefore.
+func (r *Report) setCachePrefix(prefix int) {
+	inv := max(r.TokensBefore-prefix, 0)
+	r.CachePrefixTokens, r.CacheInvalidatedTokens = &prefix, &inv
 }
 
 // split parts the active context an applied compaction left (the row's tokens_after and

@@ -235,3 +235,33 @@ func TestPageNamesSummarizers(t *testing.T) {
 		t.Fatalf("the page: %d, want the summarizers named:\n%s", code, body)
 	}
 }
+
+// TestPageCacheInvalidated: the thread page lists, for each compaction, the prompt prefix it
+// invalidated in the upstream's cache, as its report has it, and says it of the one shown.
+func TestPageCacheInvalidated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{limit: 1000})
+	compactedThread(t, e, "cache", 8)
+	reps, err := e.store.Reports(context.Background(), "cache", 0)
+	if err != nil || len(reps) == 0 {
+		t.Fatalf("reports: %v, %d", err, len(reps))
+	}
+	_, page, _ := e.get("/threads/cache")
+	for _, r := range reps {
+		if r.Status != memory.StatusApplied {
+			continue
+		}
+		if r.CacheInvalidatedTokens == nil {
+			t.Fatalf("compaction %d applied without its cache figures", r.ID)
+		}
+		row := fmt.Sprintf(`<td class="num">%d → %d</td><td class="num">%d</td>`, r.MessagesBefore, r.MessagesAfter, *r.CacheInvalidatedTokens)
+		if !strings.Contains(page, row) {
+			t.Errorf("compaction %d: the page has no row with %s", r.ID, row)
+		}
+		_, one, _ := e.get(fmt.Sprintf("/threads/cache?compaction=%d", r.ID))
+		want := fmt.Sprintf("the first %d tokens kept as they were, the upstream's cache of the %d after them invalidated", *r.CachePrefixTokens, *r.CacheInvalidatedTokens)
+		if !strings.Contains(one, want) {
+			t.Errorf("compaction %d: its section does not say %q", r.ID, want)
+		}
+	}
+}

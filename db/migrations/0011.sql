@@ -15,6 +15,11 @@ ALTER TABLE threads ADD COLUMN message_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE compactions ADD COLUMN covered_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE compactions ADD COLUMN view_prefix_tokens INTEGER NOT NULL DEFAULT 0;
 
+-- And, on an applied compaction, the tokens of the context it was planned on before the first
+-- entry it changed: the prompt prefix an upstream's cache keeps across it. NULL on the rows
+-- applied before: not known.
+ALTER TABLE compactions ADD COLUMN cache_prefix_tokens INTEGER;
+
 UPDATE threads SET message_tokens = (
     SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = threads.id);
 UPDATE compactions SET

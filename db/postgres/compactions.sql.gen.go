@@ -16,8 +16,8 @@ UPDATE compactions SET
     tokens_after = $6, messages_after = $7, summarized_messages = $8, kept_messages = $9, passes = $10,
     chunks = $11, facts_total = $12, facts_kept = $13, facts_dropped = $14, provider = $15, model = $16,
     duration_ms = $17, error = $18, view = $19, view_seq = $20, view_tokens = $21, view_messages = $22, ledger = $23,
-    ledger_base = $24, updated_at = $25
-WHERE id = $26 AND status IN ('running', 'applied')
+    ledger_base = $24, cache_prefix_tokens = $25, updated_at = $26
+WHERE id = $27 AND status IN ('running', 'applied')
 `
 
 type ApplyCompactionParams struct {
@@ -45,6 +45,7 @@ type ApplyCompactionParams struct {
 	ViewMessages       int64
 	Ledger             string
 	LedgerBase         sql.NullInt64
+	CachePrefixTokens  sql.NullInt64
 	UpdatedAt          int64
 	ID                 int64
 }
@@ -76,6 +77,7 @@ func (q *Queries) ApplyCompaction(ctx context.Context, arg ApplyCompactionParams
 		arg.ViewMessages,
 		arg.Ledger,
 		arg.LedgerBase,
+		arg.CachePrefixTokens,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -89,8 +91,8 @@ const applyView = `-- name: ApplyView :execrows
 UPDATE compactions SET
     status = 'applied', from_seq = $1, to_seq = $2, view = $3, view_seq = $4, view_tokens = $5,
     view_messages = $6, tokens_after = $7, messages_after = $8, summarized_messages = $9, kept_messages = $10,
-    facts_total = $11, facts_kept = $12, facts_dropped = $13, updated_at = $14
-WHERE id = $15 AND status IN ('running', 'applied')
+    facts_total = $11, facts_kept = $12, facts_dropped = $13, cache_prefix_tokens = $14, updated_at = $15
+WHERE id = $16 AND status IN ('running', 'applied')
 `
 
 type ApplyViewParams struct {
@@ -107,6 +109,7 @@ type ApplyViewParams struct {
 	FactsTotal         int64
 	FactsKept          int64
 	FactsDropped       string
+	CachePrefixTokens  sql.NullInt64
 	UpdatedAt          int64
 	ID                 int64
 }
@@ -128,6 +131,7 @@ func (q *Queries) ApplyView(ctx context.Context, arg ApplyViewParams) (int64, er
 		arg.FactsTotal,
 		arg.FactsKept,
 		arg.FactsDropped,
+		arg.CachePrefixTokens,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -156,7 +160,7 @@ func (q *Queries) CompactionLedger(ctx context.Context, id int64) (CompactionLed
 }
 
 const currentCompaction = `-- name: CurrentCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions
 WHERE thread_id = $1 AND status = 'applied'
 ORDER BY id DESC
 LIMIT 1
@@ -213,6 +217,7 @@ func (q *Queries) CurrentCompaction(ctx context.Context, threadID string) (Compa
 		&i.LedgerBase,
 		&i.CoveredTokens,
 		&i.ViewPrefixTokens,
+		&i.CachePrefixTokens,
 	)
 	return i, err
 }
@@ -272,7 +277,7 @@ func (q *Queries) FinishCompaction(ctx context.Context, arg FinishCompactionPara
 }
 
 const getCompaction = `-- name: GetCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions WHERE id = $1
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions WHERE id = $1
 `
 
 func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, error) {
@@ -325,6 +330,7 @@ func (q *Queries) GetCompaction(ctx context.Context, id int64) (Compaction, erro
 		&i.LedgerBase,
 		&i.CoveredTokens,
 		&i.ViewPrefixTokens,
+		&i.CachePrefixTokens,
 	)
 	return i, err
 }
@@ -394,7 +400,7 @@ func (q *Queries) InsertCompaction(ctx context.Context, arg InsertCompactionPara
 }
 
 const latestSettledCompaction = `-- name: LatestSettledCompaction :one
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions
 WHERE thread_id = $1 AND status IN ('applied', 'ineffective')
 ORDER BY id DESC
 LIMIT 1
@@ -452,12 +458,13 @@ func (q *Queries) LatestSettledCompaction(ctx context.Context, threadID string) 
 		&i.LedgerBase,
 		&i.CoveredTokens,
 		&i.ViewPrefixTokens,
+		&i.CachePrefixTokens,
 	)
 	return i, err
 }
 
 const listCompactions = `-- name: ListCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions
 WHERE CAST($1 AS TEXT) = '' OR thread_id = $1
 ORDER BY id DESC
 LIMIT nullif(greatest(CAST($2 AS BIGINT), -1), -1)
@@ -526,6 +533,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 			&i.LedgerBase,
 			&i.CoveredTokens,
 			&i.ViewPrefixTokens,
+			&i.CachePrefixTokens,
 		); err != nil {
 			return nil, err
 		}
@@ -541,7 +549,7 @@ func (q *Queries) ListCompactions(ctx context.Context, arg ListCompactionsParams
 }
 
 const listRunningCompactions = `-- name: ListRunningCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions WHERE status = 'running' ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions WHERE status = 'running' ORDER BY id
 `
 
 func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, error) {
@@ -600,6 +608,7 @@ func (q *Queries) ListRunningCompactions(ctx context.Context) ([]Compaction, err
 			&i.LedgerBase,
 			&i.CoveredTokens,
 			&i.ViewPrefixTokens,
+			&i.CachePrefixTokens,
 		); err != nil {
 			return nil, err
 		}

@@ -64,11 +64,13 @@ INSERT INTO compactions (
     tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks,
     requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error,
     detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq,
-    view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens
+    view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens,
+    cache_prefix_tokens
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
     $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32,
-    $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45, $46
+    $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45, $46,
+    $47
 )
 `
 
@@ -119,6 +121,7 @@ type CopyCompactionParams struct {
 	LedgerBase         sql.NullInt64
 	CoveredTokens      int64
 	ViewPrefixTokens   int64
+	CachePrefixTokens  sql.NullInt64
 }
 
 // A compaction with every column, its id included.
@@ -170,6 +173,7 @@ func (q *Queries) CopyCompaction(ctx context.Context, arg CopyCompactionParams) 
 		arg.LedgerBase,
 		arg.CoveredTokens,
 		arg.ViewPrefixTokens,
+		arg.CachePrefixTokens,
 	)
 	return err
 }
@@ -305,7 +309,7 @@ func (q *Queries) ListAllAttempts(ctx context.Context) ([]CascadeAttempt, error)
 }
 
 const listAllCompactions = `-- name: ListAllCompactions :many
-SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens FROM compactions ORDER BY id
+SELECT id, thread_id, status, reason, strategy, base_id, last_seq, from_seq, to_seq, summary, summary_role, summary_tokens, token_limit, reserve_tokens, target_ratio, trigger_ratio, tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks, requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error, detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq, view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens, cache_prefix_tokens FROM compactions ORDER BY id
 `
 
 // Every compaction, oldest first: a compaction's base_id names an older one.
@@ -365,6 +369,7 @@ func (q *Queries) ListAllCompactions(ctx context.Context) ([]Compaction, error) 
 			&i.LedgerBase,
 			&i.CoveredTokens,
 			&i.ViewPrefixTokens,
+			&i.CachePrefixTokens,
 		); err != nil {
 			return nil, err
 		}

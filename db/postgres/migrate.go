@@ -50,11 +50,12 @@ ALTER TABLE cascade_attempts ADD CONSTRAINT cascade_attempts_outcome_check
 ALTER TABLE threads ADD COLUMN IF NOT EXISTS upstream_cost_micros BIGINT`,
 	// Version 7: a ledger stored as the difference from an older compaction's, and the sizes
 	// listing threads reads: a thread's message tokens, a compaction's covered and view prefix
-	// tokens (as SQLite's 0011).
+	// tokens, and the prompt prefix a compaction kept (as SQLite's 0011).
 	`ALTER TABLE compactions ADD COLUMN IF NOT EXISTS ledger_base BIGINT;
 ALTER TABLE threads ADD COLUMN IF NOT EXISTS message_tokens BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE compactions ADD COLUMN IF NOT EXISTS covered_tokens BIGINT NOT NULL DEFAULT 0,
-    ADD COLUMN IF NOT EXISTS view_prefix_tokens BIGINT NOT NULL DEFAULT 0;
+    ADD COLUMN IF NOT EXISTS view_prefix_tokens BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS cache_prefix_tokens BIGINT;
 UPDATE threads SET message_tokens = (
     SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = threads.id);
 UPDATE compactions SET

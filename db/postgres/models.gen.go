@@ -72,6 +72,7 @@ type Compaction struct {
 	LedgerBase         sql.NullInt64
 	CoveredTokens      int64
 	ViewPrefixTokens   int64
+	CachePrefixTokens  sql.NullInt64
 }
 
 type Message struct {

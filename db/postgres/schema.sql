@@ -121,7 +121,11 @@ CREATE TABLE compactions (
     -- (migration 7), so that the size of the active context is read from the thread's
     -- message_tokens without summing its messages.
     covered_tokens      BIGINT  NOT NULL DEFAULT 0,
-    view_prefix_tokens  BIGINT  NOT NULL DEFAULT 0
+    view_prefix_tokens  BIGINT  NOT NULL DEFAULT 0,
+    -- Applied: the tokens of the active context it was planned on before the first entry it
+    -- changed, the prompt prefix an upstream's cache still holds after it (tokens_before less
+    -- this is the prefix it invalidated); NULL on a row applied before migration 7.
+    cache_prefix_tokens BIGINT
 );
 
 CREATE INDEX compactions_thread ON compactions (thread_id, id);

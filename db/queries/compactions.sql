@@ -31,7 +31,7 @@ UPDATE compactions SET
     tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?, passes = ?,
     chunks = ?, facts_total = ?, facts_kept = ?, facts_dropped = ?, provider = ?, model = ?,
     duration_ms = ?, error = ?, view = ?, view_seq = ?, view_tokens = ?, view_messages = ?, ledger = ?,
-    ledger_base = ?, updated_at = ?
+    ledger_base = ?, cache_prefix_tokens = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied');
 
 -- name: ApplyView :execrows
@@ -40,7 +40,7 @@ WHERE id = ? AND status IN ('running', 'applied');
 UPDATE compactions SET
     status = 'applied', from_seq = ?, to_seq = ?, view = ?, view_seq = ?, view_tokens = ?,
     view_messages = ?, tokens_after = ?, messages_after = ?, summarized_messages = ?, kept_messages = ?,
-    facts_total = ?, facts_kept = ?, facts_dropped = ?, updated_at = ?
+    facts_total = ?, facts_kept = ?, facts_dropped = ?, cache_prefix_tokens = ?, updated_at = ?
 WHERE id = ? AND status IN ('running', 'applied');
 
 -- name: FinishCompaction :execrows

@@ -39,11 +39,12 @@ INSERT INTO compactions (
     tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks,
     requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error,
     detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq,
-    view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens
+    view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens,
+    cache_prefix_tokens
 ) VALUES (
     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
     ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 );
 
 -- name: CopyAttempt :exec

@@ -31,8 +31,8 @@ UPDATE compactions SET
     tokens_after = $6, messages_after = $7, summarized_messages = $8, kept_messages = $9, passes = $10,
     chunks = $11, facts_total = $12, facts_kept = $13, facts_dropped = $14, provider = $15, model = $16,
     duration_ms = $17, error = $18, view = $19, view_seq = $20, view_tokens = $21, view_messages = $22, ledger = $23,
-    ledger_base = $24, updated_at = $25
-WHERE id = $26 AND status IN ('running', 'applied');
+    ledger_base = $24, cache_prefix_tokens = $25, updated_at = $26
+WHERE id = $27 AND status IN ('running', 'applied');
 
 -- name: ApplyView :execrows
 -- Commits a view that no new summary made (mask, window, or a view fitted after summarizing
@@ -40,8 +40,8 @@ WHERE id = $26 AND status IN ('running', 'applied');
 UPDATE compactions SET
     status = 'applied', from_seq = $1, to_seq = $2, view = $3, view_seq = $4, view_tokens = $5,
     view_messages = $6, tokens_after = $7, messages_after = $8, summarized_messages = $9, kept_messages = $10,
-    facts_total = $11, facts_kept = $12, facts_dropped = $13, updated_at = $14
-WHERE id = $15 AND status IN ('running', 'applied');
+    facts_total = $11, facts_kept = $12, facts_dropped = $13, cache_prefix_tokens = $14, updated_at = $15
+WHERE id = $16 AND status IN ('running', 'applied');
 
 -- name: FinishCompaction :execrows
 -- Ends a compaction that did not apply a summary (status failed or ineffective), or records the

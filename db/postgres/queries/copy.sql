@@ -39,11 +39,13 @@ INSERT INTO compactions (
     tokens_before, tokens_after, messages_before, messages_after, summarized_messages, kept_messages, passes, chunks,
     requests, facts_total, facts_kept, facts_dropped, provider, model, duration_ms, error,
     detail, owner_host, owner_pid, lease_until, created_at, updated_at, view, view_seq,
-    view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens
+    view_tokens, view_messages, ledger, ledger_base, covered_tokens, view_prefix_tokens,
+    cache_prefix_tokens
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
     $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32,
-    $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45, $46
+    $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45, $46,
+    $47
 );
 
 -- name: CopyAttempt :exec
