@@ -127,7 +127,8 @@ func (s *Server) knownSent(st *threadState, lv *liveState, req dialect.Turn) {
 	}
 	// The history's own slice, capped at its length: an append to the history writes past it.
 	msgs := lv.hist[:len(req.Messages):len(req.Messages)]
-	sent := &dialect.Sent{Hashes: req.Sent.Hashes, Msgs: msgs, ToolsHash: req.Sent.ToolsHash, Tools: req.Sent.Tools}
+	sent := &dialect.Sent{Dialect: req.Sent.Dialect, Hashes: req.Sent.Hashes, Msgs: msgs, ToolsHash: req.Sent.ToolsHash, Tools: req.Sent.Tools,
+		Scan: req.Sent.Scan}
 	s.mu.Lock()
 	latest := st.sent == req.Sent
 	s.mu.Unlock()

@@ -125,6 +125,9 @@ func (s *Server) lastSent(thread string) *dialect.Sent {
 // caller holds the thread.
 func (s *Server) keepSent(st *threadState, sent *dialect.Sent) {
 	size := histBytes(sent.Msgs) + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256
+	if sent.Scan != nil {
+		size += int64(len(sent.Scan.Body)) + int64(len(sent.Scan.Elems))*40 // the body, its elements and their offsets
+	}
 	s.mu.Lock()
 	s.cached += size - st.sentSize
 	st.sent, st.sentSize = sent, size

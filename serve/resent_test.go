@@ -1,0 +1,60 @@
+package serve_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/memcascade/memcascade/serve"
+)
+
+// An agent resends its whole history each turn: the proxy parses each request against the
+// thread's latest one, in every dialect, taking what it resends with the same bytes from it
+// rather than reading it again, turn after turn (the turns that append what the thread already
+// ends with keep the request as the latest too).
+func TestResentParsedAgainstLatest(t *testing.T) {
+	t.Parallel()
+	for _, sh := range turnShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			t.Parallel()
+			up := answering(t)
+			e := newEnv(t, envOptions{server: func(s *serve.Server) { s.Upstream = up.URL + "/v1" }})
+			path := "/t/resent/v1" + sh.route
+			var elems [][]byte
+			add := func(role, text string) {
+				el, _ := json.Marshal(map[string]string{"role": role, "content": text})
+				elems = append(elems, el)
+			}
+			for turn := range 4 {
+				add("user", fmt.Sprintf("question %d", turn))
+				body := sh.body(elems)
+				prev := e.srv.PrevSent("resent", sh.dialect)
+				if turn > 0 {
+					if prev == nil {
+						t.Fatalf("turn %d: no request of the thread kept to parse it against", turn)
+					}
+					got, err := sh.dialect.Parse(body, prev)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.Same != len(prev.Msgs) || got.Same == 0 {
+						t.Errorf("turn %d: %d messages taken from the latest request, want all %d it sent", turn, got.Same, len(prev.Msgs))
+					}
+				}
+				code, out, _ := e.post(path, string(body))
+				if code != http.StatusOK {
+					t.Fatalf("turn %d: %d %s", turn, code, out)
+				}
+				reply, ok := sh.reply([]byte(out))
+				if !ok {
+					t.Fatalf("turn %d: not a reply: %s", turn, out)
+				}
+				add("assistant", reply)
+			}
+			if got, want := len(e.history("resent")), 9; got != want {
+				t.Errorf("%d messages stored, want %d", got, want)
+			}
+		})
+	}
+}
