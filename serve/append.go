@@ -135,7 +135,9 @@ func (s *Server) knownSent(st *threadState, lv *liveState, req dialect.Turn) {
 	if !latest {
 		return // a later request of the thread came meanwhile: it is the latest
 	}
-	s.keepSent(st, sent)
+	// The request's first Same messages are those of the request it was parsed against, which
+	// the history's were: only the others are measured again.
+	s.keepSent(st, sent, req.Sent, req.Same)
 	lv.known, lv.knownSent = len(msgs), sent
 }
 

@@ -201,10 +201,12 @@ func BenchmarkConcurrentAgents(b *testing.B) {
 // its floor, straight to the upstream (an upstream that reads the request and answers at once):
 // the thread has 201 messages when the timing starts, and each turn resends it whole plus a new
 // user message (b.N turns: the thread grows by 2 messages a turn). Reported: p50 and p99 of a
-// turn, in ms; ns/op and allocs/op of proxy less those of direct are the proxy's work per turn,
-// which the profile of this benchmark shows (bench's serve step measures the same with the
-// server in its own process). The client writes each body from the encoding of each element
-// it keeps, as an agent that resends its history does.
+// turn, in ms, and the CPU time of the whole process a turn (client and upstream included: the
+// machine's load matters less to it than to the wall time); cpu-ms/turn and allocs/op of proxy
+// less those of direct are the proxy's work per turn, which the profile of this benchmark
+// shows (bench's serve step measures the same with the server in its own process). The client
+// writes each body from the encoding of each element it keeps, as an agent that resends its
+// history does.
 //
 //	go test ./serve -run '^$' -bench ProxyTurns -benchtime 300x -benchmem -cpuprofile cpu.out
 func BenchmarkProxyTurns(b *testing.B) {
@@ -295,14 +297,17 @@ func benchTurns(b *testing.B, url string, sh turnShape) {
 	post() // with the system prompt and the reply: 201 messages
 	var lat []time.Duration
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		add("user", fmt.Sprintf("turn %d: and now?", i))
 		lat = append(lat, post())
 	}
+	cpu = cpuTime() - cpu
 	b.StopTimer()
 	p50, p99 := percentiles(lat)
 	b.ReportMetric(ms(p50), "p50-ms")
 	b.ReportMetric(ms(p99), "p99-ms")
+	b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms/turn")
 }
 
 // turnShape is a dialect's request, as BenchmarkProxyTurns writes it: head, the elements of

@@ -18,3 +18,22 @@ func (s *Server) Tracked() (threads int, cached int64) {
 func (s *Server) PrevSent(thread string, d dialect.Dialect) *dialect.Sent {
 	return s.prevSent(thread, d)
 }
+
+// Measured returns the bytes the server counts for what it keeps of the threads and the same
+// measured anew from what it keeps (liveBytes, and keepSent's measure of each latest request).
+func (s *Server) Measured() (counted, measured int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.threads {
+		if st.lv != nil {
+			measured += liveBytes(st.lv)
+		}
+		if sent := st.sent; sent != nil {
+			measured += histBytes(sent.Msgs) + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256
+			if sent.Scan != nil {
+				measured += int64(len(sent.Scan.Body)) + int64(len(sent.Scan.Elems))*40
+			}
+		}
+	}
+	return s.cached, measured
+}

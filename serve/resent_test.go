@@ -12,7 +12,8 @@ import (
 // An agent resends its whole history each turn: the proxy parses each request against the
 // thread's latest one, in every dialect, taking what it resends with the same bytes from it
 // rather than reading it again, turn after turn (the turns that append what the thread already
-// ends with keep the request as the latest too).
+// ends with keep the request as the latest too); the bytes it keeps are counted without
+// measuring the thread again.
 func TestResentParsedAgainstLatest(t *testing.T) {
 	t.Parallel()
 	for _, sh := range turnShapes {
@@ -54,6 +55,11 @@ func TestResentParsedAgainstLatest(t *testing.T) {
 			}
 			if got, want := len(e.history("resent")), 9; got != want {
 				t.Errorf("%d messages stored, want %d", got, want)
+			}
+			// What the server keeps of the thread is counted as it grows, turn by turn: the
+			// count is what measuring it all again gives.
+			if counted, measured := e.srv.Measured(); counted != measured || counted == 0 {
+				t.Errorf("the server counts %d bytes kept, %d measured", counted, measured)
 			}
 		})
 	}
