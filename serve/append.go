@@ -127,8 +127,8 @@ func (s *Server) knownSent(st *threadState, lv *liveState, req dialect.Turn) {
 	}
 	// The history's own slice, capped at its length: an append to the history writes past it.
 	msgs := lv.hist[:len(req.Messages):len(req.Messages)]
-	sent := &dialect.Sent{Dialect: req.Sent.Dialect, Hashes: req.Sent.Hashes, Msgs: msgs, ToolsHash: req.Sent.ToolsHash, Tools: req.Sent.Tools,
-		Scan: req.Sent.Scan}
+	sent := *req.Sent
+	sent.Msgs = msgs
 	s.mu.Lock()
 	latest := st.sent == req.Sent
 	s.mu.Unlock()
@@ -137,8 +137,8 @@ func (s *Server) knownSent(st *threadState, lv *liveState, req dialect.Turn) {
 	}
 	// The request's first Same messages are those of the request it was parsed against, which
 	// the history's were: only the others are measured again.
-	s.keepSent(st, sent, req.Sent, req.Same)
-	lv.known, lv.knownSent = len(msgs), sent
+	s.keepSent(st, &sent, req.Sent, req.Same)
+	lv.known, lv.knownSent = len(msgs), &sent
 }
 
 // warnNew logs the warning of an append that created its thread: the tokenizer does not

@@ -33,6 +33,7 @@ func (s *Server) Measured() (counted, measured int64) {
 			if sent.Scan != nil {
 				measured += int64(len(sent.Scan.Body)) + int64(len(sent.Scan.Elems))*40
 			}
+			measured += int64(len(sent.Elem))*8 + int64(len(sent.Params))*32
 		}
 	}
 	return s.cached, measured

@@ -138,6 +138,7 @@ func (s *Server) keepSent(st *threadState, sent, prev *dialect.Sent, same int) {
 	if sent.Scan != nil {
 		size += int64(len(sent.Scan.Body)) + int64(len(sent.Scan.Elems))*40 // the body, its elements and their offsets
 	}
+	size += int64(len(sent.Elem))*8 + int64(len(sent.Params))*32
 	s.cached += size - st.sentSize
 	st.sent, st.sentSize, st.sentMsgs = sent, size, msgs
 }

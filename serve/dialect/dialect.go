@@ -150,6 +150,12 @@ type Sent struct {
 	// Scan is the request's body as scanned (ScanObjectAfter), for a dialect that scans the
 	// next request from where it stops sharing this one's bytes; nil: none kept.
 	Scan *Scanned
+	// Elem is, for each of Msgs, the element of Scan.Elems it starts at (-1: a message of
+	// another member, a system prompt), and Params where the request gave each (see
+	// Turn.Params): a dialect whose elements are not its messages one for one takes from them
+	// the messages of the elements a later request sends again with the same bytes. nil: none.
+	Elem   []int
+	Params []string
 }
 
 // HashesOrNil is s.Hashes, nil for a nil s.
