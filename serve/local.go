@@ -97,7 +97,7 @@ func (s *Server) countTurn(ctx context.Context, st *threadState, t dialect.Turn)
 // returns the summary that covers its history (the newest one; "" when the compaction left no
 // summary, as a mask or window strategy does).
 func (s *Server) compactTurn(ctx context.Context, w http.ResponseWriter, st *threadState, t dialect.Turn) (string, error) {
-	s.keepSent(st, t.Sent, t.Prev, t.Same)
+	s.keepSent(st, t.Sent, t.Prev, t.Taken)
 	if err := s.appendNew(ctx, st, t); err != nil {
 		return "", err
 	}

@@ -113,7 +113,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 
 	st := s.hold(thread)
 	defer s.drop(st)
-	s.keepSent(st, req.Sent, req.Prev, req.Same)
+	s.keepSent(st, req.Sent, req.Prev, req.Taken)
 	s.keepTarget(st, d, req, r)
 	if err := acquire(ctx, st.turn); err != nil {
 		return // the client left while waiting for the thread's previous turn

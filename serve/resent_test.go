@@ -1,12 +1,14 @@
 package serve_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
 
 	"github.com/memcascade/memcascade/serve"
+	"github.com/memcascade/memcascade/serve/anthropic"
 )
 
 // An agent resends its whole history each turn: the proxy parses each request against the
@@ -62,5 +64,48 @@ func TestResentParsedAgainstLatest(t *testing.T) {
 				t.Errorf("the server counts %d bytes kept, %d measured", counted, measured)
 			}
 		})
+	}
+}
+
+// Claude Code puts cache_control on its newest message and takes it off when it sends the
+// message again: the messages the proxy keeps of its latest request, which the next request
+// takes for the messages it resends with the same bytes (and the upstream body is written
+// from), are that request's own, not the history's equal ones stored with an earlier
+// cache_control.
+func TestResentKeepsTheRequestsOwn(t *testing.T) {
+	t.Parallel()
+	up := answering(t)
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.Upstream = up.URL + "/v1" }})
+	sh := turnShapes[1]
+	if sh.name != "anthropic" {
+		t.Fatalf("shape %q, want anthropic", sh.name)
+	}
+	var elems [][]byte
+	for turn := range 4 {
+		// The newest message alone has cache_control: the one before is sent again without it.
+		if n := len(elems); n > 1 {
+			elems[n-2] = bytes.Replace(elems[n-2], []byte(`,"cache_control":{"type":"ephemeral"}`), nil, 1)
+		}
+		elems = append(elems, fmt.Appendf(nil, `{"role":"user","content":[{"type":"text","text":"question %d","cache_control":{"type":"ephemeral"}}]}`, turn))
+		code, out, _ := e.post("/t/cached/v1/messages", string(sh.body(elems)))
+		if code != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", turn, code, out)
+		}
+		reply, _ := sh.reply([]byte(out))
+		el, _ := json.Marshal(map[string]string{"role": "assistant", "content": reply})
+		elems = append(elems, el)
+	}
+	prev := e.srv.PrevSent("cached", anthropic.Dialect{})
+	if prev == nil {
+		t.Fatal("no request kept")
+	}
+	cached := 0
+	for _, m := range prev.Msgs {
+		if bytes.Contains(m.Extra[anthropic.Key], []byte("cache_control")) {
+			cached++
+		}
+	}
+	if cached != 1 {
+		t.Errorf("%d of the kept request's messages have cache_control, want its newest one alone", cached)
 	}
 }

@@ -43,7 +43,7 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	if n := reusable(prev, &t, shared); n > 0 {
 		t.Messages, t.Params = slices.Clone(prev.Msgs[:n]), slices.Clone(prev.Params[:n])
 		hashes, elem = slices.Clone(prev.Hashes[:n]), append(elem[:0], prev.Elem[:n]...)
-		from, t.Same = shared, n
+		from, t.Same, t.Taken = shared, n, n
 	}
 	for i := from; i < len(raws); i++ {
 		msgs, params, err := parseMessage(i, raws[i])
@@ -63,7 +63,7 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 		}
 	}
 	t.Prev = prev
-	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc, Elem: elem, Params: t.Params}
+	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc, Elem: elem, Params: t.Params, Own: true}
 	if raw, ok := t.Fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &t.Stream) != nil {
 			return t, &dialect.BadRequest{Param: "stream", Msg: "stream: want true or false"}

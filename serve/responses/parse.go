@@ -90,8 +90,8 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	if len(t.Messages) == 0 {
 		return t, &dialect.BadRequest{Param: "input", Msg: "input: want at least one input item"}
 	}
-	t.Prev = prev
-	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc, Elem: elem, Params: t.Params}
+	t.Prev, t.Taken = prev, t.Same
+	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc, Elem: elem, Params: t.Params, Own: true}
 	if raw, ok := t.Fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &t.Stream) != nil {
 			return t, &dialect.BadRequest{Param: "stream", Msg: "stream: want true or false"}
