@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -206,14 +207,28 @@ func BenchmarkConcurrentAgents(b *testing.B) {
 // less those of direct are the proxy's work per turn, which the profile of this benchmark
 // shows (bench's serve step measures the same with the server in its own process). The client
 // writes each body from the encoding of each element it keeps, as an agent that resends its
-// history does.
+// history does. Anthropic's runs again with the tool definitions of Claude Code
+// (anthropic-tools).
 //
 //	go test ./serve -run '^$' -bench ProxyTurns -benchtime 300x -benchmem -cpuprofile cpu.out
 func BenchmarkProxyTurns(b *testing.B) {
 	bare := answering(b)
 	e := newEnv(b, envOptions{server: func(s *serve.Server) { s.Upstream = bare.URL + "/v1" }})
+	// Anthropic's again, with the tool definitions Claude Code sends every turn (12, 32 KB).
+	capture, err := os.ReadFile("testdata/agents/captures/claude/turn3.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var req struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(capture, &req); err != nil || len(req.Tools) == 0 {
+		b.Fatalf("no tools in the capture: %v", err)
+	}
+	tools := turnShapes[1]
+	tools.name, tools.head = "anthropic-tools", strings.Replace(tools.head, `"system":`, `"tools":`+string(req.Tools)+`,"system":`, 1)
 	runs := 0
-	for _, sh := range turnShapes {
+	for _, sh := range append(slices.Clone(turnShapes), tools) {
 		for _, via := range []string{"proxy", "direct"} {
 			b.Run(sh.name+"/"+via, func(b *testing.B) {
 				runs++ // a thread of its own for each run

@@ -1,6 +1,9 @@
 package serve
 
-import "github.com/memcascade/memcascade/serve/dialect"
+import (
+	"github.com/memcascade/memcascade/serve/dialect"
+	"github.com/memcascade/memcascade/tokencount"
+)
 
 // WaitBackground waits until no background compaction runs, without cancelling any.
 func (s *Server) WaitBackground() { s.bg.Wait() }
@@ -38,3 +41,6 @@ func (s *Server) Measured() (counted, measured int64) {
 	}
 	return s.cached, measured
 }
+
+// CountTools is countTools: the tokens turn t's tools add, as c counts them.
+func (s *Server) CountTools(c tokencount.Counter, t dialect.Turn) int { return s.countTools(c, t) }
