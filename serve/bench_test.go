@@ -214,7 +214,8 @@ func BenchmarkConcurrentAgents(b *testing.B) {
 func BenchmarkProxyTurns(b *testing.B) {
 	bare := answering(b)
 	e := newEnv(b, envOptions{server: func(s *serve.Server) { s.Upstream = bare.URL + "/v1" }})
-	// Anthropic's again, with the tool definitions Claude Code sends every turn (12, 32 KB).
+	// Anthropic's again, with the tool definitions Claude Code sends every turn (12, 32 KB), in
+	// its order: the messages first, then the system prompt and the tools.
 	capture, err := os.ReadFile("testdata/agents/captures/claude/turn3.json")
 	if err != nil {
 		b.Fatal(err)
@@ -226,7 +227,9 @@ func BenchmarkProxyTurns(b *testing.B) {
 		b.Fatalf("no tools in the capture: %v", err)
 	}
 	tools := turnShapes[1]
-	tools.name, tools.head = "anthropic-tools", strings.Replace(tools.head, `"system":`, `"tools":`+string(req.Tools)+`,"system":`, 1)
+	tools.name = "anthropic-tools"
+	tools.head = `{"model":"claude-bench","messages":[`
+	tools.tail = `],"system":"You are a coding agent.","tools":` + string(req.Tools) + `,"max_tokens":1024}`
 	runs := 0
 	for _, sh := range append(slices.Clone(turnShapes), tools) {
 		for _, via := range []string{"proxy", "direct"} {
