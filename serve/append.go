@@ -128,6 +128,7 @@ func (s *Server) knownSent(st *threadState, lv *liveState, req dialect.Turn) {
 	}
 	n := len(req.Messages)
 	sent, same := *req.Sent, n
+	sent.Scan = sent.Scan.Kept() // what the next request's scan needs, not this one's body
 	if !sent.Own {
 		// The history's own slice, capped at its length: an append to the history writes past
 		// it. The request's first Taken messages are those of the request it was parsed

@@ -34,7 +34,7 @@ func (s *Server) Measured() (counted, measured int64) {
 		if sent := st.sent; sent != nil {
 			measured += histBytes(sent.Msgs) + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256
 			if sent.Scan != nil {
-				measured += int64(len(sent.Scan.Body)) + int64(len(sent.Scan.Elems))*40
+				measured += sent.Scan.Bytes()
 			}
 			measured += int64(len(sent.Elem))*8 + int64(len(sent.Params))*32
 		}

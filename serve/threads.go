@@ -136,7 +136,7 @@ func (s *Server) keepSent(st *threadState, sent, prev *dialect.Sent, same int) {
 	}
 	size := msgs + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256
 	if sent.Scan != nil {
-		size += int64(len(sent.Scan.Body)) + int64(len(sent.Scan.Elems))*40 // the body, its elements and their offsets
+		size += sent.Scan.Bytes()
 	}
 	size += int64(len(sent.Elem))*8 + int64(len(sent.Params))*32
 	s.cached += size - st.sentSize

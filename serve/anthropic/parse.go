@@ -93,13 +93,8 @@ func reusable(prev *dialect.Sent, t *dialect.Turn, shared int) int {
 	if len(prev.Hashes) != n || len(prev.Elem) != n || len(prev.Params) != n {
 		return 0
 	}
-	var sys []byte
-	for _, m := range prev.Scan.Members {
-		if m.Key == "system" {
-			sys = m.Val
-		}
-	}
-	if cur, ok := t.Fields["system"]; !bytes.Equal(cur, sys) || ok != (sys != nil) {
+	sys, had := prev.Scan.MemberHash("system")
+	if cur, ok := t.Fields["system"]; ok != had || ok && dialect.HashBytes(cur) != sys {
 		return 0
 	}
 	k := 0
