@@ -118,24 +118,31 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 
 // knownSent records that the request's messages are, one for one, the first of the kept
 // history (the whole of it then what the request appended), and keeps them as the thread's
-// latest request with the history's own messages in their place (one copy of each message is
-// kept, not two): the next request that resends them with the same bytes is compared with the
-// history from where they end (see liveState.resent).
+// latest request, with the history's own messages in their place unless the dialect keeps its
+// own (dialect.Sent.Own; else one copy of each message is kept, not two): the next request
+// that resends them with the same bytes is compared with the history from where they end (see
+// liveState.resent).
 func (s *Server) knownSent(st *threadState, lv *liveState, req dialect.Turn) {
 	if lv.recall {
 		return // the history holds messages the agent never saw: not one for one
 	}
-	// The history's own slice, capped at its length: an append to the history writes past it.
-	msgs := lv.hist[:len(req.Messages):len(req.Messages)]
-	sent := &dialect.Sent{Hashes: req.Sent.Hashes, Msgs: msgs, ToolsHash: req.Sent.ToolsHash, Tools: req.Sent.Tools}
+	n := len(req.Messages)
+	sent, same := *req.Sent, n
+	sent.Scan = sent.Scan.Kept() // what the next request's scan needs, not this one's body
+	if !sent.Own {
+		// The history's own slice, capped at its length: an append to the history writes past
+		// it. The request's first Taken messages are those of the request it was parsed
+		// against, which the history's were: only the others are measured again.
+		sent.Msgs, same = lv.hist[:n:n], req.Taken
+	}
 	s.mu.Lock()
 	latest := st.sent == req.Sent
 	s.mu.Unlock()
 	if !latest {
 		return // a later request of the thread came meanwhile: it is the latest
 	}
-	s.keepSent(st, sent)
-	lv.known, lv.knownSent = len(msgs), sent
+	s.keepSent(st, &sent, req.Sent, same)
+	lv.known, lv.knownSent = n, &sent
 }
 
 // warnNew logs the warning of an append that created its thread: the tokenizer does not

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -18,6 +19,10 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
+	"github.com/memcascade/memcascade/serve/anthropic"
+	"github.com/memcascade/memcascade/serve/chatcompletions"
+	"github.com/memcascade/memcascade/serve/dialect"
+	"github.com/memcascade/memcascade/serve/responses"
 )
 
 // BenchmarkProxyOverhead measures the latency the proxy adds to one chat completion of a
@@ -193,28 +198,97 @@ func BenchmarkConcurrentAgents(b *testing.B) {
 	b.ReportMetric(float64(cached)/(1<<20), "cache-MiB")
 }
 
-// BenchmarkProxyTurns measures the turns of one thread through the proxy, in front of an
-// upstream that reads the request and answers at once: the thread has 200 messages when the
-// timing starts, and each turn resends it whole plus a new user message (b.N turns: the thread
-// grows by 2 messages a turn). Reported: p50 and p99 of a turn, in ms. The profile of this
-// benchmark is the proxy's work per turn (bench's serve step measures the same against a
-// direct call, with the server in its own process).
+// BenchmarkProxyTurns measures the turns of one thread in each dialect, through the proxy and,
+// its floor, straight to the upstream (an upstream that reads the request and answers at once):
+// the thread has 201 messages when the timing starts, and each turn resends it whole plus a new
+// user message (b.N turns: the thread grows by 2 messages a turn). Reported: p50 and p99 of a
+// turn, in ms, and the CPU time of the whole process a turn (client and upstream included: the
+// machine's load matters less to it than to the wall time); cpu-ms/turn and allocs/op of proxy
+// less those of direct are the proxy's work per turn, which the profile of this benchmark
+// shows (bench's serve step measures the same with the server in its own process). The client
+// writes each body from the encoding of each element it keeps, as an agent that resends its
+// history does. Anthropic's runs again with the tool definitions of Claude Code
+// (anthropic-tools).
 //
-//	go test ./serve -run '^$' -bench ProxyTurns -benchtime 300x -cpuprofile cpu.out
+//	go test ./serve -run '^$' -bench ProxyTurns -benchtime 300x -benchmem -cpuprofile cpu.out
 func BenchmarkProxyTurns(b *testing.B) {
+	bare := answering(b)
+	e := newEnv(b, envOptions{server: func(s *serve.Server) { s.Upstream = bare.URL + "/v1" }})
+	// Anthropic's again, with the tool definitions Claude Code sends every turn (12, 32 KB), in
+	// its order: the messages first, then the system prompt and the tools.
+	capture, err := os.ReadFile("testdata/agents/captures/claude/turn3.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var req struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(capture, &req); err != nil || len(req.Tools) == 0 {
+		b.Fatalf("no tools in the capture: %v", err)
+	}
+	tools := turnShapes[1]
+	tools.name = "anthropic-tools"
+	tools.head = `{"model":"claude-bench","messages":[`
+	tools.tail = `],"system":"You are a coding agent.","tools":` + string(req.Tools) + `,"max_tokens":1024}`
+	runs := 0
+	for _, sh := range append(slices.Clone(turnShapes), tools) {
+		for _, via := range []string{"proxy", "direct"} {
+			b.Run(sh.name+"/"+via, func(b *testing.B) {
+				runs++ // a thread of its own for each run
+				thread := fmt.Sprintf("turns-%d", runs)
+				url := e.url + "/t/" + thread + "/v1" + sh.route
+				if via == "direct" {
+					url = bare.URL + "/v1" + sh.route
+				}
+				benchTurns(b, url, sh)
+				if via == "proxy" {
+					if got, want := len(e.history(thread)), 201+2*b.N; got != want {
+						b.Fatalf("%d messages stored, want %d", got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// answering is an upstream that reads each request and answers at once, "reply N", in the
+// shape of its route: Chat Completions, Anthropic Messages or OpenAI Responses.
+func answering(t testing.TB) *httptest.Server {
+	var mu sync.Mutex
 	n := 0
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		mu.Lock()
 		n++
+		n := n
+		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"reply %d: the tests pass."},"finish_reason":"stop"}]}`, n)
+		switch r.URL.Path {
+		case "/v1/messages":
+			fmt.Fprintf(w, `{"id":"msg_%d","type":"message","role":"assistant","model":"claude-bench","content":[{"type":"text","text":"reply %d: the tests pass."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":8}}`, n, n)
+		case "/v1/responses":
+			fmt.Fprintf(w, `{"id":"resp_%d","object":"response","created_at":1700000000,"status":"completed","model":"gpt-bench","output":[{"type":"message","id":"msg_%d","status":"completed","role":"assistant","content":[{"type":"output_text","text":"reply %d: the tests pass.","annotations":[]}]}],"usage":{"input_tokens":10,"output_tokens":8,"total_tokens":18}}`, n, n, n)
+		default:
+			fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"reply %d: the tests pass."},"finish_reason":"stop"}]}`, n)
+		}
 	}))
-	defer bare.Close()
-	e := newEnv(b, envOptions{server: func(s *serve.Server) { s.Upstream = bare.URL + "/v1" }})
+	t.Cleanup(bare.Close)
+	return bare
+}
+
+// benchTurns runs the turns of BenchmarkProxyTurns against url, in shape sh.
+func benchTurns(b *testing.B, url string, sh turnShape) {
 	client := &http.Client{}
-	url := e.url + "/t/turns/v1/chat/completions"
-	post := func(msgs []chat.Message) (time.Duration, chat.Message) {
-		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
+	var elems [][]byte // the conversation's elements, as sent, after the system prompt
+	add := func(role, text string) {
+		el, err := json.Marshal(map[string]string{"role": role, "content": text})
+		if err != nil {
+			b.Fatal(err)
+		}
+		elems = append(elems, el)
+	}
+	post := func() time.Duration {
+		body := sh.body(elems)
 		start := time.Now()
 		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
@@ -226,35 +300,91 @@ func BenchmarkProxyTurns(b *testing.B) {
 		if resp.StatusCode != 200 {
 			b.Fatalf("%d %s", resp.StatusCode, out)
 		}
-		var r struct {
-			Choices []struct {
-				Message chat.Message `json:"message"`
-			} `json:"choices"`
+		reply, ok := sh.reply(out)
+		if !ok {
+			b.Fatalf("not a reply: %s", out)
 		}
-		json.Unmarshal(out, &r)
-		return d, r.Choices[0].Message
+		add("assistant", reply)
+		return d
 	}
-	msgs := []chat.Message{chat.TextMessage("system", "You are a coding agent.")}
-	for i := 1; len(msgs) < 199; i++ {
-		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("Step %d: run the tests in package %d and tell me what failed. %s", i, i, strings.Repeat("context ", 20))),
-			chat.TextMessage("assistant", fmt.Sprintf("Step %d: 3 tests failed in package %d; the fix is in handler.go line %d.", i, i, 40+i)))
+	for i := 1; len(elems) < 198; i++ {
+		add("user", fmt.Sprintf("Step %d: run the tests in package %d and tell me what failed. %s", i, i, strings.Repeat("context ", 20)))
+		add("assistant", fmt.Sprintf("Step %d: 3 tests failed in package %d; the fix is in handler.go line %d.", i, i, 40+i))
 	}
-	msgs = msgs[:199]
-	_, reply := post(msgs)
-	msgs = append(msgs, reply)
+	add("user", "Step 100: and the linter?")
+	post() // with the system prompt and the reply: 201 messages
 	var lat []time.Duration
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
-		msgs = append(msgs, chat.TextMessage("user", fmt.Sprintf("turn %d: and now?", i)))
-		d, reply := post(msgs)
-		lat = append(lat, d)
-		msgs = append(msgs, reply)
+		add("user", fmt.Sprintf("turn %d: and now?", i))
+		lat = append(lat, post())
 	}
+	cpu = cpuTime() - cpu
 	b.StopTimer()
-	if got := len(e.history("turns")); got != len(msgs) {
-		b.Fatalf("%d messages stored, want %d", got, len(msgs))
-	}
 	p50, p99 := percentiles(lat)
 	b.ReportMetric(ms(p50), "p50-ms")
 	b.ReportMetric(ms(p99), "p99-ms")
+	b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms/turn")
+}
+
+// turnShape is a dialect's request, as BenchmarkProxyTurns writes it: head, the elements of
+// its conversation (after its system prompt, a first element in head when sysElem), tail; and
+// the text of its reply.
+type turnShape struct {
+	name, route string
+	head, tail  string
+	sysElem     bool
+	reply       func(out []byte) (string, bool)
+	dialect     dialect.Dialect
+}
+
+// body is the request of the conversation elems.
+func (sh turnShape) body(elems [][]byte) []byte {
+	var b bytes.Buffer
+	b.WriteString(sh.head)
+	for i, el := range elems {
+		if i > 0 || sh.sysElem {
+			b.WriteByte(',')
+		}
+		b.Write(el)
+	}
+	b.WriteString(sh.tail)
+	return b.Bytes()
+}
+
+var turnShapes = []turnShape{
+	{name: "chat", route: "/chat/completions", sysElem: true, dialect: chatcompletions.Dialect{},
+		head: `{"model":"gpt-4o","messages":[{"role":"system","content":"You are a coding agent."}`, tail: `]}`,
+		reply: func(out []byte) (string, bool) {
+			var r struct {
+				Choices []struct {
+					Message chat.Message `json:"message"`
+				} `json:"choices"`
+			}
+			if json.Unmarshal(out, &r) != nil || len(r.Choices) == 0 {
+				return "", false
+			}
+			return r.Choices[0].Message.Text(), true
+		}},
+	{name: "anthropic", route: "/messages", dialect: anthropic.Dialect{},
+		head: `{"model":"claude-bench","max_tokens":1024,"system":"You are a coding agent.","messages":[`, tail: `]}`,
+		reply: func(out []byte) (string, bool) {
+			var r struct{ Content []struct{ Type, Text string } }
+			if json.Unmarshal(out, &r) != nil || len(r.Content) != 1 {
+				return "", false
+			}
+			return r.Content[0].Text, true
+		}},
+	{name: "responses", route: "/responses", dialect: responses.Dialect{},
+		head: `{"model":"gpt-bench","instructions":"You are a coding agent.","input":[`, tail: `],"store":false}`,
+		reply: func(out []byte) (string, bool) {
+			var r struct {
+				Output []struct{ Content []struct{ Type, Text string } }
+			}
+			if json.Unmarshal(out, &r) != nil || len(r.Output) != 1 || len(r.Output[0].Content) != 1 {
+				return "", false
+			}
+			return r.Output[0].Content[0].Text, true
+		}},
 }

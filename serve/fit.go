@@ -100,5 +100,5 @@ func (s *Server) measure(ctx context.Context, st *threadState, req dialect.Turn,
 	if err != nil {
 		return nil, set, over, 0, err
 	}
-	return lv, set, over, counter.CountTools(req.Tools), nil
+	return lv, set, over, s.countTools(counter, req), nil
 }

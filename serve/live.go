@@ -137,7 +137,9 @@ func (s *Server) keepRead(st *threadState, a memory.Active) (*liveState, error) 
 func (s *Server) keepLive(st *threadState, lv *liveState) {
 	size := int64(0)
 	if lv != nil {
-		lv.size = liveBytes(lv)
+		if lv.size == 0 {
+			lv.size = liveBytes(lv)
+		}
 		size = lv.size
 	}
 	s.mu.Lock()
@@ -157,6 +159,12 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 	}
 	next := &liveState{ver: ap.After, hist: grow.Append(lv.hist, msgs...), active: extend(lv.active, ap.Entries), enc: grow.Append(lv.enc, ap.Raw...),
 		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, ts: lv.ts}
+	// Its size is the kept one's and what the append adds (as liveBytes counts), not measured
+	// again: a turn does work in proportion to its new messages.
+	next.size = lv.size + histBytes(msgs) + int64(len(ap.Entries))*entryBytes
+	for _, e := range ap.Raw {
+		next.size += 24 + alloc(len(e))
+	}
 	if ap.After.Settings != lv.ver.Settings || !lv.ver.Found {
 		ts, err := compact.ParseThreadSettings(st.thread, []byte(ap.After.Settings))
 		if err != nil {

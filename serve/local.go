@@ -75,13 +75,13 @@ func (s *Server) countTurn(ctx context.Context, st *threadState, t dialect.Turn)
 			return 0, err
 		}
 		if fresh, c := Reconcile(lv.hist, t.Messages); c == nil {
-			n := lv.active.Tokens + counter.CountTools(t.Tools)
+			n := lv.active.Tokens + s.countTools(counter, t)
 			for _, m := range fresh {
 				n += counter.CountMessage(m)
 			}
 			return n, nil
 		}
-		return counter.CountMessages(t.Messages) + counter.CountTools(t.Tools), nil
+		return counter.CountMessages(t.Messages) + s.countTools(counter, t), nil
 	}
 	enc, _, err := tokencount.ResolveEncoding(t.Model, "")
 	if err != nil {
@@ -91,14 +91,14 @@ func (s *Server) countTurn(ctx context.Context, st *threadState, t dialect.Turn)
 	if err != nil {
 		return 0, err
 	}
-	return counter.CountMessages(t.Messages) + counter.CountTools(t.Tools), nil
+	return counter.CountMessages(t.Messages) + s.countTools(counter, t), nil
 }
 
 // compactTurn stores turn t's new messages as a turn's are, compacts the thread (forced) and
 // returns the summary that covers its history (the newest one; "" when the compaction left no
 // summary, as a mask or window strategy does).
 func (s *Server) compactTurn(ctx context.Context, w http.ResponseWriter, st *threadState, t dialect.Turn) (string, error) {
-	s.keepSent(st, t.Sent)
+	s.keepSent(st, t.Sent, t.Prev, t.Taken)
 	if err := s.appendNew(ctx, st, t); err != nil {
 		return "", err
 	}

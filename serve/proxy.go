@@ -52,11 +52,7 @@ func (s *Server) readTurn(w http.ResponseWriter, r *http.Request, d dialect.Dial
 	if !ok {
 		return "", t, nil, false
 	}
-	prev := s.lastSent(thread)
-	if prev != nil && prev.Dialect != d.Name() {
-		prev = nil // the same bytes may mean another message in another dialect
-	}
-	t, err := d.Parse(body, prev)
+	t, err := d.Parse(body, s.prevSent(thread, d))
 	if err != nil {
 		free()
 		var br *dialect.BadRequest
@@ -68,6 +64,17 @@ func (s *Server) readTurn(w http.ResponseWriter, r *http.Request, d dialect.Dial
 	}
 	t.Sent.Dialect = d.Name()
 	return thread, t, free, true
+}
+
+// prevSent is the thread's latest request that a request of dialect d is parsed against (see
+// Dialect.Parse): nil when none is kept or when another dialect read it (the same bytes may
+// mean another message in another dialect).
+func (s *Server) prevSent(thread string, d dialect.Dialect) *dialect.Sent {
+	prev := s.lastSent(thread)
+	if prev != nil && prev.Dialect != d.Name() {
+		return nil
+	}
+	return prev
 }
 
 // refuseConflict answers a request that shares nothing with its thread: 409, never retried.
@@ -106,7 +113,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 
 	st := s.hold(thread)
 	defer s.drop(st)
-	s.keepSent(st, req.Sent)
+	s.keepSent(st, req.Sent, req.Prev, req.Taken)
 	s.keepTarget(st, d, req, r)
 	if err := acquire(ctx, st.turn); err != nil {
 		return // the client left while waiting for the thread's previous turn

@@ -151,6 +151,8 @@ type Server struct {
 
 	upstreamRung *upstreamRung // the summarizer's upstream rung, when UpstreamEntry made it
 
+	toolCounts toolCounts // see countTools
+
 	mu      sync.Mutex
 	closing bool
 	threads map[string]*threadState // the threads in use or cached (see threads.go)

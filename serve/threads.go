@@ -34,10 +34,11 @@ type threadState struct {
 	lv       *liveState
 	liveSize int64
 
-	// sent is the thread's latest request's messages (see parseChatRequest), sentSize their
-	// size; under Server.mu.
+	// sent is the thread's latest request's messages (see Dialect.Parse), sentSize their
+	// size, sentMsgs the part of it their messages take (histBytes); under Server.mu.
 	sent     *dialect.Sent
 	sentSize int64
+	sentMsgs int64
 
 	// over is the settings override of the thread's latest turn (see Server.limits), which its
 	// background compaction uses too; under Server.mu.
@@ -108,7 +109,7 @@ func (s *Server) forget(st *threadState) {
 	s.lru.Remove(st.elem)
 	delete(s.threads, st.thread)
 	s.cached -= st.liveSize + st.sentSize
-	st.lv, st.liveSize, st.sent, st.sentSize = nil, 0, nil, 0
+	st.lv, st.liveSize, st.sent, st.sentSize, st.sentMsgs = nil, 0, nil, 0, 0
 }
 
 // lastSent returns the messages of the thread's latest request, nil when none is kept.
@@ -121,14 +122,25 @@ func (s *Server) lastSent(thread string) *dialect.Sent {
 	return nil
 }
 
-// keepSent keeps a request's messages as the thread's latest (see parseChatRequest). The
-// caller holds the thread.
-func (s *Server) keepSent(st *threadState, sent *dialect.Sent) {
-	size := histBytes(sent.Msgs) + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256
+// keepSent keeps a request's messages as the thread's latest (see Dialect.Parse): its first
+// same messages are, value for value, those of prev (the request it was parsed against), whose
+// bytes are not measured again when prev is the one kept. The caller holds the thread.
+func (s *Server) keepSent(st *threadState, sent, prev *dialect.Sent, same int) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	var msgs int64
+	if old := st.sent; old != nil && old == prev && same <= len(old.Msgs) && same <= len(sent.Msgs) {
+		msgs = st.sentMsgs - histBytes(old.Msgs[same:]) + histBytes(sent.Msgs[same:])
+	} else {
+		msgs = histBytes(sent.Msgs)
+	}
+	size := msgs + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256
+	if sent.Scan != nil {
+		size += sent.Scan.Bytes()
+	}
+	size += int64(len(sent.Elem))*8 + int64(len(sent.Params))*32
 	s.cached += size - st.sentSize
-	st.sent, st.sentSize = sent, size
-	s.mu.Unlock()
+	st.sent, st.sentSize, st.sentMsgs = sent, size, msgs
 }
 
 // state returns the state of a thread the caller holds (see hold).

@@ -19,7 +19,7 @@ import (
 // sends a message as a string one turn and as a text block the next, and such a message is
 // the same message (Same counts them).
 func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
-	t, sc, _, err := dialect.ScanTurn(body, "messages", `{"model": ..., "max_tokens": ..., "messages": [...]}`, nil)
+	t, sc, shared, err := dialect.ScanTurn(body, "messages", `{"model": ..., "max_tokens": ..., "messages": [...]}`, prev)
 	if err != nil {
 		return t, err
 	}
@@ -32,23 +32,38 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 			return t, err
 		}
 	}
-	for i, raw := range raws {
-		msgs, params, err := parseMessage(i, raw)
+	var hashes []dialect.Hash
+	elem := make([]int, len(t.Messages), len(t.Messages)+len(raws)+4)
+	for i := range elem {
+		elem[i] = -1
+	}
+	// The messages of the elements the scan took from prev are prev's, value for value, when
+	// its system prompt was this one's: each element gives its messages by itself.
+	from := 0
+	if n := reusable(prev, &t, shared); n > 0 {
+		t.Messages, t.Params = slices.Clone(prev.Msgs[:n]), slices.Clone(prev.Params[:n])
+		hashes, elem = slices.Clone(prev.Hashes[:n]), append(elem[:0], prev.Elem[:n]...)
+		from, t.Same, t.Taken = shared, n, n
+	}
+	for i := from; i < len(raws); i++ {
+		msgs, params, err := parseMessage(i, raws[i])
 		if err != nil {
 			return t, err
 		}
 		t.Messages = append(t.Messages, msgs...)
 		t.Params = append(t.Params, params...)
+		for range msgs {
+			elem = append(elem, i)
+		}
 	}
-	hashes := make([]dialect.Hash, len(t.Messages))
-	for i, m := range t.Messages {
-		hashes[i] = hashOf(m)
+	for i := len(hashes); i < len(t.Messages); i++ {
+		hashes = append(hashes, hashOf(t.Messages[i]))
 		if prev != nil && t.Same == i && i < len(prev.Hashes) && hashes[i] == prev.Hashes[i] {
 			t.Same++
 		}
 	}
 	t.Prev = prev
-	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages}
+	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc, Elem: elem, Params: t.Params, Own: true}
 	if raw, ok := t.Fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &t.Stream) != nil {
 			return t, &dialect.BadRequest{Param: "stream", Msg: "stream: want true or false"}
@@ -64,6 +79,32 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 		t.Sent.ToolsHash, t.Sent.Tools = h, t.Tools
 	}
 	return t, nil
+}
+
+// reusable returns how many of prev's messages a request t, whose system prompt is read and
+// whose first shared elements of messages are prev's byte for byte, takes from it: those of
+// its system prompt and of those elements, when t's system member is prev's byte for byte and
+// prev is whole (0 otherwise).
+func reusable(prev *dialect.Sent, t *dialect.Turn, shared int) int {
+	if prev == nil || prev.Scan == nil || shared == 0 {
+		return 0
+	}
+	n := len(prev.Msgs)
+	if len(prev.Hashes) != n || len(prev.Elem) != n || len(prev.Params) != n {
+		return 0
+	}
+	sys, had := prev.Scan.MemberHash("system")
+	if cur, ok := t.Fields["system"]; ok != had || ok && dialect.HashBytes(cur) != sys {
+		return 0
+	}
+	k := 0
+	for k < n && prev.Elem[k] < shared {
+		k++
+	}
+	if k < len(t.Messages) {
+		return 0 // not even its system prompt
+	}
+	return k
 }
 
 // hashOf is the hash of what the model sees of m: its role, content (as Parse writes it, one

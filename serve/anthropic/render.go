@@ -85,9 +85,10 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 	for reqLead < len(t.Messages) && t.Messages[reqLead].Role == chat.RoleSystem {
 		reqLead++
 	}
+	srcs := srcsOf(t)
 	// The end of the active context that is the end of the request.
 	for ai, ri := len(items)-1, len(t.Messages)-1; ai >= lead && ri >= reqLead && sameItem(&items[ai], t.Messages[ri]); ai, ri = ai-1, ri-1 {
-		fresh(&items[ai], t, ri)
+		fresh(&items[ai], t, srcs, ri)
 	}
 	// The system prompt: the request's own when the active context's is it.
 	sysFresh := lead == reqLead && lead > 0
@@ -96,7 +97,7 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 	}
 	if sysFresh {
 		for i := range lead {
-			fresh(&items[i], t, i)
+			fresh(&items[i], t, srcs, i)
 		}
 	}
 	var extra []*item // summaries and later system messages
@@ -109,7 +110,7 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 		}
 	}
 	system := renderSystem(t, items[:lead], extra, sysFresh)
-	messages := renderMessages(t, conv)
+	messages := renderMessages(t, srcs, conv)
 	return writeBody(t, system, messages), nil
 }
 
@@ -134,9 +135,22 @@ func textOf(m chat.Message) string {
 	return m.Text()
 }
 
-// fresh makes it the request's message at.
-func fresh(it *item, t dialect.Turn, at int) {
-	it.wire, it.fresh, it.at, it.src = t.Messages[at].Extra[Key], true, at, srcOf(t.Param(at))
+// fresh makes it the request's message at (srcs: srcsOf(t)).
+func fresh(it *item, t dialect.Turn, srcs []int, at int) {
+	it.wire, it.fresh, it.at, it.src = t.Messages[at].Extra[Key], true, at, srcs[at]
+}
+
+// srcsOf is, for each of the request's messages, the index of the request's message it is or
+// is a part of (-1: the system prompt's): as Parse recorded it, else as its param names it.
+func srcsOf(t dialect.Turn) []int {
+	if t.Sent != nil && len(t.Sent.Elem) == len(t.Messages) {
+		return t.Sent.Elem
+	}
+	srcs := make([]int, len(t.Messages))
+	for i := range srcs {
+		srcs[i] = srcOf(t.Param(i))
+	}
+	return srcs
 }
 
 // srcOf is the index of the request's message that param names ("messages[3]",
@@ -230,13 +244,22 @@ func joinArray(elems [][]byte) []byte {
 
 // renderMessages writes the conversation: each run of messages of one role (tool results are
 // the user's) as one message, or as the request's messages it is whole.
-func renderMessages(t dialect.Turn, conv []*item) []byte {
+func renderMessages(t dialect.Turn, srcs []int, conv []*item) []byte {
 	var reqRaw [][]byte // the request's messages as sent
-	pieces := map[int][]int{}
-	for i := range t.Messages {
-		if src := srcOf(t.Param(i)); src >= 0 {
-			pieces[src] = append(pieces[src], i)
+	// The turn's messages that each of the request's gives: pieces[src], in order (Parse gives
+	// them one after the other).
+	var pieces []span
+	for i, src := range srcs {
+		if src < 0 {
+			continue
 		}
+		if src >= len(pieces) {
+			pieces = slices.Grow(pieces, src+1-len(pieces))[:src+1]
+		}
+		if pieces[src].n == 0 {
+			pieces[src].first = i
+		}
+		pieces[src].n++
 	}
 	var msgs [][]byte
 	lastUser := -1 // the last user message of msgs
@@ -252,7 +275,7 @@ func renderMessages(t dialect.Turn, conv []*item) []byte {
 		}
 		if whole(run, pieces) {
 			if reqRaw == nil {
-				reqRaw = splitArray(t.Fields["messages"])
+				reqRaw = requestMessages(t)
 			}
 			for k, it := range run {
 				if k == 0 || it.src != run[k-1].src {
@@ -333,14 +356,17 @@ func apiRole(role string) string {
 // whole reports whether a run of messages is the request's messages whole, each as Parse
 // read it (every part of each, in order), and one after the other in the request: the agent
 // sent them so.
-func whole(run []*item, pieces map[int][]int) bool {
+func whole(run []*item, pieces []span) bool {
 	for k := 0; k < len(run); {
 		it := run[k]
-		if !it.fresh || it.src < 0 || k > 0 && it.src != run[k-1].src+1 {
+		if !it.fresh || it.src < 0 || it.src >= len(pieces) || k > 0 && it.src != run[k-1].src+1 {
 			return false
 		}
 		want := pieces[it.src]
-		for _, at := range want {
+		if want.n == 0 {
+			return false
+		}
+		for at := want.first; at < want.first+want.n; at++ {
 			if k >= len(run) || !run[k].fresh || run[k].at != at {
 				return false
 			}
@@ -348,6 +374,17 @@ func whole(run []*item, pieces map[int][]int) bool {
 		}
 	}
 	return true
+}
+
+// span is the turn's messages that one of the request's gives: n from first.
+type span struct{ first, n int }
+
+// requestMessages are the request's messages as sent: as its scan split them, else split now.
+func requestMessages(t dialect.Turn) [][]byte {
+	if t.Sent != nil && t.Sent.Scan != nil && len(t.Sent.Scan.Elems) > 0 {
+		return t.Sent.Scan.Elems
+	}
+	return splitArray(t.Fields["messages"])
 }
 
 // merged writes a run of messages of one role as one message: for the user, the tool results

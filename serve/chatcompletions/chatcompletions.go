@@ -68,7 +68,7 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 			return t, &dialect.BadRequest{Param: fmt.Sprintf("messages[%d]", i), Msg: fmt.Sprintf("messages[%d]: %v", i, err)}
 		}
 	}
-	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc}
+	t.Sent, t.Taken = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc}, t.Same
 	if raw, ok := t.Fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &t.Stream) != nil {
 			return t, &dialect.BadRequest{Param: "stream", Msg: "stream: want true or false"}

@@ -113,10 +113,13 @@ type Turn struct {
 	Fields map[string]json.RawMessage
 	Order  []string
 	// Sent is this request's messages as sent (see Sent); Prev the previous request it was
-	// parsed against, and Same how many of its first messages are Prev's, byte for byte.
-	Sent *Sent
-	Prev *Sent
-	Same int
+	// parsed against, and Same how many of its first messages are Prev's, byte for byte (or,
+	// in a dialect that says so, the same messages however written); of those, Taken are
+	// Prev's own, the same values taken from it.
+	Sent  *Sent
+	Prev  *Sent
+	Same  int
+	Taken int
 	// Notice, when not nil, is a note of serve's for the model (its role system or user, its
 	// text), set by serve before Render: Render writes it after the conversation, where the
 	// dialect's API takes it (a last message, or a text block at the end of the last user
@@ -150,6 +153,17 @@ type Sent struct {
 	// Scan is the request's body as scanned (ScanObjectAfter), for a dialect that scans the
 	// next request from where it stops sharing this one's bytes; nil: none kept.
 	Scan *Scanned
+	// Elem is, for each of Msgs, the element of Scan.Elems it starts at (-1: a message of
+	// another member, a system prompt), and Params where the request gave each (see
+	// Turn.Params): a dialect whose elements are not its messages one for one takes from them
+	// the messages of the elements a later request sends again with the same bytes. nil: none.
+	Elem   []int
+	Params []string
+	// Own: Msgs stay the request's messages as parsed, whose originals (chat.Message.Extra)
+	// are the request's bytes, which the dialect's Render writes; serve never puts the
+	// history's equal messages in their place (their originals may be an earlier request's
+	// bytes). A dialect that takes messages from the previous request for their bytes sets it.
+	Own bool
 }
 
 // HashesOrNil is s.Hashes, nil for a nil s.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"unicode/utf8"
 )
@@ -58,6 +59,63 @@ type Scanned struct {
 	starts  []int  // the offset of each element, and just after it
 	ends    []int
 	dup     bool // a key came twice: no later scan resumes from this one
+	// prefix[k] identifies the body up to the end of element k (Body[:ends[k]]): the hashes
+	// of its elements' bytes chained (see chain), so that a later scan finds where it stops
+	// sharing this body without the body (see Kept).
+	prefix []Hash
+	// vals are the hashes of the values of the members in all (none for the array's).
+	vals []Hash
+	// whole, in a kept scan, is the hash of the body up to the end of its last element: a
+	// request that starts with all of it is found so at once (most do).
+	whole Hash
+}
+
+// chain is the hash of the bytes h identifies followed by b.
+func chain(h Hash, b []byte) Hash {
+	var out Hash
+	for i := range out {
+		var m maphash.Hash
+		m.SetSeed(hashSeeds[i])
+		var hb [8]byte
+		for k := range hb {
+			hb[k] = byte(h[i] >> (8 * k))
+		}
+		m.Write(hb[:])
+		m.Write(b)
+		out[i] = m.Sum64()
+	}
+	return out
+}
+
+// Kept is the scan as kept for the next request: what a later scan resumes from (the offsets
+// and hashes), without the body's bytes (Body, Members and Elems are nil).
+func (sc *Scanned) Kept() *Scanned {
+	if sc == nil {
+		return nil
+	}
+	k := *sc
+	if n := len(sc.ends); n > 0 && sc.Body != nil {
+		k.whole = HashBytes(sc.Body[:sc.ends[n-1]])
+	}
+	k.Body, k.Members, k.Elems = nil, nil, nil
+	return &k
+}
+
+// MemberHash is the hash of the value of the object's member key (HashBytes), false when the
+// object has none or it is the array member.
+func (sc *Scanned) MemberHash(key string) (Hash, bool) {
+	for i, sp := range sc.all {
+		if sp.key == key && i < len(sc.vals) && key != sc.key {
+			return sc.vals[i], true
+		}
+	}
+	return Hash{}, false
+}
+
+// Bytes estimates the memory the scan holds: its body and the slices of its members and
+// elements, when it has them, and its offsets and hashes.
+func (sc *Scanned) Bytes() int64 {
+	return int64(len(sc.Body)) + int64(len(sc.Elems))*24 + int64(len(sc.ends))*32 + int64(len(sc.all))*64
 }
 
 type span struct {
@@ -78,11 +136,13 @@ func ScanObjectAfter(body []byte, arrayKey string, prev *Scanned) (sc *Scanned, 
 			return nil, 0, errNotUTF8
 		}
 		sc.spans, sc.all = prev.spans, slices.Clone(prev.spans)
+		sc.vals = slices.Clone(prev.vals[:len(prev.spans)])
 		for _, sp := range prev.spans {
 			sc.Members = append(sc.Members, Member{Key: sp.key, Val: body[sp.start:sp.end]})
 		}
 		sc.arrayAt = prev.arrayAt
 		sc.starts, sc.ends = append([]int(nil), prev.starts[:k+1]...), append([]int(nil), prev.ends[:k+1]...)
+		sc.prefix = append([]Hash(nil), prev.prefix[:k+1]...)
 		sc.Elems = make([][]byte, k+1, k+1+(len(body)-prev.ends[k])/256+4)
 		for e := range k + 1 {
 			sc.Elems[e] = body[sc.starts[e]:sc.ends[e]]
@@ -124,16 +184,33 @@ var errNotUTF8 = errors.New("not valid UTF-8")
 var ErrNotUTF8 = errNotUTF8
 
 // resumable returns the last element of prev's array that body holds with the same bytes up to
-// its end, or -1 when a scan of body cannot start from prev.
+// its end, or -1 when a scan of body cannot start from prev. The byte after it (',' or ']') is
+// read again. With prev's body at hand the bytes are compared, else their hashes (prev.prefix).
 func resumable(body []byte, arrayKey string, prev *Scanned) int {
-	if prev == nil || prev.key != arrayKey || prev.dup || prev.arrayAt < 0 || len(prev.ends) == 0 {
+	if prev == nil || prev.key != arrayKey || prev.dup || prev.arrayAt < 0 || len(prev.ends) == 0 ||
+		len(prev.prefix) != len(prev.ends) || len(prev.vals) < len(prev.spans) {
 		return -1
 	}
-	n := commonPrefix(body, prev.Body)
-	// The last element that ends within the shared bytes; the byte after it (',' or ']') is
-	// read again.
-	k, _ := slices.BinarySearch(prev.ends, n+1)
-	return k - 1
+	if prev.Body != nil {
+		n := commonPrefix(body, prev.Body)
+		// The last element that ends within the shared bytes.
+		k, _ := slices.BinarySearch(prev.ends, n+1)
+		return k - 1
+	}
+	if last := len(prev.ends) - 1; prev.ends[last] <= len(body) && HashBytes(body[:prev.ends[last]]) == prev.whole {
+		return last
+	}
+	k, from, h := -1, 0, Hash{}
+	for j, end := range prev.ends {
+		if end > len(body) {
+			break
+		}
+		if h = chain(h, body[from:end]); h != prev.prefix[j] {
+			break
+		}
+		k, from = j, end
+	}
+	return k
 }
 
 // commonPrefix is the length of the longest common prefix of a and b, compared a block at a
@@ -155,14 +232,19 @@ func commonPrefix(a, b []byte) int {
 // replaces the earlier one in place).
 func (sc *Scanned) addMember(key string, start, end int) {
 	m := Member{Key: key, Val: sc.Body[start:end]}
+	var h Hash
+	if key != sc.key {
+		h = HashBytes(m.Val)
+	}
 	for j := range sc.Members {
 		if sc.Members[j].Key == key {
-			sc.Members[j], sc.all[j], sc.dup = m, span{key, start, end}, true
+			sc.Members[j], sc.all[j], sc.vals[j], sc.dup = m, span{key, start, end}, h, true
 			return
 		}
 	}
 	sc.Members = append(sc.Members, m)
 	sc.all = append(sc.all, span{key, start, end})
+	sc.vals = append(sc.vals, h)
 }
 
 // membersFrom reads the object's members from s.i (at a member name) to its end.
@@ -194,7 +276,7 @@ func (s *scanner) membersFrom(arrayKey string, sc *Scanned) error {
 			if sc.arrayAt >= 0 {
 				sc.dup = true // the array member again: the last one counts, and no scan resumes
 			}
-			sc.Elems, sc.starts, sc.ends, sc.arrayAt = nil, nil, nil, -1
+			sc.Elems, sc.starts, sc.ends, sc.prefix, sc.arrayAt = nil, nil, nil, nil, -1
 		}
 		if key == arrayKey && s.peek() == '[' {
 			sc.arrayAt = vstart
@@ -272,6 +354,11 @@ func (s *scanner) arrayRest(depth int, sc *Scanned) error {
 			return err
 		}
 		sc.Elems = append(sc.Elems, s.b[start:s.i])
+		from, h := 0, Hash{}
+		if n := len(sc.ends); n > 0 {
+			from, h = sc.ends[n-1], sc.prefix[n-1]
+		}
+		sc.prefix = append(sc.prefix, chain(h, s.b[from:s.i]))
 		sc.starts, sc.ends = append(sc.starts, start), append(sc.ends, s.i)
 		s.space()
 		switch s.peek() {

@@ -16,14 +16,15 @@ import (
 // sent. A message whose items are the previous request's message at the same place, byte for
 // byte, is taken from it rather than decoded again (Codex sends its whole history each turn).
 func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
-	t, sc, _, err := dialect.ScanTurn(body, "input", `{"model": ..., "input": ...}`, prev)
+	t, sc, shared, err := dialect.ScanTurn(body, "input", `{"model": ..., "input": ...}`, prev)
 	if err != nil {
 		return t, err
 	}
 	raws := sc.Elems
 	var hashes []dialect.Hash
-	add := func(m chat.Message, param string, h dialect.Hash) {
-		t.Messages, t.Params, hashes = append(t.Messages, m), append(t.Params, param), append(hashes, h)
+	var elem []int
+	add := func(m chat.Message, param string, h dialect.Hash, at int) {
+		t.Messages, t.Params, hashes, elem = append(t.Messages, m), append(t.Params, param), append(hashes, h), append(elem, at)
 	}
 	if raw, ok := t.Fields["instructions"]; ok && !bytes.Equal(raw, []byte("null")) {
 		s, ok := jsontext.StringValue(raw)
@@ -33,7 +34,7 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 		if s != "" {
 			m := textMessage(chat.RoleSystem, s)
 			m.Extra = map[string]json.RawMessage{Key: bytes.Clone(raw)}
-			add(m, "instructions", dialect.HashBytes(raw))
+			add(m, "instructions", dialect.HashBytes(raw), -1)
 			if prev != nil && len(prev.Hashes) > 0 && hashes[0] == prev.Hashes[0] {
 				t.Same = 1
 				t.Messages[0] = prev.Msgs[0]
@@ -51,9 +52,21 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 		if prev != nil && t.Same == i && i < len(prev.Hashes) && h == prev.Hashes[i] {
 			t.Same++
 		}
-		add(m, "input", h)
+		add(m, "input", h, -1)
 	case len(input) > 0 && input[0] == '[':
-		groups, err := group(raws, "input")
+		// The messages of the runs of items the scan took from prev that end before its last
+		// shared item are prev's (a run the last one is in may go on): only the rest is read.
+		lead, from := len(t.Messages), 0
+		if n := resumable(prev, lead, shared); n > lead {
+			for j := lead; j < n; j++ {
+				add(prev.Msgs[j], prev.Params[j], prev.Hashes[j], prev.Elem[j])
+				if t.Same == j && prev.Hashes[j] == hashes[j] {
+					t.Same++
+				}
+			}
+			from = prev.Elem[n]
+		}
+		groups, err := groupFrom(raws, "input", from)
 		if err != nil {
 			return t, err
 		}
@@ -62,14 +75,14 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 			i := len(t.Messages)
 			if prev != nil && t.Same == i && i < len(prev.Hashes) && h == prev.Hashes[i] {
 				t.Same++
-				add(prev.Msgs[i], g.param, h)
+				add(prev.Msgs[i], g.param, h, g.first)
 				continue
 			}
 			m, err := g.message()
 			if err != nil {
 				return t, err
 			}
-			add(m, g.param, h)
+			add(m, g.param, h, g.first)
 		}
 	default:
 		return t, &dialect.BadRequest{Param: "input", Msg: "input: want a string or an array of input items"}
@@ -77,8 +90,8 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	if len(t.Messages) == 0 {
 		return t, &dialect.BadRequest{Param: "input", Msg: "input: want at least one input item"}
 	}
-	t.Prev = prev
-	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc}
+	t.Prev, t.Taken = prev, t.Same
+	t.Sent = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc, Elem: elem, Params: t.Params, Own: true}
 	if raw, ok := t.Fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &t.Stream) != nil {
 			return t, &dialect.BadRequest{Param: "stream", Msg: "stream: want true or false"}
@@ -94,6 +107,29 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 		t.Sent.ToolsHash, t.Sent.Tools = h, t.Tools
 	}
 	return t, nil
+}
+
+// resumable returns the end of the messages of prev a request takes from it, the request's
+// first lead messages not of its input's items and its first shared items prev's byte for
+// byte: prev's messages from lead on whose runs end before the last shared item (the next
+// message starts at a shared item), when prev is whole and led by as many messages (0 for
+// none).
+func resumable(prev *dialect.Sent, lead, shared int) int {
+	if prev == nil || prev.Scan == nil || shared == 0 {
+		return 0
+	}
+	n := len(prev.Msgs)
+	if len(prev.Hashes) != n || len(prev.Elem) != n || len(prev.Params) != n || n <= lead || prev.Elem[lead] != 0 || lead > 0 && prev.Elem[lead-1] != -1 {
+		return 0
+	}
+	k := lead
+	for k+1 < n && prev.Elem[k+1] >= 0 && prev.Elem[k+1] < shared {
+		k++
+	}
+	if k == lead {
+		return 0
+	}
+	return k
 }
 
 // customCall is the type of the tool call of a custom_tool_call item (its input the call's
@@ -202,9 +238,13 @@ func (g *run) hash() dialect.Hash {
 
 // group reads the items of an input (or output) array and groups them into messages: a run of
 // assistant-side items in a row is one.
-func group(raws [][]byte, name string) ([]run, error) {
+func group(raws [][]byte, name string) ([]run, error) { return groupFrom(raws, name, 0) }
+
+// groupFrom is group of the items raws[from:] (a run of assistant items never starts before).
+func groupFrom(raws [][]byte, name string, from int) ([]run, error) {
 	var runs []run
-	for k, raw := range raws {
+	for k := from; k < len(raws); k++ {
+		raw := raws[k]
 		param := fmt.Sprintf("%s[%d]", name, k)
 		var it item // its type and role only: the rest is read by message
 		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, (*itemHead)(&it.head)) != nil {

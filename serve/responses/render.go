@@ -46,6 +46,10 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 		wires[ai] = t.Messages[ri].Extra[Key]
 	}
 	var instructions []byte
+	// The request's input a string: its one item is written back as that string (see below), so
+	// the items are counted; else each original array's items are written as they are in it,
+	// not split (a message's items are one piece of the input).
+	strInput := len(t.Fields["input"]) > 0 && t.Fields["input"][0] == '"'
 	items := make([][]byte, 0, len(active)+4)
 	for i, e := range active {
 		w := wires[i]
@@ -54,8 +58,12 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 			items = append(items, messageItem(chat.RoleDeveloper, "input_text", e.Text()))
 		case len(w) > 0 && w[0] == '"':
 			instructions = w
-		case len(w) > 0 && w[0] == '[':
+		case len(w) > 0 && w[0] == '[' && strInput:
 			items = append(items, splitArray(w)...)
+		case len(w) > 0 && w[0] == '[':
+			if in := inner(w); len(in) > 0 {
+				items = append(items, in)
+			}
 		default:
 			items = append(items, convert(e, origs[i])...)
 		}
@@ -179,6 +187,16 @@ func member(b []byte, key string) []byte {
 }
 
 // splitArray returns the elements of a JSON array known to be valid (nil for anything else).
+// inner is what a JSON array holds between its brackets, its items and the commas between
+// them: nil for an empty one.
+func inner(arr []byte) []byte {
+	arr = bytes.TrimSpace(arr)
+	if len(arr) < 2 {
+		return nil
+	}
+	return bytes.TrimSpace(arr[1 : len(arr)-1])
+}
+
 func splitArray(b []byte) [][]byte {
 	_, elems, err := dialect.ScanObject(append(append([]byte(`{"a":`), b...), '}'), "a")
 	if err != nil {
