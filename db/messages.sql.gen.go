@@ -397,6 +397,19 @@ func (q *Queries) ListMessagesBetween(ctx context.Context, arg ListMessagesBetwe
 }
 
 const searchMessages = `-- name: SearchMessages :many
+WITH hits AS (
+    SELECT m.id, m.thread_id, m.seq, bm25(messages_fts) AS score
+    FROM messages_fts
+    JOIN messages m ON m.id = messages_fts.rowid
+    WHERE messages_fts.body MATCH ?3
+      AND messages_fts.rowid >= CASE WHEN CAST(?4 AS TEXT) = '' THEN 0
+          ELSE coalesce((SELECT min(t.id) FROM messages t WHERE t.thread_id = ?4), 0) END
+      AND messages_fts.rowid <= CASE WHEN CAST(?4 AS TEXT) = '' THEN 9223372036854775807
+          ELSE coalesce((SELECT max(t.id) FROM messages t WHERE t.thread_id = ?4), 0) END
+      AND (CAST(?4 AS TEXT) = '' OR m.thread_id = ?4)
+    ORDER BY score, m.thread_id, m.seq
+    LIMIT ?5
+)
 SELECT m.thread_id, m.seq, m.role,
        CAST(snippet(messages_fts, 0, CAST(?1 AS TEXT), CAST(?2 AS TEXT), '...', 16) AS TEXT) AS snippet,
        CAST(EXISTS (
@@ -410,12 +423,11 @@ SELECT m.thread_id, m.seq, m.role,
                       OR EXISTS (SELECT 1 FROM json_each(c.view, '$.masked') k
                                  WHERE json_extract(k.value, '$.seq') = m.seq))))
        ) AS INTEGER) AS archived
-FROM messages_fts
-JOIN messages m ON m.id = messages_fts.rowid
+FROM hits h
+JOIN messages_fts ON messages_fts.rowid = h.id
+JOIN messages m ON m.id = h.id
 WHERE messages_fts.body MATCH ?3
-  AND (CAST(?4 AS TEXT) = '' OR m.thread_id = ?4)
-ORDER BY bm25(messages_fts), m.thread_id, m.seq
-LIMIT ?5
+ORDER BY h.score, h.thread_id, h.seq
 `
 
 type SearchMessagesParams struct {
@@ -434,7 +446,9 @@ type SearchMessagesRow struct {
 	Archived int64
 }
 
-// Full-text search over message text. archived: the message is covered by the thread's current
+// Full-text search over message text. The hits are ranked first (hits), a thread's among its
+// own messages only (its ids bound the index's scan), and the snippet and the archived flag are
+// made for the rows returned only. archived: the message is covered by the thread's current
 // summary, or left out or masked by its current view, so it is no longer in the active context.
 func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
 	rows, err := q.query(ctx, q.searchMessagesStmt, searchMessages,

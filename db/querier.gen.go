@@ -122,7 +122,9 @@ type Querier interface {
 	// sqlite_sequence), so the next insert takes the largest id + 1 whatever ids were copied.
 	// PostgreSQL's version moves its identity sequences past the copied ids.
 	ResetIDSequences(ctx context.Context) error
-	// Full-text search over message text. archived: the message is covered by the thread's current
+	// Full-text search over message text. The hits are ranked first (hits), a thread's among its
+	// own messages only (its ids bound the index's scan), and the snippet and the archived flag are
+	// made for the rows returned only. archived: the message is covered by the thread's current
 	// summary, or left out or masked by its current view, so it is no longer in the active context.
 	SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error)
 	// Full-text search over summary text. superseded: a newer applied compaction of the thread

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
@@ -105,6 +106,44 @@ func BenchmarkThreadsLength(b *testing.B) {
 			for b.Loop() {
 				if _, err := s.Threads(ctx); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSearchThread: a search scoped to one thread, among many threads that hold the same
+// words, beside the same search on a database of that thread alone (issue 36: within 2x).
+// MEMCTL_BENCH_THREADS sets the number of threads (default 100; the issue's figure is 1,000).
+func BenchmarkSearchThread(b *testing.B) {
+	ctx := context.Background()
+	n := 100
+	if v := os.Getenv("MEMCTL_BENCH_THREADS"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	const per = 1000
+	fill := func(s *memory.Store, threads int) {
+		for k := range threads {
+			var msgs []chat.Message
+			for i := range per {
+				msgs = append(msgs, chat.TextMessage(chat.RoleUser, fmt.Sprintf("turn %d of thread %d: the deploy failed on port 8080 again, see build log %d", i, k, i*7)))
+			}
+			if _, err := s.Append(ctx, fmt.Sprintf("t%04d", k), msgs, memory.AppendOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		threads int
+	}{{"alone", 1}, {fmt.Sprintf("among-%d", n), n}} {
+		b.Run(c.name, func(b *testing.B) {
+			s, _ := storetest.Open(b)
+			fill(s, c.threads)
+			for b.Loop() {
+				hits, err := s.Search(ctx, "deploy failed", memory.SearchOptions{Thread: "t0000", Limit: 10})
+				if err != nil || len(hits) != 10 {
+					b.Fatalf("%d hits, %v", len(hits), err)
 				}
 			}
 		})

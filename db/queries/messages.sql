@@ -41,8 +41,23 @@ WHERE thread_id = sqlc.arg(thread_id) AND seq >= sqlc.arg(from_seq) AND seq <= s
 ORDER BY seq;
 
 -- name: SearchMessages :many
--- Full-text search over message text. archived: the message is covered by the thread's current
+-- Full-text search over message text. The hits are ranked first (hits), a thread's among its
+-- own messages only (its ids bound the index's scan), and the snippet and the archived flag are
+-- made for the rows returned only. archived: the message is covered by the thread's current
 -- summary, or left out or masked by its current view, so it is no longer in the active context.
+WITH hits AS (
+    SELECT m.id, m.thread_id, m.seq, bm25(messages_fts) AS score
+    FROM messages_fts
+    JOIN messages m ON m.id = messages_fts.rowid
+    WHERE messages_fts.body MATCH sqlc.arg(query)
+      AND messages_fts.rowid >= CASE WHEN CAST(sqlc.arg(thread_id) AS TEXT) = '' THEN 0
+          ELSE coalesce((SELECT min(t.id) FROM messages t WHERE t.thread_id = sqlc.arg(thread_id)), 0) END
+      AND messages_fts.rowid <= CASE WHEN CAST(sqlc.arg(thread_id) AS TEXT) = '' THEN 9223372036854775807
+          ELSE coalesce((SELECT max(t.id) FROM messages t WHERE t.thread_id = sqlc.arg(thread_id)), 0) END
+      AND (CAST(sqlc.arg(thread_id) AS TEXT) = '' OR m.thread_id = sqlc.arg(thread_id))
+    ORDER BY score, m.thread_id, m.seq
+    LIMIT sqlc.arg(max_rows)
+)
 SELECT m.thread_id, m.seq, m.role,
        CAST(snippet(messages_fts, 0, CAST(sqlc.arg(mark_open) AS TEXT), CAST(sqlc.arg(mark_close) AS TEXT), '...', 16) AS TEXT) AS snippet,
        CAST(EXISTS (
@@ -56,12 +71,11 @@ SELECT m.thread_id, m.seq, m.role,
                       OR EXISTS (SELECT 1 FROM json_each(c.view, '$.masked') k
                                  WHERE json_extract(k.value, '$.seq') = m.seq))))
        ) AS INTEGER) AS archived
-FROM messages_fts
-JOIN messages m ON m.id = messages_fts.rowid
+FROM hits h
+JOIN messages_fts ON messages_fts.rowid = h.id
+JOIN messages m ON m.id = h.id
 WHERE messages_fts.body MATCH sqlc.arg(query)
-  AND (CAST(sqlc.arg(thread_id) AS TEXT) = '' OR m.thread_id = sqlc.arg(thread_id))
-ORDER BY bm25(messages_fts), m.thread_id, m.seq
-LIMIT sqlc.arg(max_rows);
+ORDER BY h.score, h.thread_id, h.seq;
 
 -- name: SearchSummaries :many
 -- Full-text search over summary text. superseded: a newer applied compaction of the thread
