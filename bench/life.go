@@ -13,6 +13,7 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/internal/lifesim"
+	"github.com/memcascade/memcascade/memory"
 )
 
 // lifeTargets are the most compactions per 100 turns docs/compaction.md states per limit
@@ -84,17 +85,11 @@ func (b *bench) lifeRows([]conversation) error {
 // ledgers against those of its messages (as each is given, JSON), under twice them.
 func (b *bench) ledgerRow(n int) error {
 	ctx := context.Background()
-	path := filepath.Join(b.dir, fmt.Sprintf("life-%d.db", n))
-	defer func() {
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			os.Remove(path + suffix)
-		}
-	}()
-	s, err := openStore(path)
+	s, done, err := b.lifeStore(n)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer done()
 	msgs := lifesim.Generated(50)
 	if _, err := lifesim.Simulate(ctx, s, msgs, 1500, "offline", nil); err != nil {
 		return fmt.Errorf("ledger life: %w", err)
@@ -119,20 +114,30 @@ func (b *bench) ledgerRow(n int) error {
 	return nil
 }
 
-// oneLife simulates one life in a store of its own, removed after.
-func (b *bench) oneLife(n int, msgs []chat.Message, limit int, kind string) (lifesim.Stats, error) {
-	ctx := context.Background()
+// lifeStore opens the store of life n, new, and returns it with what closes and removes it.
+func (b *bench) lifeStore(n int) (*memory.Store, func(), error) {
 	path := filepath.Join(b.dir, fmt.Sprintf("life-%d.db", n))
-	defer func() {
+	remove := func() {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			os.Remove(path + suffix)
 		}
-	}()
+	}
 	s, err := openStore(path)
+	if err != nil {
+		remove()
+		return nil, nil, err
+	}
+	return s, func() { s.Close(); remove() }, nil
+}
+
+// oneLife simulates one life in a store of its own, removed after.
+func (b *bench) oneLife(n int, msgs []chat.Message, limit int, kind string) (lifesim.Stats, error) {
+	ctx := context.Background()
+	s, done, err := b.lifeStore(n)
 	if err != nil {
 		return lifesim.Stats{}, err
 	}
-	defer s.Close()
+	defer done()
 	return lifesim.Simulate(ctx, s, msgs, limit, kind, nil)
 }
 

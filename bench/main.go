@@ -32,6 +32,7 @@ import (
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/cputime"
 	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/tokencount"
@@ -257,10 +258,10 @@ func (b *bench) append(corpus []conversation) error {
 	// collector's too) is less sensitive to the load of others.
 	var tCount, tImport, tRaw, cCount, cImport, cRaw time.Duration
 	timed := func(wall, cpu *time.Duration, f func() error) error {
-		c0, w0 := cpuTime(), time.Now()
+		c0, w0 := cputime.Self(), time.Now()
 		err := f()
 		*wall += time.Since(w0)
-		*cpu += cpuTime() - c0
+		*cpu += cputime.Self() - c0
 		return err
 	}
 	tokens := make([][]int, len(corpus))
@@ -608,12 +609,12 @@ func (b *bench) compactionOf(backend, name string, n int) error {
 		}
 		a, _ := s.Active(ctx, thread)
 		c := compact.New(s, zeroLatency{}, compact.Settings{TokenLimit: a.Tokens / 2, SummaryMaxTokens: 2048})
-		start, c0 := time.Now(), cpuTime()
+		start, c0 := time.Now(), cputime.Self()
 		rep, err := c.Compact(ctx, thread, compact.Options{Force: true})
 		if err != nil {
 			return err
 		}
-		ds, cpus = append(ds, time.Since(start)), append(cpus, cpuTime()-c0)
+		ds, cpus = append(ds, time.Since(start)), append(cpus, cputime.Self()-c0)
 		if rep.Status != memory.StatusApplied {
 			return fmt.Errorf("compaction of %d messages: %s", n, rep.Status)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/cputime"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve"
 	"github.com/memcascade/memcascade/serve/anthropic"
@@ -315,12 +316,12 @@ func benchTurns(b *testing.B, url string, sh turnShape) {
 	post() // with the system prompt and the reply: 201 messages
 	var lat []time.Duration
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Self()
 	for i := 0; i < b.N; i++ {
 		add("user", fmt.Sprintf("turn %d: and now?", i))
 		lat = append(lat, post())
 	}
-	cpu = cpuTime() - cpu
+	cpu = cputime.Self() - cpu
 	b.StopTimer()
 	p50, p99 := percentiles(lat)
 	b.ReportMetric(ms(p50), "p50-ms")
