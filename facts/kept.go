@@ -1,6 +1,7 @@
 package facts
 
 import (
+	"iter"
 	"regexp"
 	"strings"
 	"unicode"
@@ -311,8 +312,7 @@ func (s *summaryIndex) numberSet() map[string]bool {
 	}
 	s.numbers = map[string]bool{}
 	h := s.norm
-	for _, loc := range numberRunRE.FindAllStringIndex(h, -1) {
-		st, e := loc[0], loc[1]
+	for st, e := range numberRuns(h) {
 		if st > 0 {
 			b := h[st-1]
 			// A colon before the number marks a time (10:30), unless it ends a JSON key
@@ -334,6 +334,31 @@ func (s *summaryIndex) numberSet() map[string]bool {
 		s.numbers[canonNumber(h[st:e])] = true
 	}
 	return s.numbers
+}
+
+// numberRuns yields the start and end of each match of numberRunRE in h, left to right, as
+// FindAllStringIndex gives them, without the matcher's step per byte: digits, and a '.' and
+// digits after them.
+func numberRuns(h string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		for i := 0; i < len(h); {
+			if !isDigit(h[i]) {
+				i++
+				continue
+			}
+			st := i
+			for i < len(h) && isDigit(h[i]) {
+				i++
+			}
+			if i+1 < len(h) && h[i] == '.' && isDigit(h[i+1]) {
+				for i++; i < len(h) && isDigit(h[i]); i++ {
+				}
+			}
+			if !yield(st, i) {
+				return
+			}
+		}
+	}
 }
 
 // unitSuffix accepts 12k, 1.2m, 3bn after an amount.

@@ -74,3 +74,32 @@ func BenchmarkDateSet(b *testing.B) {
 		}
 	})
 }
+
+// TestNumberRuns: numberRuns gives the spans numberRunRE finds, on the recorded
+// conversations' text and on numbers at the ends, with points before, after and between.
+func TestNumberRuns(t *testing.T) {
+	texts := []string{"", "1", "a", "1.", ".1", "1.2", "1.2.3", "12..3", "x12.34y5", "1.a 2. 3.4.", "٣ 3", "v1.2.3-rc.4 $1,234.56 10:30"}
+	for _, name := range conversationFiles {
+		texts = append(texts, normalize(haystack(loadConversation(t, name))))
+	}
+	runs := 0
+	for i, text := range texts {
+		var got [][]int
+		for st, e := range numberRuns(text) {
+			got = append(got, []int{st, e})
+		}
+		want := numberRunRE.FindAllStringIndex(text, -1)
+		runs += len(want)
+		if len(got) != len(want) {
+			t.Fatalf("text %d (%.60q...): %d runs, numberRunRE %d", i, text, len(got), len(want))
+		}
+		for k := range want {
+			if got[k][0] != want[k][0] || got[k][1] != want[k][1] {
+				t.Fatalf("text %d: run %d at %v, numberRunRE at %v", i, k, got[k], want[k])
+			}
+		}
+	}
+	if runs == 0 {
+		t.Fatal("no text held a number")
+	}
+}
