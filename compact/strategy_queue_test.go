@@ -2,6 +2,7 @@ package compact_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -33,68 +34,71 @@ func TestQueueLife(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, size := range []int{2, 3} {
-		const limit = 4096
-		s, _ := storetest.Open(t)
-		c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit, Strategy: compact.StrategyQueue, QueueSize: size})
-		msgs := lifesim.Generated(60)
-		most, applied, ineffective, newestUser := 0, 0, 0, ""
-		for i, m := range msgs {
-			if _, err := s.Append(ctx, "t", []chat.Message{m}, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
-				t.Fatal(err)
+		t.Run(fmt.Sprint("queue_size=", size), func(t *testing.T) {
+			t.Parallel() // a store of its own
+			const limit = 4096
+			s, _ := storetest.Open(t)
+			c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit, Strategy: compact.StrategyQueue, QueueSize: size})
+			msgs := lifesim.Generated(60)
+			most, applied, ineffective, newestUser := 0, 0, 0, ""
+			for i, m := range msgs {
+				if _, err := s.Append(ctx, "t", []chat.Message{m}, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+					t.Fatal(err)
+				}
+				if m.Role == "user" {
+					newestUser = m.Text()
+				}
+				due, err := c.ShouldCompact(ctx, "t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !due {
+					continue
+				}
+				rep, err := c.Compact(ctx, "t", compact.Options{})
+				if rep.Status == memory.StatusIneffective && err == nil {
+					ineffective++ // nothing new to summarize: automatic compaction waits for more
+					continue
+				}
+				if rep.Status != memory.StatusApplied {
+					t.Fatalf("queue_size %d, message %d: %s %s, %v", size, i+1, rep.Status, rep.Detail, err)
+				}
+				applied++
+				if testing.Verbose() {
+					t.Logf("message %d: %s %d -> %d, summary %d tokens: %s", i+1, rep.Reason, rep.TokensBefore, rep.TokensAfter, rep.SummaryTokens, rep.Detail)
+				}
+				a := checkBlocks(t, s, "t", rep.Detail, nil...)
+				n := len(summariesOf(a))
+				most = max(most, n)
+				if n > size {
+					t.Fatalf("queue_size %d, message %d: %d summaries in the active context", size, i+1, n)
+				}
+				if !strings.Contains(lifesim.ActiveText(a), newestUser) {
+					t.Fatalf("queue_size %d, message %d: the newest user message is out of the active context", size, i+1)
+				}
+				if lost := lifeLosses(t, s, "t", originalFacts(t, s, "t")); len(lost) > 0 {
+					t.Fatalf("queue_size %d, message %d: %d facts lost that no report names: %v", size, i+1, len(lost), lost)
+				}
 			}
-			if m.Role == "user" {
-				newestUser = m.Text()
-			}
-			due, err := c.ShouldCompact(ctx, "t")
+			reps, err := s.Reports(ctx, "t", 1000)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !due {
-				continue
+			// Each fold is a compaction of its own, chained before the one that summarizes the new
+			// messages: its range starts where the oldest summary's did.
+			folds := 0
+			for _, r := range reps {
+				if r.Status == memory.StatusApplied && r.Strategy == compact.StrategyQueue && r.SummarizedMessages >= 2 &&
+					slices.ContainsFunc(reps, func(o memory.Report) bool { return o.ID < r.ID && o.FromSeq == r.FromSeq && o.ToSeq < r.ToSeq }) {
+					folds++
+				}
 			}
-			rep, err := c.Compact(ctx, "t", compact.Options{})
-			if rep.Status == memory.StatusIneffective && err == nil {
-				ineffective++ // nothing new to summarize: automatic compaction waits for more
-				continue
+			t.Logf("queue_size %d: %d applied compactions (%d ineffective) over %d messages (60 user turns), %d reports, %d folds, at most %d summaries",
+				size, applied, ineffective, len(msgs), len(reps), folds, most)
+			if most != size || applied < 2*size || folds == 0 {
+				t.Errorf("queue_size %d: at most %d summaries over %d compactions, %d folds; want the queue full and folded", size, most, applied, folds)
 			}
-			if rep.Status != memory.StatusApplied {
-				t.Fatalf("queue_size %d, message %d: %s %s, %v", size, i+1, rep.Status, rep.Detail, err)
-			}
-			applied++
-			if testing.Verbose() {
-				t.Logf("message %d: %s %d -> %d, summary %d tokens: %s", i+1, rep.Reason, rep.TokensBefore, rep.TokensAfter, rep.SummaryTokens, rep.Detail)
-			}
-			a := checkBlocks(t, s, "t", rep.Detail, nil...)
-			n := len(summariesOf(a))
-			most = max(most, n)
-			if n > size {
-				t.Fatalf("queue_size %d, message %d: %d summaries in the active context", size, i+1, n)
-			}
-			if !strings.Contains(lifesim.ActiveText(a), newestUser) {
-				t.Fatalf("queue_size %d, message %d: the newest user message is out of the active context", size, i+1)
-			}
-			if lost := lifeLosses(t, s, "t", originalFacts(t, s, "t")); len(lost) > 0 {
-				t.Fatalf("queue_size %d, message %d: %d facts lost that no report names: %v", size, i+1, len(lost), lost)
-			}
-		}
-		reps, err := s.Reports(ctx, "t", 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Each fold is a compaction of its own, chained before the one that summarizes the new
-		// messages: its range starts where the oldest summary's did.
-		folds := 0
-		for _, r := range reps {
-			if r.Status == memory.StatusApplied && r.Strategy == compact.StrategyQueue && r.SummarizedMessages >= 2 &&
-				slices.ContainsFunc(reps, func(o memory.Report) bool { return o.ID < r.ID && o.FromSeq == r.FromSeq && o.ToSeq < r.ToSeq }) {
-				folds++
-			}
-		}
-		t.Logf("queue_size %d: %d applied compactions (%d ineffective) over %d messages (60 user turns), %d reports, %d folds, at most %d summaries",
-			size, applied, ineffective, len(msgs), len(reps), folds, most)
-		if most != size || applied < 2*size || folds == 0 {
-			t.Errorf("queue_size %d: at most %d summaries over %d compactions, %d folds; want the queue full and folded", size, most, applied, folds)
-		}
+		})
 	}
 }
 

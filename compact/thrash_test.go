@@ -178,26 +178,31 @@ func TestLifeMeasure(t *testing.T) {
 	for _, f := range files {
 		lives[f[strings.LastIndex(f, "/")+1:]] = units(corpus.ReadMessagesFile(t, f))
 	}
+	// Each life at each limit is a subtest of its own, in parallel (a store of its own): run
+	// one after the other they made this test the last of the package by half a minute.
 	for _, limit := range limits {
 		for name, turns := range lives {
-			s, _ := storetest.Open(t)
-			c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit})
-			st := replayLife(t, s, c, "t", turns)
-			t.Logf("limit %5d  %-60s turns %3d  compactions %3d (%.0f per 100, %d unavoidable)  over trigger after %3d  context/turn %5d  added/turn %4d  max after %5d  notes %d  errors %d\n",
-				limit, name, st.turns, st.compactions, st.perHundred(), st.unavoidable, st.overTrigger, st.tokens/st.turns, st.added/st.turns, st.maxAfter, st.pinnedNotes, len(st.errs))
-			if len(st.errs) > 0 {
-				t.Errorf("limit %d, %s: %d compactions failed: %q", limit, name, len(st.errs), st.errs[0])
-			}
-			// The target per 100 turns of the long agent's life (175 tokens a turn): about twice
-			// what the room between trigger and target, 0.3 * L, allows with the summary within
-			// its share (14 at 4,096, 7 at 8,192, 2 at 32,768), rounded up (32, 16, 4), the stored
-			// ledger's growth being the rest. 4,096's bound is TestLifeNoThrash's.
-			if want := map[int]float64{4096: 32, 8192: 16, 32768: 4}[limit]; name == "agent150" && want > 0 && st.perHundred() > want {
-				t.Errorf("limit %d, %s: %.1f compactions per 100 turns, want at most %.0f", limit, name, st.perHundred(), want)
-			}
-			if limit >= 4096 && st.overTrigger > 0 {
-				t.Errorf("limit %d, %s: %d turns ended over the trigger after their compaction", limit, name, st.overTrigger)
-			}
+			t.Run(fmt.Sprint(limit, "/", name), func(t *testing.T) {
+				t.Parallel()
+				s, _ := storetest.Open(t)
+				c := compact.New(s, storetest.ExtractiveCascade(t, s), compact.Settings{TokenLimit: limit})
+				st := replayLife(t, s, c, "t", turns)
+				t.Logf("limit %5d  %-60s turns %3d  compactions %3d (%.0f per 100, %d unavoidable)  over trigger after %3d  context/turn %5d  added/turn %4d  max after %5d  notes %d  errors %d\n",
+					limit, name, st.turns, st.compactions, st.perHundred(), st.unavoidable, st.overTrigger, st.tokens/st.turns, st.added/st.turns, st.maxAfter, st.pinnedNotes, len(st.errs))
+				if len(st.errs) > 0 {
+					t.Errorf("limit %d, %s: %d compactions failed: %q", limit, name, len(st.errs), st.errs[0])
+				}
+				// The target per 100 turns of the long agent's life (175 tokens a turn): about twice
+				// what the room between trigger and target, 0.3 * L, allows with the summary within
+				// its share (14 at 4,096, 7 at 8,192, 2 at 32,768), rounded up (32, 16, 4), the stored
+				// ledger's growth being the rest. 4,096's bound is TestLifeNoThrash's.
+				if want := map[int]float64{4096: 32, 8192: 16, 32768: 4}[limit]; name == "agent150" && want > 0 && st.perHundred() > want {
+					t.Errorf("limit %d, %s: %.1f compactions per 100 turns, want at most %.0f", limit, name, st.perHundred(), want)
+				}
+				if limit >= 4096 && st.overTrigger > 0 {
+					t.Errorf("limit %d, %s: %d turns ended over the trigger after their compaction", limit, name, st.overTrigger)
+				}
+			})
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package facts
 
 import (
+	"iter"
 	"regexp"
 	"strings"
 	"unicode"
@@ -233,15 +234,74 @@ func (s *summaryIndex) dateSet() map[string]bool {
 		s.dates[key] = true
 		s.dates["--"+key[len(key)-5:]] = true
 	}
-	for _, g := range isoDateRE.FindAllStringSubmatch(s.raw, -1) {
-		add(g[1] + "-" + g[2] + "-" + g[3])
-	}
-	for _, re := range []*regexp.Regexp{dayMonthRE, monthDayRE, slashYMDRE, slashDMYRE} {
-		for _, t := range re.FindAllString(s.raw, -1) {
-			add(dateKey(t))
+	// No date pattern matches across a line break (they allow spaces and tabs, never a
+	// newline, and a newline is a word boundary to \b as the start and end of a line are), so
+	// each line is matched alone, and only by the patterns whose separators it holds: most
+	// lines of a summary hold none, and the patterns, with no literal to look for, cost a
+	// step of the matcher per byte.
+	for line := range strings.SplitSeq(s.raw, "\n") {
+		seps := dateSeparators(line)
+		if seps&sepDash != 0 {
+			for _, g := range isoDateRE.FindAllStringSubmatch(line, -1) {
+				add(g[1] + "-" + g[2] + "-" + g[3])
+			}
+		}
+		for _, p := range wordDatePatterns {
+			if seps&p.need == 0 {
+				continue
+			}
+			for _, t := range p.re.FindAllString(line, -1) {
+				add(dateKey(t))
+			}
 		}
 	}
 	return s.dates
+}
+
+// wordDatePatterns are the date patterns after isoDateRE, with what a line must hold for
+// each to match in it.
+var wordDatePatterns = []struct {
+	re   *regexp.Regexp
+	need uint8
+}{{dayMonthRE, sepMonth}, {monthDayRE, sepMonth}, {slashYMDRE, sepSlash}, {slashDMYRE, sepSlash | sepDot}}
+
+// What a line holds that a date pattern needs (dateSeparators).
+const (
+	sepDash  uint8 = 1 << iota // a digit, '-', a digit: isoDateRE
+	sepSlash                   // a digit, '/', a digit: slashYMDRE, slashDMYRE
+	sepDot                     // a digit, '.', a digit: slashDMYRE
+	sepMonth                   // a digit and a month's first three letters: dayMonthRE, monthDayRE
+)
+
+// dateSeparators returns the sep bits of line: a pattern whose bit is unset cannot match in
+// it.
+func dateSeparators(line string) uint8 {
+	var seps uint8
+	digit, month := false, false
+	for i := 0; i < len(line); i++ {
+		switch b := line[i]; {
+		case isDigit(b):
+			digit = true
+		case (b == '-' || b == '/' || b == '.') && i > 0 && i+1 < len(line) && isDigit(line[i-1]) && isDigit(line[i+1]):
+			switch b {
+			case '-':
+				seps |= sepDash
+			case '/':
+				seps |= sepSlash
+			default:
+				seps |= sepDot
+			}
+		case !month && b >= 'A' && b <= 'S' && i+3 <= len(line):
+			switch line[i : i+3] {
+			case "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec":
+				month = true
+			}
+		}
+	}
+	if digit && month {
+		seps |= sepMonth
+	}
+	return seps
 }
 
 // numberSet collects the standalone numbers of the summary: not parts of dates, times,
@@ -252,8 +312,7 @@ func (s *summaryIndex) numberSet() map[string]bool {
 	}
 	s.numbers = map[string]bool{}
 	h := s.norm
-	for _, loc := range numberRunRE.FindAllStringIndex(h, -1) {
-		st, e := loc[0], loc[1]
+	for st, e := range numberRuns(h) {
 		if st > 0 {
 			b := h[st-1]
 			// A colon before the number marks a time (10:30), unless it ends a JSON key
@@ -275,6 +334,31 @@ func (s *summaryIndex) numberSet() map[string]bool {
 		s.numbers[canonNumber(h[st:e])] = true
 	}
 	return s.numbers
+}
+
+// numberRuns yields the start and end of each match of numberRunRE in h, left to right, as
+// FindAllStringIndex gives them, without the matcher's step per byte: digits, and a '.' and
+// digits after them.
+func numberRuns(h string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		for i := 0; i < len(h); {
+			if !isDigit(h[i]) {
+				i++
+				continue
+			}
+			st := i
+			for i < len(h) && isDigit(h[i]) {
+				i++
+			}
+			if i+1 < len(h) && h[i] == '.' && isDigit(h[i+1]) {
+				for i++; i < len(h) && isDigit(h[i]); i++ {
+				}
+			}
+			if !yield(st, i) {
+				return
+			}
+		}
+	}
 }
 
 // unitSuffix accepts 12k, 1.2m, 3bn after an amount.

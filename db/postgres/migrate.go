@@ -69,8 +69,10 @@ WHERE status = 'applied'`,
 // Version is the schema version this build writes.
 var Version = len(Migrations)
 
-// migrateLock is the key of the transaction-scoped advisory lock that serializes migrations of
-// one database: the four ASCII bytes "MCas", as db.ApplicationID.
+// migrateLock is the first key of the transaction-scoped advisory lock that serializes
+// migrations of one database: the four ASCII bytes "MCas", as db.ApplicationID. The second is a
+// hash of the schema migrated (current_schema(), the URL's search_path): the memories of one
+// server in schemas of their own migrate side by side, without waiting for each other's lock.
 const migrateLock = 0x4D436173
 
 // migrate brings the schema up to date. A database already up to date is only read. Otherwise
@@ -93,7 +95,7 @@ func migrate(ctx context.Context, sqldb *sql.DB, migrations []string) error {
 	// the same time would find no version row and create the tables again ("relation already
 	// exists").
 	return db.RunTx(ctx, sqldb, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, IsRetryable, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLock); err != nil {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, coalesce(hashtext(current_schema()), 0))", migrateLock); err != nil {
 			return err
 		}
 		// A one-row table: the boolean key admits the single row true.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memcascade/memcascade/db"
 	"github.com/memcascade/memcascade/internal/testdb"
@@ -171,6 +172,48 @@ func TestConcurrentOpensOfANewDatabase(t *testing.T) {
 	}
 	if v := schemaVersion(t, openTest(t, u)); v != Version {
 		t.Fatalf("schema_version = %d, want %d", v, Version)
+	}
+}
+
+// The migration lock is a schema's own: while a migration of one schema holds it, a new
+// database in another schema of the same server opens (several memories in one database), and
+// an open of the schema whose lock is held waits for it.
+func TestMigrationLockIsPerSchema(t *testing.T) {
+	held, other := testURL(t), testURL(t)
+	holder, err := sql.Open("pgx", held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	tx, err := holder.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))", migrateLock); err != nil {
+		t.Fatal(err)
+	}
+	// Another schema: the open runs its migration under a lock of its own. The deadline is
+	// only there to fail rather than hang if it waited for the held lock.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sqldb, err := Open(ctx, other)
+	if err != nil {
+		t.Fatalf("open of another schema while a migration holds its lock: %v", err)
+	}
+	if v := schemaVersion(t, sqldb); v != Version {
+		t.Fatalf("schema_version = %d, want %d", v, Version)
+	}
+	sqldb.Close()
+	// The held schema: its migration waits for the lock until the open's context ends.
+	ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if sqldb, err := Open(ctx, held); err == nil {
+		sqldb.Close()
+		t.Fatal("open of the schema whose migration lock is held did not wait for it")
+	}
+	if ctx.Err() == nil {
+		t.Fatal("open of the held schema failed before its context ended")
 	}
 }
 
