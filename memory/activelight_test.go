@@ -132,6 +132,7 @@ func TestActiveLightWhileAppending(t *testing.T) {
 	defer other.Close()
 	done := make(chan error, 1)
 	stop := make(chan struct{})
+	appended := make(chan struct{}, 1) // an append was made since the reader last looked
 	go func() {
 		n := len(msgs)
 		for {
@@ -147,6 +148,10 @@ func TestActiveLightWhileAppending(t *testing.T) {
 				done <- err
 				return
 			}
+			select {
+			case appended <- struct{}{}:
+			default:
+			}
 		}
 	}()
 	reads := 20
@@ -154,7 +159,16 @@ func TestActiveLightWhileAppending(t *testing.T) {
 		reads = 6
 	}
 	var seen []int // the thread's length as each read saw it
-	for range reads {
+	for i := range reads {
+		if i > 0 {
+			// However the machine schedules the two, an append lands between two reads (and
+			// others go on during them).
+			select {
+			case <-appended:
+			case err := <-done:
+				t.Fatalf("the appender stopped: %v", err)
+			}
+		}
 		a, err := s.Active(ctx, "t", memory.ReadOptions{Light: true})
 		if err != nil {
 			t.Fatal(err)
