@@ -149,3 +149,22 @@ func BenchmarkSearchThread(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHistoryBig reads a thread whose history holds a 20 MB tool result among 200 short
+// messages: what a host that reads the thread again pays for decoding what it stored.
+func BenchmarkHistoryBig(b *testing.B) {
+	ctx := context.Background()
+	s, _ := storetest.Open(b)
+	msgs := storetest.BenchMessages(200)
+	big := chat.TextMessage(chat.RoleUser, strings.Repeat("the build log says nothing new here; ", 20<<20/37))
+	msgs = append(msgs[:100:100], append([]chat.Message{big}, msgs[100:]...)...)
+	if _, err := s.Append(ctx, "t", msgs, memory.AppendOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(20 << 20)
+	for b.Loop() {
+		if _, err := s.History(ctx, "t"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

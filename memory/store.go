@@ -586,9 +586,14 @@ func lightEntry(r db.ListMessageColumnsAfterRow) (Entry, error) {
 func entries(rows []db.Message) ([]Entry, error) {
 	out := make([]Entry, len(rows))
 	for i, r := range rows {
-		if err := json.Unmarshal([]byte(r.Raw), &out[i].Message); err != nil {
+		// The store's own one-pass decoder (decodeLine, as an append reads a message), on a copy
+		// of its own: encoding/json reads a message three times and copies its content twice,
+		// which a long tool result pays each time the thread is read.
+		m, _, err := decodeLine([]byte(r.Raw), true)
+		if err != nil {
 			return nil, fmt.Errorf("message %d of thread %q: stored JSON: %w", r.Seq, r.ThreadID, err)
 		}
+		out[i].Message = m
 		out[i].Seq, out[i].Tokens = r.Seq, int(r.Tokens)
 	}
 	return out, nil
