@@ -34,7 +34,19 @@ func (b *bench) agentRows([]conversation) error {
 	defer up.close()
 	for _, backend := range b.backends() {
 		err := b.onBackend(backend, "agents.db", func(name string) error {
-			p, err := b.startServe(name, up.url)
+			served := name
+			if backend == postgresBackend {
+				// Its connections named, for pg_stat_activity.
+				u, err := url.Parse(name)
+				if err != nil {
+					return err
+				}
+				q := u.Query()
+				q.Set("application_name", "memcascade-bench-agents")
+				u.RawQuery = q.Encode()
+				served = u.String()
+			}
+			p, err := b.startServe(served, up.url)
 			if err != nil {
 				return err
 			}
