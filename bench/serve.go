@@ -30,10 +30,8 @@ import (
 //     300 turns (800 messages at the end), each turn sent through the proxy and straight to
 //     the upstream, in turn (which first alternates): the p50 and p99 the proxy adds; five
 //     rounds of it, each on a thread of its own, give the median and the range;
-//   - agents: 50 agents at once, each on its own thread, 20 turns each resending their whole
-//     history, straight to the upstream and then through the proxy: turns per second of each
-//     and the p99 of a proxied turn;
-//   - paced agents: the same 50 agents on new threads, each offering a turn every 100 ms on a
+//   - paced agents: 50 agents at once, each on its own thread (the agents step, agents.go, runs
+//     them closed-loop on each backend), each offering a turn every 100 ms on a
 //     fixed schedule (500 turns/s offered in all), the agents' schedules spread evenly over
 //     the 100 ms; a turn is timed from the moment it was due, not from when it was sent, so a
 //     turn that waits for the one before it counts its wait (no coordinated omission): the
@@ -53,10 +51,10 @@ func (b *bench) serveRows([]conversation) error {
 		return err
 	}
 	defer up.close()
-	latTurns, latRounds, agents, agentTurns, memThreads := 300, 5, 50, 20, 1000
+	latTurns, latRounds, agents, memThreads := 300, 5, 50, 1000
 	pacedTurns, pacedRate := 50, 10.0 // per agent: 50 turns at 10 a second, 5 s
 	if b.quick {
-		latTurns, latRounds, agents, agentTurns, memThreads = 30, 3, 10, 5, 100
+		latTurns, latRounds, agents, memThreads = 30, 3, 10, 100
 		pacedTurns = 10
 	}
 
@@ -69,10 +67,6 @@ func (b *bench) serveRows([]conversation) error {
 			p.stop()
 			return err
 		}
-	}
-	if err := b.serveAgents(p, up, agents, agentTurns); err != nil {
-		p.stop()
-		return err
 	}
 	if err := b.servePaced(p, up, agents, pacedTurns, pacedRate); err != nil {
 		p.stop()
@@ -148,7 +142,10 @@ func (b *bench) startServe(db, upstream string) (*serveProc, error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	p := &serveProc{url: "http://" + addr, db: filepath.Join(b.dir, db)}
+	p := &serveProc{url: "http://" + addr, db: db}
+	if !filepath.IsAbs(db) && !strings.Contains(db, "://") {
+		p.db = filepath.Join(b.dir, db) // a file of the bench's directory
+	}
 	p.cmd = exec.Command(b.memctl, "--db", p.db, "serve", "--listen", addr, "--upstream", upstream)
 	p.cmd.Dir = b.dir
 	p.cmd.Stderr = &p.errb
@@ -437,22 +434,6 @@ func (b *bench) latencyRound(p *serveProc, up *fakeUpstream, sh *shape, thread s
 		straight: [2]time.Duration{pct(straight, 50), pct(straight, 99)},
 		cpu:      cpu, messages: len(msgs),
 	}, nil
-}
-
-func (b *bench) serveAgents(p *serveProc, up *fakeUpstream, agents, turns int) error {
-	r, err := runAgents(p, up, "agent", agents, turns, 0)
-	if err != nil {
-		return err
-	}
-	rate, p99 := r.served(), pct(r.lat, 99)
-	b.add(fmt.Sprintf("serve: %d agents at once, %d turns each, straight to the upstream", agents, turns), fmt.Sprintf("%.0f turns/s", r.direct()), "", nil)
-	b.add(fmt.Sprintf("serve: the same %d agents through the proxy (every turn stored once)", agents), fmt.Sprintf("%.0f turns/s, p50 %s, p99 %s (server CPU %s a turn)", rate, ms2(pct(r.lat, 50)), ms2(p99), ms2(r.cpu)),
-		">= 500 turns/s, p99 < 50 ms", ptr(rate >= 500 && p99 < 50*time.Millisecond))
-	// The agents' first turns are sent at the same instant, each creating its thread: one
-	// in 20 of the turns, so they alone can make the p99 (the 10th slowest of 1,000).
-	b.add(fmt.Sprintf("serve: of those, the %d first turns (sent at once, each creating its thread); the other turns", agents),
-		fmt.Sprintf("first p50 %s, max %s; the others p50 %s, p99 %s", ms2(pct(r.first, 50)), ms2(pct(r.first, 100)), ms2(pct(r.later, 50)), ms2(pct(r.later, 99))), "", nil)
-	return nil
 }
 
 // servePaced runs agents open-loop: agent a's turn k is due at start + (k + a/agents) / rate,

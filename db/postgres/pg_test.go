@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -327,6 +328,43 @@ func TestConnectionsRunWithoutJIT(t *testing.T) {
 	var jit string
 	if err := h.DB.QueryRowContext(context.Background(), "SHOW jit").Scan(&jit); err != nil || jit != "off" {
 		t.Fatalf("jit = %q, %v; want off", jit, err)
+	}
+}
+
+// TestPoolKeepsConnections: the connections a burst of concurrent transactions opens are
+// kept for the next burst: none is closed as it comes back (each is a server process, its
+// settings and its prepared queries).
+func TestPoolKeepsConnections(t *testing.T) {
+	ctx := context.Background()
+	h, err := OpenHandle(ctx, testURL(t), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	const writers = 20
+	burst := func() {
+		var wg, inside sync.WaitGroup
+		inside.Add(writers)
+		for range writers {
+			wg.Go(func() {
+				err := h.LockedTx(ctx, func(q db.Querier) error {
+					_, err := q.ListThreads(ctx, "")
+					inside.Done()
+					inside.Wait() // every transaction holds its connection at once
+					return err
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for i := range 2 {
+		burst()
+		if st := h.DB.Stats(); st.MaxIdleClosed != 0 || st.OpenConnections > poolIdle || st.OpenConnections < 2 {
+			t.Fatalf("after burst %d of %d transactions: %d connections open, %d closed as idle; want none closed", i+1, writers, st.OpenConnections, st.MaxIdleClosed)
+		}
 	}
 }
 
