@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/serve/dialect/dialecttest"
 )
 
 // A request parsed against the previous one of its thread takes the messages of the elements
@@ -31,30 +33,7 @@ func TestParseAgainstPrevious(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			prev, err := d.Parse(c.prev, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := d.Parse(c.next, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Parse(c.next, prev.Sent)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got.Messages, want.Messages) {
-				t.Errorf("messages differ from a parse on its own:\n got %v\nwant %v", got.Messages, want.Messages)
-			}
-			if !reflect.DeepEqual(got.Params, want.Params) {
-				t.Errorf("params %v, want %v", got.Params, want.Params)
-			}
-			if !reflect.DeepEqual(got.Sent.Hashes, want.Sent.Hashes) || !reflect.DeepEqual(got.Sent.Elem, want.Sent.Elem) {
-				t.Errorf("hashes or elements differ from a parse on its own: %v, want %v", got.Sent.Elem, want.Sent.Elem)
-			}
-			if got.Same != c.same {
-				t.Errorf("%d messages the previous request's, want %d", got.Same, c.same)
-			}
+			prev, got := dialecttest.ParseAgainst(t, d, c.prev, c.next, c.same)
 			// Taken, not decoded again: the same memory (none when the system prompt differs).
 			taken := c.same > 0 && &got.Messages[c.same-1].Content[0] == &prev.Messages[c.same-1].Content[0]
 			if taken != (c.same > 0) {

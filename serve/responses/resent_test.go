@@ -2,9 +2,10 @@ package responses_test
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memcascade/memcascade/serve/dialect/dialecttest"
 )
 
 // codexSession is a request of Codex's shape: instructions, then n rounds of a user message, an
@@ -48,30 +49,7 @@ func TestParseAgainstPrevious(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			prev, err := d.Parse(c.prev, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := d.Parse(c.next, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := d.Parse(c.next, prev.Sent)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got.Messages, want.Messages) {
-				t.Errorf("messages differ from a parse on its own:\n got %v\nwant %v", got.Messages, want.Messages)
-			}
-			if !reflect.DeepEqual(got.Params, want.Params) {
-				t.Errorf("params %v, want %v", got.Params, want.Params)
-			}
-			if !reflect.DeepEqual(got.Sent.Hashes, want.Sent.Hashes) || !reflect.DeepEqual(got.Sent.Elem, want.Sent.Elem) {
-				t.Errorf("hashes or items differ from a parse on its own: %v, want %v", got.Sent.Elem, want.Sent.Elem)
-			}
-			if got.Same != c.same {
-				t.Errorf("%d messages the previous request's, want %d", got.Same, c.same)
-			}
+			prev, got := dialecttest.ParseAgainst(t, d, c.prev, c.next, c.same)
 			for i := 1; i < c.taken; i++ {
 				if &got.Messages[i].Content[0] != &prev.Messages[i].Content[0] {
 					t.Errorf("message %d read again, not taken from the previous request", i)
