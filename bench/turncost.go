@@ -44,7 +44,8 @@ func (b *bench) turnCostRows([]conversation) error {
 		return nil
 	}
 	type size struct{ messages, turns int }
-	sizes := []size{{200, 200}, {10000, 50}, {50000, 20}}
+	// 50 turns at 200 messages, so that its thread stays near its size (300 at the end).
+	sizes := []size{{200, 50}, {10000, 50}, {50000, 20}}
 	if b.quick {
 		sizes = []size{{200, 20}, {10000, 5}, {50000, 3}}
 	}
@@ -69,7 +70,7 @@ func (b *bench) turnCostRows([]conversation) error {
 		if err != nil {
 			return err
 		}
-		b.add(fmt.Sprintf("turncost, Chat Completions: one thread of %d messages resent whole + 1, %d turns (%s a request, forwarded whole): serve adds", s.messages, s.turns, kb(r.bytes)),
+		b.add(fmt.Sprintf("turncost, Chat Completions: one thread of %d messages resent whole + 1, %d turns (%d messages at the end; %s a request on average, forwarded whole): serve adds", s.messages, s.turns, s.messages+2*s.turns, kb(r.bytes)),
 			fmt.Sprintf("p50 %s (proxied %s, straight %s; server CPU %s a turn)", ms2(r.added), ms2(r.proxied), ms2(r.straight), ms2(r.cpu)), "", nil)
 		b.add(fmt.Sprintf("turncost: floor at %d messages, the same bodies POSTed to a server that only io.Copy's them to io.Discard", s.messages),
 			fmt.Sprintf("p50 %s (server CPU %s a request)", ms2(r.floor), ms2(r.floorCPU)), "", nil)
@@ -88,7 +89,7 @@ func (b *bench) turnCostRows([]conversation) error {
 
 // turnCost is what turnCost measured for one size.
 type turnCost struct {
-	messages, bytes          int // the thread's size, the last request's bytes
+	messages, bytes          int // the thread's size, the mean bytes of a turn's request
 	proxied, straight, added time.Duration
 	cpu                      time.Duration // serve's, a turn
 	floor, floorCPU          time.Duration // the copy server's p50 round trip and CPU a request
@@ -114,7 +115,7 @@ func (b *bench) turnCost(p *serveProc, up *fakeUpstream, fl *copyServer, thread 
 	for t := range turns {
 		msgs = append(msgs, chat.TextMessage(chat.RoleUser, fmt.Sprintf("[%s] turn %d: and now? %s", thread, t, strings.Repeat("more ", 10))))
 		req := body(msgs)
-		r.bytes = len(req)
+		r.bytes += len(req)
 		var dp, dd, df time.Duration
 		for k := range 3 {
 			switch (t + k) % 3 {
@@ -134,6 +135,7 @@ func (b *bench) turnCost(p *serveProc, up *fakeUpstream, fl *copyServer, thread 
 		proxied, straight, floor = append(proxied, dp), append(straight, dd), append(floor, df)
 		msgs = append(msgs, reply)
 	}
+	r.bytes /= turns
 	r.cpu = (threadsCPU(p.cmd.Process.Pid) - cpu0) / time.Duration(turns)
 	r.floorCPU = (threadsCPU(fl.cmd.Process.Pid) - fcpu0) / time.Duration(turns)
 	r.proxied, r.straight, r.floor = pct(proxied, 50), pct(straight, 50), pct(floor, 50)
