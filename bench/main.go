@@ -47,11 +47,19 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 2 && os.Args[1] == "-copy-server" {
+		// The floor of the turncost step: a server that only reads request bodies.
+		if err := copyServe(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	memctl := flag.String("memctl", "", "a built memctl binary (for the process-level rows)")
 	js := flag.String("js", "", "a directory with node_modules/tiktoken installed (for the comparison row)")
 	scale := flag.Int("scale", 150, "copies of the testdata conversations in the append corpus")
 	quick := flag.Bool("quick", false, "smaller sizes, for a fast check that the bench runs")
-	only := flag.String("only", "", "run only these steps, comma-separated: append, writers, active, compact, windows, tokens, import, message, threads, serve, agents, life")
+	only := flag.String("only", "", "run only these steps, comma-separated: append, writers, active, compact, windows, tokens, import, message, threads, serve, turncost, agents, life")
 	postgres := flag.String("postgres", os.Getenv(postgresEnv), "a PostgreSQL server URL for the PostgreSQL rows (default $"+postgresEnv+"; none: SQLite only)")
 	windowMaxOutput := flag.Int("window-max-output", 1024, "max_output_tokens of the summarizer in the windows step")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the append step (its counting, import and raw insert) to this file")
@@ -120,7 +128,7 @@ func (b *bench) run() error {
 	steps := []struct {
 		name string
 		run  func([]conversation) error
-	}{{"append", b.append}, {"writers", b.writers}, {"active", b.activeRead}, {"compact", b.compaction}, {"windows", b.windowRows}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}, {"serve", b.serveRows}, {"agents", b.agentRows}, {"life", b.lifeRows}}
+	}{{"append", b.append}, {"writers", b.writers}, {"active", b.activeRead}, {"compact", b.compaction}, {"windows", b.windowRows}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}, {"serve", b.serveRows}, {"turncost", b.turnCostRows}, {"agents", b.agentRows}, {"life", b.lifeRows}}
 	for _, step := range steps {
 		if b.only != "" && !slices.Contains(strings.Split(b.only, ","), step.name) {
 			continue

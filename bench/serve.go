@@ -89,6 +89,8 @@ type fakeUpstream struct {
 	url string
 	srv *http.Server
 	n   atomic.Int64
+	// chatBytes is the size of the last Chat Completions request's body.
+	chatBytes atomic.Int64
 }
 
 func startUpstream() (*fakeUpstream, error) {
@@ -100,7 +102,7 @@ func startUpstream() (*fakeUpstream, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o","object":"model","max_model_len":1000000},{"id":"claude-bench","object":"model","max_model_len":1000000},{"id":"gpt-bench","object":"model","max_model_len":1000000}]}`)
+		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o","object":"model","max_model_len":1000000},{"id":"claude-bench","object":"model","max_model_len":1000000},{"id":"gpt-bench","object":"model","max_model_len":1000000},{"id":"`+turncostModel+`","object":"model","max_model_len":100000000}]}`)
 	})
 	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -109,7 +111,8 @@ func startUpstream() (*fakeUpstream, error) {
 		fmt.Fprintf(w, `{"id":"msg_%d","type":"message","role":"assistant","model":"claude-bench","content":[{"type":"text","text":"reply %d: the tests pass now."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":8}}`, n, n)
 	})
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		read, _ := io.Copy(io.Discard, r.Body)
+		u.chatBytes.Store(read)
 		n := u.n.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"reply %d: the tests pass now."},"finish_reason":"stop"}]}`, n, n)
