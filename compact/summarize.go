@@ -694,12 +694,14 @@ func transcriptMessages(es []memory.Entry, redact func(string) string) []transcr
 // what each message's text is before its own patterns run.
 func contextTexts(es []memory.Entry) []string {
 	turns := make([]redactpkg.Turn, len(es))
+	one := make([]string, len(es)) // each turn's one text, in one allocation
 	for i, e := range es {
 		role := e.Message.Role
 		if e.CompactionID != 0 {
 			role = transcript.RoleSummary
 		}
-		turns[i] = redactpkg.Turn{Role: role, Texts: []string{e.Text()}}
+		one[i] = e.Text()
+		turns[i] = redactpkg.Turn{Role: role, Texts: one[i : i+1 : i+1]}
 	}
 	turns, _ = redactpkg.Context(turns)
 	texts := make([]string, len(es))

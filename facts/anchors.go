@@ -19,7 +19,7 @@ type finder struct {
 	// fast, when set, matches the commonest shape of the pattern by hand at start st of
 	// w[:lim]: the submatch indexes the pattern would give, and true; false when the text is of
 	// another shape (the pattern then runs).
-	fast func(w string, st, lim int) ([]int, bool)
+	fast func(w string, st, lim int) ([4]int, bool)
 }
 
 func newFinder(re *regexp.Regexp, window int, starts func(w string) []int) finder {
@@ -36,6 +36,7 @@ func (f finder) find(w string) [][]int {
 	slices.Sort(starts)
 	starts = slices.Compact(starts)
 	var out [][]int
+	var fast []int // the matches of fast, in one block
 	end := 0
 	for _, st := range starts {
 		if st < end || st < 0 || st >= len(w) {
@@ -44,7 +45,11 @@ func (f finder) find(w string) [][]int {
 		lim := min(len(w), st+f.window)
 		if f.fast != nil {
 			if m, ok := f.fast(w, st, lim); ok {
-				out = append(out, m)
+				if cap(fast)-len(fast) < len(m) {
+					fast = make([]int, 0, len(m)*len(starts))
+				}
+				fast = append(fast, m[:]...)
+				out = append(out, fast[len(fast)-len(m):len(fast):len(fast)])
 				end = m[1]
 				continue
 			}
@@ -407,7 +412,7 @@ var (
 // an alphanumeric and does not start with a word the pattern reads otherwise (id, number, no,
 // num, code, is), followed by a byte that is neither a word byte nor cut off by the window.
 // The id is the run without its trailing hyphens, as the pattern's backtracking gives it.
-func ctxIDFast(w string, st, lim int) ([]int, bool) {
+func ctxIDFast(w string, st, lim int) ([4]int, bool) {
 	kw := ""
 	for _, k := range ctxIDKeywords {
 		if hasPrefixFold(w[st:], k) {
@@ -417,17 +422,17 @@ func ctxIDFast(w string, st, lim int) ([]int, bool) {
 	}
 	i := st + len(kw)
 	if kw == "" || i >= lim || w[i] != ' ' && w[i] != '\t' {
-		return nil, false
+		return [4]int{}, false
 	}
 	for i < lim && (w[i] == ' ' || w[i] == '\t') {
 		i++
 	}
 	if i >= lim || !isAlnum(w[i]) {
-		return nil, false
+		return [4]int{}, false
 	}
 	for _, p := range []string{"id", "no", "num", "code", "is"} {
 		if hasPrefixFold(w[i:lim], p) {
-			return nil, false
+			return [4]int{}, false
 		}
 	}
 	j := i
@@ -435,16 +440,16 @@ func ctxIDFast(w string, st, lim int) ([]int, bool) {
 		j++
 	}
 	if j == lim && lim < len(w) || j < len(w) && w[j] == '_' {
-		return nil, false
+		return [4]int{}, false
 	}
 	e := j
 	for w[e-1] == '-' {
 		e--
 	}
 	if e-i < 2 {
-		return nil, false
+		return [4]int{}, false
 	}
-	return []int{st, e, i, e}, true
+	return [4]int{st, e, i, e}, true
 }
 
 // monthStarts finds month names (capitalised: "may" is a verb) at a word start.

@@ -29,6 +29,8 @@ type extractor struct {
 	calls map[string]*entry
 	// lastError is the last error line found in the message being read.
 	lastError string
+	// mask is the masker of the text spans reads, reset for each.
+	mask masker
 }
 
 // addError records an error line.

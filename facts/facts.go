@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/transcript"
 )
@@ -274,6 +275,8 @@ type collector struct {
 	pending map[string]*entry
 	orphans []orphan
 	called  map[string]bool
+	// norm is where the normal form of a fact's text is made to look its entry up (normalKey).
+	norm []byte
 }
 
 type entry struct {
@@ -333,12 +336,14 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 	if text == "" {
 		return nil
 	}
+	var e *entry
 	if key == "" {
-		key = normalize(text)
+		key, e = c.normalKey(k, text)
+	} else {
+		e = c.byKey[factKey{k, key}]
 	}
-	fk := factKey{k, key}
-	e := c.byKey[fk]
 	if e == nil {
+		fk := factKey{k, key}
 		if len(c.slab) == 0 {
 			c.slab = make([]entry, entrySlab)
 		}
@@ -356,6 +361,26 @@ func (c *collector) addBase(k Kind, text, key string, ref bool, base int) *entry
 	e.ref = e.ref || ref
 	e.base = max(e.base, base)
 	return e
+}
+
+// normalKey returns normalize(text) and the entry of kind k under it, nil when there is
+// none. The normal form of an ASCII text is made in c.norm and looked up there: it becomes a
+// string of its own only for a fact seen first (a fact seen again allocates nothing).
+func (c *collector) normalKey(k Kind, text string) (string, *entry) {
+	b, ascii := appendNormalASCII(c.norm[:0], text)
+	if !ascii {
+		key := normalizeRunes(text)
+		return key, c.byKey[factKey{k, key}]
+	}
+	c.norm = b
+	// The map does not keep the key of a lookup: a string over c.norm is enough for it.
+	if e := c.byKey[factKey{k, unsafe.String(unsafe.SliceData(b), len(b))}]; e != nil {
+		return e.key.key, e
+	}
+	if string(b) == text {
+		return text, nil // text is its own normal form
+	}
+	return string(b), nil
 }
 
 // merge adds the entries of d, which saw only messages after every message c saw: the first

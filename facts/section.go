@@ -269,14 +269,18 @@ func (r *sectionRenderer) groups(k int) []Group {
 			continue
 		}
 		g := group{id: string(f.Kind), kind: f.Kind, head: -1}
-		switch self := f.Key + " " + oneLineText(f.Text); {
+		switch {
 		case r.long[i] || f.Key == "":
 		case f.Of != "":
 			g.id, g.label = "of\x00"+f.Of, f.Of
-		case heads[self]:
-			g.id, g.label = "of\x00"+self, self
 		default:
-			g.id, g.label = "key\x00"+f.Key, f.Key
+			// The fact's own line names a record some fact is listed under: made only here, not
+			// for every fact of the prefix.
+			if self := f.Key + " " + oneLineText(f.Text); heads[self] {
+				g.id, g.label = "of\x00"+self, self
+			} else {
+				g.id, g.label = "key\x00"+f.Key, f.Key
+			}
 		}
 		j, ok := at[g.id]
 		if !ok {

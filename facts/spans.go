@@ -41,7 +41,11 @@ type masker struct {
 	dirty bool
 }
 
-func newMasker(s string) *masker { return &masker{w: []byte(s), cur: s} }
+// reset makes m the masker of s, reusing its buffer (an extractor's one masker, reset for
+// each text: the masked strings str returns are copies, so nothing holds the buffer).
+func (m *masker) reset(s string) {
+	m.w, m.cur, m.dirty = append(m.w[:0], s...), s, false
+}
 
 func (m *masker) mask(s, e int) {
 	for i := s; i < e; i++ {
@@ -86,7 +90,8 @@ func (x *extractor) spans(s string, cx ctx) {
 	if !digits && !strings.ContainsAny(s, "/\\@") {
 		return // every span but URLs, emails and paths has a digit
 	}
-	m := newMasker(s)
+	m := &x.mask
+	m.reset(s)
 	add := func(k Kind, st, e int, key string) {
 		x.c.add(k, s[st:e], key, cx.ref)
 		m.mask(st, e)

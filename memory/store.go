@@ -575,12 +575,21 @@ func lightEntry(r db.ListMessageColumnsAfterRow) (Entry, error) {
 	// put every entry on the heap, with tool calls or not.
 	var calls []chat.ToolCall
 	if r.ToolCalls.Valid {
-		if err := json.Unmarshal([]byte(r.ToolCalls.String), &calls); err != nil {
+		var err error
+		if calls, err = decodeToolCalls(r.ToolCalls.String); err != nil {
 			return Entry{}, fmt.Errorf("message %d: stored tool calls: %w", r.Seq, err)
 		}
 	}
 	return Entry{Seq: r.Seq, Tokens: int(r.Tokens), text: r.Content.String, light: true,
 		Message: chat.Message{Role: r.Role, Name: r.Name.String, ToolCallID: r.ToolCallID.String, ToolCalls: calls}}, nil
+}
+
+// decodeToolCalls decodes a message's stored tool_calls. Its slice goes to the heap (decoded
+// through a pointer) only here: a message without calls allocates none.
+func decodeToolCalls(s string) ([]chat.ToolCall, error) {
+	var calls []chat.ToolCall
+	err := json.Unmarshal([]byte(s), &calls)
+	return calls, err
 }
 
 func entries(rows []db.Message) ([]Entry, error) {

@@ -135,6 +135,9 @@ func attr(s string) string {
 	if s == "-" {
 		return "%2D"
 	}
+	if plainAttr(s) {
+		return s // nothing to encode: the common case, with no copy
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
@@ -148,6 +151,20 @@ func attr(s string) string {
 		i += n
 	}
 	return b.String()
+}
+
+// plainAttr reports whether attr leaves s as it is: printable ASCII other than space and '%',
+// not starting with '#'.
+func plainAttr(s string) bool {
+	if s[0] == '#' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == '%' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // unattr decodes an attribute written by attr. A '%' not followed by two hex digits is kept.
