@@ -11,6 +11,7 @@ func (s *Server) WaitBackground() { s.bg.Wait() }
 // Tracked returns the threads the server keeps state for and the bytes of the histories it
 // caches.
 func (s *Server) Tracked() (threads int, cached int64) {
+	s.init() // a test may ask before Serve has begun: init is what makes the threads
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.threads), s.cached
@@ -19,12 +20,14 @@ func (s *Server) Tracked() (threads int, cached int64) {
 // PrevSent is the thread's latest request that the next request of dialect d is parsed
 // against (nil: none).
 func (s *Server) PrevSent(thread string, d dialect.Dialect) *dialect.Sent {
+	s.init()
 	return s.prevSent(thread, d)
 }
 
 // Measured returns the bytes the server counts for what it keeps of the threads and the same
 // measured anew from what it keeps (liveBytes, and keepSent's measure of each latest request).
 func (s *Server) Measured() (counted, measured int64) {
+	s.init()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range s.threads {
