@@ -108,3 +108,13 @@ func BenchmarkLoad(b *testing.B) {
 func BenchmarkClasses(b *testing.B) {
 	loop(b, 0, func() { buildClasses() })
 }
+
+// BenchmarkLongPiece counts one unbroken word of 1 MiB: a single piece, merged with the heap.
+func BenchmarkLongPiece(b *testing.B) {
+	e, err := Builtin("o200k_base")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := strings.Repeat("x", 1<<20)
+	loop(b, len(s), func() { e.Count(s) })
+}

@@ -1,7 +1,5 @@
 package tokenizer
 
-import "container/heap"
-
 // maxLinear is the longest piece merged with the simple quadratic algorithm; longer pieces
 // (long runs of letters, spaces or punctuation) use a heap.
 const maxLinear = 128
@@ -83,14 +81,14 @@ func (t *rankTable) mergeHeap(piece string, out []uint32) []uint32 {
 			}
 		}
 	}
-	heap.Init(&h)
+	h.init()
 	// end returns the end of the part after the part starting at i (i must have a next part).
 	end := func(i int32) int32 {
 		j := next[i]
 		return next[j]
 	}
-	for h.Len() > 0 {
-		e := heap.Pop(&h).(pairEntry)
+	for len(h) > 0 {
+		e := h.pop()
 		a := e.start
 		if pairRank[a] != e.rank {
 			continue // stale: part a was merged away or its right neighbour changed
@@ -107,7 +105,7 @@ func (t *rankTable) mergeHeap(piece string, out []uint32) []uint32 {
 		if next[a] < int32(n) {
 			if r := t.rank(piece[a:end(a)]); r != noRank {
 				pairRank[a] = r
-				heap.Push(&h, pairEntry{r, a})
+				h.push(pairEntry{r, a})
 			}
 		}
 		// The previous part's pair, now ending at a's new end.
@@ -115,7 +113,7 @@ func (t *rankTable) mergeHeap(piece string, out []uint32) []uint32 {
 			pairRank[p] = noRank
 			if r := t.rank(piece[p:next[a]]); r != noRank {
 				pairRank[p] = r
-				heap.Push(&h, pairEntry{r, p})
+				h.push(pairEntry{r, p})
 			}
 		}
 	}
@@ -130,17 +128,64 @@ type pairEntry struct {
 	start int32
 }
 
+// pairHeap is a binary min-heap of pair entries by (rank, start), written for the type (as
+// container/heap's algorithm, without boxing each entry in an interface: a long piece pushes
+// millions).
 type pairHeap []pairEntry
 
-func (h pairHeap) Len() int { return len(h) }
-func (h pairHeap) Less(i, j int) bool {
+func (h pairHeap) less(i, j int) bool {
 	return h[i].rank < h[j].rank || h[i].rank == h[j].rank && h[i].start < h[j].start
 }
-func (h pairHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *pairHeap) Push(x any)   { *h = append(*h, x.(pairEntry)) }
-func (h *pairHeap) Pop() any {
+
+// init establishes the heap order.
+func (h pairHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i, len(h))
+	}
+}
+
+func (h *pairHeap) push(e pairEntry) {
+	*h = append(*h, e)
+	h.up(len(*h) - 1)
+}
+
+// pop removes and returns the least entry; h must not be empty.
+func (h *pairHeap) pop() pairEntry {
 	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	n := len(old) - 1
+	old[0], old[n] = old[n], old[0]
+	old.down(0, n)
+	e := old[n]
+	*h = old[:n]
+	return e
+}
+
+func (h pairHeap) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (h pairHeap) down(i0, n int) {
+	i := i0
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 {
+			break
+		}
+		j := j1 // left child
+		if j2 := j1 + 1; j2 < n && h.less(j2, j1) {
+			j = j2
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
 }

@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -380,9 +379,9 @@ func (m *hfModel) mergeHeap(piece string, out []uint32) []uint32 {
 			h = append(h, pairEntry{p, int32(i)})
 		}
 	}
-	heap.Init(&h)
-	for h.Len() > 0 {
-		e := heap.Pop(&h).(pairEntry)
+	h.init()
+	for len(h) > 0 {
+		e := h.pop()
 		a := e.start
 		if pairPrio[a] != e.rank {
 			continue // stale: part a was merged away or its right neighbour changed
@@ -398,14 +397,14 @@ func (m *hfModel) mergeHeap(piece string, out []uint32) []uint32 {
 		if next[a] < int32(n) {
 			if p, id, ok := m.merges.get(toks[a], toks[next[a]]); ok {
 				pairPrio[a], pairID[a] = p, id
-				heap.Push(&h, pairEntry{p, a})
+				h.push(pairEntry{p, a})
 			}
 		}
 		if p := prev[a]; p >= 0 {
 			pairPrio[p] = noRank
 			if q, id, ok := m.merges.get(toks[p], toks[a]); ok {
 				pairPrio[p], pairID[p] = q, id
-				heap.Push(&h, pairEntry{q, p})
+				h.push(pairEntry{q, p})
 			}
 		}
 	}
