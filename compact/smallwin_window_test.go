@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
-	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
-	"github.com/memcascade/memcascade/tokencount"
 )
 
 // shortThread is n short exchanges of the given shape after a system prompt.
@@ -59,27 +56,7 @@ func TestSmallWindowShortThreads(t *testing.T) {
 					if _, err := s.Append(ctx, "t", shortThread(shape, n), memory.AppendOptions{}); err != nil {
 						t.Fatal(err)
 					}
-					counter, err := s.Counter(tokencount.EncodingO200k)
-					if err != nil {
-						t.Fatal(err)
-					}
-					w := &windowProvider{}
-					e := fakeEntry("local", w.fake(counter, window, nil), window)
-					e.MaxOutputTokens, e.Concurrency = 1024, conc
-					c := compact.New(s, cascade.New(s.DB(), e), compact.Settings{TokenLimit: 2000})
-					dry, err := c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
-					if err != nil {
-						t.Fatal(err)
-					}
-					rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
-					if err != nil || rep.Status != memory.StatusApplied {
-						t.Fatalf("compact: %+v, %v", rep, err)
-					}
-					if len(w.over) > 0 {
-						t.Fatalf("requests over the window of %d: %v", window, w.over)
-					}
-					mid := middleTokens(t, s, dry)
-					target := int(1.5*float64((mid+window/2-1)/(window/2))) + 2
+					w, _, mid, target := throughWindow(t, s, 2000, window, conc, nil)
 					t.Logf("SHORTWIN %s/%d/c%d: middle %d tokens, %d requests (target %d), %d prompt tokens a request", shape, n, conc, mid, w.requests, target, w.prompt/max(w.requests, 1))
 					if w.requests > target {
 						t.Errorf("%d requests for a middle of %d tokens, over the target %d", w.requests, mid, target)

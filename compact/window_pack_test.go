@@ -6,13 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memcascade/memcascade/cascade"
 	"github.com/memcascade/memcascade/chat"
-	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/corpus"
 	"github.com/memcascade/memcascade/internal/storetest"
 	"github.com/memcascade/memcascade/memory"
-	"github.com/memcascade/memcascade/tokencount"
 )
 
 // shortMessages appends n short user/assistant exchanges after a system prompt: a thread of
@@ -44,30 +41,9 @@ func TestSmallWindowAnyThread(t *testing.T) {
 	for name, load := range threads {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			s, _ := storetest.Open(t)
 			load(t, s, "t")
-			counter, err := s.Counter(tokencount.EncodingO200k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := &windowProvider{}
-			e := fakeEntry("local", w.fake(counter, window, nil), window)
-			e.MaxOutputTokens = 1024
-			c := compact.New(s, cascade.New(s.DB(), e), compact.Settings{TokenLimit: 2000})
-			dry, err := c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
-			if err != nil || rep.Status != memory.StatusApplied {
-				t.Fatalf("compact: %+v, %v", rep, err)
-			}
-			if len(w.over) > 0 {
-				t.Fatalf("requests over the window of %d: %v", window, w.over)
-			}
-			mid := middleTokens(t, s, dry)
-			target := int(1.5*float64((mid+window/2-1)/(window/2))) + 2
+			w, _, mid, target := throughWindow(t, s, 2000, window, 1, nil)
 			t.Logf("%s: middle %d tokens, %d requests (target %d), %d prompt tokens", name, mid, w.requests, target, w.prompt)
 			if w.requests > target {
 				t.Errorf("%d requests for a middle of %d tokens, over the target %d", w.requests, mid, target)

@@ -59,14 +59,13 @@ func (w *windowProvider) fake(counter tokencount.Counter, window int, hold func(
 	}}
 }
 
-// windowRun compacts the long recorded thread at a limit of 16000 through a provider of the
-// given window and concurrency, and checks the result: applied, every request within the
-// window, the requests within 1.5 x ceil(middle / (window / 2)) + 2.
-func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvider, memory.Report, int, int) {
+// throughWindow compacts thread t of s at limit through a provider of the given window and
+// concurrency (hold, if set, runs in each request), and checks that it applied and that every
+// request fit the window. It returns the provider's record, the report, the middle's tokens and
+// the request target 1.5 x ceil(middle / (window / 2)) + 2.
+func throughWindow(t *testing.T, s *memory.Store, limit, window, concurrency int, hold func()) (*windowProvider, memory.Report, int, int) {
 	t.Helper()
 	ctx := context.Background()
-	s, _ := storetest.Open(t)
-	longRecordedThread(t, s, "t")
 	counter, err := s.Counter(tokencount.EncodingO200k)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +73,7 @@ func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvi
 	w := &windowProvider{}
 	e := fakeEntry("local", w.fake(counter, window, hold), window)
 	e.MaxOutputTokens, e.Concurrency = 1024, concurrency
-	c := compact.New(s, cascade.New(s.DB(), e), compact.Settings{TokenLimit: 16000})
+	c := compact.New(s, cascade.New(s.DB(), e), compact.Settings{TokenLimit: limit})
 	dry, err := c.Compact(ctx, "t", compact.Options{Force: true, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +86,17 @@ func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvi
 		t.Fatalf("requests over the window of %d: %v", window, w.over)
 	}
 	mid := middleTokens(t, s, dry)
-	target := int(1.5*float64((mid+window/2-1)/(window/2))) + 2
+	return w, rep, mid, int(1.5*float64((mid+window/2-1)/(window/2))) + 2
+}
+
+// windowRun compacts the long recorded thread at a limit of 16000 through a provider of the
+// given window and concurrency, and checks the result: applied, every request within the
+// window, the requests within 1.5 x ceil(middle / (window / 2)) + 2.
+func windowRun(t *testing.T, window, concurrency int, hold func()) (*windowProvider, memory.Report, int, int) {
+	t.Helper()
+	s, _ := storetest.Open(t)
+	longRecordedThread(t, s, "t")
+	w, rep, mid, target := throughWindow(t, s, 16000, window, concurrency, hold)
 	if w.requests > target || rep.Chunks != w.requests {
 		t.Fatalf("%d requests (report: %d chunks) for a middle of %d tokens, over the target %d", w.requests, rep.Chunks, mid, target)
 	}
