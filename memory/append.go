@@ -420,7 +420,11 @@ func storedForm(m chat.Message, raw []byte, counter tokencount.Counter) (stored,
 func storedText(m chat.Message, raw []byte, counter tokencount.Counter) stored {
 	// raw is never written again: the string shares its bytes instead of copying them.
 	row := stored{raw: unsafe.String(unsafe.SliceData(raw), len(raw))}
-	if text, ok := jsontext.StringValue(m.Content); ok {
+	text, ok := sharedText(m.Content, raw)
+	if !ok {
+		text, ok = jsontext.StringValue(m.Content)
+	}
+	if ok {
 		row.text = text
 		row.tokens = tokencount.CountMessageWithText(counter, m, text)
 	} else {
@@ -429,6 +433,33 @@ func storedText(m chat.Message, raw []byte, counter tokencount.Counter) stored {
 	}
 	row.text = db.MakeStorable(row.text) // the searchable, summarized copy; raw keeps the message exactly
 	return row
+}
+
+// sharedText returns the text of content, a JSON string, as a string over its own bytes when
+// content lies within raw (the stored JSON, never written again) and its text is those bytes as
+// written: no escape, valid UTF-8. A message of base64 or of one long word then holds its text
+// once, in the stored JSON, not twice. ok is false otherwise (the text is decoded into a copy).
+func sharedText(content json.RawMessage, raw []byte) (string, bool) {
+	if len(content) < 2 || content[0] != '"' || content[len(content)-1] != '"' || len(raw) == 0 {
+		return "", false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(content)))
+	if at < start || at+uintptr(len(content)) > start+uintptr(len(raw)) {
+		return "", false
+	}
+	body := content[1 : len(content)-1]
+	ascii := true
+	for _, c := range body {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
+	if !ascii && !utf8.Valid(body) {
+		return "", false
+	}
+	return unsafe.String(unsafe.SliceData(body), len(body)), true
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
