@@ -288,23 +288,27 @@ func (ap *appender) add(m chat.Message, raw []byte, line int) error {
 		ap.kept(row.raw, row.tokens)
 	}
 	m.Content = nil // the stored form holds what is needed: let a large content go
-	if len(row.raw) >= largeMessage {
+	size := len(row.raw)
+	if size >= largeMessage {
 		// Before SQLite copies the row into memory of its own.
 		releaseMemory()
 	}
 	ap.seq++
-	if err := ap.q.InsertMessage(ap.ctx, db.InsertMessageParams{
+	arg := db.InsertMessageParams{
 		ThreadID: ap.thread, Seq: ap.seq, Role: m.Role,
 		Content:    nullString(row.text),
 		Name:       nullString(m.Name),
 		ToolCalls:  nullString(row.toolCalls),
 		ToolCallID: nullString(m.ToolCallID),
 		Raw:        row.raw, Tokens: int64(row.tokens), CreatedAt: ap.now,
-	}); err != nil {
+	}
+	// Past here arg holds the text and the stored JSON (raw, an import's line, is its caller's
+	// last use of it; kept, when set, may keep the stored JSON): InsertLargeMessage can let
+	// them go.
+	row, raw = stored{}, nil
+	if err := ap.insert(&arg, size >= largeMessage); err != nil {
 		return err
 	}
-	size := len(row.raw)
-	row = stored{}
 	if size >= largeMessage {
 		releaseMemory()
 	}
@@ -315,6 +319,15 @@ func (ap *appender) add(m chat.Message, raw []byte, line int) error {
 		return ap.flushIndex()
 	}
 	return nil
+}
+
+// insert writes the message of arg; a large one through db.LargeMessageInserter where the
+// Querier has it, which takes arg's text and stored JSON.
+func (ap *appender) insert(arg *db.InsertMessageParams, large bool) error {
+	if l, ok := ap.q.(db.LargeMessageInserter); ok && large {
+		return l.InsertLargeMessage(ap.ctx, arg)
+	}
+	return ap.q.InsertMessage(ap.ctx, *arg)
 }
 
 func (s *Store) indexBatchBytes() int {
