@@ -8,7 +8,9 @@
 //
 // The fast encoder's tokens are those of tiktoken-go, token for token, including for strings
 // that are not valid UTF-8 (each invalid byte is read as U+FFFD, as a conversion to []rune
-// does). Its split patterns are hand-written scanners instead of a backtracking regular
+// does), for every piece of the split up to 64 KiB: a longer one (an unbroken word of more
+// than 64 KiB) is merged in parts, in bounded memory, its count within a few tokens of the
+// whole merge (see maxPiece). Its split patterns are hand-written scanners instead of a backtracking regular
 // expression, the token table is an open-addressing hash table over the tokens' bytes, and
 // pieces of text that take several tokens are remembered in a small bounded cache.
 //
