@@ -288,23 +288,27 @@ func (ap *appender) add(m chat.Message, raw []byte, line int) error {
 		ap.kept(row.raw, row.tokens)
 	}
 	m.Content = nil // the stored form holds what is needed: let a large content go
-	if len(row.raw) >= largeMessage {
+	size := len(row.raw)
+	if size >= largeMessage {
 		// Before SQLite copies the row into memory of its own.
 		releaseMemory()
 	}
 	ap.seq++
-	if err := ap.q.InsertMessage(ap.ctx, db.InsertMessageParams{
+	arg := db.InsertMessageParams{
 		ThreadID: ap.thread, Seq: ap.seq, Role: m.Role,
 		Content:    nullString(row.text),
 		Name:       nullString(m.Name),
 		ToolCalls:  nullString(row.toolCalls),
 		ToolCallID: nullString(m.ToolCallID),
 		Raw:        row.raw, Tokens: int64(row.tokens), CreatedAt: ap.now,
-	}); err != nil {
+	}
+	// Past here arg holds the text and the stored JSON (raw, an import's line, is its caller's
+	// last use of it; kept, when set, may keep the stored JSON): InsertLargeMessage can let
+	// them go.
+	row, raw = stored{}, nil
+	if err := ap.insert(&arg, size >= largeMessage); err != nil {
 		return err
 	}
-	size := len(row.raw)
-	row = stored{}
 	if size >= largeMessage {
 		releaseMemory()
 	}
@@ -315,6 +319,15 @@ func (ap *appender) add(m chat.Message, raw []byte, line int) error {
 		return ap.flushIndex()
 	}
 	return nil
+}
+
+// insert writes the message of arg; a large one through db.LargeMessageInserter where the
+// Querier has it, which takes arg's text and stored JSON.
+func (ap *appender) insert(arg *db.InsertMessageParams, large bool) error {
+	if l, ok := ap.q.(db.LargeMessageInserter); ok && large {
+		return l.InsertLargeMessage(ap.ctx, arg)
+	}
+	return ap.q.InsertMessage(ap.ctx, *arg)
 }
 
 func (s *Store) indexBatchBytes() int {
@@ -420,7 +433,11 @@ func storedForm(m chat.Message, raw []byte, counter tokencount.Counter) (stored,
 func storedText(m chat.Message, raw []byte, counter tokencount.Counter) stored {
 	// raw is never written again: the string shares its bytes instead of copying them.
 	row := stored{raw: unsafe.String(unsafe.SliceData(raw), len(raw))}
-	if text, ok := jsontext.StringValue(m.Content); ok {
+	text, ok := sharedText(m.Content, raw)
+	if !ok {
+		text, ok = jsontext.StringValue(m.Content)
+	}
+	if ok {
 		row.text = text
 		row.tokens = tokencount.CountMessageWithText(counter, m, text)
 	} else {
@@ -429,6 +446,33 @@ func storedText(m chat.Message, raw []byte, counter tokencount.Counter) stored {
 	}
 	row.text = db.MakeStorable(row.text) // the searchable, summarized copy; raw keeps the message exactly
 	return row
+}
+
+// sharedText returns the text of content, a JSON string, as a string over its own bytes when
+// content lies within raw (the stored JSON, never written again) and its text is those bytes as
+// written: no escape, valid UTF-8. A message of base64 or of one long word then holds its text
+// once, in the stored JSON, not twice. ok is false otherwise (the text is decoded into a copy).
+func sharedText(content json.RawMessage, raw []byte) (string, bool) {
+	if len(content) < 2 || content[0] != '"' || content[len(content)-1] != '"' || len(raw) == 0 {
+		return "", false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(content)))
+	if at < start || at+uintptr(len(content)) > start+uintptr(len(raw)) {
+		return "", false
+	}
+	body := content[1 : len(content)-1]
+	ascii := true
+	for _, c := range body {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
+	if !ascii && !utf8.Valid(body) {
+		return "", false
+	}
+	return unsafe.String(unsafe.SliceData(body), len(body)), true
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

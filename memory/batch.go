@@ -142,6 +142,14 @@ func (d deferIndex) IndexMessages(_ context.Context, arg db.IndexMessagesParams)
 	return nil
 }
 
+// InsertLargeMessage is the Querier's, when it has it (see db.LargeMessageInserter).
+func (d deferIndex) InsertLargeMessage(ctx context.Context, arg *db.InsertMessageParams) error {
+	if l, ok := d.Querier.(db.LargeMessageInserter); ok {
+		return l.InsertLargeMessage(ctx, arg)
+	}
+	return d.Querier.InsertMessage(ctx, *arg)
+}
+
 // stopBatches refuses the appends that come after Close.
 func (s *Store) stopBatches() {
 	s.batch.mu.Lock()

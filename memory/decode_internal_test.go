@@ -9,9 +9,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/db"
+	"github.com/memcascade/memcascade/internal/jsontext"
 	"github.com/memcascade/memcascade/internal/testdb"
+	"github.com/memcascade/memcascade/tokencount"
 )
 
 // decodeSeeds are messages of every shape decodeFast reads, and inputs it must leave to
@@ -301,4 +305,60 @@ func FuzzSkipPlain(f *testing.F) {
 			t.Fatalf("skipPlain(%q, %d) = %d, want %d", b, from, got, want)
 		}
 	})
+}
+
+// TestSharedText checks that an imported message's text shares the bytes of its stored JSON
+// exactly when the text is those bytes as written, and is otherwise decoded: the stored text
+// and the count are the same either way.
+func TestSharedText(t *testing.T) {
+	for _, tc := range []struct {
+		line   string
+		shared bool
+	}{
+		{`{"role":"user","content":"plain ASCII text, base64 +/= and words"}`, true},
+		{`{"role":"user","content":"non-ASCII: é 中文 😀"}`, true},
+		{`{"role":"user","content":""}`, true},
+		{`{"role":"user","content":"an escape: \n and \"quotes\""}`, false},
+		{`{"role":"user","content":"\u00e9 written as an escape"}`, false},
+		{`{"role":"user","content":"NUL \u0000 as an escape"}`, false},
+		{`{"role":"user","content":[{"type":"text","text":"parts"}]}`, false},
+		{`{"role":"user","content":null}`, false},
+	} {
+		m, raw, err := decodeLine([]byte(tc.line), true)
+		if err != nil || raw == nil {
+			t.Fatalf("%s: %v (raw %q)", tc.line, err, raw)
+		}
+		text, shared := sharedText(m.Content, raw)
+		if shared != tc.shared {
+			t.Errorf("%s: shared %v, want %v", tc.line, shared, tc.shared)
+		}
+		if shared {
+			if want, _ := jsontext.StringValue(m.Content); text != want {
+				t.Errorf("%s: shared text %q, decoded %q", tc.line, text, want)
+			}
+			if len(text) > 0 && unsafe.StringData(text) != &raw[bytes.Index(raw, []byte(text))] {
+				t.Errorf("%s: the text is a copy", tc.line)
+			}
+		}
+		// Content that is not inside the stored JSON (a message made otherwise) is decoded.
+		if _, shared := sharedText(bytes.Clone(m.Content), raw); shared {
+			t.Errorf("%s: content outside raw shared", tc.line)
+		}
+		counter, err := tokencount.NewCounter("o200k_base")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := storedText(m, raw, counter)
+		if want := db.MakeStorable(m.Text()); got.text != want {
+			t.Errorf("%s: stored text %q, want %q", tc.line, got.text, want)
+		}
+		if want := counter.CountMessage(m); got.tokens != want {
+			t.Errorf("%s: %d tokens, want %d", tc.line, got.tokens, want)
+		}
+	}
+	// Invalid UTF-8 is never shared (decodeLine refuses it; sharedText checks it still).
+	raw := []byte("{\"content\":\"\xff\"}")
+	if _, shared := sharedText(raw[11:14], raw); shared {
+		t.Error("invalid UTF-8 shared")
+	}
 }

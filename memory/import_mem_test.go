@@ -86,3 +86,60 @@ func TestImportLargeMessageAllocates(t *testing.T) {
 		}
 	}
 }
+
+// TestImportLargeMessageStored imports messages of memory.LargeMessage bytes and more, which
+// the SQLite store writes through db.LargeMessageInserter (the text and the stored JSON handed
+// to the statement by key), and checks every stored column against the input: the stored
+// JSON is the line, the text its decoded content, the count the counter's. A message with
+// escapes (its text a copy) and one without (its text shared with the line), and one of each
+// in the same import, with a small one between them.
+func TestImportLargeMessageStored(t *testing.T) {
+	s, _ := storetest.Open(t)
+	ctx := context.Background()
+	escaped := bytes.TrimSpace(bigMessageLine(t, memory.LargeMessage))
+	var plain strings.Builder
+	for i := 0; plain.Len() < memory.LargeMessage; i++ {
+		fmt.Fprintf(&plain, "QUJD%08dREVGR0hJSktMTU5PUFFSU1RVVldYWVo+/", i)
+	}
+	plainLine, err := json.Marshal(chat.Message{Role: chat.RoleAssistant, Content: json.RawMessage(`"` + plain.String() + `"`), Name: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := []byte(`{"role":"user","content":"a short one between"}`)
+	input := bytes.Join([][]byte{escaped, small, plainLine}, []byte("\n"))
+	res, err := s.Import(ctx, "large", bytes.NewReader(input), memory.AppendOptions{})
+	if err != nil || res.Appended != 3 {
+		t.Fatalf("import: %+v, %v", res, err)
+	}
+	rows, err := s.DB().Q().ListMessages(ctx, "large")
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	th, err := s.Thread(ctx, "large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter, err := s.Counter(th.Encoding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range [][]byte{escaped, small, plainLine} {
+		var m chat.Message
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatal(err)
+		}
+		r := rows[i]
+		if r.Raw != string(line) {
+			t.Errorf("message %d: the stored JSON (%d bytes) is not the line (%d bytes)", i+1, len(r.Raw), len(line))
+		}
+		if !r.Content.Valid || r.Content.String != m.Text() {
+			t.Errorf("message %d: the stored text (%d bytes) is not the content (%d bytes)", i+1, len(r.Content.String), len(m.Text()))
+		}
+		if want := counter.CountMessage(m); r.Tokens != int64(want) {
+			t.Errorf("message %d: %d tokens stored, want %d", i+1, r.Tokens, want)
+		}
+		if r.Name.String != m.Name || r.Role != m.Role || r.Seq != int64(i+1) {
+			t.Errorf("message %d: stored %q %q seq %d, want %q %q", i+1, r.Role, r.Name.String, r.Seq, m.Role, m.Name)
+		}
+	}
+}

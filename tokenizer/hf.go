@@ -289,6 +289,19 @@ func (h *HF) run(s string, out []int, count bool) ([]int, int) {
 	n := 0
 	var scratch [maxLinear]uint32
 	h.pieces(s, func(piece string) {
+		if len(piece) > maxPiece {
+			// Merged part by part, as the fast encoder merges a long piece (see maxPiece).
+			for c := range chunks(piece) {
+				part := h.piece(c, nil) // may be the cache's: read only
+				n += len(part)
+				if !count {
+					for _, t := range part {
+						out = append(out, int(t))
+					}
+				}
+			}
+			return
+		}
 		toks := h.piece(piece, scratch[:0])
 		n += len(toks)
 		if !count {

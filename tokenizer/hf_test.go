@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"hash/fnv"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -465,4 +466,60 @@ func BenchmarkHFEncodeMessages(b *testing.B) {
 			})
 		})
 	}
+}
+
+// TestHFChunkedPieceDrift is TestChunkedPieceDrift for the Hugging Face encoder: a piece
+// longer than maxPiece is merged in parts, its count within maxPieceDrift tokens a cut of the
+// merge of the whole piece.
+func TestHFChunkedPieceDrift(t *testing.T) {
+	t.Parallel()
+	v := vectors(t)
+	alphabets := []string{"abcdefghijklmnopqrstuvwxyz", "ab", "x", "éàüß中文", " "}
+	checked, bases := 0, map[string]bool{}
+	for _, variant := range v.Variants {
+		if bases[variant.Base] {
+			continue // one variant of each file: the merges are the file's
+		}
+		h := hfVariant(t, variant.Name)
+		if len(h.forms) > 0 {
+			continue // a normalizer changes the text before the split
+		}
+		bases[variant.Base] = true
+		rng := rand.New(rand.NewPCG(36, 65))
+		for _, alphabet := range alphabets {
+			letters := []rune(alphabet)
+			var b strings.Builder
+			size := maxPiece + 1 + rng.IntN(2*maxPiece)
+			for b.Len() < size {
+				b.WriteRune(letters[rng.IntN(len(letters))])
+			}
+			s := b.String()
+			var pieces []string
+			h.pieces(s, func(p string) { pieces = append(pieces, p) })
+			if len(pieces) != 1 || len(pieces[0]) <= maxPiece {
+				continue // not one long piece for this pre-tokenizer: nothing chunked
+			}
+			cuts := -1
+			for range chunks(pieces[0]) {
+				cuts++
+			}
+			whole := len(h.piece(pieces[0], nil))
+			got := h.Count(s)
+			drift := got - whole
+			if drift < 0 {
+				drift = -drift
+			}
+			if drift > maxPieceDrift*cuts {
+				t.Errorf("%s: a word of %d bytes of %q in %d parts counts %d tokens, its whole merge %d", variant.Name, len(s), alphabet, cuts+1, got, whole)
+			}
+			if enc := h.Encode(s); len(enc) != got {
+				t.Errorf("%s: Encode gives %d tokens, Count %d", variant.Name, len(enc), got)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no variant splits a long word into one piece: nothing checked")
+	}
+	t.Logf("%d long pieces of %d files checked", checked, len(bases))
 }

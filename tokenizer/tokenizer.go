@@ -8,7 +8,9 @@
 //
 // The fast encoder's tokens are those of tiktoken-go, token for token, including for strings
 // that are not valid UTF-8 (each invalid byte is read as U+FFFD, as a conversion to []rune
-// does). Its split patterns are hand-written scanners instead of a backtracking regular
+// does), for every piece of the split up to 64 KiB: a longer one (an unbroken word of more
+// than 64 KiB) is merged in parts, in bounded memory, its count within a few tokens of the
+// whole merge (see maxPiece). Its split patterns are hand-written scanners instead of a backtracking regular
 // expression, the token table is an open-addressing hash table over the tokens' bytes, and
 // pieces of text that take several tokens are remembered in a small bounded cache.
 //
@@ -150,6 +152,20 @@ func (e *Encoding) run(s string, out []int, count bool) ([]int, int) {
 		switch cached, ok := e.cache.get(piece, h); {
 		case ok:
 			toks = cached
+		case len(piece) > maxPiece:
+			// Merged part by part (see maxPiece), each part's tokens counted or appended
+			// before the next is merged.
+			var part []uint32
+			for c := range chunks(piece) {
+				part = ranks.mergeHeap(c, part[:0])
+				n += len(part)
+				if !count {
+					for _, t := range part {
+						out = append(out, int(t))
+					}
+				}
+			}
+			continue
 		case len(piece) > maxLinear:
 			toks = ranks.mergeHeap(piece, nil)
 		default:
@@ -164,4 +180,41 @@ func (e *Encoding) run(s string, out []int, count bool) ([]int, int) {
 		}
 	}
 	return out, n
+}
+
+// maxPiece is the longest piece merged whole, as tiktoken merges it. A longer piece (an
+// unbroken word, a run of spaces or of punctuation of more than 64 KiB) is merged in parts of
+// at most maxPiece bytes, cut between characters, each part on its own: the merge of a whole
+// piece takes about 32 bytes of memory per byte of the piece (a 20 MB word took 600 MB), a part
+// 2 MB at most. The count of such a piece may then differ from tiktoken's by the merges a cut
+// prevents or changes near it: at most maxPieceDrift tokens per cut over the random long words
+// of TestChunkedPieceDrift (measured: see there), a few in a million of the piece's tokens.
+// Every piece of maxPiece bytes or less is merged exactly as tiktoken does.
+const maxPiece = 64 << 10
+
+// maxPieceDrift bounds how many tokens a cut of a long piece adds or removes against the
+// merge of the whole piece (see maxPiece).
+const maxPieceDrift = 2
+
+// chunks cuts piece, longer than maxPiece, into parts of about equal length, at most maxPiece
+// bytes each, each cut at the start of a character.
+func chunks(piece string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		k := (len(piece) + maxPiece - 1) / maxPiece
+		size := (len(piece) + k - 1) / k
+		for len(piece) > 0 {
+			if len(piece) <= maxPiece {
+				yield(piece)
+				return
+			}
+			c := size
+			for c > 0 && !utf8.RuneStart(piece[c]) {
+				c--
+			}
+			if !yield(piece[:c]) {
+				return
+			}
+			piece = piece[c:]
+		}
+	}
 }

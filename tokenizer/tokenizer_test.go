@@ -530,3 +530,72 @@ func TestRandomStrings(t *testing.T) {
 		})
 	}
 }
+
+// TestChunkedPieceDrift compares the count of pieces longer than maxPiece, merged in parts,
+// with the merge of the whole piece, on random long words of several alphabets: the count
+// differs by at most maxPieceDrift tokens per cut. Pieces of maxPiece bytes or less are
+// merged whole (TestLongPieces, TestConversations and the others check them against the
+// reference).
+func TestChunkedPieceDrift(t *testing.T) {
+	t.Parallel()
+	alphabets := []string{
+		"abcdefghijklmnopqrstuvwxyz",
+		"etaoinshr",
+		"ab",
+		"x",
+		"abcdefghijklmnopqrstuvwxyzéàüß",
+		"中文字符",
+		" ",
+		"!?.-=",
+	}
+	words := 2 // per alphabet and encoding in the default run; more under -tags heavy
+	if heavyRun {
+		words = 12
+	}
+	worst, total, cutsSeen := 0, 0, 0
+	for _, name := range encodings {
+		e := mustLoad(t, name)
+		rng := rand.New(rand.NewPCG(36, 64))
+		for _, alphabet := range alphabets {
+			letters := []rune(alphabet)
+			for range words {
+				var b strings.Builder
+				size := maxPiece + 1 + rng.IntN(2*maxPiece)
+				for b.Len() < size {
+					b.WriteRune(letters[rng.IntN(len(letters))])
+				}
+				s := b.String()
+				pieces := 0
+				for p := 0; p < len(s); pieces++ {
+					if e.o200k {
+						p = e.classes.splitO200k(s, p)
+					} else {
+						p = e.classes.splitCL100k(s, p)
+					}
+				}
+				if pieces != 1 {
+					continue // not one piece for this encoding's split: nothing chunked
+				}
+				cuts := 0
+				for range chunks(s) {
+					cuts++
+				}
+				cuts--
+				whole := len(e.ranks.mergeHeap(s, nil))
+				got := e.Count(s)
+				drift := got - whole
+				if drift < 0 {
+					drift = -drift
+				}
+				worst, total, cutsSeen = max(worst, drift), total+drift, cutsSeen+cuts
+				if drift > maxPieceDrift*cuts {
+					t.Errorf("%s: a word of %d bytes of %q in %d parts counts %d tokens, its whole merge %d: off by %d, over %d a cut", name, len(s), alphabet, cuts+1, got, whole, drift, maxPieceDrift)
+				}
+				if enc := e.Encode(s); len(enc) != got {
+					t.Errorf("%s: Encode gives %d tokens, Count %d", name, len(enc), got)
+				}
+			}
+		}
+	}
+	t.Logf("%d cuts: %d tokens of difference in all, %d at most in one word", cutsSeen, total, worst)
+}
