@@ -61,7 +61,7 @@ func main() {
 	js := flag.String("js", "", "a directory with node_modules/tiktoken installed (for the comparison row)")
 	scale := flag.Int("scale", 150, "copies of the testdata conversations in the append corpus")
 	quick := flag.Bool("quick", false, "smaller sizes, for a fast check that the bench runs")
-	only := flag.String("only", "", "run only these steps, comma-separated: append, writers, active, compact, windows, tokens, import, message, threads, serve, turncost, agents, life")
+	only := flag.String("only", "", "run only these steps, comma-separated: append, writers, active, compact, compact100k, windows, tokens, import, message, threads, serve, turncost, agents, life")
 	postgres := flag.String("postgres", os.Getenv(postgresEnv), "a PostgreSQL server URL for the PostgreSQL rows (default $"+postgresEnv+"; none: SQLite only)")
 	windowMaxOutput := flag.Int("window-max-output", 1024, "max_output_tokens of the summarizer in the windows step")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the append step (its counting, import and raw insert) to this file")
@@ -130,7 +130,7 @@ func (b *bench) run() error {
 	steps := []struct {
 		name string
 		run  func([]conversation) error
-	}{{"append", b.append}, {"writers", b.writers}, {"active", b.activeRead}, {"compact", b.compaction}, {"windows", b.windowRows}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}, {"serve", b.serveRows}, {"turncost", b.turnCostRows}, {"agents", b.agentRows}, {"life", b.lifeRows}}
+	}{{"append", b.append}, {"writers", b.writers}, {"active", b.activeRead}, {"compact", b.compaction}, {"compact100k", b.bigCompaction}, {"windows", b.windowRows}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}, {"serve", b.serveRows}, {"turncost", b.turnCostRows}, {"agents", b.agentRows}, {"life", b.lifeRows}}
 	for _, step := range steps {
 		if b.only != "" && !slices.Contains(strings.Split(b.only, ","), step.name) {
 			continue
@@ -642,6 +642,72 @@ func (b *bench) compactionOf(backend, name string, n int) error {
 	// The CPU time of the process over the compaction (every thread: the garbage collector's
 	// too) says what the wall time says when the machine is shared with other work.
 	b.add(label, fmt.Sprintf("%s (CPU %s)", d.Round(100*time.Microsecond), median(cpus).Round(100*time.Microsecond)), target, ok)
+	return nil
+}
+
+// bigCompaction: memctl compact --force of a thread of 100,000 messages of about 160 bytes
+// (a support agent's turns: a request, a tool call, its result, an answer), whole process, with
+// the default configuration (its offline extractive summarizer): the peak resident memory of
+// the process beside its target.
+func (b *bench) bigCompaction([]conversation) error {
+	const target = "< 150 MB"
+	n := 100_000
+	if b.quick {
+		n = 10_000
+	}
+	label := fmt.Sprintf("compaction of %d messages (memctl compact --force): peak RSS", n)
+	if b.memctl == "" {
+		b.add(label, "not run (needs -memctl)", target, nil)
+		return nil
+	}
+	path := filepath.Join(b.dir, "compact100k.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	size := 0
+	for i := 0; i < n; i += 4 {
+		turn := []string{
+			fmt.Sprintf(`{"role":"user","content":"Please check order #W%07d for flight HAT%03d, booked on 2024-%02d-%02d."}`, i, i%997, 1+i%12, 1+i%28),
+			fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_%d","type":"function","function":{"name":"get_order_details","arguments":"{\"order_id\": \"#W%07d\"}"}}]}`, i, i),
+			fmt.Sprintf(`{"role":"tool","tool_call_id":"call_%d","content":"{\"order_id\": \"#W%07d\", \"status\": \"delivered\", \"total\": %d.%02d, \"address\": \"%d Main Street, Springfield\", \"items\": [\"item %d\"]}"}`, i, i, 10+i%900, i%100, 1+i%2000, i),
+			fmt.Sprintf(`{"role":"assistant","content":"Order #W%07d was delivered to %d Main Street; it cost $%d.%02d."}`, i, 1+i%2000, 10+i%900, i%100),
+		}
+		for _, l := range turn[:min(4, n-i)] {
+			w.WriteString(l)
+			w.WriteByte('\n')
+			size += len(l) + 1
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	f.Close()
+	dbPath := filepath.Join(b.dir, "compact100k.db")
+	if _, err := exec.Command(b.memctl, "--db", dbPath, "import", "big", path).CombinedOutput(); err != nil {
+		return fmt.Errorf("memctl import: %w", err)
+	}
+	os.Remove(path)
+	runtime.GC()
+	cmd := exec.Command(b.memctl, "--db", dbPath, "compact", "big", "--force", "--json")
+	cmd.Dir = b.dir
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	rss, d, err := peakRSS(cmd)
+	if err != nil {
+		return err
+	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	var rep struct {
+		Status             string `json:"status"`
+		SummarizedMessages int    `json:"summarized_messages"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Status != "applied" {
+		return fmt.Errorf("memctl compact: status %q (%v): %s", rep.Status, err, out.String())
+	}
+	b.add(label, fmt.Sprintf("%d MB, %s (CPU %s), %.1f MB thread, %d messages summarized", rss>>20, d.Round(100*time.Millisecond),
+		cpu.Round(100*time.Millisecond), float64(size)/1e6, rep.SummarizedMessages), target, ptr(rss < 150<<20))
 	return nil
 }
 

@@ -208,7 +208,62 @@ var (
 // isErrorLine reports whether a (trimmed) line reports an error. Lines of a numbered code
 // listing never do.
 func isErrorLine(line string) bool {
-	return !lineNumberRE.MatchString(line) && errorLineRE.MatchString(line)
+	return mayReportError(line) && !lineNumberRE.MatchString(line) && errorLineRE.MatchString(line)
+}
+
+// errorWords are the words one of which each branch of errorLineRE holds, in lower case
+// ("fail" of failed and failure, "not found" of command not found...).
+var errorWords = []string{"error", "fatal", "panic", "exception", "traceback", "fail", "denied", "no such file",
+	"not found", "refused", "does not exist", "cannot be", "could not", "unable to"}
+
+// mayReportError is false for an ASCII line without any of errorWords in any case: a line
+// errorLineRE cannot match, told without running it (a backtracking match over each line of
+// every tool result of a long transcript). A line with other bytes is left to the pattern,
+// whose case folding is Unicode's (the long s is an s).
+func mayReportError(line string) bool {
+	for i := 0; i < len(line); i++ {
+		if line[i] >= 0x80 {
+			return true
+		}
+	}
+	for i := 0; i < len(line); i++ {
+		c := line[i] | 0x20 // an ASCII letter in lower case; errorWords start with letters
+		if !errorFirst[c] {
+			continue
+		}
+		for _, w := range errorWords {
+			if w[0] == c && hasPrefixFold(line[i:], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errorFirst marks the first bytes of errorWords.
+var errorFirst = func() (first [256]bool) {
+	for _, w := range errorWords {
+		first[w[0]] = true
+	}
+	return first
+}()
+
+// hasPrefixFold reports whether s starts with prefix (lower case), ASCII letters compared in
+// any case.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // summarizeTranscript writes the sections of a summary of msgs within budget tokens:

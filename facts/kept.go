@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Kept reports which facts appear in summary, as a slice parallel to ledger.
@@ -100,6 +101,10 @@ type summaryIndex struct {
 	lines   []string        // the normalised non-empty lines, built on first use
 	byName  map[string][]string
 	buf     []byte // scratch of containsText
+	// places: where each word of norm stands, built on first use (see tokenIn)
+	places    map[string]wordPlaces
+	placeAt   []int // the offset in norm of each place
+	placeNext []int // the place of the same word before it, -1 for none
 }
 
 func newSummaryIndex(summary string) *summaryIndex {
@@ -425,13 +430,74 @@ func (s *summaryIndex) containsText(text string) bool {
 	}
 	for _, c := range b {
 		if !isWordByte(c) {
-			return containsToken(s.norm, string(b))
+			return s.tokenIn(unsafe.String(unsafe.SliceData(b), len(b)))
 		}
 	}
 	if s.words == nil {
 		s.words = wordSet(s.norm)
 	}
 	return s.words[string(b)] // no allocation: the key is only looked up
+}
+
+// tokenIn is containsToken(s.norm, needle) for a normalised needle, found from the places of
+// needle's words in the summary instead of by a scan of it: checking tens of thousands of
+// facts ("#W0000123", a tool call) against a long text (a summary, the facts of a section)
+// scanned it once for each. Where needle is a token of the text, each of needle's maximal runs
+// of word runes is one of the text's, at the same distance from the match's start: it lies
+// between needle's own other runes or, at needle's ends, runes that are not word runes (the
+// match's boundaries). So a needle with a word the text lacks is not in it, and one with words
+// is looked for only where its rarest word stands.
+func (s *summaryIndex) tokenIn(needle string) bool {
+	if s.places == nil {
+		s.indexPlaces()
+	}
+	var best wordPlaces
+	bestAt, found, missing := 0, false, false
+	eachWord(needle, func(w string) {
+		p, ok := s.places[w]
+		switch {
+		case !ok:
+			missing = true
+		case !found || p.n < best.n:
+			best, bestAt, found = p, offsetIn(needle, w), true
+		}
+	})
+	switch {
+	case missing:
+		return false
+	case !found: // no word: the text is scanned
+		return containsToken(s.norm, needle)
+	}
+	for e := best.last; e >= 0; e = s.placeNext[e] {
+		if i := s.placeAt[e] - bestAt; i >= 0 && i+len(needle) <= len(s.norm) && s.norm[i:i+len(needle)] == needle && tokenAt(s.norm, needle, i) {
+			return true
+		}
+	}
+	return false
+}
+
+// wordPlaces is where a word of a text stands: the latest of its places (an index of
+// summaryIndex.placeAt; the places before it follow by placeNext) and how many there are.
+type wordPlaces struct{ last, n int }
+
+// indexPlaces records the place of each maximal run of word runes of s.norm.
+func (s *summaryIndex) indexPlaces() {
+	s.places = map[string]wordPlaces{}
+	eachWord(s.norm, func(w string) {
+		p, ok := s.places[w]
+		if !ok {
+			p.last = -1
+		}
+		s.placeAt = append(s.placeAt, offsetIn(s.norm, w))
+		s.placeNext = append(s.placeNext, p.last)
+		p.last, p.n = len(s.placeAt)-1, p.n+1
+		s.places[w] = p
+	})
+}
+
+// offsetIn is the offset in s of sub, a substring of it (as eachWord passes them).
+func offsetIn(s, sub string) int {
+	return int(uintptr(unsafe.Pointer(unsafe.StringData(sub))) - uintptr(unsafe.Pointer(unsafe.StringData(s))))
 }
 
 // appendNormalASCII appends normalize(s) to dst for an ASCII s (false otherwise).
@@ -500,7 +566,7 @@ func normalizeASCII(s string) (string, bool) {
 // long text.
 func (s *summaryIndex) contains(needle string) bool {
 	if needle == "" || !allWordRunes(needle) {
-		return containsToken(s.norm, needle)
+		return s.tokenIn(needle)
 	}
 	if s.words == nil {
 		s.words = wordSet(s.norm)
@@ -568,22 +634,36 @@ func containsToken(hay, needle string) bool {
 			return false
 		}
 		i += off
-		okL, okR := true, true
-		if isWordRune(first) && i > 0 {
-			r, _ := utf8.DecodeLastRuneInString(hay[:i])
-			okL = !isWordRune(r)
-		}
-		if isWordRune(last) && i+len(needle) < len(hay) {
-			r, _ := utf8.DecodeRuneInString(hay[i+len(needle):])
-			okR = !isWordRune(r)
-		}
-		if okL && okR {
+		if tokenEnds(hay, needle, i, first, last) {
 			return true
 		}
 		_, size := utf8.DecodeRuneInString(hay[i:])
 		off = i + size
 	}
 	return false
+}
+
+// tokenAt reports whether the occurrence of needle at i of hay stands as a token (see
+// containsToken).
+func tokenAt(hay, needle string, i int) bool {
+	first, _ := utf8.DecodeRuneInString(needle)
+	last, _ := utf8.DecodeLastRuneInString(needle)
+	return tokenEnds(hay, needle, i, first, last)
+}
+
+// tokenEnds is tokenAt for needle's first and last runes.
+func tokenEnds(hay, needle string, i int, first, last rune) bool {
+	if isWordRune(first) && i > 0 {
+		if r, _ := utf8.DecodeLastRuneInString(hay[:i]); isWordRune(r) {
+			return false
+		}
+	}
+	if isWordRune(last) && i+len(needle) < len(hay) {
+		if r, _ := utf8.DecodeRuneInString(hay[i+len(needle):]); isWordRune(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func isWordRune(r rune) bool {

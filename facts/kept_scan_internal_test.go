@@ -2,6 +2,7 @@ package facts
 
 import (
 	"maps"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -101,5 +102,45 @@ func TestNumberRuns(t *testing.T) {
 	}
 	if runs == 0 {
 		t.Fatal("no text held a number")
+	}
+}
+
+// TestTokenInIsContainsToken: the lookup of a fact by the places of its words answers what a
+// scan of the whole text answers, on random texts and needles (cut from the text or not).
+func TestTokenInIsContainsToken(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	pieces := []string{"w0001", "hat12", "a", "ab", "_", "é", "éa", "1", "12", " ", " ", "#", "-", ".", "(", ")", "=", "$", "main street", "get_order(id=#w0001)", "ü1", "x"}
+	pick := func(n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	checked, held := 0, 0
+	for range 3000 {
+		idx := newSummaryIndex(pick(1 + rng.IntN(40)))
+		for range 20 {
+			needle := normalize(pick(1 + rng.IntN(4)))
+			if rng.IntN(2) == 0 && len(idx.norm) > 0 {
+				i := rng.IntN(len(idx.norm))
+				j := i + 1 + rng.IntN(min(12, len(idx.norm)-i))
+				needle = strings.TrimSpace(strings.ToValidUTF8(idx.norm[i:j], ""))
+			}
+			if needle == "" {
+				continue
+			}
+			want := containsToken(idx.norm, needle)
+			if got := idx.tokenIn(needle); got != want {
+				t.Fatalf("tokenIn(%q) in %q = %v, containsToken %v", needle, idx.norm, got, want)
+			}
+			checked++
+			if want {
+				held++
+			}
+		}
+	}
+	if held == 0 || held == checked {
+		t.Fatalf("%d of %d needles held: the test does not tell the answers apart", held, checked)
 	}
 }
