@@ -34,6 +34,8 @@ func pipelined(ctx context.Context, sqldb *sql.DB, fn func(q db.Querier) error) 
 	if err != nil {
 		return err
 	}
+	// The driver's connection is used past Raw's callback: this function holds conn, which
+	// database/sql gives no one else until it is closed, and uses it one call at a time.
 	var pc *pgx.Conn
 	if err := conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
@@ -51,13 +53,14 @@ func pipelined(ctx context.Context, sqldb *sql.DB, fn func(q db.Querier) error) 
 	// queued before them is sent (flushing).
 	p.Querier = queries(New(flushing{conn: conn, p: p}))
 	p.queue("begin", "begin isolation level read committed", nil, nil)
+	committed := false
 	defer func() {
-		if err != nil {
+		if !committed { // an error, or a panic of fn: the transaction is not left open
 			p.pending = p.pending[:0]
 			if pc.PgConn().IsClosed() || IsConnLost(err) {
 				// The connection is not given back to the pool.
 				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-			} else if pc.PgConn().TxStatus() != 'I' {
+			} else if pc.PgConn().TxStatus() != 'I' || err == nil {
 				if _, rerr := pc.Exec(context.WithoutCancel(ctx), "rollback"); rerr != nil {
 					_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 				}
@@ -82,6 +85,7 @@ func pipelined(ctx context.Context, sqldb *sql.DB, fn func(q db.Querier) error) 
 		}
 		return err
 	}
+	committed = true
 	return nil
 }
 

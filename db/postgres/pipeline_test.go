@@ -15,7 +15,7 @@ import (
 // read or the COMMIT) commits what it wrote and reads it back in the transaction; a queued
 // write that fails is returned by the read sent with it, naming it, and nothing of the
 // transaction is committed; the connection serves the next transaction; an error of the
-// caller rolls back what was queued and sent.
+// caller, or its panic, rolls back what was queued and sent.
 func TestAppendTxPipelined(t *testing.T) {
 	ctx := context.Background()
 	h, err := OpenHandle(ctx, testURL(t), db.Options{})
@@ -113,6 +113,24 @@ func TestAppendTxPipelined(t *testing.T) {
 	if ms, err := h.Q().ListMessages(ctx, "t1"); err != nil || len(ms) != 2 {
 		t.Fatalf("t1 after a rolled-back append: %d messages, %v; want 2", len(ms), err)
 	}
+	// A panic after writes were sent: the transaction is rolled back, not left open on the
+	// connection for the next one to commit.
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not come through")
+			}
+		}()
+		_ = h.AppendTx(ctx, func(q db.Querier) error {
+			if err := q.InsertMessage(ctx, msg("t1", 4, "after a panic")); err != nil {
+				return err
+			}
+			if _, err := q.ThreadVersion(ctx, "t1"); err != nil {
+				return err
+			}
+			panic("in the transaction")
+		})
+	}()
 	err = h.AppendTx(ctx, func(q db.Querier) error {
 		if _, err := q.LockThread(ctx, "t1"); err != nil {
 			return err
@@ -127,6 +145,9 @@ func TestAppendTxPipelined(t *testing.T) {
 	}
 	if th, err := h.Q().GetThread(ctx, "t1"); err != nil || th.LastSeq != 3 || th.MessageTokens != 9 {
 		t.Fatalf("t1 after the writes sent with the COMMIT: %+v, %v", th, err)
+	}
+	if ms, err := h.Q().ListMessages(ctx, "t1"); err != nil || len(ms) != 3 {
+		t.Fatalf("t1: %d messages, %v; want 3 (none of the transaction that panicked)", len(ms), err)
 	}
 	if st := h.DB.Stats(); st.OpenConnections != 1 {
 		t.Errorf("%d connections open; want the one, kept", st.OpenConnections)
