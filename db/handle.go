@@ -50,6 +50,10 @@ type Ops struct {
 	// others' commits after its lock (PostgreSQL: READ COMMITTED). Read is a read-only
 	// snapshot.
 	Write, Locked, Read *sql.TxOptions
+	// Pipelined, when set, runs fn once in a Locked transaction whose statements that
+	// return nothing to read are sent with the next one that reads, or with the COMMIT (see
+	// AppendTx). nil: AppendTx is LockedTx.
+	Pipelined func(ctx context.Context, sqldb *sql.DB, fn func(q Querier) error) error
 	// OneWriter makes the writing transactions of this process run one at a time, queued in
 	// the order they come, each taking the database's write lock only when the previous one
 	// has committed (SQLite: one writer at a time per file; without it, concurrent writers
@@ -153,6 +157,19 @@ func (h *Handle) WithTx(ctx context.Context, fn func(q Querier) error) error {
 // lock instead of failing and retrying. On SQLite it is WithTx.
 func (h *Handle) LockedTx(ctx context.Context, fn func(q Querier) error) error {
 	return h.run(ctx, h.ops.Locked, fn)
+}
+
+// AppendTx is LockedTx for an append: a transaction that locks the thread, writes its
+// messages and its tail, and reads what it needs back. On a backend that pipelines
+// (Ops.Pipelined: PostgreSQL) the writes are not sent one round trip each, but with the next
+// statement that reads or with the COMMIT: a write's error is then returned by that statement
+// (and the transaction is rolled back all the same), so fn must not go on to anything but
+// its transaction's statements after a write. Retried as LockedTx is.
+func (h *Handle) AppendTx(ctx context.Context, fn func(q Querier) error) error {
+	if h.ops.Pipelined == nil {
+		return h.LockedTx(ctx, fn)
+	}
+	return h.lost(Retry(ctx, h.ops.Retryable, func() error { return h.ops.Pipelined(ctx, h.DB, fn) }))
 }
 
 // ReadTx runs fn in a read-only transaction: one consistent snapshot.

@@ -47,7 +47,8 @@ var errStoreClosed = errors.New("the store is closed")
 // in a transaction of its own elsewhere.
 func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, q db.Querier) error) error {
 	if !s.h.OneWriter() {
-		return s.h.LockedTx(ctx, func(q db.Querier) error { return fn(ctx, q) })
+		// Its writes pipelined where the backend can (PostgreSQL: db.Handle.AppendTx).
+		return s.h.AppendTx(ctx, func(q db.Querier) error { return fn(ctx, q) })
 	}
 	b := &s.batch
 	j := &batchJob{ctx: ctx, fn: fn, done: make(chan error, 1)}

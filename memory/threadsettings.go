@@ -20,7 +20,11 @@ func (s *Store) SetThreadSettings(ctx context.Context, thread string, raw json.R
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return fmt.Errorf("thread %q: settings must be a JSON object", thread)
 	}
-	return s.h.WithTx(ctx, func(q db.Querier) error {
+	// One row's UPDATE by its id, which locks the row: on PostgreSQL at READ COMMITTED
+	// (LockedTx). SERIALIZABLE failed it on commit when many threads were set at once (the
+	// window memctl serve records on each new thread's first turn: the 50 first turns of 50
+	// agents at once), each failure retried after a growing pause.
+	return s.h.LockedTx(ctx, func(q db.Querier) error {
 		n, err := q.SetThreadSettings(ctx, db.SetThreadSettingsParams{Settings: string(raw), ID: thread})
 		if err != nil {
 			return fmt.Errorf("thread %q: set settings: %w", thread, err)

@@ -124,6 +124,12 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	if err != nil {
 		return nil, err
 	}
+	// What a burst of first turns would each wait for (the encoding of new threads, the
+	// pool's connections) made ready before serving (memory.Store.Prewarm). What fails costs
+	// the first turns their wait only.
+	if err := s.Prewarm(ctx, prewarmConns); err != nil {
+		a.logger.Warn("not all made ready before serving", "error", err.Error())
+	}
 	srv := &serve.Server{
 		Store: s, Upstream: sc.Upstream, UpstreamKey: key, UpstreamPrice: sc.PricePerMTok.LLM(), Token: token,
 		Logger: a.logger, LoopbackOnly: loopback && token == "", Recall: sc.Recall,
@@ -140,6 +146,10 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	}
 	return srv, nil
 }
+
+// prewarmConns is how many connections memctl serve opens before serving: as many requests
+// as run at once on a small machine without any of them opening one.
+const prewarmConns = 32
 
 // serve runs srv on sc.Listen until ctx is done, then stops it gracefully: the first signal
 // stops accepting and waits for the replies in flight; a second one stops at once.

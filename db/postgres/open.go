@@ -158,6 +158,7 @@ var Ops = db.Ops{
 	Bind:      func(q db.Querier, tx *sql.Tx) db.Querier { return queries(unwrap(q).WithTx(tx)) },
 	Write:     writeTx,
 	Locked:    &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	Pipelined: pipelined,
 	Read:      readTx,
 	Retryable: IsRetryable,
 	Lost:      IsConnLost,

@@ -1,0 +1,155 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/memcascade/memcascade/db"
+)
+
+// TestAppendTxPipelined: an append through AppendTx (its writes queued and sent with the next
+// read or the COMMIT) commits what it wrote and reads it back in the transaction; a queued
+// write that fails is returned by the read sent with it, naming it, and nothing of the
+// transaction is committed; the connection serves the next transaction; an error of the
+// caller, or its panic, rolls back what was queued and sent.
+func TestAppendTxPipelined(t *testing.T) {
+	ctx := context.Background()
+	h, err := OpenHandle(ctx, testURL(t), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.DB.SetMaxOpenConns(1) // every transaction on the one connection: each finds it clean
+	msg := func(thread string, seq int64, text string) db.InsertMessageParams {
+		return db.InsertMessageParams{ThreadID: thread, Seq: seq, Role: "user", Content: sql.NullString{String: text, Valid: true},
+			Raw: `{"role":"user"}`, Tokens: 3, CreatedAt: 20}
+	}
+	create := func(q db.Querier, thread string) error {
+		if _, err := q.LockThread(ctx, thread); !errors.Is(err, sql.ErrNoRows) {
+			return errors.Join(errors.New("LockThread of a new thread: want sql.ErrNoRows"), err)
+		}
+		_, err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 10, UpdatedAt: 10})
+		return err
+	}
+
+	// Committed, and read back in the transaction.
+	err = h.AppendTx(ctx, func(q db.Querier) error {
+		if err := create(q, "t1"); err != nil {
+			return err
+		}
+		for i, text := range []string{"first", "second"} {
+			if err := q.InsertMessage(ctx, msg("t1", int64(i+1), text)); err != nil {
+				return err
+			}
+		}
+		if err := q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: 2, OpenCalls: "[]", UpdatedAt: 30, ID: "t1"}); err != nil {
+			return err
+		}
+		v, err := q.ThreadVersion(ctx, "t1")
+		if err != nil || v.LastSeq != 2 || v.UpdatedAt != 30 {
+			return errors.Join(errors.New("version read back after the writes"), err)
+		}
+		ms, err := q.ListMessages(ctx, "t1") // not pipelined: on the same connection, in the transaction
+		if err != nil || len(ms) != 2 || ms[1].Content.String != "second" {
+			return errors.Join(errors.New("messages read back after the writes"), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := h.Q().GetThread(ctx, "t1")
+	if err != nil || th.LastSeq != 2 || th.MessageTokens != 6 {
+		t.Fatalf("after the commit: %+v, %v; want last seq 2, 6 tokens", th, err)
+	}
+
+	// A queued write that fails: its error comes with the read, named, and nothing is committed.
+	var readErr error
+	err = h.AppendTx(ctx, func(q db.Querier) error {
+		if err := create(q, "t2"); err != nil {
+			return err
+		}
+		if err := q.InsertMessage(ctx, msg("t2", 1, "kept?")); err != nil {
+			return err
+		}
+		if err := q.InsertMessage(ctx, msg("t2", 1, "the same seq")); err != nil {
+			return err // queued: not sent yet
+		}
+		_, readErr = q.ThreadVersion(ctx, "t2")
+		return readErr
+	})
+	var pe *pgconn.PgError
+	if err == nil || !errors.As(err, &pe) || pe.Code != "23505" || !strings.Contains(err.Error(), "InsertMessage") {
+		t.Fatalf("a duplicate seq: %v; want the unique violation of InsertMessage", err)
+	}
+	if readErr == nil {
+		t.Error("the read sent with the failed write returned no error")
+	}
+	if _, err := h.Q().GetThread(ctx, "t2"); !errors.Is(err, sql.ErrNoRows) {
+		t.Fatalf("thread t2 after its transaction failed: %v; want none", err)
+	}
+
+	// The caller's error after writes were sent: rolled back. Then the connection is clean.
+	stale := errors.New("stale")
+	err = h.AppendTx(ctx, func(q db.Querier) error {
+		if _, err := q.LockThread(ctx, "t1"); err != nil {
+			return err
+		}
+		if err := q.InsertMessage(ctx, msg("t1", 3, "third")); err != nil {
+			return err
+		}
+		if _, err := q.ThreadVersion(ctx, "t1"); err != nil {
+			return err
+		}
+		return stale
+	})
+	if !errors.Is(err, stale) {
+		t.Fatalf("the caller's error: %v", err)
+	}
+	if ms, err := h.Q().ListMessages(ctx, "t1"); err != nil || len(ms) != 2 {
+		t.Fatalf("t1 after a rolled-back append: %d messages, %v; want 2", len(ms), err)
+	}
+	// A panic after writes were sent: the transaction is rolled back, not left open on the
+	// connection for the next one to commit.
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not come through")
+			}
+		}()
+		_ = h.AppendTx(ctx, func(q db.Querier) error {
+			if err := q.InsertMessage(ctx, msg("t1", 4, "after a panic")); err != nil {
+				return err
+			}
+			if _, err := q.ThreadVersion(ctx, "t1"); err != nil {
+				return err
+			}
+			panic("in the transaction")
+		})
+	}()
+	err = h.AppendTx(ctx, func(q db.Querier) error {
+		if _, err := q.LockThread(ctx, "t1"); err != nil {
+			return err
+		}
+		if err := q.InsertMessage(ctx, msg("t1", 3, "third")); err != nil {
+			return err
+		}
+		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: 3, OpenCalls: "[]", UpdatedAt: 40, ID: "t1"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th, err := h.Q().GetThread(ctx, "t1"); err != nil || th.LastSeq != 3 || th.MessageTokens != 9 {
+		t.Fatalf("t1 after the writes sent with the COMMIT: %+v, %v", th, err)
+	}
+	if ms, err := h.Q().ListMessages(ctx, "t1"); err != nil || len(ms) != 3 {
+		t.Fatalf("t1: %d messages, %v; want 3 (none of the transaction that panicked)", len(ms), err)
+	}
+	if st := h.DB.Stats(); st.OpenConnections != 1 {
+		t.Errorf("%d connections open; want the one, kept", st.OpenConnections)
+	}
+}
