@@ -127,7 +127,11 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	// What a burst of first turns would each wait for (the encoding of new threads, the
 	// pool's connections) made ready before serving (memory.Store.Prewarm). What fails costs
 	// the first turns their wait only.
-	if err := s.Prewarm(ctx, prewarmConns); err != nil {
+	conns := prewarmConns
+	if !a.h.OneWriter() {
+		conns = prewarmShared
+	}
+	if err := s.Prewarm(ctx, conns); err != nil {
 		a.logger.Warn("not all made ready before serving", "error", err.Error())
 	}
 	srv := &serve.Server{
@@ -150,6 +154,11 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 // prewarmConns is how many connections memctl serve opens before serving: as many requests
 // as run at once on a small machine without any of them opening one.
 const prewarmConns = 32
+
+// prewarmShared is that number on a database server many processes share (PostgreSQL):
+// every serve process of a fleet opens them, within the server's max_connections (100 by
+// default), so it opens fewer and the pool opens the rest as a burst needs them.
+const prewarmShared = 8
 
 // serve runs srv on sc.Listen until ctx is done, then stops it gracefully: the first signal
 // stops accepting and waits for the replies in flight; a second one stops at once.
