@@ -42,6 +42,30 @@ type liveState struct {
 	// byte is compared with hist from there on only (see resent).
 	known     int
 	knownSent *dialect.Sent
+	// knownOf is the request (its dialect.Turn.Sent) whose messages knownSent recorded as
+	// the known ones.
+	knownOf *dialect.Sent
+	// whole: the active context is the history, whole and in order, every message as stored
+	// (none compacted, masked, superseded or left out).
+	whole bool
+}
+
+// asSent reports whether the active context is the request's messages, one for one and in
+// order: the request's messages are the whole history (knownSent recorded them so, and
+// nothing was appended since), and the active context is the history, whole.
+func (lv *liveState) asSent(req dialect.Turn) bool {
+	return lv.whole && req.Sent != nil && lv.knownOf == req.Sent && lv.known == len(req.Messages) && len(lv.hist) == len(req.Messages)
+}
+
+// plainFrom reports whether entries are messages of the history as stored, in order, the
+// first of them the history's message from+1 (none a summary, masked or superseded).
+func plainFrom(entries []memory.Entry, from int) bool {
+	for i, e := range entries {
+		if e.CompactionID != 0 || e.Mark() != nil || e.Superseded || e.Seq != int64(from+i+1) {
+			return false
+		}
+	}
+	return true
 }
 
 // resent returns the new messages of a request that resends the thread's whole history
@@ -116,6 +140,7 @@ func (s *Server) keepRead(st *threadState, a memory.Active) (*liveState, error) 
 	active.Version, active.History = memory.Version{}, nil // kept as ver and hist, which grow apart from it
 	lv := &liveState{ver: a.Version, hist: a.History, active: active, enc: make([]json.RawMessage, len(a.Entries)),
 		recall: slices.ContainsFunc(a.History, IsRecall)}
+	lv.whole = len(a.Entries) == len(a.History) && plainFrom(a.Entries, 0)
 	var err error
 	if lv.ts, err = compact.ParseThreadSettings(st.thread, a.Thread.Settings); err != nil {
 		return nil, err
@@ -158,7 +183,8 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 		return
 	}
 	next := &liveState{ver: ap.After, hist: grow.Append(lv.hist, msgs...), active: extend(lv.active, ap.Entries), enc: grow.Append(lv.enc, ap.Raw...),
-		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, ts: lv.ts}
+		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, knownOf: lv.knownOf, ts: lv.ts}
+	next.whole = lv.whole && len(next.active.Entries) == len(next.hist) && plainFrom(ap.Entries, len(lv.active.Entries))
 	// Its size is the kept one's and what the append adds (as liveBytes counts), not measured
 	// again: a turn does work in proportion to its new messages.
 	next.size = lv.size + histBytes(msgs) + int64(len(ap.Entries))*entryBytes

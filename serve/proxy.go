@@ -170,6 +170,9 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 		if up.Notice = s.notice(ctx, st, active, set); up.Notice != nil {
 			sent += s.countNotice(active, up.Notice)
 		}
+		// The model gets the request's messages, as the agent sent them: the request is
+		// forwarded as sent.
+		up.AsSent = left == 0 && up.Notice == nil && active.asSent(req)
 		body, err := d.Render(up, entries, enc)
 		if err != nil {
 			errorIn(w, d, err)
