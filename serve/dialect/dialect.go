@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net/http"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/llm"
@@ -219,9 +220,12 @@ type Hash [2]uint64
 
 var hashSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
-// HashBytes is the Hash of b.
+// HashBytes is the Hash of b. Each half hashes b as one string (maphash.Comparable), which the
+// runtime's hash reads in one run, several times faster over a large body than maphash.Bytes,
+// which hashes it 128 bytes at a time.
 func HashBytes(b []byte) Hash {
-	return Hash{maphash.Bytes(hashSeeds[0], b), maphash.Bytes(hashSeeds[1], b)}
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	return Hash{maphash.Comparable(hashSeeds[0], s), maphash.Comparable(hashSeeds[1], s)}
 }
 
 // Usage is what the upstream reports of a reply's prompt.
