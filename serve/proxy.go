@@ -164,7 +164,10 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 			errorIn(w, d, err)
 			return
 		}
-		entries, enc, left := modelView(active.active.Entries, active.enc)
+		entries, enc, left := active.active.Entries, active.enc, 0
+		if !active.whole { // a whole history supersedes nothing
+			entries, enc, left = modelView(entries, enc)
+		}
 		sent -= left
 		up := req
 		if up.Notice = s.notice(ctx, st, active, set); up.Notice != nil {
