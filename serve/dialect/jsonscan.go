@@ -138,7 +138,7 @@ func (sc *Scanned) MemberHash(key string) (Hash, bool) {
 // Bytes estimates the memory the scan holds: its body and the slices of its members and
 // elements, when it has them, and its offsets and hashes.
 func (sc *Scanned) Bytes() int64 {
-	return int64(len(sc.Body)) + int64(len(sc.Elems))*24 + int64(len(sc.ends))*32 + int64(len(sc.all))*64
+	return int64(len(sc.Body)) + int64(len(sc.Elems))*24 + int64(len(sc.ends))*32 + int64(len(sc.all))*64 + int64(len(sc.segs))*24
 }
 
 type span struct {
