@@ -142,7 +142,7 @@ func (s *Server) knownSent(st *threadState, lv *liveState, req dialect.Turn) {
 		return // a later request of the thread came meanwhile: it is the latest
 	}
 	s.keepSent(st, &sent, req.Sent, same)
-	lv.known, lv.knownSent, lv.knownOf = n, &sent, req.Sent
+	lv.known, lv.knownSent = n, &sent
 }
 
 // warnNew logs the warning of an append that created its thread: the tokenizer does not

@@ -42,19 +42,20 @@ type liveState struct {
 	// byte is compared with hist from there on only (see resent).
 	known     int
 	knownSent *dialect.Sent
-	// knownOf is the request (its dialect.Turn.Sent) whose messages knownSent recorded as
-	// the known ones.
-	knownOf *dialect.Sent
 	// whole: the active context is the history, whole and in order, every message as stored
 	// (none compacted, masked, superseded or left out).
 	whole bool
 }
 
 // asSent reports whether the active context is the request's messages, one for one and in
-// order: the request's messages are the whole history (knownSent recorded them so, and
-// nothing was appended since), and the active context is the history, whole.
+// order: the request's messages are the whole history (knownSent recorded them so: the kept
+// request is this one, its hashes the same slice, and nothing was appended since), and the
+// active context is the history, whole. (The kept request is a copy of the request's Sent
+// without its body: a reference to the request itself would keep its body.)
 func (lv *liveState) asSent(req dialect.Turn) bool {
-	return lv.whole && req.Sent != nil && lv.knownOf == req.Sent && lv.known == len(req.Messages) && len(lv.hist) == len(req.Messages)
+	ks := lv.knownSent
+	return lv.whole && req.Sent != nil && ks != nil && len(ks.Hashes) > 0 && len(ks.Hashes) == len(req.Sent.Hashes) &&
+		&ks.Hashes[0] == &req.Sent.Hashes[0] && lv.known == len(req.Messages) && len(lv.hist) == len(req.Messages)
 }
 
 // plainFrom reports whether entries are messages of the history as stored, in order, the
@@ -183,7 +184,7 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 		return
 	}
 	next := &liveState{ver: ap.After, hist: grow.Append(lv.hist, msgs...), active: extend(lv.active, ap.Entries), enc: grow.Append(lv.enc, ap.Raw...),
-		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, knownOf: lv.knownOf, ts: lv.ts}
+		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, ts: lv.ts}
 	next.whole = lv.whole && len(next.active.Entries) == len(next.hist) && plainFrom(ap.Entries, len(lv.active.Entries))
 	// Its size is the kept one's and what the append adds (as liveBytes counts), not measured
 	// again: a turn does work in proportion to its new messages.
