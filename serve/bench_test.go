@@ -389,3 +389,67 @@ var turnShapes = []turnShape{
 			return r.Output[0].Content[0].Text, true
 		}},
 }
+
+// BenchmarkTurnCost measures the turns of a thread of 10,000 and of 50,000 messages that its
+// client resends whole, plus a new user message, each turn (Chat Completions), within a limit
+// that never compacts it: the whole request is forwarded (bench's turncost step measures the
+// same against its floor, with the server in its own process). Reported as BenchmarkProxyTurns
+// does; its profile is that of serve's work on a large request.
+//
+//	go test ./serve -run '^$' -bench TurnCost/50000 -benchtime 20x -benchmem -cpuprofile cpu.out
+func BenchmarkTurnCost(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			bare := answering(b)
+			e := newEnv(b, envOptions{limit: 100_000_000, server: func(s *serve.Server) { s.Upstream = bare.URL + "/v1" }})
+			url := e.url + "/t/turncost/v1/chat/completions"
+			sh := turnShapes[0]
+			client := &http.Client{}
+			elems := make([][]byte, 0, n+2*b.N+2)
+			add := func(role, text string) {
+				el, _ := json.Marshal(map[string]string{"role": role, "content": text})
+				elems = append(elems, el)
+			}
+			post := func() time.Duration {
+				body := sh.body(elems)
+				start := time.Now()
+				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				d := time.Since(start)
+				reply, ok := sh.reply(out)
+				if resp.StatusCode != 200 || !ok {
+					b.Fatalf("%d %.300s", resp.StatusCode, out)
+				}
+				add("assistant", reply)
+				return d
+			}
+			for i := 1; len(elems) < n-2; i++ {
+				add("user", fmt.Sprintf("step %d: run the tests in package p%d and tell me what failed; the last run printed %s", i, i, strings.Repeat("ok ", 20)))
+				add("assistant", fmt.Sprintf("step %d: 3 tests failed in package p%d; the fix is in handler.go line %d, where the nil map is written.", i, i, 40+i))
+			}
+			add("user", "and the linter?")
+			post()
+			var lat []time.Duration
+			runtime.GC()
+			b.ResetTimer()
+			cpu := cputime.Self()
+			for i := 0; i < b.N; i++ {
+				add("user", fmt.Sprintf("turn %d: and now? %s", i, strings.Repeat("more ", 10)))
+				lat = append(lat, post())
+			}
+			cpu = cputime.Self() - cpu
+			b.StopTimer()
+			p50, p99 := percentiles(lat)
+			b.ReportMetric(ms(p50), "p50-ms")
+			b.ReportMetric(ms(p99), "p99-ms")
+			b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms/turn")
+			if got, want := len(e.history("turncost")), len(elems)+1; got != want { // the system prompt, then elems
+				b.Fatalf("%d messages stored, want %d", got, want)
+			}
+		})
+	}
+}

@@ -42,6 +42,31 @@ type liveState struct {
 	// byte is compared with hist from there on only (see resent).
 	known     int
 	knownSent *dialect.Sent
+	// whole: the active context is the history, whole and in order, every message as stored
+	// (none compacted, masked, superseded or left out).
+	whole bool
+}
+
+// asSent reports whether the active context is the request's messages, one for one and in
+// order: the request's messages are the whole history (knownSent recorded them so: the kept
+// request is this one, its hashes the same slice, and nothing was appended since), and the
+// active context is the history, whole. (The kept request is a copy of the request's Sent
+// without its body: a reference to the request itself would keep its body.)
+func (lv *liveState) asSent(req dialect.Turn) bool {
+	ks := lv.knownSent
+	return lv.whole && req.Sent != nil && ks != nil && len(ks.Hashes) > 0 && len(ks.Hashes) == len(req.Sent.Hashes) &&
+		&ks.Hashes[0] == &req.Sent.Hashes[0] && lv.known == len(req.Messages) && len(lv.hist) == len(req.Messages)
+}
+
+// plainFrom reports whether entries are messages of the history as stored, in order, the
+// first of them the history's message from+1 (none a summary, masked or superseded).
+func plainFrom(entries []memory.Entry, from int) bool {
+	for i, e := range entries {
+		if e.CompactionID != 0 || e.Mark() != nil || e.Superseded || e.Seq != int64(from+i+1) {
+			return false
+		}
+	}
+	return true
 }
 
 // resent returns the new messages of a request that resends the thread's whole history
@@ -116,6 +141,7 @@ func (s *Server) keepRead(st *threadState, a memory.Active) (*liveState, error) 
 	active.Version, active.History = memory.Version{}, nil // kept as ver and hist, which grow apart from it
 	lv := &liveState{ver: a.Version, hist: a.History, active: active, enc: make([]json.RawMessage, len(a.Entries)),
 		recall: slices.ContainsFunc(a.History, IsRecall)}
+	lv.whole = len(a.Entries) == len(a.History) && plainFrom(a.Entries, 0)
 	var err error
 	if lv.ts, err = compact.ParseThreadSettings(st.thread, a.Thread.Settings); err != nil {
 		return nil, err
@@ -159,6 +185,7 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 	}
 	next := &liveState{ver: ap.After, hist: grow.Append(lv.hist, msgs...), active: extend(lv.active, ap.Entries), enc: grow.Append(lv.enc, ap.Raw...),
 		recall: lv.recall || slices.ContainsFunc(msgs, IsRecall), known: lv.known, knownSent: lv.knownSent, ts: lv.ts}
+	next.whole = lv.whole && len(next.active.Entries) == len(next.hist) && plainFrom(ap.Entries, len(lv.active.Entries))
 	// Its size is the kept one's and what the append adds (as liveBytes counts), not measured
 	// again: a turn does work in proportion to its new messages.
 	next.size = lv.size + histBytes(msgs) + int64(len(ap.Entries))*entryBytes

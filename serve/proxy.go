@@ -164,12 +164,18 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 			errorIn(w, d, err)
 			return
 		}
-		entries, enc, left := modelView(active.active.Entries, active.enc)
+		entries, enc, left := active.active.Entries, active.enc, 0
+		if !active.whole { // a whole history supersedes nothing
+			entries, enc, left = modelView(entries, enc)
+		}
 		sent -= left
 		up := req
 		if up.Notice = s.notice(ctx, st, active, set); up.Notice != nil {
 			sent += s.countNotice(active, up.Notice)
 		}
+		// The model gets the request's messages, as the agent sent them: the request is
+		// forwarded as sent.
+		up.AsSent = left == 0 && up.Notice == nil && active.asSent(req)
 		body, err := d.Render(up, entries, enc)
 		if err != nil {
 			errorIn(w, d, err)

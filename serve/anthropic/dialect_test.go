@@ -13,9 +13,11 @@ import (
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/jsontext"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/anthropic"
 	"github.com/memcascade/memcascade/serve/dialect"
+	"github.com/memcascade/memcascade/serve/dialect/dialecttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata")
@@ -134,6 +136,50 @@ func TestRenderUnchanged(t *testing.T) {
 	}
 	if !bytes.Equal(got, body) {
 		t.Fatalf("the upstream body differs from the request:\n got %s\nwant %s", got, body)
+	}
+}
+
+// TestRenderAsSent: a turn whose active context is its request's messages, as sent, is
+// forwarded as the request's own bytes (dialect.Turn.SentBody); the same turn rendered is the
+// same request, and one with serve's note or a member changed is rendered.
+func TestRenderAsSent(t *testing.T) {
+	dialecttest.AsSent(t, d, fixture(t, "request.json"))
+	for _, name := range []string{"turn1.json", "turn2.json", "turn2-toolresult.json", "turn3.json"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile("../testdata/agents/captures/claude/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := jsontext.Compact(b)
+			if !bytes.Contains(body, []byte(`"role":"system"`)) {
+				dialecttest.AsSent(t, d, body)
+				return
+			}
+			// A system message among the messages: Render writes it among the system
+			// prompt's blocks, AsSent or not.
+			turn := parse(t, body, nil)
+			turn.AsSent = true
+			active, enc := stored(t, turn.Messages...)
+			if got, err := d.Render(turn, active, enc); err != nil || bytes.Equal(got, body) {
+				t.Errorf("a system message among the messages: forwarded as sent (%v)", err)
+			}
+		})
+	}
+}
+
+// TestRenderAsSentAssistantFirst: a request whose messages start with an assistant message is
+// rendered, AsSent or not: the Messages API wants a user message first (Continued).
+func TestRenderAsSentAssistantFirst(t *testing.T) {
+	body := []byte(`{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"assistant","content":"Hello."},{"role":"user","content":"Hi."}]}`)
+	turn := parse(t, body, nil)
+	turn.AsSent = true
+	active, enc := stored(t, turn.Messages...)
+	got, err := d.Render(turn, active, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(got, []byte(anthropic.Continued)) {
+		t.Errorf("no user message put first: %s", got)
 	}
 }
 

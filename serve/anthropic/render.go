@@ -57,8 +57,13 @@ func (it *item) system() bool {
 // results first; messages of one role in a row are one message, unless they are the
 // request's own messages whole, written as sent. serve's note (t.Notice), when there is one,
 // is a text block at the end of the last user message (the API takes neither two user
-// messages in a row nor a system role among the messages).
+// messages in a row nor a system role among the messages). A turn that forwards the request
+// unchanged (dialect.Turn.SentBody) is the request's own bytes, unless Render would write it
+// otherwise (asSent).
 func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessage) ([]byte, error) {
+	if b := t.SentBody(); b != nil && asSent(t) {
+		return b, nil
+	}
 	items := make([]item, len(active))
 	for i, e := range active {
 		it := item{e: e, src: -1, at: -1}
@@ -112,6 +117,24 @@ func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessa
 	system := renderSystem(t, items[:lead], extra, sysFresh)
 	messages := renderMessages(t, srcs, conv)
 	return writeBody(t, system, messages), nil
+}
+
+// asSent reports whether Render writes the turn's messages, all of them the request's, as the
+// request gives them: no system message comes among its messages (Render writes it among the
+// system prompt's blocks), and they do not start with an assistant message (Render puts the
+// user message Continued first).
+func asSent(t dialect.Turn) bool {
+	first := true
+	for i, m := range t.Messages {
+		if strings.HasPrefix(t.Param(i), "system") {
+			continue
+		}
+		if m.Role == chat.RoleSystem || first && m.Role == chat.RoleAssistant {
+			return false
+		}
+		first = false
+	}
+	return true
 }
 
 // sameItem reports whether it is the request's message m: the same role, tool call ids and

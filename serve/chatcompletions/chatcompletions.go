@@ -113,8 +113,12 @@ func (Dialect) Upstream(t dialect.Turn, up, _ *http.Request, key string) string 
 
 // Render writes the request as the agent sent it, its members in its order, with the active
 // context as its messages, written from their stored encodings, and serve's note (t.Notice),
-// when there is one, as the last message.
+// when there is one, as the last message. A turn that forwards the request unchanged
+// (dialect.Turn.SentBody) is the request's own bytes.
 func (Dialect) Render(t dialect.Turn, _ []memory.Entry, enc []json.RawMessage) ([]byte, error) {
+	if b := t.SentBody(); b != nil {
+		return b, nil
+	}
 	n := 64 + len(t.Fields)*8
 	for k, v := range t.Fields {
 		if k != "messages" {

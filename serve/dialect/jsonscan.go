@@ -65,10 +65,23 @@ type Scanned struct {
 	prefix []Hash
 	// vals are the hashes of the values of the members in all (none for the array's).
 	vals []Hash
-	// whole, in a kept scan, is the hash of the body up to the end of its last element: a
-	// request that starts with all of it is found so at once (most do).
-	whole Hash
+	// segs, in a kept scan, cut the body up to the end of its last element in pieces, each
+	// ending at the end of an element, with the hash of each piece's bytes: a request that
+	// starts with all of it is found so by hashing its bytes once (most do), and the next kept
+	// scan adds a piece for what it adds, its bytes hashed once too (see Kept).
+	segs []segment
 }
+
+// segment is a piece of a kept scan's body: it ends at end (the end of an element) and
+// starts where the one before it ends (0 for the first); h is the hash of its bytes.
+type segment struct {
+	end int
+	h   Hash
+}
+
+// maxSegs bounds the pieces of a kept scan: one more, and Kept hashes its body up to the end
+// of its last element as one piece (once every maxSegs turns of a conversation).
+const maxSegs = 64
 
 // chain is the hash of the bytes h identifies followed by b.
 func chain(h Hash, b []byte) Hash {
@@ -95,7 +108,17 @@ func (sc *Scanned) Kept() *Scanned {
 	}
 	k := *sc
 	if n := len(sc.ends); n > 0 && sc.Body != nil {
-		k.whole = HashBytes(sc.Body[:sc.ends[n-1]])
+		// The pieces the scan resumed from (their bytes hashed already) and one for the rest.
+		from := 0
+		if len(k.segs) > 0 {
+			from = k.segs[len(k.segs)-1].end
+		}
+		if len(k.segs) >= maxSegs {
+			k.segs, from = nil, 0
+		}
+		if end := sc.ends[n-1]; end > from {
+			k.segs = append(slices.Clip(k.segs), segment{end, HashBytes(sc.Body[from:end])})
+		}
 	}
 	k.Body, k.Members, k.Elems = nil, nil, nil
 	return &k
@@ -115,7 +138,7 @@ func (sc *Scanned) MemberHash(key string) (Hash, bool) {
 // Bytes estimates the memory the scan holds: its body and the slices of its members and
 // elements, when it has them, and its offsets and hashes.
 func (sc *Scanned) Bytes() int64 {
-	return int64(len(sc.Body)) + int64(len(sc.Elems))*24 + int64(len(sc.ends))*32 + int64(len(sc.all))*64
+	return int64(len(sc.Body)) + int64(len(sc.Elems))*24 + int64(len(sc.ends))*32 + int64(len(sc.all))*64 + int64(len(sc.segs))*24
 }
 
 type span struct {
@@ -143,6 +166,13 @@ func ScanObjectAfter(body []byte, arrayKey string, prev *Scanned) (sc *Scanned, 
 		sc.arrayAt = prev.arrayAt
 		sc.starts, sc.ends = append([]int(nil), prev.starts[:k+1]...), append([]int(nil), prev.ends[:k+1]...)
 		sc.prefix = append([]Hash(nil), prev.prefix[:k+1]...)
+		// The pieces of prev's body that body holds: their bytes were compared (resumable).
+		for _, sg := range prev.segs {
+			if sg.end > prev.ends[k] {
+				break
+			}
+			sc.segs = append(sc.segs, sg)
+		}
 		sc.Elems = make([][]byte, k+1, k+1+(len(body)-prev.ends[k])/256+4)
 		for e := range k + 1 {
 			sc.Elems[e] = body[sc.starts[e]:sc.ends[e]]
@@ -197,11 +227,24 @@ func resumable(body []byte, arrayKey string, prev *Scanned) int {
 		k, _ := slices.BinarySearch(prev.ends, n+1)
 		return k - 1
 	}
-	if last := len(prev.ends) - 1; prev.ends[last] <= len(body) && HashBytes(body[:prev.ends[last]]) == prev.whole {
-		return last
+	// The pieces of prev's body that body holds, then its elements one by one.
+	from := 0
+	for _, sg := range prev.segs {
+		if sg.end > len(body) || HashBytes(body[from:sg.end]) != sg.h {
+			break
+		}
+		from = sg.end
 	}
-	k, from, h := -1, 0, Hash{}
-	for j, end := range prev.ends {
+	k, h := -1, Hash{}
+	if from > 0 {
+		i, ok := slices.BinarySearch(prev.ends, from)
+		if !ok {
+			return -1 // a piece ends at an element's end: not a kept scan's pieces
+		}
+		k, h = i, prev.prefix[i]
+	}
+	for j := k + 1; j < len(prev.ends); j++ {
+		end := prev.ends[j]
 		if end > len(body) {
 			break
 		}

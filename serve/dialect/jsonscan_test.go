@@ -142,3 +142,58 @@ func TestScanObjectAfter(t *testing.T) {
 		t.Fatalf("only %d of 2000 scans resumed", resumed)
 	}
 }
+
+// TestKeptScanTurns: a conversation's requests, each resending the previous one whole plus two
+// messages, each scanned from the previous one as kept (its pieces, not its body): each takes
+// all the previous one's elements; each kept scan adds one piece, for what its request added,
+// until maxSegs pieces are one again; the pieces cover the body up to its last element. A
+// request with a byte changed in an early piece is taken up to the element before it, as a
+// whole scan reads it.
+func TestKeptScanTurns(t *testing.T) {
+	var msgs []string
+	body := func() []byte {
+		return []byte(`{"model":"m","messages":[` + strings.Join(msgs, ",") + `],"stream":true}`)
+	}
+	msgs = append(msgs, `{"role":"system","content":"be brief"}`)
+	var kept *Scanned
+	for turn := range 3 * maxSegs {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d"}`, turn), fmt.Sprintf(`{"role":"assistant","content":"answer %d"}`, turn))
+		b := body()
+		if turn%7 == 6 {
+			// An edit in the first message: taken up to nothing before it.
+			edited := bytes.Replace(b, []byte("be brief"), []byte("be Brief"), 1)
+			sc, shared, err := ScanObjectAfter(edited, "messages", kept)
+			if err != nil || shared != 0 || len(sc.Elems) != len(msgs) {
+				t.Fatalf("turn %d: an edited first message: %d elements taken, %d read (%v)", turn, shared, len(sc.Elems), err)
+			}
+			// An edit in the last message the kept scan has: taken up to the one before it.
+			last := fmt.Sprintf(`"answer %d"`, turn-1)
+			edited = bytes.Replace(b, []byte(last), []byte(`"Answer `+last[8:]), 1)
+			if _, shared, err := ScanObjectAfter(edited, "messages", kept); err != nil || shared != len(msgs)-3 {
+				t.Fatalf("turn %d: an edited last message: %d elements taken, want %d (%v)", turn, shared, len(msgs)-3, err)
+			}
+		}
+		sc, shared, err := ScanObjectAfter(b, "messages", kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := len(msgs) - 2; kept != nil && shared != want {
+			t.Fatalf("turn %d: %d elements taken, want all %d of the previous request", turn, shared, want)
+		}
+		next := sc.Kept()
+		if got, want := len(next.segs), turn%maxSegs+1; got != want {
+			t.Fatalf("turn %d: %d pieces kept, want %d", turn, got, want)
+		}
+		from := 0
+		for _, sg := range next.segs {
+			if sg.h != HashBytes(b[from:sg.end]) {
+				t.Fatalf("turn %d: a piece's hash is not its bytes'", turn)
+			}
+			from = sg.end
+		}
+		if from != next.ends[len(next.ends)-1] {
+			t.Fatalf("turn %d: the pieces end at %d, the last element at %d", turn, from, next.ends[len(next.ends)-1])
+		}
+		kept = next
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/memcascade/memcascade/internal/jsontext"
 	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/dialect"
+	"github.com/memcascade/memcascade/serve/dialect/dialecttest"
 	"github.com/memcascade/memcascade/serve/responses"
 )
 
@@ -177,6 +178,29 @@ func TestRenderUnchanged(t *testing.T) {
 		if !reflect.DeepEqual(a["input"], b["input"]) {
 			t.Errorf("%s: the stored originals give another input", name)
 		}
+	}
+}
+
+// TestRenderAsSent: a turn whose active context is its request's messages, as sent, is
+// forwarded as the request's own bytes (dialect.Turn.SentBody), but for one that names
+// previous_response_id (which Render leaves out); the same turn rendered is the same request,
+// and one with serve's note or a member changed is rendered.
+func TestRenderAsSent(t *testing.T) {
+	for _, name := range []string{"turn1.json", "turn2.json", "turn2-toolresult.json", "turn3.json"} {
+		t.Run(name, func(t *testing.T) {
+			dialecttest.AsSent(t, d, capture(t, name))
+		})
+	}
+	body := []byte(`{"model":"gpt-5.5","previous_response_id":"resp_1","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]}`)
+	turn := parse(t, body, nil)
+	turn.AsSent = true
+	active, enc := stored(t, turn.Messages...)
+	got, err := d.Render(turn, active, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(got, []byte("previous_response_id")) {
+		t.Errorf("previous_response_id forwarded: %s", got)
 	}
 }
 

@@ -21,8 +21,10 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 		return t, err
 	}
 	raws := sc.Elems
-	var hashes []dialect.Hash
-	var elem []int
+	// At most a message an item, and the instructions: sized once, not grown item by item.
+	n := len(raws) + 1
+	t.Messages, t.Params = make([]chat.Message, 0, n), make([]string, 0, n)
+	hashes, elem := make([]dialect.Hash, 0, n), make([]int, 0, n)
 	add := func(m chat.Message, param string, h dialect.Hash, at int) {
 		t.Messages, t.Params, hashes, elem = append(t.Messages, m), append(t.Params, param), append(hashes, h), append(elem, at)
 	}

@@ -21,8 +21,14 @@ import (
 // it stands; a message the view masked or cut is written from its text, and one with no
 // original (written by serve, or by another dialect) is converted. The instructions are the
 // request's when the active context holds them. serve's note (t.Notice), when there is one,
-// is the last item, a developer message.
+// is the last item, a developer message. A turn that forwards the request unchanged
+// (dialect.Turn.SentBody), without previous_response_id, is the request's own bytes.
 func (Dialect) Render(t dialect.Turn, active []memory.Entry, enc []json.RawMessage) ([]byte, error) {
+	if _, prev := t.Fields["previous_response_id"]; !prev {
+		if b := t.SentBody(); b != nil {
+			return b, nil
+		}
+	}
 	wires := make([][]byte, len(active))
 	origs := make([][]byte, len(active)) // the stored originals, of changed messages too
 	for i, e := range active {
