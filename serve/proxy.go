@@ -52,6 +52,12 @@ func (s *Server) readTurn(w http.ResponseWriter, r *http.Request, d dialect.Dial
 	if !ok {
 		return "", t, nil, false
 	}
+	// What the parse holds (the messages' contents, copied out of the body) counts against
+	// the bytes in flight as the body does: as much again.
+	if free, ok = s.holdParse(body, free); !ok {
+		busy(w, d)
+		return "", t, nil, false
+	}
 	t, err := d.Parse(body, s.prevSent(thread, d))
 	if err != nil {
 		free()
