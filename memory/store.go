@@ -234,6 +234,17 @@ func (s *Store) Counter(encoding string) (tokencount.Counter, error) {
 	return c, nil
 }
 
+// NewThreadCounter returns the counter a thread made now for model would be counted with (its
+// encoding as an append that creates it picks it): a host can measure messages before the
+// thread they would create exists.
+func (s *Store) NewThreadCounter(model string) (tokencount.Counter, error) {
+	enc, _, err := s.newThreadEncoding(model)
+	if err != nil {
+		return nil, err
+	}
+	return s.Counter(enc)
+}
+
 // newThreadEncoding picks the encoding of a new thread: that of Options.Counter when there is
 // one, else ResolveEncoding's.
 func (s *Store) newThreadEncoding(model string) (string, bool, error) {

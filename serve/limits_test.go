@@ -3,6 +3,7 @@ package serve_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,10 +18,10 @@ import (
 
 // A request whose body would take the bytes in flight over the server's budget is answered
 // 503 with Retry-After, whether its length is given or not, and goes through once the bytes
-// are given back.
+// are given back. A request holds its body and its parse, as much again: 12 KB of 16 KiB.
 func TestInFlightBudget(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxInFlightBytes = 8 << 10 }})
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxInFlightBytes = 16 << 10 }})
 	hold, got := make(chan struct{}), make(chan struct{}, 4)
 	e.up.set(func(u *upstream) { u.hold, u.got = hold, got })
 	answer := sync.OnceFunc(func() { close(hold) })
@@ -33,7 +34,7 @@ func TestInFlightBudget(t *testing.T) {
 		code, _, _ := e.post("/t/a/v1/chat/completions", big("a"))
 		first <- code
 	}()
-	<-got // the first request's 6 KB are held while the upstream answers
+	<-got // the first request's 6 KB and their parse are held while the upstream answers
 	client := &http.Client{Timeout: 5 * time.Second}
 	for _, chunked := range []bool{false, true} {
 		var body io.Reader = strings.NewReader(big("b"))
@@ -315,4 +316,53 @@ func TestUpstreamBase(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// What a request's parse holds counts against the bytes in flight as its body does: a body
+// that fits the budget alone but not twice is answered 503, and nothing of it is stored.
+func TestInFlightBudgetCountsParse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxInFlightBytes = 16 << 10 }})
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("x", 10000) + `"}]}`
+	code, out, h := e.post("/t/p/v1/chat/completions", body)
+	if code != 503 || h.Get("Retry-After") != "1" || errorCode(t, out) != "server_busy" {
+		t.Fatalf("%d %s, want 503 server_busy", code, out)
+	}
+	if n, _ := e.up.stats(); n != 0 {
+		t.Fatalf("the upstream got %d requests", n)
+	}
+}
+
+// What a stream's relay holds, the reply it assembles for storing, counts against the bytes in
+// flight: a reply that goes over them ends with an error event (server_busy) and no [DONE],
+// and is not stored; the events before it were relayed as they came.
+func TestStreamHeldCounts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxInFlightBytes = 256 << 10 }})
+	chunk := fmt.Sprintf(`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`, strings.Repeat("word ", 2000))
+	raw := func(w http.ResponseWriter, body []byte) {
+		sse(w, chunkRole)
+		for range 100 { // 1 MB of text
+			sse(w, chunk)
+		}
+		sse(w, chunkFinish, "[DONE]")
+	}
+	e.up.set(func(u *upstream) { u.raw = raw })
+	code, out, _ := e.post("/t/s/v1/chat/completions", streamRequest)
+	if code != 200 || errorEvent(t, out) != "server_busy" || strings.Contains(out, "[DONE]") || !strings.Contains(out, "word word") {
+		t.Fatalf("%d %.300s; want the stream relayed then ended with a server_busy error event", code, out)
+	}
+	if h := e.history("s"); len(h) != 1 || h[0] != "user: hi" {
+		t.Fatalf("stored: %q; want the request's message alone", h)
+	}
+	// Within the bound, the same stream is relayed and stored whole.
+	e2 := newEnv(t, envOptions{server: func(s *serve.Server) { s.MaxInFlightBytes = 4 << 20 }})
+	e2.up.set(func(u *upstream) { u.raw = raw })
+	code, out, _ = e2.post("/t/s/v1/chat/completions", streamRequest)
+	if code != 200 || errorEvent(t, out) != "" || !strings.Contains(out, "[DONE]") {
+		t.Fatalf("within the bound: %d %.300s", code, out)
+	}
+	if h := e2.history("s"); len(h) != 2 || len(h[1]) < 1000000 {
+		t.Fatalf("within the bound: %d messages stored, want the reply too", len(h))
+	}
 }

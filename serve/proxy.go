@@ -52,6 +52,12 @@ func (s *Server) readTurn(w http.ResponseWriter, r *http.Request, d dialect.Dial
 	if !ok {
 		return "", t, nil, false
 	}
+	// What the parse holds (the messages' contents, copied out of the body) counts against
+	// the bytes in flight as the body does: as much again.
+	if free, ok = s.holdParse(body, free); !ok {
+		busy(w, d)
+		return "", t, nil, false
+	}
 	t, err := d.Parse(body, s.prevSent(thread, d))
 	if err != nil {
 		free()
@@ -88,7 +94,9 @@ func refuseConflict(w http.ResponseWriter, d dialect.Dialect, t dialect.Turn, c 
 // proxy is the proxy of dialect d: POST /t/{thread}/v1/ROUTE for each of d's routes.
 //
 // Its steps, a file each: the request is read (limits.go) and parsed by its dialect (serve/
-// dialect and the dialect's folder), its new messages appended to the thread (append.go),
+// dialect and the dialect's folder), refused with nothing stored when its messages cannot
+// fit the thread's limit whatever a compaction does (refuse.go), its new messages appended to
+// the thread (append.go),
 // recall rounds run when Recall is set (recall.go, Chat Completions only), the active context
 // fitted to the window, compacted first when it would not fit (fit.go), the upstream called
 // with it in the dialect's shape (relay.go), and its reply stored and passed on as JSON
@@ -120,8 +128,17 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 	}
 	defer release(st.turn)
 
+	reset := r.Header.Get(ResetHeader) == "1"
+	if nofit, err := s.refuseUnfit(ctx, st, req, reset); err != nil {
+		errorIn(w, d, err)
+		return
+	} else if nofit != nil {
+		s.dropRefused(st, req)
+		writeCodeIn(w, d, memory.CodeInvalid, "context_length_exceeded", nofit.Error(), "messages")
+		return
+	}
 	appendNew := s.appendNew
-	if r.Header.Get(ResetHeader) == "1" {
+	if reset {
 		appendNew = func(ctx context.Context, st *threadState, req dialect.Turn) error {
 			return s.startOver(ctx, w, st, req, "reset")
 		}

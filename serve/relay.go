@@ -112,6 +112,13 @@ func copyHeaders(dst, src http.Header) {
 
 func (s *Server) relayJSON(w http.ResponseWriter, r *http.Request, d dialect.Dialect, thread string, body io.Reader, calibrate func(dialect.Usage)) bool {
 	b, free, err := s.readAll(io.LimitReader(body, s.MaxReplyBytes+1), -1)
+	if err == nil {
+		// The reply's messages, read out of it, count as much again (see holdParse).
+		var ok bool
+		if free, ok = s.holdParse(b, free); !ok {
+			free, err = func() {}, errBusy
+		}
+	}
 	defer free()
 	if errors.Is(err, errBusy) {
 		w.Header().Del("Content-Type")

@@ -32,6 +32,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -50,7 +51,7 @@ const (
 	// blank line that ends it).
 	DefaultMaxSSEEventBytes = 16 << 20
 	// DefaultMaxInFlightBytes bounds the bytes of request bodies and upstream replies held
-	// at once over all requests.
+	// at once over all requests (see Server.MaxInFlightBytes).
 	DefaultMaxInFlightBytes = 128 << 20
 	// DefaultCacheBytes and DefaultCacheIdle bound the threads' state kept between turns.
 	DefaultCacheBytes = 64 << 20
@@ -96,9 +97,12 @@ type Server struct {
 	// MaxSSEEventBytes bounds one event of an upstream's stream, its data lines together
 	// (0: DefaultMaxSSEEventBytes); one line is bounded by MaxSSELineBytes.
 	MaxSSEEventBytes int64
-	// MaxInFlightBytes bounds the bytes of request bodies and non-streamed replies held at
-	// once over all requests; past it a request is answered 503 with Retry-After (0:
-	// DefaultMaxInFlightBytes).
+	// MaxInFlightBytes bounds the bytes held at once over all requests: request bodies and
+	// non-streamed replies, each counted twice (its bytes and its parse), and what each
+	// stream's relay keeps for storing (dialect.Holder); past it a request is answered 503
+	// with Retry-After, and a stream ends with an error event (0: DefaultMaxInFlightBytes). A
+	// body or reply over half of it is never served: keep MaxBodyBytes and MaxReplyBytes at
+	// most half of it.
 	MaxInFlightBytes int64
 	// ReadBodyTimeout bounds the time a client takes to send a request body, and
 	// ReadBodyStall the time it may send none of it: a slower one, or one that stalls, is
@@ -158,6 +162,23 @@ type Server struct {
 	threads map[string]*threadState // the threads in use or cached (see threads.go)
 	lru     list.List               // of *threadState, the most recently used first
 	cached  int64                   // the bytes of what is kept of the threads
+
+	releasing atomic.Bool // a release of memory runs (see release)
+}
+
+// MemoryHeadroom is what MemoryLimit allows beyond the server's bounds: the store, the
+// tokenizers' tables, the garbage of the turns in flight.
+const MemoryHeadroom = 64 << 20
+
+// MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) that suits the server's
+// bounds: the bytes in flight (MaxInFlightBytes) and the threads' state kept (CacheBytes) it
+// holds at most, and MemoryHeadroom. Under it the garbage collector runs as the Go runtime's
+// default (GOGC) has it; near it, sooner, so that what a burst of large requests left behind
+// is collected and given back rather than grown over. memctl serve sets it unless GOMEMLIMIT is
+// set.
+func (s *Server) MemoryLimit() int64 {
+	s.init()
+	return s.MaxInFlightBytes + s.CacheBytes + MemoryHeadroom
 }
 
 func (s *Server) init() {

@@ -37,6 +37,10 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, d dialect.D
 	sse := newLineReader(body, s.MaxReplyBytes, s.MaxSSEEventBytes)
 	var ev sseEvent
 	var end []byte // the held-back last event
+	// What the relay holds, the reply assembled and its buffers, counts against the bytes in
+	// flight as bodies do; over them the stream ends with an error event.
+	held, taken := newHeld(acc), int64(0)
+	defer func() { s.inflight.give(taken) }()
 	for end == nil {
 		line, err := sse.next()
 		if len(line) > 0 {
@@ -46,6 +50,12 @@ func (s *Server) relayStream(w http.ResponseWriter, r *http.Request, d dialect.D
 			act, aerr := acc.Event(ev.name, ev.data)
 			if aerr != nil {
 				return fail("bad_upstream_stream", "the upstream's stream cannot be relayed: "+aerr.Error()+"; nothing was stored")
+			}
+			if n := held.bytes(ev.data) + int64(cap(ev.raw)+cap(ev.data)+cap(sse.line)+sseBufferBytes); n > taken {
+				if !s.inflight.take(n - taken) {
+					return fail("server_busy", fmt.Sprintf("the server holds its limit of bytes in flight (MaxInFlightBytes) with the reply of this stream (%d bytes held); nothing was stored", n))
+				}
+				taken = n
 			}
 			if act == dialect.End {
 				end = bytes.Clone(ev.raw)
@@ -145,7 +155,31 @@ type lineReader struct {
 const MaxSSELineBytes = 4 << 20
 
 func newLineReader(r io.Reader, max, maxEvent int64) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max, maxEvent: maxEvent}
+	return &lineReader{br: bufio.NewReaderSize(r, sseBufferBytes), max: max, maxEvent: maxEvent}
+}
+
+// sseBufferBytes is the read buffer of a relayed stream.
+const sseBufferBytes = 64 << 10
+
+// heldReply measures what a stream's assembler holds: its own count (dialect.Holder), else the
+// data of the events it took, a bound of what it can have kept of them.
+type heldReply struct {
+	h    dialect.Holder
+	data int64
+}
+
+func newHeld(acc dialect.Stream) *heldReply {
+	h, _ := acc.(dialect.Holder)
+	return &heldReply{h: h}
+}
+
+// bytes returns what the assembler holds after it took an event of data.
+func (r *heldReply) bytes(data []byte) int64 {
+	if r.h != nil {
+		return int64(r.h.Held())
+	}
+	r.data += int64(len(data))
+	return r.data
 }
 
 // next returns the next line with its newline (without at the end of the stream), and the

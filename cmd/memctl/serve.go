@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -180,6 +181,9 @@ func (a *app) serve(ctx context.Context, srv *serve.Server, sc config.Serve) err
 	}
 	logger.Info("serving", "addr", ln.Addr().String(), "base_url", fmt.Sprintf("http://%s/t/THREAD/v1", ln.Addr()),
 		"upstream", upstreamText, "token", srv.Token != "", "summarizers", strings.Join(summarizers, ", "))
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(srv.MemoryLimit()) // the server's bounds, not the garbage's growth, set its size
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

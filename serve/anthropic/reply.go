@@ -93,6 +93,18 @@ type streamBlock struct {
 	hasSignature, hasInput    bool
 }
 
+// Held is what the assembled reply holds (dialect.Holder).
+func (a *stream) Held() int {
+	n := 0
+	for _, b := range a.blocks {
+		n += len(b.start) + b.text.Cap() + b.thinking.Cap() + b.signature.Cap() + b.input.Cap()
+		for _, c := range b.citations {
+			n += len(c)
+		}
+	}
+	return n
+}
+
 // Event applies one event.
 func (a *stream) Event(name string, data []byte) (dialect.Action, error) {
 	var ev struct {

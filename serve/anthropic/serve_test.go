@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -814,5 +815,44 @@ func TestServeUpstreamCost(t *testing.T) {
 	want := float64(prompt*3+n*9*15) / 1e6
 	if n != 4 || th.Upstream.Cost == nil || math.Abs(*th.Upstream.Cost-want) > 1e-12 {
 		t.Fatalf("%d requests of %d prompt tokens; the thread's upstream cost is %v, want $%g", n, prompt, th.Upstream.Cost, want)
+	}
+}
+
+// TestServeRefusedStoresNothing: a request whose newest user message alone is over the
+// thread's limit is answered 400 in Anthropic's shape before anything is stored: the session's
+// thread is not made, and a thread that exists keeps its history.
+func TestServeRefusedStoresNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2048)
+	huge := "quokkaplan " + strings.Repeat("the whole log of the failing build, line after line; ", 400)
+	a := &agent{e: e, session: "s1"}
+	a.user(text(huge))
+	check := func(resp *http.Response, b []byte) {
+		t.Helper()
+		var eb struct {
+			Type  string                               `json:"type"`
+			Error struct{ Type, Message, Code string } `json:"error"`
+		}
+		if resp.StatusCode != 400 || json.Unmarshal(b, &eb) != nil || eb.Type != "error" || eb.Error.Type != "invalid_request_error" ||
+			eb.Error.Code != "context_length_exceeded" || !strings.Contains(eb.Error.Message, "nothing was stored") {
+			t.Fatalf("%d %s; want 400 context_length_exceeded", resp.StatusCode, b)
+		}
+	}
+	check(a.post("/v1/messages", a.body("claude-sonnet-4-5")))
+	if _, err := e.store.Thread(context.Background(), "s1"); !errors.Is(err, memory.ErrThreadNotFound) {
+		t.Fatalf("the refused request left its thread behind: %v", err)
+	}
+
+	b := &agent{e: e, session: "s2"}
+	b.user(text("hello"))
+	b.send()
+	before := e.history("s2")
+	b.user(text(huge))
+	check(b.post("/v1/messages", b.body("claude-sonnet-4-5")))
+	if after := e.history("s2"); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("history after the refused request:\n%s\nwant:\n%s", strings.Join(after, "\n"), strings.Join(before, "\n"))
+	}
+	if hits, err := e.store.Search(context.Background(), "quokkaplan", memory.SearchOptions{}); err != nil || len(hits) != 0 {
+		t.Fatalf("search finds the refused message: %v %v", hits, err)
 	}
 }

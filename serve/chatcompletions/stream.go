@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/serve/dialect"
@@ -36,6 +37,15 @@ func (a *stream) Failed() bool { return a.failed }
 // Messages is the assembled reply.
 func (a *stream) Messages() []chat.Message { return []chat.Message{a.message()} }
 
+// Held is what the assembled reply holds (dialect.Holder).
+func (a *stream) Held() int {
+	n := a.content.Cap() + a.refusal.Cap() + cap(a.calls)*int(unsafe.Sizeof(chat.ToolCall{}))
+	for i, c := range a.calls {
+		n += len(c.ID) + len(c.Type) + len(c.Function.Name) + a.args[i].Cap()
+	}
+	return n
+}
+
 // Usage is the usage a chunk reported (stream_options.include_usage).
 func (a *stream) Usage() dialect.Usage { return a.usage }
 
@@ -51,9 +61,10 @@ type stream struct {
 	text     bool // a content delta was seen
 	refused  bool // a refusal delta was seen
 	calls    []chat.ToolCall
-	finished bool // a finish_reason was seen
-	done     bool // data: [DONE] was seen
-	failed   bool // an error event came instead of a chunk
+	args     []*strings.Builder // the arguments of each call, as they came
+	finished bool               // a finish_reason was seen
+	done     bool               // data: [DONE] was seen
+	failed   bool               // an error event came instead of a chunk
 	usage    dialect.Usage
 }
 
@@ -108,6 +119,7 @@ func (a *stream) add(data []byte) error {
 			}
 			for len(a.calls) <= tc.Index {
 				a.calls = append(a.calls, chat.ToolCall{})
+				a.args = append(a.args, &strings.Builder{})
 			}
 			call := &a.calls[tc.Index]
 			if tc.ID != "" {
@@ -117,7 +129,7 @@ func (a *stream) add(data []byte) error {
 				call.Type = tc.Type
 			}
 			call.Function.Name += tc.Function.Name
-			call.Function.Arguments += tc.Function.Arguments
+			a.args[tc.Index].WriteString(tc.Function.Arguments) // not +=: a long stream of small deltas would copy it at each
 		}
 		if c.FinishReason != nil && *c.FinishReason != "" {
 			a.finished = true
@@ -143,6 +155,7 @@ func (a *stream) message() chat.Message {
 	}
 	if len(a.calls) > 0 {
 		for i := range a.calls {
+			a.calls[i].Function.Arguments = a.args[i].String()
 			if a.calls[i].Type == "" {
 				a.calls[i].Type = "function"
 			}

@@ -257,6 +257,13 @@ type Stream interface {
 	Usage() Usage
 }
 
+// Holder is a Stream that says how many bytes the reply it assembles holds (the capacity of
+// its buffers): the relay counts them against the server's bound on bytes in flight. A Stream
+// that is not one is counted by the data of the events it took.
+type Holder interface {
+	Held() int
+}
+
 // Action is what the relay does with an event (see Stream.Event).
 type Action int
 

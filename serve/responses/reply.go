@@ -100,6 +100,18 @@ type streamItem struct {
 	args  strings.Builder
 }
 
+// Held is what the assembled reply holds (dialect.Holder).
+func (a *stream) Held() int {
+	n := 0
+	for _, it := range a.items {
+		n += len(it.added) + len(it.done) + it.text.Cap() + it.args.Cap()
+	}
+	for _, f := range a.final {
+		n += len(f)
+	}
+	return n
+}
+
 // Event applies one event.
 func (a *stream) Event(name string, data []byte) (dialect.Action, error) {
 	var ev struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -534,5 +535,42 @@ func TestServeStreamBreaksOff(t *testing.T) {
 		if strings.HasPrefix(m, "assistant") {
 			t.Errorf("a reply stored: %s", m)
 		}
+	}
+}
+
+// TestServeRefusedStoresNothing: a request whose newest user message alone is over the
+// thread's limit is answered 400 in the Responses API's shape before anything is stored: the
+// session's thread is not made, and a thread that exists keeps its history.
+func TestServeRefusedStoresNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2048, fakeupstream.Options{Reply: codexReply})
+	huge := "quokkaplan " + strings.Repeat("the whole log of the failing build, line after line; ", 400)
+	check := func(resp *http.Response, b []byte) {
+		t.Helper()
+		var eb struct {
+			Error struct{ Type, Message, Code string } `json:"error"`
+		}
+		if resp.StatusCode != 400 || json.Unmarshal(b, &eb) != nil || eb.Error.Code != "context_length_exceeded" || !strings.Contains(eb.Error.Message, "nothing was stored") {
+			t.Fatalf("%d %s; want 400 context_length_exceeded", resp.StatusCode, b)
+		}
+	}
+	a := newAgent(e, "fresh")
+	a.input = append(a.input, userItem(huge))
+	check(a.post("/v1/responses", a.body()))
+	if _, err := e.store.Thread(context.Background(), "fresh"); !errors.Is(err, memory.ErrThreadNotFound) {
+		t.Fatalf("the refused request left its thread behind: %v", err)
+	}
+
+	b := newAgent(e, "kept")
+	b.input = append(b.input, userItem("hello"))
+	b.send()
+	before := e.history("kept")
+	b.input = append(b.input, userItem(huge))
+	check(b.post("/v1/responses", b.body()))
+	if after := e.history("kept"); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("history after the refused request:\n%s\nwant:\n%s", strings.Join(after, "\n"), strings.Join(before, "\n"))
+	}
+	if hits, err := e.store.Search(context.Background(), "quokkaplan", memory.SearchOptions{}); err != nil || len(hits) != 0 {
+		t.Fatalf("search finds the refused message: %v %v", hits, err)
 	}
 }
