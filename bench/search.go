@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memcascade/memcascade/chat"
+	"github.com/memcascade/memcascade/internal/cputime"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -22,7 +23,9 @@ const searchQuery = "flight reservation"
 // thread alone (the same messages, appended the same way), on each backend. The messages are
 // the corpus's text, each marked with its thread and place. The two databases are searched in
 // turns, so that a change of the machine's load weighs on both alike: the whole process (the
-// issue's measure, within 2 x the thread alone), then Store.Search in this process.
+// issue's measure, within 2 x the thread alone), then Store.Search in this process; each with
+// its CPU time (the process's; this process's, which runs nothing else meanwhile), the measure
+// to compare on a loaded machine.
 func (b *bench) searchThread(corpus []conversation) error {
 	threads, per := 1000, 1000
 	if b.quick {
@@ -88,12 +91,12 @@ func (b *bench) searchThread(corpus []conversation) error {
 				if b.memctl == "" {
 					b.add("memctl search --thread, search "+what, "not run (needs -memctl)", "<= 2 x alone", nil)
 				} else {
-					var da, dm []time.Duration
+					var da, dm, ca, cm []time.Duration
 					for range 7 {
 						for _, c := range []struct {
-							name string
-							ds   *[]time.Duration
-						}{{alone, &da}, {many, &dm}} {
+							name   string
+							ds, cs *[]time.Duration
+						}{{alone, &da, &ca}, {many, &dm, &cm}} {
 							cmd := exec.Command(b.memctl, "--db", c.name, "search", "--thread", "thread-0000", "--json", searchQuery)
 							cmd.Dir = b.dir
 							d, out, err := timeProcess(cmd)
@@ -105,10 +108,12 @@ func (b *bench) searchThread(corpus []conversation) error {
 								return fmt.Errorf("memctl search found %d hits, want %d: %.300s", len(hits), memory.DefaultSearchLimit, out)
 							}
 							*c.ds = append(*c.ds, d)
+							*c.cs = append(*c.cs, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 						}
 					}
 					a, m := median(da), median(dm)
-					b.add("memctl search --thread, search "+what+" (whole process, median of 7)", ratioText(m, a), "<= 2 x alone", ptr(m <= 2*a))
+					b.add("memctl search --thread, search "+what+" (whole process, median of 7)",
+						ratioText(m, a)+"; CPU "+ratioText(median(cm), median(ca)), "<= 2 x alone", ptr(m <= 2*a))
 				}
 				sa, err := openStore(alone)
 				if err != nil {
@@ -120,16 +125,16 @@ func (b *bench) searchThread(corpus []conversation) error {
 					return err
 				}
 				defer sm.Close()
-				var da, dm []time.Duration
+				var da, dm, ca, cm []time.Duration
 				var first []memory.SearchHit
 				for range 7 {
 					for _, c := range []struct {
-						s  *memory.Store
-						ds *[]time.Duration
-					}{{sa, &da}, {sm, &dm}} {
-						start := time.Now()
+						s      *memory.Store
+						ds, cs *[]time.Duration
+					}{{sa, &da, &ca}, {sm, &dm, &cm}} {
+						start, cpu := time.Now(), cputime.Self()
 						hits, err := c.s.Search(context.Background(), searchQuery, memory.SearchOptions{Thread: "thread-0000"})
-						*c.ds = append(*c.ds, time.Since(start))
+						*c.ds, *c.cs = append(*c.ds, time.Since(start)), append(*c.cs, cputime.Self()-cpu)
 						if err != nil {
 							return err
 						}
@@ -142,7 +147,7 @@ func (b *bench) searchThread(corpus []conversation) error {
 					}
 				}
 				a, m := median(da), median(dm)
-				b.add("Store.Search, search "+what+" (median of 7)", ratioText(m, a), "", nil)
+				b.add("Store.Search, search "+what+" (median of 7)", ratioText(m, a)+"; CPU "+ratioText(median(cm), median(ca)), "", nil)
 				return nil
 			})
 		})
