@@ -28,17 +28,18 @@ func ftsQuery(text string) string {
 // rows: it indexes the thread's text in a temporary FTS5 table of the connection (same
 // tokenizer, so the same rows match as in the thread's part of a global search), ranks there
 // with bm25 over the thread's own statistics (its rows, their lengths, the rows holding each
-// word), and drops the table. Its cost is the thread's text, whatever the rest of the database
+// word), and empties the table. Its cost is the thread's text, whatever the rest of the database
 // holds. When the thread is the database's only thread, the database's index holds exactly the
 // thread's rows, so its bm25 is the thread's already: the search runs there, at the cost of its
 // hits.
 
 // The temporary index of a thread's search, in the connection's temp schema: made on the
-// connection's first thread search and kept (making and dropping a table changes the schema,
-// which made SQLite parse each statement of the connection again: 30 ms a search), filled with
-// the thread's rows for one search and emptied after it ('delete-all', at no cost: it reads
-// its text from a view of the table). One search runs at a time on a connection; the read
-// transaction that fills it and is rolled back (an error) leaves it empty as well.
+// connection's first thread search and kept (making or dropping a table changes the schema,
+// which expires the connection's prepared statements: SQLite prepares each again at its next
+// use), filled with the thread's rows for one search and emptied after it ('delete-all',
+// which reads no text: the index reads its text from a view of the tables). One search runs
+// at a time on a connection; a read transaction that fills it and is rolled back (an error)
+// leaves it empty as well.
 const (
 	threadMessagesFTS  = "temp.memcascade_thread_messages"
 	threadSummariesFTS = "temp.memcascade_thread_summaries"
