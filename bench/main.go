@@ -61,7 +61,7 @@ func main() {
 	js := flag.String("js", "", "a directory with node_modules/tiktoken installed (for the comparison row)")
 	scale := flag.Int("scale", 150, "copies of the testdata conversations in the append corpus")
 	quick := flag.Bool("quick", false, "smaller sizes, for a fast check that the bench runs")
-	only := flag.String("only", "", "run only these steps, comma-separated: append, writers, active, compact, compact100k, windows, tokens, import, message, threads, serve, servemem, turncost, agents, life")
+	only := flag.String("only", "", "run only these steps, comma-separated: append, writers, active, compact, compact100k, windows, tokens, import, message, threads, search, serve, servemem, turncost, agents, life")
 	postgres := flag.String("postgres", os.Getenv(postgresEnv), "a PostgreSQL server URL for the PostgreSQL rows (default $"+postgresEnv+"; none: SQLite only)")
 	windowMaxOutput := flag.Int("window-max-output", 1024, "max_output_tokens of the summarizer in the windows step")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the append step (its counting, import and raw insert) to this file")
@@ -130,7 +130,7 @@ func (b *bench) run() error {
 	steps := []struct {
 		name string
 		run  func([]conversation) error
-	}{{"append", b.append}, {"writers", b.writers}, {"active", b.activeRead}, {"compact", b.compaction}, {"compact100k", b.bigCompaction}, {"windows", b.windowRows}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}, {"serve", b.serveRows}, {"servemem", b.serveMemRows}, {"turncost", b.turnCostRows}, {"agents", b.agentRows}, {"life", b.lifeRows}}
+	}{{"append", b.append}, {"writers", b.writers}, {"active", b.activeRead}, {"compact", b.compaction}, {"compact100k", b.bigCompaction}, {"windows", b.windowRows}, {"tokens", b.tokenizer}, {"import", b.bigImport}, {"message", b.bigMessage}, {"threads", b.threads}, {"search", b.searchThread}, {"serve", b.serveRows}, {"servemem", b.serveMemRows}, {"turncost", b.turnCostRows}, {"agents", b.agentRows}, {"life", b.lifeRows}}
 	for _, step := range steps {
 		if b.only != "" && !slices.Contains(strings.Split(b.only, ","), step.name) {
 			continue

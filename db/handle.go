@@ -68,6 +68,12 @@ type Ops struct {
 	// required, a word ending in * a prefix, no user text read as query syntax. "" means
 	// nothing to search for.
 	Match func(text string) string
+	// SearchThreadMessages and SearchThreadSummaries, when set, are SearchMessages and
+	// SearchSummaries for one thread, ranked among the thread's own rows (SQLite: bm25 weighs
+	// a word by the whole index). nil: the queries' ranking of a row does not depend on other
+	// rows (PostgreSQL's ts_rank weighs a row by its own text).
+	SearchThreadMessages  func(ctx context.Context, q Querier, arg SearchMessagesParams) ([]SearchMessagesRow, error)
+	SearchThreadSummaries func(ctx context.Context, q Querier, arg SearchSummariesParams) ([]SearchSummariesRow, error)
 	// Close releases the prepared queries.
 	Close func(q Querier) error
 	// Checkpoint, when set, moves what writers committed from the write-ahead log into the
@@ -239,6 +245,24 @@ func CommitUnknown(err error) bool {
 // Match turns search text into the full-text query of SearchMessages and SearchSummaries
 // ("" when the text has no word to search for).
 func (h *Handle) Match(text string) string { return h.ops.Match(text) }
+
+// SearchMessages runs q.SearchMessages; one thread's (arg.ThreadID set) is ranked among the
+// thread's own messages, at the cost of the thread's text whatever else the database holds.
+func (h *Handle) SearchMessages(ctx context.Context, q Querier, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
+	if arg.ThreadID != "" && h.ops.SearchThreadMessages != nil {
+		return h.ops.SearchThreadMessages(ctx, q, arg)
+	}
+	return q.SearchMessages(ctx, arg)
+}
+
+// SearchSummaries runs q.SearchSummaries; one thread's is ranked among the thread's own
+// summaries, as SearchMessages.
+func (h *Handle) SearchSummaries(ctx context.Context, q Querier, arg SearchSummariesParams) ([]SearchSummariesRow, error) {
+	if arg.ThreadID != "" && h.ops.SearchThreadSummaries != nil {
+		return h.ops.SearchThreadSummaries(ctx, q, arg)
+	}
+	return q.SearchSummaries(ctx, arg)
+}
 
 // Backup writes a consistent copy of the database to the file at path, mode 0600 (SQLite
 // only), while other writers keep writing: every transaction committed before it started is in

@@ -43,7 +43,10 @@ var sqliteOps = Ops{
 	OneWriter: true,
 	Retryable: sqliteBusy,
 	Match:     ftsQuery,
-	Close:     func(q Querier) error { return q.(*Queries).Close() },
+
+	SearchThreadMessages:  searchThreadMessagesSQLite,
+	SearchThreadSummaries: searchThreadSummariesSQLite,
+	Close:                 func(q Querier) error { return q.(*Queries).Close() },
 	// PASSIVE: it copies what no reader still needs and never waits for a writer or a reader.
 	Checkpoint: func(ctx context.Context, sqldb *sql.DB) error {
 		_, err := sqldb.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")

@@ -105,7 +105,7 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 	open, close := snippetMarks()
 	err = s.h.ReadTx(ctx, func(q db.Querier) error {
 		out = out[:0]
-		msgs, err := q.SearchMessages(ctx, db.SearchMessagesParams{MarkOpen: open, MarkClose: close, Query: match, ThreadID: opt.Thread, MaxRows: int64(limit)})
+		msgs, err := s.h.SearchMessages(ctx, q, db.SearchMessagesParams{MarkOpen: open, MarkClose: close, Query: match, ThreadID: opt.Thread, MaxRows: int64(limit)})
 		if err != nil {
 			return err
 		}
@@ -115,7 +115,7 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 		}
 		if len(out) < limit {
 			// Superseded summaries are collapsed after the query: ask for more than the room left.
-			sums, err := q.SearchSummaries(ctx, db.SearchSummariesParams{MarkOpen: open, MarkClose: close, Query: match, ThreadID: opt.Thread,
+			sums, err := s.h.SearchSummaries(ctx, q, db.SearchSummariesParams{MarkOpen: open, MarkClose: close, Query: match, ThreadID: opt.Thread,
 				MaxRows: int64(min(4*(limit-len(out)), 4*MaxSearchLimit))})
 			if err != nil {
 				return err

@@ -28,7 +28,8 @@ a terminal (plain text in a pipe; the JSON snippet always has them).
 
 The hits are ranked as memory_search (MCP) and serve's /api/search rank them: the messages
 first, best match first, then the summaries; a superseded summary is left out when the newer
-summary that folded it in matched too.`,
+summary that folded it in matched too. With --thread, best is judged among that thread's own
+messages and summaries, whatever other threads hold.`,
 		Example: `  memctl search "reservation ZFA04Y"
   memctl search 'OBUT*'
   memctl search gpt-4o --thread support-42 --limit 5 --json`,
