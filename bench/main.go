@@ -629,11 +629,12 @@ func (b *bench) compactionOf(backend, name string, n int) error {
 			return fmt.Errorf("compaction of %d messages: %s", n, rep.Status)
 		}
 	}
-	d := median(ds)
+	d, worst := median(ds), slices.Max(ds)
 	var ok *bool
 	target := ""
 	if n == 10_000 {
-		target, ok = "< 50 ms", ptr(d < 50*time.Millisecond)
+		// Issue 36 asks for every run of the five under 50 ms, not their median.
+		target, ok = "< 50 ms, every run of 5", ptr(worst < 50*time.Millisecond)
 	}
 	label := fmt.Sprintf("compaction overhead, %d active messages (plan, render, commit, recount)", n)
 	if backend != sqliteBackend {
@@ -641,7 +642,7 @@ func (b *bench) compactionOf(backend, name string, n int) error {
 	}
 	// The CPU time of the process over the compaction (every thread: the garbage collector's
 	// too) says what the wall time says when the machine is shared with other work.
-	b.add(label, fmt.Sprintf("%s (CPU %s)", d.Round(100*time.Microsecond), median(cpus).Round(100*time.Microsecond)), target, ok)
+	b.add(label, fmt.Sprintf("%s, slowest %s (CPU %s)", d.Round(100*time.Microsecond), worst.Round(100*time.Microsecond), median(cpus).Round(100*time.Microsecond)), target, ok)
 	return nil
 }
 
