@@ -38,7 +38,7 @@ type factFit struct {
 // (facts.Section keeps the most important ones: constraints, errors, tool calls and ids
 // first).
 func (f factFit) compose(prose string) (string, []facts.Fact) {
-	m := &fitMemo{missing: map[string][]facts.Fact{}}
+	m := &fitMemo{missing: map[string][]int32{}}
 	text, dropped := f.with(m, prose, f.soft)
 	if len(dropped) == 0 && f.unlined(text, nil) == 0 {
 		return text, nil
@@ -66,12 +66,15 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 	return best, bestDropped
 }
 
-// fitMemo keeps what the tries of one compose share: the facts check of each text tried, and
-// the sections of each list of missing facts (the tries at the soft and the hard budget
-// usually miss the same facts, and often make the same text).
+// fitMemo keeps what the tries of one compose share: the facts check of each text tried (the
+// ledger's indexes of the facts it misses: a long ledger misses tens of thousands of facts, and
+// a copy of them for each text tried would hold the ledger over again), and the sectioner of the
+// latest list of missing facts (the tries at the soft and the hard budget usually miss the same
+// facts, and often make the same text; a sectioner holds its facts sorted, and older ones are
+// seldom asked for again).
 type fitMemo struct {
-	missing  map[string][]facts.Fact
-	sections []memoSection
+	missing map[string][]int32
+	section memoSection
 }
 
 type memoSection struct {
@@ -82,21 +85,25 @@ type memoSection struct {
 func (m *fitMemo) check(f factFit, text string) []facts.Fact {
 	got, ok := m.missing[text]
 	if !ok {
-		got = f.missing(text)
+		got = f.missingIndexes(text)
 		m.missing[text] = got
 	}
-	return got
+	if len(got) == 0 {
+		return nil
+	}
+	out := make([]facts.Fact, len(got))
+	for i, k := range got {
+		out[i] = f.ledger[k]
+	}
+	return out
 }
 
 func (m *fitMemo) sectioner(missing []facts.Fact, count func(string) int) *facts.Sectioner {
-	for _, ms := range m.sections {
-		if slices.Equal(ms.missing, missing) {
-			return ms.s
-		}
+	if m.section.s != nil && slices.Equal(m.section.missing, missing) {
+		return m.section.s
 	}
-	s := facts.NewSectioner(missing, count)
-	m.sections = append(m.sections, memoSection{missing, s})
-	return s
+	m.section = memoSection{missing, facts.NewSectioner(missing, count)}
+	return m.section.s
 }
 
 // with puts prose under the summary's sections and adds the facts it misses under the
@@ -243,10 +250,10 @@ func (f factFit) headingOf(sec int) string {
 	return transcript.Heading(sec)
 }
 
-// missing returns the ledger facts that are neither outside the summary nor in text, a
-// summary, read without its header (see summaryBody).
-func (f factFit) missing(text string) []facts.Fact {
-	return checkedMissing(f.checker, f.ledger, f.outside, summaryBody(text))
+// missingIndexes returns the indexes in f.ledger of the facts that are neither outside the
+// summary nor in text, a summary, read without its header (see summaryBody).
+func (f factFit) missingIndexes(text string) []int32 {
+	return missingIndexes(f.checker, f.ledger, f.outside, summaryBody(text))
 }
 
 // missingFacts returns the facts of ledger that are not in summary and not marked in outside
@@ -257,6 +264,19 @@ func missingFacts(ledger []facts.Fact, outside []bool, summary string) []facts.F
 
 // checkedMissing is missingFacts by checker, the Checker of ledger (nil: one is made).
 func checkedMissing(checker *facts.Checker, ledger []facts.Fact, outside []bool, summary string) []facts.Fact {
+	idx := missingIndexes(checker, ledger, outside, summary)
+	if len(idx) == 0 {
+		return nil
+	}
+	out := make([]facts.Fact, len(idx)) // a long ledger misses thousands: one allocation
+	for i, k := range idx {
+		out[i] = ledger[k]
+	}
+	return out
+}
+
+// missingIndexes is checkedMissing as the indexes in ledger of the facts it returns, ascending.
+func missingIndexes(checker *facts.Checker, ledger []facts.Fact, outside []bool, summary string) []int32 {
 	if checker == nil {
 		checker = facts.NewChecker(ledger)
 	}
@@ -270,10 +290,10 @@ func checkedMissing(checker *facts.Checker, ledger []facts.Fact, outside []bool,
 	if n == 0 {
 		return nil
 	}
-	out := make([]facts.Fact, 0, n) // a long ledger misses thousands: one allocation
+	out := make([]int32, 0, n)
 	for i, ok := range kept {
 		if !ok {
-			out = append(out, ledger[i])
+			out = append(out, int32(i))
 		}
 	}
 	return out

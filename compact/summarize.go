@@ -114,6 +114,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 		}
 	}
 	lo := <-ledgerc
+	in.release()
 	if err != nil {
 		return summary{chunks: int(in.chunks.Load())}, fmt.Errorf("%w: %w", ErrSummarize, err)
 	}
@@ -156,6 +157,13 @@ type input struct {
 	chunks            atomic.Int64 // the requests of the provider whose turn ran last
 	progressMu        sync.Mutex
 	sized             sync.Once // the estimated blocks counted (sizeBlocks)
+}
+
+// release lets go of the rendered middle once the providers and the ledger are done with it:
+// what composes the summary after it needs neither, and for a long middle it is the size of
+// the thread's text again.
+func (in *input) release() {
+	in.tms, in.blocks, in.units = nil, nil, nil
 }
 
 // newInput renders the middle of plan for the summarizer.
