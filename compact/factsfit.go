@@ -3,6 +3,7 @@ package compact
 import (
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/transcript"
@@ -38,7 +39,7 @@ type factFit struct {
 // (facts.Section keeps the most important ones: constraints, errors, tool calls and ids
 // first).
 func (f factFit) compose(prose string) (string, []facts.Fact) {
-	m := &fitMemo{missing: map[string][]int32{}}
+	m := &fitMemo{missing: map[string]memoCheck{}}
 	text, dropped := f.with(m, prose, f.soft)
 	if len(dropped) == 0 && f.unlined(text, nil) == 0 {
 		return text, nil
@@ -66,14 +67,18 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 	return best, bestDropped
 }
 
-// fitMemo keeps what the tries of one compose share: the facts check of each text tried (the
-// ledger's indexes of the facts it misses: a long ledger misses tens of thousands of facts, and
-// a copy of them for each text tried would hold the ledger over again), and the sectioner of the
-// latest list of missing facts (the tries at the soft and the hard budget usually miss the same
-// facts, and often make the same text; a sectioner holds its facts sorted, and older ones are
-// seldom asked for again).
+// fitMemo keeps what the tries of one compose share: the facts check of each text tried, and
+// the sectioner of the latest list of missing facts (the tries at the soft and the hard budget
+// usually miss the same facts, and often make the same text; a sectioner holds its facts
+// sorted, and older ones are seldom asked for again).
+//
+// A check is kept as the ledger's indexes of the facts the text misses, and, within
+// memoFactsBytes for the whole memo, as those facts too: a long ledger misses tens of thousands
+// of facts, and a copy of them for every text tried would hold the ledger over and over (60 MB
+// for 100,000 messages), while a short one's copies are few bytes and spare the copying.
 type fitMemo struct {
-	missing map[string][]int32
+	missing map[string]memoCheck
+	kept    int // the bytes of the facts held in missing
 	section memoSection
 }
 
@@ -82,19 +87,35 @@ type memoSection struct {
 	s       *facts.Sectioner
 }
 
+type memoCheck struct {
+	idx     []int32
+	missing []facts.Fact // nil when not kept (see fitMemo)
+}
+
+// memoFactsBytes bounds the facts a fitMemo keeps copies of.
+const memoFactsBytes = 4 << 20
+
 func (m *fitMemo) check(f factFit, text string) []facts.Fact {
 	got, ok := m.missing[text]
-	if !ok {
-		got = f.missingIndexes(text)
-		m.missing[text] = got
+	if ok && (got.missing != nil || len(got.idx) == 0) {
+		return got.missing
 	}
-	if len(got) == 0 {
+	if !ok {
+		got.idx = f.missingIndexes(text)
+	}
+	if len(got.idx) == 0 {
+		m.missing[text] = got
 		return nil
 	}
-	out := make([]facts.Fact, len(got))
-	for i, k := range got {
+	out := make([]facts.Fact, len(got.idx)) // cap = len: an append to it by a caller copies
+	for i, k := range got.idx {
 		out[i] = f.ledger[k]
 	}
+	if size := len(out) * int(unsafe.Sizeof(facts.Fact{})); m.kept+size <= memoFactsBytes {
+		m.kept += size
+		got.missing = out
+	}
+	m.missing[text] = got
 	return out
 }
 
