@@ -465,13 +465,27 @@ func (c *collector) ledger() []Fact {
 	return out
 }
 
-// permute puts in fs, in order, the facts of fs at idx.
+// permute puts in fs, in order, the facts of fs at idx (a permutation of its indexes, which it
+// uses up: each is set to -1). It moves the facts in place, a cycle of the permutation at a
+// time, rather than through a copy of fs: a long ledger's copy is megabytes.
 func permute(fs []Fact, idx []int32) {
-	sorted := make([]Fact, len(fs))
-	for i, k := range idx {
-		sorted[i] = fs[k]
+	for i := range idx {
+		if idx[i] < 0 {
+			continue
+		}
+		first := fs[i]
+		j := i
+		for {
+			k := int(idx[j])
+			idx[j] = -1
+			if k == i {
+				fs[j] = first
+				break
+			}
+			fs[j] = fs[k]
+			j = k
+		}
 	}
-	copy(fs, sorted)
 }
 
 // FromTranscript is the message of the ledger for a message of a transcript: a previous summary
