@@ -306,7 +306,8 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 		items = append(items, item{section: sec, rank: rank, task: task, order: len(items), text: text})
 		return len(items) - 1
 	}
-	var factMsgs []facts.Message
+	// One a message, allocated once: not grown through copies of a long conversation.
+	factMsgs := make([]facts.Message, 0, len(msgs))
 	results := map[int]string{} // index of a call item -> its result
 	open := map[string][]int{}  // call id -> items waiting for their result
 	reply := map[int]int{}      // task -> the item of its last reply
