@@ -128,7 +128,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 		}
 	}
 	lo := <-ledgerc
-	in.release()
+	in = in.composing()
 	if err != nil {
 		return summary{chunks: int(in.chunks.Load())}, fmt.Errorf("%w: %w", ErrSummarize, err)
 	}
@@ -173,11 +173,16 @@ type input struct {
 	sized             sync.Once // the estimated blocks counted (sizeBlocks)
 }
 
-// release lets go of the rendered middle once the providers and the ledger are done with it:
-// what composes the summary after it needs neither, and for a long middle it is the size of
-// the thread's text again.
-func (in *input) release() {
-	in.tms, in.blocks, in.units = nil, nil, nil
+// composing returns what composing the summary reads of in, without the rendered middle,
+// which neither the composing nor anything after it needs: for a long middle it is the size of
+// the thread's text again. in itself is left as it is, for a task that a summarizer may have
+// left running.
+func (in *input) composing() *input {
+	out := &input{c: in.c, thread: in.thread, pass: in.pass, counter: in.counter, header: in.header,
+		prev: in.prev, bodyBudget: in.bodyBudget, asked: in.asked, prompt: in.prompt, instructions: in.instructions,
+		systemTokens: in.systemTokens, compactTokens: in.compactTokens, maxCost: in.maxCost, summaryMax: in.summaryMax}
+	out.chunks.Store(in.chunks.Load())
+	return out
 }
 
 // newInput renders the middle of plan for the summarizer.
