@@ -3,6 +3,7 @@ package compact
 import (
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/transcript"
@@ -38,7 +39,7 @@ type factFit struct {
 // (facts.Section keeps the most important ones: constraints, errors, tool calls and ids
 // first).
 func (f factFit) compose(prose string) (string, []facts.Fact) {
-	m := &fitMemo{missing: map[string][]facts.Fact{}}
+	m := &fitMemo{missing: map[string]memoCheck{}}
 	text, dropped := f.with(m, prose, f.soft)
 	if len(dropped) == 0 && f.unlined(text, nil) == 0 {
 		return text, nil
@@ -67,11 +68,18 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 }
 
 // fitMemo keeps what the tries of one compose share: the facts check of each text tried, and
-// the sections of each list of missing facts (the tries at the soft and the hard budget
-// usually miss the same facts, and often make the same text).
+// the sectioner of the latest list of missing facts (the tries at the soft and the hard budget
+// usually miss the same facts, and often make the same text; a sectioner holds its facts
+// sorted, and older ones are seldom asked for again).
+//
+// A check is kept as the ledger's indexes of the facts the text misses, and, within
+// memoFactsBytes for the whole memo, as those facts too: a long ledger misses tens of thousands
+// of facts, and a copy of them for every text tried would hold the ledger over and over (60 MB
+// for 100,000 messages), while a short one's copies are few bytes and spare the copying.
 type fitMemo struct {
-	missing  map[string][]facts.Fact
-	sections []memoSection
+	missing map[string]memoCheck
+	kept    int // the bytes of the facts held in missing
+	section memoSection
 }
 
 type memoSection struct {
@@ -79,24 +87,44 @@ type memoSection struct {
 	s       *facts.Sectioner
 }
 
+type memoCheck struct {
+	idx     []int32
+	missing []facts.Fact // nil when not kept (see fitMemo)
+}
+
+// memoFactsBytes bounds the facts a fitMemo keeps copies of.
+const memoFactsBytes = 4 << 20
+
 func (m *fitMemo) check(f factFit, text string) []facts.Fact {
 	got, ok := m.missing[text]
-	if !ok {
-		got = f.missing(text)
-		m.missing[text] = got
+	if ok && (got.missing != nil || len(got.idx) == 0) {
+		return got.missing
 	}
-	return got
+	if !ok {
+		got.idx = f.missingIndexes(text)
+	}
+	if len(got.idx) == 0 {
+		m.missing[text] = got
+		return nil
+	}
+	out := make([]facts.Fact, len(got.idx)) // cap = len: an append to it by a caller copies
+	for i, k := range got.idx {
+		out[i] = f.ledger[k]
+	}
+	if size := len(out) * int(unsafe.Sizeof(facts.Fact{})); m.kept+size <= memoFactsBytes {
+		m.kept += size
+		got.missing = out
+	}
+	m.missing[text] = got
+	return out
 }
 
 func (m *fitMemo) sectioner(missing []facts.Fact, count func(string) int) *facts.Sectioner {
-	for _, ms := range m.sections {
-		if slices.Equal(ms.missing, missing) {
-			return ms.s
-		}
+	if m.section.s != nil && slices.Equal(m.section.missing, missing) {
+		return m.section.s
 	}
-	s := facts.NewSectioner(missing, count)
-	m.sections = append(m.sections, memoSection{missing, s})
-	return s
+	m.section = memoSection{missing, facts.NewSectioner(missing, count)}
+	return m.section.s
 }
 
 // with puts prose under the summary's sections and adds the facts it misses under the
@@ -243,10 +271,10 @@ func (f factFit) headingOf(sec int) string {
 	return transcript.Heading(sec)
 }
 
-// missing returns the ledger facts that are neither outside the summary nor in text, a
-// summary, read without its header (see summaryBody).
-func (f factFit) missing(text string) []facts.Fact {
-	return checkedMissing(f.checker, f.ledger, f.outside, summaryBody(text))
+// missingIndexes returns the indexes in f.ledger of the facts that are neither outside the
+// summary nor in text, a summary, read without its header (see summaryBody).
+func (f factFit) missingIndexes(text string) []int32 {
+	return missingIndexes(f.checker, f.ledger, f.outside, summaryBody(text))
 }
 
 // missingFacts returns the facts of ledger that are not in summary and not marked in outside
@@ -257,6 +285,19 @@ func missingFacts(ledger []facts.Fact, outside []bool, summary string) []facts.F
 
 // checkedMissing is missingFacts by checker, the Checker of ledger (nil: one is made).
 func checkedMissing(checker *facts.Checker, ledger []facts.Fact, outside []bool, summary string) []facts.Fact {
+	idx := missingIndexes(checker, ledger, outside, summary)
+	if len(idx) == 0 {
+		return nil
+	}
+	out := make([]facts.Fact, len(idx)) // a long ledger misses thousands: one allocation
+	for i, k := range idx {
+		out[i] = ledger[k]
+	}
+	return out
+}
+
+// missingIndexes is checkedMissing as the indexes in ledger of the facts it returns, ascending.
+func missingIndexes(checker *facts.Checker, ledger []facts.Fact, outside []bool, summary string) []int32 {
 	if checker == nil {
 		checker = facts.NewChecker(ledger)
 	}
@@ -270,10 +311,10 @@ func checkedMissing(checker *facts.Checker, ledger []facts.Fact, outside []bool,
 	if n == 0 {
 		return nil
 	}
-	out := make([]facts.Fact, 0, n) // a long ledger misses thousands: one allocation
+	out := make([]int32, 0, n)
 	for i, ok := range kept {
 		if !ok {
-			out = append(out, ledger[i])
+			out = append(out, int32(i))
 		}
 	}
 	return out

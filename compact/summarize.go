@@ -40,6 +40,15 @@ const (
 	countedBlockBytes = 1024
 )
 
+// ledgerFirstTokens is the size of a middle from which its ledger is made before the providers
+// are asked rather than while they write. Both work on the whole middle, and together they are
+// the peak of a compaction's memory: for a middle of 3 million tokens (100,000 short
+// messages) the ledger's work holds about 40 MB and the offline summarizer's as much again.
+// Made first, the ledger only adds its facts to what the providers hold; the ledger takes
+// its time out of total_timeout then. Below it (a middle of 10,000 messages is 300,000
+// tokens), the two run side by side, which is quicker.
+const ledgerFirstTokens = 1_000_000
+
 // summary is the outcome of one pass's summarization.
 type summary struct {
 	text                  string // the summary message's text, header and facts included
@@ -86,7 +95,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 		err           error
 	}
 	ledgerc := make(chan checked, 1)
-	go func() {
+	ledger := func() {
 		fs, base, err := c.middleLedger(ctx, plan.middle(a.Entries), in.tms)
 		if err != nil {
 			ledgerc <- checked{err: err}
@@ -97,7 +106,12 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 		ch.checker = facts.NewChecker(ch.ledger)
 		ch.outside = ch.checker.Kept(outsideText(plan.result(a.Entries)))
 		ledgerc <- ch
-	}()
+	}
+	if plan.MiddleTokens >= ledgerFirstTokens {
+		ledger() // before the providers, not beside them: see ledgerFirstTokens
+	} else {
+		go ledger()
+	}
 	res, hooked := llm.Result{}, false
 	if h.summary != "" {
 		res, hooked = in.hookSummary(ctx, h.summary)
@@ -114,6 +128,7 @@ func (c *Compactor) summarize(ctx context.Context, id int64, pass int, a memory.
 		}
 	}
 	lo := <-ledgerc
+	in = in.composing()
 	if err != nil {
 		return summary{chunks: int(in.chunks.Load())}, fmt.Errorf("%w: %w", ErrSummarize, err)
 	}
@@ -156,6 +171,18 @@ type input struct {
 	chunks            atomic.Int64 // the requests of the provider whose turn ran last
 	progressMu        sync.Mutex
 	sized             sync.Once // the estimated blocks counted (sizeBlocks)
+}
+
+// composing returns what composing the summary reads of in, without the rendered middle,
+// which neither the composing nor anything after it needs: for a long middle it is the size of
+// the thread's text again. in itself is left as it is, for a task that a summarizer may have
+// left running.
+func (in *input) composing() *input {
+	out := &input{c: in.c, thread: in.thread, pass: in.pass, counter: in.counter, header: in.header,
+		prev: in.prev, bodyBudget: in.bodyBudget, asked: in.asked, prompt: in.prompt, instructions: in.instructions,
+		systemTokens: in.systemTokens, compactTokens: in.compactTokens, maxCost: in.maxCost, summaryMax: in.summaryMax}
+	out.chunks.Store(in.chunks.Load())
+	return out
 }
 
 // newInput renders the middle of plan for the summarizer.

@@ -62,21 +62,28 @@ func (x Summarizer) Complete(ctx context.Context, req llm.Request) (llm.Response
 	if budget <= 0 {
 		budget = DefaultTokens
 	}
-	var input, text string
+	var text string
+	var promptTokens int
 	if len(req.Transcript) > 0 || req.Running != "" || req.Previous != "" {
 		// The summary this one updates and the summary of the parts before are folded in
 		// as an earlier summary is, section by section, ahead of the new messages.
-		var msgs []transcript.Message
-		for _, earlier := range []string{req.Previous, req.Running} {
-			if earlier != "" {
-				msgs = append(msgs, transcript.Message{Role: transcript.RoleSummary, Text: earlier})
+		msgs := req.Transcript // read only: not copied when nothing goes ahead of it
+		if req.Previous != "" || req.Running != "" {
+			msgs = nil
+			for _, earlier := range []string{req.Previous, req.Running} {
+				if earlier != "" {
+					msgs = append(msgs, transcript.Message{Role: transcript.RoleSummary, Text: earlier})
+				}
 			}
+			msgs = append(msgs, req.Transcript...)
 		}
-		msgs = append(msgs, req.Transcript...)
-		input = transcript.Render(msgs, transcript.Options{})
+		// The transcript as rendered is only counted: it is let go before the summary is
+		// written (a long conversation renders to the size of its text again).
+		promptTokens = count(transcript.Render(msgs, transcript.Options{}))
 		text = summarizeTranscript(msgs, budget, count, headingsOf(req.Headings))
 	} else {
-		input = userText(req.Messages)
+		input := userText(req.Messages)
+		promptTokens = count(input)
 		text = summarizePlain(input, budget, count)
 	}
 	if strings.TrimSpace(text) == "" {
@@ -86,7 +93,7 @@ func (x Summarizer) Complete(ctx context.Context, req llm.Request) (llm.Response
 		Text:             text,
 		FinishReason:     "stop",
 		Model:            "extractive",
-		PromptTokens:     count(input),
+		PromptTokens:     promptTokens,
 		CompletionTokens: count(text),
 	}, nil
 }
@@ -299,7 +306,8 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 		items = append(items, item{section: sec, rank: rank, task: task, order: len(items), text: text})
 		return len(items) - 1
 	}
-	var factMsgs []facts.Message
+	// One a message, allocated once: not grown through copies of a long conversation.
+	factMsgs := make([]facts.Message, 0, len(msgs))
 	results := map[int]string{} // index of a call item -> its result
 	open := map[string][]int{}  // call id -> items waiting for their result
 	reply := map[int]int{}      // task -> the item of its last reply

@@ -316,13 +316,19 @@ type factKey struct {
 const entrySlab = 64
 
 // newCollector returns a collector for a run of msgs messages, its map sized for two facts a
-// message: a long conversation's map is not grown (rehashed) a dozen times as it fills.
+// message up to maxPresized: a long conversation's map is not grown (rehashed) a dozen times as
+// it fills, and a very long one's, grown a few times past it, holds room for the facts it
+// has, not for twice its messages (the runs of 100,000 short messages, about one fact in two
+// messages, held 22 MB of empty room at once).
 func newCollector(msgs int) *collector {
-	return &collector{byKey: make(map[factKey]*entry, factsPerMessage*msgs)}
+	return &collector{byKey: make(map[factKey]*entry, min(factsPerMessage*msgs, maxPresized))}
 }
 
 // factsPerMessage is how many facts a collector's map holds room for, a message.
 const factsPerMessage = 2
+
+// maxPresized is the most facts a collector's map holds room for from the start.
+const maxPresized = 4096
 
 // add records a fact of kind k with the given text, deduplicated by key (the normalised
 // text when key is ""). ref marks a mention by the user, the assistant or a tool call.
@@ -459,13 +465,27 @@ func (c *collector) ledger() []Fact {
 	return out
 }
 
-// permute puts in fs, in order, the facts of fs at idx.
+// permute puts in fs, in order, the facts of fs at idx (a permutation of its indexes, which it
+// uses up: each is set to -1). It moves the facts in place, a cycle of the permutation at a
+// time, rather than through a copy of fs: a long ledger's copy is megabytes.
 func permute(fs []Fact, idx []int32) {
-	sorted := make([]Fact, len(fs))
-	for i, k := range idx {
-		sorted[i] = fs[k]
+	for i := range idx {
+		if idx[i] < 0 {
+			continue
+		}
+		first := fs[i]
+		j := i
+		for {
+			k := int(idx[j])
+			idx[j] = -1
+			if k == i {
+				fs[j] = first
+				break
+			}
+			fs[j] = fs[k]
+			j = k
+		}
 	}
-	copy(fs, sorted)
 }
 
 // FromTranscript is the message of the ledger for a message of a transcript: a previous summary

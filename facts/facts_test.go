@@ -812,6 +812,32 @@ func TestSortFactsStable(t *testing.T) {
 	}
 }
 
+// TestPermute: permute puts fs[idx[i]] at i, in place, for permutations of one cycle, several
+// and fixed points.
+func TestPermute(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 3, 7, 64, 500} {
+		for range 20 {
+			fs := make([]Fact, n)
+			for i := range fs {
+				fs[i] = Fact{Text: fmt.Sprint(i), Seq: i}
+			}
+			idx := make([]int32, n)
+			for i, k := range rng.Perm(n) {
+				idx[i] = int32(k)
+			}
+			want := make([]Fact, n)
+			for i, k := range idx {
+				want[i] = fs[k]
+			}
+			permute(fs, idx)
+			if !slices.Equal(fs, want) {
+				t.Fatalf("permute of %d facts: %v, want %v", n, fs, want)
+			}
+		}
+	}
+}
+
 // BenchmarkExtractShort measures a conversation of many short messages.
 func BenchmarkExtractShort(b *testing.B) {
 	msgs := make([]Message, 1000)
