@@ -33,9 +33,15 @@ type Handle struct {
 	once sync.Once
 	// writer is held by the writing transaction of this process that runs (Ops.OneWriter).
 	writer chan struct{}
-	// committed wakes the checkpointer (Ops.Checkpoint); stop ends it, and stopped is closed
-	// when it has ended.
-	committed, stop, stopped chan struct{}
+	// committed wakes the checkpointer (Ops.Checkpoint), unindexed the indexer (Ops.IndexBatch);
+	// stop ends both, and cancel the transaction the indexer runs; done counts them.
+	committed, unindexed, stop chan struct{}
+	cancel                     context.CancelFunc
+	done                       sync.WaitGroup
+	// indexAfter is the indexer's clock and indexPassed reports each of its passes (tests
+	// replace them: see newHandle).
+	indexAfter  func(time.Duration) <-chan time.Time
+	indexPassed func(error)
 }
 
 // Ops is what a backend gives a Handle besides the database: its queries and its transactions.
@@ -68,6 +74,17 @@ type Ops struct {
 	// required, a word ending in * a prefix, no user text read as query syntax. "" means
 	// nothing to search for.
 	Match func(text string) string
+	// Pending and IndexBatch, when set, index new messages for search after the commits that
+	// append them (SQLite): Pending reports whether a message committed is not indexed yet;
+	// IndexBatch indexes a bounded batch of them in tx, a write transaction, and reports
+	// whether more may be left. The Handle runs them on a goroutine of its own a while after
+	// appends commit, and in IndexPending. nil: the backend indexes a message as it commits it
+	// (PostgreSQL's GIN index).
+	Pending    func(ctx context.Context, sqldb *sql.DB) (bool, error)
+	IndexBatch func(ctx context.Context, tx *sql.Tx) (more bool, err error)
+	// noIndexer: no goroutine indexes (a read-only open, Options.NoIndexer); IndexPending
+	// still does.
+	noIndexer bool
 	// Close releases the prepared queries.
 	Close func(q Querier) error
 	// Checkpoint, when set, moves what writers committed from the write-ahead log into the
@@ -89,15 +106,32 @@ type Ops struct {
 
 // NewHandle makes a Handle of an open pool and its backend's operations, preparing its queries.
 func NewHandle(ctx context.Context, sqldb *sql.DB, backend, name string, ops Ops) (*Handle, error) {
-	h := &Handle{DB: sqldb, Backend: backend, Name: name, ops: ops, writer: make(chan struct{}, 1)}
+	return newHandle(ctx, sqldb, backend, name, ops, time.After, func(error) {})
+}
+
+// newHandle is NewHandle with the indexer's clock and report of its passes.
+func newHandle(ctx context.Context, sqldb *sql.DB, backend, name string, ops Ops, after func(time.Duration) <-chan time.Time, passed func(error)) (*Handle, error) {
+	h := &Handle{DB: sqldb, Backend: backend, Name: name, ops: ops, writer: make(chan struct{}, 1), indexAfter: after, indexPassed: passed}
 	q, err := ops.Prepare(ctx, sqldb)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: prepare queries: %w", name, err)
 	}
 	h.q = q
+	h.stop = make(chan struct{})
 	if ops.Checkpoint != nil {
-		h.committed, h.stop, h.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		h.committed = make(chan struct{}, 1)
+		h.done.Add(1)
 		go h.checkpointer()
+	}
+	if ops.IndexBatch != nil && !ops.noIndexer {
+		// Woken at once: messages a process committed before it ended without indexing them
+		// are indexed now.
+		h.unindexed = make(chan struct{}, 1)
+		h.unindexed <- struct{}{}
+		var ictx context.Context
+		ictx, h.cancel = context.WithCancel(context.Background())
+		h.done.Add(1)
+		go h.indexer(ictx)
 	}
 	return h, nil
 }
@@ -110,7 +144,7 @@ const checkpointDelay = 250 * time.Millisecond
 // fails (the database closed under it) or cannot finish (a reader holds the log) is tried
 // again after the next commit; the last connection to close checkpoints what is left.
 func (h *Handle) checkpointer() {
-	defer close(h.stopped)
+	defer h.done.Done()
 	for {
 		select {
 		case <-h.stop:
@@ -126,11 +160,85 @@ func (h *Handle) checkpointer() {
 	}
 }
 
-// wrote tells the checkpointer that a write transaction committed.
-func (h *Handle) wrote() {
-	if h.committed != nil {
+// indexDelay is how long after a commit the indexer runs: the appends of a burst (the turns
+// of many agents) are indexed together, in one transaction per ftsBatch messages.
+const indexDelay = 200 * time.Millisecond
+
+// indexer indexes the messages committed but not yet indexed (Ops.IndexBatch) a while after
+// commits, until Close. A batch that fails (the database closed under it, ctx cancelled) is
+// tried again after the next commit; IndexPending indexes what is left before a search.
+func (h *Handle) indexer(ctx context.Context) {
+	defer h.done.Done()
+	for {
 		select {
-		case h.committed <- struct{}{}:
+		case <-h.stop:
+			return
+		case <-h.unindexed:
+		}
+		select {
+		case <-h.stop:
+			return
+		case <-h.indexAfter(indexDelay):
+		}
+		// This pass indexes what the commits of the delay wrote: they need no other.
+		select {
+		case <-h.unindexed:
+		default:
+		}
+		h.indexPassed(h.indexPending(ctx, func() bool {
+			select {
+			case <-h.stop:
+				return true
+			default:
+				return false
+			}
+		}))
+	}
+}
+
+// IndexPending indexes for search every message committed (by this process or another) that
+// is not indexed yet, in bounded batches, each a write transaction of its own queued with the
+// others (see Ops.IndexBatch); a search runs it first, so it finds every message committed
+// before it began. It writes nothing when nothing is left to index, and does nothing on a
+// backend that indexes as it commits.
+func (h *Handle) IndexPending(ctx context.Context) error {
+	if err := h.indexPending(ctx, func() bool { return false }); err != nil {
+		return fmt.Errorf("index new messages for search: %w", err)
+	}
+	return nil
+}
+
+func (h *Handle) indexPending(ctx context.Context, stop func() bool) error {
+	if h.ops.IndexBatch == nil {
+		return nil
+	}
+	pending, err := h.ops.Pending(ctx, h.DB)
+	if err != nil || !pending {
+		return err
+	}
+	for !stop() {
+		var more bool
+		err := h.writeTx(ctx, false, func(tx *sql.Tx) error {
+			var err error
+			more, err = h.ops.IndexBatch(ctx, tx)
+			return err
+		})
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// wrote tells the checkpointer that a write transaction committed, and the indexer when it may
+// have appended messages (index).
+func (h *Handle) wrote(index bool) {
+	for _, c := range []chan struct{}{h.committed, h.unindexed} {
+		if c == nil || (!index && c == h.unindexed) {
+			continue
+		}
+		select {
+		case c <- struct{}{}:
 		default: // already told
 		}
 	}
@@ -184,7 +292,21 @@ func (h *Handle) run(ctx context.Context, opts *sql.TxOptions, fn func(q Querier
 // runTx runs fn in a transaction begun with opts (see WithTx), queued behind this process's
 // other writers when the backend has one writer (Ops.OneWriter).
 func (h *Handle) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
-	if h.ops.OneWriter && opts != h.ops.Read {
+	if opts == h.ops.Read {
+		return h.lost(RunTx(ctx, h.DB, opts, h.ops.Retryable, fn))
+	}
+	return h.writeTx(ctx, true, func(tx *sql.Tx) error { return fn(tx) }, opts)
+}
+
+// writeTx runs fn in a write transaction (opts: ops.Write when none), queued behind this
+// process's other writers when the backend has one writer (Ops.OneWriter); index: it may have
+// appended messages, for the indexer to index.
+func (h *Handle) writeTx(ctx context.Context, index bool, fn func(tx *sql.Tx) error, opts ...*sql.TxOptions) error {
+	o := h.ops.Write
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if h.ops.OneWriter {
 		select {
 		case h.writer <- struct{}{}:
 			defer func() { <-h.writer }()
@@ -192,9 +314,9 @@ func (h *Handle) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql
 			return ctx.Err()
 		}
 	}
-	err := h.lost(RunTx(ctx, h.DB, opts, h.ops.Retryable, fn))
-	if err == nil && opts != h.ops.Read {
-		h.wrote()
+	err := h.lost(RunTx(ctx, h.DB, o, h.ops.Retryable, fn))
+	if err == nil {
+		h.wrote(index)
 	}
 	return err
 }
@@ -260,10 +382,14 @@ func (h *Handle) Vacuum(ctx context.Context) error {
 }
 
 // Check verifies the database: SQLite's integrity check, the foreign keys and both full-text
-// indexes. nil means intact; the error names what is wrong.
+// indexes. nil means intact; the error names what is wrong. The messages not indexed yet are
+// indexed first (IndexPending): the index is checked against every message.
 func (h *Handle) Check(ctx context.Context) error {
 	if h.ops.Check == nil {
 		return fmt.Errorf("check: %w (%s)", ErrUnsupported, h.Backend)
+	}
+	if err := h.IndexPending(ctx); err != nil {
+		return fmt.Errorf("check: %w", err)
 	}
 	return h.ops.Check(ctx, h.DB)
 }
@@ -300,7 +426,10 @@ func (h *Handle) Close() error {
 	h.once.Do(func() {
 		if h.stop != nil {
 			close(h.stop)
-			<-h.stopped
+			if h.cancel != nil {
+				h.cancel()
+			}
+			h.done.Wait()
 		}
 		if h.ops.Close != nil {
 			err = h.ops.Close(h.q)

@@ -211,7 +211,6 @@ func TestBatchIndexesWhatCommitted(t *testing.T) {
 	if _, err := s.Append(ctx, "b", []chat.Message{chat.TextMessage("user", "start")}, memory.AppendOptions{Live: true}); err != nil {
 		t.Fatal(err)
 	}
-	s.SetIndexBatchBytes(1) // each message indexed as it is written: before the failure too
 	queued, release := s.HoldBatches()
 	bad := chat.TextMessage("tool", "result")
 	bad.ToolCallID = "nope"
