@@ -148,11 +148,26 @@ func TestIndexPendingBatches(t *testing.T) {
 	}
 }
 
-// TestIndexerAfterCommits: the handle's indexer indexes what was appended a while after the
-// commits, the commits of a burst in one pass, and Close stops it.
+// TestIndexerAfterCommits: the handle's indexer indexes, at its open, what an earlier process
+// committed and left unindexed (it ended first), then what is appended a while after the
+// commits, the commits of a burst in one pass; Close stops it.
 func TestIndexerAfterCommits(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "m.db")
+	crashed, err := OpenHandle(ctx, path, Options{NoIndexer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = crashed.WithTx(ctx, func(q Querier) error {
+		if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
+			return err
+		}
+		return q.InsertMessage(ctx, InsertMessageParams{ThreadID: "t", Seq: 1, Role: "user", Content: sql.NullString{String: "word", Valid: true}, Raw: "{}", Tokens: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed.Close()
 	sqldb, err := openSQLitePool(ctx, path, sqliteMigrations, Options{}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -174,35 +189,36 @@ func TestIndexerAfterCommits(t *testing.T) {
 		}
 		return n
 	}
-	// The pass of the open: nothing to index.
+	// The pass of the open: what the earlier process left.
 	<-waits
+	if m := mark(); m != 0 {
+		t.Fatalf("indexed_id %d at the open, want 0", m)
+	}
 	ticks <- time.Now()
 	if err := <-passes; err != nil {
 		t.Fatal(err)
 	}
+	if m := mark(); m != 1 {
+		t.Fatalf("indexed_id %d after the open's pass, want 1", m)
+	}
 	for i := range 3 { // a burst: three commits
 		err := h.WithTx(ctx, func(q Querier) error {
-			if i == 0 {
-				if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
-					return err
-				}
-			}
-			return q.InsertMessage(ctx, InsertMessageParams{ThreadID: "t", Seq: int64(i + 1), Role: "user", Content: sql.NullString{String: "word", Valid: true}, Raw: "{}", Tokens: 1})
+			return q.InsertMessage(ctx, InsertMessageParams{ThreadID: "t", Seq: int64(i + 2), Role: "user", Content: sql.NullString{String: "word", Valid: true}, Raw: "{}", Tokens: 1})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	<-waits
-	if m := mark(); m != 0 {
-		t.Fatalf("indexed_id %d before the indexer's delay ended, want 0", m)
+	if m := mark(); m != 1 {
+		t.Fatalf("indexed_id %d before the indexer's delay ended, want 1", m)
 	}
 	ticks <- time.Now()
 	if err := <-passes; err != nil {
 		t.Fatal(err)
 	}
-	if m := mark(); m != 3 {
-		t.Fatalf("indexed_id %d after the indexer's pass, want 3", m)
+	if m := mark(); m != 4 {
+		t.Fatalf("indexed_id %d after the indexer's pass, want 4", m)
 	}
 	// Its own commit does not wake it again: no pass waits.
 	select {
