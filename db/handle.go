@@ -75,12 +75,12 @@ type Ops struct {
 	// nothing to search for.
 	Match func(text string) string
 	// Pending and IndexBatch, when set, index new messages for search after the commits that
-	// append them (SQLite): Pending reports whether a message committed is not indexed yet;
+	// append them (SQLite): Pending returns the number of messages committed and not indexed;
 	// IndexBatch indexes a bounded batch of them in tx, a write transaction, and reports
 	// whether more may be left. The Handle runs them on a goroutine of its own a while after
 	// appends commit, and in IndexPending. nil: the backend indexes a message as it commits it
 	// (PostgreSQL's GIN index).
-	Pending    func(ctx context.Context, sqldb *sql.DB) (bool, error)
+	Pending    func(ctx context.Context, sqldb *sql.DB) (int64, error)
 	IndexBatch func(ctx context.Context, tx *sql.Tx) (more bool, err error)
 	// noIndexer: no goroutine indexes (a read-only open, Options.NoIndexer); IndexPending
 	// still does.
@@ -200,12 +200,17 @@ func (h *Handle) indexer(ctx context.Context) {
 // is not indexed yet, in bounded batches, each a write transaction of its own queued with the
 // others (see Ops.IndexBatch); a search runs it first, so it finds every message committed
 // before it began. It writes nothing when nothing is left to index, and does nothing on a
-// backend that indexes as it commits.
+// backend that indexes as it commits. When it cannot (a file it may not write), the error says
+// how many messages are not indexed.
 func (h *Handle) IndexPending(ctx context.Context) error {
-	if err := h.indexPending(ctx, func() bool { return false }); err != nil {
-		return fmt.Errorf("index new messages for search: %w", err)
+	err := h.indexPending(ctx, func() bool { return false })
+	if err == nil {
+		return nil
 	}
-	return nil
+	if n, perr := h.ops.Pending(ctx, h.DB); perr == nil {
+		return fmt.Errorf("%d messages of %s are not indexed for search yet, and indexing them failed: %w", n, h.Name, err)
+	}
+	return fmt.Errorf("index new messages of %s for search: %w", h.Name, err)
 }
 
 func (h *Handle) indexPending(ctx context.Context, stop func() bool) error {
@@ -213,7 +218,7 @@ func (h *Handle) indexPending(ctx context.Context, stop func() bool) error {
 		return nil
 	}
 	pending, err := h.ops.Pending(ctx, h.DB)
-	if err != nil || !pending {
+	if err != nil || pending == 0 {
 		return err
 	}
 	for !stop() {

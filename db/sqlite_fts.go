@@ -13,12 +13,13 @@ import (
 // 100,000 characters (messages_text).
 const ftsBatch = 256
 
-// sqlitePending reports whether a message committed is not yet indexed.
-func sqlitePending(ctx context.Context, sqldb *sql.DB) (bool, error) {
-	var pending bool
+// sqlitePending returns the number of messages committed and not yet indexed (a range of
+// rowids above the mark: what is pending is read, not the table).
+func sqlitePending(ctx context.Context, sqldb *sql.DB) (int64, error) {
+	var n int64
 	err := sqldb.QueryRowContext(ctx,
-		"SELECT (SELECT coalesce(max(id), 0) FROM messages) > (SELECT indexed_id FROM fts_state)").Scan(&pending)
-	return pending, err
+		"SELECT count(*) FROM messages WHERE id > (SELECT indexed_id FROM fts_state)").Scan(&n)
+	return n, err
 }
 
 // sqliteIndexBatch indexes, in tx, the first ftsBatch messages not yet indexed and moves the
