@@ -201,7 +201,7 @@ func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
 	}
 }
 
-// The appends of one batch are indexed for search once all are written: an append rolled back
+// The appends of one batch are indexed for search after its commit: an append rolled back
 // leaves nothing in the index, even when the next append of the batch takes its seqs.
 func TestBatchIndexesWhatCommitted(t *testing.T) {
 	t.Parallel()
