@@ -232,9 +232,10 @@ func openStore(path string) (*memory.Store, error) { return memory.Open(context.
 // The raw insert writes through the same driver (modernc SQLite, pure Go) what the import
 // writes, and nothing else: the thread row; each message row with every column (the content's
 // text, name, tool calls as JSON, tool call id, the stored JSON, the count, the time) by the
-// store's prepared InsertMessage; the full-text index by the store's IndexMessages, once per
-// 4 MB of messages and at the end; the thread's tail by SetThreadTail; one transaction per
-// thread. Its rows, counts and texts are computed before it is timed, so it is the floor of an
+// store's prepared InsertMessage; the full-text index by one INSERT ... SELECT of the messages
+// not yet indexed, as the store's indexer does, which moves the mark of what is indexed
+// (fts_state); the thread's tail by SetThreadTail; one transaction per thread. The import is
+// timed until its messages are indexed (db.Handle.IndexPending, after its commit). Its rows, counts and texts are computed before it is timed, so it is the floor of an
 // import that must decode, validate and count each message.
 func (b *bench) append(corpus []conversation) error {
 	ctx := context.Background()
@@ -289,8 +290,10 @@ func (b *bench) append(corpus []conversation) error {
 		thread := fmt.Sprintf("c%d", i)
 		input := bytes.Join(c.lines, []byte("\n"))
 		err := timed(&tImport, &cImport, func() error {
-			_, err := s.Import(ctx, thread, bytes.NewReader(input), memory.AppendOptions{Model: "gpt-4o"})
-			return err
+			if _, err := s.Import(ctx, thread, bytes.NewReader(input), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+				return err
+			}
+			return s.DB().IndexPending(ctx)
 		})
 		if err != nil {
 			return err
@@ -347,6 +350,11 @@ func rawRows(thread string, c conversation, tokens []int) []db.InsertMessagePara
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
+// rawIndex indexes the messages not yet indexed and moves the mark of what is indexed.
+const rawIndex = `INSERT INTO messages_fts (rowid, body)
+SELECT id, body FROM messages_text WHERE id > (SELECT indexed_id FROM fts_state);
+UPDATE fts_state SET indexed_id = (SELECT coalesce(max(id), 0) FROM messages);`
+
 // rawInsert writes rows into thread as an import does, in one transaction.
 func rawInsert(ctx context.Context, raw *sql.DB, rawQ *db.Queries, thread string, rows []db.InsertMessageParams) error {
 	return db.SQLiteTx(ctx, raw, func(tx *sql.Tx) error {
@@ -355,22 +363,15 @@ func rawInsert(ctx context.Context, raw *sql.DB, rawQ *db.Queries, thread string
 		if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: now, UpdatedAt: now}); err != nil {
 			return err
 		}
-		pending, from := 0, int64(1)
 		for _, r := range rows {
 			if err := q.InsertMessage(ctx, r); err != nil {
 				return err
 			}
-			if pending += len(r.Raw); pending >= 4<<20 {
-				if err := q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: thread, FromSeq: from, ToSeq: r.Seq}); err != nil {
-					return err
-				}
-				pending, from = 0, r.Seq+1
-			}
 		}
-		last := int64(len(rows))
-		if err := q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: thread, FromSeq: from, ToSeq: last}); err != nil {
+		if _, err := tx.ExecContext(ctx, rawIndex); err != nil {
 			return err
 		}
+		last := int64(len(rows))
 		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: last, OpenCalls: "[]", UpdatedAt: now, ID: thread})
 	})
 }
@@ -436,7 +437,7 @@ func writeSQL(w *bytes.Buffer, thread string, rows []db.InsertMessageParams) {
 		fmt.Fprintf(w, "INSERT INTO messages (thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at) VALUES (%s, %d, %s, %s, %s, %s, %s, %s, %d, %d);\n",
 			str(r.ThreadID), r.Seq, str(r.Role), lit(r.Content), lit(r.Name), lit(r.ToolCalls), lit(r.ToolCallID), str(r.Raw), r.Tokens, r.CreatedAt)
 	}
-	fmt.Fprintf(w, "INSERT INTO messages_fts (rowid, body) SELECT id, substr(coalesce(' ' || content, '') || coalesce(' ' || name, '') || coalesce(' ' || tool_calls, ''), 2) FROM messages WHERE thread_id = %s;\n", str(thread))
+	fmt.Fprintf(w, "INSERT INTO messages_fts (rowid, body) SELECT id, substr(coalesce(' ' || content, '') || coalesce(' ' || name, '') || coalesce(' ' || tool_calls, ''), 2) FROM messages WHERE thread_id = %s;\nUPDATE fts_state SET indexed_id = (SELECT max(id) FROM messages);\n", str(thread))
 	fmt.Fprintf(w, "UPDATE threads SET last_seq = %d, open_calls = '[]', updated_at = %d WHERE id = %s;\nCOMMIT;\n", len(rows), now, str(thread))
 }
 

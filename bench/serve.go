@@ -327,6 +327,18 @@ func agentHistory(thread string, n int) []chat.Message {
 
 // checkStored reads the threads back from the database and compares each with the
 // conversation its client holds: every message stored once, in order.
+// indexStored indexes for search, from this process, what the database at path holds and has
+// not indexed yet (db.Handle.IndexPending).
+func indexStored(path string) error {
+	ctx := context.Background()
+	s, err := memory.Open(ctx, path, memory.OpenOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.DB().IndexPending(ctx)
+}
+
 func checkStored(path string, want map[string][]chat.Message) error {
 	ctx := context.Background()
 	s, err := memory.Open(ctx, path, memory.OpenOptions{ReadOnly: true})

@@ -81,9 +81,6 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.getThreadStmt, err = db.PrepareContext(ctx, getThread); err != nil {
 		return nil, fmt.Errorf("error preparing query GetThread: %w", err)
 	}
-	if q.indexMessagesStmt, err = db.PrepareContext(ctx, indexMessages); err != nil {
-		return nil, fmt.Errorf("error preparing query IndexMessages: %w", err)
-	}
 	if q.insertAttemptStmt, err = db.PrepareContext(ctx, insertAttempt); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertAttempt: %w", err)
 	}
@@ -311,11 +308,6 @@ func (q *Queries) Close() error {
 	if q.getThreadStmt != nil {
 		if cerr := q.getThreadStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing getThreadStmt: %w", cerr)
-		}
-	}
-	if q.indexMessagesStmt != nil {
-		if cerr := q.indexMessagesStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing indexMessagesStmt: %w", cerr)
 		}
 	}
 	if q.insertAttemptStmt != nil {
@@ -591,7 +583,6 @@ type Queries struct {
 	getCompactionStmt             *sql.Stmt
 	getCooldownStmt               *sql.Stmt
 	getThreadStmt                 *sql.Stmt
-	indexMessagesStmt             *sql.Stmt
 	insertAttemptStmt             *sql.Stmt
 	insertCompactionStmt          *sql.Stmt
 	insertMessageStmt             *sql.Stmt
@@ -660,7 +651,6 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		getCompactionStmt:             q.getCompactionStmt,
 		getCooldownStmt:               q.getCooldownStmt,
 		getThreadStmt:                 q.getThreadStmt,
-		indexMessagesStmt:             q.indexMessagesStmt,
 		insertAttemptStmt:             q.insertAttemptStmt,
 		insertCompactionStmt:          q.insertCompactionStmt,
 		insertMessageStmt:             q.insertMessageStmt,

@@ -59,8 +59,13 @@ type Options struct {
 	NoCreate bool
 	// ReadOnly opens for reading only: it implies NoCreate, never migrates (an older schema is
 	// ErrOlderSchema) and never writes the application id. The handle can still write; the
-	// caller promises not to.
+	// caller promises not to. A search still indexes the messages committed but not indexed
+	// yet, if any, before it reads the index (SQLite; see Handle.IndexPending).
 	ReadOnly bool
+	// NoIndexer starts no goroutine that indexes new messages for search after their commits
+	// (SQLite; tests, and tools that index with IndexPending when they choose): a search still
+	// indexes them first.
+	NoIndexer bool
 }
 
 // RunTx runs fn in a transaction begun with opts and commits it. When the transaction fails

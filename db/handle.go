@@ -33,9 +33,15 @@ type Handle struct {
 	once sync.Once
 	// writer is held by the writing transaction of this process that runs (Ops.OneWriter).
 	writer chan struct{}
-	// committed wakes the checkpointer (Ops.Checkpoint); stop ends it, and stopped is closed
-	// when it has ended.
-	committed, stop, stopped chan struct{}
+	// committed wakes the checkpointer (Ops.Checkpoint), unindexed the indexer (Ops.IndexBatch);
+	// stop ends both, and cancel the transaction the indexer runs; done counts them.
+	committed, unindexed, stop chan struct{}
+	cancel                     context.CancelFunc
+	done                       sync.WaitGroup
+	// indexAfter is the indexer's clock and indexPassed reports each of its passes (tests
+	// replace them: see newHandle).
+	indexAfter  func(time.Duration) <-chan time.Time
+	indexPassed func(error)
 }
 
 // Ops is what a backend gives a Handle besides the database: its queries and its transactions.
@@ -74,6 +80,17 @@ type Ops struct {
 	// rows (PostgreSQL's ts_rank weighs a row by its own text).
 	SearchThreadMessages  func(ctx context.Context, q Querier, arg SearchMessagesParams) ([]SearchMessagesRow, error)
 	SearchThreadSummaries func(ctx context.Context, q Querier, arg SearchSummariesParams) ([]SearchSummariesRow, error)
+	// Pending and IndexBatch, when set, index new messages for search after the commits that
+	// append them (SQLite): Pending returns the number of messages committed and not indexed;
+	// IndexBatch indexes a bounded batch of them in tx, a write transaction, and reports
+	// whether more may be left. The Handle runs them on a goroutine of its own a while after
+	// appends commit, and in IndexPending. nil: the backend indexes a message as it commits it
+	// (PostgreSQL's GIN index).
+	Pending    func(ctx context.Context, sqldb *sql.DB) (int64, error)
+	IndexBatch func(ctx context.Context, tx *sql.Tx) (more bool, err error)
+	// noIndexer: no goroutine indexes (a read-only open, Options.NoIndexer); IndexPending
+	// still does.
+	noIndexer bool
 	// Close releases the prepared queries.
 	Close func(q Querier) error
 	// Checkpoint, when set, moves what writers committed from the write-ahead log into the
@@ -95,15 +112,32 @@ type Ops struct {
 
 // NewHandle makes a Handle of an open pool and its backend's operations, preparing its queries.
 func NewHandle(ctx context.Context, sqldb *sql.DB, backend, name string, ops Ops) (*Handle, error) {
-	h := &Handle{DB: sqldb, Backend: backend, Name: name, ops: ops, writer: make(chan struct{}, 1)}
+	return newHandle(ctx, sqldb, backend, name, ops, time.After, func(error) {})
+}
+
+// newHandle is NewHandle with the indexer's clock and report of its passes.
+func newHandle(ctx context.Context, sqldb *sql.DB, backend, name string, ops Ops, after func(time.Duration) <-chan time.Time, passed func(error)) (*Handle, error) {
+	h := &Handle{DB: sqldb, Backend: backend, Name: name, ops: ops, writer: make(chan struct{}, 1), indexAfter: after, indexPassed: passed}
 	q, err := ops.Prepare(ctx, sqldb)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: prepare queries: %w", name, err)
 	}
 	h.q = q
+	h.stop = make(chan struct{})
 	if ops.Checkpoint != nil {
-		h.committed, h.stop, h.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		h.committed = make(chan struct{}, 1)
+		h.done.Add(1)
 		go h.checkpointer()
+	}
+	if ops.IndexBatch != nil && !ops.noIndexer {
+		// Woken at once: messages a process committed before it ended without indexing them
+		// are indexed now.
+		h.unindexed = make(chan struct{}, 1)
+		h.unindexed <- struct{}{}
+		var ictx context.Context
+		ictx, h.cancel = context.WithCancel(context.Background())
+		h.done.Add(1)
+		go h.indexer(ictx)
 	}
 	return h, nil
 }
@@ -116,7 +150,7 @@ const checkpointDelay = 250 * time.Millisecond
 // fails (the database closed under it) or cannot finish (a reader holds the log) is tried
 // again after the next commit; the last connection to close checkpoints what is left.
 func (h *Handle) checkpointer() {
-	defer close(h.stopped)
+	defer h.done.Done()
 	for {
 		select {
 		case <-h.stop:
@@ -132,11 +166,90 @@ func (h *Handle) checkpointer() {
 	}
 }
 
-// wrote tells the checkpointer that a write transaction committed.
-func (h *Handle) wrote() {
-	if h.committed != nil {
+// indexDelay is how long after a commit the indexer runs: the appends of a burst (the turns
+// of many agents) are indexed together, in one transaction per ftsBatch messages.
+const indexDelay = 200 * time.Millisecond
+
+// indexer indexes the messages committed but not yet indexed (Ops.IndexBatch) a while after
+// commits, until Close. A batch that fails (the database closed under it, ctx cancelled) is
+// tried again after the next commit; IndexPending indexes what is left before a search.
+func (h *Handle) indexer(ctx context.Context) {
+	defer h.done.Done()
+	for {
 		select {
-		case h.committed <- struct{}{}:
+		case <-h.stop:
+			return
+		case <-h.unindexed:
+		}
+		select {
+		case <-h.stop:
+			return
+		case <-h.indexAfter(indexDelay):
+		}
+		// This pass indexes what the commits of the delay wrote: they need no other.
+		select {
+		case <-h.unindexed:
+		default:
+		}
+		h.indexPassed(h.indexPending(ctx, func() bool {
+			select {
+			case <-h.stop:
+				return true
+			default:
+				return false
+			}
+		}))
+	}
+}
+
+// IndexPending indexes for search every message committed (by this process or another) that
+// is not indexed yet, in bounded batches, each a write transaction of its own queued with the
+// others (see Ops.IndexBatch); a search runs it first, so it finds every message committed
+// before it began. It writes nothing when nothing is left to index, and does nothing on a
+// backend that indexes as it commits. When it cannot (a file it may not write), the error says
+// how many messages are not indexed.
+func (h *Handle) IndexPending(ctx context.Context) error {
+	err := h.indexPending(ctx, func() bool { return false })
+	if err == nil {
+		return nil
+	}
+	if n, perr := h.ops.Pending(ctx, h.DB); perr == nil {
+		return fmt.Errorf("%d messages of %s are not indexed for search yet, and indexing them failed: %w", n, h.Name, err)
+	}
+	return fmt.Errorf("index new messages of %s for search: %w", h.Name, err)
+}
+
+func (h *Handle) indexPending(ctx context.Context, stop func() bool) error {
+	if h.ops.IndexBatch == nil {
+		return nil
+	}
+	pending, err := h.ops.Pending(ctx, h.DB)
+	if err != nil || pending == 0 {
+		return err
+	}
+	for !stop() {
+		var more bool
+		err := h.writeTx(ctx, false, func(tx *sql.Tx) error {
+			var err error
+			more, err = h.ops.IndexBatch(ctx, tx)
+			return err
+		})
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// wrote tells the checkpointer that a write transaction committed, and the indexer when it may
+// have appended messages (index).
+func (h *Handle) wrote(index bool) {
+	for _, c := range []chan struct{}{h.committed, h.unindexed} {
+		if c == nil || (!index && c == h.unindexed) {
+			continue
+		}
+		select {
+		case c <- struct{}{}:
 		default: // already told
 		}
 	}
@@ -190,7 +303,21 @@ func (h *Handle) run(ctx context.Context, opts *sql.TxOptions, fn func(q Querier
 // runTx runs fn in a transaction begun with opts (see WithTx), queued behind this process's
 // other writers when the backend has one writer (Ops.OneWriter).
 func (h *Handle) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
-	if h.ops.OneWriter && opts != h.ops.Read {
+	if opts == h.ops.Read {
+		return h.lost(RunTx(ctx, h.DB, opts, h.ops.Retryable, fn))
+	}
+	return h.writeTx(ctx, true, func(tx *sql.Tx) error { return fn(tx) }, opts)
+}
+
+// writeTx runs fn in a write transaction (opts: ops.Write when none), queued behind this
+// process's other writers when the backend has one writer (Ops.OneWriter); index: it may have
+// appended messages, for the indexer to index.
+func (h *Handle) writeTx(ctx context.Context, index bool, fn func(tx *sql.Tx) error, opts ...*sql.TxOptions) error {
+	o := h.ops.Write
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if h.ops.OneWriter {
 		select {
 		case h.writer <- struct{}{}:
 			defer func() { <-h.writer }()
@@ -198,9 +325,9 @@ func (h *Handle) runTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql
 			return ctx.Err()
 		}
 	}
-	err := h.lost(RunTx(ctx, h.DB, opts, h.ops.Retryable, fn))
-	if err == nil && opts != h.ops.Read {
-		h.wrote()
+	err := h.lost(RunTx(ctx, h.DB, o, h.ops.Retryable, fn))
+	if err == nil {
+		h.wrote(index)
 	}
 	return err
 }
@@ -284,10 +411,14 @@ func (h *Handle) Vacuum(ctx context.Context) error {
 }
 
 // Check verifies the database: SQLite's integrity check, the foreign keys and both full-text
-// indexes. nil means intact; the error names what is wrong.
+// indexes. nil means intact; the error names what is wrong. The messages not indexed yet are
+// indexed first (IndexPending): the index is checked against every message.
 func (h *Handle) Check(ctx context.Context) error {
 	if h.ops.Check == nil {
 		return fmt.Errorf("check: %w (%s)", ErrUnsupported, h.Backend)
+	}
+	if err := h.IndexPending(ctx); err != nil {
+		return fmt.Errorf("check: %w", err)
 	}
 	return h.ops.Check(ctx, h.DB)
 }
@@ -324,7 +455,10 @@ func (h *Handle) Close() error {
 	h.once.Do(func() {
 		if h.stop != nil {
 			close(h.stop)
-			<-h.stopped
+			if h.cancel != nil {
+				h.cancel()
+			}
+			h.done.Wait()
 		}
 		if h.ops.Close != nil {
 			err = h.ops.Close(h.q)

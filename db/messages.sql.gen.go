@@ -10,25 +10,6 @@ import (
 	"database/sql"
 )
 
-const indexMessages = `-- name: IndexMessages :exec
-INSERT INTO messages_fts (rowid, body)
-SELECT t.id, t.body FROM messages m JOIN messages_text t ON t.id = m.id
-WHERE m.thread_id = ?1 AND m.seq >= ?2 AND m.seq <= ?3
-`
-
-type IndexMessagesParams struct {
-	ThreadID string
-	FromSeq  int64
-	ToSeq    int64
-}
-
-// Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: their
-// text as messages_text bounds it.
-func (q *Queries) IndexMessages(ctx context.Context, arg IndexMessagesParams) error {
-	_, err := q.exec(ctx, q.indexMessagesStmt, indexMessages, arg.ThreadID, arg.FromSeq, arg.ToSeq)
-	return err
-}
-
 const insertMessage = `-- name: InsertMessage :exec
 INSERT INTO messages (thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -220,9 +201,12 @@ func (q *Queries) ListMessageColumnsBetween(ctx context.Context, arg ListMessage
 }
 
 const listMessages = `-- name: ListMessages :many
+
 SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at FROM messages WHERE thread_id = ? ORDER BY seq
 `
 
+// New messages are indexed for search after the commit that appends them, not by a query of
+// the append: see schema.sql (fts_state) and sqlite_fts.go.
 // The full history of a thread, oldest first.
 func (q *Queries) ListMessages(ctx context.Context, threadID string) ([]Message, error) {
 	rows, err := q.query(ctx, q.listMessagesStmt, listMessages, threadID)

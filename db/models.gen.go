@@ -75,6 +75,11 @@ type Compaction struct {
 	CachePrefixTokens  sql.NullInt64
 }
 
+type FtsState struct {
+	ID        int64
+	IndexedID int64
+}
+
 type Message struct {
 	ID         int64
 	ThreadID   string

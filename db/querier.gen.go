@@ -51,9 +51,6 @@ type Querier interface {
 	GetCompaction(ctx context.Context, id int64) (Compaction, error)
 	GetCooldown(ctx context.Context, provider string) (ProviderCooldown, error)
 	GetThread(ctx context.Context, id string) (Thread, error)
-	// Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: their
-	// text as messages_text bounds it.
-	IndexMessages(ctx context.Context, arg IndexMessagesParams) error
 	InsertAttempt(ctx context.Context, arg InsertAttemptParams) (int64, error)
 	InsertCompaction(ctx context.Context, arg InsertCompactionParams) (int64, error)
 	InsertMessage(ctx context.Context, arg InsertMessageParams) error
@@ -85,6 +82,8 @@ type Querier interface {
 	ListMessageColumnsAfter(ctx context.Context, arg ListMessageColumnsAfterParams) ([]ListMessageColumnsAfterRow, error)
 	ListMessageColumnsBefore(ctx context.Context, arg ListMessageColumnsBeforeParams) ([]ListMessageColumnsBeforeRow, error)
 	ListMessageColumnsBetween(ctx context.Context, arg ListMessageColumnsBetweenParams) ([]ListMessageColumnsBetweenRow, error)
+	// New messages are indexed for search after the commit that appends them, not by a query of
+	// the append: see schema.sql (fts_state) and sqlite_fts.go.
 	// The full history of a thread, oldest first.
 	ListMessages(ctx context.Context, threadID string) ([]Message, error)
 	// Messages with seq above after_seq: the live tail of the active context.

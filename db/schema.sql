@@ -1,4 +1,4 @@
--- memcascade schema, version 11: what the migrations in migrations/ build, written whole for
+-- memcascade schema, version 12: what the migrations in migrations/ build, written whole for
 -- sqlc and for readers (TestSchemaMatchesMigrations checks they agree). The open
 -- (sqlite_open.go) applies the migrations; PRAGMA user_version records the version.
 -- Times are integer Unix milliseconds. Keep this file ASCII-only.
@@ -164,12 +164,14 @@ CREATE TABLE provider_cooldowns (
 ) STRICT;
 
 -- Full-text indexes over message and summary text. They read their text from the tables above
--- (external content), so the text is stored once. New messages are indexed by IndexMessages
--- in the transaction that appends them, one statement per 4 MB of messages (a trigger would
--- flush FTS5's pending terms once per row: appends took twice as long); deletions and
--- summaries by triggers.
+-- (external content), so the text is stored once. Summaries are indexed and unindexed by
+-- triggers. Messages are indexed after the commit that appends them (see migrations/0012.sql):
+-- the handle's indexer adds the messages above fts_state.indexed_id in bounded batches, each
+-- in a transaction of its own that moves indexed_id, a while after appends commit (the appends
+-- of a burst make one batch); a search, memctl check and a copy first index what is left, so
+-- they see every message committed before they began. Deletions are unindexed by a trigger.
 -- The searchable text of a message: its content, name and tool calls, the first 100,000
--- characters of them (as PostgreSQL's index): a huge message neither slows its append nor
+-- characters of them (as PostgreSQL's index): a huge message neither slows its indexing nor
 -- makes a search build its snippet over megabytes.
 CREATE VIEW messages_text (id, body) AS
 SELECT id, substr(concat_ws(' ', content, name, tool_calls), 1, 100000) FROM messages;
@@ -179,9 +181,23 @@ CREATE VIRTUAL TABLE messages_fts USING fts5 (
     content = 'messages_text', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'
 );
 
+-- What messages_fts holds: every message whose id is at or under indexed_id, none above it.
+-- One row.
+CREATE TABLE fts_state (
+    id          INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+    indexed_id  INTEGER NOT NULL
+) STRICT;
+
+-- A deleted message leaves the index only if it was indexed (a 'delete' of a row FTS5 never
+-- indexed corrupts the index). When the newest messages are deleted, indexed_id comes down to
+-- the highest id left: SQLite gives a new message the id after it, which must count as not
+-- indexed.
 CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
     INSERT INTO messages_fts (messages_fts, rowid, body)
-    VALUES ('delete', old.id, substr(concat_ws(' ', old.content, old.name, old.tool_calls), 1, 100000));
+    SELECT 'delete', old.id, substr(concat_ws(' ', old.content, old.name, old.tool_calls), 1, 100000)
+    FROM fts_state WHERE old.id <= fts_state.indexed_id;
+    UPDATE fts_state SET indexed_id = (SELECT coalesce(max(id), 0) FROM messages)
+    WHERE indexed_id > (SELECT coalesce(max(id), 0) FROM messages);
 END;
 
 CREATE VIRTUAL TABLE summaries_fts USING fts5 (

@@ -25,7 +25,10 @@ func openSQLite(ctx context.Context, path string, opt Options) (*Handle, error) 
 	if err != nil {
 		return nil, err
 	}
-	h, err := NewHandle(ctx, sqldb, "sqlite", path, sqliteOps)
+	ops := sqliteOps
+	// A reader starts no indexer: its searches index what they need (IndexPending).
+	ops.noIndexer = opt.ReadOnly || opt.NoIndexer
+	h, err := NewHandle(ctx, sqldb, "sqlite", path, ops)
 	if err != nil {
 		sqldb.Close()
 		return nil, err
@@ -46,7 +49,10 @@ var sqliteOps = Ops{
 
 	SearchThreadMessages:  searchThreadMessagesSQLite,
 	SearchThreadSummaries: searchThreadSummariesSQLite,
-	Close:                 func(q Querier) error { return q.(*Queries).Close() },
+	// New messages are indexed for search after their commit (sqlite_fts.go).
+	Pending:    sqlitePending,
+	IndexBatch: sqliteIndexBatch,
+	Close:      func(q Querier) error { return q.(*Queries).Close() },
 	// PASSIVE: it copies what no reader still needs and never waits for a writer or a reader.
 	Checkpoint: func(ctx context.Context, sqldb *sql.DB) error {
 		_, err := sqldb.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")

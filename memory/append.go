@@ -19,10 +19,6 @@ import (
 	"github.com/memcascade/memcascade/tokencount"
 )
 
-// indexBatchBytes is how much message text an append writes before indexing it for search
-// (Store.indexBatch, set by tests only, overrides it).
-const indexBatchBytes = 4 << 20
-
 // AppendOptions set how a thread is created by its first append.
 type AppendOptions struct {
 	// Model is the model whose tokenizer counts a new thread (default Options.DefaultModel). It is
@@ -168,7 +164,7 @@ func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt
 		} else if err != nil {
 			return err
 		}
-		ap := &appender{ctx: ctx, q: q, thread: thread, now: now, seq: t.LastSeq, indexed: t.LastSeq, batch: s.indexBatchBytes(), kept: kept}
+		ap := &appender{ctx: ctx, q: q, thread: thread, now: now, seq: t.LastSeq, kept: kept}
 		if ap.counter, err = s.Counter(t.Encoding); err != nil {
 			return err
 		}
@@ -190,9 +186,6 @@ func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt
 			open = []byte("[]")
 		}
 		res.Appended, res.LastSeq = int(ap.seq-t.LastSeq), ap.seq
-		if err := ap.flushIndex(); err != nil {
-			return err
-		}
 		if u := opt.Reply; u != nil {
 			err := q.AddReplyUsage(ctx, db.AddReplyUsageParams{PromptTokens: int64(u.PromptTokens), CachedTokens: int64(u.CachedTokens),
 				CostMicros: microsOf(u.Cost), ID: thread})
@@ -205,8 +198,8 @@ func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt
 	return res, err
 }
 
-// appender writes the messages of one append transaction, one at a time, and indexes them for
-// search in batches.
+// appender writes the messages of one append transaction, one at a time. They are indexed for
+// search after the commit (db.Handle.IndexPending), not in the transaction.
 type appender struct {
 	ctx     context.Context
 	q       db.Querier
@@ -215,9 +208,6 @@ type appender struct {
 	counter tokencount.Counter
 	calls   callTracker
 	seq     int64 // the last seq written
-	indexed int64 // the last seq indexed for search
-	pending int   // bytes written since the last index
-	batch   int   // bytes written before indexing them
 	index   int   // the index of the next message in the input
 	stored  int64 // the thread's last seq before the append
 	kept    func(raw string, tokens int)
@@ -254,16 +244,6 @@ func (ap *appender) inFlight() ([]string, int64, error) {
 		}
 	}
 	return nil, 0, nil
-}
-
-// flushIndex indexes the messages written since the last time.
-func (ap *appender) flushIndex() error {
-	if ap.seq == ap.indexed {
-		return nil
-	}
-	err := ap.q.IndexMessages(ap.ctx, db.IndexMessagesParams{ThreadID: ap.thread, FromSeq: ap.indexed + 1, ToSeq: ap.seq})
-	ap.indexed = ap.seq
-	return err
 }
 
 // add writes message m, read at line of the input (0: not read from lines); raw is its JSON as
@@ -312,12 +292,6 @@ func (ap *appender) add(m chat.Message, raw []byte, line int) error {
 	if size >= largeMessage {
 		releaseMemory()
 	}
-	// A long import indexes as it goes: FTS5 holds an indexing statement's terms in memory
-	// until the statement ends.
-	if ap.pending += size; ap.pending >= ap.batch {
-		ap.pending = 0
-		return ap.flushIndex()
-	}
 	return nil
 }
 
@@ -328,13 +302,6 @@ func (ap *appender) insert(arg *db.InsertMessageParams, large bool) error {
 		return l.InsertLargeMessage(ap.ctx, arg)
 	}
 	return ap.q.InsertMessage(ap.ctx, *arg)
-}
-
-func (s *Store) indexBatchBytes() int {
-	if s.indexBatch > 0 {
-		return s.indexBatch
-	}
-	return indexBatchBytes
 }
 
 func (s *Store) createThread(ctx context.Context, q db.Querier, id, model string, now int64) (db.Thread, string, error) {

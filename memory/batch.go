@@ -89,31 +89,11 @@ func (s *Store) runBatch() (more bool) {
 	if len(run) > 0 {
 		ctx := context.Background()
 		fns := make([]func(db.Querier) error, len(run))
-		index := make([][]db.IndexMessagesParams, len(run))
 		for i, j := range run {
-			fns[i] = func(q db.Querier) error {
-				index[i] = index[i][:0] // a transaction run again starts over
-				return j.fn(ctx, deferIndex{q, &index[i]})
-			}
+			fns[i] = func(q db.Querier) error { return j.fn(ctx, q) }
 		}
-		// The full-text index of what the appends wrote, once all are written: SQLite's FTS5
-		// writes what it holds of the index to disk at each savepoint's end, which made every
-		// append in a batch write index segments of its own (and merge them later). An
-		// append rolled back has no rows to index (and its seqs may be another's now).
-		finish := func(q db.Querier, errs []error) error {
-			for i, ranges := range index {
-				if errs[i] != nil {
-					continue
-				}
-				for _, r := range ranges {
-					if err := q.IndexMessages(ctx, r); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		}
-		errs, err := s.h.Batch(ctx, fns, finish)
+		// What the appends wrote is indexed for search after the commit (db.Handle's indexer).
+		errs, err := s.h.Batch(ctx, fns, nil)
 		for i, j := range run {
 			if err != nil {
 				j.done <- err
@@ -129,26 +109,6 @@ func (s *Store) runBatch() (more bool) {
 		return false
 	}
 	return true
-}
-
-// deferIndex is the Querier of an append in a batch: the ranges it indexes for search are
-// kept, to be indexed once every append of the batch is written (see runBatch).
-type deferIndex struct {
-	db.Querier
-	ranges *[]db.IndexMessagesParams
-}
-
-func (d deferIndex) IndexMessages(_ context.Context, arg db.IndexMessagesParams) error {
-	*d.ranges = append(*d.ranges, arg)
-	return nil
-}
-
-// InsertLargeMessage is the Querier's, when it has it (see db.LargeMessageInserter).
-func (d deferIndex) InsertLargeMessage(ctx context.Context, arg *db.InsertMessageParams) error {
-	if l, ok := d.Querier.(db.LargeMessageInserter); ok {
-		return l.InsertLargeMessage(ctx, arg)
-	}
-	return d.Querier.InsertMessage(ctx, *arg)
 }
 
 // stopBatches refuses the appends that come after Close.

@@ -112,7 +112,7 @@ func Copy(ctx context.Context, src, dst *Store) (CopyResult, error) {
 				return fmt.Errorf("read the destination's attempt ids: %w", err)
 			}
 			for _, t := range threads {
-				n, err := copyThread(ctx, sq, q, t, dst.indexBatchBytes())
+				n, err := copyThread(ctx, sq, q, t)
 				if err != nil {
 					return fmt.Errorf("thread %q: %w", t.ID, err)
 				}
@@ -174,6 +174,10 @@ func Copy(ctx context.Context, src, dst *Store) (CopyResult, error) {
 			return nil
 		})
 	})
+	if err == nil {
+		// The messages copied are indexed for search now, not by searches to come.
+		err = dst.h.IndexPending(ctx)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -283,22 +287,13 @@ func renumberView(text string, ids map[int64]int64) (string, error) {
 	return string(b), err
 }
 
-// copyThread copies one thread row and its messages, a chunk at a time, and indexes them for
-// search as an append does. It returns the number of messages.
-func copyThread(ctx context.Context, sq, q db.Querier, t db.Thread, batch int) (int64, error) {
+// copyThread copies one thread row and its messages, a chunk at a time (they are indexed for
+// search after the commit, as appended ones are). It returns the number of messages.
+func copyThread(ctx context.Context, sq, q db.Querier, t db.Thread) (int64, error) {
 	if err := q.CopyThread(ctx, db.CopyThreadParams(t)); err != nil {
 		return 0, err
 	}
-	var n, indexed int64
-	pending := 0
-	flush := func(to int64) error {
-		if to == indexed {
-			return nil
-		}
-		err := q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: t.ID, FromSeq: indexed + 1, ToSeq: to})
-		indexed, pending = to, 0
-		return err
-	}
+	var n int64
 	for from := int64(1); from <= t.LastSeq; from += copyChunk {
 		to := min(from+copyChunk-1, t.LastSeq)
 		rows, err := sq.ListMessagesBetween(ctx, db.ListMessagesBetweenParams{ThreadID: t.ID, FromSeq: from, ToSeq: to})
@@ -313,17 +308,12 @@ func copyThread(ctx context.Context, sq, q db.Querier, t db.Thread, batch int) (
 				return n, fmt.Errorf("message %d: %w", m.Seq, err)
 			}
 			n++
-			if pending += len(m.Raw); pending >= batch {
-				if err := flush(m.Seq); err != nil {
-					return n, err
-				}
-			}
 		}
 		if int64(len(rows)) != to-from+1 {
 			return n, fmt.Errorf("the source holds %d messages in seq %d..%d, want %d (memctl check names what is wrong)", len(rows), from, to, to-from+1)
 		}
 	}
-	return n, flush(t.LastSeq)
+	return n, nil
 }
 
 // mergeCooldowns writes the source's cooldown rows into the destination. A provider the

@@ -1,9 +1,5 @@
 package memory
 
-// SetIndexBatchBytes changes how much text the store's appends write before indexing it, for a
-// test.
-func (s *Store) SetIndexBatchBytes(n int) { s.indexBatch = n }
-
 // HoldBatches makes the appends that come queue (as behind a batch running) until release,
 // which runs them as batches, for a test. queued reports how many are waiting.
 func (s *Store) HoldBatches() (queued func() int, release func()) {

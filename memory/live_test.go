@@ -201,7 +201,7 @@ func TestConcurrentAppendsEachAllOrNothing(t *testing.T) {
 	}
 }
 
-// The appends of one batch are indexed for search once all are written: an append rolled back
+// The appends of one batch are indexed for search after its commit: an append rolled back
 // leaves nothing in the index, even when the next append of the batch takes its seqs.
 func TestBatchIndexesWhatCommitted(t *testing.T) {
 	t.Parallel()
@@ -211,7 +211,6 @@ func TestBatchIndexesWhatCommitted(t *testing.T) {
 	if _, err := s.Append(ctx, "b", []chat.Message{chat.TextMessage("user", "start")}, memory.AppendOptions{Live: true}); err != nil {
 		t.Fatal(err)
 	}
-	s.SetIndexBatchBytes(1) // each message indexed as it is written: before the failure too
 	queued, release := s.HoldBatches()
 	bad := chat.TextMessage("tool", "result")
 	bad.ToolCallID = "nope"

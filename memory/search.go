@@ -101,6 +101,11 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 	if match == "" {
 		return []SearchHit{}, nil
 	}
+	// Every message committed before the search is indexed first (SQLite indexes after the
+	// commit): nothing acknowledged is missed.
+	if err := s.h.IndexPending(ctx); err != nil {
+		return nil, err
+	}
 	out := []SearchHit{}
 	open, close := snippetMarks()
 	err = s.h.ReadTx(ctx, func(q db.Querier) error {

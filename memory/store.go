@@ -64,8 +64,6 @@ type Store struct {
 	ownsHandle bool
 	mu         sync.Mutex
 	counters   map[string]tokencount.Counter
-	// indexBatch overrides indexBatchBytes (0: the constant); set by tests (export_test.go).
-	indexBatch int
 	// batch is the group commit of the live appends (AppendOptions.Live) (batch.go).
 	batch batcher
 }

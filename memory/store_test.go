@@ -329,29 +329,29 @@ func TestDeleteThread(t *testing.T) {
 	}
 }
 
-// TestSearchAfterBatchedIndexing: an import long enough to be indexed in several batches
-// finds its first, middle and last messages, and none twice.
+// TestSearchAfterBatchedIndexing: an import long enough to be indexed in several batches (256
+// messages each on SQLite) finds its first, middle and last messages, and none twice.
 func TestSearchAfterBatchedIndexing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
-	s.SetIndexBatchBytes(300)
+	const n = 600
 	var in strings.Builder
-	for i := range 50 {
+	for i := range n {
 		fmt.Fprintf(&in, "{\"role\":\"user\",\"content\":\"note number%d with some padding text\"}\n", i)
 	}
 	if _, err := s.Import(ctx, "t", strings.NewReader(in.String()), memory.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range []int{0, 7, 8, 25, 49} {
+	for _, i := range []int{0, 7, 255, 256, 511, 512, n - 1} {
 		hits, err := s.Search(ctx, fmt.Sprintf("number%d", i), memory.SearchOptions{})
 		if err != nil || len(hits) != 1 || hits[0].Seq != int64(i+1) {
 			t.Fatalf("search number%d: %+v, %v", i, hits, err)
 		}
 	}
-	hits, _ := s.Search(ctx, "padding", memory.SearchOptions{Limit: 100})
-	if len(hits) != 50 {
-		t.Fatalf("%d hits for a word of every message, want 50", len(hits))
+	hits, _ := s.Search(ctx, "padding", memory.SearchOptions{Limit: memory.MaxSearchLimit})
+	if len(hits) != min(n, memory.MaxSearchLimit) {
+		t.Fatalf("%d hits for a word of every message, want %d", len(hits), min(n, memory.MaxSearchLimit))
 	}
 }
 

@@ -37,11 +37,11 @@ func thread(t *testing.T, h *db.Handle, id string, texts ...string) {
 				return err
 			}
 		}
-		if err := q.IndexMessages(ctx, db.IndexMessagesParams{ThreadID: id, FromSeq: 1, ToSeq: int64(len(texts))}); err != nil {
-			return err
-		}
 		return q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: int64(len(texts)), OpenCalls: "[]", UpdatedAt: int64(len(texts) + 2), ID: id})
 	})
+	if err := h.IndexPending(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func seqs(msgs []db.Message) []int64 {

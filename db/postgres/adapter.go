@@ -9,8 +9,7 @@ import (
 
 // adapter answers package db's Querier with this package's queries. Every parameter and row
 // type converts to db's by a plain conversion (this file compiles only while they do): only the
-// queries whose SQL differs in kind need more than that: IndexMessages (PostgreSQL indexes rows as they are
-// written) and the searches (their query is a tsquery, built by Match). What a query does with
+// queries whose SQL differs in kind need more than that: the searches (their query is a tsquery, built by Match). What a query does with
 // text PostgreSQL cannot hold is decided by the wrapper storable, around it.
 type adapter struct{ q *Queries }
 
@@ -27,10 +26,6 @@ func convert[T, U any](rows []T, err error, conv func(T) U) ([]U, error) {
 	}
 	return out, nil
 }
-
-// IndexMessages does nothing: the GIN index messages_fts is kept by PostgreSQL in the
-// transaction that inserts the rows.
-func (a adapter) IndexMessages(context.Context, db.IndexMessagesParams) error { return nil }
 
 func (a adapter) SearchMessages(ctx context.Context, arg db.SearchMessagesParams) ([]db.SearchMessagesRow, error) {
 	r, err := a.q.SearchMessages(ctx, SearchMessagesParams(arg))

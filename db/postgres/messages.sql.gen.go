@@ -205,8 +205,8 @@ const listMessages = `-- name: ListMessages :many
 SELECT id, thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at FROM messages WHERE thread_id = $1 ORDER BY seq
 `
 
-// IndexMessages has no PostgreSQL version: the GIN index messages_fts is kept up to date by
-// PostgreSQL itself, in the transaction that inserts the rows.
+// The GIN index messages_fts is kept up to date by PostgreSQL itself, in the transaction that
+// inserts the rows.
 // The full history of a thread, oldest first.
 func (q *Queries) ListMessages(ctx context.Context, threadID string) ([]Message, error) {
 	rows, err := q.query(ctx, q.listMessagesStmt, listMessages, threadID)

@@ -2,12 +2,8 @@
 INSERT INTO messages (thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
 
--- name: IndexMessages :exec
--- Adds the messages from_seq..to_seq of a thread to the full-text index, in one statement: their
--- text as messages_text bounds it.
-INSERT INTO messages_fts (rowid, body)
-SELECT t.id, t.body FROM messages m JOIN messages_text t ON t.id = m.id
-WHERE m.thread_id = sqlc.arg(thread_id) AND m.seq >= sqlc.arg(from_seq) AND m.seq <= sqlc.arg(to_seq);
+-- New messages are indexed for search after the commit that appends them, not by a query of
+-- the append: see schema.sql (fts_state) and sqlite_fts.go.
 
 -- name: ListMessages :many
 -- The full history of a thread, oldest first.

@@ -2,8 +2,8 @@
 INSERT INTO messages (thread_id, seq, role, content, name, tool_calls, tool_call_id, raw, tokens, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
 
--- IndexMessages has no PostgreSQL version: the GIN index messages_fts is kept up to date by
--- PostgreSQL itself, in the transaction that inserts the rows.
+-- The GIN index messages_fts is kept up to date by PostgreSQL itself, in the transaction that
+-- inserts the rows.
 
 -- name: ListMessages :many
 -- The full history of a thread, oldest first.
