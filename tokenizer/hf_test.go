@@ -476,6 +476,10 @@ func TestHFChunkedPieceDrift(t *testing.T) {
 	v := vectors(t)
 	alphabets := []string{"abcdefghijklmnopqrstuvwxyz", "ab", "x", "éàüß中文", " "}
 	checked, bases := 0, map[string]bool{}
+	over := 2 * maxPiece // how far past maxPiece a word runs; under -short (the race run) less
+	if testing.Short() {
+		over = maxPiece / 4
+	}
 	for _, variant := range v.Variants {
 		if bases[variant.Base] {
 			continue // one variant of each file: the merges are the file's
@@ -489,7 +493,7 @@ func TestHFChunkedPieceDrift(t *testing.T) {
 		for _, alphabet := range alphabets {
 			letters := []rune(alphabet)
 			var b strings.Builder
-			size := maxPiece + 1 + rng.IntN(2*maxPiece)
+			size := maxPiece + 1 + rng.IntN(over)
 			for b.Len() < size {
 				b.WriteRune(letters[rng.IntN(len(letters))])
 			}

@@ -548,9 +548,14 @@ func TestChunkedPieceDrift(t *testing.T) {
 		" ",
 		"!?.-=",
 	}
-	words := 2 // per alphabet and encoding in the default run; more under -tags heavy
+	// Words per alphabet and encoding, and how far past maxPiece they run: 2 up to 3 x maxPiece
+	// in the default run; more under -tags heavy; under -short (the race run) 1, up to 1.25 x,
+	// still cut at least once.
+	words, over := 2, 2*maxPiece
 	if heavyRun {
 		words = 12
+	} else if testing.Short() {
+		words, over = 1, maxPiece/4
 	}
 	worst, total, cutsSeen := 0, 0, 0
 	for _, name := range encodings {
@@ -560,7 +565,7 @@ func TestChunkedPieceDrift(t *testing.T) {
 			letters := []rune(alphabet)
 			for range words {
 				var b strings.Builder
-				size := maxPiece + 1 + rng.IntN(2*maxPiece)
+				size := maxPiece + 1 + rng.IntN(over)
 				for b.Len() < size {
 					b.WriteRune(letters[rng.IntN(len(letters))])
 				}
