@@ -67,7 +67,7 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 			return conflict
 		}
 		if pr := leadingSystem(req.Messages); conflict == nil && pr > 0 && len(stored) > 0 && leadingSystem(fresh) == 0 &&
-			!slices.EqualFunc(req.Messages[:pr], currentInstructions(lv.active), sameMessage) {
+			!sameInstructions(req.Messages[:pr], currentInstructions(lv.active)) {
 			// Instructions the thread had before, sent again in place of the current ones (an
 			// agent back on an earlier prompt): new instructions, stored again.
 			fresh = append(slices.Clip(req.Messages[:pr]), fresh...)
@@ -188,16 +188,19 @@ func (s *Server) pinPrompt(ctx context.Context, thread string, after int64, n in
 }
 
 // currentInstructions returns the system/developer messages an active context starts with
-// that no later instructions superseded: the thread's current system prompt.
-func currentInstructions(a memory.Active) []chat.Message {
-	var out []chat.Message
-	for _, e := range a.Entries {
-		if e.CompactionID != 0 || e.Superseded || !isSystem(e.Message) {
-			break
-		}
-		out = append(out, e.Message)
+// that no later instructions superseded (the thread's current system prompt), as its entries.
+func currentInstructions(a memory.Active) []memory.Entry {
+	es := a.Entries
+	n := 0
+	for n < len(es) && es[n].CompactionID == 0 && !es[n].Superseded && isSystem(es[n].Message) {
+		n++
 	}
-	return out
+	return es[:n]
+}
+
+// sameInstructions reports whether msgs are, one for one, the messages of the entries es.
+func sameInstructions(msgs []chat.Message, es []memory.Entry) bool {
+	return slices.EqualFunc(msgs, es, func(m chat.Message, e memory.Entry) bool { return sameMessage(m, e.Message) })
 }
 
 // unpinSummarized unpins the superseded system prompts of a thread that its active context no

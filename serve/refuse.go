@@ -7,7 +7,6 @@ import (
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
-	"github.com/memcascade/memcascade/memory"
 	"github.com/memcascade/memcascade/serve/dialect"
 	"github.com/memcascade/memcascade/tokencount"
 )
@@ -71,8 +70,8 @@ func (s *Server) refuseUnfit(ctx context.Context, st *threadState, req dialect.T
 	// thread, a reset) or are its current ones (counted as stored); changed instructions may
 	// find no room for their pin, and are then the history a compaction summarizes.
 	p, instr := leadingSystem(req.Messages), 0
-	if cur := currentEntries(lv); lv.ver.Found && !reset {
-		if len(cur) == p && sameInstructions(req.Messages[:p], cur) {
+	if cur := currentInstructions(lv.active); lv.ver.Found && !reset {
+		if sameInstructions(req.Messages[:p], cur) {
 			for _, e := range cur {
 				instr += e.Tokens
 			}
@@ -180,27 +179,6 @@ func newestUnit(msgs []chat.Message, from int) int {
 		}
 	}
 	return from
-}
-
-// currentEntries returns the entries of the thread's current instructions (see
-// currentInstructions), with their stored tokens.
-func currentEntries(lv *liveState) []memory.Entry {
-	es := lv.active.Entries
-	n := 0
-	for n < len(es) && es[n].CompactionID == 0 && !es[n].Superseded && isSystem(es[n].Message) {
-		n++
-	}
-	return es[:n]
-}
-
-// sameInstructions reports whether msgs are, one for one, the messages of es.
-func sameInstructions(msgs []chat.Message, es []memory.Entry) bool {
-	for i := range msgs {
-		if !sameMessage(msgs[i], es[i].Message) {
-			return false
-		}
-	}
-	return true
 }
 
 // dropRefused forgets what the turn of a refused request kept: its messages as the thread's
