@@ -32,7 +32,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -163,7 +162,6 @@ type Server struct {
 	lru     list.List               // of *threadState, the most recently used first
 	cached  int64                   // the bytes of what is kept of the threads
 
-	releasing atomic.Bool // a release of memory runs (see release)
 }
 
 // MemoryHeadroom is what MemoryLimit allows beyond the server's bounds: the store, the
