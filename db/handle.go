@@ -281,9 +281,10 @@ func (h *Handle) LockedTx(ctx context.Context, fn func(q Querier) error) error {
 // AppendTx is LockedTx for an append: a transaction that locks the thread, writes its
 // messages and its tail, and reads what it needs back. On a backend that pipelines
 // (Ops.Pipelined: PostgreSQL) the writes are not sent one round trip each, but with the next
-// statement that reads or with the COMMIT: a write's error is then returned by that statement
-// (and the transaction is rolled back all the same), so fn must not go on to anything but
-// its transaction's statements after a write. Retried as LockedTx is.
+// statement sent that reads or with the COMMIT (the thread's version, read with its lock, is
+// not sent again: see db/postgres): a write's error is then returned by that statement (and
+// the transaction is rolled back all the same), so fn must not go on to anything but its
+// transaction's statements after a write. Retried as LockedTx is.
 func (h *Handle) AppendTx(ctx context.Context, fn func(q Querier) error) error {
 	if h.ops.Pipelined == nil {
 		return h.LockedTx(ctx, fn)

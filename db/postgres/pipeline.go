@@ -20,8 +20,10 @@ import (
 // pgbench's pair of single-row INSERT transactions (0.27 ms). Here the statements that return
 // nothing the caller reads (InsertMessage, SetThreadTail, AddReplyUsage) are queued, and sent
 // with the next statement that reads (as one pipeline: pgx's batch) or with the COMMIT; BEGIN
-// goes with the first statement. An append is then three round trips: BEGIN with the lock,
-// the writes with the version read back, and COMMIT.
+// goes with the first statement. The thread's version (ThreadVersion) is read with its lock,
+// in the same pipeline, and the version an append reads back after its writes is that one
+// with its queued tail applied (see LockThread): no round trip. An append is then two round
+// trips: BEGIN with the lock and the version, and the writes with the COMMIT.
 //
 // What it changes for the caller: a queued statement's error is returned by the statement
 // sent with it that reads, or by the commit, not by its own call; the transaction is rolled
@@ -96,6 +98,17 @@ type pipe struct {
 	pc      *pgx.Conn
 	pending []queued
 	err     error // the first error of what was sent: the transaction is aborted
+	// locked is the version of the thread locked last (LockThread), read with its lock, with
+	// the tail queued since applied; nil when none is known, or once a statement that is not
+	// pipelined has run (it may have written what the version is made of).
+	locked *lockedVersion
+	sent   int // the pipelines sent (for the tests)
+}
+
+// lockedVersion is the version of thread id read with its lock (pipe.locked).
+type lockedVersion struct {
+	id string
+	v  db.ThreadVersionRow
 }
 
 // queued is a statement waiting to be sent: name names it in its error; read, when set, reads
@@ -127,6 +140,7 @@ func (p *pipe) flush(ctx context.Context) error {
 	sent := p.pending
 	p.pending = p.pending[:0:0]
 	br := p.pc.SendBatch(ctx, &b)
+	p.sent++
 	var readErr error
 	for _, q := range sent {
 		var err error
@@ -153,13 +167,14 @@ func (p *pipe) flush(ctx context.Context) error {
 }
 
 // flushing is the connection the queries that are not pipelined run on: what is queued is
-// sent first.
+// sent first, and the version read with the thread's lock is forgotten (the query may write).
 type flushing struct {
 	conn *sql.Conn
 	p    *pipe
 }
 
 func (f flushing) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	f.p.locked = nil
 	if err := f.p.flush(ctx); err != nil {
 		return nil, err
 	}
@@ -167,6 +182,7 @@ func (f flushing) ExecContext(ctx context.Context, query string, args ...any) (s
 }
 
 func (f flushing) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	f.p.locked = nil
 	if err := f.p.flush(ctx); err != nil {
 		return nil, err
 	}
@@ -174,6 +190,7 @@ func (f flushing) PrepareContext(ctx context.Context, query string) (*sql.Stmt, 
 }
 
 func (f flushing) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	f.p.locked = nil
 	if err := f.p.flush(ctx); err != nil {
 		return nil, err
 	}
@@ -184,15 +201,22 @@ func (f flushing) QueryContext(ctx context.Context, query string, args ...any) (
 // run all the same, in the aborted transaction (a *sql.Row cannot be made with an error of
 // one's own): it fails, and the transaction returns the first failure (pipelined).
 func (f flushing) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	f.p.locked = nil
 	_ = f.p.flush(ctx)
 	return f.conn.QueryRowContext(ctx, query, args...)
 }
 
 // The pipelined queries.
 
-// LockThread is sent at once, with what is queued (BEGIN, in an append).
+// LockThread is sent at once, with what is queued (BEGIN, in an append), and with the thread's
+// version (ThreadVersion), read once the row is locked and kept for ThreadVersion until a
+// statement that is not pipelined runs. While the row is locked, the writers that lock it
+// first (appends, a compaction applied, the thread's settings) cannot change the version; the
+// others (a pin, an unpin, a revert, a compaction's final figures) may commit before this
+// transaction does, unseen, as they could between a read after the writes and the COMMIT.
 func (p *pipe) LockThread(ctx context.Context, id string) (db.Thread, error) {
 	var t db.Thread
+	p.locked = nil
 	if !db.Storable(id) {
 		return t, sql.ErrNoRows // no row has such an id (storable)
 	}
@@ -200,19 +224,44 @@ func (p *pipe) LockThread(ctx context.Context, id string) (db.Thread, error) {
 		return row.Scan(&t.ID, &t.Model, &t.Encoding, &t.Metadata, &t.LastSeq, &t.OpenCalls, &t.CreatedAt, &t.UpdatedAt,
 			&t.Settings, &t.Replies, &t.PromptTokens, &t.CachedTokens, &t.UpstreamCostMicros, &t.MessageTokens)
 	})
-	return t, p.flush(ctx)
+	var v db.ThreadVersionRow
+	found := false
+	p.queue("ThreadVersion", threadVersion, []any{id}, func(row pgx.Row) error {
+		err := scanVersion(row, &v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // no thread: LockThread says so
+		}
+		found = err == nil
+		return err
+	})
+	if err := p.flush(ctx); err != nil {
+		return t, err
+	}
+	if found {
+		p.locked = &lockedVersion{id: id, v: v}
+	}
+	return t, nil
 }
 
-// ThreadVersion is sent at once, with what is queued (an append's writes).
+// ThreadVersion returns the version read with the thread's lock when it is known (see
+// LockThread), the tail queued since applied; else it is sent at once, with what is queued.
 func (p *pipe) ThreadVersion(ctx context.Context, id string) (db.ThreadVersionRow, error) {
 	var v db.ThreadVersionRow
+	if p.err != nil {
+		return v, p.err
+	}
+	if p.locked != nil && p.locked.id == id {
+		return p.locked.v, nil
+	}
 	if !db.Storable(id) {
 		return v, sql.ErrNoRows
 	}
-	p.queue("ThreadVersion", threadVersion, []any{id}, func(row pgx.Row) error {
-		return row.Scan(&v.CreatedAt, &v.UpdatedAt, &v.LastSeq, &v.Settings, &v.CompactionID, &v.CompactionUpdatedAt, &v.Pins)
-	})
+	p.queue("ThreadVersion", threadVersion, []any{id}, func(row pgx.Row) error { return scanVersion(row, &v) })
 	return v, p.flush(ctx)
+}
+
+func scanVersion(row pgx.Row, v *db.ThreadVersionRow) error {
+	return row.Scan(&v.CreatedAt, &v.UpdatedAt, &v.LastSeq, &v.Settings, &v.CompactionID, &v.CompactionUpdatedAt, &v.Pins)
 }
 
 // InsertMessage is queued.
@@ -222,9 +271,12 @@ func (p *pipe) InsertMessage(_ context.Context, arg db.InsertMessageParams) erro
 	return nil
 }
 
-// SetThreadTail is queued.
+// SetThreadTail is queued; the version read with the thread's lock gets its tail.
 func (p *pipe) SetThreadTail(_ context.Context, arg db.SetThreadTailParams) error {
 	p.queue("SetThreadTail", setThreadTail, []any{arg.LastSeq, arg.OpenCalls, arg.UpdatedAt, arg.ID}, nil)
+	if p.locked != nil && p.locked.id == arg.ID {
+		p.locked.v.LastSeq, p.locked.v.UpdatedAt = arg.LastSeq, arg.UpdatedAt
+	}
 	return nil
 }
 

@@ -153,3 +153,109 @@ func TestAppendTxPipelined(t *testing.T) {
 		t.Errorf("%d connections open; want the one, kept", st.OpenConnections)
 	}
 }
+
+// TestAppendTxTwoRoundTrips: an append to a thread that exists is two pipelines, BEGIN with
+// the lock and the version, then the writes with the COMMIT; the version read back after the
+// writes is the one read with the lock with the new tail, as a read sent after the writes
+// gives it; a write that fails is reported by the COMMIT, naming it, and nothing is committed.
+func TestAppendTxTwoRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	h, err := OpenHandle(ctx, testURL(t), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	err = h.WithTx(ctx, func(q db.Querier) error {
+		if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: "t", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 10, UpdatedAt: 10}); err != nil {
+			return err
+		}
+		_, err := q.SetThreadSettings(ctx, db.SetThreadSettingsParams{Settings: `{"k":1}`, ID: "t"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(seq int64) db.InsertMessageParams {
+		return db.InsertMessageParams{ThreadID: "t", Seq: seq, Role: "user", Content: sql.NullString{String: "hi", Valid: true},
+			Raw: `{"role":"user"}`, Tokens: 3, CreatedAt: 20}
+	}
+	var p *pipe
+	var kept, read db.ThreadVersionRow
+	err = pipelined(ctx, h.DB, func(q db.Querier) error {
+		p = q.(*pipe)
+		th, err := q.LockThread(ctx, "t")
+		if err != nil {
+			return err
+		}
+		if err := q.InsertMessage(ctx, msg(th.LastSeq+1)); err != nil {
+			return err
+		}
+		if err := q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: th.LastSeq + 1, OpenCalls: "[]", UpdatedAt: 30, ID: "t"}); err != nil {
+			return err
+		}
+		if kept, err = q.ThreadVersion(ctx, "t"); err != nil {
+			return err
+		}
+		if p.sent != 1 {
+			t.Errorf("%d pipelines sent before the COMMIT; want 1 (the lock with the version)", p.sent)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.sent != 2 {
+		t.Errorf("%d pipelines sent; want 2", p.sent)
+	}
+	if kept.LastSeq != 1 || kept.UpdatedAt != 30 || kept.CreatedAt != 10 || kept.Settings != `{"k":1}` {
+		t.Errorf("version read back: %+v; want last seq 1, updated 30, created 10, the settings", kept)
+	}
+	// The same append, the version read by a query sent after the writes: the same version.
+	err = pipelined(ctx, h.DB, func(q db.Querier) error {
+		p = q.(*pipe)
+		if _, err := q.LockThread(ctx, "t"); err != nil {
+			return err
+		}
+		if err := q.InsertMessage(ctx, msg(2)); err != nil {
+			return err
+		}
+		if err := q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: 2, OpenCalls: "[]", UpdatedAt: 40, ID: "t"}); err != nil {
+			return err
+		}
+		if kept, err = q.ThreadVersion(ctx, "t"); err != nil {
+			return err
+		}
+		read, err = p.Querier.ThreadVersion(ctx, "t") // not pipelined: sent after the writes
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept != read || read.LastSeq != 2 {
+		t.Errorf("version kept with the lock %+v, read after the writes %+v; want the same, last seq 2", kept, read)
+	}
+
+	// A write that fails: the version is still what the lock read, the COMMIT reports the
+	// write, and nothing is committed.
+	var verErr error
+	err = pipelined(ctx, h.DB, func(q db.Querier) error {
+		if _, err := q.LockThread(ctx, "t"); err != nil {
+			return err
+		}
+		if err := q.InsertMessage(ctx, msg(2)); err != nil { // seq 2 is taken
+			return err
+		}
+		if err := q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: 3, OpenCalls: "[]", UpdatedAt: 50, ID: "t"}); err != nil {
+			return err
+		}
+		_, verErr = q.ThreadVersion(ctx, "t")
+		return verErr
+	})
+	var pe *pgconn.PgError
+	if verErr != nil || !errors.As(err, &pe) || pe.Code != "23505" || !strings.Contains(err.Error(), "InsertMessage") {
+		t.Fatalf("a duplicate seq: version read %v, append %v; want the version, then the unique violation of InsertMessage", verErr, err)
+	}
+	if th, err := h.Q().GetThread(ctx, "t"); err != nil || th.LastSeq != 2 || th.UpdatedAt != 40 {
+		t.Fatalf("after the failed append: %+v, %v; want last seq 2, updated 40", th, err)
+	}
+}
