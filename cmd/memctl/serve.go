@@ -128,7 +128,11 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 	// What a burst of first turns would each wait for (the encoding of new threads, the
 	// pool's connections) made ready before serving (memory.Store.Prewarm). What fails costs
 	// the first turns their wait only.
-	if err := s.Prewarm(ctx, prewarmConns); err != nil {
+	conns := prewarmConns
+	if !a.h.OneWriter() {
+		conns = prewarmShared
+	}
+	if err := s.Prewarm(ctx, conns); err != nil {
 		a.logger.Warn("not all made ready before serving", "error", err.Error())
 	}
 	srv := &serve.Server{
@@ -149,13 +153,13 @@ func (a *app) newServer(ctx context.Context, sc config.Serve) (*serve.Server, er
 }
 
 // prewarmConns is how many connections memctl serve opens before serving: as many requests
-// as run at once on a small machine without any of them opening one. On PostgreSQL too: a
-// burst of that many agents opens them whatever was opened before (the pool is not capped),
-// and the server then forks and warms a process for each while the burst waits (50 agents'
-// first turns, 8 opened before: a turn waited up to 580 ms for its connection); those left
-// idle are closed after 5 minutes (db/postgres's poolIdleTime). Each serve process of a fleet
-// needs them within the server's max_connections (100 by default).
+// as run at once on a small machine without any of them opening one.
 const prewarmConns = 32
+
+// prewarmShared is that number on a database server many processes share (PostgreSQL):
+// every serve process of a fleet opens them, within the server's max_connections (100 by
+// default), so it opens fewer and the pool opens the rest as a burst needs them.
+const prewarmShared = 8
 
 // serve runs srv on sc.Listen until ctx is done, then stops it gracefully: the first signal
 // stops accepting and waits for the replies in flight; a second one stops at once.
