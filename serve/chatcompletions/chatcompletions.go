@@ -33,7 +33,8 @@ func (Dialect) Thread(*http.Request) string { return "" }
 
 // Parse reads a request's body in one pass over it (dialect.ScanObject). A message sent at the
 // same place with the same bytes as in prev (an agent resending its history), and tools sent
-// with the same bytes, are taken as they were decoded then, not decoded again.
+// with the same bytes, are taken as they were decoded then, not decoded again; a request that
+// resends all of prev's messages writes its own past them, in prev's arrays (dialect.NewSent).
 func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	t, sc, shared, err := dialect.ScanTurn(body, "messages", `{"model": ..., "messages": [...]}`, prev)
 	if err != nil {
