@@ -35,7 +35,7 @@ func (s *Server) Measured() (counted, measured int64) {
 			measured += liveBytes(st.lv)
 		}
 		if sent := st.sent; sent != nil {
-			measured += histBytes(sent.Msgs) + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256
+			measured += histBytes(sent.Msgs) + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256 + sent.Spare()
 			if sent.Scan != nil {
 				measured += sent.Scan.Bytes()
 			}

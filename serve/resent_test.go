@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/serve"
 	"github.com/memcascade/memcascade/serve/anthropic"
+	"github.com/memcascade/memcascade/serve/chatcompletions"
 )
 
 // An agent resends its whole history each turn: the proxy parses each request against the
@@ -107,5 +109,52 @@ func TestResentKeepsTheRequestsOwn(t *testing.T) {
 	}
 	if cached != 1 {
 		t.Errorf("%d of the kept request's messages have cache_control, want its newest one alone", cached)
+	}
+}
+
+// A Chat Completions agent that resends its whole history each turn: each request's messages
+// extend the previous request's in place (dialect.NewSent), turn after turn, rather than
+// copying what it resends, and the history and the bytes counted are as before.
+func TestResentExtendedInPlace(t *testing.T) {
+	t.Parallel()
+	up := answering(t)
+	e := newEnv(t, envOptions{server: func(s *serve.Server) { s.Upstream = up.URL + "/v1" }})
+	sh := turnShapes[0]
+	if sh.name != "chat" {
+		t.Fatalf("shape %q, want chat", sh.name)
+	}
+	var elems [][]byte
+	add := func(role, text string) {
+		el, _ := json.Marshal(map[string]string{"role": role, "content": text})
+		elems = append(elems, el)
+	}
+	for i := range 20 {
+		add("user", fmt.Sprintf("step %d", i))
+		add("assistant", fmt.Sprintf("done %d", i))
+	}
+	var first *chat.Message
+	for turn := range 5 {
+		add("user", fmt.Sprintf("question %d", turn))
+		code, out, _ := e.post("/t/inplace/v1/chat/completions", string(sh.body(elems)))
+		if code != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", turn, code, out)
+		}
+		reply, _ := sh.reply([]byte(out))
+		add("assistant", reply)
+		prev := e.srv.PrevSent("inplace", chatcompletions.Dialect{})
+		if prev == nil || len(prev.Msgs) != len(elems) { // the system prompt, and elems less the reply
+			t.Fatalf("turn %d: kept request of %d messages, want %d", turn, len(prev.MsgsOrNil()), len(elems))
+		}
+		if turn == 0 {
+			first = &prev.Msgs[0]
+		} else if &prev.Msgs[0] != first {
+			t.Errorf("turn %d: the request's messages are a copy, not the first request's extended", turn)
+		}
+	}
+	if got, want := len(e.history("inplace")), len(elems)+1; got != want {
+		t.Errorf("%d messages stored, want %d", got, want)
+	}
+	if counted, measured := e.srv.Measured(); counted != measured || counted == 0 {
+		t.Errorf("the server counts %d bytes kept, %d measured", counted, measured)
 	}
 }

@@ -134,7 +134,7 @@ func (s *Server) keepSent(st *threadState, sent, prev *dialect.Sent, same int) {
 	} else {
 		msgs = histBytes(sent.Msgs)
 	}
-	size := msgs + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256
+	size := msgs + int64(len(sent.Hashes))*16 + int64(len(sent.Tools))*256 + sent.Spare()
 	if sent.Scan != nil {
 		size += sent.Scan.Bytes()
 	}

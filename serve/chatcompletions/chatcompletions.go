@@ -33,7 +33,8 @@ func (Dialect) Thread(*http.Request) string { return "" }
 
 // Parse reads a request's body in one pass over it (dialect.ScanObject). A message sent at the
 // same place with the same bytes as in prev (an agent resending its history), and tools sent
-// with the same bytes, are taken as they were decoded then, not decoded again.
+// with the same bytes, are taken as they were decoded then, not decoded again; a request that
+// resends all of prev's messages writes its own past them, in prev's arrays (dialect.NewSent).
 func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	t, sc, shared, err := dialect.ScanTurn(body, "messages", `{"model": ..., "messages": [...]}`, prev)
 	if err != nil {
@@ -43,13 +44,14 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 	if len(raws) == 0 {
 		return t, &dialect.BadRequest{Param: "messages", Msg: "messages: want a non-empty array of chat messages"}
 	}
-	t.Messages = make([]chat.Message, len(raws))
 	t.Prev = prev
-	hashes := make([]dialect.Hash, len(raws))
-	// The messages the scan took from the previous request are its own, byte for byte.
+	// The messages the scan took from the previous request are its own, byte for byte: they
+	// are taken as they are, in place when the request extends it (dialect.NewSent).
 	shared = min(shared, len(prev.HashesOrNil()), len(prev.MsgsOrNil()))
-	copy(hashes, prev.HashesOrNil()[:shared])
-	copy(t.Messages, prev.MsgsOrNil()[:shared])
+	sent := dialect.NewSent(prev, shared, len(raws))
+	sent.Own = true // the next request extends Msgs in place: the history's are not put there
+	t.Messages = sent.Msgs
+	hashes := sent.Hashes
 	t.Same = shared
 	for i := shared; i < len(raws); i++ {
 		raw := raws[i]
@@ -68,7 +70,8 @@ func (Dialect) Parse(body []byte, prev *dialect.Sent) (dialect.Turn, error) {
 			return t, &dialect.BadRequest{Param: fmt.Sprintf("messages[%d]", i), Msg: fmt.Sprintf("messages[%d]: %v", i, err)}
 		}
 	}
-	t.Sent, t.Taken = &dialect.Sent{Hashes: hashes, Msgs: t.Messages, Scan: sc}, t.Same
+	sent.Scan = sc
+	t.Sent, t.Taken = sent, t.Same
 	if raw, ok := t.Fields["stream"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if json.Unmarshal(raw, &t.Stream) != nil {
 			return t, &dialect.BadRequest{Param: "stream", Msg: "stream: want true or false"}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net/http"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/memcascade/memcascade/chat"
@@ -194,8 +195,66 @@ type Sent struct {
 	// Own: Msgs stay the request's messages as parsed, whose originals (chat.Message.Extra)
 	// are the request's bytes, which the dialect's Render writes; serve never puts the
 	// history's equal messages in their place (their originals may be an earlier request's
-	// bytes). A dialect that takes messages from the previous request for their bytes sets it.
+	// bytes). A dialect that takes messages from the previous request for their bytes sets it,
+	// and so does one whose next request extends Msgs in place (NewSent).
 	Own bool
+
+	// ext is what NewSent made Hashes and Msgs from: their arrays with room past them, which
+	// the first request parsed against this one (or a copy of it) may take (nil: none).
+	ext *extent
+}
+
+// extent is the arrays of a Sent's Hashes and Msgs, with their capacity: its first elements
+// are the Sent's, those past them belong to the one request that takes it (taken), which
+// writes its own messages there. A Sent's copies share it.
+type extent struct {
+	taken  atomic.Bool
+	hashes []Hash
+	msgs   []chat.Message
+}
+
+// NewSent returns the Sent of a request of n messages whose first shared are, hash and
+// message, those of prev (nil: none): its Hashes and Msgs of length n, the first shared
+// prev's, the others zero, for the caller to fill before another request sees the Sent.
+// When those are all of prev's messages, n is more, and prev's arrays have room for the rest,
+// the first request made so takes the room: its arrays are prev's, extended in place, and
+// the first shared are not copied (an agent that resends its whole history each turn costs
+// what it adds, not what it resends). Otherwise they are copied into new arrays with room for
+// a quarter more. Hashes and Msgs are capped at n: an append to them elsewhere copies them,
+// never writing in the room.
+func NewSent(prev *Sent, shared, n int) *Sent {
+	shared = max(min(shared, n, len(prev.HashesOrNil()), len(prev.MsgsOrNil())), 0)
+	if prev != nil && prev.ext != nil && n > shared && shared == len(prev.Msgs) && shared == len(prev.Hashes) {
+		e := prev.ext
+		if n <= cap(e.msgs) && n <= cap(e.hashes) && sameStart(e.msgs, prev.Msgs) && sameStart(e.hashes, prev.Hashes) &&
+			e.taken.CompareAndSwap(false, true) {
+			next := &extent{hashes: e.hashes[:n], msgs: e.msgs[:n]}
+			clear(next.hashes[shared:])
+			clear(next.msgs[shared:])
+			return &Sent{Hashes: next.hashes[:n:n], Msgs: next.msgs[:n:n], ext: next}
+		}
+	}
+	size := n + n/4 + 16
+	e := &extent{hashes: make([]Hash, n, size), msgs: make([]chat.Message, n, size)}
+	copy(e.hashes, prev.HashesOrNil()[:shared])
+	copy(e.msgs, prev.MsgsOrNil()[:shared])
+	return &Sent{Hashes: e.hashes[:n:n], Msgs: e.msgs[:n:n], ext: e}
+}
+
+// sameStart reports whether a and b start at the same element in memory (never when b is
+// empty).
+func sameStart[T any](a, b []T) bool {
+	return len(b) > 0 && cap(a) > 0 && &a[:1][0] == &b[0]
+}
+
+// Spare is the memory of the room past s's arrays (see NewSent), which the next request of
+// its conversation may fill.
+func (s *Sent) Spare() int64 {
+	if s == nil || s.ext == nil {
+		return 0
+	}
+	return int64(cap(s.ext.hashes)-len(s.Hashes))*int64(unsafe.Sizeof(Hash{})) +
+		int64(cap(s.ext.msgs)-len(s.Msgs))*int64(unsafe.Sizeof(chat.Message{}))
 }
 
 // HashesOrNil is s.Hashes, nil for a nil s.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -70,6 +71,9 @@ type Scanned struct {
 	// starts with all of it is found so by hashing its bytes once (most do), and the next kept
 	// scan adds a piece for what it adds, its bytes hashed once too (see Kept).
 	segs []segment
+	// grow, shared by the scan's copies (Kept), is taken by the one later scan that resumes
+	// after all of its elements and extends starts, ends and prefix in place (resumeOffsets).
+	grow *atomic.Bool
 }
 
 // segment is a piece of a kept scan's body: it ends at end (the end of an element) and
@@ -152,7 +156,7 @@ type span struct {
 // (the bytes are the same, so is their meaning) and only the rest is read, the check that body
 // is valid UTF-8 and JSON included. shared is the number of elements taken from prev.
 func ScanObjectAfter(body []byte, arrayKey string, prev *Scanned) (sc *Scanned, shared int, err error) {
-	sc = &Scanned{Body: body, key: arrayKey, arrayAt: -1}
+	sc = &Scanned{Body: body, key: arrayKey, arrayAt: -1, grow: new(atomic.Bool)}
 	s := scanner{b: body}
 	if k := resumable(body, arrayKey, prev); k >= 0 {
 		if !utf8.Valid(body[prev.ends[k]:]) {
@@ -164,8 +168,7 @@ func ScanObjectAfter(body []byte, arrayKey string, prev *Scanned) (sc *Scanned, 
 			sc.Members = append(sc.Members, Member{Key: sp.key, Val: body[sp.start:sp.end]})
 		}
 		sc.arrayAt = prev.arrayAt
-		sc.starts, sc.ends = append([]int(nil), prev.starts[:k+1]...), append([]int(nil), prev.ends[:k+1]...)
-		sc.prefix = append([]Hash(nil), prev.prefix[:k+1]...)
+		sc.starts, sc.ends, sc.prefix = prev.resumeOffsets(k + 1)
 		// The pieces of prev's body that body holds: their bytes were compared (resumable).
 		for _, sg := range prev.segs {
 			if sg.end > prev.ends[k] {
@@ -205,6 +208,24 @@ func ScanObjectAfter(body []byte, arrayKey string, prev *Scanned) (sc *Scanned, 
 		return sc, 0, nil
 	}
 	return sc, 0, s.membersFrom(arrayKey, sc)
+}
+
+// resumeOffsets returns the offsets and prefix hashes of the scan's first n elements, for a
+// scan that resumes after them and appends its own: the scan's own arrays when n is all of its
+// elements and no other scan took them (the first to resume after all of them extends them in
+// place, when they have room: what a request resends is not copied), else copies with room
+// for a quarter more.
+func (sc *Scanned) resumeOffsets(n int) (starts, ends []int, prefix []Hash) {
+	if n == len(sc.starts) && n == len(sc.ends) && n == len(sc.prefix) && n < min(cap(sc.starts), cap(sc.ends), cap(sc.prefix)) &&
+		sc.grow != nil && sc.grow.CompareAndSwap(false, true) {
+		return sc.starts, sc.ends, sc.prefix
+	}
+	size := n + n/4 + 16
+	starts, ends, prefix = make([]int, n, size), make([]int, n, size), make([]Hash, n, size)
+	copy(starts, sc.starts[:n])
+	copy(ends, sc.ends[:n])
+	copy(prefix, sc.prefix[:n])
+	return starts, ends, prefix
 }
 
 // errNotUTF8 is a body that is not valid UTF-8.

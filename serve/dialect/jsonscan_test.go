@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -195,5 +196,80 @@ func TestKeptScanTurns(t *testing.T) {
 			t.Fatalf("turn %d: the pieces end at %d, the last element at %d", turn, from, next.ends[len(next.ends)-1])
 		}
 		kept = next
+	}
+}
+
+// TestScanResumesInPlace: a conversation's requests, each resending the previous one whole plus
+// two messages: each scan that resumes after all of the previous one's elements extends its
+// offsets and hashes in place (no copy of what is resent); a second scan resumed from the same
+// previous one (a retry) copies them, and neither sees the other's elements: each gives what a
+// whole scan gives, and the previous scan is unchanged (another request resumes from it).
+func TestScanResumesInPlace(t *testing.T) {
+	var msgs []string
+	body := func(extra ...string) []byte {
+		return []byte(`{"model":"m","messages":[` + strings.Join(append(slices.Clone(msgs), extra...), ",") + `]}`)
+	}
+	check := func(what string, sc *Scanned, b []byte) {
+		t.Helper()
+		_, elems, err := ScanObject(b, "messages")
+		if err != nil || len(sc.Elems) != len(elems) || len(sc.ends) != len(elems) || len(sc.prefix) != len(elems) {
+			t.Fatalf("%s: %d elements, %d offsets, whole scan %d (%v)", what, len(sc.Elems), len(sc.ends), len(elems), err)
+		}
+		h := Hash{}
+		for i, e := range elems {
+			from := 0
+			if i > 0 {
+				from = sc.ends[i-1]
+			}
+			h = chain(h, b[from:sc.ends[i]])
+			if !bytes.Equal(b[sc.starts[i]:sc.ends[i]], e) || sc.prefix[i] != h {
+				t.Fatalf("%s: element %d: %q at %d:%d, whole scan %q", what, i, b[sc.starts[i]:sc.ends[i]], sc.starts[i], sc.ends[i], e)
+			}
+		}
+	}
+	msgs = append(msgs, `{"role":"system","content":"be brief"}`)
+	for i := range 99 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"step %d"}`, i))
+	}
+	first, _, err := ScanObjectAfter(body(), "messages", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, prevBody, last, inPlace := first.Kept(), body(), first, 0
+	for turn := range 40 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d"}`, turn), fmt.Sprintf(`{"role":"assistant","content":"answer %d"}`, turn))
+		b := body()
+		sc, shared, err := ScanObjectAfter(b, "messages", prev)
+		if err != nil || shared != len(msgs)-2 {
+			t.Fatalf("turn %d: %d elements taken, want %d (%v)", turn, shared, len(msgs)-2, err)
+		}
+		check(fmt.Sprintf("turn %d", turn), sc, b)
+		if n := len(last.ends) + 2; n <= cap(last.ends) && n <= cap(last.starts) && n <= cap(last.prefix) {
+			if &sc.ends[0] != &last.ends[0] || &sc.prefix[0] != &last.prefix[0] || &sc.starts[0] != &last.starts[0] {
+				t.Fatalf("turn %d: the offsets are a copy, not the previous scan's extended", turn)
+			}
+			inPlace++
+		}
+		// A retry resumed from the same previous scan, with another message: a copy.
+		retry := body(`{"role":"user","content":"another"}`)
+		rs, _, err := ScanObjectAfter(retry, "messages", prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &rs.ends[0] == &first.ends[0] {
+			t.Fatalf("turn %d: the retry extended the offsets in place too", turn)
+		}
+		check(fmt.Sprintf("turn %d, retry", turn), rs, retry)
+		check(fmt.Sprintf("turn %d, after the retry", turn), sc, b)
+		// The previous scan is as it was: a request that is its body resumes from all of it.
+		if again, shared, err := ScanObjectAfter(prevBody, "messages", prev); err != nil || shared != len(msgs)-2 {
+			t.Fatalf("turn %d: the previous body again: %d elements taken, want %d (%v)", turn, shared, len(msgs)-2, err)
+		} else {
+			check(fmt.Sprintf("turn %d, the previous body", turn), again, prevBody)
+		}
+		prev, prevBody, last = sc.Kept(), b, sc
+	}
+	if inPlace < 30 {
+		t.Fatalf("%d of 40 scans extended the previous one's offsets in place", inPlace)
 	}
 }
