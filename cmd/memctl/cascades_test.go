@@ -185,6 +185,9 @@ func TestEvalCascade(t *testing.T) {
 	t.Setenv("MEMCTL_CONFIG", m.config)
 	m.config = ""
 	conv := conversationFiles(t)[0]
+	// One probe of each kind: the replay, which the cascade serves, is the same whatever is
+	// asked after it.
+	probes := []string{"--max-probes", "1"}
 	var res struct {
 		Configs []struct {
 			Name        string
@@ -192,13 +195,13 @@ func TestEvalCascade(t *testing.T) {
 			Requests    int `json:"summarizer_requests"`
 		}
 	}
-	if err := json.Unmarshal([]byte(m.must("eval", conv, "--limit", "3000", "--json")), &res); err != nil {
+	if err := json.Unmarshal([]byte(m.must(append([]string{"eval", conv, "--limit", "3000", "--json"}, probes...)...)), &res); err != nil {
 		t.Fatal(err)
 	}
 	if srv.counts() != [3]int{0, 0, 0} || len(res.Configs) != 1 || res.Configs[0].Compactions == 0 {
 		t.Fatalf("eval without --cascade: %+v, requests %v; want compactions by the offline summarizer, no request", res, srv.counts())
 	}
-	if err := json.Unmarshal([]byte(m.must("eval", conv, "--limit", "3000", "--cascade", "big", "--json")), &res); err != nil {
+	if err := json.Unmarshal([]byte(m.must(append([]string{"eval", conv, "--limit", "3000", "--cascade", "big", "--json"}, probes...)...)), &res); err != nil {
 		t.Fatal(err)
 	}
 	c := res.Configs[0]
