@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -198,4 +199,59 @@ func entryFactsBefore(es []memory.Entry, tms []transcript.Message, redact func(s
 		ledger[i].Seq, ledger[i].Entity = int(seqs[k]), ents[k]
 	}
 	return facts.Merge(ledger, shown)
+}
+
+// TestShortWritesOfLists: shortWrites of several lists is shortWrites of them joined (the
+// writes of missing facts and of those earlier reports named dropped, read without a copy of
+// the missing ones), at every skip, on random lists of writes and lookups that repeat within
+// and across lists.
+func TestShortWritesOfLists(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	list := func(n int) []facts.Fact {
+		fs := make([]facts.Fact, n)
+		for i := range fs {
+			fs[i] = facts.Fact{Kind: facts.KindToolCall, Text: fmt.Sprintf("%s(order_id=#W%d)", []string{"cancel_order", "get_order"}[rng.IntN(2)], rng.IntN(6)),
+				Weight: []int{10, 60, 90}[rng.IntN(3)], Seq: rng.IntN(30), Outcome: []string{"ok", ""}[rng.IntN(2)]}
+		}
+		return fs
+	}
+	writes := 0
+	for range 1000 {
+		a, b := list(rng.IntN(8)), list(rng.IntN(4))
+		for skip := range 6 {
+			got, want := shortWrites(skip, a, b), shortWritesBefore(append(slices.Clone(a), b...), skip)
+			if got != want {
+				t.Fatalf("shortWrites(%d, %v, %v) = %q, want %q", skip, a, b, got, want)
+			}
+			if got != "" {
+				writes++
+			}
+		}
+	}
+	if writes == 0 {
+		t.Fatal("no list had a write")
+	}
+}
+
+// shortWritesBefore is shortWrites as it was, of one list.
+func shortWritesBefore(fs []facts.Fact, skip int) string {
+	var ws []facts.Fact
+	seen := map[string]bool{}
+	for _, x := range fs {
+		if facts.IsWrite(x) && !seen[x.Text] {
+			seen[x.Text] = true
+			ws = append(ws, x)
+		}
+	}
+	slices.SortStableFunc(ws, func(a, b facts.Fact) int { return a.Seq - b.Seq })
+	if skip >= len(ws) {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("- Actions (ids and outcome only):")
+	for _, x := range ws[skip:] {
+		b.WriteString("\n  - ")
+		b.WriteString(facts.ShortCall(x))
+	}
+	return b.String()
 }
