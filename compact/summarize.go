@@ -439,16 +439,29 @@ func (in *input) split(t llm.Target, r shape) ([]block, []part, int, error) {
 
 // request sends part k.
 func (in *input) request(ctx context.Context, t llm.Target, comp llm.Completer, r shape, bl []block, parts []part, k int, running string) (llm.Response, error) {
-	text, tms, previous := in.partData(bl, parts[k])
+	text, tms, previous := in.partData(bl, parts[k], !transcriptOnly(comp))
 	return in.send(ctx, t, comp, r, text, tms, k, len(parts), running, previous, k == len(parts)-1)
 }
 
-// partData is what part p of blocks bl sends: its rendered transcript and its messages and,
-// for the first part of a re-compaction, the previous summary, as the summary to update
-// rather than a message of the transcript.
-func (in *input) partData(bl []block, p part) (text string, tms []transcript.Message, previous string) {
+// transcriptOnly reports whether comp reads a request's conversation, never its messages
+// (llm.TranscriptReader): the offline rung. Its requests carry no messages (see send).
+func transcriptOnly(comp llm.Completer) bool {
+	r, ok := comp.(llm.TranscriptReader)
+	return ok && r.ReadsTranscript()
+}
+
+// partData is what part p of blocks bl sends: its rendered transcript (when render is set; ""
+// else) and its messages and, for the first part of a re-compaction, the previous summary, as
+// the summary to update rather than a message of the transcript.
+func (in *input) partData(bl []block, p part, render bool) (text string, tms []transcript.Message, previous string) {
+	partText := func(p part) string {
+		if !render {
+			return ""
+		}
+		return in.partText(bl, p)
+	}
 	if !in.prev || p.from != 0 {
-		return in.partText(bl, p), in.tms[p.from:p.to], ""
+		return partText(p), in.tms[p.from:p.to], ""
 	}
 	previous = in.tms[0].Text
 	if bl[0].text != in.blocks[0].text { // cut to fit a small window: sent as cut
@@ -457,7 +470,7 @@ func (in *input) partData(bl []block, p part) (text string, tms []transcript.Mes
 		}
 	}
 	rest := part{from: 1, to: p.to}
-	return in.partText(bl, rest), in.tms[1:p.to], previous
+	return partText(rest), in.tms[1:p.to], previous
 }
 
 // messages are the messages of a request (see send).
@@ -474,12 +487,17 @@ func (in *input) messages(r shape, text, running, previous string, k, n int) []l
 
 // send sends one request: text (the rendered transcript of tms) as part k of n, with the
 // summary so far (running) or the summary it updates (previous); the final request's answer
-// is held to the summary's budget.
+// is held to the summary's budget. A Completer that reads only the conversation
+// (transcriptOnly) is sent it without the messages a model would read: for a long middle they
+// are the size of its text again.
 func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r shape, text string, tms []transcript.Message, k, n int, running, previous string, final bool) (llm.Response, error) {
 	in.progressMu.Lock()
 	in.c.progress(Progress{Thread: in.thread, Pass: in.pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
 	in.progressMu.Unlock()
-	msgs := in.messages(r, text, running, previous, k, n)
+	var msgs []llm.Message
+	if !transcriptOnly(comp) || len(tms) == 0 && running == "" && previous == "" {
+		msgs = in.messages(r, text, running, previous, k, n)
+	}
 	req := llm.Request{Messages: msgs, Transcript: tms, Running: running, Previous: previous,
 		MaxTokens: r.out, TargetTokens: in.asked, Headings: in.prompt.Headings}
 	if final {

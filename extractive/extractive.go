@@ -44,7 +44,14 @@ type Summarizer struct {
 	Count func(string) int
 }
 
-var _ llm.Completer = Summarizer{}
+var (
+	_ llm.Completer        = Summarizer{}
+	_ llm.TranscriptReader = Summarizer{}
+)
+
+// ReadsTranscript is true: a request about a conversation is read from its Transcript,
+// Previous and Running only (see llm.TranscriptReader).
+func (Summarizer) ReadsTranscript() bool { return true }
 
 // Complete summarizes the request's conversation.
 func (x Summarizer) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
