@@ -35,7 +35,17 @@ type completer struct {
 	dbe    error
 }
 
-var _ llm.Completer = (*completer)(nil)
+var (
+	_ llm.Completer        = (*completer)(nil)
+	_ llm.TranscriptReader = (*completer)(nil)
+)
+
+// ReadsTranscript reports whether the entry's provider reads only a request's conversation
+// (llm.TranscriptReader): a task may leave the request's Messages out then.
+func (k *completer) ReadsTranscript() bool {
+	r, ok := k.e.Provider.(llm.TranscriptReader)
+	return ok && r.ReadsTranscript()
+}
 
 // sawClass reports whether a failure of this class was returned to the task during the turn.
 func (k *completer) sawClass(class Class) bool {

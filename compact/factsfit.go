@@ -152,7 +152,7 @@ func (f factFit) with(m *fitMemo, prose string, budget int) (string, []facts.Fac
 		return text, left
 	}
 	// Room for the short lines of every write missing now: the whole facts get what is left.
-	shorts := shortWrites(append(slices.Clone(missing), f.named...), 0)
+	shorts := shortWrites(0, missing, f.named)
 	if shorts == "" {
 		return text, left
 	}
@@ -194,9 +194,9 @@ func (f factFit) fill(m *fitMemo, ss *summarySections, missing []facts.Fact, roo
 			room -= over
 			continue
 		}
-		left := append(m.check(f, f.header+ss.render(groups)), f.named...)
+		left := m.check(f, f.header+ss.render(groups))
 		for skip := 0; ; skip += 1 + skip/4 { // a long list gives way in larger steps
-			s := shortWrites(left, skip)
+			s := shortWrites(skip, left, f.named)
 			if s == "" {
 				return ""
 			}
@@ -238,16 +238,19 @@ func (f factFit) unlined(text string, dropped []facts.Fact) int {
 	return n
 }
 
-// shortWrites renders the write actions of fs, each once, on one line with what they acted
-// on (facts.ShortCall), in the order they were made, the oldest skip left out: "" when none
-// is left.
-func shortWrites(fs []facts.Fact, skip int) string {
+// shortWrites renders the write actions of the lists, each once, on one line with what they
+// acted on (facts.ShortCall), in the order they were made, the oldest skip left out: "" when
+// none is left. The lists are read one after the other, not joined: a long list of missing
+// facts is not copied for the few writes it holds.
+func shortWrites(skip int, lists ...[]facts.Fact) string {
 	var ws []facts.Fact
 	seen := map[string]bool{}
-	for _, x := range fs {
-		if facts.IsWrite(x) && !seen[x.Text] {
-			seen[x.Text] = true
-			ws = append(ws, x)
+	for _, fs := range lists {
+		for _, x := range fs {
+			if facts.IsWrite(x) && !seen[x.Text] {
+				seen[x.Text] = true
+				ws = append(ws, x)
+			}
 		}
 	}
 	slices.SortStableFunc(ws, func(a, b facts.Fact) int { return a.Seq - b.Seq })

@@ -35,15 +35,18 @@ func entryFacts(es []memory.Entry, tms []transcript.Message, redact func(string)
 	for _, e := range es {
 		n += len(e.Message.ToolCalls)
 	}
+	// Each message the ledger reads is made when it reads it (facts.ExtractFunc), from its
+	// place: a long middle is not copied into a list of messages of its own first.
+	type place struct{ entry, call int32 } // call -1: the message itself, else its call
 	var (
-		msgs  = make([]facts.Message, 0, n)
-		seqs  = make([]int64, 0, n)
-		ents  = make([]string, 0, n)
-		calls = map[string]string{} // call id -> the call's text
-		shown []facts.Fact          // of the masked and cut results' originals (see shownFacts)
+		places = make([]place, 0, n)
+		seqs   = make([]int64, 0, n)
+		ents   = make([]string, 0, n)
+		calls  = map[string]string{} // call id -> the call's text
+		shown  []facts.Fact          // of the masked and cut results' originals (see shownFacts)
 	)
-	add := func(m facts.Message, seq int64, entity string) {
-		msgs, seqs, ents = append(msgs, m), append(seqs, seq), append(ents, entity)
+	add := func(p place, seq int64, entity string) {
+		places, seqs, ents = append(places, p), append(seqs, seq), append(ents, entity)
 	}
 	if tms == nil {
 		tms = transcriptMessages(es, redact)
@@ -52,28 +55,39 @@ func entryFacts(es []memory.Entry, tms []transcript.Message, redact func(string)
 		if e.CompactionID != 0 && !withSummaries {
 			continue
 		}
-		tm := tms[i]
-		tm.Text = shownText(e, tm.Text, redact)
-		fm := facts.FromTranscript(tm)
+		tm := &tms[i]
 		if tm.Role == transcript.RoleSummary {
-			add(fm, e.CoversFrom, "")
+			add(place{int32(i), -1}, e.CoversFrom, "")
 			continue
 		}
-		tcs := fm.ToolCalls
-		fm.ToolCalls = nil
 		entity := ""
-		if fm.ToolCallID != "" {
-			entity = calls[fm.ToolCallID]
+		if tm.ToolCallID != "" {
+			entity = calls[tm.ToolCallID]
 		}
-		add(fm, e.Seq, entity)
-		shown = append(shown, shownFacts(e, tm.Text, entity, redact)...)
-		for i, tc := range tcs { // each call apart: its arguments belong to it
-			text := facts.CallText(tc)
-			calls[tm.ToolCalls[i].ID] = text
-			add(facts.Message{Role: fm.Role, ToolCalls: []facts.ToolCall{tc}}, e.Seq, text)
+		add(place{int32(i), -1}, e.Seq, entity)
+		if m := e.Mark(); m != nil && m.Orig != "" {
+			shown = append(shown, shownFacts(e, shownText(e, tm.Text, redact), entity, redact)...)
+		}
+		for j, tc := range tm.ToolCalls { // each call apart: its arguments belong to it
+			text := facts.CallText(facts.ToolCall{Name: tc.Name, Arguments: tc.Arguments, ID: tc.ID})
+			calls[tc.ID] = text
+			add(place{int32(i), int32(j)}, e.Seq, text)
 		}
 	}
-	ledger := facts.Extract(msgs)
+	ledger := facts.ExtractFunc(len(places), func(k int) facts.Message {
+		p := places[k]
+		tm := tms[p.entry]
+		if p.call >= 0 {
+			tc := tm.ToolCalls[p.call]
+			return facts.Message{Role: tm.Role, ToolCalls: []facts.ToolCall{{Name: tc.Name, Arguments: tc.Arguments, ID: tc.ID}}}
+		}
+		tm.Text = shownText(es[p.entry], tm.Text, redact)
+		fm := facts.FromTranscript(tm)
+		if tm.Role != transcript.RoleSummary {
+			fm.ToolCalls = nil
+		}
+		return fm
+	})
 	for i := range ledger {
 		k := ledger[i].Seq
 		ledger[i].Seq, ledger[i].Entity = int(seqs[k]), ents[k]

@@ -1,13 +1,19 @@
 package compact
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/memory"
+	"github.com/memcascade/memcascade/tokencount"
+	"github.com/memcascade/memcascade/transcript"
 )
 
 // TestStoredLedgerOneMerge: storedLedger merges the dropped facts and those earlier reports
@@ -99,4 +105,153 @@ func TestSummaryBodyLeavesHeaderOut(t *testing.T) {
 	if got := summaryBody("Summary of the earlier conversation: W1"); got != "Summary of the earlier conversation: W1" {
 		t.Errorf("a text without the header: body %q", got)
 	}
+}
+
+// TestEntryFactsAsBefore: entryFacts, which hands the ledger each message as it reads it, gives
+// the ledger it gave when it made a list of the messages first (entryFactsBefore): on a long
+// middle of calls, results (some masked) and a summary entry, with and without the
+// facts of summaries, read on one goroutine or several.
+func TestEntryFactsAsBefore(t *testing.T) {
+	counter, err := tokencount.NewCounter(tokencount.EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := shaper{count: counter, redact: func(s string) string { return strings.ReplaceAll(s, "SECRET", "[redacted]") }}
+	es := []memory.Entry{memory.SummaryEntry(3, "assistant", "[Summary of messages 1 to 4]\n## Key facts\n- order #W0000007, $12.50, SECRET", 30, 1, 4)}
+	for i := 5; len(es) < 1500; i += 3 {
+		id := fmt.Sprintf("call_%d", i)
+		call := chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: id, Type: "function",
+			Function: chat.FunctionCall{Name: []string{"get_order_details", "cancel_order"}[i%2], Arguments: fmt.Sprintf(`{"order_id": "#W%07d"}`, i)}}}}
+		result := chat.ToolResult(id, fmt.Sprintf(`{"order_id": "#W%07d", "status": "delivered", "total": %d.50, "note": "%s"}`, i, i%900, strings.Repeat("a long remark ", 40)))
+		if i%7 == 0 {
+			result = chat.ToolResult(id, "Error: order not found, SECRET kept")
+		}
+		es = append(es, memory.Entry{Seq: int64(i), Message: chat.TextMessage("user", fmt.Sprintf("Please check #W%07d by 2024-05-%02d.", i, 1+i%28))},
+			memory.Entry{Seq: int64(i + 1), Message: call}, memory.Entry{Seq: int64(i + 2), Message: result})
+	}
+	for i := range es {
+		es[i].Tokens = counter.CountMessage(es[i].Message)
+	}
+	es = sh.mask(es, 1, 300) // the results among them masked, their originals' facts shown
+	masked := 0
+	for _, e := range es {
+		if e.Mark() != nil && e.Mark().Orig != "" {
+			masked++
+		}
+	}
+	if masked < 10 {
+		t.Fatalf("%d results masked, want some", masked)
+	}
+	for _, procs := range []int{1, 2} {
+		prev := runtime.GOMAXPROCS(procs)
+		for _, with := range []bool{false, true} {
+			tms := transcriptMessages(es, sh.redact)
+			got, want := entryFacts(es, tms, sh.redact, with), entryFactsBefore(es, tms, sh.redact, with)
+			if len(want) < 100 || !reflect.DeepEqual(got, want) {
+				t.Fatalf("GOMAXPROCS %d, summaries %v: %d facts, want the %d of before", procs, with, len(got), len(want))
+			}
+		}
+		runtime.GOMAXPROCS(prev)
+	}
+}
+
+// entryFactsBefore is entryFacts as it was before it read each message through
+// facts.ExtractFunc.
+func entryFactsBefore(es []memory.Entry, tms []transcript.Message, redact func(string) string, withSummaries bool) []facts.Fact {
+	var (
+		msgs  []facts.Message
+		seqs  []int64
+		ents  []string
+		calls = map[string]string{}
+		shown []facts.Fact
+	)
+	add := func(m facts.Message, seq int64, entity string) {
+		msgs, seqs, ents = append(msgs, m), append(seqs, seq), append(ents, entity)
+	}
+	for i, e := range es {
+		if e.CompactionID != 0 && !withSummaries {
+			continue
+		}
+		tm := tms[i]
+		tm.Text = shownText(e, tm.Text, redact)
+		fm := facts.FromTranscript(tm)
+		if tm.Role == transcript.RoleSummary {
+			add(fm, e.CoversFrom, "")
+			continue
+		}
+		tcs := fm.ToolCalls
+		fm.ToolCalls = nil
+		entity := ""
+		if fm.ToolCallID != "" {
+			entity = calls[fm.ToolCallID]
+		}
+		add(fm, e.Seq, entity)
+		shown = append(shown, shownFacts(e, tm.Text, entity, redact)...)
+		for i, tc := range tcs {
+			text := facts.CallText(tc)
+			calls[tm.ToolCalls[i].ID] = text
+			add(facts.Message{Role: fm.Role, ToolCalls: []facts.ToolCall{tc}}, e.Seq, text)
+		}
+	}
+	ledger := facts.Extract(msgs)
+	for i := range ledger {
+		k := ledger[i].Seq
+		ledger[i].Seq, ledger[i].Entity = int(seqs[k]), ents[k]
+	}
+	return facts.Merge(ledger, shown)
+}
+
+// TestShortWritesOfLists: shortWrites of several lists is shortWrites of them joined (the
+// writes of missing facts and of those earlier reports named dropped, read without a copy of
+// the missing ones), at every skip, on random lists of writes and lookups that repeat within
+// and across lists.
+func TestShortWritesOfLists(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	list := func(n int) []facts.Fact {
+		fs := make([]facts.Fact, n)
+		for i := range fs {
+			fs[i] = facts.Fact{Kind: facts.KindToolCall, Text: fmt.Sprintf("%s(order_id=#W%d)", []string{"cancel_order", "get_order"}[rng.IntN(2)], rng.IntN(6)),
+				Weight: []int{10, 60, 90}[rng.IntN(3)], Seq: rng.IntN(30), Outcome: []string{"ok", ""}[rng.IntN(2)]}
+		}
+		return fs
+	}
+	writes := 0
+	for range 1000 {
+		a, b := list(rng.IntN(8)), list(rng.IntN(4))
+		for skip := range 6 {
+			got, want := shortWrites(skip, a, b), shortWritesBefore(append(slices.Clone(a), b...), skip)
+			if got != want {
+				t.Fatalf("shortWrites(%d, %v, %v) = %q, want %q", skip, a, b, got, want)
+			}
+			if got != "" {
+				writes++
+			}
+		}
+	}
+	if writes == 0 {
+		t.Fatal("no list had a write")
+	}
+}
+
+// shortWritesBefore is shortWrites as it was, of one list.
+func shortWritesBefore(fs []facts.Fact, skip int) string {
+	var ws []facts.Fact
+	seen := map[string]bool{}
+	for _, x := range fs {
+		if facts.IsWrite(x) && !seen[x.Text] {
+			seen[x.Text] = true
+			ws = append(ws, x)
+		}
+	}
+	slices.SortStableFunc(ws, func(a, b facts.Fact) int { return a.Seq - b.Seq })
+	if skip >= len(ws) {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("- Actions (ids and outcome only):")
+	for _, x := range ws[skip:] {
+		b.WriteString("\n  - ")
+		b.WriteString(facts.ShortCall(x))
+	}
+	return b.String()
 }

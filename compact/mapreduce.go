@@ -58,7 +58,7 @@ func (in *input) mapSend(ctx context.Context, t llm.Target, comp llm.Completer, 
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			text, tms, previous := in.partData(bl, parts[k])
+			text, tms, previous := in.partData(bl, parts[k], !transcriptOnly(comp))
 			resp, err := in.send(ctx, t, comp, r, text, tms, k, len(parts), "", previous, false)
 			texts[k], errs[k] = in.c.redact(strings.TrimSpace(resp.Text)), err
 		}()

@@ -64,12 +64,17 @@ type summary struct {
 	base                  *storedRow     // the stored ledger the row's is written as the difference from (see encodeStored)
 }
 
-// block is one rendered message of the middle.
+// block is one message of the middle as a request sends it.
 type block struct {
+	// text is the block's own rendering: that of a previous summary sent whole, of a message
+	// cut to fit a small window, of a part summary. "" for a message of the middle as it is:
+	// it is rendered from the input's transcript message when a request or a split needs it
+	// (see input.partText, input.sizeBlocks), not held while the summarizer works (a long
+	// middle renders to the size of its text again).
 	text   string
 	tokens int
 	// estimated: tokens is the message's stored count plus its header, and the block is to
-	// be counted before a split reads its size (see input.sizeBlocks).
+	// be sized before a split reads its size (see input.sizeBlocks).
 	estimated bool
 }
 
@@ -155,6 +160,8 @@ type input struct {
 	header  string
 	tms     []transcript.Message // the middle as the summarizer reads it, redacted
 	blocks  []block
+	// maxText is the MaxTextBytes the middle's messages are rendered with (max_result_bytes).
+	maxText int
 	units   []int // where each unit of the middle starts
 	// prev: the middle begins with the previous summary (a re-compaction). It is sent as the
 	// summary to update, in a block of its own, not as a message of the transcript; its block
@@ -232,17 +239,19 @@ func (c *Compactor) newInput(a memory.Active, plan Plan, s Settings, pass int, i
 	return in, nil
 }
 
-// render redacts and renders the middle. Each message is redacted once, whole, before its long
-// text is trimmed (a trim could cut a secret short of what the patterns recognise); the
-// transcript and the fact ledger are both made of the redacted messages.
+// render redacts the middle into its transcript messages, which its blocks are rendered from
+// when a request is written. Each message is redacted once, whole, before its long text is
+// trimmed (a trim could cut a secret short of what the patterns recognise); the transcript and
+// the fact ledger are both made of the redacted messages.
 func (in *input) render(middle []memory.Entry, s Settings) {
 	in.tms = make([]transcript.Message, len(middle))
 	in.blocks = make([]block, len(middle))
+	in.maxText = s.MaxResultBytes
 	// The context pass reads the conversation in order (a bare reply to a request for a
-	// secret, a token split over messages); the per-message work after it, redaction and
-	// rendering, runs on one goroutine per CPU for a long middle, each a run of messages.
+	// secret, a token split over messages); the per-message redaction after it runs on one
+	// goroutine per CPU for a long middle, each a run of messages.
 	texts := contextTexts(middle)
-	onCPUs(len(middle), func(lo, hi int) { in.renderRange(middle, texts, s, lo, hi) })
+	onCPUs(len(middle), func(lo, hi int) { in.redactRange(middle, texts, lo, hi) })
 }
 
 // renderParallelMin is the number of messages from which the work on each message of the
@@ -264,53 +273,65 @@ func onCPUs(n int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// renderRange renders middle[lo:hi], whose texts after the context pass are texts[lo:hi],
-// into in.tms and in.blocks.
-func (in *input) renderRange(middle []memory.Entry, texts []string, s Settings, lo, hi int) {
-	// The range's blocks are written one after the other into one buffer, sized for them
-	// (each text as max_result_bytes trims it), and each block's text is its part of it: one
-	// allocation, not one a message.
-	trimmed := func(n int) int {
-		if s.MaxResultBytes > 0 {
-			return min(n, s.MaxResultBytes+64) // the trim marker
-		}
-		return n
-	}
-	size := 0
-	for i := lo; i < hi; i++ {
-		size += trimmed(len(texts[i])) + 64
-		for _, tc := range middle[i].Message.ToolCalls {
-			size += len(tc.Function.Name) + trimmed(len(tc.Function.Arguments)) + len(tc.ID) + 32
-		}
-	}
-	var sb strings.Builder
-	sb.Grow(size)
-	ends := make([]int, hi-lo)
+// redactRange redacts middle[lo:hi], whose texts after the context pass are texts[lo:hi], into
+// in.tms, and gives in.blocks their estimated sizes.
+func (in *input) redactRange(middle []memory.Entry, texts []string, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		in.tms[i] = transcriptMessage(middle[i], texts[i], in.c.redact)
-		transcript.RenderMessage(&sb, in.tms[i], transcript.Options{MaxTextBytes: s.MaxResultBytes})
-		ends[i-lo] = sb.Len()
-	}
-	all := sb.String()
-	for i, start := lo, 0; i < hi; i++ {
-		text := all[start:ends[i-lo]]
-		start = ends[i-lo]
-		// A block's size is the message's stored count plus its header, unless trimming made
-		// it smaller or it is short: then it is counted (the header is most of a short
-		// message's block, and the estimate would pack a request with half what it holds),
-		// once a split needs it: a provider without a window sends the middle whole.
-		rendered := len(in.tms[i].Text) + argsLen(in.tms[i].ToolCalls)
-		in.blocks[i] = block{text: text, tokens: middle[i].Tokens + blockHeaderTokens, estimated: len(text) < rendered || len(text) <= countedBlockBytes}
+		// A block's size is the message's stored count plus its header until a split needs
+		// it (see sizeBlocks): a provider without a window sends the middle whole.
+		in.blocks[i] = block{tokens: middle[i].Tokens + blockHeaderTokens, estimated: true}
 	}
 }
 
-// sizeBlocks counts the estimated blocks, once: what a split into requests reads.
+// renderBlock writes message i of the middle into sb as its block.
+func (in *input) renderBlock(sb *strings.Builder, i int) {
+	transcript.RenderMessage(sb, in.tms[i], transcript.Options{MaxTextBytes: in.maxText})
+}
+
+// renderSize is room enough for message i of the middle rendered: its text and each call as
+// max_result_bytes trims them, and their headers.
+func (in *input) renderSize(i int) int {
+	trimmed := func(n int) int {
+		if in.maxText > 0 {
+			return min(n, in.maxText+64) // the trim marker
+		}
+		return n
+	}
+	m := &in.tms[i]
+	size := trimmed(len(m.Text)) + len(m.Role) + len(m.Name) + len(m.ToolCallID) + 40 // "[#seq role name= call=]\n", the last newline
+	for _, tc := range m.ToolCalls {
+		size += len(tc.Name) + trimmed(len(tc.Arguments)) + len(tc.ID) + 20 // "-> call  (id )\n"
+	}
+	return size
+}
+
+// sizeBlocks sizes the estimated blocks, once: what a split into requests reads. A block is
+// counted when it is short (the header is most of a short message's block, and the estimate
+// would pack a request with half what it holds) or when trimming made it smaller than its
+// message; a longer one keeps its estimate.
 func (in *input) sizeBlocks() {
 	in.sized.Do(func() {
 		onCPUs(len(in.blocks), func(lo, hi int) {
+			var sb strings.Builder // the range's blocks are rendered one after the other, a few at a time
 			for i := lo; i < hi; i++ {
-				if b := &in.blocks[i]; b.estimated {
-					b.tokens, b.estimated = in.counter.CountText(b.text)+1, false // 1: the newline joining it to the next
+				b := &in.blocks[i]
+				if !b.estimated {
+					continue
+				}
+				b.estimated = false
+				if b.text != "" {
+					b.tokens = in.counter.CountText(b.text) + 1
+					continue
+				}
+				if sb.Len() > 1<<16 {
+					sb.Reset()
+				}
+				start := sb.Len()
+				in.renderBlock(&sb, i)
+				text := sb.String()[start:]
+				if rendered := len(in.tms[i].Text) + argsLen(in.tms[i].ToolCalls); len(text) < rendered || len(text) <= countedBlockBytes {
+					b.tokens = in.counter.CountText(text) + 1 // 1: the newline joining it to the next
 				}
 			}
 		})
@@ -418,16 +439,29 @@ func (in *input) split(t llm.Target, r shape) ([]block, []part, int, error) {
 
 // request sends part k.
 func (in *input) request(ctx context.Context, t llm.Target, comp llm.Completer, r shape, bl []block, parts []part, k int, running string) (llm.Response, error) {
-	text, tms, previous := in.partData(bl, parts[k])
+	text, tms, previous := in.partData(bl, parts[k], !transcriptOnly(comp))
 	return in.send(ctx, t, comp, r, text, tms, k, len(parts), running, previous, k == len(parts)-1)
 }
 
-// partData is what part p of blocks bl sends: its rendered transcript and its messages and,
-// for the first part of a re-compaction, the previous summary, as the summary to update
-// rather than a message of the transcript.
-func (in *input) partData(bl []block, p part) (text string, tms []transcript.Message, previous string) {
+// transcriptOnly reports whether comp reads a request's conversation, never its messages
+// (llm.TranscriptReader): the offline rung. Its requests carry no messages (see send).
+func transcriptOnly(comp llm.Completer) bool {
+	r, ok := comp.(llm.TranscriptReader)
+	return ok && r.ReadsTranscript()
+}
+
+// partData is what part p of blocks bl sends: its rendered transcript (when render is set; ""
+// else) and its messages and, for the first part of a re-compaction, the previous summary, as
+// the summary to update rather than a message of the transcript.
+func (in *input) partData(bl []block, p part, render bool) (text string, tms []transcript.Message, previous string) {
+	partText := func(p part) string {
+		if !render {
+			return ""
+		}
+		return in.partText(bl, p)
+	}
 	if !in.prev || p.from != 0 {
-		return p.text(bl), in.tms[p.from:p.to], ""
+		return partText(p), in.tms[p.from:p.to], ""
 	}
 	previous = in.tms[0].Text
 	if bl[0].text != in.blocks[0].text { // cut to fit a small window: sent as cut
@@ -436,7 +470,7 @@ func (in *input) partData(bl []block, p part) (text string, tms []transcript.Mes
 		}
 	}
 	rest := part{from: 1, to: p.to}
-	return rest.text(bl), in.tms[1:p.to], previous
+	return partText(rest), in.tms[1:p.to], previous
 }
 
 // messages are the messages of a request (see send).
@@ -453,12 +487,17 @@ func (in *input) messages(r shape, text, running, previous string, k, n int) []l
 
 // send sends one request: text (the rendered transcript of tms) as part k of n, with the
 // summary so far (running) or the summary it updates (previous); the final request's answer
-// is held to the summary's budget.
+// is held to the summary's budget. A Completer that reads only the conversation
+// (transcriptOnly) is sent it without the messages a model would read: for a long middle they
+// are the size of its text again.
 func (in *input) send(ctx context.Context, t llm.Target, comp llm.Completer, r shape, text string, tms []transcript.Message, k, n int, running, previous string, final bool) (llm.Response, error) {
 	in.progressMu.Lock()
 	in.c.progress(Progress{Thread: in.thread, Pass: in.pass, Provider: t.Name, Chunk: k + 1, Chunks: n})
 	in.progressMu.Unlock()
-	msgs := in.messages(r, text, running, previous, k, n)
+	var msgs []llm.Message
+	if !transcriptOnly(comp) || len(tms) == 0 && running == "" && previous == "" {
+		msgs = in.messages(r, text, running, previous, k, n)
+	}
 	req := llm.Request{Messages: msgs, Transcript: tms, Running: running, Previous: previous,
 		MaxTokens: r.out, TargetTokens: in.asked, Headings: in.prompt.Headings}
 	if final {
@@ -617,6 +656,7 @@ func fitBlocks(blocks []block, tms []transcript.Message, limit int, count func(s
 // part is a run of blocks [from, to) sent in one request.
 type part struct{ from, to int }
 
+// text is the transcript of part p of blocks that all have their own text (see block).
 func (p part) text(blocks []block) string {
 	var b strings.Builder
 	size := 0
@@ -629,6 +669,47 @@ func (p part) text(blocks []block) string {
 			b.WriteByte('\n')
 		}
 		b.WriteString(blocks[i].text)
+	}
+	return b.String()
+}
+
+// partText is the transcript of part p of bl, blocks of the middle: a long part is rendered
+// in runs, one a CPU, and the runs joined.
+func (in *input) partText(bl []block, p part) string {
+	n := p.to - p.from
+	runs := make([]string, min(runtime.GOMAXPROCS(0), n/renderParallelMin))
+	if len(runs) <= 1 {
+		return in.runText(bl, p.from, p.to)
+	}
+	var wg sync.WaitGroup
+	for w := range runs {
+		wg.Go(func() { runs[w] = in.runText(bl, p.from+w*n/len(runs), p.from+(w+1)*n/len(runs)) })
+	}
+	wg.Wait()
+	return strings.Join(runs, "\n")
+}
+
+// runText renders blocks [from, to) of bl, joined by newlines.
+func (in *input) runText(bl []block, from, to int) string {
+	size := 0
+	for i := from; i < to; i++ {
+		if bl[i].text != "" {
+			size += len(bl[i].text) + 1
+		} else {
+			size += in.renderSize(i) + 1
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for i := from; i < to; i++ {
+		if i > from {
+			b.WriteByte('\n')
+		}
+		if bl[i].text != "" {
+			b.WriteString(bl[i].text)
+		} else {
+			in.renderBlock(&b, i)
+		}
 	}
 	return b.String()
 }

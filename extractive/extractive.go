@@ -44,7 +44,14 @@ type Summarizer struct {
 	Count func(string) int
 }
 
-var _ llm.Completer = Summarizer{}
+var (
+	_ llm.Completer        = Summarizer{}
+	_ llm.TranscriptReader = Summarizer{}
+)
+
+// ReadsTranscript is true: a request about a conversation is read from its Transcript,
+// Previous and Running only (see llm.TranscriptReader).
+func (Summarizer) ReadsTranscript() bool { return true }
 
 // Complete summarizes the request's conversation.
 func (x Summarizer) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
@@ -306,8 +313,6 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 		items = append(items, item{section: sec, rank: rank, task: task, order: len(items), text: text})
 		return len(items) - 1
 	}
-	// One a message, allocated once: not grown through copies of a long conversation.
-	factMsgs := make([]facts.Message, 0, len(msgs))
 	results := map[int]string{} // index of a call item -> its result
 	open := map[string][]int{}  // call id -> items waiting for their result
 	reply := map[int]int{}      // task -> the item of its last reply
@@ -324,8 +329,6 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 	asked := false                     // a user message was read after the earlier summary
 	for _, m := range msgs {
 		text := strings.TrimSpace(m.Text)
-		fm := facts.FromTranscript(m)
-		fm.Content = text
 		switch m.Role {
 		case transcript.RoleSummary:
 			cur, lastReply, done = earlier(text, cur, add, reply)
@@ -374,10 +377,15 @@ func summarizeTranscript(msgs []transcript.Message, budget int, count func(strin
 				}
 			}
 		}
-		factMsgs = append(factMsgs, fm)
 	}
 	withResults(items, results)
-	ledger := facts.Extract(factMsgs)
+	// The ledger of the messages, each handed to it as it is read: a long conversation is not
+	// copied into a list of its own first.
+	ledger := facts.ExtractFunc(len(msgs), func(i int) facts.Message {
+		fm := facts.FromTranscript(msgs[i])
+		fm.Content = strings.TrimSpace(msgs[i].Text)
+		return fm
+	})
 	facts.Relabel(ledger, labels)
 	rest := ledgerItems(ledger, oneLine(strings.Join(goals, " ")), add)
 	if lastUser != "" {

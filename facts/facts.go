@@ -169,46 +169,55 @@ const runsPerCPU = 4
 // several goroutines, each a run of messages; their collectors merge exactly into the ledger
 // one pass would give (see collector.merge).
 func Extract(msgs []Message) []Fact {
+	return ExtractFunc(len(msgs), func(i int) Message { return msgs[i] })
+}
+
+// ExtractFunc is Extract of the n messages message(0), ..., message(n-1): a caller whose
+// messages are of another type hands each over as it is read, not all of them in a slice of
+// their own. message is called once for each i, from several goroutines at once for a long
+// conversation.
+func ExtractFunc(n int, message func(i int) Message) []Fact {
 	cpus := runtime.GOMAXPROCS(0)
-	runs := min(runsPerCPU*cpus, len(msgs)/parallelMin)
+	runs := min(runsPerCPU*cpus, n/parallelMin)
 	if cpus == 1 || runs <= 1 {
-		c := newCollector(len(msgs))
-		collect(c, msgs, 0)
+		c := newCollector(n)
+		collect(c, message, 0, n)
 		return c.ledger()
 	}
 	parts := make([]*collector, runs)
 	var wg sync.WaitGroup
 	for r := range runs {
-		lo, hi := r*len(msgs)/runs, (r+1)*len(msgs)/runs
+		lo, hi := r*n/runs, (r+1)*n/runs
 		wg.Go(func() {
 			parts[r] = newCollector(hi - lo)
 			parts[r].run, parts[r].called = true, map[string]bool{}
-			collect(parts[r], msgs[lo:hi], lo)
+			collect(parts[r], message, lo, hi)
 		})
 	}
 	wg.Wait()
 	// The runs merge into a collector sized for all their facts: its map never grows.
-	n := 0
+	size := 0
 	for _, p := range parts {
-		n += len(p.byKey)
+		size += len(p.byKey)
 	}
-	all := &collector{byKey: make(map[factKey]*entry, n)}
+	all := &collector{byKey: make(map[factKey]*entry, size)}
 	for _, p := range parts {
 		all.merge(p)
 	}
 	return all.ledger()
 }
 
-// collect extracts the facts of msgs, the first of which is message first of the conversation.
-func collect(c *collector, msgs []Message, first int) {
+// collect extracts the facts of messages lo to hi-1 of the conversation.
+func collect(c *collector, message func(i int) Message, lo, hi int) {
 	x := &extractor{c: c}
 	defer func() { c.pending = x.calls }()
-	for i, m := range msgs {
+	for i := lo; i < hi; i++ {
+		m := message(i)
 		role := strings.ToLower(strings.TrimSpace(m.Role))
 		if role == "system" || role == "developer" {
 			continue
 		}
-		c.seq = first + i
+		c.seq = i
 		content := strings.ToValidUTF8(m.Content, "\uFFFD")
 		switch role {
 		case "user":

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 )
@@ -655,12 +656,42 @@ func TestExtractParallelIsExact(t *testing.T) {
 		}
 	}
 	want := newCollector(0)
-	collect(want, long, 0)
+	collectAll(want, long)
 	prev := runtime.GOMAXPROCS(4)
 	defer runtime.GOMAXPROCS(prev)
 	got := Extract(long)
 	if !reflect.DeepEqual(got, want.ledger()) {
 		t.Fatalf("the parallel ledger (%d facts) differs from the sequential one (%d)", len(got), len(want.ledger()))
+	}
+}
+
+// TestExtractFuncAsksEachOnce: ExtractFunc gives Extract's ledger of the messages it is
+// handed, asking for each message once, from several goroutines for a long conversation, and
+// for none past n.
+func TestExtractFuncAsksEachOnce(t *testing.T) {
+	var long []Message
+	for k := 0; len(long) < 4*parallelMin; k++ {
+		for _, m := range loadConversation(t, "tau_bench_airline_gpt4o_task2_trial1.jsonl") {
+			m.Content = strings.ReplaceAll(m.Content, "HAT", fmt.Sprintf("H%dT", k))
+			long = append(long, m)
+		}
+	}
+	for _, procs := range []int{1, 4} {
+		prev := runtime.GOMAXPROCS(procs)
+		asked := make([]atomic.Int32, len(long)+1)
+		got := ExtractFunc(len(long), func(i int) Message {
+			asked[i].Add(1)
+			return long[i]
+		})
+		runtime.GOMAXPROCS(prev)
+		for i := range asked {
+			if n, want := asked[i].Load(), int32(min(1, len(long)-i)); n != want {
+				t.Fatalf("GOMAXPROCS %d: message %d asked for %d times, want %d", procs, i, n, want)
+			}
+		}
+		if want := Extract(long); !reflect.DeepEqual(got, want) {
+			t.Fatalf("GOMAXPROCS %d: ExtractFunc's ledger (%d facts) differs from Extract's (%d)", procs, len(got), len(want))
+		}
 	}
 }
 
@@ -687,7 +718,7 @@ func TestExtractParallelOutcomes(t *testing.T) {
 	reused[parallelMin+51] = Message{Role: "tool", ToolCallID: "x", Content: `{"status": "ok"}`}
 	reused[2*parallelMin+10] = Message{Role: "tool", ToolCallID: "x", Content: "Error: reservation not found"}
 	want := newCollector(0)
-	collect(want, reused, 0)
+	collectAll(want, reused)
 	if got := Extract(reused); !reflect.DeepEqual(got, want.ledger()) {
 		t.Fatalf("a reused call id: the parallel ledger %+v, one pass %+v", got, want.ledger())
 	}
@@ -722,7 +753,7 @@ func TestExtractParallelOutcomes(t *testing.T) {
 			}
 		}
 		want := newCollector(0)
-		collect(want, msgs, 0)
+		collectAll(want, msgs)
 		got := Extract(msgs)
 		if !reflect.DeepEqual(got, want.ledger()) {
 			for i, f := range want.ledger() {

@@ -69,3 +69,8 @@ var conversationFiles = []string{
 	"tau_bench_airline_gpt4o_task13_trial2_success.jsonl",
 	"tau_bench_airline_gpt4o_task2_trial1.jsonl",
 }
+
+// collectAll reads msgs into c in one sequential pass.
+func collectAll(c *collector, msgs []Message) {
+	collect(c, func(i int) Message { return msgs[i] }, 0, len(msgs))
+}

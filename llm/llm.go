@@ -102,6 +102,16 @@ type Completer interface {
 	Complete(ctx context.Context, req Request) (Response, error)
 }
 
+// TranscriptReader is implemented by a Completer that reads a summary request's conversation
+// (Transcript, Previous and Running), never its Messages, when the request has one, and that
+// reports the usage of what it read (Response.PromptTokens): the offline summarizer (package
+// extractive), and a cascade's completer for it. A caller may send such a Completer a request
+// about a conversation without Messages: a long conversation is then not rendered into
+// instructions nothing reads.
+type TranscriptReader interface {
+	ReadsTranscript() bool
+}
+
 // Task is work that one provider does through its Completer, for example summarizing a long
 // text chunk by chunk within that provider's window. A Task returns the final text.
 type Task func(ctx context.Context, target Target, c Completer) (string, error)
