@@ -59,8 +59,12 @@ func benchCompaction(b *testing.B, phase string, setup func(b *testing.B, c *com
 				if _, err := s.Append(ctx, thread, msgs, memory.AppendOptions{}); err != nil {
 					b.Fatal(err)
 				}
-				// Indexed for search now, not by the store's indexer while the compaction runs.
+				// Indexed for search and checkpointed now, not by the store's indexer and
+				// checkpointer while the compaction runs.
 				if err := s.DB().IndexPending(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.DB().Checkpoint(ctx); err != nil {
 					b.Fatal(err)
 				}
 				a, _ := s.Active(ctx, thread)

@@ -30,7 +30,31 @@ var (
 	//go:embed prompt/request.txt
 	requestText     string
 	requestTemplate = template.Must(template.New("request").Parse(requestText))
+	// requestHead and requestTail are requestTemplate before and after its one transcript
+	// action (nil when it has not exactly one, at the top level): renderRequest writes the
+	// transcript between them itself, where the template would print it through a buffer of
+	// its own, a copy of the whole middle.
+	requestHead, requestTail = splitRequest(requestText)
 )
+
+// transcriptAction is the action of the request template that writes the transcript.
+const transcriptAction = "{{.Transcript}}"
+
+// splitRequest parses text before and after its one transcriptAction as templates of their
+// own; nil, nil when it has not exactly one or either side does not parse alone (the action
+// lies within a block).
+func splitRequest(text string) (head, tail *template.Template) {
+	before, after, ok := strings.Cut(text, transcriptAction)
+	if !ok || strings.Contains(after, transcriptAction) {
+		return nil, nil
+	}
+	head, herr := template.New("request-head").Parse(before)
+	tail, terr := template.New("request-tail").Parse(after)
+	if herr != nil || terr != nil {
+		return nil, nil
+	}
+	return head, tail
+}
 
 // renderSystem fills the section headings into the system prompt template.
 func renderSystem(text string) string {
@@ -77,10 +101,19 @@ func renderRequest(system, transcriptText, running, previous string, chunk, chun
 	if previous != "" {
 		fenced = append(fenced, previous) // a first compaction's code stays what it was
 	}
-	err := requestTemplate.Execute(&b, map[string]any{
+	data := map[string]any{
 		"Transcript": transcriptText, "Running": running, "Previous": previous, "Chunk": chunk, "Chunks": chunks,
 		"Words": max(1, maxTokens*3/4), "Fence": fence(fenced...),
-	})
+	}
+	var err error
+	if requestHead != nil {
+		if err = requestHead.Execute(&b, data); err == nil {
+			b.WriteString(transcriptText)
+			err = requestTail.Execute(&b, data)
+		}
+	} else {
+		err = requestTemplate.Execute(&b, data)
+	}
 	if err != nil {
 		panic(err) // the template is embedded and tested: it cannot fail on these values
 	}

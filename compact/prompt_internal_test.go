@@ -57,3 +57,41 @@ func TestRequestFramingBound(t *testing.T) {
 		t.Fatal("not the largest request")
 	}
 }
+
+// The request is the template's, byte for byte, when renderRequest writes the transcript
+// between the parts of the template before and after it; a template whose transcript action
+// is not once at its top level is executed whole.
+func TestRequestSplitAtTheTranscript(t *testing.T) {
+	t.Parallel()
+	if requestHead == nil || requestTail == nil {
+		t.Fatal("the request template is not split at its transcript")
+	}
+	transcriptText := "[#2 user]\nmessage 2 about order W000002 {{.Fence}}\n\n[#3 assistant]\nok"
+	for _, c := range []struct {
+		running, previous string
+		chunk, chunks     int
+	}{{"", "", 1, 1}, {"the summary so far", "", 2, 3}, {"", "## Work done\nold summary", 1, 1}, {"", "", 1, 2}} {
+		data := map[string]any{
+			"Transcript": transcriptText, "Running": c.running, "Previous": c.previous, "Chunk": c.chunk, "Chunks": c.chunks,
+			"Words": 300, "Fence": fence(transcriptText, c.running, c.previous),
+		}
+		if c.previous == "" {
+			data["Fence"] = fence(transcriptText, c.running)
+		}
+		var whole strings.Builder
+		if err := requestTemplate.Execute(&whole, data); err != nil {
+			t.Fatal(err)
+		}
+		if got := renderRequest("system", transcriptText, c.running, c.previous, c.chunk, c.chunks, 400)[1].Content; got != whole.String() {
+			t.Fatalf("%+v: split request\n%s\nwant\n%s", c, got, whole.String())
+		}
+	}
+	for _, text := range []string{"no transcript", "{{.Transcript}} twice {{.Transcript}}", "{{if .Chunk}}{{.Transcript}}{{end}}"} {
+		if h, tl := splitRequest(text); h != nil || tl != nil {
+			t.Fatalf("%q was split", text)
+		}
+	}
+	if h, tl := splitRequest("a {{.Chunk}} {{.Transcript}} b {{.Words}}"); h == nil || tl == nil {
+		t.Fatal("a top-level transcript action was not split at")
+	}
+}

@@ -695,14 +695,17 @@ const setCompactionTokens = `-- name: SetCompactionTokens :exec
 UPDATE compactions SET
     covered_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
                       WHERE m.thread_id = compactions.thread_id AND m.seq BETWEEN compactions.from_seq AND compactions.to_seq),
-    view_prefix_tokens = (SELECT coalesce(sum(m.tokens), 0) FROM messages m
-                          WHERE m.thread_id = compactions.thread_id AND m.seq <= compactions.view_seq)
+    view_prefix_tokens = (SELECT t.message_tokens FROM threads t WHERE t.id = compactions.thread_id)
+                       - (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+                          WHERE m.thread_id = compactions.thread_id AND m.seq > compactions.view_seq)
 WHERE compactions.id = ?1
 `
 
 // Records, with an applied compaction's range and view, the tokens of the messages its summary
 // covers and of those up to its view_seq: ListThreads reads the active context's size from them
-// and the thread's message_tokens.
+// and the thread's message_tokens. Those up to view_seq are the thread's message_tokens (every
+// message's, up to its last_seq) less the messages after view_seq, appended while the
+// compaction ran (mostly none): the sum is over those, not over the whole history.
 func (q *Queries) SetCompactionTokens(ctx context.Context, id int64) error {
 	_, err := q.exec(ctx, q.setCompactionTokensStmt, setCompactionTokens, id)
 	return err

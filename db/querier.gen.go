@@ -132,7 +132,9 @@ type Querier interface {
 	SetCompactionStatus(ctx context.Context, arg SetCompactionStatusParams) (int64, error)
 	// Records, with an applied compaction's range and view, the tokens of the messages its summary
 	// covers and of those up to its view_seq: ListThreads reads the active context's size from them
-	// and the thread's message_tokens.
+	// and the thread's message_tokens. Those up to view_seq are the thread's message_tokens (every
+	// message's, up to its last_seq) less the messages after view_seq, appended while the
+	// compaction ran (mostly none): the sum is over those, not over the whole history.
 	SetCompactionTokens(ctx context.Context, id int64) error
 	// Caches the window a provider's server reported (0 forgets it: the next turn asks again).
 	SetContextWindow(ctx context.Context, arg SetContextWindowParams) error

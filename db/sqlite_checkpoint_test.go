@@ -61,3 +61,53 @@ func TestCheckpointAfterCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHandleCheckpoint: Handle.Checkpoint moves what was committed into the database file at
+// once, through the backend's checkpoint, and does nothing on a backend without one. The
+// writes go through the pool, not the handle, so its checkpointer is never woken.
+func TestHandleCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "h.db")
+	sqldb, err := openSQLitePool(ctx, path, sqliteMigrations, Options{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	ops := sqliteOps
+	ops.Checkpoint = func(ctx context.Context, sqldb *sql.DB) error {
+		calls++
+		return sqliteOps.Checkpoint(ctx, sqldb)
+	}
+	h, err := newHandle(ctx, sqldb, "sqlite", path, ops, time.After, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	size := func() int64 {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	if _, err := sqldb.ExecContext(ctx, "CREATE TABLE bulk (b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	before := size()
+	if _, err := sqldb.ExecContext(ctx, "INSERT INTO bulk VALUES (randomblob(2000000))"); err != nil {
+		t.Fatal(err)
+	}
+	if size() >= before+1<<20 {
+		t.Fatalf("the database file grew to %d bytes (%d before) before a checkpoint", size(), before)
+	}
+	if err := h.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if size() < before+1<<20 || calls != 1 {
+		t.Fatalf("after Checkpoint the database file is %d bytes (%d before), %d checkpoints", size(), before, calls)
+	}
+	none := &Handle{ops: Ops{}}
+	if err := none.Checkpoint(ctx); err != nil {
+		t.Fatalf("a backend without checkpoints: %v", err)
+	}
+}

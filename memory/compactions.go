@@ -338,10 +338,10 @@ func (s *Store) readRange(ctx context.Context, q db.Querier, t Thread, from, to 
 	if !light || parts <= 1 {
 		return s.messagesBetween(ctx, q, t.ID, from, to, light)
 	}
-	// Each part is read into its own stretch of out, a chunk of rows at a time: the rows of a
-	// chunk are decoded as soon as they are read, and sqlc's slice of rows, which grows by a
-	// quarter at a time past 256 rows, stays small (a part read whole allocated five times the
-	// size of its rows).
+	// Each part is read into its own stretch of out, a chunk of rows at a time, each row decoded
+	// as soon as it is read (db.EachMessageColumnsBetween): no slice of rows is made (sqlc's,
+	// which grows by copies, allocated twice the size of the rows it held, five times for a
+	// part read whole).
 	out := make([]Entry, n)
 	got := make([]int64, parts) // the rows part p read (as many as its seqs: a thread's seqs have no gaps)
 	errs := make([]error, parts)
@@ -349,15 +349,22 @@ func (s *Store) readRange(ctx context.Context, q db.Querier, t Thread, from, to 
 		lo, hi := from+p*n/parts, from+(p+1)*n/parts-1
 		dst := out[lo-from : hi-from+1]
 		for c := lo; c <= hi; c += readChunk {
-			rows, err := q.ListMessageColumnsBetween(ctx, db.ListMessageColumnsBetweenParams{
-				ThreadID: t.ID, FromSeq: c, ToSeq: min(c+readChunk-1, hi)})
+			err := db.EachMessageColumnsBetween(ctx, q, db.ListMessageColumnsBetweenParams{
+				ThreadID: t.ID, FromSeq: c, ToSeq: min(c+readChunk-1, hi)}, func(r db.ListMessageColumnsBetweenRow) error {
+				if got[p] >= int64(len(dst)) {
+					return fmt.Errorf("thread %q: more messages than seqs from %d to %d", t.ID, lo, hi)
+				}
+				e, err := lightEntry(db.ListMessageColumnsAfterRow(r))
+				if err != nil {
+					return fmt.Errorf("thread %q: %w", t.ID, err)
+				}
+				dst[got[p]] = e
+				got[p]++
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			if err := lightInto(t.ID, dst[got[p]:], rows); err != nil {
-				return err
-			}
-			got[p] += int64(len(rows))
 		}
 		return nil
 	}

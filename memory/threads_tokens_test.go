@@ -2,11 +2,14 @@ package memory_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
+	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/compact"
 	"github.com/memcascade/memcascade/internal/lifesim"
 	"github.com/memcascade/memcascade/internal/storetest"
+	"github.com/memcascade/memcascade/llm"
 	"github.com/memcascade/memcascade/memory"
 )
 
@@ -117,4 +120,56 @@ func TestListedTokensKept(t *testing.T) {
 		t.Fatalf("copy: %v, ids %s", err, res.IDs)
 	}
 	checkListedTokens(t, dst, "the copy")
+}
+
+// appending is a summarizer that appends a message to the thread while it writes, as an
+// agent's turn taken while its thread compacts: the compaction's view_seq is then under the
+// thread's last seq when its tokens are recorded.
+type appending struct {
+	s      *memory.Store
+	thread string
+	inner  compact.Summarizer
+}
+
+func (a appending) Run(ctx context.Context, id int64, task llm.Task) (llm.Result, error) {
+	if _, err := a.s.Append(ctx, a.thread, []chat.Message{chat.TextMessage(chat.RoleUser, "one more turn, taken while the thread compacts")}, memory.AppendOptions{}); err != nil {
+		return llm.Result{}, err
+	}
+	return a.inner.Run(ctx, id, task)
+}
+
+// TestViewPrefixTokensAfterAppendsMeanwhile: the view-prefix tokens of a compaction applied
+// while messages were appended are those of the messages up to its view_seq, not the thread's
+// message tokens (which count the messages after it too), and the listing stays right.
+func TestViewPrefixTokensAfterAppendsMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := storetest.Open(t)
+	if _, err := s.Append(ctx, "t", lifesim.Generated(24), memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+		t.Fatal(err)
+	}
+	c := compact.New(s, appending{s: s, thread: "t", inner: storetest.ExtractiveCascade(t, s)}, compact.Settings{TokenLimit: 1500})
+	rep, err := c.Compact(ctx, "t", compact.Options{Force: true})
+	if err != nil || rep.Status != memory.StatusApplied {
+		t.Fatalf("compaction: %s, %v", rep.Status, err)
+	}
+	row, err := s.DB().Q().GetCompaction(ctx, rep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := s.DB().Q().GetThread(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.ViewSeq == 0 || row.ViewSeq >= th.LastSeq {
+		t.Fatalf("view_seq %d, last seq %d: want a message appended after the view", row.ViewSeq, th.LastSeq)
+	}
+	var want int64
+	if err := s.DB().DB.QueryRowContext(ctx, "SELECT coalesce(sum(tokens), 0) FROM messages WHERE thread_id = 't' AND seq <= "+strconv.FormatInt(row.ViewSeq, 10)).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	if row.ViewPrefixTokens != want {
+		t.Fatalf("view-prefix tokens %d, the messages up to view_seq %d sum to %d", row.ViewPrefixTokens, row.ViewSeq, want)
+	}
+	checkListedTokens(t, s, "after a compaction with appends meanwhile")
 }

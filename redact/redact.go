@@ -250,11 +250,27 @@ func (r *Redactor) passes(text string, buf *scratch) []pass {
 	} else {
 		gitleaksRules().both.scanInto(text, f) // one scan for both rule sets
 	}
+	// The built-in patterns with a start (those the scan touched, ascending) and those that
+	// scan the whole text themselves, in builtins' order; without either, a pattern finds
+	// nothing. Most texts touch a few of the patterns, not each of them in turn.
 	out := buf.passes[:0]
-	for i, p := range builtins {
-		if len(f.starts[i]) > 0 || p.scanAll != nil { // without either, the pattern finds nothing
-			out = append(out, pass{p: p, starts: f.starts[i]})
+	touched, all := f.touched, scanAllBuiltins
+	for {
+		i := len(builtins)
+		if len(touched) > 0 {
+			i = touched[0]
 		}
+		if len(all) > 0 && all[0] <= i {
+			if all[0] == i {
+				touched = touched[1:]
+			}
+			i, all = all[0], all[1:]
+		} else if i < len(builtins) {
+			touched = touched[1:]
+		} else {
+			break // the rest touched are gitleaks' rules (runFound)
+		}
+		out = append(out, pass{p: builtins[i], starts: f.starts[i]})
 	}
 	switch {
 	case r.unfiltered:
@@ -270,6 +286,18 @@ func (r *Redactor) passes(text string, buf *scratch) []pass {
 	buf.passes = out
 	return out
 }
+
+// scanAllBuiltins are the indexes in builtins of the patterns that scan the whole text
+// themselves (pattern.scanAll), ascending.
+var scanAllBuiltins = func() []int {
+	var out []int
+	for i, p := range builtins {
+		if p.scanAll != nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}()
 
 // found is where r's scan of a text puts what it finds: r scans with builtinScan alone, or
 // with the scanner of gitleaks' rules and the built-in patterns together.
