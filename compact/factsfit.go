@@ -3,7 +3,6 @@ package compact
 import (
 	"slices"
 	"strings"
-	"unsafe"
 
 	"github.com/memcascade/memcascade/facts"
 	"github.com/memcascade/memcascade/transcript"
@@ -39,7 +38,7 @@ type factFit struct {
 // (facts.Section keeps the most important ones: constraints, errors, tool calls and ids
 // first).
 func (f factFit) compose(prose string) (string, []facts.Fact) {
-	m := &fitMemo{missing: map[string]memoCheck{}}
+	m := &fitMemo{missing: map[string][]int32{}}
 	text, dropped := f.with(m, prose, f.soft)
 	if len(dropped) == 0 && f.unlined(text, nil) == 0 {
 		return text, nil
@@ -59,12 +58,12 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 		}
 		// Fewer constraints and errors dropped first, then fewer write actions without their
 		// line, then fewer facts dropped.
-		top, bestTop := droppedWeight(outranking(dropped)), droppedWeight(outranking(bestDropped))
-		if top < bestTop || top == bestTop && (lines < bestLines || lines == bestLines && droppedWeight(dropped) < droppedWeight(bestDropped)) {
+		top, bestTop := f.droppedWeight(dropped, true), f.droppedWeight(bestDropped, true)
+		if top < bestTop || top == bestTop && (lines < bestLines || lines == bestLines && f.droppedWeight(dropped, false) < f.droppedWeight(bestDropped, false)) {
 			best, bestDropped = text, dropped
 		}
 	}
-	return best, bestDropped
+	return best, f.factsAt(bestDropped)
 }
 
 // fitMemo keeps what the tries of one compose share: the facts check of each text tried, and
@@ -72,59 +71,54 @@ func (f factFit) compose(prose string) (string, []facts.Fact) {
 // usually miss the same facts, and often make the same text; a sectioner holds its facts
 // sorted, and older ones are seldom asked for again).
 //
-// A check is kept as the ledger's indexes of the facts the text misses, and, within
-// memoFactsBytes for the whole memo, as those facts too: a long ledger misses tens of thousands
-// of facts, and a copy of them for every text tried would hold the ledger over and over (60 MB
-// for 100,000 messages), while a short one's copies are few bytes and spare the copying.
+// A list of missing facts is the ledger's indexes of them, ascending, never a copy of the
+// facts: a long ledger misses tens of thousands of facts, and copies of them for the texts
+// tried and the sectioner held the ledger over and over (16 MB for 100,000 messages). The
+// lists are shared: no one changes them.
 type fitMemo struct {
-	missing map[string]memoCheck
-	kept    int // the bytes of the facts held in missing
+	missing map[string][]int32
 	section memoSection
 }
 
 type memoSection struct {
-	missing []facts.Fact
+	missing []int32
 	s       *facts.Sectioner
 }
 
-type memoCheck struct {
-	idx     []int32
-	missing []facts.Fact // nil when not kept (see fitMemo)
-}
-
-// memoFactsBytes bounds the facts a fitMemo keeps copies of.
-const memoFactsBytes = 4 << 20
-
-func (m *fitMemo) check(f factFit, text string) []facts.Fact {
+// check returns the indexes in f.ledger of the facts text misses (f.missingIndexes).
+func (m *fitMemo) check(f factFit, text string) []int32 {
 	got, ok := m.missing[text]
-	if ok && (got.missing != nil || len(got.idx) == 0) {
-		return got.missing
-	}
 	if !ok {
-		got.idx = f.missingIndexes(text)
-	}
-	if len(got.idx) == 0 {
+		got = f.missingIndexes(text)
 		m.missing[text] = got
-		return nil
 	}
-	out := make([]facts.Fact, len(got.idx)) // cap = len: an append to it by a caller copies
-	for i, k := range got.idx {
-		out[i] = f.ledger[k]
-	}
-	if size := len(out) * int(unsafe.Sizeof(facts.Fact{})); m.kept+size <= memoFactsBytes {
-		m.kept += size
-		got.missing = out
-	}
-	m.missing[text] = got
-	return out
+	return got
 }
 
-func (m *fitMemo) sectioner(missing []facts.Fact, count func(string) int) *facts.Sectioner {
+// sectioner returns the sectioner of the facts of f.ledger at missing.
+func (m *fitMemo) sectioner(f factFit, missing []int32) *facts.Sectioner {
 	if m.section.s != nil && slices.Equal(m.section.missing, missing) {
 		return m.section.s
 	}
-	m.section = memoSection{missing, facts.NewSectioner(missing, count)}
+	m.section = memoSection{missing, facts.NewSectionerOf(f.ledger, missing, f.count)}
 	return m.section.s
+}
+
+// factsAt returns a copy of the facts of f.ledger at idx (nil when none).
+func (f factFit) factsAt(idx []int32) []facts.Fact {
+	if len(idx) == 0 {
+		return nil
+	}
+	out := make([]facts.Fact, len(idx))
+	for i, k := range idx {
+		out[i] = f.ledger[k]
+	}
+	return out
+}
+
+// anyWrite reports whether a fact of f.ledger at idx is a write action.
+func (f factFit) anyWrite(idx []int32) bool {
+	return slices.ContainsFunc(idx, func(k int32) bool { return facts.IsWrite(f.ledger[k]) })
 }
 
 // with puts prose under the summary's sections and adds the facts it misses under the
@@ -132,7 +126,7 @@ func (m *fitMemo) sectioner(missing []facts.Fact, count func(string) int) *facts
 // actions that do not fit whole (and those an earlier report named dropped, f.named) stay each
 // on one line with what they acted on (facts.ShortCall), the newest first when not all of
 // those fit either: the full calls are still named dropped.
-func (f factFit) with(m *fitMemo, prose string, budget int) (string, []facts.Fact) {
+func (f factFit) with(m *fitMemo, prose string, budget int) (string, []int32) {
 	ss := parseSections(prose, f.headingOf)
 	body := ss.render(nil)
 	text := f.header + body
@@ -148,19 +142,19 @@ func (f factFit) with(m *fitMemo, prose string, budget int) (string, []facts.Fac
 		text = f.fill(m, ss, missing, room, 0, budget, false)
 	}
 	left := m.check(f, text)
-	if !slices.ContainsFunc(left, facts.IsWrite) && !named {
+	if !f.anyWrite(left) && !named {
 		return text, left
 	}
 	// Room for the short lines of every write missing now: the whole facts get what is left.
-	shorts := shortWrites(0, missing, f.named)
+	shorts := shortWrites(0, f.ledger, missing, f.named)
 	if shorts == "" {
 		return text, left
 	}
 	// The room of the facts that outrank the writes (constraints, errors) is theirs whatever
 	// the short lines need.
 	floor := 0
-	if top := outranking(missing); len(top) > 0 {
-		sec, _ := facts.Section(top, room, f.count)
+	if top := f.outranking(missing); len(top) > 0 {
+		sec, _ := facts.NewSectionerOf(f.ledger, top, f.count).Fit(room) // facts.Section of them
 		floor = min(room, f.count(sec))
 	}
 	if t := f.fill(m, ss, missing, max(room-f.count(shorts)-1, floor), floor, budget, true); t != "" {
@@ -174,12 +168,12 @@ func (f factFit) with(m *fitMemo, prose string, budget int) (string, []facts.Fac
 // actions still missing after them, and f.named's, follow on a line each (shortWrites), the
 // whole facts giving way to them (not those that outrank the writes), then the oldest of
 // them: "" when not even the newest fits.
-func (f factFit) fill(m *fitMemo, ss *summarySections, missing []facts.Fact, room, floor, budget int, shorts bool) string {
+func (f factFit) fill(m *fitMemo, ss *summarySections, missing []int32, room, floor, budget int, shorts bool) string {
 	text := f.header + ss.render(nil)
 	for tries := 0; shorts || tries < 4; tries++ {
 		var groups []facts.Group
 		if room > 0 {
-			groups, _ = m.sectioner(missing, f.count).FitGroups(room)
+			groups, _ = m.sectioner(f, missing).FitGroups(room)
 		}
 		if !shorts {
 			if len(groups) == 0 {
@@ -196,7 +190,7 @@ func (f factFit) fill(m *fitMemo, ss *summarySections, missing []facts.Fact, roo
 		}
 		left := m.check(f, f.header+ss.render(groups))
 		for skip := 0; ; skip += 1 + skip/4 { // a long list gives way in larger steps
-			s := shortWrites(skip, left, f.named)
+			s := shortWrites(skip, f.ledger, left, f.named)
 			if s == "" {
 				return ""
 			}
@@ -213,47 +207,56 @@ func (f factFit) fill(m *fitMemo, ss *summarySections, missing []facts.Fact, roo
 	return text
 }
 
-// outranking returns the facts of fs that outrank the write actions (facts.OutranksWrites).
-func outranking(fs []facts.Fact) []facts.Fact {
-	var out []facts.Fact
-	for _, x := range fs {
-		if facts.OutranksWrites(x) {
-			out = append(out, x)
+// outranking returns the indexes of the facts of f.ledger at idx that outrank the write
+// actions (facts.OutranksWrites).
+func (f factFit) outranking(idx []int32) []int32 {
+	var out []int32
+	for _, k := range idx {
+		if facts.OutranksWrites(f.ledger[k]) {
+			out = append(out, k)
 		}
 	}
 	return out
 }
 
-// unlined counts the write actions of dropped and f.named that text holds neither whole nor
-// on their short line.
-func (f factFit) unlined(text string, dropped []facts.Fact) int {
+// unlined counts the write actions of f.ledger at dropped and of f.named that text holds
+// neither whole nor on their short line.
+func (f factFit) unlined(text string, dropped []int32) int {
 	n := 0
-	for _, fs := range [][]facts.Fact{dropped, f.named} {
-		for _, x := range fs {
-			if facts.IsWrite(x) && !strings.Contains(text, facts.ShortCall(x)) {
-				n++
-			}
+	in := func(x *facts.Fact) {
+		if facts.IsWrite(*x) && !strings.Contains(text, facts.ShortCall(*x)) {
+			n++
 		}
+	}
+	for _, k := range dropped {
+		in(&f.ledger[k])
+	}
+	for i := range f.named {
+		in(&f.named[i])
 	}
 	return n
 }
 
-// shortWrites renders the write actions of the lists, each once, on one line with what they
-// acted on (facts.ShortCall), in the order they were made, the oldest skip left out: "" when
-// none is left. The lists are read one after the other, not joined: a long list of missing
-// facts is not copied for the few writes it holds.
-func shortWrites(skip int, lists ...[]facts.Fact) string {
-	var ws []facts.Fact
+// shortWrites renders the write actions of ledger at idx and of named, each once, on one line
+// with what they acted on (facts.ShortCall), in the order they were made, the oldest skip left
+// out: "" when none is left. The facts are read where they are: a long list of missing facts
+// is not copied for the writes it holds.
+func shortWrites(skip int, ledger []facts.Fact, idx []int32, named []facts.Fact) string {
+	var ws []*facts.Fact
 	seen := map[string]bool{}
-	for _, fs := range lists {
-		for _, x := range fs {
-			if facts.IsWrite(x) && !seen[x.Text] {
-				seen[x.Text] = true
-				ws = append(ws, x)
-			}
+	add := func(x *facts.Fact) {
+		if facts.IsWrite(*x) && !seen[x.Text] {
+			seen[x.Text] = true
+			ws = append(ws, x)
 		}
 	}
-	slices.SortStableFunc(ws, func(a, b facts.Fact) int { return a.Seq - b.Seq })
+	for _, k := range idx {
+		add(&ledger[k])
+	}
+	for i := range named {
+		add(&named[i])
+	}
+	slices.SortStableFunc(ws, func(a, b *facts.Fact) int { return a.Seq - b.Seq })
 	if skip >= len(ws) {
 		return ""
 	}
@@ -261,7 +264,7 @@ func shortWrites(skip int, lists ...[]facts.Fact) string {
 	b.WriteString("- Actions (ids and outcome only):")
 	for _, x := range ws[skip:] {
 		b.WriteString("\n  - ")
-		b.WriteString(facts.ShortCall(x))
+		b.WriteString(facts.ShortCall(*x))
 	}
 	return b.String()
 }
@@ -338,10 +341,14 @@ func factTexts(fs []facts.Fact) []string {
 	return out
 }
 
-func droppedWeight(fs []facts.Fact) int {
+// droppedWeight is the weight of the facts of f.ledger at idx (top: of those that outrank
+// the write actions only).
+func (f factFit) droppedWeight(idx []int32, top bool) int {
 	w := 0
-	for _, f := range fs {
-		w += f.Weight
+	for _, k := range idx {
+		if x := &f.ledger[k]; !top || facts.OutranksWrites(*x) {
+			w += x.Weight
+		}
 	}
 	return w
 }

@@ -201,10 +201,10 @@ func entryFactsBefore(es []memory.Entry, tms []transcript.Message, redact func(s
 	return facts.Merge(ledger, shown)
 }
 
-// TestShortWritesOfLists: shortWrites of several lists is shortWrites of them joined (the
-// writes of missing facts and of those earlier reports named dropped, read without a copy of
-// the missing ones), at every skip, on random lists of writes and lookups that repeat within
-// and across lists.
+// TestShortWritesOfLists: shortWrites of the ledger's facts at some indexes and of a list is
+// shortWrites of them copied and joined (the writes of missing facts and of those earlier
+// reports named dropped, read without a copy of the missing ones), at every skip, on random
+// lists of writes and lookups that repeat within and across lists.
 func TestShortWritesOfLists(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	list := func(n int) []facts.Fact {
@@ -217,11 +217,19 @@ func TestShortWritesOfLists(t *testing.T) {
 	}
 	writes := 0
 	for range 1000 {
-		a, b := list(rng.IntN(8)), list(rng.IntN(4))
+		ledger, b := list(rng.IntN(12)), list(rng.IntN(4))
+		var idx []int32 // some of the ledger's facts, as the missing ones are
+		var a []facts.Fact
+		for i := range ledger {
+			if rng.IntN(3) > 0 {
+				idx = append(idx, int32(i))
+				a = append(a, ledger[i])
+			}
+		}
 		for skip := range 6 {
-			got, want := shortWrites(skip, a, b), shortWritesBefore(append(slices.Clone(a), b...), skip)
+			got, want := shortWrites(skip, ledger, idx, b), shortWritesBefore(append(slices.Clone(a), b...), skip)
 			if got != want {
-				t.Fatalf("shortWrites(%d, %v, %v) = %q, want %q", skip, a, b, got, want)
+				t.Fatalf("shortWrites(%d, %v, %v, %v) = %q, want %q", skip, ledger, idx, b, got, want)
 			}
 			if got != "" {
 				writes++

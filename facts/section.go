@@ -1,6 +1,7 @@
 package facts
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -49,35 +50,52 @@ func Section(missing []Fact, maxTokens int, count func(string) int) (string, int
 }
 
 // A Sectioner renders the sections of one list of missing facts for several budgets, as
-// Section does, rendering and counting each prefix of the list once whatever the number of
-// budgets asked (a summary is fitted to its soft budget, then to its hard one).
+// Section does, counting each prefix of the list once whatever the number of budgets asked (a
+// summary is fitted to its soft budget, then to its hard one). It keeps the counts, and only
+// the latest prefix rendered: a long list's prefixes are each the size of a summary or more,
+// and the search counts a dozen of them.
 type Sectioner struct {
 	r      *sectionRenderer
 	count  func(string) int
-	texts  map[int]string
 	tokens map[int]int
+	text   string // the latest prefix rendered, of textK facts
+	textK  int
 	ends   []int // see guess
 }
 
 // NewSectioner prepares the sections of missing, counted by count (nil: one token per four
 // bytes).
 func NewSectioner(missing []Fact, count func(string) int) *Sectioner {
+	idx := make([]int32, len(missing))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	return NewSectionerOf(missing, idx, count)
+}
+
+// NewSectionerOf is NewSectioner of the facts of ledger at idx, ascending indexes in ledger,
+// read where they are: a long ledger misses tens of thousands of facts, and the sectioner
+// sorts their indexes rather than a copy of them. ledger is not changed, and must not be
+// while the Sectioner is used.
+func NewSectionerOf(ledger []Fact, idx []int32, count func(string) int) *Sectioner {
 	if count == nil {
 		count = func(s string) int { return (len(s) + 3) / 4 }
 	}
-	facts := slices.Clone(missing)
-	facts = slices.DeleteFunc(facts, func(f Fact) bool { return strings.TrimSpace(f.Text) == "" })
-	sortFacts(facts)
-	return &Sectioner{r: newSectionRenderer(facts), count: count, texts: map[int]string{}, tokens: map[int]int{}}
+	order := slices.DeleteFunc(slices.Clone(idx), func(i int32) bool { return strings.TrimSpace(ledger[i].Text) == "" })
+	slices.SortFunc(order, func(a, b int32) int { // sortFacts, by index
+		if c := compareFacts(&ledger[a], &ledger[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return &Sectioner{r: newSectionRendererOf(ledger, order), count: count, tokens: map[int]int{}}
 }
 
 func (s *Sectioner) render(k int) string {
-	t, ok := s.texts[k]
-	if !ok {
-		t = s.r.render(k)
-		s.texts[k] = t
+	if k != s.textK {
+		s.text, s.textK = s.r.render(k), k
 	}
-	return t
+	return s.text
 }
 
 func (s *Sectioner) size(k int) int {
@@ -99,13 +117,22 @@ func (s *Sectioner) size(k int) int {
 // a bisection step: a close guess takes two or three counts, and no search takes more than
 // twice the counts of a bisection.
 func (s *Sectioner) Fit(maxTokens int) (string, int) {
-	n := len(s.r.facts)
-	if maxTokens <= 0 || n == 0 {
+	n := s.fit(maxTokens)
+	if n == 0 {
 		return "", 0
+	}
+	return s.render(n), n
+}
+
+// fit returns how many facts Fit holds.
+func (s *Sectioner) fit(maxTokens int) int {
+	n := len(s.r.order)
+	if maxTokens <= 0 || n == 0 {
+		return 0
 	}
 	fits := func(k int) bool { return s.size(k) <= maxTokens }
 	if fits(n) {
-		return s.render(n), n
+		return n
 	}
 	// Largest k with fits(k): a longer prefix never renders shorter. The prefixes counted for
 	// other budgets bound it already.
@@ -136,10 +163,7 @@ func (s *Sectioner) Fit(maxTokens int) (string, int) {
 	for lo > 0 && !fits(lo) { // a tokenizer that is not monotonic
 		lo--
 	}
-	if lo == 0 {
-		return "", 0
-	}
-	return s.render(lo), lo
+	return lo
 }
 
 // guess returns the k in (lo, hi) where the budget falls at the tokens per byte between the
@@ -179,7 +203,7 @@ type Group struct {
 // instead of one section under its title: a caller puts each group under the heading of
 // its own choosing. The groups' text is never longer than the section Fit returns.
 func (s *Sectioner) FitGroups(maxTokens int) ([]Group, int) {
-	_, n := s.Fit(maxTokens)
+	n := s.fit(maxTokens)
 	if n == 0 {
 		return nil, 0
 	}
@@ -187,17 +211,30 @@ func (s *Sectioner) FitGroups(maxTokens int) ([]Group, int) {
 }
 
 // sectionRenderer renders prefixes of one sorted list of facts as the section: the
-// bisection of Section renders a dozen of them, so each fact's line is made once.
+// bisection of Section renders a dozen of them, so each fact's line is made once. The list is
+// all's facts at order.
 type sectionRenderer struct {
-	facts []Fact
+	all   []Fact
+	order []int32
 	one   []string // oneLineText of each fact's text
 	line  []string // the fact's line in its group (a tool call with its outcome)
 	long  []bool
 }
 
+// newSectionRenderer renders prefixes of facts, sorted already.
 func newSectionRenderer(facts []Fact) *sectionRenderer {
-	r := &sectionRenderer{facts: facts, one: make([]string, len(facts)), line: make([]string, len(facts)), long: make([]bool, len(facts))}
-	for i, f := range facts {
+	order := make([]int32, len(facts))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	return newSectionRendererOf(facts, order)
+}
+
+func newSectionRendererOf(all []Fact, order []int32) *sectionRenderer {
+	n := len(order)
+	r := &sectionRenderer{all: all, order: order, one: make([]string, n), line: make([]string, n), long: make([]bool, n)}
+	for i := range n {
+		f := r.fact(i)
 		r.one[i] = oneLineText(f.Text)
 		r.line[i] = r.one[i]
 		if f.Kind == KindToolCall && f.Outcome != "" {
@@ -207,6 +244,9 @@ func newSectionRenderer(facts []Fact) *sectionRenderer {
 	}
 	return r
 }
+
+// fact is the i-th fact of the sorted list.
+func (r *sectionRenderer) fact(i int) *Fact { return &r.all[r.order[i]] }
 
 // render renders facts[:k] as the section.
 func (r *sectionRenderer) render(k int) string {
@@ -248,8 +288,8 @@ func (r *sectionRenderer) groups(k int) []Group {
 	skip := make([]bool, k)    // held by a fact one a line already
 	heads := map[string]bool{} // the records some fact of the prefix is listed under
 	for i := range k {
-		f := r.facts[i]
-		skip[i] = !r.long[i] && inLong != nil && inLong.has(f)
+		f := r.fact(i)
+		skip[i] = !r.long[i] && inLong != nil && inLong.has(*f)
 		if !r.long[i] && !skip[i] && f.Key != "" && f.Of != "" {
 			heads[f.Of] = true
 		}
@@ -264,7 +304,7 @@ func (r *sectionRenderer) groups(k int) []Group {
 	var groups []group // in order of first appearance
 	at := map[string]int{}
 	for i := range k {
-		f := r.facts[i]
+		f := r.fact(i)
 		if skip[i] {
 			continue
 		}
@@ -325,7 +365,7 @@ func (r *sectionRenderer) writeFields(b *strings.Builder, lines []int) {
 	var keys []string
 	values := map[string][]int{}
 	for _, i := range lines {
-		k := r.facts[i].Key
+		k := r.fact(i).Key
 		if _, ok := values[k]; !ok {
 			keys = append(keys, k)
 		}

@@ -119,7 +119,7 @@ func TestSectionerFitSearch(t *testing.T) {
 		counts := 0
 		count := func(s string) int { counts++; return len(strings.Fields(s)) + len(s)/7 }
 		ref := NewSectioner(fs, count)
-		n := len(ref.r.facts)
+		n := len(ref.r.order)
 		sizes := make([]int, n+1)
 		for k := 1; k <= n; k++ {
 			sizes[k] = ref.size(k)
@@ -231,4 +231,55 @@ func TestLabelsRoundTrip(t *testing.T) {
 			t.Errorf("%q is read as a line of the section", line)
 		}
 	}
+}
+
+// TestSectionerOfIndexes: a Sectioner of a ledger's facts at some indexes renders, at every
+// budget, what one of a copy of those facts renders: the same order (ties of weight and seq
+// included: facts that differ only in their outcome or key), and blank facts left out.
+func TestSectionerOfIndexes(t *testing.T) {
+	count := func(s string) int { return len(strings.Fields(s)) + len(s)/7 }
+	for _, name := range conversationFiles {
+		ledger := Extract(loadConversation(t, name))
+		for i := range 40 { // twins that sort as equals but render apart, and blank facts
+			call := Fact{Kind: KindToolCall, Text: fmt.Sprintf("get_order(order_id=#W%d)", i%5), Weight: weightKey, Seq: i % 3}
+			twin := call
+			call.Outcome, twin.Outcome = "ok", fmt.Sprint("error ", i)
+			ledger = append(ledger, call, Fact{Kind: KindID, Text: " ", Weight: call.Weight, Seq: i}, twin)
+		}
+		for step := 1; step <= 4; step++ {
+			var idx []int32
+			var copied []Fact
+			for i := range ledger {
+				if i%step == 0 || i%7 == 3 {
+					idx = append(idx, int32(i))
+					copied = append(copied, ledger[i])
+				}
+			}
+			before := slices.Clone(ledger)
+			of, ref := NewSectionerOf(ledger, idx, count), sectionerOfCopy(copied, count)
+			full := ref.size(len(ref.r.order))
+			for _, budget := range []int{full, full / 3, 0, full + 5, full / 2, 1, full - 1, 40} {
+				text, n := of.Fit(budget)
+				wantText, wantN := ref.Fit(budget)
+				if text != wantText || n != wantN {
+					t.Fatalf("%s: step %d, budget %d: %d facts, a copy's sectioner %d", name, step, budget, n, wantN)
+				}
+				gs, _ := of.FitGroups(budget)
+				wantGs, _ := ref.FitGroups(budget)
+				if !slices.Equal(gs, wantGs) {
+					t.Fatalf("%s: step %d, budget %d: groups differ", name, step, budget)
+				}
+			}
+			if !slices.EqualFunc(ledger, before, func(a, b Fact) bool { return a == b }) {
+				t.Fatalf("%s: the ledger was changed", name)
+			}
+		}
+	}
+}
+
+// sectionerOfCopy is NewSectioner as it was: of a sorted copy of missing.
+func sectionerOfCopy(missing []Fact, count func(string) int) *Sectioner {
+	fs := slices.DeleteFunc(slices.Clone(missing), func(f Fact) bool { return strings.TrimSpace(f.Text) == "" })
+	sortFacts(fs)
+	return &Sectioner{r: newSectionRenderer(fs), count: count, tokens: map[int]int{}}
 }
