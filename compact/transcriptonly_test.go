@@ -3,7 +3,6 @@ package compact_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/memcascade/memcascade/cascade"
@@ -15,22 +14,8 @@ import (
 	"github.com/memcascade/memcascade/memory"
 )
 
-// reqRecorder is the offline summarizer, recording the requests it is sent.
-type reqRecorder struct {
-	x    extractive.Summarizer
-	mu   sync.Mutex
-	reqs []llm.Request
-}
-
-func (r *reqRecorder) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	r.mu.Lock()
-	r.reqs = append(r.reqs, req)
-	r.mu.Unlock()
-	return r.x.Complete(ctx, req)
-}
-
-// transcriptRecorder is a reqRecorder that says it reads only the conversation.
-type transcriptRecorder struct{ *reqRecorder }
+// transcriptRecorder is a requestLog that says it reads only the conversation.
+type transcriptRecorder struct{ *requestLog }
 
 func (transcriptRecorder) ReadsTranscript() bool { return true }
 
@@ -66,7 +51,7 @@ func TestTranscriptReaderSentNoMessages(t *testing.T) {
 			}
 			return rep
 		}
-		plain, reader := &reqRecorder{}, transcriptRecorder{&reqRecorder{}}
+		plain, reader := &requestLog{Completer: extractive.Summarizer{}}, transcriptRecorder{&requestLog{Completer: extractive.Summarizer{}}}
 		want, got := run(plain), run(reader)
 		if *got.Summary != *want.Summary || got.Chunks != want.Chunks {
 			t.Fatalf("window %d: the summary without messages (%d requests) differs from the one with them (%d):\n%s\nwant:\n%s",

@@ -8,20 +8,29 @@ import (
 	"testing"
 )
 
+// openWithThread opens a new SQLite file, closed when the test ends, holding one empty thread
+// of that name.
+func openWithThread(t *testing.T, thread string) *Handle {
+	t.Helper()
+	ctx := context.Background()
+	h, err := openSQLite(ctx, filepath.Join(t.TempDir(), "t.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if _, err := h.Q().InsertThread(ctx, InsertThreadParams{ID: thread, Model: "m", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // TestInsertLargeMessage: InsertLargeMessage stores what InsertMessage stores (a NULL text
 // included), takes the values out of its argument, and leaves none handed over when the
 // statement fails.
 func TestInsertLargeMessage(t *testing.T) {
 	ctx := context.Background()
-	h, err := openSQLite(ctx, filepath.Join(t.TempDir(), "l.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := openWithThread(t, "t")
 	q := h.Q()
-	if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "m", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
-		t.Fatal(err)
-	}
 	text := strings.Repeat("large text ", 1000)
 	raw := `{"role":"user","content":"` + text + `"}`
 	args := []InsertMessageParams{
@@ -30,7 +39,7 @@ func TestInsertLargeMessage(t *testing.T) {
 	}
 	want := make([]InsertMessageParams, len(args))
 	copy(want, args)
-	err = h.WithTx(ctx, func(q Querier) error {
+	err := h.WithTx(ctx, func(q Querier) error {
 		for i := range args {
 			if err := q.(LargeMessageInserter).InsertLargeMessage(ctx, &args[i]); err != nil {
 				return err

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -15,15 +14,8 @@ import (
 // in a transaction; fn's error ends the read.
 func TestEachMessageColumnsBetween(t *testing.T) {
 	ctx := context.Background()
-	h, err := openSQLite(ctx, filepath.Join(t.TempDir(), "r.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := openWithThread(t, "t")
 	q := h.Q()
-	if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "m", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
-		t.Fatal(err)
-	}
 	for seq := int64(1); seq <= 40; seq++ {
 		p := InsertMessageParams{ThreadID: "t", Seq: seq, Role: "user", Raw: "{}", Tokens: 10 + seq, CreatedAt: seq}
 		switch seq % 3 {
