@@ -19,7 +19,7 @@ func TestInsertLargeMessage(t *testing.T) {
 	}
 	defer h.Close()
 	q := h.Q()
-	if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "m", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
+	if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "m", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Repeat("large text ", 1000)
