@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -71,5 +72,26 @@ func TestFirstTurnRoundTrips(t *testing.T) {
 	var ts compact.ThreadSettings
 	if err := json.Unmarshal(th.Settings, &ts); err != nil || ts.Window == nil || ts.Window.Tokens != 200000 {
 		t.Fatalf("settings %s (%v): want the window recorded", th.Settings, err)
+	}
+}
+
+// BenchmarkFirstTurn measures a thread's first turn through the proxy (its window recorded,
+// the notices on), one new thread an iteration: go test ./serve -run '^$' -bench FirstTurn
+// -benchmem (on PostgreSQL too with MEMCASCADE_TEST_POSTGRES set).
+func BenchmarkFirstTurn(b *testing.B) {
+	e := newEnv(b, envOptions{auto: true, server: func(s *serve.Server) { s.Notice.Enabled = true }})
+	e.up.set(func(u *upstream) { u.window, u.way = 200000, "vllm" })
+	body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []chat.Message{
+		chat.TextMessage(chat.RoleSystem, "You are a coding agent."), chat.TextMessage(chat.RoleUser, "run the tests")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if code, out, _ := e.post(fmt.Sprintf("/t/first-%d/v1/chat/completions", i), string(body)); code != http.StatusOK {
+			b.Fatalf("%d %s", code, out)
+		}
 	}
 }
