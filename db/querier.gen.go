@@ -56,7 +56,8 @@ type Querier interface {
 	InsertMessage(ctx context.Context, arg InsertMessageParams) error
 	// Pins a message with its unit; pinning it again changes nothing.
 	InsertPin(ctx context.Context, arg InsertPinParams) error
-	// Creates a thread; 0 rows when another writer created it first.
+	// Creates a thread with its settings (a JSON object, '{}' for none); 0 rows when another writer
+	// created it first.
 	InsertThread(ctx context.Context, arg InsertThreadParams) (int64, error)
 	// The newest applied or ineffective compaction: automatic compaction waits for messages after
 	// its last_seq.

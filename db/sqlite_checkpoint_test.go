@@ -33,7 +33,7 @@ func TestCheckpointAfterCommits(t *testing.T) {
 	for tx := range 10 {
 		err := h.WithTx(ctx, func(q Querier) error {
 			if tx == 0 {
-				if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "m", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
+				if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "m", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
 					return err
 				}
 			}

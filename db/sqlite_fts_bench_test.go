@@ -98,7 +98,7 @@ END`)
 				thread := fmt.Sprintf("t%d", i)
 				err := SQLiteTx(ctx, sqldb, func(tx *sql.Tx) error {
 					q := q.WithTx(tx)
-					if _, err := q.InsertThread(ctx, InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
+					if _, err := q.InsertThread(ctx, InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}"}); err != nil {
 						return err
 					}
 					var id int64

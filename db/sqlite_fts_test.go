@@ -103,7 +103,7 @@ func TestIndexPendingBatches(t *testing.T) {
 	defer h.Close()
 	const n = 2*ftsBatch + 7
 	err = h.WithTx(ctx, func(q Querier) error {
-		if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
+		if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}"}); err != nil {
 			return err
 		}
 		for i := range n {
@@ -159,7 +159,7 @@ func TestIndexerAfterCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = crashed.WithTx(ctx, func(q Querier) error {
-		if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}"}); err != nil {
+		if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}"}); err != nil {
 			return err
 		}
 		return q.InsertMessage(ctx, InsertMessageParams{ThreadID: "t", Seq: 1, Role: "user", Content: sql.NullString{String: "word", Valid: true}, Raw: "{}", Tokens: 1})

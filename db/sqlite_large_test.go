@@ -18,7 +18,7 @@ func openWithThread(t *testing.T, thread string) *Handle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	if _, err := h.Q().InsertThread(ctx, InsertThreadParams{ID: thread, Model: "m", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
+	if _, err := h.Q().InsertThread(ctx, InsertThreadParams{ID: thread, Model: "m", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return h

@@ -120,8 +120,8 @@ func (q *Queries) InsertPin(ctx context.Context, arg InsertPinParams) error {
 }
 
 const insertThread = `-- name: InsertThread :execrows
-INSERT INTO threads (id, model, encoding, metadata, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO threads (id, model, encoding, metadata, settings, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING
 `
 
@@ -130,17 +130,20 @@ type InsertThreadParams struct {
 	Model     string
 	Encoding  string
 	Metadata  string
+	Settings  string
 	CreatedAt int64
 	UpdatedAt int64
 }
 
-// Creates a thread; 0 rows when another writer created it first.
+// Creates a thread with its settings (a JSON object, '{}' for none); 0 rows when another writer
+// created it first.
 func (q *Queries) InsertThread(ctx context.Context, arg InsertThreadParams) (int64, error) {
 	result, err := q.exec(ctx, q.insertThreadStmt, insertThread,
 		arg.ID,
 		arg.Model,
 		arg.Encoding,
 		arg.Metadata,
+		arg.Settings,
 		arg.CreatedAt,
 		arg.UpdatedAt,
 	)

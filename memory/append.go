@@ -24,6 +24,10 @@ type AppendOptions struct {
 	// Model is the model whose tokenizer counts a new thread (default Options.DefaultModel). It is
 	// ignored for an existing thread.
 	Model string
+	// Settings, when set, are the settings of the thread the append creates (a JSON object,
+	// as Store.SetThreadSettings stores them), written with it in the append's transaction.
+	// They are ignored for an existing thread.
+	Settings json.RawMessage
 	// Reply, when set, is what the upstream reported of the prompt the appended reply answers:
 	// it is added to the thread's counts (Thread.Upstream) in the append's transaction.
 	Reply *ReplyUsage
@@ -71,8 +75,9 @@ type AppendResult struct {
 	// Before and After are the thread's version before and after the append.
 	Before, After Version
 	// Read is, when the append created the thread, the thread as a live read (ReadOptions.Live)
-	// reads it after the append, read in the append's transaction: a host need not read it
-	// again.
+	// reads it after the append: a host need not read it. It is made from what the append
+	// wrote, not read back (a new thread's active context is its messages), and its History
+	// and Entries hold the messages as given to Append.
 	Read *Active
 }
 
@@ -146,23 +151,27 @@ func checkThreadID(thread string) error {
 
 // appendTx is the work of write within transaction q.
 func (s *Store) appendTx(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m chat.Message, raw []byte, line int) error) error) (AppendResult, error) {
-	return s.appendRows(ctx, q, thread, opt, produce, nil)
+	return s.appendRows(ctx, q, thread, opt, produce, nil, nil)
 }
 
 // appendRows is appendTx; kept, when set, is given the stored JSON and the token count of each
-// message written.
-func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m chat.Message, raw []byte, line int) error) error, kept func(raw string, tokens int)) (AppendResult, error) {
+// message written; row, when set, is set to the thread's row as the append found or created
+// it (before its new tail).
+func (s *Store) appendRows(ctx context.Context, q db.Querier, thread string, opt AppendOptions, produce func(add func(m chat.Message, raw []byte, line int) error) error, kept func(raw string, tokens int), row *db.Thread) (AppendResult, error) {
 	res := AppendResult{Thread: thread}
 	err := func() error {
 		now := s.now()
 		t, err := q.LockThread(ctx, thread)
 		if errors.Is(err, sql.ErrNoRows) {
-			if t, res.Warning, err = s.createThread(ctx, q, thread, opt.Model, now); err != nil {
+			if t, res.Warning, err = s.createThread(ctx, q, thread, opt.Model, opt.Settings, now); err != nil {
 				return err
 			}
 			res.Created = true
 		} else if err != nil {
 			return err
+		}
+		if row != nil {
+			*row = t
 		}
 		ap := &appender{ctx: ctx, q: q, thread: thread, now: now, seq: t.LastSeq, kept: kept}
 		if ap.counter, err = s.Counter(t.Encoding); err != nil {
@@ -304,12 +313,21 @@ func (ap *appender) insert(arg *db.InsertMessageParams, large bool) error {
 	return ap.q.InsertMessage(ap.ctx, *arg)
 }
 
-func (s *Store) createThread(ctx context.Context, q db.Querier, id, model string, now int64) (db.Thread, string, error) {
+// createThread creates thread id for model with settings (nil: none) and locks it.
+func (s *Store) createThread(ctx context.Context, q db.Querier, id, model string, settings json.RawMessage, now int64) (db.Thread, string, error) {
 	if model == "" {
 		model = s.defaultModel
 	}
 	if msg := badIdentifier(model); msg != "" {
 		return db.Thread{}, "", fmt.Errorf("model %q %s", model, msg)
+	}
+	set := "{}"
+	if settings != nil {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(settings, &obj); err != nil || obj == nil {
+			return db.Thread{}, "", fmt.Errorf("thread %q: settings must be a JSON object", id)
+		}
+		set = string(settings)
 	}
 	enc, known, err := s.newThreadEncoding(model)
 	if err != nil {
@@ -319,7 +337,7 @@ func (s *Store) createThread(ctx context.Context, q db.Querier, id, model string
 	if !known {
 		warning = fmt.Sprintf("the tokenizer does not know model %q: counting with %s", model, enc)
 	}
-	n, err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: model, Encoding: enc, Metadata: "{}", CreatedAt: now, UpdatedAt: now})
+	n, err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: model, Encoding: enc, Metadata: "{}", Settings: set, CreatedAt: now, UpdatedAt: now})
 	if err != nil {
 		return db.Thread{}, "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/memcascade/memcascade/chat"
 	"github.com/memcascade/memcascade/db"
@@ -97,6 +98,25 @@ func (s *Store) readLive(ctx context.Context, q db.Querier, thread string) (Acti
 	return a, nil
 }
 
+// createdLive is what readLive reads of a thread after the append res that created it, made
+// from the append: t is the thread's row as created (its updated_at the append's time, which
+// its new tail sets again), msgs the messages appended. A new thread's active context is its
+// messages, whole and in order (it has no compaction and no pin: a thread deleted has its
+// rows deleted with it), each as appended.
+func createdLive(t db.Thread, res AppendResult, msgs []chat.Message) Active {
+	a := Active{Thread: threadFromRow(t.ID, t.Model, t.Encoding, res.LastSeq, t.CreatedAt, t.UpdatedAt)}
+	a.Thread.Settings = settingsJSON(t.Settings)
+	a.History = slices.Clone(msgs)
+	a.Entries = slices.Clone(res.Entries)
+	for i := range a.Entries {
+		a.Entries[i].Message = a.History[i]
+	}
+	a.Tokens = PromptTokens(a.Entries)
+	a.Thread.ActiveMessages, a.Thread.ActiveTokens = len(a.Entries), a.Tokens
+	a.Version = res.After
+	return a
+}
+
 // appendLive is Append with AppendOptions.Live: it also reports what a host that keeps the
 // thread needs to follow it without reading it again (AppendResult's Entries, Raw, Before,
 // After and Read). On SQLite, concurrent calls are committed together (group commit,
@@ -116,6 +136,7 @@ func (s *Store) appendLive(ctx context.Context, thread string, msgs []chat.Messa
 			out.Entries = append(out.Entries, Entry{Tokens: tokens, Message: msgs[i]})
 			out.Raw = append(out.Raw, json.RawMessage(raw))
 		}
+		var row db.Thread
 		res, err := s.appendRows(ctx, q, thread, opt, func(add func(chat.Message, []byte, int) error) error {
 			for _, m := range msgs {
 				if err := add(m, nil, 0); err != nil {
@@ -123,7 +144,7 @@ func (s *Store) appendLive(ctx context.Context, thread string, msgs []chat.Messa
 				}
 			}
 			return nil
-		}, kept)
+		}, kept, &row)
 		if err != nil {
 			return err
 		}
@@ -146,10 +167,7 @@ func (s *Store) appendLive(ctx context.Context, thread string, msgs []chat.Messa
 		}
 		res.Entries, res.Raw, res.Before, res.After = out.Entries, out.Raw, before, after
 		if res.Created {
-			a, err := s.readLive(ctx, q, thread)
-			if err != nil {
-				return err
-			}
+			a := createdLive(row, res, msgs)
 			res.Read = &a
 		}
 		out = res

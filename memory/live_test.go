@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -260,27 +261,42 @@ func TestBatchIndexesWhatCommitted(t *testing.T) {
 }
 
 // An append that creates its thread reports the thread as a live read reads it after the
-// append (memctl serve keeps it without reading the new thread again); one to an existing
-// thread reports none.
+// append (memctl serve keeps it without reading the new thread again; its messages as
+// appended, here each as stored), with the settings it was created with; one to an existing
+// thread reports none, and leaves its settings as they are.
 func TestAppendLiveReportsCreatedThread(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := storetest.Open(t)
-	msgs := []chat.Message{chat.TextMessage("system", "You are a coding agent."), chat.TextMessage("user", "run the tests")}
-	ap, err := s.Append(ctx, "new", msgs, memory.AppendOptions{Model: "gpt-4o", Live: true, Expect: &memory.Version{}})
-	if err != nil {
-		t.Fatal(err)
+	call := chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "run", Arguments: `{"cmd":"go test"}`}}}}
+	msgs := []chat.Message{chat.TextMessage("system", "You are a coding agent."), chat.TextMessage("user", "run the tests <now> & \u00e9"),
+		call, {Role: "tool", ToolCallID: "c1", Content: json.RawMessage(`"ok \u00e9 é"`)}, {Role: "user", Name: "ann", Content: json.RawMessage(`[{"type":"text","text":"and?"}]`)}}
+	for _, settings := range []json.RawMessage{nil, json.RawMessage(`{"window":{"model":"gpt-4o","tokens":1000}}`)} {
+		thread := fmt.Sprintf("new-%d", len(settings))
+		ap, err := s.Append(ctx, thread, msgs, memory.AppendOptions{Model: "gpt-4o", Settings: settings, Live: true, Expect: &memory.Version{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.Active(ctx, thread, memory.ReadOptions{Live: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ap.Read == nil || !reflect.DeepEqual(*ap.Read, l) {
+			t.Fatalf("created: %+v\nread after: %+v", ap.Read, l)
+		}
+		if want := cmp.Or(string(settings), "{}"); string(l.Thread.Settings) != want || l.Version.Settings != want {
+			t.Fatalf("settings %s, version's %s; want %s", l.Thread.Settings, l.Version.Settings, want)
+		}
+		ap, err = s.Append(ctx, thread, []chat.Message{chat.TextMessage("assistant", "done")}, memory.AppendOptions{Live: true, Settings: json.RawMessage(`{"x":1}`)})
+		if err != nil || ap.Read != nil {
+			t.Fatalf("append to an existing thread: created %+v, %v", ap.Read, err)
+		}
+		if ap.After.Settings != cmp.Or(string(settings), "{}") {
+			t.Fatalf("an append to an existing thread changed its settings: %s", ap.After.Settings)
+		}
 	}
-	l, err := s.Active(ctx, "new", memory.ReadOptions{Live: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ap.Read == nil || !reflect.DeepEqual(*ap.Read, l) {
-		t.Fatalf("created: %+v\nread after: %+v", ap.Read, l)
-	}
-	ap, err = s.Append(ctx, "new", []chat.Message{chat.TextMessage("assistant", "done")}, memory.AppendOptions{Live: true})
-	if err != nil || ap.Read != nil {
-		t.Fatalf("append to an existing thread: created %+v, %v", ap.Read, err)
+	if _, err := s.Append(ctx, "bad", msgs[:1], memory.AppendOptions{Settings: json.RawMessage(`[1]`)}); err == nil {
+		t.Fatal("settings not an object: no error")
 	}
 }
 

@@ -22,8 +22,9 @@ func (s *Store) SetThreadSettings(ctx context.Context, thread string, raw json.R
 	}
 	// One row's UPDATE by its id, which locks the row: on PostgreSQL at READ COMMITTED
 	// (LockedTx). SERIALIZABLE failed it on commit when many threads were set at once (the
-	// window memctl serve records on each new thread's first turn: the 50 first turns of 50
-	// agents at once), each failure retried after a growing pause.
+	// window memctl serve recorded on each new thread's first turn, which the append that
+	// creates the thread now writes: the 50 first turns of 50 agents at once), each failure
+	// retried after a growing pause.
 	return s.h.LockedTx(ctx, func(q db.Querier) error {
 		n, err := q.SetThreadSettings(ctx, db.SetThreadSettingsParams{Settings: string(raw), ID: thread})
 		if err != nil {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -96,8 +97,11 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 			}
 			fresh = slices.Concat(fresh[prompt:prompt+results], fresh[:prompt], fresh[prompt+results:])
 		}
-		expect := lv.ver
-		res, err := s.appendLive(ctx, st, fresh, memory.AppendOptions{Model: req.Model}, &expect)
+		expect, opt := lv.ver, memory.AppendOptions{Model: req.Model}
+		if !lv.ver.Found {
+			opt.Settings = s.newSettings(ctx, lv, req.Model)
+		}
+		res, err := s.appendLive(ctx, st, fresh, opt, &expect)
 		if errors.Is(err, memory.ErrStale) && attempt < 5 {
 			continue // another process changed the thread: reconcile with what it is now
 		}
@@ -114,6 +118,27 @@ func (s *Server) appendNew(ctx context.Context, st *threadState, req dialect.Tur
 		}
 		return messageError(err, req, len(fresh), prompt, results)
 	}
+}
+
+// newSettings returns the settings a thread not made yet (lv) is created with by the append of
+// a request for model: the window it is fitted in, recorded as the turn's fit would record it
+// right after (recordWindow), in the append's transaction instead of one of its own; nil when
+// the turn records none.
+func (s *Server) newSettings(ctx context.Context, lv *liveState, model string) json.RawMessage {
+	_, w := s.limits(ctx, lv.ts, model, 0)
+	if w == nil {
+		return nil
+	}
+	ts := lv.ts
+	ts.Window = w
+	if ts.Validate() != nil {
+		return nil // recordWindow's save refuses it, and says why
+	}
+	b, err := json.Marshal(ts)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // knownSent records that the request's messages are, one for one, the first of the kept

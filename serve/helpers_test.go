@@ -257,6 +257,8 @@ type envOptions struct {
 	auto   bool // token_limit auto: the window is read from the upstream
 	// selfUpstream points the server's upstream at itself (thread "inner").
 	selfUpstream bool
+	// db, when set, is given the database's name and returns the one the store opens.
+	db func(name string) string
 }
 
 // freshDB makes newEnv's databases: copies of one a store made, on SQLite.
@@ -272,7 +274,11 @@ func newEnv(t testing.TB, opt envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
 	dbName := freshDB.Name(t, "memctl.db")
-	store, err := memory.Open(ctx, dbName)
+	open := dbName
+	if opt.db != nil {
+		open = opt.db(dbName)
+	}
+	store, err := memory.Open(ctx, open)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,27 +103,32 @@ const entryBytes = int64(unsafe.Sizeof(memory.Entry{}))
 
 // live returns the thread's kept state, read anew when none is kept or, with check, when the
 // thread's version is not the one kept (a version that differs only in settings updates
-// them). The caller holds the thread's turn.
+// them). Its version is read first: a thread not made yet is known so by it alone. The caller
+// holds the thread's turn.
 func (s *Server) live(ctx context.Context, st *threadState, check bool) (*liveState, error) {
 	lv := st.lv
 	if lv != nil && !check {
 		return lv, nil
 	}
-	if lv != nil {
-		v, err := s.Store.Version(ctx, st.thread)
-		if err != nil {
-			return nil, err
-		}
-		if v.SameContext(lv.ver) {
-			if v.Settings != lv.ver.Settings {
-				ts, err := compact.ParseThreadSettings(st.thread, []byte(v.Settings))
-				if err != nil {
-					return nil, err
-				}
-				lv.ver.Settings, lv.active.Thread.Settings, lv.ts = v.Settings, json.RawMessage(v.Settings), ts
+	// The version first, one query: a thread kept whose context is the same is kept, and a
+	// thread none is kept of and that is not made yet (a new thread's first turn) is kept as
+	// such, without a read transaction.
+	v, err := s.Store.Version(ctx, st.thread)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case lv == nil && !v.Found:
+		return s.keepRead(st, memory.Active{}, nil)
+	case lv != nil && v.SameContext(lv.ver):
+		if v.Settings != lv.ver.Settings {
+			ts, err := compact.ParseThreadSettings(st.thread, []byte(v.Settings))
+			if err != nil {
+				return nil, err
 			}
-			return lv, nil
+			lv.ver.Settings, lv.active.Thread.Settings, lv.ts = v.Settings, json.RawMessage(v.Settings), ts
 		}
+		return lv, nil
 	}
 	a, err := s.Store.Active(ctx, st.thread, memory.ReadOptions{Live: true})
 	if errors.Is(err, memory.ErrThreadNotFound) {
@@ -132,11 +137,12 @@ func (s *Server) live(ctx context.Context, st *threadState, check bool) (*liveSt
 	if err != nil {
 		return nil, err
 	}
-	return s.keepRead(st, a)
+	return s.keepRead(st, a, nil)
 }
 
-// keepRead makes the thread as read live (a: ReadOptions.Live) its kept state.
-func (s *Server) keepRead(st *threadState, a memory.Active) (*liveState, error) {
+// keepRead makes the thread as read live (a: ReadOptions.Live) its kept state. enc, when set,
+// is the encoding of each of a's entries (an append's Raw); else they are encoded here.
+func (s *Server) keepRead(st *threadState, a memory.Active, enc []json.RawMessage) (*liveState, error) {
 	active := a
 	active.Version, active.History = memory.Version{}, nil // kept as ver and hist, which grow apart from it
 	lv := &liveState{ver: a.Version, hist: a.History, active: active, enc: make([]json.RawMessage, len(a.Entries)),
@@ -146,10 +152,14 @@ func (s *Server) keepRead(st *threadState, a memory.Active) (*liveState, error) 
 	if lv.ts, err = compact.ParseThreadSettings(st.thread, a.Thread.Settings); err != nil {
 		return nil, err
 	}
-	for i, e := range a.Entries {
-		var err error
-		if lv.enc[i], err = json.Marshal(e.Message); err != nil {
-			return nil, err
+	if len(enc) == len(a.Entries) {
+		copy(lv.enc, enc)
+	} else {
+		for i, e := range a.Entries {
+			var err error
+			if lv.enc[i], err = json.Marshal(e.Message); err != nil {
+				return nil, err
+			}
 		}
 	}
 	s.keepLive(st, lv)
@@ -201,12 +211,17 @@ func (s *Server) appended(st *threadState, msgs []chat.Message, ap memory.Append
 		next.active.Thread.Settings, next.ts = json.RawMessage(ap.After.Settings), ts
 	}
 	if !lv.ver.Found {
-		// A new thread: kept as the append read it, with its model and encoding (read
-		// again otherwise, by the turn's next step).
+		// A new thread: kept as the append reports it, with its model and encoding (read
+		// again otherwise, by the turn's next step), each message encoded as stored.
 		if ap.Read == nil || ap.Read.Version != ap.After {
 			s.keepLive(st, nil)
-		} else if _, err := s.keepRead(st, *ap.Read); err != nil {
+		} else if _, err := s.keepRead(st, *ap.Read, ap.Raw); err != nil {
 			s.keepLive(st, nil)
+		} else if ap.Created {
+			// Its metadata is none: its model was told nothing yet (see noticeState).
+			s.mu.Lock()
+			st.notice = &noticeState{}
+			s.mu.Unlock()
 		}
 		return
 	}

@@ -25,7 +25,7 @@ func write(t *testing.T, h *db.Handle, fn func(ctx context.Context, q db.Querier
 func thread(t *testing.T, h *db.Handle, id string, texts ...string) {
 	t.Helper()
 	write(t, h, func(ctx context.Context, q db.Querier) error {
-		if n, err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil || n != 1 {
+		if n, err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil || n != 1 {
 			return fmt.Errorf("InsertThread(%s) = %d, %v, want 1 row", id, n, err)
 		}
 		for i, text := range texts {
@@ -99,7 +99,7 @@ func TestAppendReadBack(t *testing.T) {
 		}
 
 		write(t, h, func(ctx context.Context, q db.Querier) error {
-			n, err := q.InsertThread(ctx, db.InsertThreadParams{ID: "t1", Model: "m", Encoding: "e", Metadata: "{}", CreatedAt: 9, UpdatedAt: 9})
+			n, err := q.InsertThread(ctx, db.InsertThreadParams{ID: "t1", Model: "m", Encoding: "e", Metadata: "{}", Settings: "{}", CreatedAt: 9, UpdatedAt: 9})
 			if err != nil || n != 0 {
 				return fmt.Errorf("InsertThread of an existing thread = %d, %v, want 0 rows", n, err)
 			}

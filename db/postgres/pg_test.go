@@ -81,7 +81,7 @@ func TestReopenIsNoop(t *testing.T) {
 	ctx := context.Background()
 	first := openTest(t, u)
 	q := New(first)
-	if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t1", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
+	if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t1", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 1, UpdatedAt: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var before int64

@@ -32,7 +32,7 @@ func TestAppendTxPipelined(t *testing.T) {
 		if _, err := q.LockThread(ctx, thread); !errors.Is(err, sql.ErrNoRows) {
 			return errors.Join(errors.New("LockThread of a new thread: want sql.ErrNoRows"), err)
 		}
-		_, err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 10, UpdatedAt: 10})
+		_, err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 10, UpdatedAt: 10})
 		return err
 	}
 
@@ -166,7 +166,7 @@ func TestAppendTxTwoRoundTrips(t *testing.T) {
 	}
 	defer h.Close()
 	err = h.WithTx(ctx, func(q db.Querier) error {
-		if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: "t", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 10, UpdatedAt: 10}); err != nil {
+		if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: "t", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 10, UpdatedAt: 10}); err != nil {
 			return err
 		}
 		_, err := q.SetThreadSettings(ctx, db.SetThreadSettingsParams{Settings: `{"k":1}`, ID: "t"})

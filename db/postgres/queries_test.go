@@ -16,7 +16,7 @@ func TestQueriesSmoke(t *testing.T) {
 	ctx := context.Background()
 	sqldb := openTest(t, testURL(t))
 	q := New(sqldb)
-	if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t1", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 10, UpdatedAt: 10}); err != nil {
+	if _, err := q.InsertThread(ctx, InsertThreadParams{ID: "t1", Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 10, UpdatedAt: 10}); err != nil {
 		t.Fatal(err)
 	}
 	texts := []struct {

@@ -7,9 +7,10 @@ SELECT * FROM threads WHERE id = ?;
 SELECT * FROM threads WHERE id = ?;
 
 -- name: InsertThread :execrows
--- Creates a thread; 0 rows when another writer created it first.
-INSERT INTO threads (id, model, encoding, metadata, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?)
+-- Creates a thread with its settings (a JSON object, '{}' for none); 0 rows when another writer
+-- created it first.
+INSERT INTO threads (id, model, encoding, metadata, settings, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING;
 
 -- name: SetThreadTail :exec

@@ -1,6 +1,7 @@
 package testdb
 
 import (
+	"encoding/binary"
 	"net"
 	"net/url"
 	"sync"
@@ -28,12 +29,54 @@ type Proxy struct {
 	refuse  bool
 	stopped bool
 	wg      sync.WaitGroup
+	msgs    map[byte]int64 // the clients' protocol messages, by type (see Messages)
 }
 
 // pair is a client's connection and the proxy's to the server.
 type pair struct {
 	client, server net.Conn
 	cut            bool // the client's side is closed; what the server sends is dropped
+	from           frontend
+}
+
+// frontend reads the messages of a client's side of the protocol as they pass: a startup
+// message (untyped: its length and a code, then its body; an SSL or GSS encryption request is
+// one too, and another follows it), then messages of a type byte, a length and a body.
+type frontend struct {
+	started bool
+	head    [8]byte
+	n       int   // the bytes of head read
+	skip    int64 // the bytes of the current message still to pass
+}
+
+// read counts the messages that start in b by their type (into counts).
+func (f *frontend) read(b []byte, counts map[byte]int64) {
+	for len(b) > 0 {
+		if f.skip > 0 {
+			k := min(int64(len(b)), f.skip)
+			b, f.skip = b[k:], f.skip-k
+			continue
+		}
+		size := 5
+		if !f.started {
+			size = 8
+		}
+		k := copy(f.head[f.n:size], b)
+		f.n += k
+		b = b[k:]
+		if f.n < size {
+			continue
+		}
+		f.n = 0
+		if f.started {
+			counts[f.head[0]]++
+			f.skip = int64(binary.BigEndian.Uint32(f.head[1:5])) - 4
+			continue
+		}
+		f.skip = int64(binary.BigEndian.Uint32(f.head[0:4])) - 8
+		code := binary.BigEndian.Uint32(f.head[4:8])
+		f.started = code != 80877103 && code != 80877104
+	}
 }
 
 // NewProxy starts a proxy on a free local port in front of the server of base (a PostgreSQL
@@ -52,7 +95,7 @@ func NewProxy(t testing.TB, base string) *Proxy {
 	if u.Port() == "" {
 		target = net.JoinHostPort(u.Hostname(), "5432")
 	}
-	p := &Proxy{ln: ln, target: target, pairs: map[*pair]struct{}{}, budget: -1}
+	p := &Proxy{ln: ln, target: target, pairs: map[*pair]struct{}{}, budget: -1, msgs: map[byte]int64{}}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.stop)
@@ -127,6 +170,20 @@ func (p *Proxy) Received() int64 {
 	return p.recv
 }
 
+// Messages returns how many messages of each of types the clients sent so far, summed: of
+// the protocol's frontend messages after the startup ('Q' a simple query, 'E' an execute of
+// the extended protocol, 'S' a sync). A round trip ends with a sync or a simple query; a
+// statement is run by an execute or a simple query.
+func (p *Proxy) Messages(types ...byte) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := int64(0)
+	for _, t := range types {
+		n += p.msgs[t]
+	}
+	return n
+}
+
 // Refuse makes the proxy close every connection it accepts from now on (on) at once, before a
 // byte reaches the server, or forward them again (off).
 func (p *Proxy) Refuse(on bool) {
@@ -196,6 +253,7 @@ func (p *Proxy) toServer(c *pair) {
 				p.budget -= int64(n)
 			}
 			p.sent += int64(len(data))
+			c.from.read(data, p.msgs)
 			// Written under the lock: a cut right after it keeps the server's answer from the
 			// client (toClient forwards under the lock too).
 			_, werr := c.server.Write(data)

@@ -7,10 +7,10 @@ SELECT * FROM threads WHERE id = $1;
 SELECT * FROM threads WHERE id = $1 FOR UPDATE;
 
 -- name: InsertThread :execrows
--- Creates a thread; 0 rows when another writer created it first (the insert waits for that
--- writer's transaction to end).
-INSERT INTO threads (id, model, encoding, metadata, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+-- Creates a thread with its settings (a JSON object, '{}' for none); 0 rows when another writer
+-- created it first (the insert waits for that writer's transaction to end).
+INSERT INTO threads (id, model, encoding, metadata, settings, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (id) DO NOTHING;
 
 -- name: SetThreadTail :exec
