@@ -374,6 +374,43 @@ func (q *Queries) SetThreadTail(ctx context.Context, arg SetThreadTailParams) er
 	return err
 }
 
+const setThreadTailAndUsage = `-- name: SetThreadTailAndUsage :exec
+UPDATE threads SET last_seq = $1, open_calls = $2, updated_at = $3,
+    message_tokens = message_tokens + (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+        WHERE m.thread_id = threads.id AND m.seq > threads.last_seq AND m.seq <= $1),
+    replies = replies + 1, prompt_tokens = prompt_tokens + $4,
+    cached_tokens = cached_tokens + $5,
+    upstream_cost_micros = CASE WHEN CAST($6 AS BIGINT) IS NULL THEN upstream_cost_micros
+        ELSE coalesce(upstream_cost_micros, 0) + CAST($6 AS BIGINT) END
+WHERE threads.id = $7
+`
+
+type SetThreadTailAndUsageParams struct {
+	LastSeq      int64
+	OpenCalls    string
+	UpdatedAt    int64
+	PromptTokens int64
+	CachedTokens int64
+	CostMicros   sql.NullInt64
+	ID           string
+}
+
+// AddReplyUsage and SetThreadTail in one UPDATE (PostgreSQL only): a pipelined append that
+// stores a reply queues both, one after the other, for the same thread (see pipeline.go), and
+// sends this instead: one statement and one new version of the row where there were two.
+func (q *Queries) SetThreadTailAndUsage(ctx context.Context, arg SetThreadTailAndUsageParams) error {
+	_, err := q.exec(ctx, q.setThreadTailAndUsageStmt, setThreadTailAndUsage,
+		arg.LastSeq,
+		arg.OpenCalls,
+		arg.UpdatedAt,
+		arg.PromptTokens,
+		arg.CachedTokens,
+		arg.CostMicros,
+		arg.ID,
+	)
+	return err
+}
+
 const threadVersion = `-- name: ThreadVersion :one
 SELECT t.created_at, t.updated_at, t.last_seq, t.settings,
        CAST(coalesce(cur.id, 0) AS BIGINT) AS compaction_id,

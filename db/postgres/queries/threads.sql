@@ -30,6 +30,19 @@ UPDATE threads SET replies = replies + 1, prompt_tokens = prompt_tokens + sqlc.a
         ELSE coalesce(upstream_cost_micros, 0) + CAST(sqlc.narg(cost_micros) AS BIGINT) END
 WHERE id = sqlc.arg(id);
 
+-- name: SetThreadTailAndUsage :exec
+-- AddReplyUsage and SetThreadTail in one UPDATE (PostgreSQL only): a pipelined append that
+-- stores a reply queues both, one after the other, for the same thread (see pipeline.go), and
+-- sends this instead: one statement and one new version of the row where there were two.
+UPDATE threads SET last_seq = sqlc.arg(last_seq), open_calls = sqlc.arg(open_calls), updated_at = sqlc.arg(updated_at),
+    message_tokens = message_tokens + (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+        WHERE m.thread_id = threads.id AND m.seq > threads.last_seq AND m.seq <= sqlc.arg(last_seq)),
+    replies = replies + 1, prompt_tokens = prompt_tokens + sqlc.arg(prompt_tokens),
+    cached_tokens = cached_tokens + sqlc.arg(cached_tokens),
+    upstream_cost_micros = CASE WHEN CAST(sqlc.narg(cost_micros) AS BIGINT) IS NULL THEN upstream_cost_micros
+        ELSE coalesce(upstream_cost_micros, 0) + CAST(sqlc.narg(cost_micros) AS BIGINT) END
+WHERE threads.id = sqlc.arg(id);
+
 -- name: ListThreads :many
 -- Every thread (or only the one named) with the size of its active context, from stored
 -- counts: the messages outside the range of its current (newest applied) compaction, plus
