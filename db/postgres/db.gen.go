@@ -204,6 +204,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setThreadTailStmt, err = db.PrepareContext(ctx, setThreadTail); err != nil {
 		return nil, fmt.Errorf("error preparing query SetThreadTail: %w", err)
 	}
+	if q.setThreadTailAndUsageStmt, err = db.PrepareContext(ctx, setThreadTailAndUsage); err != nil {
+		return nil, fmt.Errorf("error preparing query SetThreadTailAndUsage: %w", err)
+	}
 	if q.threadVersionStmt, err = db.PrepareContext(ctx, threadVersion); err != nil {
 		return nil, fmt.Errorf("error preparing query ThreadVersion: %w", err)
 	}
@@ -515,6 +518,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setThreadTailStmt: %w", cerr)
 		}
 	}
+	if q.setThreadTailAndUsageStmt != nil {
+		if cerr := q.setThreadTailAndUsageStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setThreadTailAndUsageStmt: %w", cerr)
+		}
+	}
 	if q.threadVersionStmt != nil {
 		if cerr := q.threadVersionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing threadVersionStmt: %w", cerr)
@@ -624,6 +632,7 @@ type Queries struct {
 	setThreadMetadataStmt         *sql.Stmt
 	setThreadSettingsStmt         *sql.Stmt
 	setThreadTailStmt             *sql.Stmt
+	setThreadTailAndUsageStmt     *sql.Stmt
 	threadVersionStmt             *sql.Stmt
 	upsertCooldownStmt            *sql.Stmt
 }
@@ -692,6 +701,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		setThreadMetadataStmt:         q.setThreadMetadataStmt,
 		setThreadSettingsStmt:         q.setThreadSettingsStmt,
 		setThreadTailStmt:             q.setThreadTailStmt,
+		setThreadTailAndUsageStmt:     q.setThreadTailAndUsageStmt,
 		threadVersionStmt:             q.threadVersionStmt,
 		upsertCooldownStmt:            q.upsertCooldownStmt,
 	}

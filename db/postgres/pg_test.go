@@ -52,7 +52,7 @@ func TestOpenAppliesSchema(t *testing.T) {
 		t.Fatalf("current schema %q, want the test's own", schema)
 	}
 	for _, name := range []string{"threads", "messages", "compactions", "cascade_attempts", "provider_cooldowns",
-		"schema_version", "messages_fts", "summaries_fts", "messages_tokens", "compactions_running"} {
+		"schema_version", "messages_fts", "summaries_fts", "messages_thread_id_seq_key", "compactions_running"} {
 		var found bool
 		if err := sqldb.QueryRow("SELECT to_regclass($1) IS NOT NULL", schema+"."+name).Scan(&found); err != nil {
 			t.Fatal(err)
@@ -468,5 +468,55 @@ func TestMigrateV6KeepsWholeLedgers(t *testing.T) {
 	if err := again.QueryRow(`SELECT t.message_tokens, c.covered_tokens, c.view_prefix_tokens FROM threads t JOIN compactions c ON c.thread_id = t.id
 		WHERE c.id = 7`).Scan(&total, &covered, &prefix); err != nil || total != 11111 || covered != 110 || prefix != 1111 {
 		t.Fatalf("totals after migrating: thread %d, covered %d, up to view_seq %d (%v); want 11111, 110, 1111", total, covered, prefix, err)
+	}
+}
+
+// Version 8: a database of version 7 (seq kept unique by an index of two columns, the tokens
+// read from a second index) gets the tokens in the unique index, loses the second, and keeps
+// its messages and the uniqueness of seq; a new database has the same.
+func TestMigrateV7FoldsTokensIndex(t *testing.T) {
+	u := testURL(t)
+	sqldb := openTest(t, u)
+	indexes := func(d *sql.DB) (columns int, tokensIndex bool) {
+		t.Helper()
+		err := d.QueryRow(`SELECT (SELECT i.indnatts FROM pg_index i WHERE i.indexrelid = to_regclass('messages_thread_id_seq_key')),
+			to_regclass('messages_tokens') IS NOT NULL`).Scan(&columns, &tokensIndex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return columns, tokensIndex
+	}
+	if c, ti := indexes(sqldb); c != 3 || ti {
+		t.Fatalf("a new database: the unique index has %d columns, messages_tokens there: %v; want 3, false", c, ti)
+	}
+	for _, stmt := range []string{
+		"ALTER TABLE messages DROP CONSTRAINT messages_thread_id_seq_key",
+		"ALTER TABLE messages ADD CONSTRAINT messages_thread_id_seq_key UNIQUE (thread_id, seq)",
+		"CREATE INDEX messages_tokens ON messages (thread_id, seq, tokens)",
+		"UPDATE schema_version SET version = 7",
+		"INSERT INTO threads (id, model, encoding, created_at, updated_at) VALUES ('kept', 'gpt-4o', 'o200k_base', 1, 1)",
+		`INSERT INTO messages (thread_id, seq, role, content, raw, tokens, created_at) VALUES
+		 ('kept', 1, 'user', 'a', '{}', 1, 1), ('kept', 2, 'user', 'b', '{}', 10, 1)`,
+	} {
+		if _, err := sqldb.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if c, ti := indexes(sqldb); c != 2 || !ti {
+		t.Fatalf("version 7 made by hand: %d columns, messages_tokens %v", c, ti)
+	}
+	again := openTest(t, u)
+	if v := schemaVersion(t, again); v != Version {
+		t.Fatalf("schema_version = %d after migrating, want %d", v, Version)
+	}
+	if c, ti := indexes(again); c != 3 || ti {
+		t.Fatalf("after migrating: the unique index has %d columns, messages_tokens there: %v; want 3, false", c, ti)
+	}
+	var sum int64
+	if err := again.QueryRow("SELECT sum(tokens) FROM messages WHERE thread_id = 'kept'").Scan(&sum); err != nil || sum != 11 {
+		t.Fatalf("messages after migrating: %d tokens, %v; want 11", sum, err)
+	}
+	if _, err := again.Exec(`INSERT INTO messages (thread_id, seq, role, raw, tokens, created_at) VALUES ('kept', 2, 'user', '{}', 1, 1)`); err == nil {
+		t.Fatal("a second message with seq 2 was accepted after migrating")
 	}
 }

@@ -259,3 +259,65 @@ func TestAppendTxTwoRoundTrips(t *testing.T) {
 		t.Fatalf("after the failed append: %+v, %v; want last seq 2, updated 40", th, err)
 	}
 }
+
+// TestAppendTxTailTakesUsage: a reply's usage queued right before the thread's tail is sent
+// with it as one UPDATE, and the row gets both (the usage counted, the cost added or left
+// NULL, the tail and its tokens); a usage of another thread is not merged.
+func TestAppendTxTailTakesUsage(t *testing.T) {
+	ctx := context.Background()
+	h, err := OpenHandle(ctx, testURL(t), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, id := range []string{"t", "u"} {
+		if _, err := h.Q().InsertThread(ctx, db.InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 10, UpdatedAt: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendReply := func(seq int64, cost sql.NullInt64, usageOf string) (statements int) {
+		t.Helper()
+		err := pipelined(ctx, h.DB, func(q db.Querier) error {
+			p := q.(*pipe)
+			if _, err := q.LockThread(ctx, "t"); err != nil {
+				return err
+			}
+			if err := q.InsertMessage(ctx, db.InsertMessageParams{ThreadID: "t", Seq: seq, Role: "assistant",
+				Content: sql.NullString{String: "reply", Valid: true}, Raw: `{"role":"assistant"}`, Tokens: 5, CreatedAt: 20}); err != nil {
+				return err
+			}
+			if err := q.AddReplyUsage(ctx, db.AddReplyUsageParams{PromptTokens: 100, CachedTokens: 40, CostMicros: cost, ID: usageOf}); err != nil {
+				return err
+			}
+			if err := q.SetThreadTail(ctx, db.SetThreadTailParams{LastSeq: seq, OpenCalls: "[]", UpdatedAt: 30 + seq, ID: "t"}); err != nil {
+				return err
+			}
+			statements = len(p.pending)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return statements
+	}
+	if n := appendReply(1, sql.NullInt64{}, "t"); n != 2 {
+		t.Errorf("%d statements queued after the lock; want 2 (the message, the tail with the usage)", n)
+	}
+	th, err := h.Q().GetThread(ctx, "t")
+	if err != nil || th.LastSeq != 1 || th.UpdatedAt != 31 || th.MessageTokens != 5 || th.Replies != 1 ||
+		th.PromptTokens != 100 || th.CachedTokens != 40 || th.UpstreamCostMicros.Valid {
+		t.Fatalf("after a reply with no cost: %+v, %v", th, err)
+	}
+	appendReply(2, sql.NullInt64{Int64: 7, Valid: true}, "t")
+	if th, err = h.Q().GetThread(ctx, "t"); err != nil || th.LastSeq != 2 || th.MessageTokens != 10 || th.Replies != 2 ||
+		th.PromptTokens != 200 || th.CachedTokens != 80 || th.UpstreamCostMicros != (sql.NullInt64{Int64: 7, Valid: true}) {
+		t.Fatalf("after a priced reply: %+v, %v", th, err)
+	}
+	if n := appendReply(3, sql.NullInt64{Int64: 1, Valid: true}, "u"); n != 3 {
+		t.Errorf("%d statements queued after the lock; want 3 (another thread's usage is not merged)", n)
+	}
+	u, uerr := h.Q().GetThread(ctx, "u")
+	if th, err = h.Q().GetThread(ctx, "t"); err != nil || uerr != nil || th.LastSeq != 3 || th.Replies != 2 || u.Replies != 1 || u.UpstreamCostMicros.Int64 != 1 {
+		t.Fatalf("after another thread's usage: t %+v, u %+v, %v, %v", th, u, err, uerr)
+	}
+}

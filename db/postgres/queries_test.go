@@ -241,3 +241,63 @@ func TestSearchUsesIndexes(t *testing.T) {
 		}
 	}
 }
+
+// ThreadVersion reads the newest applied compaction (not a newer one of another status, nor
+// an older applied one, nor another thread's) and the pins in seq order, and zero and ” when
+// there are none.
+func TestThreadVersion(t *testing.T) {
+	ctx := context.Background()
+	sqldb := openTest(t, testURL(t))
+	q := New(sqldb)
+	for _, id := range []string{"t1", "t2"} {
+		if _, err := q.InsertThread(ctx, InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 10, UpdatedAt: 11}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := q.ThreadVersion(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != (ThreadVersionRow{CreatedAt: 10, UpdatedAt: 11, Settings: "{}"}) {
+		t.Fatalf("a thread with no compaction and no pin: %+v", v)
+	}
+	for _, c := range []struct {
+		id        int64
+		thread    string
+		status    string
+		updatedAt int64
+	}{
+		{1, "t1", "applied", 100},
+		{2, "t1", "applied", 200}, // the newest applied of t1
+		{3, "t1", "failed", 300},
+		{4, "t2", "applied", 400},
+		{5, "t1", "reverted", 500},
+	} {
+		if _, err := sqldb.ExecContext(ctx, `INSERT INTO compactions (id, thread_id, status, reason, last_seq, token_limit,
+tokens_before, messages_before, created_at, updated_at) VALUES ($1, $2, $3, 'forced', 1, 1, 1, 1, 1, $4)`,
+			c.id, c.thread, c.status, c.updatedAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range [][3]int64{{12, 11, 13}, {3, 3, 3}, {7, 6, 7}} {
+		if _, err := sqldb.ExecContext(ctx, `INSERT INTO pins (thread_id, seq, from_seq, to_seq, created_at) VALUES ('t1', $1, $2, $3, 1)`,
+			p[0], p[1], p[2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err = q.ThreadVersion(ctx, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if v.CompactionID != 2 || v.CompactionUpdatedAt != 200 || v.Pins != "3:3:3,7:6:7,12:11:13" {
+		t.Fatalf("t1: %+v", v)
+	}
+	if v, err = q.ThreadVersion(ctx, "t2"); err != nil {
+		t.Fatal(err)
+	}
+	if v.CompactionID != 4 || v.CompactionUpdatedAt != 400 || v.Pins != "" {
+		t.Fatalf("t2: %+v", v)
+	}
+	if _, err := q.ThreadVersion(ctx, "none"); err != sql.ErrNoRows {
+		t.Fatalf("no thread: %v", err)
+	}
+}

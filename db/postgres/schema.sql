@@ -48,11 +48,11 @@ CREATE TABLE messages (
     raw           TEXT    NOT NULL,        -- the whole message as JSON, unknown fields included
     tokens        BIGINT  NOT NULL,        -- counted once at append, per-message overhead included
     created_at    BIGINT  NOT NULL,
-    UNIQUE (thread_id, seq)
+    -- Its index also holds tokens: the sizes of a thread's messages are read without the rows
+    -- (threads and active-context totals) from the index that keeps seq unique, where a second
+    -- index over (thread_id, seq, tokens) did it (migrate.go, version 8).
+    CONSTRAINT messages_thread_id_seq_key UNIQUE (thread_id, seq) INCLUDE (tokens)
 );
-
--- Sizes of a thread's messages without reading the rows: threads and active-context totals.
-CREATE INDEX messages_tokens ON messages (thread_id, seq, tokens);
 
 -- The searchable text of a message: its content, name and tool calls (concat_ws is not
 -- immutable in PostgreSQL, so the parts are joined by hand), its first 100,000 characters: a

@@ -376,15 +376,53 @@ func (q *Queries) SetThreadTail(ctx context.Context, arg SetThreadTailParams) er
 	return err
 }
 
+const setThreadTailAndUsage = `-- name: SetThreadTailAndUsage :exec
+UPDATE threads SET last_seq = $1, open_calls = $2, updated_at = $3,
+    message_tokens = message_tokens + (SELECT coalesce(sum(m.tokens), 0) FROM messages m
+        WHERE m.thread_id = threads.id AND m.seq > threads.last_seq AND m.seq <= $1),
+    replies = replies + 1, prompt_tokens = prompt_tokens + $4,
+    cached_tokens = cached_tokens + $5,
+    upstream_cost_micros = CASE WHEN CAST($6 AS BIGINT) IS NULL THEN upstream_cost_micros
+        ELSE coalesce(upstream_cost_micros, 0) + CAST($6 AS BIGINT) END
+WHERE threads.id = $7
+`
+
+type SetThreadTailAndUsageParams struct {
+	LastSeq      int64
+	OpenCalls    string
+	UpdatedAt    int64
+	PromptTokens int64
+	CachedTokens int64
+	CostMicros   sql.NullInt64
+	ID           string
+}
+
+// AddReplyUsage and SetThreadTail in one UPDATE (PostgreSQL only): a pipelined append that
+// stores a reply queues both, one after the other, for the same thread (see pipeline.go), and
+// sends this instead: one statement and one new version of the row where there were two.
+func (q *Queries) SetThreadTailAndUsage(ctx context.Context, arg SetThreadTailAndUsageParams) error {
+	_, err := q.exec(ctx, q.setThreadTailAndUsageStmt, setThreadTailAndUsage,
+		arg.LastSeq,
+		arg.OpenCalls,
+		arg.UpdatedAt,
+		arg.PromptTokens,
+		arg.CachedTokens,
+		arg.CostMicros,
+		arg.ID,
+	)
+	return err
+}
+
 const threadVersion = `-- name: ThreadVersion :one
 SELECT t.created_at, t.updated_at, t.last_seq, t.settings,
        CAST(coalesce(cur.id, 0) AS BIGINT) AS compaction_id,
        CAST(coalesce(cur.updated_at, 0) AS BIGINT) AS compaction_updated_at,
-       CAST(coalesce((SELECT string_agg(p.seq || ':' || p.from_seq || ':' || p.to_seq, ',' ORDER BY p.seq)
-                      FROM pins p WHERE p.thread_id = t.id), '') AS TEXT) AS pins
+       CAST(array_to_string(ARRAY(SELECT p.seq || ':' || p.from_seq || ':' || p.to_seq
+                                  FROM pins p WHERE p.thread_id = t.id ORDER BY p.seq), ',') AS TEXT) AS pins
 FROM threads t
-LEFT JOIN compactions cur ON cur.id = (
-    SELECT max(c.id) FROM compactions c WHERE c.thread_id = t.id AND c.status = 'applied')
+LEFT JOIN LATERAL (
+    SELECT c.id, c.updated_at FROM compactions c WHERE c.thread_id = t.id AND c.status = 'applied'
+    ORDER BY c.id DESC LIMIT 1) cur ON true
 WHERE t.id = $1
 `
 
@@ -401,7 +439,11 @@ type ThreadVersionRow struct {
 // What a thread's active context is made from, in one read of indexed rows: the thread's
 // counters and settings, its current (newest applied) compaction with the time it last
 // changed, and its pins. A copy of the active context kept between two reads is still the
-// thread's while they are the same.
+// thread's while they are the same. Every append reads it, so it is written to be cheap for
+// the executor to set up: the newest applied compaction is the first row of an index scan
+// (no max() aggregate, no join back on the id), and the pins an array of a scan in seq order
+// (no string_agg): 12 to 14 us of a backend's CPU a read instead of 16 to 19 (23 to 25
+// instead of 33 to 36 with 100,000 compactions), in a PL/pgSQL loop of 20,000 reads.
 func (q *Queries) ThreadVersion(ctx context.Context, id string) (ThreadVersionRow, error) {
 	row := q.queryRow(ctx, q.threadVersionStmt, threadVersion, id)
 	var i ThreadVersionRow
