@@ -271,7 +271,7 @@ func TestAppendTxTailTakesUsage(t *testing.T) {
 	}
 	defer h.Close()
 	for _, id := range []string{"t", "u"} {
-		if _, err := h.Q().InsertThread(ctx, db.InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 10, UpdatedAt: 10}); err != nil {
+		if _, err := h.Q().InsertThread(ctx, db.InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 10, UpdatedAt: 10}); err != nil {
 			t.Fatal(err)
 		}
 	}

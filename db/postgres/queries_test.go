@@ -250,7 +250,7 @@ func TestThreadVersion(t *testing.T) {
 	sqldb := openTest(t, testURL(t))
 	q := New(sqldb)
 	for _, id := range []string{"t1", "t2"} {
-		if _, err := q.InsertThread(ctx, InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: 10, UpdatedAt: 11}); err != nil {
+		if _, err := q.InsertThread(ctx, InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: 10, UpdatedAt: 11}); err != nil {
 			t.Fatal(err)
 		}
 	}
