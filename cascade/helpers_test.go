@@ -292,7 +292,7 @@ func insertCompactionFor(t *testing.T, sqldb *db.Handle, thread string) int64 {
 	var id int64
 	err := sqldb.WithTx(context.Background(), func(q db.Querier) error {
 		if _, err := q.InsertThread(context.Background(), db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base",
-			Metadata: "{}", CreatedAt: t0.UnixMilli(), UpdatedAt: t0.UnixMilli()}); err != nil {
+			Metadata: "{}", Settings: "{}", CreatedAt: t0.UnixMilli(), UpdatedAt: t0.UnixMilli()}); err != nil {
 			return err
 		}
 		var err error
