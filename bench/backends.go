@@ -297,7 +297,7 @@ FROM generate_series(0, $3 - 1) AS i`, now, string(raw), n); err != nil {
 		for i := range n {
 			id := fmt.Sprintf("thread-%06d", i)
 			at := now + int64(i)
-			if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: at, UpdatedAt: at}); err != nil {
+			if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: id, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: at, UpdatedAt: at}); err != nil {
 				return err
 			}
 			if err := q.InsertMessage(ctx, db.InsertMessageParams{ThreadID: id, Seq: 1, Role: chat.RoleUser,

@@ -360,7 +360,7 @@ func rawInsert(ctx context.Context, raw *sql.DB, rawQ *db.Queries, thread string
 	return db.SQLiteTx(ctx, raw, func(tx *sql.Tx) error {
 		q := rawQ.WithTx(tx)
 		now := time.Now().UnixMilli()
-		if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", CreatedAt: now, UpdatedAt: now}); err != nil {
+		if _, err := q.InsertThread(ctx, db.InsertThreadParams{ID: thread, Model: "gpt-4o", Encoding: "o200k_base", Metadata: "{}", Settings: "{}", CreatedAt: now, UpdatedAt: now}); err != nil {
 			return err
 		}
 		for _, r := range rows {
