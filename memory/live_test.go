@@ -55,6 +55,16 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 			}
 			return err
 		}},
+		{"a revert", func() error { _, err := other.Revert(ctx, "v", 0); return err }},
+		{"a compaction again", func() error {
+			limit := 2000
+			rep, err := compact.New(other, storetest.ExtractiveCascade(t, other), compact.Settings{}).Compact(ctx, "v",
+				compact.Options{Force: true, Override: compact.ThreadSettings{TokenLimit: &limit}})
+			if err == nil && rep.Status != memory.StatusApplied {
+				err = errors.New(string(rep.Status) + ": " + rep.Detail)
+			}
+			return err
+		}},
 		{"a pin", func() error { _, err := other.Pin(ctx, "v", 3, compact.PinBudget(compact.Settings{})); return err }},
 		{"an unpin", func() error { return other.Unpin(ctx, "v", 3) }},
 		{"an append", func() error {

@@ -2,7 +2,9 @@ package memory_test
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/memcascade/memcascade/chat"
@@ -172,4 +174,180 @@ func TestViewPrefixTokensAfterAppendsMeanwhile(t *testing.T) {
 		t.Fatalf("view-prefix tokens %d, the messages up to view_seq %d sum to %d", row.ViewPrefixTokens, row.ViewSeq, want)
 	}
 	checkListedTokens(t, s, "after a compaction with appends meanwhile")
+}
+
+// startingOver is a summarizer that starts its thread over while it writes (an agent's reset
+// taken while the thread compacts), with more messages than the compaction planned on.
+type startingOver struct {
+	s      *memory.Store
+	thread string
+	msgs   []chat.Message
+	inner  compact.Summarizer
+}
+
+func (a startingOver) Run(ctx context.Context, id int64, task llm.Task) (llm.Result, error) {
+	if _, _, err := a.s.StartOver(ctx, a.thread, "", a.msgs, memory.AppendOptions{Model: "gpt-4o"}); err != nil {
+		return llm.Result{}, err
+	}
+	return a.inner.Run(ctx, id, task)
+}
+
+// checkPrefixTokens fails t when a thread's message tokens are not the sum of its messages'
+// or an applied compaction's view-prefix tokens are not the sum of those up to its view_seq;
+// it returns the number of compactions applied.
+func checkPrefixTokens(t *testing.T, s *memory.Store, when string) (applied int) {
+	t.Helper()
+	ctx := context.Background()
+	threads, err := s.DB().DB.QueryContext(ctx, `SELECT t.id, t.message_tokens, (SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = t.id)
+FROM threads t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer threads.Close()
+	for threads.Next() {
+		var id string
+		var kept, sum int64
+		if err := threads.Scan(&id, &kept, &sum); err != nil {
+			t.Fatal(err)
+		}
+		if kept != sum {
+			t.Fatalf("%s: thread %q keeps %d message tokens, its messages sum to %d", when, id, kept, sum)
+		}
+	}
+	if err := threads.Err(); err != nil {
+		t.Fatal(err)
+	}
+	comps, err := s.DB().DB.QueryContext(ctx, `SELECT c.id, c.thread_id, c.view_seq, c.view_prefix_tokens,
+    CAST((SELECT coalesce(sum(m.tokens), 0) FROM messages m WHERE m.thread_id = c.thread_id AND m.seq <= c.view_seq) AS BIGINT)
+FROM compactions c WHERE c.status = 'applied'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer comps.Close()
+	n := 0
+	for comps.Next() {
+		var id, viewSeq, kept, sum int64
+		var thread string
+		if err := comps.Scan(&id, &thread, &viewSeq, &kept, &sum); err != nil {
+			t.Fatal(err)
+		}
+		if kept != sum {
+			t.Fatalf("%s: compaction %d of %q keeps %d view-prefix tokens, its messages up to %d sum to %d", when, id, thread, kept, viewSeq, sum)
+		}
+		n++
+	}
+	if err := comps.Err(); err != nil {
+		t.Fatal(err)
+	}
+	checkListedTokens(t, s, when)
+	return n
+}
+
+// TestViewPrefixTokensThroughResets: a compaction's view-prefix tokens are the sum of its
+// messages' up to its view_seq, and the thread's message tokens the sum of all of them, when
+// the thread is started over while it compacts, started over (archived) then compacted,
+// reverted then compacted, imported then compacted, and copied into another database.
+func TestViewPrefixTokensThroughResets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := storetest.Open(t)
+	msgs := lifesim.Generated(40)
+	opt := memory.AppendOptions{Model: "gpt-4o"}
+	turn := 0
+	more := func(n int) []chat.Message { // n turns of plain text
+		var out []chat.Message
+		for range n {
+			turn++
+			out = append(out, chat.TextMessage(chat.RoleUser, "question "+strconv.Itoa(turn)+": what changed in the build since the last release, and why?"),
+				chat.TextMessage(chat.RoleAssistant, "answer "+strconv.Itoa(turn)+": the linker flags, the cache of the test binaries and the order of the steps."))
+		}
+		return out
+	}
+	settings := compact.Settings{TokenLimit: 1500, Strategy: compact.StrategyHybrid}
+	plain := compact.New(s, storetest.ExtractiveCascade(t, s), settings)
+
+	// Started over, with more messages, while it compacts.
+	if _, err := s.Append(ctx, "during", msgs[:26], opt); err != nil {
+		t.Fatal(err)
+	}
+	during := compact.New(s, startingOver{s: s, thread: "during", msgs: msgs[:38], inner: storetest.ExtractiveCascade(t, s)}, compact.Settings{TokenLimit: 1500})
+	during.Compact(ctx, "during", compact.Options{Force: true}) // its row goes with the old thread: it fails
+	if th, err := s.DB().Q().GetThread(ctx, "during"); err != nil || th.LastSeq != 38 {
+		t.Fatalf("the thread after its start over: last seq %d, %v; want 38", th.LastSeq, err)
+	}
+	checkPrefixTokens(t, s, "a start over while compacting")
+	plain.Compact(ctx, "during", compact.Options{Force: true})
+	checkPrefixTokens(t, s, "a compaction after a start over")
+
+	// Compacted, started over with an archive, the new thread and the archive compacted.
+	if _, err := s.Append(ctx, "reset", msgs[:32], opt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Compact(ctx, "reset", compact.Options{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.StartOver(ctx, "reset", "reset-archive", msgs[:26], opt); err != nil {
+		t.Fatal(err)
+	}
+	checkPrefixTokens(t, s, "a start over with an archive")
+	for _, thread := range []string{"reset", "reset-archive"} {
+		if _, err := s.Append(ctx, thread, more(3), opt); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := plain.Compact(ctx, thread, compact.Options{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		checkPrefixTokens(t, s, "a compaction of "+thread+" after a start over")
+	}
+
+	// Reverted, appended to, then compacted again, twice.
+	for range 2 {
+		if _, err := s.Revert(ctx, "reset", 0); err != nil {
+			t.Fatal(err)
+		}
+		checkPrefixTokens(t, s, "a revert")
+		if _, err := s.Append(ctx, "reset", more(2), opt); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := plain.Compact(ctx, "reset", compact.Options{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		checkPrefixTokens(t, s, "a compaction after a revert")
+	}
+
+	// Imported (JSON lines), then compacted.
+	var lines strings.Builder
+	for _, m := range msgs[:32] {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines.Write(b)
+		lines.WriteByte('\n')
+	}
+	if _, err := s.Import(ctx, "imported", strings.NewReader(lines.String()), opt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Compact(ctx, "imported", compact.Options{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkPrefixTokens(t, s, "an import then a compaction")
+
+	// Copied, then compacted again in the copy.
+	dst, _ := storetest.Open(t)
+	if _, err := memory.Copy(ctx, s, dst); err != nil {
+		t.Fatal(err)
+	}
+	checkPrefixTokens(t, dst, "the copy")
+	for _, thread := range []string{"reset", "imported", "during"} {
+		if _, err := dst.Append(ctx, thread, more(2), opt); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := compact.New(dst, storetest.ExtractiveCascade(t, dst), settings).Compact(ctx, thread, compact.Options{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := checkPrefixTokens(t, dst, "compactions in the copy"); n < 4 {
+		t.Fatalf("%d compactions applied: want some of each thread", n)
+	}
 }

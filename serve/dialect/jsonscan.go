@@ -140,9 +140,11 @@ func (sc *Scanned) MemberHash(key string) (Hash, bool) {
 }
 
 // Bytes estimates the memory the scan holds: its body and the slices of its members and
-// elements, when it has them, and its offsets and hashes.
+// elements, when it has them, and its offsets and hashes with the room past them (which the
+// next scan resumed after all of its elements fills in place: resumeOffsets).
 func (sc *Scanned) Bytes() int64 {
-	return int64(len(sc.Body)) + int64(len(sc.Elems))*24 + int64(len(sc.ends))*32 + int64(len(sc.all))*64 + int64(len(sc.segs))*24
+	return int64(len(sc.Body)) + int64(len(sc.Elems))*24 + int64(cap(sc.starts))*8 + int64(cap(sc.ends))*8 + int64(cap(sc.prefix))*16 +
+		int64(cap(sc.all))*64 + int64(cap(sc.segs))*24
 }
 
 type span struct {

@@ -273,3 +273,27 @@ func TestScanResumesInPlace(t *testing.T) {
 		t.Fatalf("%d of 40 scans extended the previous one's offsets in place", inPlace)
 	}
 }
+
+// TestScanBytesCountRoom: the bytes a kept scan is counted for hold its offsets and hashes with
+// the room past them, which the next scan resumed after all of its elements fills in place
+// (resumeOffsets): a conversation's kept scans, turn after turn, are never counted for less.
+func TestScanBytesCountRoom(t *testing.T) {
+	var msgs []string
+	body := func() []byte { return []byte(`{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`) }
+	for i := range 1000 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"step %d"}`, i))
+	}
+	var prev *Scanned
+	for turn := range 30 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"question %d"}`, turn), fmt.Sprintf(`{"role":"assistant","content":"answer %d"}`, turn))
+		sc, _, err := ScanObjectAfter(body(), "messages", prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = sc.Kept()
+		held := int64(cap(prev.starts))*8 + int64(cap(prev.ends))*8 + int64(cap(prev.prefix))*16 + int64(cap(prev.all))*64 + int64(cap(prev.segs))*24
+		if got := prev.Bytes(); got < held {
+			t.Fatalf("turn %d: a kept scan of %d elements counted for %d bytes; its offsets and hashes hold %d", turn, len(prev.ends), got, held)
+		}
+	}
+}
