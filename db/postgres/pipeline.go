@@ -214,7 +214,7 @@ func (f flushing) QueryRowContext(ctx context.Context, query string, args ...any
 // version (ThreadVersion), read once the row is locked and kept for ThreadVersion until a
 // statement that is not pipelined runs. While the row is locked, the writers that lock it
 // first (appends, a compaction applied, the thread's settings), and a pin (its foreign key
-// locks the row), cannot change the version; the others (a revert, a compaction's final
+// locks the row), cannot change the version; the others (a revert, an unpin, a compaction's final
 // figures) may commit before this transaction does, unseen, as they could between a read after
 // the writes and the COMMIT: the next append finds its version stale.
 func (p *pipe) LockThread(ctx context.Context, id string) (db.Thread, error) {
