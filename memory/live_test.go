@@ -42,29 +42,22 @@ func TestVersionFollowsEveryChange(t *testing.T) {
 	if !v1.Found || v1.LastSeq != 41 || v1.SameContext(v0) {
 		t.Fatalf("after an append: %+v", v1)
 	}
+	compactOther := func() error {
+		limit := 2000
+		rep, err := compact.New(other, storetest.ExtractiveCascade(t, other), compact.Settings{}).Compact(ctx, "v",
+			compact.Options{Force: true, Override: compact.ThreadSettings{TokenLimit: &limit}})
+		if err == nil && rep.Status != memory.StatusApplied {
+			err = errors.New(string(rep.Status) + ": " + rep.Detail)
+		}
+		return err
+	}
 	changes := []struct {
 		what string
 		do   func() error
 	}{
-		{"a compaction", func() error {
-			limit := 2000
-			rep, err := compact.New(other, storetest.ExtractiveCascade(t, other), compact.Settings{}).Compact(ctx, "v",
-				compact.Options{Force: true, Override: compact.ThreadSettings{TokenLimit: &limit}})
-			if err == nil && rep.Status != memory.StatusApplied {
-				err = errors.New(string(rep.Status) + ": " + rep.Detail)
-			}
-			return err
-		}},
+		{"a compaction", compactOther},
 		{"a revert", func() error { _, err := other.Revert(ctx, "v", 0); return err }},
-		{"a compaction again", func() error {
-			limit := 2000
-			rep, err := compact.New(other, storetest.ExtractiveCascade(t, other), compact.Settings{}).Compact(ctx, "v",
-				compact.Options{Force: true, Override: compact.ThreadSettings{TokenLimit: &limit}})
-			if err == nil && rep.Status != memory.StatusApplied {
-				err = errors.New(string(rep.Status) + ": " + rep.Detail)
-			}
-			return err
-		}},
+		{"a compaction again", compactOther},
 		{"a pin", func() error { _, err := other.Pin(ctx, "v", 3, compact.PinBudget(compact.Settings{})); return err }},
 		{"an unpin", func() error { return other.Unpin(ctx, "v", 3) }},
 		{"an append", func() error {
